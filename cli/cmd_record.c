@@ -1,0 +1,683 @@
+/*
+ * hwspy record: sample a Python process (attach with -p, or launch a command) and write a
+ * profile. The sample callback turns each sample into a stack of the profile model: the
+ * Python frames of the sampled thread, read while it is stopped (exact mode) or right after
+ * the sample is drained (--nonblocking).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "output/profile.h"
+#include "pyframes/pyframes.h"
+#include "sampler/sampler.h"
+
+#define MAX_PY_FRAMES 512
+#define DETECT_INTERVAL_NS 20000000ULL
+#define LATE_MAX 1000000
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void) sig;
+	stop_flag = 1;
+}
+
+struct record_opts {
+	pid_t pid;
+	char **argv;
+	struct event_spec events[SAMPLER_MAX_EVENTS];
+	size_t n_events;
+	uint64_t freq, period;
+	double duration;
+	const char *output;
+	bool function, threads, nonblocking, quiet;
+};
+
+struct thread_name {
+	pid_t tid;
+	uint32_t frame;
+};
+
+struct recorder {
+	const struct record_opts *opts;
+	struct profile *prof;
+	struct remote_mem mem;
+	bool mem_open;
+	struct pyframes *pf;
+	struct pyframes_info info;
+	int detect_error;               /* last pyframes_open result */
+	uint64_t last_detect_ns;
+	uint64_t execs_seen;
+	struct sampler *sampler;
+	struct py_frame pyf[MAX_PY_FRAMES];
+	uint32_t ids[MAX_PY_FRAMES + 2];
+	uint32_t native_frame, unknown_frame;
+	struct thread_name *names;
+	size_t n_names, cap_names;
+	uint32_t *late_us;              /* nonblocking: how late each read was */
+	size_t n_late;
+	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
+	int fatal;                      /* set by the callback to stop: an unsupported Python */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static int special_frame(struct recorder *rec, const char *name, uint32_t *ret)
+{
+	struct profile_frame f = { .kind = FRAME_SPECIAL, .name = name };
+
+	return profile_frame_id(rec->prof, &f, ret);
+}
+
+static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
+{
+	char path[64], comm[64] = "", name[128];
+	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
+	uint32_t id = 0;
+	FILE *fp;
+
+	for (size_t i = 0; i < rec->n_names; i++)
+		if (rec->names[i].tid == tid)
+			return rec->names[i].frame;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	fp = fopen(path, "re");
+	if (fp) {
+		if (fgets(comm, sizeof(comm), fp))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(fp);
+	}
+	snprintf(name, sizeof(name), "[thread %d%s%s]", tid, comm[0] ? " " : "", comm);
+	if (profile_frame_id(rec->prof, &f, &id) < 0)
+		return rec->unknown_frame;
+	if (rec->n_names == rec->cap_names) {
+		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
+		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
+		if (!v)
+			return id;
+		rec->names = v;
+		rec->cap_names = cap;
+	}
+	rec->names[rec->n_names++] = (struct thread_name) { tid, id };
+	return id;
+}
+
+/* Launch mode: the interpreter appears once the loader has mapped it; look again now and then. */
+static void detect(struct recorder *rec, pid_t pid)
+{
+	uint64_t now = now_ns();
+	int r;
+
+	if (rec->pf || rec->fatal || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
+		return;
+	rec->last_detect_ns = now;
+	if (!rec->mem_open) {
+		if (remote_mem_open_pid(pid, &rec->mem) < 0)
+			return;
+		rec->mem_open = true;
+	}
+	r = pyframes_open(pid, &rec->mem, &rec->pf, &rec->info);
+	rec->detect_error = r;
+	if (r == -ENOTSUP)
+		rec->fatal = r;
+	else if (r >= 0)
+		(void) profile_set_python(rec->prof, rec->info.version);
+}
+
+static void on_sample(void *ctx, const struct sample *s)
+{
+	struct recorder *rec = ctx;
+	const struct record_opts *o = rec->opts;
+	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
+	size_t depth = 0, n = 0;
+	int r = -ENOENT;
+
+	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
+		rec->execs_seen = sampler_stats(rec->sampler)->execs;
+		pyframes_free(rec->pf);
+		rec->pf = NULL;
+		rec->last_detect_ns = 0;
+	}
+	if (!rec->pf)
+		detect(rec, sampler_pid(rec->sampler));
+	if (rec->pf)
+		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
+	if (!s->stopped && rec->late_us && rec->n_late < LATE_MAX) {
+		uint64_t t = now_ns();
+		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
+	}
+	if (o->threads)
+		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
+	if (r == 0 && n > 0) {
+		/* innermost first -> root first */
+		for (size_t i = n; i-- > 0;) {
+			const struct py_frame *pyf = &rec->pyf[i];
+			struct profile_frame f = {
+				.kind = FRAME_PYTHON, .name = pyf->name, .file = pyf->file,
+				.line = o->function ? pyf->first_line : pyf->line,
+			};
+			if (profile_frame_id(rec->prof, &f, &rec->ids[depth]) < 0)
+				continue;
+			depth++;
+		}
+	} else if (r == 0 || r == -ENOENT) {
+		rec->no_python++;
+		rec->ids[depth++] = rec->native_frame;
+	} else {
+		if (r == -EAGAIN)
+			rec->dropped_torn++;
+		else
+			rec->dropped_unreadable++;
+		rec->ids[depth++] = rec->unknown_frame;
+	}
+	for (size_t i = 0; i < s->n_values && i < SAMPLER_MAX_EVENTS; i++)
+		values[i + 1] = s->values[i];
+	if (profile_add(rec->prof, (uint32_t) s->tid, rec->ids, depth, values) < 0)
+		rec->add_failed++;
+	if (rec->fatal)
+		stop_flag = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy record [OPTIONS] -p PID\n"
+		"       hwspy record [OPTIONS] -- COMMAND [ARGS...]\n\n"
+		"Samples every thread of a Python process with a perf event and writes the Python\n"
+		"stacks, weighted by the event, as a folded flame-graph file.\n\n"
+		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
+		"  -e, --event EV[,EV]    event to sample (default: cycles, or cpu-clock without a\n"
+		"                         hardware PMU); more events are counted with every sample\n"
+		"  -F, --rate HZ          samples per second per thread (default 100)\n"
+		"  -c, --period N         sample every N events instead of a rate\n"
+		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
+		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded)\n"
+		"      --function         one frame per function (its first line), not per line\n"
+		"      --threads          a root frame per thread: [thread TID NAME]\n"
+		"      --nonblocking      never stop the target; read stacks just after the sample\n"
+		"  -q, --quiet            no progress line and no summary\n"
+		"  -h, --help             this text\n\n"
+		"'hwspy list' shows the events that work on this machine.\n");
+}
+
+static int parse_events(struct record_opts *o, const char *arg)
+{
+	char item[256];
+	const char *p = arg;
+
+	while (*p) {
+		size_t len = 0;
+		bool in_pmu = false;
+		/* commas inside pmu/term=..,term=../ belong to the event */
+		while (p[len] && (in_pmu || p[len] != ',')) {
+			if (p[len] == '/')
+				in_pmu = !in_pmu;
+			len++;
+		}
+		if (len >= sizeof(item))
+			return log_errno(-EINVAL, "event '%.*s...' is too long", 40, p), -EINVAL;
+		memcpy(item, p, len);
+		item[len] = '\0';
+		p += len + (p[len] == ',');
+		if (!len)
+			continue;
+		if (o->n_events == SAMPLER_MAX_EVENTS) {
+			log_error("at most %d events at once", SAMPLER_MAX_EVENTS);
+			return -E2BIG;
+		}
+		int r = events_parse(item, &o->events[o->n_events]);
+		if (r == -ENOENT) {
+			const char *near[3];
+			size_t k = events_suggest(item, near, 3);
+			if (k)
+				log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
+					  item, near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
+					  k > 2 ? ", " : "", k > 2 ? near[2] : "");
+			else
+				log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows", item);
+			return r;
+		}
+		if (r < 0) {
+			log_error("cannot parse event '%s'; 'hwspy list' shows the accepted forms", item);
+			return r;
+		}
+		o->n_events++;
+	}
+	return 0;
+}
+
+/* The names of the events that open here, for a message. */
+static void working_events(struct buf *out)
+{
+	size_t n;
+	const struct event_info *tab = events_table(&n);
+	int shown = 0;
+
+	for (size_t i = 0; i < n && shown < 8; i++) {
+		struct event_spec spec;
+		if (tab[i].kind != EVENT_SOFTWARE || events_parse(tab[i].name, &spec) < 0 ||
+		    events_probe(&spec, 0) < 0)
+			continue;
+		(void) buf_printf(out, "%s%s", shown ? ", " : "", tab[i].name);
+		shown++;
+	}
+}
+
+static int check_events(struct record_opts *o)
+{
+	for (size_t i = 0; i < o->n_events; i++) {
+		int r = events_probe(&o->events[i], 0);
+		struct buf b;
+
+		if (r >= 0 || r == -EACCES || r == -EPERM)
+			continue;
+		buf_init(&b);
+		working_events(&b);
+		if (r == -ENOENT || r == -EOPNOTSUPP) {
+			if ((o->events[i].kind == EVENT_HARDWARE || o->events[i].kind == EVENT_HW_CACHE ||
+			     o->events[i].kind == EVENT_RAW) && !events_have_hw_pmu())
+				log_error("event '%s' needs a hardware PMU, and this machine exposes none "
+					  "(a VM?); events that work here: %s", o->events[i].name, b.data);
+			else
+				log_error("event '%s' is not supported on this machine; events that work "
+					  "here: %s", o->events[i].name, b.data);
+		} else {
+			log_errno(r, "cannot open event '%s'", o->events[i].name);
+		}
+		buf_release(&b);
+		return r;
+	}
+	return 0;
+}
+
+static int default_event(struct record_opts *o)
+{
+	struct event_spec *e = &o->events[0];
+
+	if (events_parse("cycles", e) == 0 && events_probe(e, 0) == 0) {
+		o->n_events = 1;
+		return 0;
+	}
+	if (events_parse("cpu-clock", e) < 0)
+		return -ENOENT;
+	o->n_events = 1;
+	if (!o->quiet)
+		log_info("no hardware PMU on this machine: sampling 'cpu-clock' (choose with -e)");
+	return 0;
+}
+
+static void permission_hint(pid_t pid)
+{
+	int paranoid = -1;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = -1;
+		fclose(f);
+	}
+	log_error("not allowed to profile pid %d: run hwspy as root or as the target's user with "
+		  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", pid, paranoid);
+}
+
+static int python_error(int r, const struct recorder *rec, const char *what)
+{
+	if (r == -ENOTSUP)
+		log_error("%s runs unsupported Python %s; hwspy supports 3.8-3.14", what,
+			  rec->info.version[0] ? rec->info.version : "(unknown version)");
+	else if (r == -ENOENT)
+		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
+			  "profiling native code alone is planned", what);
+	else
+		log_errno(r, "cannot read the Python interpreter of %s", what);
+	return r;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void progress(const struct recorder *rec, double elapsed, double duration, bool final)
+{
+	const struct sampler_stats *st = sampler_stats(rec->sampler);
+
+	if (duration > 0)
+		fprintf(stderr, "\r\033[Khwspy: %.1f / %.0f s  %" PRIu64 " samples  %" PRIu64 " lost",
+			elapsed, duration, st->samples, st->lost);
+	else
+		fprintf(stderr, "\r\033[Khwspy: %.1f s  %" PRIu64 " samples  %" PRIu64 " lost  (Ctrl-C stops)",
+			elapsed, st->samples, st->lost);
+	if (final)
+		fprintf(stderr, "\r\033[K");
+}
+
+static void summary(const struct recorder *rec, const char *target, double elapsed, const char *path)
+{
+	const struct record_opts *o = rec->opts;
+	const struct sampler_stats *st = sampler_stats(rec->sampler);
+	const struct profile_event *ev = profile_event(rec->prof, 0);
+	uint64_t dropped = rec->dropped_torn + rec->dropped_unreadable;
+
+	log_info("sampled %s%s%s for %.2f s: '%s' at %s%" PRIu64 "%s", target,
+		 rec->pf ? ", Python " : "", rec->pf ? rec->info.version : "", elapsed, ev->name,
+		 o->freq ? "" : "every ", o->freq ? o->freq : o->period, o->freq ? " Hz" : " events");
+	log_info("%" PRIu64 " samples, weight %" PRIu64 ", %" PRIu64 " lost, %" PRIu64
+		 " dropped, %" PRIu64 " threads", st->samples, profile_total(rec->prof, 1), st->lost,
+		 dropped, st->threads_seen);
+	if (dropped)
+		log_info("dropped: %" PRIu64 " torn Python stacks, %" PRIu64
+			 " unreadable (kept as [unknown])", rec->dropped_torn, rec->dropped_unreadable);
+	if (rec->no_python)
+		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
+			 rec->no_python);
+	if (!o->nonblocking)
+		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops)", st->stops);
+	if (rec->n_late) {
+		qsort(rec->late_us, rec->n_late, sizeof(*rec->late_us), cmp_u32);
+		log_info("nonblocking: reads were late by median %u us, p99 %u us, max %u us",
+			 rec->late_us[rec->n_late / 2], rec->late_us[rec->n_late * 99 / 100],
+			 rec->late_us[rec->n_late - 1]);
+	}
+	if (st->lost)
+		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
+	if (rec->add_failed)
+		log_info("%" PRIu64 " samples could not be stored (out of memory)", rec->add_failed);
+	log_info("wrote %s", path);
+}
+
+static int parse_args(int argc, char **argv, struct record_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "rate", required_argument, NULL, 'F' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "period", required_argument, NULL, 'c' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "function", no_argument, NULL, 'f' },
+		{ "threads", no_argument, NULL, 't' },
+		{ "nonblocking", no_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c, r;
+	char *end;
+
+	o->freq = 100;
+	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v <= 0 || v > 0x7fffffff) {
+				log_error("'%s' is not a process id", optarg);
+				return -EINVAL;
+			}
+			o->pid = (pid_t) v;
+			break;
+		}
+		case 'e':
+			if ((r = parse_events(o, optarg)) < 0)
+				return r;
+			break;
+		case 'F': {
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v == 0 || v > 100000) {
+				log_error("rate '%s' must be a number of samples per second, 1-100000", optarg);
+				return -EINVAL;
+			}
+			o->freq = v;
+			o->period = 0;
+			break;
+		}
+		case 'c': {
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || v == 0) {
+				log_error("period '%s' must be a positive number of events", optarg);
+				return -EINVAL;
+			}
+			o->period = v;
+			o->freq = 0;
+			break;
+		}
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || !(o->duration > 0)) {
+				log_error("duration '%s' must be a positive number of seconds", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'f':
+			o->function = true;
+			break;
+		case 't':
+			o->threads = true;
+			break;
+		case 'n':
+			o->nonblocking = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			log_level = LOG_QUIET;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->argv = argv + optind;
+	if (!o->pid == !o->argv) {
+		log_error(o->pid ? "give either -p PID or a command, not both"
+				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = { 0 };
+	struct recorder rec = { .opts = &o };
+	struct sampler_opts so = { 0 };
+	char target[320], defpath[64];
+	const char *names[SAMPLER_MAX_EVENTS];
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t start, duration_ns;
+	bool tty = isatty(STDERR_FILENO);
+	FILE *out = NULL;
+	int r, status = 1;
+
+	r = parse_args(argc, argv, &o);
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (!o.n_events && default_event(&o) < 0)
+		return 1;
+	if (check_events(&o) < 0)
+		return 1;
+
+	if (o.pid) {
+		if (kill(o.pid, 0) < 0 && errno == ESRCH) {
+			log_error("no process with pid %d", o.pid);
+			return 1;
+		}
+		snprintf(target, sizeof(target), "pid %d", o.pid);
+		r = remote_mem_open_pid(o.pid, &rec.mem);
+		if (r >= 0) {
+			rec.mem_open = true;
+			r = pyframes_open(o.pid, &rec.mem, &rec.pf, &rec.info);
+		}
+		if (r == -EPERM || r == -EACCES) {
+			permission_hint(o.pid);
+			goto out;
+		}
+		if (r == -ESRCH) {
+			log_error("no process with pid %d", o.pid);
+			goto out;
+		}
+		if (r < 0) {
+			python_error(r, &rec, target);
+			goto out;
+		}
+	} else {
+		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
+	}
+
+	if (!o.output) {
+		snprintf(defpath, sizeof(defpath), "hwspy-%d.folded", o.pid ? o.pid : (int) getpid());
+		o.output = defpath;
+	}
+	out = fopen(o.output, "we");
+	if (!out) {
+		log_errno(-errno, "cannot write '%s'", o.output);
+		goto out;
+	}
+
+	for (size_t i = 0; i < o.n_events; i++)
+		names[i] = o.events[i].name;
+	rec.prof = profile_new(names, o.n_events);
+	if (!rec.prof || special_frame(&rec, "[native]", &rec.native_frame) < 0 ||
+	    special_frame(&rec, "[unknown]", &rec.unknown_frame) < 0) {
+		log_error("out of memory");
+		goto out;
+	}
+	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
+	if (rec.pf)
+		profile_set_python(rec.prof, rec.info.version);
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	so = (struct sampler_opts) {
+		.pid = o.pid, .argv = o.argv, .events = o.events, .n_events = o.n_events,
+		.freq = o.freq, .period = o.period, .exact = !o.nonblocking,
+	};
+	r = sampler_new(&so, &rec.sampler);
+	if (r == -EPERM && so.exact) {
+		log_info("cannot stop the target's threads (ptrace refused: another tracer, Yama "
+			 "ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+		o.nonblocking = true;
+		so.exact = false;
+		r = sampler_new(&so, &rec.sampler);
+	}
+	if (r < 0) {
+		if (r == -ESRCH)
+			log_error("no process with pid %d (it exited)", o.pid);
+		else if (r == -EACCES || r == -EPERM)
+			permission_hint(o.pid ? o.pid : 0);
+		else if (o.argv && (r == -ENOENT || r == -EACCES || r == -ENOEXEC))
+			log_errno(r, "cannot run '%s'", o.argv[0]);
+		else if (r == -ENOENT)
+			log_error("event '%s' cannot be opened on this machine", o.events[0].name);
+		else
+			log_errno(r, "cannot start sampling %s", target);
+		goto out;
+	}
+	if (o.argv)
+		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], sampler_pid(rec.sampler));
+	(void) profile_set_target(rec.prof, target);
+	profile_meta(rec.prof)->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
+	if (o.nonblocking)
+		rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
+
+	start = now_ns();
+	duration_ns = (uint64_t) (o.duration * 1e9);
+	while (!stop_flag && !sampler_stats(rec.sampler)->target_exited) {
+		uint64_t slice = 250000000ULL, elapsed = now_ns() - start;
+		if (duration_ns) {
+			if (elapsed >= duration_ns)
+				break;
+			if (duration_ns - elapsed < slice)
+				slice = duration_ns - elapsed;
+		}
+		r = sampler_run(rec.sampler, on_sample, &rec, &stop_flag, slice);
+		if (r < 0) {
+			log_errno(r, "sampling stopped early");
+			break;
+		}
+		if (tty && !o.quiet)
+			progress(&rec, (double) (now_ns() - start) / 1e9, o.duration, false);
+	}
+	if (tty && !o.quiet)
+		progress(&rec, 0, 0, true);
+	/* stopping drains what is left in the rings through the callback */
+	sampler_stop(rec.sampler);
+	{
+		const struct sampler_stats *st = sampler_stats(rec.sampler);
+		double elapsed = (double) (now_ns() - start) / 1e9;
+		struct profile_meta *meta = profile_meta(rec.prof);
+
+		meta->duration_ns = now_ns() - start;
+		meta->lost = st->lost;
+		meta->dropped = rec.dropped_torn + rec.dropped_unreadable;
+		meta->threads = st->threads_seen;
+		if (rec.fatal) {
+			python_error(rec.fatal, &rec, target);
+			goto out;
+		}
+		if (o.argv && !rec.pf) {
+			python_error(rec.detect_error ? rec.detect_error : -ENOENT, &rec, target);
+			goto out;
+		}
+		r = folded_write(rec.prof, NULL, out);
+		if (r < 0) {
+			log_errno(r, "cannot write '%s'", o.output);
+			goto out;
+		}
+		if (st->target_exited && o.pid)
+			log_info("pid %d exited; writing what was sampled", o.pid);
+		summary(&rec, target, elapsed, o.output);
+	}
+	status = 0;
+out:
+	if (out)
+		fclose(out);
+	if (status && out)
+		(void) unlink(o.output);
+	if (rec.sampler && o.argv && !sampler_stats(rec.sampler)->target_exited) {
+		/* the command goes on after sampling ends: wait for it, as a shell would */
+		int ws;
+		sampler_stop(rec.sampler);
+		if (!o.quiet)
+			log_info("sampling ended; waiting for '%s' to exit", o.argv[0]);
+		while (waitpid(sampler_pid(rec.sampler), &ws, 0) < 0 && errno == EINTR)
+			;
+	}
+	sampler_free(rec.sampler);
+	pyframes_free(rec.pf);
+	if (rec.mem_open)
+		remote_mem_close(&rec.mem);
+	profile_free(rec.prof);
+	free(rec.names);
+	free(rec.late_us);
+	return status;
+}

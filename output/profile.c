@@ -1,0 +1,423 @@
+#include "output/profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hash.h"
+
+/* Open-addressing table of uint32 ids (UINT32_MAX = empty), keyed by a hash the caller gives. */
+struct idtab {
+	uint32_t *slots;
+	size_t cap;     /* power of two */
+	size_t used;
+};
+
+struct frame_rec {
+	struct profile_frame f;
+	uint64_t hash;
+};
+
+struct stack_rec {
+	struct profile_stack s;
+	uint64_t hash;
+};
+
+struct profile {
+	size_t n_events;
+	struct profile_event events[PROFILE_MAX_EVENTS];
+	struct profile_meta meta;
+
+	/* strings: each interned once */
+	char **strs;
+	size_t n_strs, cap_strs;
+	struct idtab str_tab;
+
+	struct frame_rec *frames;
+	size_t n_frames, cap_frames;
+	struct idtab frame_tab;
+
+	struct stack_rec *stacks;
+	size_t n_stacks, cap_stacks;
+	struct idtab stack_tab;
+	uint64_t *values;       /* n_stacks * (n_events + 1) */
+};
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Finds the slot for hash h where eq(id) holds, or the empty slot where it would go. */
+static size_t idtab_probe(const struct idtab *t, uint64_t h, const struct profile *p,
+			  bool (*eq)(const struct profile *, uint32_t, const void *), const void *key)
+{
+	size_t mask = t->cap - 1, i = h & mask;
+
+	for (;;) {
+		uint32_t id = t->slots[i];
+		if (id == UINT32_MAX || eq(p, id, key))
+			return i;
+		i = (i + 1) & mask;
+	}
+}
+
+static int idtab_reserve(struct idtab *t, size_t n, uint64_t (*hash_id)(const struct profile *, uint32_t),
+			 const struct profile *p)
+{
+	size_t ncap = t->cap ? t->cap : 256;
+	uint32_t *slots;
+
+	if ((n + 1) * 4 <= t->cap * 3)
+		return 0;
+	while ((n + 1) * 4 > ncap * 3)
+		ncap *= 2;
+	slots = malloc(ncap * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	memset(slots, 0xff, ncap * sizeof(*slots));
+	for (size_t i = 0; i < t->cap; i++) {
+		uint32_t id = t->slots[i];
+		size_t j;
+		if (id == UINT32_MAX)
+			continue;
+		j = hash_id(p, id) & (ncap - 1);
+		while (slots[j] != UINT32_MAX)
+			j = (j + 1) & (ncap - 1);
+		slots[j] = id;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = ncap;
+	return 0;
+}
+
+/* ---- strings ---- */
+
+static uint64_t str_hash_id(const struct profile *p, uint32_t id)
+{
+	return hash_bytes(p->strs[id], strlen(p->strs[id]), 0);
+}
+
+static bool str_eq(const struct profile *p, uint32_t id, const void *key)
+{
+	return strcmp(p->strs[id], key) == 0;
+}
+
+static int intern(struct profile *p, const char *s, const char **ret)
+{
+	uint64_t h;
+	size_t slot;
+	char *copy;
+	int r;
+
+	if (!s) {
+		*ret = NULL;
+		return 0;
+	}
+	r = idtab_reserve(&p->str_tab, p->n_strs + 1, str_hash_id, p);
+	if (r < 0)
+		return r;
+	h = hash_bytes(s, strlen(s), 0);
+	slot = idtab_probe(&p->str_tab, h, p, str_eq, s);
+	if (p->str_tab.slots[slot] != UINT32_MAX) {
+		*ret = p->strs[p->str_tab.slots[slot]];
+		return 0;
+	}
+	if (p->n_strs >= UINT32_MAX - 1)
+		return -ENOMEM;
+	r = grow((void **) &p->strs, &p->cap_strs, p->n_strs + 1, sizeof(*p->strs));
+	if (r < 0)
+		return r;
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	p->strs[p->n_strs] = copy;
+	p->str_tab.slots[slot] = (uint32_t) p->n_strs++;
+	p->str_tab.used++;
+	*ret = copy;
+	return 0;
+}
+
+/* ---- frames: strings are interned, so pointer equality is string equality ---- */
+
+static uint64_t frame_hash_of(const struct profile_frame *f)
+{
+	uint64_t k[5] = { (uint64_t) f->kind, (uintptr_t) f->name, (uintptr_t) f->file,
+			  (uint64_t) (int64_t) f->line, (uintptr_t) f->module };
+	return hash_bytes(k, sizeof(k), 1);
+}
+
+static uint64_t frame_hash_id(const struct profile *p, uint32_t id)
+{
+	return p->frames[id].hash;
+}
+
+static bool frame_eq(const struct profile *p, uint32_t id, const void *key)
+{
+	const struct profile_frame *a = &p->frames[id].f, *b = key;
+
+	return a->kind == b->kind && a->name == b->name && a->file == b->file &&
+	       a->line == b->line && a->module == b->module;
+}
+
+int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t *ret_id)
+{
+	struct profile_frame key = { .kind = f->kind, .line = f->line };
+	uint64_t h;
+	size_t slot;
+	int r;
+
+	if (!f->name)
+		return -EINVAL;
+	if ((r = intern(p, f->name, &key.name)) < 0 || (r = intern(p, f->file, &key.file)) < 0 ||
+	    (r = intern(p, f->module, &key.module)) < 0)
+		return r;
+	r = idtab_reserve(&p->frame_tab, p->n_frames + 1, frame_hash_id, p);
+	if (r < 0)
+		return r;
+	h = frame_hash_of(&key);
+	slot = idtab_probe(&p->frame_tab, h, p, frame_eq, &key);
+	if (p->frame_tab.slots[slot] != UINT32_MAX) {
+		*ret_id = p->frame_tab.slots[slot];
+		return 0;
+	}
+	if (p->n_frames >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if ((r = grow((void **) &p->frames, &p->cap_frames, p->n_frames + 1, sizeof(*p->frames))) < 0)
+		return r;
+	p->frames[p->n_frames].f = key;
+	p->frames[p->n_frames].hash = h;
+	p->frame_tab.slots[slot] = (uint32_t) p->n_frames;
+	p->frame_tab.used++;
+	*ret_id = (uint32_t) p->n_frames++;
+	return 0;
+}
+
+size_t profile_n_frames(const struct profile *p)
+{
+	return p->n_frames;
+}
+
+const struct profile_frame *profile_frame(const struct profile *p, uint32_t id)
+{
+	return id < p->n_frames ? &p->frames[id].f : NULL;
+}
+
+/* ---- stacks ---- */
+
+struct stack_key {
+	uint32_t tid;
+	const uint32_t *frames;
+	size_t depth;
+};
+
+static uint64_t stack_hash_of(uint32_t tid, const uint32_t *frames, size_t depth)
+{
+	return hash_bytes(frames, depth * sizeof(*frames), tid);
+}
+
+static uint64_t stack_hash_id(const struct profile *p, uint32_t id)
+{
+	return p->stacks[id].hash;
+}
+
+static bool stack_eq(const struct profile *p, uint32_t id, const void *key)
+{
+	const struct profile_stack *a = &p->stacks[id].s;
+	const struct stack_key *b = key;
+
+	return a->tid == b->tid && a->depth == b->depth &&
+	       memcmp(a->frames, b->frames, b->depth * sizeof(*b->frames)) == 0;
+}
+
+int profile_add(struct profile *p, uint32_t tid, const uint32_t *frames, size_t depth,
+		const uint64_t *values)
+{
+	struct stack_key key = { tid, frames, depth };
+	size_t nv = p->n_events + 1, slot, id;
+	uint64_t h;
+	uint32_t *copy;
+	int r;
+
+	if (depth == 0 || depth > UINT32_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < depth; i++)
+		if (frames[i] >= p->n_frames)
+			return -EINVAL;
+	r = idtab_reserve(&p->stack_tab, p->n_stacks + 1, stack_hash_id, p);
+	if (r < 0)
+		return r;
+	h = stack_hash_of(tid, frames, depth);
+	slot = idtab_probe(&p->stack_tab, h, p, stack_eq, &key);
+	id = p->stack_tab.slots[slot];
+	if (id == UINT32_MAX) {
+		if (p->n_stacks >= UINT32_MAX - 1)
+			return -ENOMEM;
+		if (p->n_stacks + 1 > p->cap_stacks) {
+			size_t cap = p->cap_stacks ? p->cap_stacks * 2 : 64;
+			struct stack_rec *st = realloc(p->stacks, cap * sizeof(*st));
+			uint64_t *v;
+			if (!st)
+				return -ENOMEM;
+			p->stacks = st;
+			v = realloc(p->values, cap * nv * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			p->values = v;
+			p->cap_stacks = cap;
+		}
+		copy = malloc(depth * sizeof(*copy));
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, frames, depth * sizeof(*copy));
+		id = p->n_stacks++;
+		p->stacks[id].s = (struct profile_stack) { tid, (uint32_t) depth, copy };
+		p->stacks[id].hash = h;
+		memset(&p->values[id * nv], 0, nv * sizeof(*p->values));
+		p->stack_tab.slots[slot] = (uint32_t) id;
+		p->stack_tab.used++;
+	}
+	for (size_t i = 0; i < nv; i++)
+		p->values[id * nv + i] += values[i];
+	return 0;
+}
+
+size_t profile_n_stacks(const struct profile *p)
+{
+	return p->n_stacks;
+}
+
+const struct profile_stack *profile_stack(const struct profile *p, size_t i)
+{
+	return i < p->n_stacks ? &p->stacks[i].s : NULL;
+}
+
+const uint64_t *profile_values(const struct profile *p, size_t i)
+{
+	return i < p->n_stacks ? &p->values[i * (p->n_events + 1)] : NULL;
+}
+
+uint64_t profile_total(const struct profile *p, size_t col)
+{
+	size_t nv = p->n_events + 1;
+	uint64_t sum = 0;
+
+	if (col >= nv)
+		return 0;
+	for (size_t i = 0; i < p->n_stacks; i++)
+		sum += p->values[i * nv + col];
+	return sum;
+}
+
+/* ---- the rest ---- */
+
+struct profile *profile_new(const char *const *event_names, size_t n_events)
+{
+	struct profile *p;
+
+	if (n_events == 0 || n_events > PROFILE_MAX_EVENTS)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->n_events = n_events;
+	for (size_t i = 0; i < n_events; i++) {
+		if (intern(p, event_names[i], &p->events[i].name) < 0) {
+			profile_free(p);
+			return NULL;
+		}
+	}
+	p->events[0].sampling = true;
+	return p;
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_strs; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	free(p->str_tab.slots);
+	free(p->frames);
+	free(p->frame_tab.slots);
+	for (size_t i = 0; i < p->n_stacks; i++)
+		free((void *) p->stacks[i].s.frames);
+	free(p->stacks);
+	free(p->stack_tab.slots);
+	free(p->values);
+	free(p);
+}
+
+size_t profile_n_events(const struct profile *p)
+{
+	return p->n_events;
+}
+
+size_t profile_n_values(const struct profile *p)
+{
+	return p->n_events + 1;
+}
+
+const struct profile_event *profile_event(const struct profile *p, size_t i)
+{
+	return i < p->n_events ? &p->events[i] : NULL;
+}
+
+int profile_set_event_rate(struct profile *p, size_t i, uint64_t freq, uint64_t period, bool sampling)
+{
+	if (i >= p->n_events)
+		return -EINVAL;
+	p->events[i].freq = freq;
+	p->events[i].period = period;
+	p->events[i].sampling = sampling;
+	return 0;
+}
+
+int profile_set_target(struct profile *p, const char *target)
+{
+	return intern(p, target, &p->meta.target);
+}
+
+int profile_set_python(struct profile *p, const char *version)
+{
+	return intern(p, version, &p->meta.python);
+}
+
+struct profile_meta *profile_meta(struct profile *p)
+{
+	return &p->meta;
+}
+
+const struct profile_meta *profile_meta_const(const struct profile *p)
+{
+	return &p->meta;
+}
+
+int profile_find_event(const struct profile *p, const char *name)
+{
+	size_t len = strcspn(name, ":");
+
+	for (size_t i = 0; i < p->n_events; i++)
+		if (strcmp(p->events[i].name, name) == 0)
+			return (int) i;
+	for (size_t i = 0; i < p->n_events; i++)
+		if (strncmp(p->events[i].name, name, len) == 0 &&
+		    (p->events[i].name[len] == '\0' || p->events[i].name[len] == ':'))
+			return (int) i;
+	return -ENOENT;
+}

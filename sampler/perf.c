@@ -1,0 +1,184 @@
+/* perf: one event group per thread: open, mmap, signal routing, drain. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler/internal.h"
+
+#define DEFAULT_RING_PAGES 64
+
+uint64_t sampler_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	long fd = syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+
+	return fd < 0 ? -errno : (int) fd;
+}
+
+/* x86-64 user registers for DWARF unwinding: AX..R15 and IP, as perf's PERF_REG_X86_* order. */
+#define X86_64_REGS_USER 0xff0fffULL
+
+void perf_build_attrs(struct sampler *s)
+{
+	const struct sampler_opts *o = &s->opts;
+
+	for (size_t i = 0; i < o->n_events; i++) {
+		struct perf_event_attr *a = &s->attrs[i];
+
+		*a = s->events[i].attr;
+		a->size = sizeof(*a);
+		a->disabled = i == 0;           /* the leader enables the group */
+		a->use_clockid = 1;
+		a->clockid = CLOCK_MONOTONIC;
+		a->read_format = o->n_events > 1 ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
+		if (i > 0)
+			continue;
+		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
+		if (o->n_events > 1)
+			a->sample_type |= PERF_SAMPLE_READ;
+		if (o->kernel_callchain)
+			a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		if (o->stack_user_size) {
+			a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a->sample_regs_user = X86_64_REGS_USER;
+			a->sample_stack_user = o->stack_user_size;
+		}
+		if (o->freq) {
+			a->freq = 1;
+			a->sample_freq = o->freq;
+		} else {
+			a->sample_period = o->period;
+		}
+		a->wakeup_events = 1;
+	}
+}
+
+int perf_thread_open(struct sampler *s, struct thread *t)
+{
+	size_t pages = s->opts.ring_pages ? s->opts.ring_pages : DEFAULT_RING_PAGES;
+	long psz = sysconf(_SC_PAGESIZE);
+	int r;
+
+	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
+		t->fds[i] = -1;
+	memset(t->last, 0, sizeof(t->last));
+	for (size_t i = 0; i < s->opts.n_events; i++) {
+		r = perf_event_open(&s->attrs[i], t->tid, -1, i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC);
+		if (r < 0)
+			goto fail;
+		t->fds[i] = r;
+		if (ioctl(t->fds[i], PERF_EVENT_IOC_ID, &t->ids[i]) < 0) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	t->map_size = (pages + 1) * (size_t) psz;
+	t->map = mmap(NULL, t->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fds[0], 0);
+	if (t->map == MAP_FAILED) {
+		r = -errno;
+		t->map = NULL;
+		goto fail;
+	}
+	ring_init(&t->ring, t->map, pages * (uint64_t) psz, s->scratch);
+	if (s->signo) {
+		struct f_owner_ex owner = { F_OWNER_TID, t->tid };
+		int fl = fcntl(t->fds[0], F_GETFL);
+		if (fl < 0 || fcntl(t->fds[0], F_SETSIG, s->signo) < 0 ||
+		    fcntl(t->fds[0], F_SETOWN_EX, &owner) < 0 ||
+		    fcntl(t->fds[0], F_SETFL, fl | O_ASYNC) < 0) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	if (ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	perf_thread_close(t);
+	return r;
+}
+
+void perf_thread_disable(struct thread *t)
+{
+	if (t->fds[0] >= 0)
+		(void) ioctl(t->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+}
+
+void perf_thread_close(struct thread *t)
+{
+	perf_thread_disable(t);
+	if (t->map)
+		(void) munmap(t->map, t->map_size);
+	t->map = NULL;
+	for (int i = SAMPLER_MAX_EVENTS - 1; i >= 0; i--) {
+		if (t->fds[i] >= 0)
+			(void) close(t->fds[i]);
+		t->fds[i] = -1;
+	}
+}
+
+static void deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h, bool stopped)
+{
+	struct ring_group g = { 0 };
+	struct sample smp;
+
+	if (ring_parse_sample(&s->attrs[0], h, h->size, &smp, &g) < 0)
+		return;
+	smp.stopped = stopped && smp.tid == t->tid;
+	if (s->opts.n_events > 1) {
+		/* group totals -> what each member counted since this thread's last sample */
+		for (size_t i = 1; i < s->opts.n_events; i++) {
+			for (uint64_t k = 0; k < g.nr; k++) {
+				if (g.id[k] != t->ids[i])
+					continue;
+				smp.values[i] = g.value[k] >= t->last[i] ? g.value[k] - t->last[i] : 0;
+				t->last[i] = g.value[k];
+			}
+		}
+		smp.n_values = s->opts.n_events;
+	}
+	s->stats.samples++;
+	s->fn(s->ctx, &smp);
+}
+
+void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
+{
+	const struct perf_event_header *h;
+	unsigned budget = 1u << 16;
+
+	if (!t->map)
+		return;
+	ring_read_init(&t->ring);
+	while (budget-- && (h = ring_read_event(&t->ring))) {
+		switch (h->type) {
+		case PERF_RECORD_SAMPLE:
+			deliver(s, t, h, stopped);
+			break;
+		case PERF_RECORD_LOST:
+			if (h->size >= sizeof(*h) + 16)
+				s->stats.lost += ((const uint64_t *) (h + 1))[1];
+			break;
+		case PERF_RECORD_THROTTLE:
+			s->stats.throttled++;
+			break;
+		default:
+			break;
+		}
+	}
+	ring_read_done(&t->ring);
+}

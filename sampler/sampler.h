@@ -1,0 +1,149 @@
+/*
+ * sampler: perf events on every thread of a target process, and the samples they produce.
+ *
+ * Event names (events.c) -> struct perf_event_attr, exactly as perf itself encodes them.
+ * The sampler (perf.c, ring.c, target.c, sync.c) attaches to a running process (every thread,
+ * and threads started later) or launches a command and starts counting at its exec, opens one
+ * event group per thread (events[0] samples, the others are read with every sample), drains
+ * the mmap rings and hands each decoded sample to a callback.
+ *
+ * Exact mode: each sample also stops the thread that caused it (the event's fd signals that
+ * thread; hwspy, a PTRACE_SEIZE tracer, sees the signal-delivery-stop), the callback runs while
+ * the thread is stopped (sample->stopped), then the thread is resumed with the signal
+ * suppressed. No thread is ever left stopped: teardown disables every event, drains pending
+ * stops, then detaches.
+ *
+ * Errors (negative errno): -ESRCH no such process, -EPERM ptrace refused (exact mode only:
+ * another tracer, Yama, no CAP_SYS_PTRACE; retry with exact = false), -EACCES perf events not
+ * allowed (perf_event_paranoid, CAP_PERFMON), -ENOENT event not supported by this machine (no PMU), -EINVAL bad
+ * attr, -ENOEXEC/-ENOENT command could not be executed (launch). Library code never prints.
+ */
+#ifndef HWSPY_SAMPLER_H
+#define HWSPY_SAMPLER_H
+
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SAMPLER_MAX_EVENTS 8
+
+/* ---- events.c: names -> attrs ------------------------------------------------------------ */
+
+enum event_kind {
+	EVENT_HARDWARE,        /* PERF_TYPE_HARDWARE */
+	EVENT_HW_CACHE,        /* PERF_TYPE_HW_CACHE */
+	EVENT_SOFTWARE,        /* PERF_TYPE_SOFTWARE */
+	EVENT_RAW,             /* rXXXX */
+	EVENT_PMU,             /* pmu/event=..,umask=../ from sysfs */
+	EVENT_TRACEPOINT,      /* subsys:name (reserved) */
+};
+
+struct event_spec {
+	char name[96];                 /* canonical name as the user wrote it, e.g. "cache-misses:u" */
+	enum event_kind kind;
+	struct perf_event_attr attr;   /* size, type, config, config1/2, exclude_* from the modifiers;
+	                                * sampling fields are left 0 for the sampler to set */
+};
+
+struct event_info {
+	const char *name;              /* "cycles", "L1-dcache-load-misses", "page-faults" */
+	const char *alias;             /* another accepted name ("cpu-cycles") or NULL */
+	enum event_kind kind;
+	const char *desc;              /* one line for `hwspy list` */
+};
+
+/* Parses NAME[:MODIFIERS]. 0, -ENOENT unknown name, -EINVAL malformed (bad modifier, bad
+ * raw hex, unknown pmu term). Does not open anything. */
+int events_parse(const char *text, struct event_spec *ret);
+/* Up to max known names closest to text (edit distance), best first; returns how many. */
+size_t events_suggest(const char *text, const char **ret_names, size_t max);
+/* The table of named events (not raw / pmu forms). */
+const struct event_info *events_table(size_t *ret_n);
+const char *event_kind_name(enum event_kind kind);
+/* Tries to open spec as a counting event on pid (0 = this process), closes it again:
+ * 0 if it opens here, else -errno (-ENOENT: no such event on this machine, e.g. no PMU). */
+int events_probe(const struct event_spec *spec, pid_t pid);
+/* PMUs in /sys/bus/event_source/devices: names into ret (each < 64 bytes); returns count. */
+size_t events_list_pmus(char (*ret)[64], size_t max);
+/* True if the machine exposes a hardware PMU (sysfs "cpu" / "cpu_core" / "armv8_*" ...). */
+bool events_have_hw_pmu(void);
+/* Splits a comma-separated event list ("cycles,cpu/event=0x3c,umask=0/,page-faults:u"; commas
+ * inside pmu/.../ belong to that event) into ret[0..max). Returns the count, or -EINVAL (empty
+ * list or item, unclosed '/'), -E2BIG (more than max items), -ENAMETOOLONG (an item of 96 bytes
+ * or more). Each item is then given to events_parse(). */
+int events_split(const char *list, char (*ret)[96], size_t max);
+/* Tests only: read PMUs (DIR/bus/event_source/devices) and tracepoints (DIR/kernel/tracing)
+ * under DIR instead of /sys; NULL restores /sys. The string is copied. Not thread-safe. */
+void events_set_sysfs_root(const char *dir);
+
+/* ---- the sampler -------------------------------------------------------------------------- */
+
+struct sampler_opts {
+	pid_t pid;                      /* attach to this process, or 0 */
+	char *const *argv;              /* launch this command (argv[0] searched in PATH), or NULL */
+	const struct event_spec *events;/* events[0] samples; others are counted in its group */
+	size_t n_events;                /* 1..SAMPLER_MAX_EVENTS */
+	uint64_t freq;                  /* samples per second (frequency mode), or 0 */
+	uint64_t period;                /* fixed period, used when freq == 0 */
+	bool exact;                     /* stop the sampled thread at each sample (needs ptrace) */
+	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
+	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
+	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
+};
+
+struct sample {
+	pid_t pid, tid;
+	uint64_t time_ns;               /* CLOCK_MONOTONIC, as clock_gettime gives it */
+	uint64_t ip;
+	uint64_t values[SAMPLER_MAX_EVENTS]; /* values[0] = period of this sample; values[i] = what
+	                                      * event i counted on this thread since its last sample */
+	size_t n_values;
+	bool stopped;                   /* the thread is stopped while the callback runs (exact) */
+	bool user;                      /* the sample IP is in user space */
+	const uint64_t *callchain;      /* PERF_SAMPLE_CALLCHAIN (with PERF_CONTEXT_* markers) */
+	size_t n_callchain;
+	const uint64_t *regs;           /* user regs (PERF_SAMPLE_REGS_USER), NULL if none */
+	size_t n_regs;
+	const void *stack;              /* user stack copy, NULL if none */
+	size_t stack_size;
+};
+
+struct sampler_stats {
+	uint64_t samples;               /* samples handed to the callback */
+	uint64_t lost;                  /* samples the kernel lost (PERF_RECORD_LOST) */
+	uint64_t throttled;             /* PERF_RECORD_THROTTLE records */
+	uint64_t stops;                 /* exact mode: signal-delivery-stops handled */
+	uint64_t stops_without_sample;  /* stops that found no sample in the ring */
+	uint64_t signals_forwarded;     /* other signals passed on to the target unchanged */
+	uint64_t threads_seen;          /* distinct threads that had events opened */
+	uint64_t threads_failed;        /* threads whose events could not be opened (exited early) */
+	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
+	bool target_exited;             /* the target process ended during the run */
+	int exit_status;                /* its wait status, if it was our child */
+};
+
+struct sampler;
+
+typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
+
+/* Creates the sampler and attaches or launches (a launched command waits at its exec until
+ * sampler_run()). Errors as above; on error nothing is left attached or running. */
+int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
+/* The target's pid (the launched child's, in launch mode). */
+pid_t sampler_pid(const struct sampler *s);
+/* Samples until *stop is set, duration_ns (0: no limit) has passed, or the target exits.
+ * Returns 0, or -errno on a failure that ended sampling early (samples so far were delivered). */
+int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig_atomic_t *stop,
+		uint64_t duration_ns);
+/* Ends sampling: disables every event, hands the samples still in the rings to the run's
+ * callback (not stopped), closes the events and detaches, resuming every thread. Stats stay
+ * readable. A launched child is left running. Idempotent. */
+void sampler_stop(struct sampler *s);
+/* sampler_stop() if not done, then frees. NULL is a no-op. */
+void sampler_free(struct sampler *s);
+const struct sampler_stats *sampler_stats(const struct sampler *s);
+
+#endif

@@ -1,0 +1,640 @@
+/*
+ * target: attaching to a process (every thread, and threads started later) or launching a
+ * command, the run loop, and the exact-mode stops (a tracer that resumes each sampled thread
+ * with the event's signal suppressed) and the teardown that never leaves a thread stopped.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sampler/internal.h"
+
+#define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
+#define TEARDOWN_TIMEOUT_NS 3000000000ULL
+#define MAX_THREADS 65536
+
+/* ---- threads ---- */
+
+static struct thread *thread_find(struct sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].tid == tid && s->threads[i].alive)
+			return &s->threads[i];
+	return NULL;
+}
+
+/* Adds tid and opens its events. The thread must already be traced in exact mode. */
+static int thread_add(struct sampler *s, pid_t tid, bool traced)
+{
+	struct thread *t;
+	int r;
+
+	if (s->n_threads == s->cap_threads) {
+		size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
+		struct thread *v;
+		if (cap > MAX_THREADS)
+			return -E2BIG;
+		v = realloc(s->threads, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->threads = v;
+		s->cap_threads = cap;
+	}
+	t = &s->threads[s->n_threads];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->traced = traced;
+	r = perf_thread_open(s, t);
+	if (r < 0)
+		return r;
+	t->alive = true;
+	s->n_threads++;
+	s->stats.threads_seen++;
+	return 0;
+}
+
+static void thread_gone(struct sampler *s, struct thread *t)
+{
+	perf_thread_drain(s, t, false);
+	perf_thread_close(t);
+	t->alive = false;
+	t->traced = false;
+}
+
+/* Reads the TIDs of /proc/PID/task into ret (at most max); returns how many, or -errno. */
+static int list_tasks(pid_t pid, pid_t *ret, size_t max)
+{
+	char path[64];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d)) && n < max) {
+		char *end;
+		long v = strtol(de->d_name, &end, 10);
+		if (*end == '\0' && v > 0)
+			ret[n++] = (pid_t) v;
+	}
+	closedir(d);
+	return (int) n;
+}
+
+static bool proc_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	ssize_t n;
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void) close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* A signal whose default action is to ignore it, and that the target does not catch: if
+ * hwspy dies with one pending, the target is not harmed. */
+static int pick_signal(pid_t pid)
+{
+	static const int candidates[] = { SIGURG, SIGWINCH };
+	unsigned long long caught = 0;
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "SigCgt: %llx", &caught) == 1)
+				break;
+		fclose(f);
+	}
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
+		if (!(caught & (1ULL << (candidates[i] - 1))))
+			return candidates[i];
+	return SIGURG;
+}
+
+/* Finds threads not yet known and adds them (seizing them first in exact mode). */
+static int scan_threads(struct sampler *s, bool fail_hard)
+{
+	pid_t tids[4096];
+	int n, added = 0, r;
+
+	for (int round = 0; round < 8; round++) {
+		int new = 0;
+		n = list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			bool traced = false;
+			if (thread_find(s, tids[i]))
+				continue;
+			if (s->opts.exact) {
+				if (ptrace(PTRACE_SEIZE, tids[i], 0,
+					   PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC) < 0) {
+					r = -errno;
+					if (r == -ESRCH)
+						continue;
+					if (fail_hard)
+						return r == -EPERM || r == -EACCES ? -EPERM : r;
+					s->stats.threads_failed++;
+					continue;
+				}
+				traced = true;
+			}
+			r = thread_add(s, tids[i], traced);
+			if (r < 0) {
+				if (traced)
+					(void) ptrace(PTRACE_DETACH, tids[i], 0, 0);
+				if (r == -ESRCH)
+					continue;
+				if (fail_hard)
+					return r == -EPERM ? -EACCES : r;
+				s->stats.threads_failed++;
+				continue;
+			}
+			new++;
+		}
+		added += new;
+		if (!new)
+			break;
+	}
+	return added;
+}
+
+/* ---- launching ---- */
+
+static int launch(struct sampler *s)
+{
+	int pipefd[2], err = 0, status, r;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		(void) close(pipefd[0]);
+		(void) close(pipefd[1]);
+		return r;
+	}
+	if (pid == 0) {
+		sigset_t all;
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		(void) close(pipefd[0]);
+		raise(SIGSTOP);         /* the parent seizes us here */
+		execvp(s->opts.argv[0], s->opts.argv);
+		err = errno;
+		(void) !write(pipefd[1], &err, sizeof(err));
+		_exit(127);
+	}
+	(void) close(pipefd[1]);
+	s->pid = pid;
+	s->launched = true;
+	if (waitpid(pid, &status, WUNTRACED) < 0 || !WIFSTOPPED(status)) {
+		r = -ECHILD;
+		goto fail;
+	}
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_TRACECLONE) < 0) {
+		r = -errno;
+		(void) kill(pid, SIGKILL);
+		goto fail;
+	}
+	(void) kill(pid, SIGCONT);
+	for (int i = 0; i < 64; i++) {
+		if (waitpid(pid, &status, __WALL) < 0) {
+			r = -errno;
+			goto fail;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			n = read(pipefd[0], &err, sizeof(err));
+			r = n == sizeof(err) && err ? -err : -ECHILD;
+			s->stats.target_exited = true;
+			s->stats.exit_status = status;
+			goto fail;
+		}
+		if ((status >> 16) == PTRACE_EVENT_EXEC) {
+			(void) close(pipefd[0]);
+			return 0;
+		}
+		if ((status >> 16) == 0 && WSTOPSIG(status) != SIGSTOP)
+			(void) ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(status));
+		else
+			(void) ptrace(PTRACE_CONT, pid, 0, 0);
+	}
+	r = -ECHILD;
+	(void) kill(pid, SIGKILL);
+fail:
+	(void) close(pipefd[0]);
+	if (!s->stats.target_exited)
+		(void) waitpid(pid, &status, __WALL);
+	s->pid = 0;
+	return r;
+}
+
+/* ---- setup ---- */
+
+int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
+{
+	struct sampler *s;
+	sigset_t chld;
+	int r;
+
+	*ret = NULL;
+	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
+	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->opts = *opts;
+	memcpy(s->events, opts->events, opts->n_events * sizeof(*s->events));
+	s->opts.events = s->events;
+	s->sigfd = -1;
+	s->scratch = malloc(RING_SCRATCH_SIZE);
+	if (!s->scratch) {
+		free(s);
+		return -ENOMEM;
+	}
+	perf_build_attrs(s);
+
+	/* ptrace stops and child exits wake the loop through this fd */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->sigfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+
+	if (opts->argv) {
+		r = launch(s);
+		if (r < 0)
+			goto fail;
+		if (s->opts.exact)
+			s->signo = pick_signal(s->pid);
+		r = thread_add(s, s->pid, true);
+		if (r < 0) {
+			r = r == -EPERM ? -EACCES : r;
+			goto fail;
+		}
+		if (!s->opts.exact) {
+			s->threads[0].traced = false;
+			(void) ptrace(PTRACE_DETACH, s->pid, 0, 0);
+		} else {
+			(void) ptrace(PTRACE_CONT, s->pid, 0, 0);
+		}
+		/* counting runs from here; samples wait in the ring until sampler_run() */
+	} else {
+		s->pid = opts->pid;
+		if (kill(s->pid, 0) < 0 && errno == ESRCH) {
+			r = -ESRCH;
+			goto fail;
+		}
+		if (!proc_alive(s->pid)) {
+			r = -ESRCH;
+			goto fail;
+		}
+		if (s->opts.exact)
+			s->signo = pick_signal(s->pid);
+		r = scan_threads(s, true);
+		if (r < 0)
+			goto fail;
+		if (r == 0) {
+			r = -ESRCH;
+			goto fail;
+		}
+	}
+	s->last_scan_ns = sampler_now_ns();
+	*ret = s;
+	return 0;
+fail:
+	if (s->launched && s->pid > 0 && !s->stats.target_exited) {
+		/* the command was to run profiled: it does not run at all */
+		(void) kill(s->pid, SIGKILL);
+		for (size_t i = 0; i < s->n_threads; i++)
+			s->threads[i].traced = false;
+		(void) waitpid(s->pid, NULL, __WALL);
+	}
+	sampler_free(s);
+	return r;
+}
+
+pid_t sampler_pid(const struct sampler *s)
+{
+	return s->pid;
+}
+
+const struct sampler_stats *sampler_stats(const struct sampler *s)
+{
+	return &s->stats;
+}
+
+/* ---- exact mode: handling ptrace stops ---- */
+
+static bool our_signal(struct sampler *s, pid_t tid, struct thread *t)
+{
+	siginfo_t si;
+
+	if (!t || ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0)
+		return false;
+	if (si.si_signo != s->signo || si.si_code <= 0)
+		return false;
+	return si.si_fd == t->fds[0];
+}
+
+static void target_ended(struct sampler *s, int status)
+{
+	s->stats.target_exited = true;
+	s->stats.exit_status = status;
+}
+
+static void handle_wait(struct sampler *s, pid_t tid, int status)
+{
+	struct thread *t = thread_find(s, tid);
+	int event = status >> 16;
+	unsigned long msg;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (t)
+			thread_gone(s, t);
+		if (tid == s->pid)
+			target_ended(s, status);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	switch (event) {
+	case PTRACE_EVENT_CLONE:
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(s, (pid_t) msg)) {
+			if (thread_add(s, (pid_t) msg, true) < 0)
+				s->stats.threads_failed++;
+		}
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	case PTRACE_EVENT_EXEC:
+		s->stats.execs++;
+		/* every other thread is gone; the events of the process restart on its new image */
+		for (size_t i = 0; i < s->n_threads; i++)
+			if (s->threads[i].alive)
+				thread_gone(s, &s->threads[i]);
+		if (thread_add(s, s->pid, true) < 0)
+			s->stats.threads_failed++;
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	case PTRACE_EVENT_STOP: {
+		int sig = WSTOPSIG(status);
+		if (!t && thread_add(s, tid, true) < 0)
+			s->stats.threads_failed++;
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+			(void) ptrace(PTRACE_LISTEN, tid, 0, 0);      /* job control: stay stopped */
+		else
+			(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	case 0:
+		break;
+	default:
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	/* signal-delivery-stop */
+	if (WSTOPSIG(status) == s->signo && our_signal(s, tid, t)) {
+		uint64_t before = s->stats.samples;
+		s->stats.stops++;
+		perf_thread_drain(s, t, true);
+		if (s->stats.samples == before)
+			s->stats.stops_without_sample++;
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	s->stats.signals_forwarded++;
+	(void) ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(status));
+}
+
+static void reap(struct sampler *s)
+{
+	struct signalfd_siginfo fdsi;
+	int status;
+	pid_t tid;
+
+	while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+		;
+	for (int i = 0; i < 4096; i++) {
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid <= 0)
+			break;
+		handle_wait(s, tid, status);
+	}
+}
+
+/* ---- nonblocking mode ---- */
+
+static void drain_all(struct sampler *s)
+{
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].alive)
+			perf_thread_drain(s, &s->threads[i], false);
+}
+
+static void poll_rings(struct sampler *s, int timeout_ms)
+{
+	struct pollfd *pfd;
+	size_t n = 0;
+
+	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
+	if (!pfd) {
+		(void) poll(NULL, 0, timeout_ms);
+		drain_all(s);
+		return;
+	}
+	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].alive)
+			pfd[n++] = (struct pollfd) { .fd = s->threads[i].fds[0], .events = POLLIN };
+	(void) poll(pfd, n, timeout_ms);
+	for (size_t i = 1, k = 0; i < n; i++, k++) {
+		struct thread *t;
+		while (!s->threads[k].alive)
+			k++;
+		t = &s->threads[k];
+		if (pfd[i].revents & (POLLIN | POLLHUP))
+			perf_thread_drain(s, t, false);
+		if (pfd[i].revents & POLLHUP)
+			thread_gone(s, t);
+	}
+	free(pfd);
+}
+
+static void check_exit_nonblocking(struct sampler *s)
+{
+	int status;
+	bool any = false;
+
+	if (s->launched) {
+		if (waitpid(s->pid, &status, WNOHANG) == s->pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+			target_ended(s, status);
+		return;
+	}
+	for (size_t i = 0; i < s->n_threads; i++)
+		any |= s->threads[i].alive;
+	if (!any || !proc_alive(s->pid))
+		target_ended(s, 0);
+}
+
+int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig_atomic_t *stop,
+		uint64_t duration_ns)
+{
+	uint64_t start = sampler_now_ns(), now;
+
+	s->fn = fn;
+	s->ctx = ctx;
+	while (!*stop && !s->stats.target_exited) {
+		int timeout = 100;
+		now = sampler_now_ns();
+		if (duration_ns) {
+			if (now - start >= duration_ns)
+				break;
+			if (duration_ns - (now - start) < 100000000ULL)
+				timeout = (int) ((duration_ns - (now - start)) / 1000000) + 1;
+		}
+		if (s->opts.exact) {
+			struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
+			(void) poll(&pfd, 1, timeout);
+			reap(s);
+		} else {
+			poll_rings(s, timeout);
+			now = sampler_now_ns();
+			if (now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
+				s->last_scan_ns = now;
+				(void) scan_threads(s, false);
+				check_exit_nonblocking(s);
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- teardown ---- */
+
+static size_t count_traced(const struct sampler *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n_threads; i++)
+		n += s->threads[i].traced;
+	return n;
+}
+
+/* Stops every traced thread with PTRACE_INTERRUPT and detaches it from that stop; a pending
+ * signal of ours is dropped, any other is passed on with the detach. */
+static void detach_all(struct sampler *s)
+{
+	uint64_t deadline = sampler_now_ns() + TEARDOWN_TIMEOUT_NS;
+	int status;
+
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].traced)
+			(void) ptrace(PTRACE_INTERRUPT, s->threads[i].tid, 0, 0);
+	while (count_traced(s) && sampler_now_ns() < deadline) {
+		pid_t tid = waitpid(-1, &status, __WALL | WNOHANG);
+		struct thread *t;
+		int sig = 0;
+
+		if (tid == 0) {
+			struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
+			struct signalfd_siginfo fdsi;
+			(void) poll(&pfd, 1, 10);
+			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+				;
+			continue;
+		}
+		if (tid < 0)
+			break;
+		t = NULL;
+		for (size_t i = 0; i < s->n_threads; i++)
+			if (s->threads[i].tid == tid && s->threads[i].traced)
+				t = &s->threads[i];
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			if (t)
+				t->traced = false;
+			if (tid == s->pid)
+				target_ended(s, status);
+			continue;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if ((status >> 16) == PTRACE_EVENT_CLONE) {
+			unsigned long msg;
+			/* a thread born during teardown: it is traced too, detach it as well */
+			if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && s->n_threads < s->cap_threads) {
+				struct thread *n = &s->threads[s->n_threads++];
+				memset(n, 0, sizeof(*n));
+				for (int k = 0; k < SAMPLER_MAX_EVENTS; k++)
+					n->fds[k] = -1;
+				n->tid = (pid_t) msg;
+				n->traced = true;
+				(void) ptrace(PTRACE_INTERRUPT, n->tid, 0, 0);
+			}
+		} else if ((status >> 16) == 0 && WSTOPSIG(status) != s->signo) {
+			sig = WSTOPSIG(status);
+		} else if ((status >> 16) == PTRACE_EVENT_STOP && !t) {
+			/* a new thread's first stop, not in our table (table full) */
+		}
+		if (ptrace(PTRACE_DETACH, tid, 0, sig) == 0 && t)
+			t->traced = false;
+		else if (t && errno == ESRCH && !proc_alive(tid))
+			t->traced = false;
+	}
+}
+
+void sampler_stop(struct sampler *s)
+{
+	if (s->stopped)
+		return;
+	s->stopped = true;
+	/* no new signals first, then the samples still waiting, then let every thread go */
+	for (size_t i = 0; i < s->n_threads; i++)
+		perf_thread_disable(&s->threads[i]);
+	if (s->fn)
+		drain_all(s);
+	for (size_t i = 0; i < s->n_threads; i++)
+		perf_thread_close(&s->threads[i]);
+	detach_all(s);
+}
+
+void sampler_free(struct sampler *s)
+{
+	if (!s)
+		return;
+	sampler_stop(s);
+	if (s->sigfd >= 0)
+		(void) close(s->sigfd);
+	free(s->threads);
+	free(s->scratch);
+	free(s);
+}

@@ -1,0 +1,117 @@
+/* The profile model: interning of frames and stacks, value vectors, totals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "output/profile.h"
+
+static void test_frames_interned(void **state)
+{
+	const char *ev[] = { "cpu-clock" };
+	struct profile *p = profile_new(ev, 1);
+	char name[16];
+	uint32_t a, b, c, d;
+	(void) state;
+
+	assert_non_null(p);
+	strcpy(name, "f");
+	struct profile_frame f = { FRAME_PYTHON, name, "x.py", 3, NULL };
+	assert_int_equal(profile_frame_id(p, &f, &a), 0);
+	strcpy(name, "g");      /* the profile copied the string */
+	assert_string_equal(profile_frame(p, a)->name, "f");
+	strcpy(name, "f");
+	assert_int_equal(profile_frame_id(p, &f, &b), 0);
+	assert_int_equal(a, b);
+	f.line = 4;
+	assert_int_equal(profile_frame_id(p, &f, &c), 0);
+	assert_int_not_equal(a, c);
+	f.kind = FRAME_NATIVE;
+	f.line = 3;
+	assert_int_equal(profile_frame_id(p, &f, &d), 0);
+	assert_int_not_equal(a, d);
+	assert_int_equal(profile_n_frames(p), 3);
+	f.name = NULL;
+	assert_int_equal(profile_frame_id(p, &f, &d), -22);
+	profile_free(p);
+}
+
+static void test_stacks_and_values(void **state)
+{
+	const char *ev[] = { "cpu-clock", "page-faults" };
+	struct profile *p = profile_new(ev, 2);
+	uint32_t ids[3];
+	uint64_t v1[3] = { 1, 1000, 2 }, v2[3] = { 1, 500, 0 };
+	(void) state;
+
+	for (int i = 0; i < 3; i++) {
+		char n[8];
+		snprintf(n, sizeof(n), "f%d", i);
+		struct profile_frame f = { .kind = FRAME_PYTHON, .name = n, .file = "a.py", .line = i + 1 };
+		assert_int_equal(profile_frame_id(p, &f, &ids[i]), 0);
+	}
+	assert_int_equal(profile_add(p, 7, ids, 3, v1), 0);
+	assert_int_equal(profile_add(p, 7, ids, 3, v2), 0);
+	assert_int_equal(profile_add(p, 8, ids, 3, v2), 0);   /* another thread: another stack */
+	assert_int_equal(profile_add(p, 7, ids, 2, v2), 0);
+	assert_int_equal(profile_n_stacks(p), 3);
+	assert_int_equal(profile_values(p, 0)[0], 2);
+	assert_int_equal(profile_values(p, 0)[1], 1500);
+	assert_int_equal(profile_values(p, 0)[2], 2);
+	assert_int_equal(profile_total(p, 0), 4);
+	assert_int_equal(profile_total(p, 1), 2500);
+	assert_int_equal(profile_total(p, 2), 2);
+	assert_int_equal(profile_stack(p, 1)->tid, 8);
+	assert_int_equal(profile_stack(p, 2)->depth, 2);
+	/* bad input: unknown frame id, empty stack */
+	uint32_t bad = 99;
+	assert_int_equal(profile_add(p, 7, &bad, 1, v1), -22);
+	assert_int_equal(profile_add(p, 7, ids, 0, v1), -22);
+	assert_int_equal(profile_find_event(p, "page-faults"), 1);
+	assert_int_equal(profile_find_event(p, "page-faults:u"), 1);
+	assert_int_equal(profile_find_event(p, "cycles"), -2);
+	profile_free(p);
+}
+
+static void test_many_stacks(void **state)
+{
+	const char *ev[] = { "cycles" };
+	struct profile *p = profile_new(ev, 1);
+	uint64_t v[2] = { 1, 10 };
+	(void) state;
+
+	/* 20000 distinct stacks over 100 frames: the tables grow and keep every stack */
+	uint32_t fr[100];
+	for (int i = 0; i < 100; i++) {
+		char n[8];
+		snprintf(n, sizeof(n), "f%d", i);
+		struct profile_frame f = { .kind = FRAME_NATIVE, .name = n };
+		assert_int_equal(profile_frame_id(p, &f, &fr[i]), 0);
+	}
+	for (int i = 0; i < 20000; i++) {
+		uint32_t st[3] = { fr[i % 100], fr[(i / 100) % 100], fr[(i / 7) % 100] };
+		assert_int_equal(profile_add(p, 1, st, 3, v), 0);
+	}
+	for (int i = 0; i < 20000; i++) {
+		uint32_t st[3] = { fr[i % 100], fr[(i / 100) % 100], fr[(i / 7) % 100] };
+		assert_int_equal(profile_add(p, 1, st, 3, v), 0);
+	}
+	assert_int_equal(profile_total(p, 0), 40000);
+	assert_true(profile_n_stacks(p) <= 20000);
+	for (size_t i = 0; i < profile_n_stacks(p); i++)
+		assert_true(profile_values(p, i)[0] % 2 == 0);
+	profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_frames_interned),
+		cmocka_unit_test(test_stacks_and_values),
+		cmocka_unit_test(test_many_stacks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
