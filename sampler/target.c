@@ -404,6 +404,8 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 				thread_gone(s, &s->threads[i]);
 		if (thread_add(s, s->pid, true) < 0)
 			s->stats.threads_failed++;
+		else
+			s->stats.threads_seen--;        /* the same process, a new image */
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
 	case PTRACE_EVENT_STOP: {
