@@ -219,43 +219,34 @@ static void usage(FILE *out)
 
 static int parse_events(struct record_opts *o, const char *arg)
 {
-	char item[256];
-	const char *p = arg;
+	char items[SAMPLER_MAX_EVENTS][96];
+	size_t room = SAMPLER_MAX_EVENTS - o->n_events;
+	int n = events_split(arg, items, room);
 
-	while (*p) {
-		size_t len = 0;
-		bool in_pmu = false;
-		/* commas inside pmu/term=..,term=../ belong to the event */
-		while (p[len] && (in_pmu || p[len] != ',')) {
-			if (p[len] == '/')
-				in_pmu = !in_pmu;
-			len++;
-		}
-		if (len >= sizeof(item))
-			return log_errno(-EINVAL, "event '%.*s...' is too long", 40, p), -EINVAL;
-		memcpy(item, p, len);
-		item[len] = '\0';
-		p += len + (p[len] == ',');
-		if (!len)
-			continue;
-		if (o->n_events == SAMPLER_MAX_EVENTS) {
-			log_error("at most %d events at once", SAMPLER_MAX_EVENTS);
-			return -E2BIG;
-		}
-		int r = events_parse(item, &o->events[o->n_events]);
+	if (n == -E2BIG) {
+		log_error("at most %d events at once", SAMPLER_MAX_EVENTS);
+		return n;
+	}
+	if (n < 0) {
+		log_error("cannot read the event list '%s': give names separated by commas", arg);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		int r = events_parse(items[i], &o->events[o->n_events]);
 		if (r == -ENOENT) {
 			const char *near[3];
-			size_t k = events_suggest(item, near, 3);
+			size_t k = events_suggest(items[i], near, 3);
 			if (k)
 				log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
-					  item, near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
+					  items[i], near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
 					  k > 2 ? ", " : "", k > 2 ? near[2] : "");
 			else
-				log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows", item);
+				log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows",
+					  items[i]);
 			return r;
 		}
 		if (r < 0) {
-			log_error("cannot parse event '%s'; 'hwspy list' shows the accepted forms", item);
+			log_error("cannot parse event '%s'; 'hwspy list' shows the accepted forms", items[i]);
 			return r;
 		}
 		o->n_events++;

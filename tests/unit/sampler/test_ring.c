@@ -45,6 +45,13 @@ static void put(struct fake *f, const void *rec, size_t len)
 	meta->data_head = f->head;
 }
 
+static void set_header(void *rec, uint32_t type, uint16_t size)
+{
+	struct perf_event_header h = { .type = type, .misc = PERF_RECORD_MISC_USER, .size = size };
+
+	memcpy(rec, &h, sizeof(h));
+}
+
 static size_t build_sample(uint64_t *w, const struct perf_event_attr *a, uint64_t ip, uint32_t tid,
 			   uint64_t period, size_t stack_bytes)
 {
@@ -82,10 +89,7 @@ static size_t build_sample(uint64_t *w, const struct perf_event_attr *a, uint64_
 		if (stack_bytes)
 			w[n++] = stack_bytes / 2;   /* dyn_size */
 	}
-	struct perf_event_header *h = (void *) w;
-	h->type = PERF_RECORD_SAMPLE;
-	h->misc = PERF_RECORD_MISC_USER;
-	h->size = (uint16_t) (n * 8);
+	set_header(w, PERF_RECORD_SAMPLE, (uint16_t) (n * 8));
 	return n * 8;
 }
 
@@ -110,8 +114,7 @@ static void test_wrapping_records(void **state)
 			put(f, w, len);
 		}
 		uint64_t lost[3] = { 0, 77, 9 };
-		((struct perf_event_header *) lost)->type = PERF_RECORD_LOST;
-		((struct perf_event_header *) lost)->size = sizeof(lost);
+		set_header(lost, PERF_RECORD_LOST, sizeof(lost));
 		put(f, lost, sizeof(lost));
 
 		ring_read_init(&f->ring);
@@ -207,8 +210,7 @@ static void test_corrupt_sizes(void **state)
 	struct perf_event_attr a = { .sample_type = PERF_SAMPLE_READ,
 				     .read_format = PERF_FORMAT_GROUP | PERF_FORMAT_ID };
 	uint64_t w[4] = { 0, 1000, 0, 0 };
-	((struct perf_event_header *) w)->type = PERF_RECORD_SAMPLE;
-	((struct perf_event_header *) w)->size = sizeof(w);
+	set_header(w, PERF_RECORD_SAMPLE, sizeof(w));
 	struct sample s;
 	struct ring_group grp;
 	assert_int_equal(ring_parse_sample(&a, w, sizeof(w), &s, &grp), -22);

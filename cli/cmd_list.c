@@ -1,0 +1,196 @@
+/*
+ * hwspy list: every event hwspy knows, grouped by kind, each probed on this machine (opened as
+ * a counting event on hwspy itself and closed again), then the PMUs in sysfs.
+ */
+#include "cli/cli.h"
+
+#include "base/log.h"
+#include "sampler/sampler.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NAME_WIDTH 27
+#define KIND_WIDTH 18
+#define MAX_PMUS 128
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hwspy list [--help]\n"
+		"\n"
+		"Lists the events hwspy knows, grouped by kind, and whether each one opens on this\n"
+		"machine (tried, not guessed), then the PMUs the kernel exposes in sysfs.\n"
+		"Event names are perf's; give them to record, top and stat with -e.\n"
+		"\n"
+		"  -h, --help   show this help\n");
+}
+
+/* What probing spec says, in words ("ok", "not supported here (no hardware PMU)", ...);
+ * *ret_opens tells whether it opens at all (perhaps only as NAME:u). */
+static const char *probe_words(const struct event_spec *spec, bool hw_pmu, bool *ret_opens,
+			       char *buf, size_t size)
+{
+	int r = events_probe(spec, 0);
+	bool user_only = false;
+
+	if (r == -EACCES || r == -EPERM) {
+		struct event_spec user = *spec;
+
+		/* perf_event_paranoid >= 2 refuses kernel counting to unprivileged users: try
+		 * user space only (this also tells "no such event" from "not allowed") */
+		user.attr.exclude_kernel = 1;
+		user.attr.exclude_hv = 1;
+		r = events_probe(&user, 0);
+		user_only = true;
+	}
+	*ret_opens = r == 0;
+	if (r == 0)
+		return user_only ? "user only (:u, perf_event_paranoid)" : "ok";
+	if (r == -ENOENT || r == -EOPNOTSUPP) {
+		if (!hw_pmu && (spec->kind == EVENT_HARDWARE || spec->kind == EVENT_HW_CACHE ||
+				spec->kind == EVENT_RAW))
+			return "not supported here (no hardware PMU)";
+		return "not supported here";
+	}
+	if (r == -EACCES || r == -EPERM)
+		return "not allowed (perf_event_paranoid)";
+	if (r == -EINVAL)
+		return "refused by the kernel (invalid here)";
+	snprintf(buf, size, "does not open: %s", strerror(-r));
+	return buf;
+}
+
+static void print_row(const char *name, const char *kind, const char *status, const char *desc)
+{
+	char tag[32];
+
+	snprintf(tag, sizeof(tag), "[%s]", kind);
+	printf("  %-*s %-*s %-38s %s\n", NAME_WIDTH - 1, name, KIND_WIDTH - 1, tag, status, desc);
+}
+
+static void print_named(enum event_kind kind, const char *title, bool hw_pmu, size_t *n_ok)
+{
+	size_t n;
+	const struct event_info *t = events_table(&n);
+
+	printf("%s:\n", title);
+	for (size_t i = 0; i < n; i++) {
+		struct event_spec spec;
+		char buf[128], desc[160];
+		const char *status = "cannot parse (hwspy bug)";
+		bool opens = false;
+
+		if (t[i].kind != kind)
+			continue;
+		if (events_parse(t[i].name, &spec) == 0)
+			status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
+		*n_ok += opens;
+		if (t[i].alias)
+			snprintf(desc, sizeof(desc), "%s (also '%s')", t[i].desc, t[i].alias);
+		else
+			snprintf(desc, sizeof(desc), "%s", t[i].desc);
+		print_row(t[i].name, event_kind_name(kind), status, desc);
+	}
+	printf("\n");
+}
+
+static void print_syntax(bool hw_pmu)
+{
+	struct event_spec spec;
+	char buf[128];
+	const char *status;
+	bool opens;
+
+	printf("other forms:\n");
+	status = "cannot parse (hwspy bug)";
+	if (events_parse("r0", &spec) == 0) {
+		status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
+		if (opens || !strncmp(status, "refused", 7))
+			status = "depends on the code";
+	}
+	print_row("rNNNN", "raw", status, "raw hardware event code in hex, e.g. r01c2");
+	print_row("PMU/term=value,.../", "pmu", "see the PMUs below",
+		  "terms from PMU/format in sysfs, e.g. cpu/event=0x3c,umask=0x0/");
+	if (events_parse("sched:sched_switch", &spec) < 0)
+		status = "tracefs not readable here";
+	else
+		status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
+	print_row("subsys:name", "tracepoint", status,
+		  "kernel tracepoint, e.g. sched:sched_switch");
+	printf("  modifiers: NAME:u user, :k kernel, :h hypervisor, :H host, :G guest, "
+	       ":I not idle, :p/:pp/:ppp precise (pmu form: PMU/.../u)\n\n");
+}
+
+static void print_pmus(void)
+{
+	char pmus[MAX_PMUS][64];
+	size_t n = events_list_pmus(pmus, MAX_PMUS);
+
+	printf("PMUs (/sys/bus/event_source/devices):\n");
+	if (!n)
+		printf("  none found\n");
+	for (size_t i = 0; i < n; i++) {
+		struct event_spec spec;
+		char probe[80];
+
+		/* "PMU//" parses to an attr holding the PMU's type number */
+		snprintf(probe, sizeof(probe), "%s//", pmus[i]);
+		if (events_parse(probe, &spec) == 0)
+			printf("  %-*s type %u\n", NAME_WIDTH - 1, pmus[i], spec.attr.type);
+		else
+			printf("  %s\n", pmus[i]);
+	}
+}
+
+int cmd_list(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool hw_pmu;
+	size_t n_ok = 0, n_hw_ok;
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			log_error("unknown option '%s' (see 'hwspy list --help')", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		log_error("unexpected argument '%s' (see 'hwspy list --help')", argv[optind]);
+		return 2;
+	}
+
+	hw_pmu = events_have_hw_pmu();
+	print_named(EVENT_HARDWARE, "hardware events", hw_pmu, &n_ok);
+	print_named(EVENT_HW_CACHE, "hardware-cache events", hw_pmu, &n_ok);
+	n_hw_ok = n_ok;
+	print_named(EVENT_SOFTWARE, "software events", hw_pmu, &n_ok);
+	print_syntax(hw_pmu);
+	print_pmus();
+	if (!hw_pmu && n_ok > n_hw_ok)
+		printf("\nnote: no hardware PMU on this machine (a VM without PMU passthrough?): "
+		       "hardware, cache and raw events do not open here; software events work "
+		       "(cpu-clock, task-clock, page-faults, ...)\n");
+	else if (!hw_pmu)
+		printf("\nnote: no hardware PMU on this machine: hardware, cache and raw events "
+		       "do not open here\n");
+	if (!n_ok)
+		printf("\nnote: no event opens here: check perf_event_paranoid and capabilities\n");
+	if (fflush(stdout) != 0) {
+		log_errno(-errno, "cannot write the list");
+		return 1;
+	}
+	return 0;
+}
