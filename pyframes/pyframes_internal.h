@@ -1,0 +1,173 @@
+/*
+ * pyframes_internal: what the files of pyframes/ share, and the seams the unit tests use.
+ *
+ * struct py_layout is the one description of a CPython version the walker reads: every offset
+ * it needs, resolved either from a static table (layouts/py3XX.h, 3.8-3.12) or from the
+ * target's own _Py_DebugOffsets (3.13+). layout.c is the only file that knows which is which.
+ *
+ * All remote reads of a walk go through pf_read(), which counts them and serves them from a
+ * per-walk page cache (4 KiB aligned pages, so a cached read never touches a page the object
+ * does not itself occupy).
+ */
+#ifndef HWSPY_PYFRAMES_INTERNAL_H
+#define HWSPY_PYFRAMES_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyframes/pyframes.h"
+
+#define PF_NONE           UINT32_MAX /* offset of a field this version does not have */
+#define PF_MAX_DEPTH      4096       /* frames followed before a chain is called torn */
+#define PF_MAX_THREADS    4096       /* thread states followed per interpreter list walk */
+#define PF_MAX_INTERPS    256        /* interpreters followed */
+#define PF_MAX_STR        1024       /* bytes of UTF-8 kept of a name or file name */
+#define PF_MAX_LINETABLE  (256 * 1024) /* bytes of line table read per code object */
+#define PF_PAGE           4096u
+#define PF_PAGE_SLOTS     64         /* pages cached per walk */
+
+enum py_frames_kind {
+	PY_FRAMES_OBJECT = 1,    /* 3.8-3.10: PyFrameObject chain through f_back */
+	PY_FRAMES_INTERP = 2,    /* 3.11+: _PyInterpreterFrame chain through previous */
+};
+
+enum py_line_format {
+	PY_LINES_LNOTAB = 1,     /* 3.8-3.9 co_lnotab, byte offsets */
+	PY_LINES_310 = 2,        /* 3.10 co_linetable, byte offsets */
+	PY_LINES_LOCATIONS = 3,  /* 3.11+ location table, code units */
+};
+
+struct py_layout {
+	int major, minor;
+	enum py_frames_kind frames;
+	enum py_line_format lines;
+	bool from_debug_offsets;
+
+	/* _PyRuntime */
+	uint32_t rt_interp_head;
+	/* PyInterpreterState */
+	uint32_t is_next, is_threads_head;
+	/* PyThreadState */
+	uint32_t ts_size, ts_next, ts_interp, ts_thread_id, ts_native_thread_id;
+	uint32_t ts_frame;           /* PyFrameObject * (<=3.10) or _PyInterpreterFrame * (3.13+) */
+	uint32_t ts_cframe;          /* 3.11-3.12: _PyCFrame *; PF_NONE otherwise */
+	uint32_t cf_current_frame;   /* in _PyCFrame */
+	/* frame: PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
+	uint32_t fr_size, fr_previous, fr_code, fr_instr, fr_owner, fr_is_entry;
+	uint64_t fr_code_mask;       /* ~7 for 3.14's tagged _PyStackRef, else ~0 */
+	uint32_t owner_cstack_min;   /* owner >= this is a shim / C-stack frame (3.12+), else PF_NONE */
+	uint32_t owner_generator;    /* FRAME_OWNED_BY_GENERATOR (3.11+) */
+	/* PyCodeObject */
+	uint32_t co_size, co_name, co_qualname, co_filename, co_firstlineno, co_linetable;
+	uint32_t co_code_adaptive;   /* 3.11+ */
+	uint32_t co_firsttraceable;  /* 3.11-3.12 */
+	/* objects */
+	uint32_t ob_type, ob_size, tp_name;
+	uint32_t bytes_sval;
+	uint32_t str_length, str_state, str_ascii_size, str_compact_size;
+	uint32_t str_kind_shift, str_compact_bit, str_ascii_bit, str_ready_bit; /* ready: PF_NONE from 3.12 */
+};
+
+/* layout.c */
+const struct py_layout *layout_static(int major, int minor);
+/* Parses a _Py_DebugOffsets block (len bytes copied from the start of _PyRuntime). Checks the
+ * cookie, that its version is hex_version's major.minor (3.13 or 3.14 block layout), that it is
+ * not a free-threaded build, and that every offset lies inside the struct size it names.
+ * 0, -EINVAL (corrupt), -ENOTSUP (a block layout this code does not know). */
+int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret);
+#define PY_DEBUG_OFFSETS_MAX 1024    /* bytes to copy for layout_from_debug_offsets() */
+
+/* mem.c: counted, page-cached reads */
+struct pf_pagecache {
+	uint64_t page[PF_PAGE_SLOTS];   /* page address + 1, 0 = empty */
+	unsigned char *data;            /* PF_PAGE_SLOTS * PF_PAGE */
+};
+
+struct pf_mem {
+	const struct remote_mem *mem;
+	struct pf_pagecache pc;
+	uint64_t *reads;                /* where reads are counted (stats.remote_reads) */
+	bool cache_on;
+};
+
+int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads);
+void pf_mem_release(struct pf_mem *m);
+void pf_mem_invalidate(struct pf_mem *m);
+/* Uncached read of exactly len bytes. */
+int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len);
+/* Read through the page cache (if on); len may span pages. */
+int pf_read(struct pf_mem *m, uint64_t addr, void *buf, size_t len);
+int pf_read_u64(struct pf_mem *m, uint64_t addr, uint64_t *ret);
+
+static inline bool pf_ptr_ok(uint64_t p)
+{
+	return p >= 4096 && p < (1ull << 47) && (p & 7) == 0;
+}
+
+static inline uint64_t pf_u64(const void *base, uint32_t off)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, (const char *) base + off, 8);
+	return v;
+}
+
+static inline uint32_t pf_u32(const void *base, uint32_t off)
+{
+	uint32_t v;
+
+	__builtin_memcpy(&v, (const char *) base + off, 4);
+	return v;
+}
+
+/* code.c: strings, line tables, code objects */
+/* Decodes a str object at addr into UTF-8 (at most PF_MAX_STR - 1 bytes, cut at a character
+ * boundary). 0, -EFAULT, -EINVAL (not a str this layout understands). */
+int pf_read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char *ret, size_t size);
+/* Pure converters, exposed for tests: kind 1, 2 or 4 code units -> UTF-8 into ret (NUL
+ * terminated, cut at a character boundary). Returns bytes written or -EINVAL (bad code point). */
+int pf_ucs_to_utf8(const void *data, size_t n, int kind, char *ret, size_t size);
+
+/* Line number of the instruction at byte offset addr (<=3.10) or code-unit index (3.11+,
+ * pass the index: the function multiplies as its format needs). -1 when the table says
+ * "no line" for it. */
+int pf_line_lnotab(const uint8_t *tab, size_t len, int first_line, int64_t byte_offset);
+int pf_line_310(const uint8_t *tab, size_t len, int first_line, int64_t byte_offset);
+int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t unit_index);
+
+struct pf_code;      /* one cached code object */
+struct pf_codecache;
+
+struct pf_codecache *pf_codecache_new(void);
+void pf_codecache_free(struct pf_codecache *cc);
+/* Resolves code object addr (instr: byte offset / code unit index as the layout counts it,
+ * -1 if unknown) into ret (name, file, first_line, line). 0, -EFAULT, -EINVAL (not a code
+ * object: torn), -ENOMEM. */
+int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
+		    struct py_frame *ret, struct pyframes_stats *st);
+/* Learns the address of PyCode_Type from a code object's type name ("code"). */
+int pf_code_check_type(struct pf_mem *m, const struct py_layout *l, uint64_t type_addr);
+
+/* detect.c */
+struct pf_detect {
+	struct pyframes_info info;
+	uint64_t runtime_addr;
+	uint64_t code_type;             /* PyCode_Type, 0 if unknown */
+	uint64_t hex_version;           /* PY_VERSION_HEX if known */
+	uint64_t scan_start, scan_end;  /* remote range to scan for _PyRuntime if no symbol */
+	bool scan_is_pyruntime_section;
+};
+int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret);
+/* Parses "3.11.7" or "3.11.7+" style strings at the start of s. */
+int pf_parse_version(const char *s, int *major, int *minor, int *micro);
+
+/* walk.c: building a struct pyframes without /proc (tests, fuzzers) */
+int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layout *l,
+			     uint64_t runtime_addr, uint64_t code_type, pid_t pid,
+			     struct pyframes **ret);
+/* Overrides the discovered offset of the kernel tid in glibc's struct pthread (<=3.10). */
+void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off);
+
+#endif

@@ -1,0 +1,612 @@
+/*
+ * walk: struct pyframes, thread states (kernel TID -> PyThreadState) and frame chains.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyframes/pyframes_internal.h"
+
+#define TID_SLOTS 1024          /* tid -> thread state cache, power of two */
+#define PTHREAD_SCAN 2048       /* bytes of glibc's struct pthread searched for the tid */
+
+struct tid_slot {
+	pid_t tid;                  /* 0 = empty */
+	uint64_t tstate;
+	uint64_t pthread;           /* <=3.10: thread_id the tstate had when it was matched */
+};
+
+struct pyframes {
+	const struct remote_mem *remote;
+	struct pf_mem mem;
+	struct py_layout layout;
+	struct pyframes_info info;
+	struct pyframes_stats stats;
+	struct pf_codecache *codes;
+	pid_t pid;
+	uint64_t runtime;
+	uint64_t code_type;         /* PyCode_Type, 0 until known */
+	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
+	struct tid_slot tids[TID_SLOTS];
+};
+
+const struct pyframes_info *pyframes_info(const struct pyframes *pf)
+{
+	return &pf->info;
+}
+
+const struct pyframes_stats *pyframes_stats(const struct pyframes *pf)
+{
+	return &pf->stats;
+}
+
+void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off)
+{
+	pf->pthread_tid_off = off;
+}
+
+void pyframes_free(struct pyframes *pf)
+{
+	if (!pf)
+		return;
+	pf_codecache_free(pf->codes);
+	pf_mem_release(&pf->mem);
+	free(pf);
+}
+
+int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layout *l,
+			     uint64_t runtime_addr, uint64_t code_type, pid_t pid,
+			     struct pyframes **ret)
+{
+	struct pyframes *pf = calloc(1, sizeof(*pf));
+	int r;
+
+	if (!pf)
+		return -ENOMEM;
+	pf->remote = mem;
+	pf->layout = *l;
+	pf->runtime = runtime_addr;
+	pf->code_type = code_type;
+	pf->pid = pid;
+	pf->info.major = l->major;
+	pf->info.minor = l->minor;
+	pf->info.runtime_addr = runtime_addr;
+	r = pf_mem_init(&pf->mem, mem, &pf->stats.remote_reads);
+	if (r < 0)
+		goto fail;
+	pf->codes = pf_codecache_new();
+	if (!pf->codes) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	*ret = pf;
+	return 0;
+fail:
+	pyframes_free(pf);
+	return r;
+}
+
+/* ---- thread states ---- */
+
+typedef int (*tstate_fn)(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg);
+
+/* Calls fn for every thread state of every interpreter (bounded); fn returns > 0 to stop. */
+static int for_each_tstate(struct pyframes *pf, tstate_fn fn, void *arg)
+{
+	const struct py_layout *l = &pf->layout;
+	unsigned char ts[4096];
+	uint64_t interp, n_interp = 0;
+	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
+	int r;
+
+	r = pf_read_u64(&pf->mem, pf->runtime + l->rt_interp_head, &interp);
+	if (r < 0)
+		return r;
+	while (interp && n_interp++ < PF_MAX_INTERPS) {
+		uint64_t tstate, next_interp, n = 0;
+
+		if (!pf_ptr_ok(interp))
+			return -EAGAIN;
+		r = pf_read_u64(&pf->mem, interp + l->is_threads_head, &tstate);
+		if (r < 0)
+			return r == -ESRCH ? r : -EAGAIN;
+		r = pf_read_u64(&pf->mem, interp + l->is_next, &next_interp);
+		if (r < 0)
+			return r == -ESRCH ? r : -EAGAIN;
+		while (tstate && n++ < PF_MAX_THREADS) {
+			if (!pf_ptr_ok(tstate))
+				return -EAGAIN;
+			r = pf_read(&pf->mem, tstate, ts, tlen);
+			if (r < 0)
+				return r == -ESRCH ? r : -EAGAIN;
+			if (pf_u64(ts, l->ts_interp) != interp)
+				return -EAGAIN;
+			r = fn(pf, tstate, ts, arg);
+			if (r != 0)
+				return r;
+			tstate = pf_u64(ts, l->ts_next);
+		}
+		interp = next_interp;
+	}
+	return 0;
+}
+
+static bool tid_alive(pid_t pid, pid_t tid)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	fclose(f);
+	return true;
+}
+
+struct ptscan {
+	unsigned cand[PTHREAD_SCAN / 4];
+	unsigned hits[PTHREAD_SCAN / 4];
+	int main_found;
+	int others;
+};
+
+/* Offsets in struct pthread holding the pid (main thread) or a live tid (others). */
+static int ptscan_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
+{
+	struct ptscan *s = arg;
+	uint32_t buf[PTHREAD_SCAN / 4];
+	uint64_t pt = pf_u64(ts, pf->layout.ts_thread_id);
+	unsigned i;
+
+	(void) tstate;
+	if (!pf_ptr_ok(pt) || pf_read_raw(&pf->mem, pt, buf, sizeof(buf)) < 0)
+		return 0;
+	for (i = 0; i < PTHREAD_SCAN / 4; i++) {
+		if (buf[i] == (uint32_t) pf->pid) {
+			s->cand[i]++;
+			s->main_found = 1;
+		} else if (buf[i] > 0 && buf[i] < (1u << 22) && tid_alive(pf->pid, (pid_t) buf[i])) {
+			s->hits[i]++;
+		}
+	}
+	s->others++;
+	return 0;
+}
+
+static int discover_pthread_tid(struct pyframes *pf)
+{
+	struct ptscan *s = calloc(1, sizeof(*s));
+	unsigned i, best = 0, best_score = 0;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = for_each_tstate(pf, ptscan_one, s);
+	if (r >= 0 && s->main_found) {
+		/* the pid in the main thread's struct pthread, confirmed by other threads' tids */
+		for (i = 1; i < PTHREAD_SCAN / 4; i++) {
+			unsigned score = s->cand[i] ? 2 * s->cand[i] + s->hits[i] : 0;
+
+			if (score > best_score) {
+				best = i;
+				best_score = score;
+			}
+		}
+	}
+	free(s);
+	if (r < 0)
+		return r;
+	if (!best_score)
+		return -ENOENT;
+	pf->pthread_tid_off = best * 4;
+	return 0;
+}
+
+static struct tid_slot *tid_slot(struct pyframes *pf, pid_t tid)
+{
+	return &pf->tids[((uint32_t) tid * 2654435761u) & (TID_SLOTS - 1)];
+}
+
+struct tid_find {
+	pid_t tid;
+	uint64_t tstate, pthread;
+};
+
+static int tid_find_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
+{
+	const struct py_layout *l = &pf->layout;
+	struct tid_find *f = arg;
+
+	if (l->ts_native_thread_id != PF_NONE) {
+		if ((pid_t) pf_u64(ts, l->ts_native_thread_id) != f->tid)
+			return 0;
+	} else {
+		uint64_t pt = pf_u64(ts, l->ts_thread_id);
+		uint32_t v;
+
+		if (!pf_ptr_ok(pt) || pf_read(&pf->mem, pt + pf->pthread_tid_off, &v, 4) < 0)
+			return 0;
+		if ((pid_t) v != f->tid)
+			return 0;
+		f->pthread = pt;
+	}
+	f->tstate = tstate;
+	return 1;
+}
+
+/* Finds tid's thread state; copies it into ts. */
+static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tlen,
+		       uint64_t *ret)
+{
+	const struct py_layout *l = &pf->layout;
+	struct tid_slot *slot = tid_slot(pf, tid);
+	struct tid_find f = { .tid = tid };
+	int r;
+
+	if (slot->tid == tid && pf_ptr_ok(slot->tstate)) {
+		r = pf_read(&pf->mem, slot->tstate, ts, tlen);
+		if (r == -ESRCH)
+			return r;
+		if (r == 0) {
+			if (l->ts_native_thread_id != PF_NONE ?
+			    (pid_t) pf_u64(ts, l->ts_native_thread_id) == tid :
+			    pf_u64(ts, l->ts_thread_id) == slot->pthread) {
+				*ret = slot->tstate;
+				return 0;
+			}
+		}
+		slot->tid = 0;
+	}
+	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off) {
+		r = discover_pthread_tid(pf);
+		if (r < 0)
+			return r;
+	}
+	r = for_each_tstate(pf, tid_find_one, &f);
+	if (r < 0)
+		return r;
+	if (!f.tstate)
+		return -ENOENT;
+	r = pf_read(&pf->mem, f.tstate, ts, tlen);
+	if (r < 0)
+		return r == -ESRCH ? r : -EAGAIN;
+	slot->tid = tid;
+	slot->tstate = f.tstate;
+	slot->pthread = f.pthread;
+	*ret = f.tstate;
+	return 0;
+}
+
+/* ---- frames ---- */
+
+struct walk {
+	struct pyframes *pf;
+	struct py_frame *out;
+	size_t max, n, total;
+	uint64_t tortoise, power, lam;   /* Brent's cycle detection */
+};
+
+static int walk_loop_check(struct walk *w, uint64_t addr)
+{
+	if (addr == w->tortoise)
+		return -EAGAIN;
+	if (++w->lam == w->power) {
+		w->tortoise = addr;
+		w->power *= 2;
+		w->lam = 0;
+	}
+	return 0;
+}
+
+/* Adds one frame; once max are kept, later (outer) ones are counted and dropped. */
+static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
+{
+	struct pyframes *pf = w->pf;
+	struct py_frame fr;
+	int r;
+
+	w->total++;
+	if (w->n >= w->max)
+		return 0;
+	memset(&fr, 0, sizeof(fr));
+	if (!pf->code_type) {
+		uint64_t t;
+
+		/* learn PyCode_Type from the first frame's code object */
+		r = pf_read_u64(&pf->mem, code + pf->layout.ob_type, &t);
+		if (r < 0)
+			return r;
+		r = pf_code_check_type(&pf->mem, &pf->layout, t);
+		if (r < 0)
+			return r == -ESRCH ? r : -EAGAIN;
+		pf->code_type = t;
+	}
+	r = pf_code_resolve(pf->codes, &pf->mem, &pf->layout, pf->code_type, pf->stats.walks,
+			    code, instr, &fr, &pf->stats);
+	if (r < 0)
+		return r;
+	fr.entry = entry;
+	w->out[w->n++] = fr;
+	return 0;
+}
+
+static int walk_frame_objects(struct walk *w, uint64_t frame)
+{
+	const struct py_layout *l = &w->pf->layout;
+	unsigned char buf[512];
+	size_t depth;
+	int r;
+
+	for (depth = 0; frame; depth++) {
+		uint64_t code;
+		int32_t lasti;
+
+		if (depth >= PF_MAX_DEPTH || !pf_ptr_ok(frame))
+			return -EAGAIN;
+		r = walk_loop_check(w, frame);
+		if (r < 0)
+			return r;
+		r = pf_read(&w->pf->mem, frame, buf, l->fr_instr + 4);
+		if (r < 0)
+			return r;
+		code = pf_u64(buf, l->fr_code);
+		lasti = (int32_t) pf_u32(buf, l->fr_instr);
+		r = walk_emit(w, code, lasti, true);
+		if (r < 0)
+			return r;
+		frame = pf_u64(buf, l->fr_previous);
+	}
+	return 0;
+}
+
+static int walk_interp_frames(struct walk *w, uint64_t frame)
+{
+	const struct py_layout *l = &w->pf->layout;
+	unsigned char buf[512];
+	size_t depth;
+	bool have_pending = false;
+	uint64_t p_code = 0;
+	int64_t p_instr = 0;
+	int r;
+
+	/* A frame is emitted once the next one is known, since 3.12+ marks an entry by the
+	 * shim frame that follows it. */
+	for (depth = 0; frame; depth++) {
+		uint64_t code, instr, prev;
+		unsigned owner = 0;
+		bool shim, is_entry = false;
+
+		if (depth >= PF_MAX_DEPTH || !pf_ptr_ok(frame))
+			return -EAGAIN;
+		r = walk_loop_check(w, frame);
+		if (r < 0)
+			return r;
+		r = pf_read(&w->pf->mem, frame, buf, l->fr_size);
+		if (r < 0)
+			return r;
+		code = pf_u64(buf, l->fr_code) & l->fr_code_mask;
+		instr = pf_u64(buf, l->fr_instr);
+		prev = pf_u64(buf, l->fr_previous);
+		if (l->fr_owner != PF_NONE)
+			owner = buf[l->fr_owner];
+		if (l->fr_is_entry != PF_NONE)
+			is_entry = buf[l->fr_is_entry] != 0;
+		shim = l->owner_cstack_min != PF_NONE && owner >= l->owner_cstack_min;
+		if (shim) {
+			if (have_pending) {
+				r = walk_emit(w, p_code, p_instr, true);
+				if (r < 0)
+					return r;
+				have_pending = false;
+			}
+			frame = prev;
+			continue;
+		}
+		if (owner > 4)
+			return -EAGAIN;
+		if (have_pending) {
+			r = walk_emit(w, p_code, p_instr, false);
+			if (r < 0)
+				return r;
+			have_pending = false;
+		}
+		if (!pf_ptr_ok(code))
+			return -EAGAIN;
+		{
+			uint64_t start = code + l->co_code_adaptive;
+			int64_t idx;
+
+			/* instr_ptr / prev_instr point into co_code_adaptive (2-byte units); 3.11-3.12
+			 * start at code - 1 unit before the first instruction: incomplete frame */
+			if (instr < start) {
+				if (owner != l->owner_generator) {
+					frame = prev;
+					continue;
+				}
+				idx = -1;
+			} else {
+				idx = (int64_t) ((instr - start) / 2);
+			}
+			if (l->fr_is_entry != PF_NONE) {
+				r = walk_emit(w, code, idx, is_entry);
+				if (r < 0)
+					return r;
+			} else {
+				have_pending = true;
+				p_code = code;
+				p_instr = idx;
+			}
+		}
+		frame = prev;
+	}
+	if (have_pending) {
+		r = walk_emit(w, p_code, p_instr, true);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
+			  size_t max, size_t *ret_n)
+{
+	const struct py_layout *l = &pf->layout;
+	unsigned char ts[4096];
+	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
+	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
+	uint64_t tstate, frame;
+	int r;
+
+	*ret_n = 0;
+	pf->stats.walks++;
+	pf_mem_invalidate(&pf->mem);
+	r = find_tstate(pf, tid, ts, tlen, &tstate);
+	if (r < 0)
+		goto out;
+	if (l->ts_cframe != PF_NONE) {
+		uint64_t cframe = pf_u64(ts, l->ts_cframe);
+
+		frame = 0;
+		if (cframe) {
+			if (!pf_ptr_ok(cframe)) {
+				r = -EAGAIN;
+				goto out;
+			}
+			r = pf_read_u64(&pf->mem, cframe + l->cf_current_frame, &frame);
+			if (r < 0) {
+				r = r == -ESRCH ? r : -EAGAIN;
+				goto out;
+			}
+		}
+	} else {
+		frame = pf_u64(ts, l->ts_frame);
+	}
+	if (l->frames == PY_FRAMES_OBJECT)
+		r = walk_frame_objects(&w, frame);
+	else
+		r = walk_interp_frames(&w, frame);
+	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
+	if (r == -EFAULT || r == -EINVAL)
+		r = -EAGAIN;
+out:
+	if (r < 0) {
+		if (r == -EAGAIN)
+			pf->stats.torn++;
+		else if (r == -EFAULT)
+			pf->stats.unreadable++;
+		else if (r == -ENOENT)
+			pf->stats.no_thread++;
+		return r;
+	}
+	if (w.total > w.n)
+		pf->stats.truncated++;
+	*ret_n = w.n;
+	return 0;
+}
+
+/* ---- open ---- */
+
+/* A candidate _PyRuntime survives if its first interpreter's first thread state points back. */
+static int runtime_plausible(struct pf_mem *m, const struct py_layout *l, uint64_t interp)
+{
+	uint64_t ts, back;
+
+	if (!pf_ptr_ok(interp))
+		return 0;
+	if (pf_read_u64(m, interp + l->is_threads_head, &ts) < 0 || !pf_ptr_ok(ts))
+		return 0;
+	if (pf_read_u64(m, ts + l->ts_interp, &back) < 0)
+		return 0;
+	return back == interp;
+}
+
+static int scan_runtime(struct pyframes *pf, uint64_t start, uint64_t end, uint64_t *ret)
+{
+	const struct py_layout *l = &pf->layout;
+	size_t chunk = 64 * 1024;
+	unsigned char *buf;
+	uint64_t a;
+
+	if (end <= start || end - start > (64u << 20))
+		return -ENOENT;
+	buf = malloc(chunk + 8);
+	if (!buf)
+		return -ENOMEM;
+	start &= ~(uint64_t) 7;
+	for (a = start; a < end; a += chunk) {
+		size_t len = end - a < chunk ? end - a : chunk, o;
+
+		if (pf_read_raw(&pf->mem, a, buf, len) < 0)
+			continue;
+		for (o = 0; o + l->rt_interp_head + 8 <= len; o += 8) {
+			uint64_t interp = pf_u64(buf, (uint32_t) (o + l->rt_interp_head));
+
+			if (!runtime_plausible(&pf->mem, l, interp))
+				continue;
+			*ret = a + o;
+			free(buf);
+			return 0;
+		}
+	}
+	free(buf);
+	return -ENOENT;
+}
+
+int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret,
+		  struct pyframes_info *ret_info)
+{
+	struct pf_detect d;
+	struct py_layout dl;
+	const struct py_layout *l = NULL;
+	struct pyframes *pf = NULL;
+	int r;
+
+	*ret = NULL;
+	if (ret_info)
+		memset(ret_info, 0, sizeof(*ret_info));
+	r = pf_detect(pid, mem, &d);
+	if (ret_info)
+		*ret_info = d.info;
+	if (r < 0)
+		return r;
+	if (d.info.major != 3 || d.info.minor < 8)
+		return -ENOTSUP;
+	if (d.info.minor >= 13) {
+		unsigned char block[PY_DEBUG_OFFSETS_MAX];
+
+		if (!d.runtime_addr)
+			return -ENOTSUP;
+		r = mem->read(mem->ctx, d.runtime_addr, block, sizeof(block));
+		if (r < 0)
+			return r;
+		r = layout_from_debug_offsets(block, sizeof(block), &dl);
+		if (r < 0)
+			return r == -EINVAL ? -ENOTSUP : r;
+		l = &dl;
+	} else {
+		l = layout_static(d.info.major, d.info.minor);
+		if (!l)
+			return -ENOTSUP;
+	}
+	r = pyframes_new_from_layout(mem, l, d.runtime_addr, d.code_type, pid, &pf);
+	if (r < 0)
+		return r;
+	pf->info = d.info;
+	if (!pf->runtime) {
+		r = scan_runtime(pf, d.scan_start, d.scan_end, &pf->runtime);
+		if (r < 0) {
+			pyframes_free(pf);
+			return r;
+		}
+		pf->info.runtime_addr = pf->runtime;
+	}
+	if (pf->code_type && pf_code_check_type(&pf->mem, &pf->layout, pf->code_type) < 0)
+		pf->code_type = 0;
+	if (ret_info)
+		*ret_info = pf->info;
+	*ret = pf;
+	return 0;
+}

@@ -1,0 +1,420 @@
+/*
+ * walk.c: thread state lookup and frame walks over synthetic CPython memory laid out with the
+ * real 3.8 / 3.11 / 3.12 tables: names, lines, entry flags (3.11 is_entry, 3.12 shim frames,
+ * <=3.10 every frame), truncation, loops, bad pointers mid-walk, non-code objects, too-deep
+ * chains, and code-cache reuse of an address.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pyframes/pyframes_internal.h"
+
+#define BASE 0x100000ull
+#define SIZE (1ull << 20)
+#define TID 1234
+
+struct fake {
+	unsigned char *mem;
+	uint64_t next;              /* bump allocator */
+};
+
+static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct fake *f = ctx;
+
+	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
+		return -EFAULT;
+	memcpy(buf, f->mem + (addr - BASE), len);
+	return 0;
+}
+
+static uint64_t alloc(struct fake *f, size_t n)
+{
+	uint64_t a = f->next;
+
+	f->next += (n + 15) & ~(size_t) 15;
+	assert_true(f->next <= BASE + SIZE);
+	return a;
+}
+
+static void put8(struct fake *f, uint64_t a, uint8_t v) { f->mem[a - BASE] = v; }
+static void put32(struct fake *f, uint64_t a, uint32_t v) { memcpy(f->mem + (a - BASE), &v, 4); }
+static void put64(struct fake *f, uint64_t a, uint64_t v) { memcpy(f->mem + (a - BASE), &v, 8); }
+
+struct world {
+	struct fake f;
+	struct remote_mem rm;
+	const struct py_layout *l;
+	uint64_t runtime, interp, tstate, type;
+	struct pyframes *pf;
+};
+
+static uint64_t mk_str(struct world *w, const char *s)
+{
+	const struct py_layout *l = w->l;
+	size_t n = strlen(s);
+	uint64_t a = alloc(&w->f, l->str_ascii_size + n + 1);
+	uint32_t st = 1u << l->str_kind_shift | 1u << l->str_compact_bit | 1u << l->str_ascii_bit;
+
+	if (l->str_ready_bit != PF_NONE)
+		st |= 1u << l->str_ready_bit;
+	put64(&w->f, a + l->str_length, n);
+	put32(&w->f, a + l->str_state, st);
+	memcpy(w->f.mem + (a - BASE) + l->str_ascii_size, s, n);
+	return a;
+}
+
+static uint64_t mk_bytes(struct world *w, const uint8_t *b, size_t n)
+{
+	uint64_t a = alloc(&w->f, w->l->bytes_sval + n + 1);
+
+	put64(&w->f, a + w->l->ob_size, n);
+	memcpy(w->f.mem + (a - BASE) + w->l->bytes_sval, b, n);
+	return a;
+}
+
+/* A code object at first_line whose lines are first+1 for the first 4 units (8 bytes) and
+ * first+3 after. */
+static uint64_t mk_code(struct world *w, const char *name, int first_line)
+{
+	static const uint8_t lnotab[] = { 0, 1, 8, 2 };
+	static const uint8_t locs[] = { 0xdb, 0, 0, 0xe3, 0, 0 };
+	const struct py_layout *l = w->l;
+	size_t size = l->co_code_adaptive != PF_NONE ? l->co_code_adaptive + 16 : l->co_size;
+	uint64_t a = alloc(&w->f, size);
+
+	put64(&w->f, a + l->ob_type, w->type);
+	put64(&w->f, a + l->ob_size, 8);
+	put32(&w->f, a + l->co_firstlineno, (uint32_t) first_line);
+	put64(&w->f, a + l->co_name, mk_str(w, name));
+	if (l->co_qualname != PF_NONE)
+		put64(&w->f, a + l->co_qualname, mk_str(w, name));
+	put64(&w->f, a + l->co_filename, mk_str(w, "t.py"));
+	if (l->lines == PY_LINES_LOCATIONS)
+		put64(&w->f, a + l->co_linetable, mk_bytes(w, locs, sizeof(locs)));
+	else
+		put64(&w->f, a + l->co_linetable, mk_bytes(w, lnotab, sizeof(lnotab)));
+	return a;
+}
+
+/* A frame running code at instruction unit idx (3.11+) / byte offset 2*idx (3.8). */
+static uint64_t mk_frame(struct world *w, uint64_t code, int idx, uint8_t owner, bool entry)
+{
+	const struct py_layout *l = w->l;
+	uint64_t a = alloc(&w->f, l->fr_size);
+
+	put64(&w->f, a + l->fr_code, code);
+	if (l->frames == PY_FRAMES_OBJECT) {
+		put32(&w->f, a + l->fr_instr, (uint32_t) (2 * idx));
+	} else {
+		put64(&w->f, a + l->fr_instr, code + l->co_code_adaptive + 2 * (uint64_t) idx);
+		put8(&w->f, a + l->fr_owner, owner);
+		if (l->fr_is_entry != PF_NONE)
+			put8(&w->f, a + l->fr_is_entry, entry);
+	}
+	return a;
+}
+
+static void link_frames(struct world *w, uint64_t from, uint64_t to)
+{
+	put64(&w->f, from + w->l->fr_previous, to);
+}
+
+static void world_init(struct world *w, int minor)
+{
+	const struct py_layout *l = layout_static(3, minor);
+	uint64_t name;
+
+	memset(w, 0, sizeof(*w));
+	w->l = l;
+	w->f.mem = calloc(1, SIZE);
+	assert_non_null(w->f.mem);
+	w->f.next = BASE + 0x1000;
+	w->rm.read = fake_read;
+	w->rm.ctx = &w->f;
+	w->runtime = alloc(&w->f, 1024);
+	w->interp = alloc(&w->f, l->is_threads_head + 64);
+	w->tstate = alloc(&w->f, l->ts_size);
+	w->type = alloc(&w->f, 64);
+	name = alloc(&w->f, 16);
+	memcpy(w->f.mem + (name - BASE), "code", 5);
+	put64(&w->f, w->type + l->tp_name, name);
+	put64(&w->f, w->runtime + l->rt_interp_head, w->interp);
+	put64(&w->f, w->interp + l->is_threads_head, w->tstate);
+	put64(&w->f, w->tstate + l->ts_interp, w->interp);
+	if (l->ts_native_thread_id != PF_NONE) {
+		put64(&w->f, w->tstate + l->ts_native_thread_id, TID);
+	} else {
+		uint64_t pt = alloc(&w->f, 2048);
+
+		put64(&w->f, w->tstate + l->ts_thread_id, pt);
+		put32(&w->f, pt + 0x2d0, TID);
+	}
+	assert_int_equal(pyframes_new_from_layout(&w->rm, l, w->runtime, 0, 1, &w->pf), 0);
+	if (l->ts_native_thread_id == PF_NONE)
+		pyframes_set_pthread_tid_offset(w->pf, 0x2d0);
+}
+
+static void set_top(struct world *w, uint64_t frame)
+{
+	const struct py_layout *l = w->l;
+
+	if (l->ts_cframe != PF_NONE) {
+		uint64_t cf = alloc(&w->f, 32);
+
+		put64(&w->f, w->tstate + l->ts_cframe, cf);
+		put64(&w->f, cf + l->cf_current_frame, frame);
+	} else {
+		put64(&w->f, w->tstate + l->ts_frame, frame);
+	}
+}
+
+static void world_free(struct world *w)
+{
+	pyframes_free(w->pf);
+	free(w->f.mem);
+}
+
+/* f0 <- f1 <- f2 (f0 innermost); returns the code objects */
+static void chain3(struct world *w, uint64_t fr[3], uint64_t co[3])
+{
+	co[0] = mk_code(w, "A.f0", 10);
+	co[1] = mk_code(w, "f1", 20);
+	co[2] = mk_code(w, "f2", 30);
+	fr[0] = mk_frame(w, co[0], 1, 0, false);
+	fr[1] = mk_frame(w, co[1], 5, 0, true);
+	fr[2] = mk_frame(w, co[2], 0, 0, false);
+	link_frames(w, fr[0], fr[1]);
+	link_frames(w, fr[1], fr[2]);
+	set_top(w, fr[0]);
+}
+
+static void test_walk_311(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3];
+	size_t n;
+
+	(void) state;
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	assert_string_equal(out[0].file, "t.py");
+	assert_int_equal(out[0].line, 11);
+	assert_int_equal(out[0].first_line, 10);
+	assert_int_equal(out[0].code, co[0]);
+	assert_false(out[0].entry);
+	assert_string_equal(out[1].name, "f1");
+	assert_int_equal(out[1].line, 23);
+	assert_true(out[1].entry);
+	assert_int_equal(out[2].line, 31);
+	/* again: all from the code cache */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_stats(w.pf)->code_cache_hits, 3);
+	assert_int_equal(pyframes_stats(w.pf)->code_cache_misses, 3);
+	/* keep the innermost 2 */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 2, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[1].name, "f1");
+	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
+	/* unknown thread */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 1, out, 8, &n), -ENOENT);
+	assert_int_equal(pyframes_stats(w.pf)->no_thread, 1);
+	/* no Python code running */
+	set_top(&w, 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 0);
+	world_free(&w);
+}
+
+static void test_walk_loop(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3];
+	size_t n = 99;
+
+	(void) state;
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	link_frames(&w, fr[2], fr[0]);   /* f2 -> f0: a cycle */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(n, 0);
+	link_frames(&w, fr[2], fr[2]);   /* a frame that is its own parent */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 2);
+	/* the loop is found quickly, not after PF_MAX_DEPTH reads */
+	assert_true(pyframes_stats(w.pf)->remote_reads < 64);
+	world_free(&w);
+}
+
+static void test_walk_bad_pointers(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3];
+	size_t n;
+
+	(void) state;
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	link_frames(&w, fr[1], 0xdead0000);              /* unmapped, mid-walk */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	link_frames(&w, fr[1], fr[2] + 3);               /* misaligned */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	link_frames(&w, fr[1], fr[2]);
+	put64(&w.f, fr[2] + w.l->fr_code, w.tstate);     /* not a code object */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	put64(&w.f, fr[2] + w.l->fr_code, co[2]);
+	put64(&w.f, fr[2] + w.l->fr_instr, co[2] + w.l->co_code_adaptive + 2 * 500); /* past the code */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	put8(&w.f, fr[2] + w.l->fr_owner, 9);            /* no such owner */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 5);
+	/* the thread list itself pointing into nowhere */
+	put64(&w.f, w.interp + w.l->is_threads_head, 0xdead0000);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 7, out, 8, &n), -EAGAIN);
+	world_free(&w);
+}
+
+static void test_walk_too_deep(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t co, prev = 0, top = 0;
+	size_t n, i;
+
+	(void) state;
+	world_init(&w, 11);
+	co = mk_code(&w, "deep", 1);
+	for (i = 0; i < PF_MAX_DEPTH + 10; i++) {
+		uint64_t f = mk_frame(&w, co, 0, 0, false);
+
+		if (prev)
+			link_frames(&w, prev, f);
+		else
+			top = f;
+		prev = f;
+	}
+	set_top(&w, top);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	world_free(&w);
+}
+
+static void test_walk_312_shim(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t co[3], fr[3], shim, incomplete;
+	size_t n;
+
+	(void) state;
+	world_init(&w, 12);
+	co[0] = mk_code(&w, "inner", 10);
+	co[1] = mk_code(&w, "C.middle", 20);
+	co[2] = mk_code(&w, "outer", 30);
+	fr[0] = mk_frame(&w, co[0], 4, 0, false);
+	fr[1] = mk_frame(&w, co[1], 0, 1, false);       /* a generator's frame */
+	shim = mk_frame(&w, co[2], 0, 3, false);        /* FRAME_OWNED_BY_CSTACK */
+	fr[2] = mk_frame(&w, co[2], 0, 0, false);
+	incomplete = mk_frame(&w, co[2], 0, 0, false);  /* pushed, RESUME not run yet */
+	put64(&w.f, incomplete + w.l->fr_instr, co[2] + w.l->co_code_adaptive - 2);
+	link_frames(&w, incomplete, fr[0]);
+	link_frames(&w, fr[0], fr[1]);
+	link_frames(&w, fr[1], shim);
+	link_frames(&w, shim, fr[2]);
+	set_top(&w, incomplete);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "inner");
+	assert_int_equal(out[0].line, 13);
+	assert_false(out[0].entry);
+	assert_string_equal(out[1].name, "C.middle");
+	assert_true(out[1].entry);                     /* the frame above the shim */
+	assert_string_equal(out[2].name, "outer");
+	assert_true(out[2].entry);                     /* the outermost frame */
+	world_free(&w);
+}
+
+static void test_walk_38(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3];
+	size_t n;
+
+	(void) state;
+	world_init(&w, 8);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	assert_int_equal(out[0].line, 11);   /* byte offset 2 */
+	assert_int_equal(out[1].line, 23);   /* byte offset 10 */
+	assert_int_equal(out[2].line, 31);
+	assert_true(out[0].entry && out[1].entry && out[2].entry);
+	/* the thread's pthread now names another tid: the thread state is not that thread's */
+	put32(&w.f, pf_u64(w.f.mem, (uint32_t) (w.tstate + w.l->ts_thread_id - BASE)) + 0x2d0, TID + 1);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 2, out, 8, &n), -ENOENT);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	world_free(&w);
+}
+
+static void test_code_reuse(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3];
+	size_t n;
+	int i;
+
+	(void) state;
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_string_equal(out[0].name, "A.f0");
+	/* the code object is freed and its address reused by another function */
+	put64(&w.f, co[0] + w.l->co_qualname, mk_str(&w, "B.other"));
+	put32(&w.f, co[0] + w.l->co_firstlineno, 100);
+	for (i = 0; i < 80; i++)
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_string_equal(out[0].name, "B.other");
+	assert_int_equal(out[0].line, 101);
+	/* a reused address whose code is shorter than the running instruction: noticed at once */
+	put64(&w.f, co[1] + w.l->co_qualname, mk_str(&w, "tiny"));
+	put64(&w.f, co[1] + w.l->ob_size, 8);
+	put64(&w.f, fr[1] + w.l->fr_instr, co[1] + w.l->co_code_adaptive + 2 * 6);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_string_equal(out[1].name, "f1");   /* 6 < 8 units: cache still trusted */
+	put64(&w.f, co[1] + w.l->ob_size, 100);
+	put64(&w.f, fr[1] + w.l->fr_instr, co[1] + w.l->co_code_adaptive + 2 * 50);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_string_equal(out[1].name, "tiny");
+	world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_walk_311),
+		cmocka_unit_test(test_walk_loop),
+		cmocka_unit_test(test_walk_bad_pointers),
+		cmocka_unit_test(test_walk_too_deep),
+		cmocka_unit_test(test_walk_312_shim),
+		cmocka_unit_test(test_walk_38),
+		cmocka_unit_test(test_code_reuse),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
