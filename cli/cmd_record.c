@@ -137,8 +137,10 @@ static void detect(struct recorder *rec, pid_t pid)
 	rec->detect_error = r;
 	if (r == -ENOTSUP)
 		rec->fatal = r;
-	else if (r >= 0)
+	else if (r >= 0) {
+		pyframes_set_verify(rec->pf, rec->opts->nonblocking);
 		(void) profile_set_python(rec->prof, rec->info.version);
+	}
 }
 
 static void on_sample(void *ctx, const struct sample *s)
@@ -157,8 +159,12 @@ static void on_sample(void *ctx, const struct sample *s)
 	}
 	if (!rec->pf)
 		detect(rec, sampler_pid(rec->sampler));
-	if (rec->pf)
+	if (rec->pf) {
 		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
+		/* a running thread moved under the read: another try gives a whole stack */
+		for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
+			r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
+	}
 	if (!s->stopped && rec->late_us && rec->n_late < LATE_MAX) {
 		uint64_t t = now_ns();
 		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
@@ -560,8 +566,10 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
-	if (rec.pf)
+	if (rec.pf) {
+		pyframes_set_verify(rec.pf, o.nonblocking);
 		profile_set_python(rec.prof, rec.info.version);
+	}
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -578,6 +586,8 @@ int cmd_record(int argc, char **argv)
 			 "ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
 		o.nonblocking = true;
 		so.exact = false;
+		if (rec.pf)
+			pyframes_set_verify(rec.pf, true);
 		r = sampler_new(&so, &rec.sampler);
 	}
 	if (r < 0) {

@@ -81,6 +81,11 @@ const struct pyframes_info *pyframes_info(const struct pyframes *pf);
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
 			  size_t max, size_t *ret_n);
 
+/* For threads that keep running during the read (--nonblocking): after each walk, re-read the
+ * thread's current frame and that frame's code object, and report -EAGAIN (torn) if either
+ * changed. Costs two reads per walk. Off by default. */
+void pyframes_set_verify(struct pyframes *pf, bool on);
+
 const struct pyframes_stats *pyframes_stats(const struct pyframes *pf);
 
 #endif

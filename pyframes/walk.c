@@ -29,6 +29,7 @@ struct pyframes {
 	uint64_t runtime;
 	uint64_t code_type;         /* PyCode_Type, 0 until known */
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
+	bool verify;                /* re-read the leaf after the walk (threads that run) */
 	struct tid_slot tids[TID_SLOTS];
 };
 
@@ -450,6 +451,39 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 	return 0;
 }
 
+void pyframes_set_verify(struct pyframes *pf, bool on)
+{
+	pf->verify = on;
+}
+
+/* The thread ran on while we walked: if its current frame, or that frame's code object or
+ * caller, is no longer what the walk read, the frames read form no stack it ever had (e.g. a
+ * generator frame read just after it yielded, with its caller link cleared). */
+static int verify_leaf(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, uint64_t frame)
+{
+	const struct py_layout *l = &pf->layout;
+	uint64_t again = 0, seen[2], now[2];
+	int r;
+
+	if (l->ts_cframe != PF_NONE)
+		r = pf_read_raw(&pf->mem, pf_u64(ts, l->ts_cframe) + l->cf_current_frame, &again,
+				sizeof(again));
+	else
+		r = pf_read_raw(&pf->mem, tstate + l->ts_frame, &again, sizeof(again));
+	if (r < 0)
+		return r == -ESRCH ? r : -EAGAIN;
+	if (again != frame)
+		return -EAGAIN;
+	if (!frame)
+		return 0;
+	if (pf_read_u64(&pf->mem, frame + l->fr_code, &seen[0]) < 0 ||
+	    pf_read_u64(&pf->mem, frame + l->fr_previous, &seen[1]) < 0 ||
+	    pf_read_raw(&pf->mem, frame + l->fr_code, &now[0], sizeof(now[0])) < 0 ||
+	    pf_read_raw(&pf->mem, frame + l->fr_previous, &now[1], sizeof(now[1])) < 0)
+		return -EAGAIN;
+	return seen[0] == now[0] && seen[1] == now[1] ? 0 : -EAGAIN;
+}
+
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
 			  size_t max, size_t *ret_n)
 {
@@ -491,6 +525,8 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
 	if (r == -EFAULT || r == -EINVAL)
 		r = -EAGAIN;
+	if (r >= 0 && pf->verify)
+		r = verify_leaf(pf, tstate, ts, frame);
 out:
 	if (r < 0) {
 		if (r == -EAGAIN)

@@ -1,0 +1,233 @@
+"""Bad inputs and hard situations, one --case each.
+
+Errors (non-zero exit, not a crash, a line on stderr starting "hwspy: " that says what is wrong,
+no profile written, and an attached target left running, neither stopped nor traced):
+  no-such-pid, not-python (sleep 100), unsupported (--python py27/py36/py37: "unsupported
+  Python X.Y.Z" and "3.8-3.14"), unknown-event (-e cache-mises: suggests cache-misses),
+  hardware-event (-e cache-misses on a machine without a PMU: says so and names cpu-clock; the
+  command is not run), no-permission (hwspy as nobody against a root python: mentions
+  perf_event_paranoid or CAP_PERFMON / CAP_SYS_PTRACE), no-such-command (-- /nonexistent/cmd).
+Still a profile (exit 0):
+  target-exits (the target exits 1.5 s into -d 10: hwspy writes what it sampled, promptly),
+  ptrace-refused (strace already traces the target: hwspy says it falls back to nonblocking and
+  still writes a profile).
+And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 999 Hz: the
+  target lives on, neither stopped nor traced, and no pending sample signal kills it later).
+"""
+import os
+import shutil
+import subprocess
+import time
+
+import harness
+import pythons
+from harness import Skip, check, log, py_frames
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__.replace('_', '-')] = fn
+    return fn
+
+
+def expect_error(run, all_of=(), any_of=()):
+    check(run.rc is not None and run.rc > 0,
+          'hwspy exited %s, expected a non-zero exit status (and no crash)' % run.rc)
+    check(run.rc < 128, 'hwspy exited %d: looks like a crash' % run.rc)
+    for bad in ('Traceback', 'AddressSanitizer', 'runtime error:', 'Segmentation', 'Aborted'):
+        check(bad not in run.stderr, 'hwspy stderr contains %r' % bad)
+    lines = [l for l in run.stderr.splitlines() if l.startswith('hwspy: ')]
+    check(lines, 'no line on stderr starts with "hwspy: "')
+
+    def ok(line):
+        low = line.lower()
+        return (all(w.lower() in low for w in all_of) and
+                (not any_of or any(w.lower() in low for w in any_of)))
+    good = [l for l in lines if ok(l)]
+    want = ' and '.join(repr(w) for w in all_of)
+    if any_of:
+        want += (' and ' if all_of else '') + 'one of ' + ', '.join(repr(w) for w in any_of)
+    check(good, 'no "hwspy: " line on stderr contains %s' % want)
+    log('error message: %s' % good[0])
+    check(not (os.path.exists(run.out_path) and os.path.getsize(run.out_path) > 0),
+          'hwspy failed but wrote a profile %s' % run.out_path)
+
+
+def any_python(opts):
+    """The first supported interpreter installed here (debian311 is always present on CI)."""
+    for ident in ['debian311'] + pythons.SUPPORTED:
+        try:
+            return pythons.get(ident, os.path.realpath(opts.source_root))
+        except pythons.Missing:
+            pass
+    raise Skip('no supported Python installed')
+
+
+def spinner(opts, py, seconds=120):
+    w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), str(seconds)])
+    w.expect_ready()
+    return w
+
+
+@case
+def no_such_pid(opts):
+    p = subprocess.Popen(['true'])
+    p.wait()
+    pid = p.pid
+    check(not os.path.exists('/proc/%d' % pid), 'pid %d reused already' % pid)
+    run = harness.record(opts, ['-p', str(pid), '-d', '1'], timeout=30)
+    expect_error(run, all_of=[str(pid)])
+
+
+@case
+def not_python(opts):
+    w = harness.Process(['sleep', '100'])
+    time.sleep(0.3)
+    run = harness.record(opts, ['-p', str(w.pid), '-d', '2'], timeout=30)
+    expect_error(run, all_of=['not a Python process'])
+    harness.check_untouched(w.pid, 'sleep')
+
+
+@case
+def unsupported(opts):
+    check(opts.python in pythons.UNSUPPORTED, '--python must be one of %s' % pythons.UNSUPPORTED)
+    w = spinner(opts, opts.py)
+    run = harness.record(opts, ['-p', str(w.pid), '-d', '2'], timeout=30)
+    expect_error(run, all_of=['unsupported Python %s' % pythons.full_version(opts.python),
+                              '3.8-3.14'])
+    harness.check_untouched(w.pid, 'python %s' % opts.python)
+
+
+def launch_refused(opts, event, **words):
+    py = any_python(opts)
+    run = harness.record(opts, ['-e', event, '--'] + py.argv +
+                         ['-c', 'print("the command ran")'], timeout=30)
+    expect_error(run, **words)
+    check('the command ran' not in run.stdout,
+          'the command ran although no profile could be recorded')
+
+
+@case
+def unknown_event(opts):
+    launch_refused(opts, 'cache-mises', all_of=['cache-misses'])
+
+
+@case
+def hardware_event(opts):
+    devs = '/sys/bus/event_source/devices'
+    pmu = [d for d in ('cpu', 'cpu_core', 'cpu_atom', 'armv8_pmuv3_0')
+           if os.path.exists(os.path.join(devs, d))]
+    if pmu:
+        raise Skip('this machine has a hardware PMU (%s/%s): cache-misses may work here'
+                   % (devs, pmu[0]))
+    launch_refused(opts, 'cache-misses', all_of=['pmu', 'cpu-clock'])
+
+
+@case
+def no_permission(opts):
+    if os.geteuid() != 0:
+        raise Skip('needs root, to run hwspy as nobody against a root-owned python')
+    if shutil.which('setpriv'):
+        prefix = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
+    elif shutil.which('runuser'):
+        prefix = ['runuser', '-u', 'nobody', '--']
+    else:
+        raise Skip('neither setpriv nor runuser is installed')
+    # nobody must be able to run hwspy and write the output: copy both to a world-open place
+    exe = os.path.join(opts.tmp, 'hwspy')
+    shutil.copy(opts.hwspy, exe)
+    os.chmod(exe, 0o755)
+    outdir = os.path.join(opts.tmp, 'nobody')
+    os.mkdir(outdir)
+    os.chmod(outdir, 0o777)
+    py = any_python(opts)
+    w = spinner(opts, py)
+    check(os.stat('/proc/%d' % w.pid).st_uid == 0, 'the target is not owned by root')
+    run = harness.record(opts, ['-p', str(w.pid), '-d', '2'], name='nobody/out', timeout=30,
+                         prefix=prefix, hwspy=exe)
+    expect_error(run, any_of=['perf_event_paranoid', 'CAP_PERFMON', 'CAP_SYS_PTRACE'])
+    harness.check_untouched(w.pid)
+
+
+@case
+def no_such_command(opts):
+    run = harness.record(opts, ['--', '/nonexistent/cmd', 'arg'], timeout=30)
+    expect_error(run, all_of=['/nonexistent/cmd'])
+
+
+def spin_weight(opts, profile):
+    src = os.path.join(opts.targets, 'spin.py')
+    hot = ('spin', src, harness.markers(src)['HOT:spin'])
+    w = profile.weight(lambda frames: (py_frames(frames) or [None])[-1] == hot)
+    log('spin at its hot line: %.1f%%' % (100.0 * w / profile.total))
+    check(w >= 0.5 * profile.total, 'spin() at line %d has only %.1f%% of the weight'
+          % (hot[2], 100.0 * w / profile.total))
+
+
+@case
+def target_exits(opts):
+    py = any_python(opts)
+    w = spinner(opts, py, 1.5)
+    run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999', '-d', '10'],
+                         timeout=60)
+    check(w.p.wait(10) == 0, 'the target exited %s, expected 0' % w.p.returncode)
+    profile = run.expect_profile()
+    check(run.elapsed < 8, 'hwspy took %.1fs: it should end soon after its target (1.5 s)'
+          % run.elapsed)
+    spin_weight(opts, profile)
+
+
+@case
+def ptrace_refused(opts):
+    if not shutil.which('strace'):
+        raise Skip('strace is not installed (apt-get install strace)')
+    py = any_python(opts)
+    w = spinner(opts, py, 60)
+    tracer = subprocess.Popen(['strace', '-qq', '-o', '/dev/null', '-p', str(w.pid)],
+                              stdin=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 10
+        while harness.proc_status(w.pid).get('TracerPid') != str(tracer.pid):
+            check(time.monotonic() < end, 'strace did not attach within 10 s')
+            time.sleep(0.05)
+        log('strace (pid %d) traces the target' % tracer.pid)
+        run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999', '-d', '2'],
+                             timeout=60)
+        check(harness.proc_status(w.pid).get('TracerPid') == str(tracer.pid),
+              'strace no longer traces the target after hwspy ran')
+        check(w.alive(), 'the target died')
+        profile = run.expect_profile()
+        check('nonblocking' in run.stderr, 'hwspy did not say it falls back to nonblocking')
+        check('late by' in run.stderr, 'the nonblocking fallback reported no "late by" line')
+        spin_weight(opts, profile)
+    finally:
+        tracer.kill()
+        tracer.wait()
+
+
+@case
+def profiler_killed(opts):
+    py = any_python(opts)
+    w = spinner(opts, py, 60)
+    p = harness.start_record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999', '-d', '20'])
+    check(harness.wait_attached(p.pid, w.pid), 'hwspy did not attach within 15 s')
+    time.sleep(1)
+    check(p.poll() is None, 'hwspy ended early (exit %s)' % p.returncode)
+    p.kill()
+    p.wait()
+    log('killed hwspy (pid %d) with SIGKILL' % p.pid)
+    harness.check_untouched(w.pid)
+    time.sleep(1)
+    check(w.alive(), 'the target died after hwspy was killed (exit %s)' % w.p.returncode)
+    harness.check_untouched(w.pid)
+
+
+def test(opts):
+    CASES[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=sorted(CASES), required=True)
+    harness.main(test, p)

@@ -1,0 +1,138 @@
+"""Page faults and exactness, on tests/targets/faults.py (attach mode): touch_pages maps fresh
+memory and writes one byte per page, compute only computes; they take turns.
+
+--kind pagefaults (turns of a few ms, 256 pages against ~4 ms of compute; default exact mode):
+  -e page-faults: touch_pages has >= 90% of the weight, at its write line, and the counts are
+  page faults (the weight is no more than the faults the workload caused in the window);
+  -e cpu-clock on the same process: the split matches the workload's thread_time split within
+  5 points.
+--kind exact --mode exact|nonblocking (turns of ~100 us: 6 pages against ~100 us of compute):
+  -e page-faults: in exact mode touch_pages has >= 95% of the weight (a late read would smear
+  it over compute); with --nonblocking the share is printed, not asserted, and the summary
+  says how late the reads were. -e cpu-clock: exact mode matches the time split within 3 points
+  (nonblocking: printed only; see exact() for why)
+  (a late read is still an unbiased time sample).
+"""
+import os
+
+import harness
+from harness import check, log, py_frames
+
+
+def attribute(opts, profile):
+    """{'touch_pages': weight, 'compute': weight}, the touch_pages weight at its write line, and
+    the weight of impossible stacks (main at the line that calls one function, with the other
+    function below it: frames read at different moments)."""
+    src = os.path.join(opts.targets, 'faults.py')
+    mk = harness.markers(src)
+    got = {'touch_pages': 0, 'compute': 0}
+    at_line = torn = 0
+    for frames, c in profile.stacks:
+        pf = py_frames(frames)
+        for i, (name, f, line) in enumerate(pf):
+            if f != src or name not in got:
+                continue
+            got[name] += c
+            if name == 'touch_pages' and pf[-1] == (name, src, mk['HOT:touch_pages']):
+                at_line += c
+            if i and pf[i - 1][0] == 'main' and pf[i - 1][2] != mk['CALL:' + name]:
+                torn += c
+            break
+    if torn:
+        log('impossible (torn) stacks: %.1f%% of the weight' % (100.0 * torn / profile.total))
+    return got, at_line, torn
+
+
+def window(w, opts, args, name):
+    before = w.ask('snap')
+    run = harness.record(opts, ['-p', str(w.pid), '-d', opts.secs] + args, name=name)
+    after = w.ask('snap')
+    harness.check_untouched(w.pid)
+    profile = run.expect_profile()
+    got, at_line, torn = attribute(opts, profile)
+    if opts.mode == 'exact':
+        check(torn <= 0.005 * profile.total,
+              '%.1f%% of the weight is in impossible stacks, although exact mode reads each stack '
+              'with its thread stopped' % (100.0 * torn / profile.total))
+    measured = harness.delta(after['times'], before['times'])
+    return run, profile, got, at_line, measured, after['pages'] - before['pages']
+
+
+def fault_run(w, opts, extra):
+    run, profile, got, at_line, _, pages = window(w, opts, ['-e', 'page-faults', '-F', '999'] +
+                                                  extra, 'page-faults')
+    share = 100.0 * got['touch_pages'] / profile.total
+    log('page-faults: touch_pages %.1f%%, compute %.1f%% of %d faults sampled (the workload '
+        'caused about %d in the window)' % (share, 100.0 * got['compute'] / profile.total,
+                                            profile.total, pages))
+    check(profile.total <= 1.1 * pages + 2000,
+          'the profile weighs %d page faults, but the workload caused only about %d in the '
+          'window: page-fault counts must be faults' % (profile.total, pages))
+    check(profile.total >= 0.2 * pages,
+          'the profile weighs %d page faults, the workload caused about %d in the window'
+          % (profile.total, pages))
+    return run, share, got, at_line
+
+
+def clock_run(w, opts, extra, rate, tolerance, enforce=True):
+    run, profile, got, _, measured, _ = window(w, opts, ['-e', 'cpu-clock', '-F', str(rate)] +
+                                               extra, 'cpu-clock')
+    covered = sum(got.values())
+    check(covered >= 0.8 * profile.total,
+          'only %.1f%% of the cpu-clock weight is in touch_pages and compute'
+          % (100.0 * covered / profile.total))
+    harness.compare_shares(measured, got, tolerance, 'cpu-clock', enforce)
+    return run
+
+
+def pagefaults(opts):
+    pages = 256
+    opts.secs = '2'
+    w = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'faults.py'), str(pages),
+                                        '4000'])
+    w.expect_ready()
+    _, share, got, at_line = fault_run(w, opts, [])
+    check(share >= 90.0, 'touch_pages has %.1f%% of the page faults, expected >= 90%%' % share)
+    check(at_line >= 0.9 * got['touch_pages'],
+          'only %.1f%% of touch_pages\'s faults are at its write line'
+          % (100.0 * at_line / got['touch_pages']))
+    clock_run(w, opts, [], 999, 5.0)
+    w.quit()
+
+
+def exact(opts):
+    pages = 6
+    opts.secs = '3'
+    extra = ['--nonblocking'] if opts.mode == 'nonblocking' else []
+    w = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'faults.py'), str(pages),
+                                        '100'])
+    w.expect_ready()
+    run, share, _, _ = fault_run(w, opts, extra)
+    if opts.mode == 'exact':
+        check(share >= 95.0, 'exact mode gave touch_pages %.1f%% of the page faults, expected '
+              '>= 95%% (it causes all of them)' % share)
+    else:
+        log('nonblocking mode gave touch_pages %.1f%% of the page faults (not asserted; exact '
+            'mode must give >= 95%%)' % share)
+        check('late by' in run.stderr, '--nonblocking summary has no "late by" line')
+    # A late read is an unbiased time sample only if its lateness does not depend on what the
+    # target is doing. Here it does: process_vm_readv waits for the target's mmap lock, which
+    # touch_pages holds in mmap/munmap, so nonblocking reads of touch_pages come late more
+    # often and land in compute (seen: 3-8 points in 1 run of 9). Printed, not asserted; the
+    # nonblocking time split is asserted within 3 points on a compute-only workload
+    # (test_shares.py --nonblocking).
+    run = clock_run(w, opts, extra, 1999, 3.0, enforce=opts.mode == 'exact')
+    if opts.mode == 'nonblocking':
+        check('late by' in run.stderr, '--nonblocking summary has no "late by" line')
+    w.quit()
+
+
+def test(opts):
+    {'pagefaults': pagefaults, 'exact': exact}[opts.kind](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--kind', choices=['pagefaults', 'exact'], required=True)
+    p.add_argument('--mode', choices=['exact', 'nonblocking'], default='exact')
+    harness.main(test, p)

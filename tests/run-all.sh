@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The test command (README): builds and runs every test suite.
+#  1. build/      -Dwerror=true, all suites: unit, integration (every installed Python), ...
+#  2. build-asan/ AddressSanitizer + UBSan, the unit suite.
+# Both steps always run; the exit status is non-zero if either failed.
+# Needs root for the integration suite (ptrace and perf events on other processes, and the
+# permission test runs hwspy as nobody); run tests/setup-pythons.sh first for Debian 3.13/3.14.
+# Extra arguments go to both `meson test` runs, e.g. tests/run-all.sh --num-processes 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+
+setup() {
+	local dir=$1
+	shift
+	if [ -d "$dir" ]; then
+		meson setup "$dir" --wipe "$@" >/dev/null 2>&1 || { rm -rf "$dir"; meson setup "$dir" "$@"; }
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+status=0
+step() {
+	local name=$1
+	shift
+	echo "=== $name"
+	local t0=$SECONDS
+	if "$@"; then
+		echo "=== $name: OK ($((SECONDS - t0)) s)"
+	else
+		echo "=== $name: FAILED ($((SECONDS - t0)) s)"
+		status=1
+	fi
+}
+
+release() {
+	setup build -Dwerror=true &&
+	meson compile -C build &&
+	meson test -C build --print-errorlogs "$@"
+}
+
+asan() {
+	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false &&
+	meson compile -C build-asan &&
+	meson test -C build-asan --suite unit --print-errorlogs "$@"
+}
+
+step 'build (-Dwerror=true), all suites' release "$@"
+step 'build-asan (address,undefined), unit suite' asan "$@"
+exit $status
