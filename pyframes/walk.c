@@ -441,6 +441,11 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 				p_instr = idx;
 			}
 		}
+		/* the outermost frame of a running thread is never a suspended generator's: this one
+		 * was read after it yielded, when its caller link was already cleared */
+		if (!prev && w->pf->verify && l->owner_generator != PF_NONE &&
+		    owner == l->owner_generator)
+			return -EAGAIN;
 		frame = prev;
 	}
 	if (have_pending) {

@@ -119,8 +119,8 @@ def exact(opts):
     # target is doing. Here it does: process_vm_readv waits for the target's mmap lock, which
     # touch_pages holds in mmap/munmap, so nonblocking reads of touch_pages come late more
     # often and land in compute (seen: 3-8 points in 1 run of 9). Printed, not asserted; the
-    # nonblocking time split is asserted within 3 points on a compute-only workload
-    # (test_shares.py --nonblocking).
+    # nonblocking time split is asserted on a compute-only workload (test_shares.py
+    # --nonblocking).
     run = clock_run(w, opts, extra, 1999, 3.0, enforce=opts.mode == 'exact')
     if opts.mode == 'nonblocking':
         check('late by' in run.stderr, '--nonblocking summary has no "late by" line')
