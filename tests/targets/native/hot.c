@@ -9,6 +9,10 @@
 
 #define NOINLINE __attribute__((noinline))
 
+uint64_t hot_leaf(uint64_t x);
+uint64_t hot_middle(uint64_t x);
+uint64_t hot_outer(uint64_t x);
+
 static volatile uint64_t sink;
 
 NOINLINE uint64_t hot_leaf(uint64_t x)

@@ -1,0 +1,457 @@
+/*
+ * elf.c: address -> frames through libdw, the address cache and the string pool.
+ *
+ * Name: the ELF symbol (libdwfl searches .symtab, else .dynsym, including a separate debug file
+ * found by build-id or .gnu_debuglink), so `.cold` clones keep their suffix. Source file:line
+ * and inline frames come from DWARF where the module (or its debug file) has it: the scopes of
+ * the address innermost first, each DW_TAG_inlined_subroutine one inline frame, its
+ * DW_AT_call_file/DW_AT_call_line the position in the next one out. C++ names are demangled with
+ * libstdc++'s __cxa_demangle, looked up at run time (dlsym, else dlopen of libstdc++.so.6 on the
+ * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include "base/hash.h"
+#include "symbolizer/symbolizer_internal.h"
+
+#define POOL_CHUNK (64u << 10)
+
+/* ---- string pool ----------------------------------------------------------------------------- */
+
+void strpool_init(struct strpool *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void strpool_release(struct strpool *p)
+{
+	for (size_t i = 0; i < p->n_chunks; i++)
+		free(p->chunks[i]);
+	free(p->chunks);
+	free(p->slots);
+	memset(p, 0, sizeof(*p));
+}
+
+static char *pool_alloc(struct strpool *p, size_t n)
+{
+	char **nc, *c;
+	size_t size;
+
+	if (p->n_chunks > 0 && n <= POOL_CHUNK - p->chunk_used && n < POOL_CHUNK / 4) {
+		c = p->chunks[p->n_chunks - 1] + p->chunk_used;
+		p->chunk_used += n;
+		return c;
+	}
+	size = n < POOL_CHUNK / 4 ? POOL_CHUNK : n;
+	c = malloc(size);
+	if (!c)
+		return NULL;
+	nc = realloc(p->chunks, (p->n_chunks + 1) * sizeof(*nc));
+	if (!nc) {
+		free(c);
+		return NULL;
+	}
+	p->chunks = nc;
+	if (size == POOL_CHUNK || p->n_chunks == 0) {
+		p->chunks[p->n_chunks++] = c;
+		p->chunk_used = size == POOL_CHUNK ? n : size;
+	} else {
+		/* a big string gets its own chunk, kept below the current one */
+		p->chunks[p->n_chunks] = p->chunks[p->n_chunks - 1];
+		p->chunks[p->n_chunks - 1] = c;
+		p->n_chunks++;
+	}
+	return c;
+}
+
+static int pool_grow(struct strpool *p)
+{
+	size_t n = p->n_slots ? p->n_slots * 2 : 1024;
+	const char **slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_slots; i++) {
+		const char *s = p->slots[i];
+		size_t j;
+
+		if (!s)
+			continue;
+		j = hash_bytes(s, strlen(s), 0) & (n - 1);
+		while (slots[j])
+			j = (j + 1) & (n - 1);
+		slots[j] = s;
+	}
+	free(p->slots);
+	p->slots = slots;
+	p->n_slots = n;
+	return 0;
+}
+
+const char *strpool_intern(struct strpool *p, const char *s, size_t len)
+{
+	size_t j;
+	char *c;
+
+	if ((p->n_used + 1) * 2 > p->n_slots && pool_grow(p) < 0)
+		return NULL;
+	j = hash_bytes(s, len, 0) & (p->n_slots - 1);
+	while (p->slots[j]) {
+		if (strncmp(p->slots[j], s, len) == 0 && p->slots[j][len] == '\0')
+			return p->slots[j];
+		j = (j + 1) & (p->n_slots - 1);
+	}
+	c = pool_alloc(p, len + 1);
+	if (!c)
+		return NULL;
+	memcpy(c, s, len);
+	c[len] = '\0';
+	p->slots[j] = c;
+	p->n_used++;
+	return c;
+}
+
+/* ---- demangling ------------------------------------------------------------------------------ */
+
+static const char *intern_name(struct symbolizer *sym, const char *name)
+{
+	char plain[1024];
+	const char *at = strchr(name, '@');
+
+	/* symbol versions: "__libc_start_main@@GLIBC_2.34" -> "__libc_start_main" */
+	if (at && at > name && (size_t)(at - name) < sizeof(plain)) {
+		memcpy(plain, name, (size_t)(at - name));
+		plain[at - name] = '\0';
+		name = plain;
+	}
+	if (name[0] == '_' && name[1] == 'Z') {
+		if (!sym->demangle_tried) {
+			sym->demangle_tried = true;
+			*(void **)&sym->cxa_demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+			if (!sym->cxa_demangle) {
+				sym->cxx_lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+				if (sym->cxx_lib)
+					*(void **)&sym->cxa_demangle = dlsym(sym->cxx_lib, "__cxa_demangle");
+			}
+		}
+		if (sym->cxa_demangle) {
+			int status = -1;
+			char *d = sym->cxa_demangle(name, NULL, NULL, &status);
+
+			if (d && status == 0) {
+				const char *r = strpool_intern(&sym->pool, d, strnlen(d, 1 << 16));
+
+				free(d);
+				return r;
+			}
+			free(d);
+		}
+	}
+	return strpool_intern(&sym->pool, name, strnlen(name, 1 << 16));
+}
+
+/* ---- address cache --------------------------------------------------------------------------- */
+
+void cache_flush(struct symbolizer *sym)
+{
+	for (size_t i = 0; i < sym->cache_size; i++)
+		free(sym->cache[i].frames);
+	if (sym->cache)
+		memset(sym->cache, 0, sym->cache_size * sizeof(*sym->cache));
+	sym->cache_used = 0;
+}
+
+static struct cache_entry *cache_find(const struct symbolizer *sym, uint64_t a)
+{
+	size_t mask = sym->cache_size - 1, j = hash_u64(a) & mask;
+
+	while (sym->cache[j].key != 0) {
+		if (sym->cache[j].key == a + 1)
+			return &sym->cache[j];
+		j = (j + 1) & mask;
+	}
+	return NULL;
+}
+
+static int cache_grow(struct symbolizer *sym)
+{
+	size_t n = sym->cache_size * 2, mask = n - 1;
+	struct cache_entry *c = calloc(n, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < sym->cache_size; i++) {
+		size_t j;
+
+		if (sym->cache[i].key == 0)
+			continue;
+		j = hash_u64(sym->cache[i].key - 1) & mask;
+		while (c[j].key != 0)
+			j = (j + 1) & mask;
+		c[j] = sym->cache[i];
+	}
+	free(sym->cache);
+	sym->cache = c;
+	sym->cache_size = n;
+	return 0;
+}
+
+/* The cache keeps every address (code addresses of a target are finite) up to SYM_CACHE_MAX
+ * entries, then starts over. */
+static void cache_store(struct symbolizer *sym, uint64_t a, const struct native_frame *f, size_t n)
+{
+	struct native_frame *copy;
+	size_t mask, j;
+
+	if ((sym->cache_used + 1) * 2 > sym->cache_size) {
+		if (sym->cache_size >= SYM_CACHE_MAX || cache_grow(sym) < 0) {
+			cache_flush(sym);
+			if (sym->cache_size == 0)
+				return;
+		}
+	}
+	copy = malloc(n * sizeof(*copy));
+	if (!copy)
+		return;
+	memcpy(copy, f, n * sizeof(*copy));
+	mask = sym->cache_size - 1;
+	j = hash_u64(a) & mask;
+	while (sym->cache[j].key != 0)
+		j = (j + 1) & mask;
+	sym->cache[j].key = a + 1;
+	sym->cache[j].n = (uint32_t)n;
+	sym->cache[j].frames = copy;
+	sym->cache_used++;
+}
+
+/* ---- DWARF ----------------------------------------------------------------------------------- */
+
+static const char *die_name(struct symbolizer *sym, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *name;
+
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (!name)
+		name = dwarf_diename(die);
+	return name ? intern_name(sym, name) : NULL;
+}
+
+static const char *pool_or_null(struct symbolizer *sym, const char *s)
+{
+	return s ? strpool_intern(&sym->pool, s, strnlen(s, 1 << 16)) : NULL;
+}
+
+/* Walks from parent down the scopes containing pc: subprograms, lexical blocks, inlined
+ * subroutines (and through namespaces/classes, which have no pc). path[depth..] gets the chain,
+ * outermost first; returns the new depth. *budget bounds the DIEs visited. */
+static int descend(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int depth, int max,
+		   long *budget)
+{
+	Dwarf_Die child;
+
+	if (depth >= max || dwarf_child(parent, &child) != 0)
+		return depth;
+	do {
+		if (--*budget < 0)
+			return depth;
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+			if (dwarf_haspc(&child, pc) == 1) {
+				path[depth] = child;
+				return descend(&child, pc, path, depth + 1, max, budget);
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (depth == 0) {
+				int d = descend(&child, pc, path, depth, max, budget);
+
+				if (d > depth)
+					return d;
+			}
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return depth;
+}
+
+/* Inline frames (innermost first) into f[0..), returning how many; file and line become the
+ * position in the containing function. *ret_fn is the subprogram's name if found. One walk
+ * down the CU along the scopes that contain the address (dwarf_getscopes +
+ * dwarf_getscopes_die walk the whole CU twice: ~1 ms for ceval.c). */
+static size_t dwarf_inlines(struct symbolizer *sym, Dwfl_Module *dm, uint64_t a,
+			    const struct sym_module *m, struct native_frame *f, size_t max,
+			    const char **file, int *line, const char **ret_fn)
+{
+	Dwarf_Die path[64], *cu;
+	Dwarf_Addr bias = 0;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0, n = 0;
+	long budget = 1L << 20;
+	int depth;
+
+	cu = dwfl_module_addrdie(dm, a, &bias);
+	if (!cu)
+		return 0;
+	depth = descend(cu, a - bias, path, 0, 64, &budget);
+	if (depth == 0)
+		return 0;
+	if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+		files = NULL;
+	for (int i = depth - 1; i >= 0; i--) {
+		int tag = dwarf_tag(&path[i]);
+
+		if (tag == DW_TAG_inlined_subroutine && n < max) {
+			Dwarf_Attribute at;
+			Dwarf_Word v;
+
+			f[n] = (struct native_frame){
+				.addr = a, .name = die_name(sym, &path[i]), .module = m->name,
+				.file = *file, .line = *line, .inlined = true,
+			};
+			n++;
+			*file = NULL;
+			*line = 0;
+			if (files && dwarf_formudata(dwarf_attr(&path[i], DW_AT_call_file, &at), &v) == 0 &&
+			    v < nfiles)
+				*file = pool_or_null(sym, dwarf_filesrc(files, v, NULL, NULL));
+			if (dwarf_formudata(dwarf_attr(&path[i], DW_AT_call_line, &at), &v) == 0 &&
+			    v < (1u << 30))
+				*line = (int)v;
+		} else if (tag == DW_TAG_subprogram) {
+			*ret_fn = die_name(sym, &path[i]);
+			break;
+		}
+	}
+	return n;
+}
+
+static uint64_t file_offset(const struct sym_module *m, uint64_t a)
+{
+	uint64_t v = a - m->bias;
+
+	for (size_t i = 0; i < m->n_loads; i++)
+		if (v >= m->loads[i].vaddr && v - m->loads[i].vaddr < m->loads[i].memsz)
+			return m->loads[i].offset + (v - m->loads[i].vaddr);
+	return v;
+}
+
+static int resolve_module(struct symbolizer *sym, const struct sym_module *m, uint64_t a,
+			  struct native_frame *f, size_t *ret_n)
+{
+	Dwfl_Module *dm = m->dwmod ? m->dwmod : dwfl_addrmodule(sym->dwfl, a);
+	const char *name = NULL, *file = NULL, *fn = NULL;
+	int line = 0;
+	size_t n = 0;
+
+	if (dm) {
+		GElf_Off off;
+		GElf_Sym s;
+		Dwfl_Line *ln;
+
+		name = dwfl_module_addrinfo(dm, a, &off, &s, NULL, NULL, NULL);
+		ln = dwfl_module_getsrc(dm, a);
+		if (ln) {
+			const char *src = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
+
+			file = pool_or_null(sym, src);
+			if (line < 0)
+				line = 0;
+		}
+		n = dwarf_inlines(sym, dm, a, m, f, SYM_MAX_INLINE, &file, &line, &fn);
+	}
+	f[n] = (struct native_frame){
+		.addr = a,
+		.name = name ? intern_name(sym, name) : fn,
+		.module = m->name,
+		.file = file,
+		.line = line,
+		.module_offset = file_offset(m, a),
+	};
+	*ret_n = n + 1;
+	return 0;
+}
+
+int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
+		      struct native_frame *ret, size_t max, size_t *ret_n)
+{
+	struct native_frame f[SYM_MAX_INLINE + 1];
+	uint64_t a = is_return_addr && addr > 0 ? addr - 1 : addr;
+	const struct cache_entry *e;
+	const struct sym_region *g;
+	size_t n = 0;
+
+	if (!ret_n || (max > 0 && !ret))
+		return -EINVAL;
+	*ret_n = 0;
+	sym->stats.lookups++;
+	e = cache_find(sym, a);
+	if (e) {
+		size_t skip = e->n > max ? e->n - max : 0;
+
+		sym->stats.cache_hits++;
+		n = e->n - skip;
+		for (size_t i = 0; i < n; i++) {
+			ret[i] = e->frames[skip + i];
+			ret[i].addr = addr;
+		}
+		*ret_n = n;
+		return 0;
+	}
+	g = maps_find(sym, a);
+	if (!g && maps_maybe_refresh(sym) == 0)
+		g = maps_find(sym, a);
+	if (!g)
+		return -ENOENT;
+	if (g->mod) {
+		int r = resolve_module(sym, g->mod, a, f, &n);
+
+		if (r < 0)
+			return r;
+	} else if (g->kind == REGION_ANON) {
+		const struct jit_sym *j = perfmap_lookup(sym, a);
+
+		if (!j)
+			return -ENOENT;
+		f[0] = (struct native_frame){ .addr = a, .name = j->name, .jit = true,
+					      .module_offset = a - j->start };
+		n = 1;
+		/* JIT code is replaced: not cached */
+		goto copy;
+	} else if (g->kind == REGION_FILE && g->name) {
+		f[0] = (struct native_frame){ .addr = a, .module = g->name,
+					      .module_offset = a - g->start + g->pgoff };
+		n = 1;
+	} else {
+		return -ENOENT;
+	}
+	cache_store(sym, a, f, n);
+copy:
+	{
+		/* too many frames: keep the outer ones (the containing function last) */
+		size_t skip = n > max ? n - max : 0;
+
+		n -= skip;
+		for (size_t i = 0; i < n; i++) {
+			ret[i] = f[skip + i];
+			ret[i].addr = addr;
+		}
+	}
+	*ret_n = n;
+	return 0;
+}

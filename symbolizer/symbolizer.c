@@ -1,0 +1,118 @@
+/*
+ * symbolizer.c: the lifecycle of a struct symbolizer (one per target) and its settings.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolizer/symbolizer_internal.h"
+
+static pid_t read_nspid(pid_t pid)
+{
+	char path[64], *text = NULL, *p;
+	size_t len;
+	pid_t ns = pid;
+
+	(void) snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (sym_read_file(path, &text, &len, 1 << 20) < 0)
+		return pid;
+	p = strstr(text, "\nNSpid:");
+	if (p) {
+		char *end = strchr(p + 1, '\n');
+		char *last = NULL;
+
+		if (end)
+			*end = '\0';
+		p += 7;
+		for (char *save = NULL, *tok = strtok_r(p, " \t", &save); tok;
+		     tok = strtok_r(NULL, " \t", &save))
+			last = tok;
+		if (last) {
+			long v = strtol(last, NULL, 10);
+
+			if (v > 0 && v < (1L << 30))
+				ns = (pid_t)v;
+		}
+	}
+	free(text);
+	return ns;
+}
+
+int symbolizer_new(pid_t pid, struct symbolizer **ret)
+{
+	struct symbolizer *sym;
+	int r;
+
+	if (pid <= 0)
+		return -EINVAL;
+	sym = calloc(1, sizeof(*sym));
+	if (!sym)
+		return -ENOMEM;
+	sym->pid = pid;
+	sym->nspid = read_nspid(pid);
+	(void) snprintf(sym->root, sizeof(sym->root), "/proc/%d/root", (int)pid);
+	(void) snprintf(sym->perfmap_path, sizeof(sym->perfmap_path), "/proc/%d/root/tmp/perf-%d.map",
+			(int)pid, (int)sym->nspid);
+	(void) snprintf(sym->perfmap_path2, sizeof(sym->perfmap_path2), "/tmp/perf-%d.map", (int)pid);
+	sym->kallsyms_path = "/proc/kallsyms";
+	strpool_init(&sym->pool);
+	perfmap_init(&sym->perfmap);
+	kallsyms_init(&sym->kallsyms);
+	sym->cache = calloc(SYM_CACHE_MIN, sizeof(*sym->cache));
+	sym->cache_size = sym->cache ? SYM_CACHE_MIN : 0;
+	maps_dwfl_setup(sym);
+	sym->dwfl = dwfl_begin(&sym->dwfl_cb);
+	if (!sym->cache || !sym->dwfl) {
+		symbolizer_free(sym);
+		return -ENOMEM;
+	}
+	r = symbolizer_refresh(sym);
+	if (r < 0) {
+		symbolizer_free(sym);
+		return r;
+	}
+	r = unwind_init(sym);
+	if (r < 0) {
+		symbolizer_free(sym);
+		return r;
+	}
+	/* measured (tests/unit/symbolizer/test_unwind.c, test_live.c): libdw is ~5x faster than
+	 * libunwind 1.6's remote unwinder, which blocks signals (two syscalls) per step */
+	sym->unwinder = UNWIND_LIBDW;
+	*ret = sym;
+	return 0;
+}
+
+void symbolizer_free(struct symbolizer *sym)
+{
+	if (!sym)
+		return;
+	unwind_release(sym);
+	if (sym->dwfl)
+		dwfl_end(sym->dwfl);
+	for (size_t i = 0; i < sym->n_modules; i++)
+		module_free(sym->modules[i]);
+	free(sym->modules);
+	free(sym->regions);
+	if (sym->cache) {
+		cache_flush(sym);
+		free(sym->cache);
+	}
+	perfmap_release(&sym->perfmap);
+	kallsyms_release(&sym->kallsyms);
+	strpool_release(&sym->pool);
+	free(sym);
+}
+
+void symbolizer_set_unwinder(struct symbolizer *sym, enum symbolizer_unwinder which)
+{
+	if (which == UNWIND_LIBUNWIND && !unwind_have_libunwind())
+		which = UNWIND_LIBDW;
+	sym->unwinder = which;
+}
+
+const struct symbolizer_stats *symbolizer_stats(const struct symbolizer *sym)
+{
+	return &sym->stats;
+}

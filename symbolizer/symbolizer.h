@@ -1,0 +1,79 @@
+/*
+ * symbolizer: native frames of a target process: DWARF CFI unwinding of a sampled user-stack
+ * copy, and address -> (function, module, source file:line, inline chain) through libdw, plus
+ * kernel symbols (/proc/kallsyms) and JIT maps (/tmp/perf-PID.map).
+ *
+ * One struct symbolizer per target. Modules come from /proc/PID/maps and are opened through
+ * /proc/PID/map_files/ or /proc/PID/root/ (containers, deleted files); their parsed ELF/DWARF
+ * is cached by build-id. symbolizer_refresh() re-reads the mappings (a C extension imported
+ * after attaching); lookups of an address in no known mapping refresh once by themselves,
+ * rate-limited. Strings handed out stay valid until symbolizer_free().
+ *
+ * Registers are perf's x86-64 PERF_SAMPLE_REGS_USER layout sampled with the mask
+ * SYMBOLIZER_X86_64_REGS (AX BX CX DX SI DI BP SP IP FLAGS CS SS R8..R15, in perf_regs.h order
+ * with the segment registers left out); the stack copy starts at regs' SP.
+ *
+ * A struct symbolizer is used by one thread at a time. Unwinding reads only the stack copy and
+ * the module files (never the live target), so it also works after the target moved on.
+ *
+ * Errors (negative errno): -ESRCH target gone, -ENOENT no mapping / symbol for an address,
+ * -EINVAL malformed input (regs missing, empty stack), -ENOMEM. Library code never prints.
+ */
+#ifndef HWSPY_SYMBOLIZER_H
+#define HWSPY_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SYMBOLIZER_X86_64_REGS 0xff0fffULL
+
+struct native_frame {
+	uint64_t addr;          /* the address looked up */
+	const char *name;       /* demangled function name, or NULL if none (module+0xOFFSET then) */
+	const char *module;     /* basename of the mapped file ("libpython3.11.so.1.0"), or NULL */
+	const char *file;       /* source file where debug info says, else NULL */
+	int line;               /* 0 if unknown */
+	bool inlined;           /* an inlined call inside the next (outer) frame */
+	bool jit;               /* from /tmp/perf-PID.map */
+	uint64_t module_offset; /* addr's offset in module's file (module+0xOFFSET when name is NULL) */
+};
+
+struct symbolizer_stats {
+	uint64_t unwinds, unwind_frames, unwind_errors;
+	uint64_t lookups, cache_hits;
+	uint64_t refreshes;
+	uint64_t modules;
+};
+
+enum symbolizer_unwinder { UNWIND_LIBDW, UNWIND_LIBUNWIND };
+
+struct symbolizer;
+
+int symbolizer_new(pid_t pid, struct symbolizer **ret);
+void symbolizer_free(struct symbolizer *sym);
+int symbolizer_refresh(struct symbolizer *sym);
+/* Which unwinder symbolizer_unwind() uses (default: the faster one, measured: libdw). Without
+ * libunwind at build time UNWIND_LIBUNWIND falls back to libdw. */
+void symbolizer_set_unwinder(struct symbolizer *sym, enum symbolizer_unwinder which);
+
+/* Unwinds a user stack copy: ret_ips[0] is regs' IP, then return addresses outwards, at most
+ * max. An unwind that stops early (no CFI, end of copy) still returns what it found. */
+int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_regs,
+		      const void *stack, size_t stack_size, uint64_t *ret_ips, size_t max,
+		      size_t *ret_n);
+
+/* Frames for one address, innermost first (inline frames, then the containing function).
+ * is_return_addr: the address is a return address (look up addr - 1). With more frames than
+ * max, the innermost inline frames are left out (the containing function is always last).
+ * Addresses in anonymous executable memory are looked up in /tmp/perf-PID.map (jit = true). */
+int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
+		      struct native_frame *ret, size_t max, size_t *ret_n);
+
+/* Kernel address -> symbol from /proc/kallsyms (loaded on first use). */
+int symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct native_frame *ret);
+
+const struct symbolizer_stats *symbolizer_stats(const struct symbolizer *sym);
+
+#endif

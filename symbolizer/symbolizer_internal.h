@@ -1,0 +1,256 @@
+/*
+ * symbolizer internals, shared by the files of symbolizer/ and by its unit tests (which link the
+ * static library and call the parsers directly). Not part of the public contract.
+ *
+ * symbolizer.c  new/free/settings.
+ * maps.c     /proc/PID/maps -> regions and modules (each module's file is opened once, mmapped
+ *            read-only, its PT_LOADs, load bias, build-id and .eh_frame_hdr parsed), the Dwfl
+ *            the modules are reported to, refresh.
+ * elf.c      address -> frames through libdw (symtab/dynsym, source line, inline chain),
+ *            demangling, the address cache, the string pool.
+ * unwind.c   the libdw unwinder (dwfl_attach_state) and the libunwind one (remote address
+ *            space with our own accessors), both reading the stack copy and the module files.
+ * kernel.c   /proc/kallsyms.
+ * perfmap.c  /tmp/perf-PID.map.
+ *
+ * A struct symbolizer is not thread-safe: one thread uses it at a time.
+ * The address cache keeps every address looked up (SYM_CACHE_MAX, then it starts over); it is
+ * flushed when the set of modules changes.
+ */
+#ifndef HWSPY_SYMBOLIZER_INTERNAL_H
+#define HWSPY_SYMBOLIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <elfutils/libdwfl.h>
+
+#include "symbolizer/symbolizer.h"
+
+/* Bounds on what is read from the target (all of it untrusted). */
+#define SYM_MAX_REGIONS      65536   /* lines of /proc/PID/maps kept */
+#define SYM_MAX_MODULES      4096
+#define SYM_MAX_LOADS        16      /* PT_LOAD segments per module */
+#define SYM_MAX_LINE         4096    /* longest line read from maps / kallsyms / perf map */
+#define SYM_MAX_INLINE       16      /* inline frames per address */
+#define SYM_MAX_KSYMS        (1u << 23)
+#define SYM_MAX_JIT_SYMS     (1u << 22)
+#define SYM_CACHE_MIN        4096    /* address cache slots at first (power of two) */
+#define SYM_CACHE_MAX        (1u << 20)  /* slots at most; then the cache starts over */
+#define SYM_REFRESH_NS       20000000ull  /* automatic refreshes at most every 20 ms */
+#define SYM_N_REGS           20      /* popcount(SYMBOLIZER_X86_64_REGS) */
+
+/* Indexes into a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS. */
+enum {
+	SYM_REG_AX, SYM_REG_BX, SYM_REG_CX, SYM_REG_DX, SYM_REG_SI, SYM_REG_DI, SYM_REG_BP,
+	SYM_REG_SP, SYM_REG_IP, SYM_REG_FLAGS, SYM_REG_CS, SYM_REG_SS,
+	SYM_REG_R8, SYM_REG_R9, SYM_REG_R10, SYM_REG_R11, SYM_REG_R12, SYM_REG_R13,
+	SYM_REG_R14, SYM_REG_R15,
+};
+
+/* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
+extern const int sym_dwarf_to_perf[17];
+
+/* ---- string pool (elf.c): strings live until symbolizer_free ------------------------------ */
+
+struct strpool {
+	char **chunks;
+	size_t n_chunks, chunk_used;
+	const char **slots;   /* open-addressing set of interned strings */
+	size_t n_slots, n_used;
+};
+
+void strpool_init(struct strpool *p);
+void strpool_release(struct strpool *p);
+/* Returns the pooled copy of s[0..len) (NUL-terminated), or NULL on ENOMEM. */
+const char *strpool_intern(struct strpool *p, const char *s, size_t len);
+
+/* ---- modules and regions (maps.c) --------------------------------------------------------- */
+
+struct sym_load {
+	uint64_t vaddr, offset, filesz, memsz;
+};
+
+struct sym_module {
+	char *path;              /* as /proc/PID/maps names it */
+	const char *name;        /* pooled basename */
+	char *open_path;         /* the path we opened (/proc/PID/map_files/.. or /proc/PID/root/..) */
+	dev_t dev;
+	uint64_t ino;
+	uint64_t start, end;     /* runtime range reported to libdwfl */
+	uint64_t bias;           /* runtime address - ELF vaddr */
+	int fd;
+	const unsigned char *image;  /* the whole file, mmapped read-only */
+	size_t image_size;
+	struct sym_load loads[SYM_MAX_LOADS];
+	size_t n_loads;
+	uint64_t eh_hdr_vaddr;   /* .eh_frame_hdr (0: none) */
+	uint64_t eh_table_vaddr; /* its binary search table */
+	uint64_t eh_fde_count;
+	unsigned char build_id[64];
+	size_t build_id_len;
+	Dwfl_Module *dwmod;
+	bool seen;               /* marked during a refresh */
+};
+
+enum sym_region_kind { REGION_FILE, REGION_ANON, REGION_SPECIAL };
+
+struct sym_region {
+	uint64_t start, end;
+	uint64_t pgoff;
+	bool exec;
+	enum sym_region_kind kind;
+	struct sym_module *mod;  /* REGION_FILE with an ELF module, else NULL */
+	const char *name;        /* pooled basename of the mapped file, or NULL */
+};
+
+/* One parsed line of /proc/PID/maps. path points into the line. */
+struct maps_line {
+	uint64_t start, end, pgoff;
+	char perms[5];
+	unsigned int dev_major, dev_minor;
+	uint64_t ino;
+	const char *path;        /* "" for anonymous */
+};
+
+/* Parses one maps line (without its newline, NUL-terminated, modified in place).
+ * 0 or -EINVAL. */
+int maps_parse_line(char *line, struct maps_line *ret);
+
+/* Region containing addr, or NULL. */
+const struct sym_region *maps_find(const struct symbolizer *sym, uint64_t addr);
+/* Module containing the runtime address addr (any of its PT_LOAD ranges), or NULL. */
+struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr);
+/* Reads len bytes at runtime address addr from a module's file image. true if all read. */
+bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
+void module_free(struct sym_module *m);
+/* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */
+int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
+/* Sets up the Dwfl callbacks (find_elf serves our module files). */
+void maps_dwfl_setup(struct symbolizer *sym);
+/* Refresh if an address is in no known region and the last refresh is old enough. */
+int maps_maybe_refresh(struct symbolizer *sym);
+
+/* ---- JIT maps (perfmap.c) ----------------------------------------------------------------- */
+
+struct jit_sym {
+	uint64_t start, size;
+	uint32_t seq;            /* line order: a later line wins over an earlier overlapping one */
+	const char *name;        /* pooled */
+};
+
+struct perfmap {
+	struct jit_sym *syms;
+	size_t n, cap;
+	size_t malformed;        /* lines skipped */
+	off_t loaded_size;       /* file size when last loaded */
+	int64_t loaded_mtime_ns;
+	uint64_t last_check_ns;
+};
+
+void perfmap_init(struct perfmap *pm);
+void perfmap_release(struct perfmap *pm);
+/* Parses a perf map file (replacing what was loaded). 0, -ENOENT no file, -ENOMEM. */
+int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path);
+/* Parses a buffer of perf map lines. */
+int perfmap_parse(struct perfmap *pm, struct strpool *pool, const char *data, size_t len);
+const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr);
+
+/* ---- kernel symbols (kernel.c) ------------------------------------------------------------ */
+
+struct ksym {
+	uint64_t addr;
+	const char *name;        /* pooled */
+	const char *module;      /* pooled "[kernel.kallsyms]" or the module name */
+};
+
+struct kallsyms {
+	struct ksym *syms;
+	size_t n;
+	bool loaded;
+	int load_error;
+};
+
+void kallsyms_init(struct kallsyms *k);
+void kallsyms_release(struct kallsyms *k);
+/* Parses a kallsyms-format file: text symbols, sorted. 0, -ENOENT, -ENOMEM, -EACCES (all
+ * addresses zero: kptr_restrict). */
+int kallsyms_load(struct kallsyms *k, struct strpool *pool, const char *path);
+const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr);
+
+/* ---- address cache (elf.c) ---------------------------------------------------------------- */
+
+struct cache_entry {
+	uint64_t key;            /* looked-up address, +1 so that 0 means empty */
+	uint32_t n;
+	struct native_frame *frames;
+};
+
+/* ---- unwinders (unwind.c) ------------------------------------------------------------------ */
+
+/* The sample being unwound; set for the duration of symbolizer_unwind. */
+struct unwind_ctx {
+	const uint64_t *regs;
+	const unsigned char *stack;
+	uint64_t sp;             /* address of stack[0] */
+	size_t stack_size;
+};
+
+struct unwind_state;     /* libunwind address space (opaque: libunwind.h stays in unwind.c) */
+
+int unwind_init(struct symbolizer *sym);
+void unwind_release(struct symbolizer *sym);
+/* The module set changed: drop cached unwind info. */
+void unwind_modules_changed(struct symbolizer *sym);
+int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n);
+int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n);
+/* Whether the libunwind unwinder was compiled in. */
+bool unwind_have_libunwind(void);
+
+/* ---- the symbolizer ------------------------------------------------------------------------ */
+
+struct symbolizer {
+	pid_t pid;
+	pid_t nspid;             /* the pid inside the target's namespace (perf map name) */
+	char root[64];           /* "/proc/PID/root" */
+
+	Dwfl *dwfl;
+	Dwfl_Callbacks dwfl_cb;
+	char *debuginfo_path;
+	bool dwfl_attached;
+
+	struct sym_region *regions;   /* sorted by start */
+	size_t n_regions;
+	struct sym_module **modules;
+	size_t n_modules, cap_modules;
+	uint64_t last_refresh_ns;
+
+	enum symbolizer_unwinder unwinder;
+	struct unwind_ctx cur;
+	struct unwind_state *lu;
+
+	struct strpool pool;
+	struct cache_entry *cache;   /* open addressing, cache_size slots (power of two) */
+	size_t cache_size, cache_used;
+	struct perfmap perfmap;
+	char perfmap_path[128];
+	char perfmap_path2[128];
+	struct kallsyms kallsyms;
+	const char *kallsyms_path;
+
+	void *cxx_lib;           /* dlopen'ed libstdc++ (for __cxa_demangle), or NULL */
+	char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+	bool demangle_tried;
+
+	struct symbolizer_stats stats;
+};
+
+uint64_t sym_now_ns(void);
+void cache_flush(struct symbolizer *sym);
+/* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
+ * (checked at most every SYM_REFRESH_NS). */
+const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);
+
+#endif

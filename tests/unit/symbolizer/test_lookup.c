@@ -1,0 +1,392 @@
+/* Address -> frames against real modules: pyenv's libpython (symtab + DWARF, dlopen'ed after
+ * symbolizer_new, so found by refresh), Debian's stripped python3.11 (.dynsym only, module+offset
+ * in between), libstdc++ (demangling), the vdso and a JIT perf map for this process. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "symbolizer/symbolizer.h"
+
+#define LIBPYTHON "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
+#define DEB_PYTHON "/usr/bin/python3.11"
+
+struct elfsym {
+	uint64_t value, size;
+};
+
+/* All FUNC symbols of one table (SHT_SYMTAB or SHT_DYNSYM) of a file; calls fn for each. */
+static int elf_syms(const char *path, unsigned int table,
+		    int (*fn)(const char *name, const GElf_Sym *s, void *arg), void *arg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	Elf *e;
+	Elf_Scn *scn = NULL;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && (scn = elf_nextscn(e, scn)) && r == 0) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != table || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize && r == 0; i++) {
+			GElf_Sym s;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+			    s.st_value == 0)
+				continue;
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (name)
+				r = fn(name, &s, arg);
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
+struct find_arg {
+	const char *name;
+	struct elfsym found;
+};
+
+static int find_cb(const char *name, const GElf_Sym *s, void *arg)
+{
+	struct find_arg *a = arg;
+
+	if (strcmp(name, a->name) != 0)
+		return 0;
+	a->found.value = s->st_value;
+	a->found.size = s->st_size;
+	return 1;
+}
+
+static bool elf_find(const char *path, unsigned int table, const char *name, struct elfsym *ret)
+{
+	struct find_arg a = { .name = name };
+
+	if (elf_syms(path, table, find_cb, &a) != 1)
+		return false;
+	*ret = a.found;
+	return true;
+}
+
+static size_t lookup(struct symbolizer *sym, uint64_t addr, struct native_frame *f, size_t max)
+{
+	size_t n = 0;
+
+	assert_int_equal(symbolizer_lookup(sym, addr, false, f, max, &n), 0);
+	assert_true(n >= 1);
+	return n;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+
+	return s && a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void test_libpython(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	struct elfsym hash = { 0 }, eval = { 0 }, cold = { 0 };
+	void *h, *addr;
+	uint64_t bias, refreshes;
+	size_t n;
+	bool inl = false;
+
+	(void) state;
+	if (access(LIBPYTHON, R_OK) != 0) {
+		print_message("# skip: no %s\n", LIBPYTHON);
+		skip();
+	}
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	refreshes = symbolizer_stats(sym)->refreshes;
+	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
+	assert_non_null(h);
+	addr = dlsym(h, "PyObject_Hash");
+	assert_non_null(addr);
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
+	bias = (uint64_t)(uintptr_t)addr - hash.value;
+	usleep(30000);   /* past the automatic refresh's rate limit */
+
+	n = lookup(sym, (uint64_t)(uintptr_t)addr + 4, f, 16);
+	assert_true(symbolizer_stats(sym)->refreshes > refreshes);
+	assert_string_equal(f[n - 1].name, "PyObject_Hash");
+	assert_string_equal(f[n - 1].module, "libpython3.11.so.1.0");
+	assert_true(ends_with(f[n - 1].file, "Objects/object.c"));
+	assert_true(f[n - 1].line > 0);
+	assert_false(f[n - 1].jit);
+	assert_int_equal(f[0].addr, (uint64_t)(uintptr_t)addr + 4);
+
+	/* an inline chain somewhere in the eval loop, the containing function last */
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "_PyEval_EvalFrameDefault", &eval));
+	for (uint64_t off = 0; off < eval.size && !inl; off += 16) {
+		n = lookup(sym, bias + eval.value + off, f, 16);
+		if (n >= 2 && f[0].inlined) {
+			inl = true;
+			assert_string_equal(f[n - 1].name, "_PyEval_EvalFrameDefault");
+			assert_false(f[n - 1].inlined);
+			assert_non_null(f[0].name);
+			assert_non_null(f[n - 1].file);
+			print_message("# inline: %s (%s:%d) in %s (%s:%d), %zu frames\n", f[0].name,
+				      f[0].file, f[0].line, f[n - 1].name, f[n - 1].file, f[n - 1].line, n);
+		}
+	}
+	assert_true(inl);
+	/* max 1: only the containing function */
+	assert_int_equal(symbolizer_lookup(sym, f[0].addr, false, f, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].name, "_PyEval_EvalFrameDefault");
+
+	/* .cold clones keep their name */
+	if (elf_find(LIBPYTHON, SHT_SYMTAB, "_PyEval_EvalFrameDefault.cold", &cold)) {
+		n = lookup(sym, bias + cold.value + 1, f, 16);
+		assert_string_equal(f[n - 1].name, "_PyEval_EvalFrameDefault.cold");
+	}
+	/* cached: the same answer again */
+	{
+		uint64_t hits = symbolizer_stats(sym)->cache_hits;
+
+		n = lookup(sym, (uint64_t)(uintptr_t)addr + 4, f, 16);
+		assert_string_equal(f[n - 1].name, "PyObject_Hash");
+		assert_int_equal(symbolizer_stats(sym)->cache_hits, hits + 1);
+		/* a return address is looked up at addr - 1 */
+		assert_int_equal(symbolizer_lookup(sym, (uint64_t)(uintptr_t)addr + 5, true, f, 16, &n), 0);
+		assert_int_equal(symbolizer_stats(sym)->cache_hits, hits + 2);
+		assert_int_equal(f[0].addr, (uint64_t)(uintptr_t)addr + 5);
+	}
+	symbolizer_free(sym);
+	dlclose(h);
+}
+
+struct gap_arg {
+	struct elfsym *syms;
+	size_t n, cap;
+};
+
+static int gap_cb(const char *name, const GElf_Sym *s, void *arg)
+{
+	struct gap_arg *g = arg;
+
+	(void) name;
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 1024;
+		g->syms = realloc(g->syms, g->cap * sizeof(*g->syms));
+		assert_non_null(g->syms);
+	}
+	g->syms[g->n].value = s->st_value;
+	g->syms[g->n].size = s->st_size;
+	g->n++;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	uint64_t x = ((const struct elfsym *)a)->value, y = ((const struct elfsym *)b)->value;
+
+	return x < y ? -1 : x > y;
+}
+
+static void test_debian_python_dynsym(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	struct elfsym hash = { 0 };
+	struct gap_arg g = { 0 };
+	uint64_t gap = 0;
+	pid_t child;
+	size_t n;
+	int status;
+
+	(void) state;
+	if (access(DEB_PYTHON, X_OK) != 0) {
+		print_message("# skip: no %s\n", DEB_PYTHON);
+		skip();
+	}
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		execl(DEB_PYTHON, "python3.11", "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	assert_int_equal(symbolizer_new(child, &sym), 0);
+	/* non-PIE: addresses are the ELF's */
+	assert_true(elf_find(DEB_PYTHON, SHT_DYNSYM, "PyObject_Hash", &hash));
+	n = lookup(sym, hash.value + 2, f, 16);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].name, "PyObject_Hash");
+	assert_string_equal(f[0].module, "python3.11");
+	assert_false(f[0].inlined);
+
+	/* a static function: in no .dynsym symbol -> module+offset */
+	elf_syms(DEB_PYTHON, SHT_DYNSYM, gap_cb, &g);
+	qsort(g.syms, g.n, sizeof(*g.syms), cmp_sym);
+	for (size_t i = 0, end = 0; i + 1 < g.n && !gap; i++) {
+		if (g.syms[i].value + g.syms[i].size > end)
+			end = g.syms[i].value + g.syms[i].size;
+		if (g.syms[i + 1].value > end + 256 && end > 0x400000)
+			gap = end + 128;
+	}
+	assert_true(gap != 0);
+	n = lookup(sym, gap, f, 16);
+	print_message("# %s: 0x%lx -> %s %s+0x%lx\n", DEB_PYTHON, (unsigned long)gap,
+		      f[n - 1].name ? f[n - 1].name : "(null)", f[n - 1].module,
+		      (unsigned long)f[n - 1].module_offset);
+	assert_null(f[n - 1].name);
+	assert_string_equal(f[n - 1].module, "python3.11");
+	assert_int_equal(f[n - 1].module_offset, gap - 0x400000);
+	free(g.syms);
+	symbolizer_free(sym);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	/* the target is gone */
+	assert_int_equal(symbolizer_new(child, &sym), -ESRCH);
+}
+
+static void test_demangle(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	void *h, *addr;
+	size_t n;
+
+	(void) state;
+	h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (!h) {
+		print_message("# skip: no libstdc++.so.6\n");
+		skip();
+	}
+	addr = dlsym(h, "_ZNSt9exceptionD1Ev");
+	assert_non_null(addr);
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	n = lookup(sym, (uint64_t)(uintptr_t)addr, f, 16);
+	assert_string_equal(f[n - 1].name, "std::exception::~exception()");
+	assert_string_equal(f[n - 1].module, "libstdc++.so.6.0.30");
+	symbolizer_free(sym);
+	dlclose(h);
+}
+
+static void test_vdso(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	void *h = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *addr = h ? dlsym(h, "__vdso_clock_gettime") : NULL;
+	size_t n;
+
+	(void) state;
+	if (!base || !addr) {
+		print_message("# skip: no vdso\n");
+		skip();
+	}
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	n = lookup(sym, (uint64_t)(uintptr_t)addr + 1, f, 16);
+	assert_string_equal(f[n - 1].module, "[vdso]");
+	assert_non_null(f[n - 1].name);
+	assert_true(strstr(f[n - 1].name, "clock_gettime") != NULL);
+	symbolizer_free(sym);
+}
+
+static void test_jit_perf_map(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[4];
+	char path[64];
+	unsigned char *code;
+	FILE *pm;
+	size_t n;
+
+	(void) state;
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	pm = fopen(path, "w");
+	assert_non_null(pm);
+	fprintf(pm, "%lx 100 py::outer:/app/x.py\n", (unsigned long)(uintptr_t)code);
+	fprintf(pm, "garbage line\n");
+	fprintf(pm, "0x%lx 0x40 py::inner:/app/x.py\n", (unsigned long)(uintptr_t)code + 0x100);
+	fclose(pm);
+	usleep(30000);
+	n = lookup(sym, (uint64_t)(uintptr_t)code + 0x10, f, 4);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].name, "py::outer:/app/x.py");
+	assert_true(f[0].jit);
+	n = lookup(sym, (uint64_t)(uintptr_t)code + 0x13f, f, 4);
+	assert_string_equal(f[0].name, "py::inner:/app/x.py");
+	assert_int_equal(f[0].module_offset, 0x3f);
+	/* past every entry */
+	assert_int_equal(symbolizer_lookup(sym, (uint64_t)(uintptr_t)code + 0x1000, false, f, 4, &n),
+			 -ENOENT);
+	unlink(path);
+	munmap(code, 8192);
+	symbolizer_free(sym);
+}
+
+static void test_kernel_live(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f;
+	char line[512], name[256];
+	unsigned long long addr = 0;
+	FILE *k = fopen("/proc/kallsyms", "r");
+	char type;
+
+	(void) state;
+	if (!k)
+		skip();
+	while (fgets(line, sizeof(line), k))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+		    strcmp(name, "schedule") == 0)
+			break;
+	fclose(k);
+	if (addr == 0 || strcmp(name, "schedule") != 0) {
+		print_message("# skip: kallsyms addresses hidden (kptr_restrict)\n");
+		skip();
+	}
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	assert_int_equal(symbolizer_kernel(sym, addr + 3, &f), 0);
+	assert_string_equal(f.name, "schedule");
+	assert_string_equal(f.module, "[kernel.kallsyms]");
+	symbolizer_free(sym);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_libpython),
+		cmocka_unit_test(test_debian_python_dynsym),
+		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_vdso),
+		cmocka_unit_test(test_jit_perf_map),
+		cmocka_unit_test(test_kernel_live),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
