@@ -18,11 +18,17 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cli/merge.h"
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
 #include "sampler/sampler.h"
+#include "symbolizer/symbolizer.h"
 
 #define MAX_PY_FRAMES 512
+#define MAX_NATIVE 256
+#define MAX_KERNEL 128
+#define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
+#define DEFAULT_STACK_SIZE 32768
 #define DETECT_INTERVAL_NS 20000000ULL
 #define LATE_MAX 1000000
 
@@ -42,7 +48,8 @@ struct record_opts {
 	uint64_t freq, period;
 	double duration;
 	const char *output;
-	bool function, threads, nonblocking, quiet;
+	bool function, threads, nonblocking, quiet, native, kernel;
+	uint32_t stack_size;
 };
 
 struct thread_name {
@@ -62,13 +69,20 @@ struct recorder {
 	uint64_t execs_seen;
 	struct sampler *sampler;
 	struct py_frame pyf[MAX_PY_FRAMES];
-	uint32_t ids[MAX_PY_FRAMES + 2];
+	struct symbolizer *sym;
+	const char *interp_module;      /* basename of the file holding the interpreter */
+	struct native_frame nat[MAX_NATIVE];
+	uint64_t ips[MAX_NATIVE];
+	struct profile_frame merged[MAX_FRAMES];
+	char *scratch;                  /* MAX_NATIVE * MERGE_SCRATCH_PER_FRAME */
+	uint32_t ids[MAX_FRAMES + 1];
 	uint32_t native_frame, unknown_frame;
 	struct thread_name *names;
 	size_t n_names, cap_names;
 	uint32_t *late_us;              /* nonblocking: how late each read was */
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
+	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
 	int fatal;                      /* set by the callback to stop: an unsupported Python */
 };
 
@@ -119,6 +133,93 @@ static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
 	return id;
 }
 
+static void python_found(struct recorder *rec)
+{
+	const char *slash = strrchr(rec->info.binary, '/');
+
+	rec->interp_module = slash ? slash + 1 : rec->info.binary;
+	pyframes_set_verify(rec->pf, rec->opts->nonblocking);
+	(void) profile_set_python(rec->prof, rec->info.version);
+}
+
+/* Native frames of the sample, innermost first: the unwound user stack (--native), or only
+ * the function the thread is in when that is outside the interpreter (C extensions, libc). */
+static size_t native_frames(struct recorder *rec, const struct sample *s)
+{
+	size_t n = 0, nips = 0;
+
+	if (!rec->sym || !s->user)
+		return 0;
+	if (!rec->opts->native) {
+		const char *mod = symbolizer_module_name(rec->sym, s->ip);
+		if (!mod || (rec->interp_module && !strcmp(mod, rec->interp_module)))
+			return 0;
+		/* max 1: the containing function, not an inlined callee */
+		if (symbolizer_lookup(rec->sym, s->ip, false, rec->nat, 1, &n) < 0)
+			n = 0;
+		return n;
+	}
+	if (!s->regs || !s->stack ||
+	    symbolizer_unwind(rec->sym, s->regs, s->n_regs, s->stack, s->stack_size, rec->ips,
+			      MAX_NATIVE, &nips) < 0)
+		return 0;
+	rec->unwound++;
+	for (size_t i = 0; i < nips && n < MAX_NATIVE; i++) {
+		size_t k = 0;
+		if (symbolizer_lookup(rec->sym, rec->ips[i], i > 0, rec->nat + n, MAX_NATIVE - n, &k) < 0 ||
+		    k == 0) {
+			rec->nat[n] = (struct native_frame) {
+				.addr = rec->ips[i],
+				.module = symbolizer_module_name(rec->sym, rec->ips[i]),
+			};
+			k = 1;
+		}
+		n += k;
+	}
+	rec->unwound_frames += n;
+	return n;
+}
+
+/* Kernel frames of the sample (--kernel), appended at the leaf end of ret: innermost last. */
+static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct profile_frame *ret,
+			    size_t max)
+{
+	size_t n = 0, start = SIZE_MAX;
+
+	if (!rec->opts->kernel || !rec->sym)
+		return 0;
+	for (size_t i = 0; i < s->n_callchain; i++) {
+		uint64_t ip = s->callchain[i];
+		if (ip >= (uint64_t) PERF_CONTEXT_MAX) {
+			if (ip == (uint64_t) PERF_CONTEXT_KERNEL) {
+				start = i + 1;
+				continue;
+			}
+			if (start != SIZE_MAX)
+				break;
+			continue;
+		}
+		if (start == SIZE_MAX)
+			continue;
+		n = i + 1 - start;
+	}
+	if (start == SIZE_MAX)
+		return 0;
+	if (n > max)
+		n = max;
+	for (size_t k = 0; k < n; k++) {
+		/* callchain is innermost first; the profile wants root first */
+		struct native_frame nf;
+		uint64_t ip = s->callchain[start + n - 1 - k];
+		if (symbolizer_kernel(rec->sym, ip, &nf) < 0 || !nf.name)
+			ret[k] = (struct profile_frame) { .kind = FRAME_KERNEL, .name = "[unknown]" };
+		else
+			ret[k] = (struct profile_frame) { .kind = FRAME_KERNEL, .name = nf.name };
+	}
+	rec->kernel_frames += n;
+	return n;
+}
+
 /* Launch mode: the interpreter appears once the loader has mapped it; look again now and then. */
 static void detect(struct recorder *rec, pid_t pid)
 {
@@ -128,6 +229,8 @@ static void detect(struct recorder *rec, pid_t pid)
 	if (rec->pf || rec->fatal || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
 		return;
 	rec->last_detect_ns = now;
+	if (!rec->sym)
+		(void) symbolizer_new(pid, &rec->sym);
 	if (!rec->mem_open) {
 		if (remote_mem_open_pid(pid, &rec->mem) < 0)
 			return;
@@ -137,10 +240,8 @@ static void detect(struct recorder *rec, pid_t pid)
 	rec->detect_error = r;
 	if (r == -ENOTSUP)
 		rec->fatal = r;
-	else if (r >= 0) {
-		pyframes_set_verify(rec->pf, rec->opts->nonblocking);
-		(void) profile_set_python(rec->prof, rec->info.version);
-	}
+	else if (r >= 0)
+		python_found(rec);
 }
 
 static void on_sample(void *ctx, const struct sample *s)
@@ -149,16 +250,21 @@ static void on_sample(void *ctx, const struct sample *s)
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
 	size_t depth = 0, n = 0;
+	uint64_t truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
 	int r = -ENOENT;
 
 	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
 		rec->execs_seen = sampler_stats(rec->sampler)->execs;
 		pyframes_free(rec->pf);
 		rec->pf = NULL;
+		symbolizer_free(rec->sym);
+		rec->sym = NULL;
+		rec->interp_module = NULL;
 		rec->last_detect_ns = 0;
 	}
 	if (!rec->pf)
 		detect(rec, sampler_pid(rec->sampler));
+	truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
 	if (rec->pf) {
 		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
 		/* a running thread moved under the read: another try gives a whole stack */
@@ -171,21 +277,35 @@ static void on_sample(void *ctx, const struct sample *s)
 	}
 	if (o->threads)
 		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
-	if (r == 0 && n > 0) {
-		/* innermost first -> root first */
-		for (size_t i = n; i-- > 0;) {
-			const struct py_frame *pyf = &rec->pyf[i];
-			struct profile_frame f = {
-				.kind = FRAME_PYTHON, .name = pyf->name, .file = pyf->file,
-				.line = o->function ? pyf->first_line : pyf->line,
-			};
-			if (profile_frame_id(rec->prof, &f, &rec->ids[depth]) < 0)
-				continue;
-			depth++;
+	if (r == 0 || r == -ENOENT) {
+		struct merge_in mi = {
+			.native = rec->nat, .n_native = native_frames(rec, s),
+			.py = rec->pyf, .n_py = r == 0 ? n : 0,
+			.interp_module = rec->interp_module,
+			.py_major = rec->info.major, .py_minor = rec->info.minor,
+			.function_lines = o->function,
+			.py_truncated = r == 0 && pyframes_stats(rec->pf)->truncated != truncated_before,
+			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
+		};
+		size_t nm = 0, nk;
+		int rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+
+		if (rm == -EPROTO) {
+			/* never a mis-ordered stack: keep the Python frames alone */
+			rec->merge_failed++;
+			mi.n_native = 0;
+			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
 		}
-	} else if (r == 0 || r == -ENOENT) {
-		rec->no_python++;
-		rec->ids[depth++] = rec->native_frame;
+		if (rm < 0 && rm != -E2BIG)
+			nm = 0;
+		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
+		if (nm == 0 && mi.n_py == 0)
+			rec->no_python++;
+		if (nm == 0)
+			rec->ids[depth++] = rec->native_frame;
+		for (size_t i = 0; i < nm + nk; i++)
+			if (profile_frame_id(rec->prof, &rec->merged[i], &rec->ids[depth]) >= 0)
+				depth++;
 	} else {
 		if (r == -EAGAIN)
 			rec->dropped_torn++;
@@ -218,6 +338,10 @@ static void usage(FILE *out)
 		"      --function         one frame per function (its first line), not per line\n"
 		"      --threads          a root frame per thread: [thread TID NAME]\n"
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
+		"      --native           native frames too (DWARF unwinding of a copy of the user\n"
+		"                         stack), merged with the Python frames\n"
+		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
+		"      --kernel           kernel frames at the leaf (needs root or CAP_PERFMON)\n"
 		"  -q, --quiet            no progress line and no summary\n"
 		"  -h, --help             this text\n\n"
 		"'hwspy list' shows the events that work on this machine.\n");
@@ -341,7 +465,7 @@ static int python_error(int r, const struct recorder *rec, const char *what)
 			  rec->info.version[0] ? rec->info.version : "(unknown version)");
 	else if (r == -ENOENT)
 		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
-			  "profiling native code alone is planned", what);
+			  "add --native to profile its native code alone", what);
 	else
 		log_errno(r, "cannot read the Python interpreter of %s", what);
 	return r;
@@ -384,6 +508,14 @@ static void summary(const struct recorder *rec, const char *target, double elaps
 	if (dropped)
 		log_info("dropped: %" PRIu64 " torn Python stacks, %" PRIu64
 			 " unreadable (kept as [unknown])", rec->dropped_torn, rec->dropped_unreadable);
+	if (o->native)
+		log_info("native: %" PRIu64 " stacks unwound, %.1f frames on average",
+			 rec->unwound, rec->unwound ? (double) rec->unwound_frames / (double) rec->unwound : 0.0);
+	if (rec->merge_failed)
+		log_info("%" PRIu64 " samples whose native and Python stacks could not be merged "
+			 "(kept with their Python frames only)", rec->merge_failed);
+	if (o->kernel && !rec->kernel_frames)
+		log_info("no kernel frames were recorded (the event counts user space only?)");
 	if (rec->no_python)
 		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
 			 rec->no_python);
@@ -416,6 +548,9 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "threads", no_argument, NULL, 't' },
 		{ "nonblocking", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "native", no_argument, NULL, 'N' },
+		{ "kernel", no_argument, NULL, 'K' },
+		{ "stack-size", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -423,6 +558,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	char *end;
 
 	o->freq = 100;
+	o->stack_size = DEFAULT_STACK_SIZE;
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
@@ -477,6 +613,21 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case 'n':
 			o->nonblocking = true;
 			break;
+		case 'N':
+			o->native = true;
+			break;
+		case 'K':
+			o->kernel = true;
+			break;
+		case 'S': {
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1024 || v > 65528) {
+				log_error("stack size '%s' must be a number of bytes, 1024-65528", optarg);
+				return -EINVAL;
+			}
+			o->stack_size = (uint32_t) (v & ~7UL);
+			break;
+		}
 		case 'q':
 			o->quiet = true;
 			log_level = LOG_QUIET;
@@ -539,8 +690,15 @@ int cmd_record(int argc, char **argv)
 			log_error("no process with pid %d", o.pid);
 			goto out;
 		}
-		if (r < 0) {
+		if (r == -ENOENT && o.native) {
+			log_info("%s is not a Python process: recording native frames only", target);
+		} else if (r < 0) {
 			python_error(r, &rec, target);
+			goto out;
+		}
+		r = symbolizer_new(o.pid, &rec.sym);
+		if (r < 0) {
+			log_errno(r, "cannot read the mappings of %s", target);
 			goto out;
 		}
 	} else {
@@ -566,9 +724,12 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
-	if (rec.pf) {
-		pyframes_set_verify(rec.pf, o.nonblocking);
-		profile_set_python(rec.prof, rec.info.version);
+	if (rec.pf)
+		python_found(&rec);
+	rec.scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
+	if (!rec.scratch) {
+		log_error("out of memory");
+		goto out;
 	}
 
 	sigaction(SIGINT, &sa, NULL);
@@ -579,6 +740,8 @@ int cmd_record(int argc, char **argv)
 	so = (struct sampler_opts) {
 		.pid = o.pid, .argv = o.argv, .events = o.events, .n_events = o.n_events,
 		.freq = o.freq, .period = o.period, .exact = !o.nonblocking,
+		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
+		.ring_pages = o.native ? 256 : 0,
 	};
 	r = sampler_new(&so, &rec.sampler);
 	if (r == -EPERM && so.exact) {
@@ -645,7 +808,7 @@ int cmd_record(int argc, char **argv)
 			python_error(rec.fatal, &rec, target);
 			goto out;
 		}
-		if (o.argv && !rec.pf) {
+		if (o.argv && !rec.pf && !o.native) {
 			python_error(rec.detect_error ? rec.detect_error : -ENOENT, &rec, target);
 			goto out;
 		}
@@ -677,6 +840,8 @@ out:
 	pyframes_free(rec.pf);
 	if (rec.mem_open)
 		remote_mem_close(&rec.mem);
+	symbolizer_free(rec.sym);
+	free(rec.scratch);
 	profile_free(rec.prof);
 	free(rec.names);
 	free(rec.late_us);

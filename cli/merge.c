@@ -272,7 +272,7 @@ static void put_native(struct out *o, const struct native_frame *nf)
 		f.name = f.module;
 		if (will_write(o) && o->scratch) {
 			int len = snprintf(o->scratch, o->scratch_left, "%s+0x%" PRIx64, f.module,
-					   nf->addr);
+					   nf->module_offset);
 
 			if (len > 0 && (size_t) len < o->scratch_left) {
 				f.name = o->scratch;

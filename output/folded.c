@@ -39,6 +39,12 @@ int folded_frame_text(const struct profile_frame *f, struct buf *out)
 			r = buf_printf(out, ":%d", f->line);
 		if (r >= 0)
 			r = buf_putc(out, ')');
+	} else if (r >= 0 && f->kind == FRAME_NATIVE && f->module) {
+		r = buf_puts(out, " [");
+		if (r >= 0)
+			r = append_clean(out, f->module);
+		if (r >= 0)
+			r = buf_putc(out, ']');
 	} else if (r >= 0 && f->kind == FRAME_KERNEL) {
 		r = buf_puts(out, "_[k]");
 	}

@@ -102,8 +102,9 @@ struct folded_opts {
 	size_t column;          /* value column written as COUNT: 1 + event index (default 1) */
 };
 
-/* The text of one frame as folded writes it: no ';' or newline inside, never ending in
- * " <digits>". Appended to out (a struct buf from base/buf.h). */
+/* The text of one frame as folded writes it: Python `name (file:line)`, native `name [module]`,
+ * kernel `name_[k]`, others their name; no ';' or newline inside, never ending in " <digits>".
+ * Appended to out (a struct buf from base/buf.h). */
 struct buf;
 int folded_frame_text(const struct profile_frame *f, struct buf *out);
 /* Writes `frame;...;leaf COUNT` lines, identical texts merged, stacks with COUNT 0 left out. */

@@ -49,8 +49,11 @@ void perf_build_attrs(struct sampler *s)
 		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
 		if (o->n_events > 1)
 			a->sample_type |= PERF_SAMPLE_READ;
-		if (o->kernel_callchain)
+		if (o->kernel_callchain) {
+			/* the user part comes from our own unwinding of the stack copy */
 			a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+			a->exclude_callchain_user = 1;
+		}
 		if (o->stack_user_size) {
 			a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 			a->sample_regs_user = X86_64_REGS_USER;

@@ -826,3 +826,12 @@ int maps_maybe_refresh(struct symbolizer *sym)
 		return -EAGAIN;
 	return symbolizer_refresh(sym);
 }
+
+const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
+{
+	const struct sym_region *g = maps_find(sym, addr);
+
+	if (!g && maps_maybe_refresh(sym) == 0)
+		g = maps_find(sym, addr);
+	return g ? g->name : NULL;
+}

@@ -71,6 +71,10 @@ int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_reg
 int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
 		      struct native_frame *ret, size_t max, size_t *ret_n);
 
+/* Basename of the file mapped at addr ("libpython3.11.so.1.0"), NULL if none: a cheap test of
+ * which module an address is in, without symbol lookup. Valid until symbolizer_free(). */
+const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr);
+
 /* Kernel address -> symbol from /proc/kallsyms (loaded on first use). */
 int symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct native_frame *ret);
 

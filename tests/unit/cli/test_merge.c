@@ -31,7 +31,7 @@
 #define EFD "_PyEval_EvalFrameDefault"
 
 #define NAT(n, m) { .addr = 0x1000, .name = (n), .module = (m) }
-#define NAT_AT(n, m, a) { .addr = (a), .name = (n), .module = (m) }
+#define NAT_AT(n, m, off) { .addr = 0x7f0000000000 + (off), .module_offset = (off), .name = (n), .module = (m) }
 #define NAT_INL(n, m) { .addr = 0x1000, .name = (n), .module = (m), .inlined = true }
 #define NAT_SRC(n, m, f, l) { .addr = 0x1000, .name = (n), .module = (m), .file = (f), .line = (l) }
 #define PYF(n, f, l, e) \
@@ -747,26 +747,26 @@ static void test_nameless_native_frames(void **state)
 {
 	static const struct native_frame nat[] = {
 		NAT("__libc_start_main", LIBC), NAT(EFD, LIB311),
-		NAT_AT(NULL, "/usr/lib/libfoo.so.1", 0x7f00001234ab), NAT_AT(NULL, NULL, 0xdead),
+		NAT_AT(NULL, "/usr/lib/libfoo.so.1", 0x1234ab), NAT_AT(NULL, NULL, 0xdead),
 		NAT_AT("", "libbar.so", 0x42), NAT_AT(NULL, LIB311, 0x99),
 	};
 	static const struct py_frame py[] = { PYF("<module>", "n.py", 1, true) };
 	static const char *const want[] = {
 		"c __libc_start_main libc.so.6", "py <module> n.py:1",
-		"c libfoo.so.1+0x7f00001234ab libfoo.so.1", "sp [unknown]",
+		"c libfoo.so.1+0x1234ab libfoo.so.1", "sp [unknown]",
 		"c libbar.so+0x42 libbar.so",
 	};
 	/* a scratch too small for the second text: that frame reads as its module */
 	static const char *const want_small[] = {
 		"c __libc_start_main libc.so.6", "py <module> n.py:1",
-		"c libfoo.so.1+0x7f00001234ab libfoo.so.1", "sp [unknown]",
+		"c libfoo.so.1+0x1234ab libfoo.so.1", "sp [unknown]",
 		"c libbar.so libbar.so",
 	};
 	struct tc t = TC(LIB311, nat, py);
 
 	(void) state;
 	CHECK(&t, want);
-	t.scratch = sizeof("libfoo.so.1+0x7f00001234ab") + 4;
+	t.scratch = sizeof("libfoo.so.1+0x1234ab") + 4;
 	CHECK(&t, want_small);
 }
 

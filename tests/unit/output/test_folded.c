@@ -1,6 +1,7 @@
 /* The folded writer: frame texts, merging of identical lines, hostile names. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,9 @@ static void test_frame_texts(void **state)
 		{ FRAME_PYTHON, "new\nline", "tab\t.py", 2, "new_line (tab_.py:2)" },
 		{ FRAME_PYTHON, "calculé", "données.py", 7, "calculé (données.py:7)" },
 		{ FRAME_NATIVE, "memcpy", NULL, 0, "memcpy" },
+		{ FRAME_NATIVE, "deflate_slow", "libz.so.1", 0, "deflate_slow [libz.so.1]" },
+		{ FRAME_NATIVE, "libz.so.1+0x1f00", "libz.so.1", 0, "libz.so.1+0x1f00 [libz.so.1]" },
+		{ FRAME_NATIVE, "f", "lib;x\n.so", 0, "f [lib_x_.so]" },
 		{ FRAME_KERNEL, "do_page_fault", NULL, 0, "do_page_fault_[k]" },
 		{ FRAME_SPECIAL, "[native]", NULL, 0, "[native]" },
 		{ FRAME_NATIVE, "worker 12", NULL, 0, "worker_12" },      /* never ends in " digits" */
@@ -61,7 +65,10 @@ static void test_frame_texts(void **state)
 		{ FRAME_NATIVE, "", NULL, 0, "[unnamed]" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct profile_frame f = { cases[i].kind, cases[i].name, cases[i].file, cases[i].line, NULL };
+		/* for native frames the file column of the table holds the module */
+		bool native = cases[i].kind == FRAME_NATIVE;
+		struct profile_frame f = { cases[i].kind, cases[i].name, native ? NULL : cases[i].file,
+					   cases[i].line, native ? cases[i].file : NULL };
 		buf_reset(&b);
 		assert_int_equal(folded_frame_text(&f, &b), 0);
 		assert_string_equal(b.data, cases[i].want);
