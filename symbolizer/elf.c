@@ -8,6 +8,8 @@
  * DW_AT_call_file/DW_AT_call_line the position in the next one out. C++ names are demangled with
  * libstdc++'s __cxa_demangle, looked up at run time (dlsym, else dlopen of libstdc++.so.6 on the
  * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
+ * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
+ * module's exported function: cold.c names it "<function>.cold".
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -351,7 +353,7 @@ static uint64_t file_offset(const struct sym_module *m, uint64_t a)
 	return v;
 }
 
-static int resolve_module(struct symbolizer *sym, const struct sym_module *m, uint64_t a,
+static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 			  struct native_frame *f, size_t *ret_n)
 {
 	Dwfl_Module *dm = m->dwmod ? m->dwmod : dwfl_addrmodule(sym->dwfl, a);
@@ -374,6 +376,8 @@ static int resolve_module(struct symbolizer *sym, const struct sym_module *m, ui
 				line = 0;
 		}
 		n = dwarf_inlines(sym, dm, a, m, f, SYM_MAX_INLINE, &file, &line, &fn);
+		if (!name && !fn)
+			fn = cold_lookup(sym, m, dm, a);
 	}
 	f[n] = (struct native_frame){
 		.addr = a,

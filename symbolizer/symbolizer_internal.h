@@ -10,6 +10,7 @@
  *            demangling, the address cache, the string pool.
  * unwind.c   the libdw unwinder (dwfl_attach_state) and the libunwind one (remote address
  *            space with our own accessors), both reading the stack copy and the module files.
+ * cold.c     the nameless .cold part of an exported split function (stripped modules).
  * kernel.c   /proc/kallsyms.
  * perfmap.c  /tmp/perf-PID.map.
  *
@@ -41,6 +42,7 @@
 #define SYM_CACHE_MAX        (1u << 20)  /* slots at most; then the cache starts over */
 #define SYM_REFRESH_NS       20000000ull  /* automatic refreshes at most every 20 ms */
 #define SYM_N_REGS           20      /* popcount(SYMBOLIZER_X86_64_REGS) */
+#define SYM_MAX_COLD         8       /* nameless .cold ranges named per module */
 
 /* Indexes into a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS. */
 enum {
@@ -73,6 +75,12 @@ struct sym_load {
 	uint64_t vaddr, offset, filesz, memsz;
 };
 
+/* A nameless FDE found to be the .cold part of an exported function (cold.c). */
+struct sym_cold {
+	uint64_t start, end;     /* ELF vaddrs */
+	const char *name;        /* pooled "<function>.cold" */
+};
+
 struct sym_module {
 	char *path;              /* as /proc/PID/maps names it */
 	const char *name;        /* pooled basename */
@@ -93,6 +101,9 @@ struct sym_module {
 	size_t build_id_len;
 	Dwfl_Module *dwmod;
 	bool seen;               /* marked during a refresh */
+	bool cold_scanned;       /* cold.c looked for .cold parts (on the first nameless lookup) */
+	struct sym_cold cold[SYM_MAX_COLD];
+	size_t n_cold;
 };
 
 enum sym_region_kind { REGION_FILE, REGION_ANON, REGION_SPECIAL };
@@ -132,6 +143,14 @@ int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
 void maps_dwfl_setup(struct symbolizer *sym);
 /* Refresh if an address is in no known region and the last refresh is old enough. */
 int maps_maybe_refresh(struct symbolizer *sym);
+
+/* ---- .cold parts (cold.c) ------------------------------------------------------------------ */
+
+/* Name for the runtime address a of module m that has no symbol: "<function>.cold" when a lies
+ * in the FDE of a nameless .cold part of an exported split function (_PyEval_EvalFrameDefault),
+ * else NULL. The first call for a module scans for those parts (bounded) and caches them. */
+const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Module *dm,
+			uint64_t a);
 
 /* ---- JIT maps (perfmap.c) ----------------------------------------------------------------- */
 
