@@ -148,9 +148,11 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 {
 	size_t n = 0, nips = 0;
 
-	if (!rec->sym || !s->user)
+	if (!rec->sym)
 		return 0;
 	if (!rec->opts->native) {
+		if (!s->user)
+			return 0;
 		const char *mod = symbolizer_module_name(rec->sym, s->ip);
 		if (!mod || (rec->interp_module && !strcmp(mod, rec->interp_module)))
 			return 0;
@@ -444,7 +446,7 @@ static int default_event(struct record_opts *o)
 	return 0;
 }
 
-static void permission_hint(pid_t pid)
+static void permission_hint(const char *target, bool kernel)
 {
 	int paranoid = -1;
 	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
@@ -454,8 +456,50 @@ static void permission_hint(pid_t pid)
 			paranoid = -1;
 		fclose(f);
 	}
-	log_error("not allowed to profile pid %d: run hwspy as root or as the target's user with "
-		  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", pid, paranoid);
+	if (kernel)
+		log_error("not allowed to record kernel frames (--kernel) of %s: that needs root or "
+			  "CAP_PERFMON, or kernel.perf_event_paranoid <= 1 (it is %d)", target, paranoid);
+	else
+		log_error("not allowed to profile %s: run hwspy as root or as the target's user with "
+			  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", target,
+			  paranoid);
+}
+
+/* Sets exclude_kernel and exclude_hv on every event that counts kernel mode; false if none did. */
+static bool user_only(struct record_opts *o)
+{
+	bool changed = false;
+
+	for (size_t i = 0; i < o->n_events; i++) {
+		struct perf_event_attr *a = &o->events[i].attr;
+		if (!a->exclude_kernel || !a->exclude_hv)
+			changed = true;
+		a->exclude_kernel = 1;
+		a->exclude_hv = 1;
+	}
+	return changed;
+}
+
+/* 0 if argv0 names an executable (as execvp would find it), else -errno. */
+static int find_command(const char *argv0)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (strchr(argv0, '/'))
+		return access(argv0, X_OK) == 0 ? 0 : -errno;
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		if (len && len + strlen(argv0) + 2 <= sizeof(buf)) {
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int) len, path, argv0);
+			if (access(buf, X_OK) == 0)
+				return 0;
+		}
+		path += len + (path[len] == ':');
+	}
+	return -ENOENT;
 }
 
 static int python_error(int r, const struct recorder *rec, const char *what)
@@ -683,7 +727,7 @@ int cmd_record(int argc, char **argv)
 			r = pyframes_open(o.pid, &rec.mem, &rec.pf, &rec.info);
 		}
 		if (r == -EPERM || r == -EACCES) {
-			permission_hint(o.pid);
+			permission_hint(target, false);
 			goto out;
 		}
 		if (r == -ESRCH) {
@@ -703,6 +747,11 @@ int cmd_record(int argc, char **argv)
 		}
 	} else {
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
+		r = find_command(o.argv[0]);
+		if (r < 0) {
+			log_errno(r, "cannot run '%s'", o.argv[0]);
+			goto out;
+		}
 	}
 
 	if (!o.output) {
@@ -753,13 +802,17 @@ int cmd_record(int argc, char **argv)
 			pyframes_set_verify(rec.pf, true);
 		r = sampler_new(&so, &rec.sampler);
 	}
+	if (r == -EACCES && !o.kernel && user_only(&o)) {
+		/* as perf does: where kernel-mode counting is refused, count user space only */
+		log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid); counting "
+			 "user space only, as ':u'");
+		r = sampler_new(&so, &rec.sampler);
+	}
 	if (r < 0) {
 		if (r == -ESRCH)
 			log_error("no process with pid %d (it exited)", o.pid);
 		else if (r == -EACCES || r == -EPERM)
-			permission_hint(o.pid ? o.pid : 0);
-		else if (o.argv && (r == -ENOENT || r == -EACCES || r == -ENOEXEC))
-			log_errno(r, "cannot run '%s'", o.argv[0]);
+			permission_hint(target, o.kernel);
 		else if (r == -ENOENT)
 			log_error("event '%s' cannot be opened on this machine", o.events[0].name);
 		else
