@@ -14,7 +14,8 @@
  * rsp+8). The scan reads every byte offset (no instruction decoder): a byte pattern that only
  * looks like a jump would also need a nameless target with the same frame state to count.
  * Lookups of an address that has no symbol then check the (few) ranges found. Modules with
- * full symbols never get here.
+ * full symbols never get here. The FDE lookup (module_fde_range) also gives elf.c the start of
+ * the function a nameless address is in.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,11 +40,10 @@ static const char *const COLD_FUNCS[] = {
  * r12..r15 (callee-saved), and the return address (16). */
 static const int COLD_REGS[] = { 3, 6, 12, 13, 14, 15, 16 };
 
-/* The FDE covering the ELF vaddr v, from .eh_frame_hdr's table (sorted by initial location):
- * the last entry at or below v, its pc_range read from the FDE itself (pc_begin as
- * pcrel|sdata4, GCC's and clang's encoding, or as an 8-byte absolute, checked against the
- * table's initial location). */
-static bool fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
+/* The table of .eh_frame_hdr is sorted by initial location: the last entry at or below v, its
+ * pc_range read from the FDE itself (pc_begin as pcrel|sdata4, GCC's and clang's encoding, or as
+ * an 8-byte absolute, checked against the table's initial location). */
+bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
 		      uint64_t *ret_end)
 {
 	uint64_t lo = 0, hi = m->eh_fde_count, tab = m->bias + m->eh_table_vaddr;
@@ -262,7 +262,7 @@ static void scan_func(struct symbolizer *sym, struct sym_module *m, Dwfl_Module 
 		if (v >= last_start && v < last_end)
 			continue;   /* already found */
 		targets++;
-		if (has_symbol(dm, target) || !fde_range(m, v, &fs, &fe))
+		if (has_symbol(dm, target) || !module_fde_range(m, v, &fs, &fe))
 			continue;
 		if (addr - m->bias >= fs && addr - m->bias < fe)
 			continue;   /* the function's own FDE */

@@ -9,7 +9,9 @@
  * libstdc++'s __cxa_demangle, looked up at run time (dlsym, else dlopen of libstdc++.so.6 on the
  * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
  * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
- * module's exported function: cold.c names it "<function>.cold".
+ * module's exported function: cold.c names it "<function>.cold". One that stays nameless gets
+ * as module_offset the start of its function, from the .eh_frame FDE covering it (cold.c's
+ * lookup), so that the samples of one stripped function make one frame, not one per instruction.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -358,6 +360,7 @@ static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t
 {
 	Dwfl_Module *dm = m->dwmod ? m->dwmod : dwfl_addrmodule(sym->dwfl, a);
 	const char *name = NULL, *file = NULL, *fn = NULL;
+	uint64_t mod_off = file_offset(m, a), fde_start, fde_end;
 	int line = 0;
 	size_t n = 0;
 
@@ -379,13 +382,16 @@ static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t
 		if (!name && !fn)
 			fn = cold_lookup(sym, m, dm, a);
 	}
+	/* nameless: the start of the containing function, where .eh_frame knows it */
+	if (!name && !fn && module_fde_range(m, a - m->bias, &fde_start, &fde_end))
+		mod_off = file_offset(m, m->bias + fde_start);
 	f[n] = (struct native_frame){
 		.addr = a,
 		.name = name ? intern_name(sym, name) : fn,
 		.module = m->name,
 		.file = file,
 		.line = line,
-		.module_offset = file_offset(m, a),
+		.module_offset = mod_off,
 	};
 	*ret_n = n + 1;
 	return 0;

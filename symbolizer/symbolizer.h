@@ -37,8 +37,14 @@ struct native_frame {
 	int line;               /* 0 if unknown */
 	bool inlined;           /* an inlined call inside the next (outer) frame */
 	bool jit;               /* from /tmp/perf-PID.map */
-	uint64_t module_offset; /* addr's offset in module's file (module+0xOFFSET when name is NULL) */
+	uint64_t module_offset; /* offset in module's file, see below */
 };
+/* module_offset: addr's offset in module's file; for a frame with name NULL (shown as
+ * module+0xOFFSET) the offset of the start of the function that contains the address, taken from
+ * the module's .eh_frame FDE covering it (found through .eh_frame_hdr), so that all addresses of
+ * one nameless function share one frame; without such an FDE, the address's own offset. For a
+ * return address the FDE is the one covering addr - 1 (like the symbol). For JIT frames: addr's
+ * offset in its perf map symbol; for kernel frames, in its kallsyms symbol. */
 
 struct symbolizer_stats {
 	uint64_t unwinds, unwind_frames, unwind_errors;

@@ -10,7 +10,8 @@
  *            demangling, the address cache, the string pool.
  * unwind.c   the libdw unwinder (dwfl_attach_state) and the libunwind one (remote address
  *            space with our own accessors), both reading the stack copy and the module files.
- * cold.c     the nameless .cold part of an exported split function (stripped modules).
+ * cold.c     the nameless .cold part of an exported split function (stripped modules), and
+ *            the .eh_frame_hdr lookup of the FDE covering an address.
  * kernel.c   /proc/kallsyms.
  * perfmap.c  /tmp/perf-PID.map.
  *
@@ -151,6 +152,11 @@ int maps_maybe_refresh(struct symbolizer *sym);
  * else NULL. The first call for a module scans for those parts (bounded) and caches them. */
 const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Module *dm,
 			uint64_t a);
+/* The FDE of .eh_frame covering the ELF vaddr v of module m, found through .eh_frame_hdr's
+ * table: true and [*ret_start, *ret_end) (ELF vaddrs), or false (no .eh_frame_hdr, no FDE
+ * covers v, or an encoding we do not read). Reads only the module's file image. */
+bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
+		      uint64_t *ret_end);
 
 /* ---- JIT maps (perfmap.c) ----------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* Address -> frames against real modules: pyenv's libpython (symtab + DWARF, dlopen'ed after
  * symbolizer_new, so found by refresh), Debian's stripped python3.11 (.dynsym only, module+offset
- * in between), libstdc++ (demangling), the vdso and a JIT perf map for this process. */
+ * in between) and libz (a nameless function is one frame: module+its FDE's start), libstdc++
+ * (demangling), the vdso and a JIT perf map for this process. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <elfutils/libdw.h>
 
 #include "symbolizer/symbolizer.h"
 
 #define LIBPYTHON "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
 #define DEB_PYTHON "/usr/bin/python3.11"
+#define LIBZ "libz.so.1"
 
 struct elfsym {
 	uint64_t value, size;
@@ -90,6 +93,135 @@ static bool elf_find(const char *path, unsigned int table, const char *name, str
 		return false;
 	*ret = a.found;
 	return true;
+}
+
+/* ---- .eh_frame, walked whole with libdw (the symbolizer searches .eh_frame_hdr instead) ---- */
+
+struct fde {
+	uint64_t start, end;     /* ELF vaddrs */
+};
+
+struct fde_list {
+	struct fde *v;
+	size_t n, cap;
+};
+
+/* The FDE pointer encoding of a CIE ('R' of a "z..." augmentation), or -1 if not found. */
+static int cie_fde_encoding(const Dwarf_CIE *c)
+{
+	const uint8_t *d = c->augmentation_data, *e = d + c->augmentation_data_size;
+
+	if (!d || c->augmentation[0] != 'z')
+		return -1;
+	for (const char *a = c->augmentation + 1; *a && d < e; a++) {
+		if (*a == 'R')
+			return *d;
+		if (*a == 'L') {
+			d++;
+		} else if (*a == 'P') {   /* personality: encoding, then a 2, 4 or 8 byte pointer */
+			int size = (*d & 0x07) == 2 ? 2 : (*d & 0x07) == 3 ? 4 : 8;
+
+			d += 1 + size;
+		} else if (*a != 'S' && *a != 'B') {
+			return -1;
+		}
+	}
+	return -1;
+}
+
+/* The FDEs of path's .eh_frame whose initial location is pcrel|sdata4 (GCC's and clang's). */
+static void eh_fdes(const char *path, struct fde_list *ret)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct cie_enc {
+		Dwarf_Off off;
+		int enc;
+	} cies[512];
+	size_t n_cies = 0, shstrndx;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	memset(ret, 0, sizeof(*ret));
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && elf_getshdrstrndx(e, &shstrndx) == 0 && (scn = elf_nextscn(e, scn))) {
+		Dwarf_CFI_Entry ent;
+		Dwarf_Off off = 0, next;
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".eh_frame") != 0 || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (; dwarf_next_cfi((const unsigned char *)elf_getident(e, NULL), d, true, off, &next, &ent) == 0;
+		     off = next) {
+			int enc = -1;
+			int32_t rel;
+			uint32_t range;
+			uint64_t pos;
+
+			if (dwarf_cfi_cie_p(&ent)) {
+				if (n_cies < sizeof(cies) / sizeof(cies[0]))
+					cies[n_cies++] = (struct cie_enc){ off, cie_fde_encoding(&ent.cie) };
+				continue;
+			}
+			for (size_t i = 0; i < n_cies; i++)
+				if (cies[i].off == ent.fde.CIE_pointer)
+					enc = cies[i].enc;
+			if (enc != 0x1b || ent.fde.end - ent.fde.start < 8)
+				continue;
+			memcpy(&rel, ent.fde.start, 4);
+			memcpy(&range, ent.fde.start + 4, 4);
+			pos = sh.sh_addr + (uint64_t)(ent.fde.start - (const uint8_t *)d->d_buf);
+			if (ret->n == ret->cap) {
+				ret->cap = ret->cap ? ret->cap * 2 : 1024;
+				ret->v = realloc(ret->v, ret->cap * sizeof(*ret->v));
+				assert_non_null(ret->v);
+			}
+			ret->v[ret->n++] = (struct fde){ pos + (uint64_t)(int64_t)rel,
+							 pos + (uint64_t)(int64_t)rel + range };
+		}
+		break;
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+}
+
+static const struct fde *fde_covering(const struct fde_list *l, uint64_t v)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (v >= l->v[i].start && v < l->v[i].end)
+			return &l->v[i];
+	return NULL;
+}
+
+/* The file offset of the ELF vaddr v (through the PT_LOADs), or v. */
+static uint64_t file_offset_of(const char *path, uint64_t v)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t r = v;
+	size_t n = 0;
+	Elf *e;
+
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	assert_non_null(e);
+	assert_int_equal(elf_getphdrnum(e, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && v >= ph.p_vaddr &&
+		    v - ph.p_vaddr < ph.p_memsz)
+			r = ph.p_offset + (v - ph.p_vaddr);
+	}
+	elf_end(e);
+	close(fd);
+	return r;
 }
 
 static size_t lookup(struct symbolizer *sym, uint64_t addr, struct native_frame *f, size_t max)
@@ -211,12 +343,72 @@ static int cmp_sym(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static bool overlaps_symbol(const struct gap_arg *g, const struct fde *d)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->syms[i].value < d->end && g->syms[i].value + g->syms[i].size + 1 > d->start)
+			return true;
+	return false;
+}
+
+/* The first nameless function of a module (an FDE of at least 32 bytes in no .dynsym symbol,
+ * not named by cold.c) is one frame: two addresses inside it, and a return address just past its
+ * end (looked up at addr - 1), all give module+<the FDE's start>; addr stays the one looked up.
+ * false if the module has no nameless function (debug symbols found). */
+static bool check_nameless_function(struct symbolizer *sym, const char *path, uint64_t bias,
+				    const char *module)
+{
+	struct native_frame f[16];
+	struct fde_list l;
+	struct gap_arg g = { 0 };
+	bool found = false;
+
+	eh_fdes(path, &l);
+	assert_true(l.n > 0);
+	elf_syms(path, SHT_DYNSYM, gap_cb, &g);
+	for (size_t i = 0; i < l.n && !found; i++) {
+		const struct fde *d = &l.v[i];
+		uint64_t len = d->end - d->start, a1 = d->start + len / 4, a2 = d->start + len * 3 / 4;
+		uint64_t want;
+		size_t n;
+
+		if (len < 32 || overlaps_symbol(&g, d))
+			continue;
+		n = lookup(sym, bias + a1, f, 16);
+		if (f[n - 1].name)
+			continue;   /* a .cold part named by cold.c, or debug symbols */
+		found = true;
+		want = file_offset_of(path, d->start);
+		print_message("# %s: nameless 0x%lx, 0x%lx, return 0x%lx -> %s+0x%lx (FDE 0x%lx..0x%lx)\n",
+			      path, (unsigned long)a1, (unsigned long)a2, (unsigned long)d->end,
+			      f[n - 1].module, (unsigned long)f[n - 1].module_offset,
+			      (unsigned long)d->start, (unsigned long)d->end);
+		assert_string_equal(f[n - 1].module, module);
+		assert_int_equal(f[n - 1].module_offset, want);
+		assert_int_equal(f[n - 1].addr, bias + a1);
+		n = lookup(sym, bias + a2, f, 16);
+		assert_null(f[n - 1].name);
+		assert_int_equal(f[n - 1].module_offset, want);
+		assert_int_equal(f[n - 1].addr, bias + a2);
+		/* a return address: the FDE covering addr - 1 */
+		assert_int_equal(symbolizer_lookup(sym, bias + d->end, true, f, 16, &n), 0);
+		assert_null(f[n - 1].name);
+		assert_int_equal(f[n - 1].module_offset, want);
+		assert_int_equal(f[n - 1].addr, bias + d->end);
+	}
+	free(g.syms);
+	free(l.v);
+	return found;
+}
+
 static void test_debian_python_dynsym(void **state)
 {
 	struct symbolizer *sym = NULL;
 	struct native_frame f[16];
 	struct elfsym hash = { 0 };
 	struct gap_arg g = { 0 };
+	struct fde_list l;
+	const struct fde *fde;
 	uint64_t gap = 0;
 	pid_t child;
 	size_t n;
@@ -259,13 +451,48 @@ static void test_debian_python_dynsym(void **state)
 		      (unsigned long)f[n - 1].module_offset);
 	assert_null(f[n - 1].name);
 	assert_string_equal(f[n - 1].module, "python3.11");
-	assert_int_equal(f[n - 1].module_offset, gap - 0x400000);
+	/* module+<start of its function> where .eh_frame has it, else module+<the address> */
+	eh_fdes(DEB_PYTHON, &l);
+	fde = fde_covering(&l, gap);
+	assert_int_equal(f[n - 1].module_offset, (fde ? fde->start : gap) - 0x400000);   /* non-PIE */
+	assert_int_equal(f[n - 1].addr, gap);
+	assert_true(check_nameless_function(sym, DEB_PYTHON, 0, "python3.11"));
+	free(l.v);
 	free(g.syms);
 	symbolizer_free(sym);
 	kill(child, SIGKILL);
 	waitpid(child, &status, 0);
 	/* the target is gone */
 	assert_int_equal(symbolizer_new(child, &sym), -ESRCH);
+}
+
+static void test_libz_nameless(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct elfsym ver = { 0 };
+	Dl_info info;
+	char real[4096];
+	const char *base;
+	void *h, *addr;
+
+	(void) state;
+	h = dlopen(LIBZ, RTLD_LAZY | RTLD_LOCAL);
+	addr = h ? dlsym(h, "zlibVersion") : NULL;
+	if (!addr || !dladdr(addr, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) {
+		print_message("# skip: no %s\n", LIBZ);
+		skip();
+	}
+	assert_true(elf_find(real, SHT_DYNSYM, "zlibVersion", &ver));
+	base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	if (!check_nameless_function(sym, real, (uint64_t)(uintptr_t)addr - ver.value, base)) {
+		symbolizer_free(sym);
+		dlclose(h);
+		print_message("# skip: %s has no nameless function (debug symbols installed?)\n", real);
+		skip();
+	}
+	symbolizer_free(sym);
+	dlclose(h);
 }
 
 static void test_demangle(void **state)
@@ -382,6 +609,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_libpython),
 		cmocka_unit_test(test_debian_python_dynsym),
+		cmocka_unit_test(test_libz_nameless),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_jit_perf_map),
