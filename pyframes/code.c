@@ -1,7 +1,10 @@
 /*
  * code: code objects -> names, file names, first lines and line numbers, through a cache keyed
- * by the code object's address. Names are interned for the life of the cache, so a struct
- * py_frame handed out earlier stays valid when its cache entry is reused.
+ * by the code object's address. An address outlives its code object (freed, then taken by
+ * another), so each walk checks every entry it uses: pf_code_validate() reads a few identifying
+ * header fields of all of them in one vectored read, and pf_code_resolve() fills afresh what no
+ * longer matches. Names are interned for the life of the cache, so a struct py_frame handed out
+ * earlier stays valid when its cache entry is reused.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -340,13 +343,17 @@ static const char *intern_get(struct intern *in, const char *s)
 /* ---- code cache ---- */
 
 #define CC_SLOTS        4096          /* power of two */
-#define CC_REVALIDATE   64            /* walks between re-reads of a cached code header */
+#define CC_PROBES       16            /* slots tried before the cache starts over */
+#define CC_BATCH        256           /* code objects checked per round of pf_code_validate() */
+#define CC_SPAN_MAX     256           /* header bytes read to check one code object */
+#define CC_MERGE_MAX    (4 * PF_PAGE) /* longest range that reads several code objects' headers */
 
 struct pf_code {
 	uint64_t addr;                  /* 0 = empty */
-	uint64_t r_name, r_file, r_table;  /* remote pointers, the validity key */
+	uint64_t r_type, r_name, r_file, r_table;  /* remote values: the identity checked */
 	uint64_t units;                 /* 3.11+: code units (ob_size) */
-	uint64_t checked;               /* walk number of the last validation */
+	uint64_t checked;               /* number of the last walk that found it current */
+	uint64_t queued;                /* number of the last walk that asked to check it */
 	const char *name, *file;
 	uint8_t *table;
 	size_t table_len;
@@ -357,6 +364,13 @@ struct pf_codecache {
 	struct pf_code slot[CC_SLOTS];
 	size_t n;
 	struct intern strs;
+	/* one round of pf_code_validate() */
+	struct pf_code *ent[CC_BATCH];  /* entries to check, then sorted by address */
+	uint32_t at[CC_BATCH];          /* where ent[i]'s header bytes land in buf */
+	uint16_t in[CC_BATCH];          /* which range reads them */
+	struct remote_range rng[CC_BATCH];
+	bool ok[CC_BATCH];
+	unsigned char buf[16 * PF_PAGE];
 };
 
 struct pf_codecache *pf_codecache_new(void)
@@ -413,6 +427,11 @@ static const char *cc_str(struct pf_codecache *cc, struct pf_mem *m, const struc
 	return intern_get(&cc->strs, s);
 }
 
+static uint32_t co_name_off(const struct py_layout *l)
+{
+	return l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
+}
+
 /* Reads the code header; fails with -EINVAL if it is not a code object of code_type. */
 static int code_header(struct pf_mem *m, const struct py_layout *l, uint64_t code_type,
 		       uint64_t addr, unsigned char *head)
@@ -426,10 +445,41 @@ static int code_header(struct pf_mem *m, const struct py_layout *l, uint64_t cod
 	return 0;
 }
 
+/* The header bytes [*ret_lo, *ret_hi) hold every field cc_current() compares. */
+static void cc_span(const struct py_layout *l, uint32_t *ret_lo, uint32_t *ret_hi)
+{
+	uint32_t off[6] = { l->ob_type, co_name_off(l), l->co_filename, l->co_linetable,
+			    l->co_firstlineno, l->ob_size };
+	uint32_t size[6] = { 8, 8, 8, 8, 4, 8 };
+	size_t i, n = l->co_code_adaptive != PF_NONE ? 6 : 5;
+
+	*ret_lo = UINT32_MAX;
+	*ret_hi = 0;
+	for (i = 0; i < n; i++) {
+		if (off[i] < *ret_lo)
+			*ret_lo = off[i];
+		if (off[i] + size[i] > *ret_hi)
+			*ret_hi = off[i] + size[i];
+	}
+}
+
+/* Is h (header bytes from offset base on) still the code object that c caches? A freed code
+ * object whose address went to another one differs in at least one of these. */
+static bool cc_current(const struct py_layout *l, const struct pf_code *c, const unsigned char *h,
+		       uint32_t base)
+{
+	return pf_u64(h, l->ob_type - base) == c->r_type &&
+	       pf_u64(h, co_name_off(l) - base) == c->r_name &&
+	       pf_u64(h, l->co_filename - base) == c->r_file &&
+	       pf_u64(h, l->co_linetable - base) == c->r_table &&
+	       (int) pf_u32(h, l->co_firstlineno - base) == c->first_line &&
+	       (l->co_code_adaptive == PF_NONE || pf_u64(h, l->ob_size - base) == c->units);
+}
+
 static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		   const unsigned char *head, uint64_t addr, struct pf_code *c)
 {
-	uint64_t name = pf_u64(head, l->co_qualname != PF_NONE ? l->co_qualname : l->co_name);
+	uint64_t name = pf_u64(head, co_name_off(l));
 	uint64_t file = pf_u64(head, l->co_filename);
 	uint64_t table = pf_u64(head, l->co_linetable);
 	unsigned char bh[64];
@@ -438,6 +488,7 @@ static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_la
 	free(c->table);
 	memset(c, 0, sizeof(*c));
 	c->addr = addr;
+	c->r_type = pf_u64(head, l->ob_type);
 	c->r_name = name;
 	c->r_file = file;
 	c->r_table = table;
@@ -487,59 +538,143 @@ static int code_line(const struct py_layout *l, const struct pf_code *c, int64_t
 	return line < 0 ? c->first_line : line;
 }
 
+/* The slot that holds addr, else the first empty one on its probe path; NULL if all are taken. */
+static struct pf_code *cc_slot(struct pf_codecache *cc, uint64_t addr)
+{
+	size_t j = hash_u64(addr) & (CC_SLOTS - 1), probes;
+
+	for (probes = 0; probes < CC_PROBES; probes++, j = (j + 1) & (CC_SLOTS - 1))
+		if (cc->slot[j].addr == addr || cc->slot[j].addr == 0)
+			return &cc->slot[j];
+	return NULL;
+}
+
+/* Marks ent[first..end) checked in this walk if the header bytes read for them (ranges
+ * rng[0..nr)) still match. */
+static int cc_check_ranges(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+			   uint64_t walk, uint32_t lo, size_t first, size_t end, size_t nr)
+{
+	size_t i;
+	int r = pf_readv(m, cc->rng, nr, cc->ok);
+
+	if (r < 0)
+		return r;
+	for (i = first; i < end; i++)
+		if (cc->ok[cc->in[i]] && cc_current(l, cc->ent[i], cc->buf + cc->at[i], lo))
+			cc->ent[i]->checked = walk;
+	return 0;
+}
+
+static int cc_by_addr(const void *a, const void *b)
+{
+	uint64_t x = (*(struct pf_code *const *) a)->addr, y = (*(struct pf_code *const *) b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Checks ent[0..k): each code object's header bytes [lo, hi), in as few ranges as they allow.
+ * A read costs per range (and page) far more than per byte, so headers on one page or on two
+ * neighbouring pages share a range, with the bytes between them (no hole can lie there: both
+ * pages hold a header). */
+static int cc_check_round(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+			  uint64_t walk, size_t k, uint32_t lo, uint32_t hi)
+{
+	size_t i, first = 0, nr = 0, used = 0, span = hi - lo;
+	int r;
+
+	qsort(cc->ent, k, sizeof(cc->ent[0]), cc_by_addr);
+	for (i = 0; i < k; i++) {
+		uint64_t s = cc->ent[i]->addr + lo, e = cc->ent[i]->addr + hi;
+		struct remote_range *cur = nr ? &cc->rng[nr - 1] : NULL;
+		uint64_t cur_end = cur ? cur->addr + cur->len : 0;
+
+		if (cur && s >= cur_end && s / PF_PAGE <= (cur_end - 1) / PF_PAGE + 1 &&
+		    e - cur->addr <= CC_MERGE_MAX && used + (e - cur_end) <= sizeof(cc->buf)) {
+			used += e - cur_end;
+			cur->len = e - cur->addr;
+		} else {
+			if (used + span > sizeof(cc->buf)) {
+				r = cc_check_ranges(cc, m, l, walk, lo, first, i, nr);
+				if (r < 0)
+					return r;
+				first = i;
+				nr = 0;
+				used = 0;
+			}
+			cc->rng[nr++] = (struct remote_range) {
+				.addr = s, .buf = cc->buf + used, .len = span,
+			};
+			used += span;
+		}
+		cc->at[i] = (uint32_t) (used - span);
+		cc->in[i] = (uint16_t) (nr - 1);
+	}
+	return cc_check_ranges(cc, m, l, walk, lo, first, k, nr);
+}
+
+int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+		     uint64_t walk, const struct py_frame *frames, size_t n)
+{
+	uint32_t lo, hi;
+	size_t i, k = 0;
+	int r;
+
+	cc_span(l, &lo, &hi);
+	if (hi - lo > CC_SPAN_MAX)
+		return 0;   /* an odd layout: pf_code_resolve() checks each entry by itself */
+	for (i = 0; i < n; i++) {
+		struct pf_code *c = pf_ptr_ok(frames[i].code) ? cc_slot(cc, frames[i].code) : NULL;
+
+		if (!c || c->addr != frames[i].code || c->checked == walk || c->queued == walk)
+			continue;
+		c->queued = walk;   /* a recursive stack names it many times: check it once */
+		cc->ent[k++] = c;
+		if (k == CC_BATCH) {
+			r = cc_check_round(cc, m, l, walk, k, lo, hi);
+			if (r < 0)
+				return r;
+			k = 0;
+		}
+	}
+	return k ? cc_check_round(cc, m, l, walk, k, lo, hi) : 0;
+}
+
 int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
 		    struct py_frame *ret, struct pyframes_stats *st)
 {
 	unsigned char head[4096];
-	size_t j = hash_u64(addr) & (CC_SLOTS - 1), probes;
-	struct pf_code *c = NULL;
+	struct pf_code *c;
+	bool fits;
 	int r;
 
 	if (!pf_ptr_ok(addr))
 		return -EINVAL;
 	if (l->co_size > sizeof(head))
 		return -EINVAL;
-	for (probes = 0; probes < 16; probes++, j = (j + 1) & (CC_SLOTS - 1)) {
-		if (cc->slot[j].addr == addr || cc->slot[j].addr == 0)
-			break;
-	}
-	if (probes == 16) {
+	c = cc_slot(cc, addr);
+	if (!c) {
 		/* crowded: start over (interned strings stay) */
 		cc_clear(cc);
-		j = hash_u64(addr) & (CC_SLOTS - 1);
+		c = &cc->slot[hash_u64(addr) & (CC_SLOTS - 1)];
 	}
-	c = &cc->slot[j];
-	if (c->addr == addr) {
-		bool stale = false;
-
-		/* free checks: the instruction must lie inside this code object */
-		if (l->co_code_adaptive != PF_NONE && instr >= 0 && (uint64_t) instr >= c->units)
-			stale = true;
-		/* every so often re-read the header: a freed and reused address shows here */
-		if (!stale && walk - c->checked >= CC_REVALIDATE) {
-			r = code_header(m, l, code_type, addr, head);
-			if (r < 0)
-				return r;
-			if (pf_u64(head, l->co_qualname != PF_NONE ? l->co_qualname : l->co_name) != c->r_name ||
-			    pf_u64(head, l->co_filename) != c->r_file ||
-			    pf_u64(head, l->co_linetable) != c->r_table ||
-			    (int) pf_u32(head, l->co_firstlineno) != c->first_line) {
-				r = cc_fill(cc, m, l, head, addr, c);
-				if (r < 0)
-					return r;
-			}
-			c->checked = walk;
-		}
-		if (!stale) {
-			st->code_cache_hits++;
-			goto out;
-		}
+	/* free check: the instruction must lie inside this code object */
+	fits = c->addr == addr &&
+	       (l->co_code_adaptive == PF_NONE || instr < 0 || (uint64_t) instr < c->units);
+	if (fits && c->checked == walk) {
+		st->code_cache_hits++;
+		goto out;
 	}
-	st->code_cache_misses++;
 	r = code_header(m, l, code_type, addr, head);
 	if (r < 0)
 		return r;
+	if (fits && cc_current(l, c, head, 0)) {
+		c->checked = walk;
+		st->code_cache_hits++;
+		goto out;
+	}
+	/* not cached, or freed and its address reused by another code object */
+	st->code_cache_misses++;
 	if (l->co_code_adaptive != PF_NONE && instr >= 0 && (uint64_t) instr >= pf_u64(head, l->ob_size))
 		return -EINVAL;   /* the frame points outside its code: torn */
 	if (c->addr == 0)

@@ -1,6 +1,7 @@
 /*
  * mem: reading another process's memory (process_vm_readv), counting reads, and a small
- * per-walk cache of whole 4 KiB pages (one read costs the same from 8 bytes to 4 KiB).
+ * per-walk cache of whole 4 KiB pages (one read costs the same from 8 bytes to 4 KiB). Many
+ * small scattered ranges go in one vectored read (pf_readv).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +31,41 @@ static int pid_mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+#define PID_IOV 128   /* iovecs per process_vm_readv call (a stack array) */
+
+static int pid_mem_readv(void *ctx, const struct remote_range *r, size_t n)
+{
+	struct pid_mem *pm = ctx;
+	struct iovec local[PID_IOV], remote[PID_IOV];
+	size_t done = 0;
+
+	if (n == 0 || n > REMOTE_MEM_READV_MAX)
+		return -EINVAL;
+	while (done < n) {
+		size_t c = n - done < PID_IOV ? n - done : PID_IOV, i, got;
+		ssize_t k;
+
+		for (i = 0; i < c; i++) {
+			local[i].iov_base = r[done + i].buf;
+			local[i].iov_len = r[done + i].len;
+			remote[i].iov_base = (void *) (uintptr_t) r[done + i].addr;
+			remote[i].iov_len = r[done + i].len;
+		}
+		/* stops at the first unreadable range, returning the bytes read before it (or -1
+		 * EFAULT if none were) */
+		k = process_vm_readv(pm->pid, local, c, remote, c, 0);
+		if (k < 0 && errno != EFAULT)
+			return errno == ESRCH ? -ESRCH : -errno;
+		got = k < 0 ? 0 : (size_t) k;
+		for (i = 0; i < c && r[done + i].len <= got; i++)
+			got -= r[done + i].len;
+		done += i;
+		if (i < c)
+			break;
+	}
+	return (int) done;
+}
+
 int remote_mem_open_pid(pid_t pid, struct remote_mem *ret)
 {
 	struct pid_mem *pm;
@@ -41,6 +77,7 @@ int remote_mem_open_pid(pid_t pid, struct remote_mem *ret)
 		return -ENOMEM;
 	pm->pid = pid;
 	ret->read = pid_mem_read;
+	ret->readv = pid_mem_readv;
 	ret->ctx = pm;
 	return 0;
 }
@@ -52,6 +89,7 @@ void remote_mem_close(struct remote_mem *mem)
 	free(mem->ctx);
 	mem->ctx = NULL;
 	mem->read = NULL;
+	mem->readv = NULL;
 }
 
 int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads)
@@ -84,6 +122,40 @@ int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 	if (m->reads)
 		(*m->reads)++;
 	return m->mem->read(m->mem->ctx, addr, buf, len);
+}
+
+int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret_ok)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t chunk = n - i < REMOTE_MEM_READV_MAX ? n - i : REMOTE_MEM_READV_MAX;
+		int k = -ENOSYS;
+
+		if (m->mem->readv) {
+			if (m->reads)
+				(*m->reads)++;
+			k = m->mem->readv(m->mem->ctx, r + i, chunk);
+			if (k == -ESRCH)
+				return k;
+		}
+		if (k < 0 || (size_t) k > chunk) {
+			/* no readv, or it failed as a whole: one read per range */
+			for (; chunk > 0; chunk--, i++) {
+				int e = pf_read_raw(m, r[i].addr, r[i].buf, r[i].len);
+
+				if (e == -ESRCH)
+					return e;
+				ret_ok[i] = e == 0;
+			}
+			continue;
+		}
+		memset(ret_ok + i, true, (size_t) k * sizeof(*ret_ok));
+		i += (size_t) k;
+		if ((size_t) k < chunk)
+			ret_ok[i++] = false;   /* range k failed; go on after it */
+	}
+	return 0;
 }
 
 static unsigned page_slot(uint64_t page)

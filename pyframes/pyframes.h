@@ -9,7 +9,10 @@
  *
  * pyframes_thread_stack() turns a thread (by its kernel TID) into frames, innermost first,
  * with names and line numbers resolved through a cache of code objects owned by the
- * struct pyframes. Strings in struct py_frame stay valid until pyframes_free().
+ * struct pyframes. Every walk checks the cached code objects it uses against the target (a few
+ * header fields of each, all in one readv()), so a code object freed and replaced by another at
+ * the same address is named afresh at once. Strings in struct py_frame stay valid until
+ * pyframes_free().
  *
  * Every byte comes through a struct remote_mem, so tests feed fake memory. Remote memory is
  * untrusted: every pointer, length and count is checked and every loop is bounded.
@@ -30,14 +33,30 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* One range of a vectored read: len bytes at remote addr into buf. */
+struct remote_range {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+};
+
+#define REMOTE_MEM_READV_MAX 1024   /* most ranges one readv() call is given (IOV_MAX) */
+
 /* A reader of another process's memory. read() fills all of len bytes or fails:
- * 0, -EFAULT (unmapped / partial), -ESRCH (process gone). */
+ * 0, -EFAULT (unmapped / partial), -ESRCH (process gone).
+ * readv() is optional (NULL: pyframes makes one read() per range). It reads n ranges
+ * (1 <= n <= REMOTE_MEM_READV_MAX) in one call, for about the cost of one read(), and returns
+ * how many leading ranges it read in full: n for all of them; k < n when range k could not be
+ * read (ranges after k are left untried). -ESRCH: process gone; another negative errno: the
+ * call itself failed, and the caller falls back to read(). */
 struct remote_mem {
 	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	int (*readv)(void *ctx, const struct remote_range *r, size_t n);
 	void *ctx;
 };
 
-/* process_vm_readv-backed reader for pid (mem.c). remote_mem_close() frees its context. */
+/* process_vm_readv-backed reader (read and readv) for pid (mem.c). remote_mem_close() frees
+ * its context. */
 int remote_mem_open_pid(pid_t pid, struct remote_mem *ret);
 void remote_mem_close(struct remote_mem *mem);
 
@@ -64,7 +83,7 @@ struct pyframes_stats {
 	uint64_t no_thread;      /* -ENOENT: TID without a PyThreadState */
 	uint64_t truncated;      /* stacks deeper than max, cut at the outermost end */
 	uint64_t code_cache_hits, code_cache_misses;
-	uint64_t remote_reads;   /* read() calls made */
+	uint64_t remote_reads;   /* read() and readv() calls made (a readv() counts once) */
 };
 
 struct pyframes;

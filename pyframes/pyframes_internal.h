@@ -99,6 +99,9 @@ int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len);
 /* Read through the page cache (if on); len may span pages. */
 int pf_read(struct pf_mem *m, uint64_t addr, void *buf, size_t len);
 int pf_read_u64(struct pf_mem *m, uint64_t addr, uint64_t *ret);
+/* Uncached reads of n ranges, with as few readv() calls as the reader allows (each counted
+ * once; without readv, one read per range). ret_ok[i]: range i was read in full. 0 or -ESRCH. */
+int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret_ok);
 
 static inline bool pf_ptr_ok(uint64_t p)
 {
@@ -141,9 +144,17 @@ struct pf_codecache;
 
 struct pf_codecache *pf_codecache_new(void);
 void pf_codecache_free(struct pf_codecache *cc);
+/* Checks the cached code objects of frames[0..n) (their .code) against the target for walk
+ * number walk: a few header fields that identify a code object (type, name and file pointers,
+ * line table, first line, code size), of all of them in one readv(). Entries that still match
+ * count as checked for this walk; the others are left for pf_code_resolve() to read afresh.
+ * Uncached addresses are skipped. 0 or -ESRCH. */
+int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+		     uint64_t walk, const struct py_frame *frames, size_t n);
 /* Resolves code object addr (instr: byte offset / code unit index as the layout counts it,
- * -1 if unknown) into ret (name, file, first_line, line). 0, -EFAULT, -EINVAL (not a code
- * object: torn), -ENOMEM. */
+ * -1 if unknown) into ret (name, file, first_line, line). A cached entry not checked in this
+ * walk (pf_code_validate) has its header read and compared first; one that changed is filled
+ * afresh. 0, -EFAULT, -EINVAL (not a code object: torn), -ENOMEM. */
 int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
 		    struct py_frame *ret, struct pyframes_stats *st);

@@ -31,6 +31,7 @@ struct pyframes {
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
 	bool verify;                /* re-read the leaf after the walk (threads that run) */
 	struct tid_slot tids[TID_SLOTS];
+	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
 };
 
 const struct pyframes_info *pyframes_info(const struct pyframes *pf)
@@ -302,22 +303,38 @@ static int walk_loop_check(struct walk *w, uint64_t addr)
 	return 0;
 }
 
-/* Adds one frame; once max are kept, later (outer) ones are counted and dropped. */
+/* Adds one frame; once max are kept, later (outer) ones are counted and dropped. Names come
+ * later, from walk_resolve(). */
 static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
 {
-	struct pyframes *pf = w->pf;
-	struct py_frame fr;
-	int r;
-
 	w->total++;
 	if (w->n >= w->max)
 		return 0;
-	memset(&fr, 0, sizeof(fr));
+	if (w->n >= PF_MAX_DEPTH)
+		return -EAGAIN;
+	memset(&w->out[w->n], 0, sizeof(w->out[w->n]));
+	w->out[w->n].code = code;
+	w->out[w->n].entry = entry;
+	w->pf->instr[w->n] = instr;
+	w->n++;
+	return 0;
+}
+
+/* Names the kept frames: the cached code objects among them are checked in one vectored read,
+ * then each frame is resolved (reading only what is not cached or no longer current). */
+static int walk_resolve(struct walk *w)
+{
+	struct pyframes *pf = w->pf;
+	size_t i;
+	int r;
+
+	if (w->n == 0)
+		return 0;
 	if (!pf->code_type) {
 		uint64_t t;
 
 		/* learn PyCode_Type from the first frame's code object */
-		r = pf_read_u64(&pf->mem, code + pf->layout.ob_type, &t);
+		r = pf_read_u64(&pf->mem, w->out[0].code + pf->layout.ob_type, &t);
 		if (r < 0)
 			return r;
 		r = pf_code_check_type(&pf->mem, &pf->layout, t);
@@ -325,12 +342,16 @@ static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
 			return r == -ESRCH ? r : -EAGAIN;
 		pf->code_type = t;
 	}
-	r = pf_code_resolve(pf->codes, &pf->mem, &pf->layout, pf->code_type, pf->stats.walks,
-			    code, instr, &fr, &pf->stats);
+	r = pf_code_validate(pf->codes, &pf->mem, &pf->layout, pf->stats.walks, w->out, w->n);
 	if (r < 0)
 		return r;
-	fr.entry = entry;
-	w->out[w->n++] = fr;
+	for (i = 0; i < w->n; i++) {
+		/* fills code, name, file, lines; entry stays */
+		r = pf_code_resolve(pf->codes, &pf->mem, &pf->layout, pf->code_type, pf->stats.walks,
+				    w->out[i].code, pf->instr[i], &w->out[i], &pf->stats);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -527,6 +548,8 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 		r = walk_frame_objects(&w, frame);
 	else
 		r = walk_interp_frames(&w, frame);
+	if (r >= 0)
+		r = walk_resolve(&w);
 	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
 	if (r == -EFAULT || r == -EINVAL)
 		r = -EAGAIN;

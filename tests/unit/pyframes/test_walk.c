@@ -2,13 +2,15 @@
  * walk.c: thread state lookup and frame walks over synthetic CPython memory laid out with the
  * real 3.8 / 3.11 / 3.12 tables: names, lines, entry flags (3.11 is_entry, 3.12 shim frames,
  * <=3.10 every frame), truncation, loops, bad pointers mid-walk, non-code objects, too-deep
- * chains, and code-cache reuse of an address.
+ * chains, and code-cache reuse of an address (noticed on the very next walk, with and without a
+ * readv in the reader; one readv per walk, neighbouring headers read through one range).
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +25,7 @@
 struct fake {
 	unsigned char *mem;
 	uint64_t next;              /* bump allocator */
+	unsigned readv_calls, readv_ranges;
 };
 
 static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -33,6 +36,21 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		return -EFAULT;
 	memcpy(buf, f->mem + (addr - BASE), len);
 	return 0;
+}
+
+/* as process_vm_readv: the ranges in order, up to the first unreadable one */
+static int fake_readv(void *ctx, const struct remote_range *r, size_t n)
+{
+	struct fake *f = ctx;
+	size_t i;
+
+	assert_true(n >= 1 && n <= REMOTE_MEM_READV_MAX);
+	f->readv_calls++;
+	f->readv_ranges += (unsigned) n;
+	for (i = 0; i < n; i++)
+		if (fake_read(ctx, r[i].addr, r[i].buf, r[i].len) < 0)
+			break;
+	return (int) i;
 }
 
 static uint64_t alloc(struct fake *f, size_t n)
@@ -371,37 +389,212 @@ static void test_walk_38(void **state)
 	world_free(&w);
 }
 
-static void test_code_reuse(void **state)
+static uint64_t walk_misses(struct world *w)
+{
+	return pyframes_stats(w->pf)->code_cache_misses;
+}
+
+/* A code object freed and its address taken by another one is named afresh on the very next
+ * walk, whichever identifying field differs; with and without the reader's readv. */
+static void code_reuse_cases(int minor, bool readv)
 {
 	struct world w;
 	struct py_frame out[8];
-	uint64_t fr[3], co[3];
+	uint64_t fr[3], co[3], misses;
+	uint32_t name_off;
 	size_t n;
-	int i;
 
-	(void) state;
-	world_init(&w, 11);
+	world_init(&w, minor);
+	if (readv)
+		w.rm.readv = fake_readv;
+	name_off = w.l->co_qualname != PF_NONE ? w.l->co_qualname : w.l->co_name;
 	chain3(&w, fr, co);
 	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
 	assert_string_equal(out[0].name, "A.f0");
-	/* the code object is freed and its address reused by another function */
-	put64(&w.f, co[0] + w.l->co_qualname, mk_str(&w, "B.other"));
+	assert_int_equal(walk_misses(&w), 3);
+	/* another function at co[0]'s address */
+	put64(&w.f, co[0] + name_off, mk_str(&w, "B.other"));
 	put32(&w.f, co[0] + w.l->co_firstlineno, 100);
-	for (i = 0; i < 80; i++)
-		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "B.other");
 	assert_int_equal(out[0].line, 101);
-	/* a reused address whose code is shorter than the running instruction: noticed at once */
-	put64(&w.f, co[1] + w.l->co_qualname, mk_str(&w, "tiny"));
-	put64(&w.f, co[1] + w.l->ob_size, 8);
-	put64(&w.f, fr[1] + w.l->fr_instr, co[1] + w.l->co_code_adaptive + 2 * 6);
+	assert_string_equal(out[1].name, "f1");
+	assert_string_equal(out[2].name, "f2");
+	assert_int_equal(walk_misses(&w), 4);
+	/* only the file differs */
+	put64(&w.f, co[2] + w.l->co_filename, mk_str(&w, "u.py"));
 	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
-	assert_string_equal(out[1].name, "f1");   /* 6 < 8 units: cache still trusted */
-	put64(&w.f, co[1] + w.l->ob_size, 100);
-	put64(&w.f, fr[1] + w.l->fr_instr, co[1] + w.l->co_code_adaptive + 2 * 50);
+	assert_string_equal(out[2].file, "u.py");
+	assert_int_equal(walk_misses(&w), 5);
+	/* only the first line differs */
+	put32(&w.f, co[1] + w.l->co_firstlineno, 40);
 	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
-	assert_string_equal(out[1].name, "tiny");
+	assert_int_equal(out[1].first_line, 40);
+	assert_int_equal(out[1].line, 43);
+	assert_int_equal(walk_misses(&w), 6);
+	/* only the line table differs */
+	put64(&w.f, co[1] + w.l->co_linetable, pf_u64(w.f.mem, (uint32_t) (co[0] + w.l->co_linetable - BASE)));
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(walk_misses(&w), 7);
+	if (w.l->co_code_adaptive != PF_NONE) {
+		/* only the code size differs */
+		put64(&w.f, co[2] + w.l->ob_size, 9);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+		assert_int_equal(walk_misses(&w), 8);
+		/* a reused address whose code is shorter than the running instruction: torn */
+		put64(&w.f, co[1] + name_off, mk_str(&w, "tiny"));
+		put64(&w.f, fr[1] + w.l->fr_instr, co[1] + w.l->co_code_adaptive + 2 * 50);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+		put64(&w.f, co[1] + w.l->ob_size, 100);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+		assert_string_equal(out[1].name, "tiny");
+	}
+	/* no longer a code object at all: torn, then fine again */
+	put64(&w.f, co[2] + w.l->ob_type, w.tstate);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	put64(&w.f, co[2] + w.l->ob_type, w.type);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	/* nothing changed: all hits, and with readv all three checked in one call */
+	misses = walk_misses(&w);
+	w.f.readv_calls = w.f.readv_ranges = 0;
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(walk_misses(&w), misses);
+	assert_int_equal(w.f.readv_calls, readv ? 1 : 0);
+	assert_int_equal(w.f.readv_ranges, readv ? 1 : 0);   /* the three lie on one page */
 	world_free(&w);
+}
+
+static void test_code_reuse(void **state)
+{
+	(void) state;
+	code_reuse_cases(11, false);
+	code_reuse_cases(11, true);
+	code_reuse_cases(8, false);
+	code_reuse_cases(8, true);
+	code_reuse_cases(12, true);
+}
+
+/* One readv per walk however deep the recursion: each code object is checked once. */
+static void test_code_validate_recursion(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t rec, prev = 0, top = 0, reads;
+	size_t n, i;
+
+	(void) state;
+	world_init(&w, 11);
+	w.rm.readv = fake_readv;
+	rec = mk_code(&w, "rec", 1);
+	for (i = 0; i < 10; i++) {
+		uint64_t f = mk_frame(&w, rec, 0, 0, false);
+
+		if (prev)
+			link_frames(&w, prev, f);
+		else
+			top = f;
+		prev = f;
+	}
+	set_top(&w, top);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 8);
+	reads = pyframes_stats(w.pf)->remote_reads;
+	w.f.readv_calls = w.f.readv_ranges = 0;
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(w.f.readv_calls, 1);
+	assert_int_equal(w.f.readv_ranges, 1);
+	/* the walk's own reads (thread state, frames) plus the one readv */
+	assert_true(pyframes_stats(w.pf)->remote_reads - reads <= 4);
+	world_free(&w);
+}
+
+/* Code objects on one page, or on neighbouring pages, are checked through one range; one far
+ * away through a range of its own. A change to any of them shows on the next walk. */
+static void test_code_validate_ranges(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t co[4], fr[4];
+	size_t n, i;
+
+	(void) state;
+	world_init(&w, 11);
+	w.rm.readv = fake_readv;
+	co[0] = mk_code(&w, "a", 10);
+	co[1] = mk_code(&w, "b", 20);
+	(void) alloc(&w.f, 3 * PF_PAGE);
+	co[2] = mk_code(&w, "c", 30);
+	(void) alloc(&w.f, 3 * PF_PAGE);
+	co[3] = mk_code(&w, "d", 40);
+	for (i = 0; i < 4; i++) {
+		fr[i] = mk_frame(&w, co[i], 0, 0, false);
+		if (i > 0)
+			link_frames(&w, fr[i - 1], fr[i]);
+	}
+	set_top(&w, fr[0]);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	w.f.readv_calls = w.f.readv_ranges = 0;
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(w.f.readv_calls, 1);
+	assert_int_equal(w.f.readv_ranges, 3);
+	put64(&w.f, co[1] + w.l->co_qualname, mk_str(&w, "b2"));
+	put64(&w.f, co[3] + w.l->co_qualname, mk_str(&w, "d2"));
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(out[0].name, "a");
+	assert_string_equal(out[1].name, "b2");
+	assert_string_equal(out[2].name, "c");
+	assert_string_equal(out[3].name, "d2");
+	assert_int_equal(pyframes_stats(w.pf)->code_cache_misses, 6);
+	world_free(&w);
+}
+
+/* More code objects than one round checks: several readv calls, far fewer ranges than code
+ * objects, and a change in the middle still seen at once. */
+static void test_code_validate_many(void **state)
+{
+	struct world w;
+	struct py_frame *out;
+	uint64_t prev = 0, top = 0, mid = 0;
+	size_t n, i, distinct = 300;
+
+	(void) state;
+	out = calloc(distinct, sizeof(*out));
+	assert_non_null(out);
+	world_init(&w, 11);
+	w.rm.readv = fake_readv;
+	for (i = 0; i < distinct; i++) {
+		char name[16];
+		uint64_t co, f;
+
+		snprintf(name, sizeof(name), "g%zu", i);
+		co = mk_code(&w, name, (int) i + 1);
+		f = mk_frame(&w, co, 0, 0, false);
+		if (prev)
+			link_frames(&w, prev, f);
+		else
+			top = f;
+		if (i == distinct / 2)
+			mid = co;
+		prev = f;
+	}
+	set_top(&w, top);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n), 0);
+	assert_int_equal(n, distinct);
+	w.f.readv_calls = w.f.readv_ranges = 0;
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n), 0);
+	assert_true(w.f.readv_calls >= 2 && w.f.readv_calls <= 8);
+	assert_true(w.f.readv_ranges < distinct / 4);
+	assert_int_equal(pyframes_stats(w.pf)->code_cache_misses, distinct);
+	put64(&w.f, mid + w.l->co_qualname, mk_str(&w, "middle"));
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n), 0);
+	assert_string_equal(out[distinct / 2].name, "middle");
+	assert_string_equal(out[distinct / 2 - 1].name, "g149");
+	assert_string_equal(out[distinct - 1].name, "g299");
+	assert_int_equal(pyframes_stats(w.pf)->code_cache_misses, distinct + 1);
+	world_free(&w);
+	free(out);
 }
 
 int main(void)
@@ -414,6 +607,9 @@ int main(void)
 		cmocka_unit_test(test_walk_312_shim),
 		cmocka_unit_test(test_walk_38),
 		cmocka_unit_test(test_code_reuse),
+		cmocka_unit_test(test_code_validate_recursion),
+		cmocka_unit_test(test_code_validate_ranges),
+		cmocka_unit_test(test_code_validate_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

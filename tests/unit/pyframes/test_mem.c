@@ -1,0 +1,215 @@
+/*
+ * mem.c: pf_readv over readers with and without readv (a range that fails, a readv that fails
+ * as a whole, more ranges than one call takes), and the pid reader's readv on this process.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pyframes/pyframes_internal.h"
+
+#define BASE 0x100000ull
+#define SIZE 0x10000ull
+#define HOLE 0x108000ull   /* [HOLE, HOLE + 0x1000) reads fail */
+
+struct fake {
+	unsigned char mem[SIZE];
+	int readv_result;       /* 0: behave; < 0: every readv call fails with it */
+	unsigned reads, readv_calls;
+};
+
+static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct fake *f = ctx;
+
+	f->reads++;
+	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
+		return -EFAULT;
+	if (addr < HOLE + 0x1000 && addr + len > HOLE)
+		return -EFAULT;
+	memcpy(buf, f->mem + (addr - BASE), len);
+	return 0;
+}
+
+static int fake_readv(void *ctx, const struct remote_range *r, size_t n)
+{
+	struct fake *f = ctx;
+	unsigned reads = f->reads;
+	size_t i;
+
+	assert_true(n >= 1 && n <= REMOTE_MEM_READV_MAX);
+	f->readv_calls++;
+	if (f->readv_result < 0)
+		return f->readv_result;
+	for (i = 0; i < n; i++)
+		if (fake_read(ctx, r[i].addr, r[i].buf, r[i].len) < 0)
+			break;
+	f->reads = reads;
+	return (int) i;
+}
+
+/* ranges 0..n-1 of 16 bytes at BASE + 64 i, those in bad[] in the hole */
+static void ranges(struct remote_range *r, unsigned char (*buf)[16], size_t n, const size_t *bad,
+		   size_t nbad)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		r[i] = (struct remote_range) { .addr = BASE + 64 * i, .buf = buf[i], .len = 16 };
+		for (j = 0; j < nbad; j++)
+			if (bad[j] == i)
+				r[i].addr = HOLE + 64 * i % 0x1000;
+	}
+}
+
+/* ok[] true except for bad[]; the ranges read hold their bytes (mem[i] = i) */
+static void check_ok(unsigned char (*buf)[16], const bool *ok, size_t n, const size_t *bad,
+		     size_t nbad)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		bool want = true;
+
+		for (j = 0; j < nbad; j++)
+			if (bad[j] == i)
+				want = false;
+		assert_int_equal(ok[i], want);
+		if (want)
+			assert_int_equal(buf[i][15], (unsigned char) (64 * i + 15));
+	}
+}
+
+static void test_readv(void **state)
+{
+	static const size_t bad[] = { 1, 5 };
+	struct fake *f = calloc(1, sizeof(*f));
+	struct remote_mem rm = { .read = fake_read, .ctx = f };
+	struct remote_range r[8];
+	unsigned char buf[8][16];
+	bool ok[8];
+	uint64_t reads = 0;
+	struct pf_mem m;
+	size_t i;
+
+	(void) state;
+	assert_non_null(f);
+	for (i = 0; i < SIZE; i++)
+		f->mem[i] = (unsigned char) i;
+	assert_int_equal(pf_mem_init(&m, &rm, &reads), 0);
+	/* no readv: one read per range */
+	ranges(r, buf, 8, bad, 2);
+	assert_int_equal(pf_readv(&m, r, 8, ok), 0);
+	check_ok(buf, ok, 8, bad, 2);
+	assert_int_equal(reads, 8);
+	/* readv: one call, and one more after each failed range */
+	rm.readv = fake_readv;
+	reads = 0;
+	memset(buf, 0xff, sizeof(buf));
+	assert_int_equal(pf_readv(&m, r, 8, ok), 0);
+	check_ok(buf, ok, 8, bad, 2);
+	assert_int_equal(f->readv_calls, 3);
+	assert_int_equal(reads, 3);
+	ranges(r, buf, 8, NULL, 0);
+	f->readv_calls = 0;
+	assert_int_equal(pf_readv(&m, r, 8, ok), 0);
+	check_ok(buf, ok, 8, NULL, 0);
+	assert_int_equal(f->readv_calls, 1);
+	/* the last range failing ends it too */
+	r[7].addr = HOLE;
+	f->readv_calls = 0;
+	assert_int_equal(pf_readv(&m, r, 8, ok), 0);
+	assert_true(ok[6] && !ok[7]);
+	assert_int_equal(f->readv_calls, 1);
+	/* readv failing as a whole: one read per range instead */
+	f->readv_result = -ENOMEM;
+	f->reads = 0;
+	ranges(r, buf, 8, bad, 2);
+	assert_int_equal(pf_readv(&m, r, 8, ok), 0);
+	check_ok(buf, ok, 8, bad, 2);
+	assert_int_equal(f->reads, 8);
+	/* the process gone */
+	f->readv_result = -ESRCH;
+	assert_int_equal(pf_readv(&m, r, 8, ok), -ESRCH);
+	pf_mem_release(&m);
+	free(f);
+}
+
+static void test_readv_many(void **state)
+{
+	size_t n = REMOTE_MEM_READV_MAX + 300, i;
+	struct fake *f = calloc(1, sizeof(*f));
+	struct remote_mem rm = { .read = fake_read, .readv = fake_readv, .ctx = f };
+	struct remote_range *r = calloc(n, sizeof(*r));
+	unsigned char *buf = calloc(n, 8);
+	bool *ok = calloc(n, sizeof(*ok));
+	struct pf_mem m;
+
+	(void) state;
+	assert_true(f && r && buf && ok);
+	assert_int_equal(pf_mem_init(&m, &rm, NULL), 0);
+	for (i = 0; i < n; i++)
+		r[i] = (struct remote_range) { .addr = BASE + 8 * (i % 1024), .buf = buf + 8 * i, .len = 8 };
+	assert_int_equal(pf_readv(&m, r, n, ok), 0);
+	assert_int_equal(f->readv_calls, 2);
+	for (i = 0; i < n; i++)
+		assert_true(ok[i]);
+	pf_mem_release(&m);
+	free(ok);
+	free(buf);
+	free(r);
+	free(f);
+}
+
+/* process_vm_readv on ourselves: many ranges, one that is unmapped, ranges past it untried */
+static void test_pid_readv(void **state)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *p = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct remote_mem rm;
+	struct remote_range r[200];
+	unsigned char buf[200][32];
+	size_t i;
+
+	(void) state;
+	assert_true(p != MAP_FAILED);
+	for (i = 0; i < (size_t) page; i++)
+		p[i] = (unsigned char) (i * 7);
+	assert_int_equal(munmap(p + page, page), 0);
+	assert_int_equal(remote_mem_open_pid(getpid(), &rm), 0);
+	assert_non_null(rm.readv);
+	for (i = 0; i < 200; i++)
+		r[i] = (struct remote_range) { .addr = (uintptr_t) p + 20 * i, .buf = buf[i], .len = 20 };
+	assert_int_equal(rm.readv(rm.ctx, r, 200), 200);   /* over one syscall's iovecs */
+	for (i = 0; i < 200; i++)
+		assert_memory_equal(buf[i], p + 20 * i, 20);
+	r[3].addr = (uintptr_t) p + page + 8;             /* unmapped */
+	assert_int_equal(rm.readv(rm.ctx, r, 10), 3);
+	r[0].addr = (uintptr_t) p + page;                 /* the first one */
+	assert_int_equal(rm.readv(rm.ctx, r, 10), 0);
+	r[0].addr = (uintptr_t) p + page - 8;             /* runs off the end of the mapping */
+	assert_int_equal(rm.readv(rm.ctx, r, 10), 0);
+	remote_mem_close(&rm);
+	assert_null(rm.readv);
+	assert_int_equal(munmap(p, page), 0);
+	assert_int_equal(munmap(p + 2 * page, page), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_readv),
+		cmocka_unit_test(test_readv_many),
+		cmocka_unit_test(test_pid_readv),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
