@@ -18,19 +18,11 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
-#include "cli/merge.h"
+#include "cli/record.h"
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
 #include "sampler/sampler.h"
 #include "symbolizer/symbolizer.h"
-
-#define MAX_PY_FRAMES 512
-#define MAX_NATIVE 256
-#define MAX_KERNEL 128
-#define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
-#define DEFAULT_STACK_SIZE 32768
-#define DETECT_INTERVAL_NS 20000000ULL
-#define LATE_MAX 1000000
 
 static volatile sig_atomic_t stop_flag;
 
@@ -38,289 +30,6 @@ static void on_signal(int sig)
 {
 	(void) sig;
 	stop_flag = 1;
-}
-
-struct record_opts {
-	pid_t pid;
-	char **argv;
-	struct event_spec events[SAMPLER_MAX_EVENTS];
-	size_t n_events;
-	uint64_t freq, period;
-	double duration;
-	const char *output;
-	bool function, threads, nonblocking, quiet, native, kernel;
-	uint32_t stack_size;
-};
-
-struct thread_name {
-	pid_t tid;
-	uint32_t frame;
-};
-
-struct recorder {
-	const struct record_opts *opts;
-	struct profile *prof;
-	struct remote_mem mem;
-	bool mem_open;
-	struct pyframes *pf;
-	struct pyframes_info info;
-	int detect_error;               /* last pyframes_open result */
-	uint64_t last_detect_ns;
-	uint64_t execs_seen;
-	struct sampler *sampler;
-	struct py_frame pyf[MAX_PY_FRAMES];
-	struct symbolizer *sym;
-	const char *interp_module;      /* basename of the file holding the interpreter */
-	struct native_frame nat[MAX_NATIVE];
-	uint64_t ips[MAX_NATIVE];
-	struct profile_frame merged[MAX_FRAMES];
-	char *scratch;                  /* MAX_NATIVE * MERGE_SCRATCH_PER_FRAME */
-	uint32_t ids[MAX_FRAMES + 1];
-	uint32_t native_frame, unknown_frame;
-	struct thread_name *names;
-	size_t n_names, cap_names;
-	uint32_t *late_us;              /* nonblocking: how late each read was */
-	size_t n_late;
-	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
-	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
-	int fatal;                      /* set by the callback to stop: an unsupported Python */
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static int special_frame(struct recorder *rec, const char *name, uint32_t *ret)
-{
-	struct profile_frame f = { .kind = FRAME_SPECIAL, .name = name };
-
-	return profile_frame_id(rec->prof, &f, ret);
-}
-
-static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
-{
-	char path[64], comm[64] = "", name[128];
-	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
-	uint32_t id = 0;
-	FILE *fp;
-
-	for (size_t i = 0; i < rec->n_names; i++)
-		if (rec->names[i].tid == tid)
-			return rec->names[i].frame;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	fp = fopen(path, "re");
-	if (fp) {
-		if (fgets(comm, sizeof(comm), fp))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(fp);
-	}
-	snprintf(name, sizeof(name), "[thread %d%s%s]", tid, comm[0] ? " " : "", comm);
-	if (profile_frame_id(rec->prof, &f, &id) < 0)
-		return rec->unknown_frame;
-	if (rec->n_names == rec->cap_names) {
-		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
-		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
-		if (!v)
-			return id;
-		rec->names = v;
-		rec->cap_names = cap;
-	}
-	rec->names[rec->n_names++] = (struct thread_name) { tid, id };
-	return id;
-}
-
-static void python_found(struct recorder *rec)
-{
-	const char *slash = strrchr(rec->info.binary, '/');
-
-	rec->interp_module = slash ? slash + 1 : rec->info.binary;
-	pyframes_set_verify(rec->pf, rec->opts->nonblocking);
-	(void) profile_set_python(rec->prof, rec->info.version);
-}
-
-/* Native frames of the sample, innermost first: the unwound user stack (--native), or only
- * the function the thread is in when that is outside the interpreter (C extensions, libc). */
-static size_t native_frames(struct recorder *rec, const struct sample *s)
-{
-	size_t n = 0, nips = 0;
-
-	if (!rec->sym)
-		return 0;
-	if (!rec->opts->native) {
-		if (!s->user)
-			return 0;
-		const char *mod = symbolizer_module_name(rec->sym, s->ip);
-		if (!mod || (rec->interp_module && !strcmp(mod, rec->interp_module)))
-			return 0;
-		/* max 1: the containing function, not an inlined callee */
-		if (symbolizer_lookup(rec->sym, s->ip, false, rec->nat, 1, &n) < 0)
-			n = 0;
-		return n;
-	}
-	if (!s->regs || !s->stack ||
-	    symbolizer_unwind(rec->sym, s->regs, s->n_regs, s->stack, s->stack_size, rec->ips,
-			      MAX_NATIVE, &nips) < 0)
-		return 0;
-	rec->unwound++;
-	for (size_t i = 0; i < nips && n < MAX_NATIVE; i++) {
-		size_t k = 0;
-		if (symbolizer_lookup(rec->sym, rec->ips[i], i > 0, rec->nat + n, MAX_NATIVE - n, &k) < 0 ||
-		    k == 0) {
-			rec->nat[n] = (struct native_frame) {
-				.addr = rec->ips[i],
-				.module = symbolizer_module_name(rec->sym, rec->ips[i]),
-			};
-			k = 1;
-		}
-		n += k;
-	}
-	rec->unwound_frames += n;
-	return n;
-}
-
-/* Kernel frames of the sample (--kernel), appended at the leaf end of ret: innermost last. */
-static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct profile_frame *ret,
-			    size_t max)
-{
-	size_t n = 0, start = SIZE_MAX;
-
-	if (!rec->opts->kernel || !rec->sym)
-		return 0;
-	for (size_t i = 0; i < s->n_callchain; i++) {
-		uint64_t ip = s->callchain[i];
-		if (ip >= (uint64_t) PERF_CONTEXT_MAX) {
-			if (ip == (uint64_t) PERF_CONTEXT_KERNEL) {
-				start = i + 1;
-				continue;
-			}
-			if (start != SIZE_MAX)
-				break;
-			continue;
-		}
-		if (start == SIZE_MAX)
-			continue;
-		n = i + 1 - start;
-	}
-	if (start == SIZE_MAX)
-		return 0;
-	if (n > max)
-		n = max;
-	for (size_t k = 0; k < n; k++) {
-		/* callchain is innermost first; the profile wants root first */
-		struct native_frame nf;
-		uint64_t ip = s->callchain[start + n - 1 - k];
-		if (symbolizer_kernel(rec->sym, ip, &nf) < 0 || !nf.name)
-			ret[k] = (struct profile_frame) { .kind = FRAME_KERNEL, .name = "[unknown]" };
-		else
-			ret[k] = (struct profile_frame) { .kind = FRAME_KERNEL, .name = nf.name };
-	}
-	rec->kernel_frames += n;
-	return n;
-}
-
-/* Launch mode: the interpreter appears once the loader has mapped it; look again now and then. */
-static void detect(struct recorder *rec, pid_t pid)
-{
-	uint64_t now = now_ns();
-	int r;
-
-	if (rec->pf || rec->fatal || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
-		return;
-	rec->last_detect_ns = now;
-	if (!rec->sym)
-		(void) symbolizer_new(pid, &rec->sym);
-	if (!rec->mem_open) {
-		if (remote_mem_open_pid(pid, &rec->mem) < 0)
-			return;
-		rec->mem_open = true;
-	}
-	r = pyframes_open(pid, &rec->mem, &rec->pf, &rec->info);
-	rec->detect_error = r;
-	if (r == -ENOTSUP)
-		rec->fatal = r;
-	else if (r >= 0)
-		python_found(rec);
-}
-
-static void on_sample(void *ctx, const struct sample *s)
-{
-	struct recorder *rec = ctx;
-	const struct record_opts *o = rec->opts;
-	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
-	size_t depth = 0, n = 0;
-	uint64_t truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
-	int r = -ENOENT;
-
-	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
-		rec->execs_seen = sampler_stats(rec->sampler)->execs;
-		pyframes_free(rec->pf);
-		rec->pf = NULL;
-		symbolizer_free(rec->sym);
-		rec->sym = NULL;
-		rec->interp_module = NULL;
-		rec->last_detect_ns = 0;
-	}
-	if (!rec->pf)
-		detect(rec, sampler_pid(rec->sampler));
-	truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
-	if (rec->pf) {
-		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
-		/* a running thread moved under the read: another try gives a whole stack */
-		for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
-			r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
-	}
-	if (!s->stopped && rec->late_us && rec->n_late < LATE_MAX) {
-		uint64_t t = now_ns();
-		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
-	}
-	if (o->threads)
-		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
-	if (r == 0 || r == -ENOENT) {
-		struct merge_in mi = {
-			.native = rec->nat, .n_native = native_frames(rec, s),
-			.py = rec->pyf, .n_py = r == 0 ? n : 0,
-			.interp_module = rec->interp_module,
-			.py_major = rec->info.major, .py_minor = rec->info.minor,
-			.function_lines = o->function,
-			.py_truncated = r == 0 && pyframes_stats(rec->pf)->truncated != truncated_before,
-			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
-		};
-		size_t nm = 0, nk;
-		int rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
-
-		if (rm == -EPROTO) {
-			/* never a mis-ordered stack: keep the Python frames alone */
-			rec->merge_failed++;
-			mi.n_native = 0;
-			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
-		}
-		if (rm < 0 && rm != -E2BIG)
-			nm = 0;
-		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
-		if (nm == 0 && mi.n_py == 0)
-			rec->no_python++;
-		if (nm == 0)
-			rec->ids[depth++] = rec->native_frame;
-		for (size_t i = 0; i < nm + nk; i++)
-			if (profile_frame_id(rec->prof, &rec->merged[i], &rec->ids[depth]) >= 0)
-				depth++;
-	} else {
-		if (r == -EAGAIN)
-			rec->dropped_torn++;
-		else
-			rec->dropped_unreadable++;
-		rec->ids[depth++] = rec->unknown_frame;
-	}
-	for (size_t i = 0; i < s->n_values && i < SAMPLER_MAX_EVENTS; i++)
-		values[i + 1] = s->values[i];
-	if (profile_add(rec->prof, (uint32_t) s->tid, rec->ids, depth, values) < 0)
-		rec->add_failed++;
-	if (rec->fatal)
-		stop_flag = 1;
 }
 
 static void usage(FILE *out)
@@ -697,7 +406,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { 0 };
-	struct recorder rec = { .opts = &o };
+	struct recorder rec = { .opts = &o, .stop = &stop_flag };
 	struct sampler_opts so = { 0 };
 	char target[320], defpath[64];
 	const char *names[SAMPLER_MAX_EVENTS];
@@ -767,14 +476,14 @@ int cmd_record(int argc, char **argv)
 	for (size_t i = 0; i < o.n_events; i++)
 		names[i] = o.events[i].name;
 	rec.prof = profile_new(names, o.n_events);
-	if (!rec.prof || special_frame(&rec, "[native]", &rec.native_frame) < 0 ||
-	    special_frame(&rec, "[unknown]", &rec.unknown_frame) < 0) {
+	if (!rec.prof || record_special_frame(&rec, "[native]", &rec.native_frame) < 0 ||
+	    record_special_frame(&rec, "[unknown]", &rec.unknown_frame) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
 	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
 	if (rec.pf)
-		python_found(&rec);
+		record_python_found(&rec);
 	rec.scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
 	if (!rec.scratch) {
 		log_error("out of memory");
@@ -826,23 +535,23 @@ int cmd_record(int argc, char **argv)
 	if (o.nonblocking)
 		rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
 
-	start = now_ns();
+	start = record_now_ns();
 	duration_ns = (uint64_t) (o.duration * 1e9);
 	while (!stop_flag && !sampler_stats(rec.sampler)->target_exited) {
-		uint64_t slice = 250000000ULL, elapsed = now_ns() - start;
+		uint64_t slice = 250000000ULL, elapsed = record_now_ns() - start;
 		if (duration_ns) {
 			if (elapsed >= duration_ns)
 				break;
 			if (duration_ns - elapsed < slice)
 				slice = duration_ns - elapsed;
 		}
-		r = sampler_run(rec.sampler, on_sample, &rec, &stop_flag, slice);
+		r = sampler_run(rec.sampler, record_on_sample, &rec, &stop_flag, slice);
 		if (r < 0) {
 			log_errno(r, "sampling stopped early");
 			break;
 		}
 		if (tty && !o.quiet)
-			progress(&rec, (double) (now_ns() - start) / 1e9, o.duration, false);
+			progress(&rec, (double) (record_now_ns() - start) / 1e9, o.duration, false);
 	}
 	if (tty && !o.quiet)
 		progress(&rec, 0, 0, true);
@@ -850,10 +559,10 @@ int cmd_record(int argc, char **argv)
 	sampler_stop(rec.sampler);
 	{
 		const struct sampler_stats *st = sampler_stats(rec.sampler);
-		double elapsed = (double) (now_ns() - start) / 1e9;
+		double elapsed = (double) (record_now_ns() - start) / 1e9;
 		struct profile_meta *meta = profile_meta(rec.prof);
 
-		meta->duration_ns = now_ns() - start;
+		meta->duration_ns = record_now_ns() - start;
 		meta->lost = st->lost;
 		meta->dropped = rec.dropped_torn + rec.dropped_unreadable;
 		meta->threads = st->threads_seen;

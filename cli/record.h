@@ -1,0 +1,86 @@
+/*
+ * record: what `hwspy record` shares between its command line (cmd_record.c) and the turning
+ * of samples into profile stacks (record_sample.c). Internal to cli/.
+ *
+ * struct recorder is owned by cmd_record(); record_on_sample() is the sampler callback: it
+ * reads the Python stack of the sampled thread (while it is stopped, in exact mode), adds the
+ * native and kernel frames asked for, merges them and adds the stack to the profile. Soft
+ * failures are counted in the recorder for the summary; nothing is printed.
+ */
+#ifndef HWSPY_CLI_RECORD_H
+#define HWSPY_CLI_RECORD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cli/merge.h"
+#include "output/profile.h"
+#include "pyframes/pyframes.h"
+#include "sampler/sampler.h"
+#include "symbolizer/symbolizer.h"
+
+#define MAX_PY_FRAMES 512
+#define MAX_NATIVE 256
+#define MAX_KERNEL 128
+#define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
+#define DEFAULT_STACK_SIZE 32768
+#define DETECT_INTERVAL_NS 20000000ULL
+#define LATE_MAX 1000000
+
+struct record_opts {
+	pid_t pid;
+	char **argv;
+	struct event_spec events[SAMPLER_MAX_EVENTS];
+	size_t n_events;
+	uint64_t freq, period;
+	double duration;
+	const char *output;
+	bool function, threads, nonblocking, quiet, native, kernel;
+	uint32_t stack_size;
+};
+
+struct thread_name {
+	pid_t tid;
+	uint32_t frame;
+};
+
+struct recorder {
+	const struct record_opts *opts;
+	struct profile *prof;
+	struct remote_mem mem;
+	bool mem_open;
+	struct pyframes *pf;
+	struct pyframes_info info;
+	int detect_error;               /* last pyframes_open result */
+	uint64_t last_detect_ns;
+	uint64_t execs_seen;
+	struct sampler *sampler;
+	struct py_frame pyf[MAX_PY_FRAMES];
+	struct symbolizer *sym;
+	const char *interp_module;      /* basename of the file holding the interpreter */
+	struct native_frame nat[MAX_NATIVE];
+	uint64_t ips[MAX_NATIVE];
+	struct profile_frame merged[MAX_FRAMES];
+	char *scratch;                  /* MAX_NATIVE * MERGE_SCRATCH_PER_FRAME */
+	uint32_t ids[MAX_FRAMES + 1];
+	uint32_t native_frame, unknown_frame;
+	struct thread_name *names;
+	size_t n_names, cap_names;
+	uint32_t *late_us;              /* nonblocking: how late each read was */
+	size_t n_late;
+	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
+	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
+	int fatal;                      /* set by the callback to stop: an unsupported Python */
+	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */
+};
+
+uint64_t record_now_ns(void);
+int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
+/* The interpreter was found (rec->pf, rec->info set): note it in the profile. */
+void record_python_found(struct recorder *rec);
+/* The sampler callback; ctx is the struct recorder. */
+void record_on_sample(void *ctx, const struct sample *s);
+
+#endif
