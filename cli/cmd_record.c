@@ -485,7 +485,7 @@ int cmd_record(int argc, char **argv)
 	if (rec.pf)
 		record_python_found(&rec);
 	rec.scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
-	if (!rec.scratch) {
+	if (!rec.scratch || record_pending_init(&rec, o.native ? o.stack_size : 0) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -528,6 +528,7 @@ int cmd_record(int argc, char **argv)
 			log_errno(r, "cannot start sampling %s", target);
 		goto out;
 	}
+	sampler_set_resumed_fn(rec.sampler, record_flush);
 	if (o.argv)
 		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], sampler_pid(rec.sampler));
 	(void) profile_set_target(rec.prof, target);
@@ -557,6 +558,7 @@ int cmd_record(int argc, char **argv)
 		progress(&rec, 0, 0, true);
 	/* stopping drains what is left in the rings through the callback */
 	sampler_stop(rec.sampler);
+	record_flush(&rec);
 	{
 		const struct sampler_stats *st = sampler_stats(rec.sampler);
 		double elapsed = (double) (record_now_ns() - start) / 1e9;
@@ -603,6 +605,7 @@ out:
 	if (rec.mem_open)
 		remote_mem_close(&rec.mem);
 	symbolizer_free(rec.sym);
+	record_pending_free(&rec);
 	free(rec.scratch);
 	profile_free(rec.prof);
 	free(rec.names);

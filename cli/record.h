@@ -46,6 +46,21 @@ struct thread_name {
 	uint32_t frame;
 };
 
+/* A sample read while its thread was stopped, to be finished once it runs again: everything
+ * the sample pointed into (ring, stack copy) is copied here. */
+struct pending {
+	struct sample s;
+	int r;                          /* pyframes result */
+	size_t n_py;
+	bool py_truncated;
+	struct py_frame py[MAX_PY_FRAMES];
+	uint64_t regs[32];
+	uint64_t callchain[MAX_KERNEL + 8];
+	unsigned char *stack;           /* opts->stack_size bytes, when --native */
+};
+
+#define MAX_PENDING 4
+
 struct recorder {
 	const struct record_opts *opts;
 	struct profile *prof;
@@ -74,13 +89,22 @@ struct recorder {
 	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
 	int fatal;                      /* set by the callback to stop: an unsupported Python */
 	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */
+	struct pending *pending;        /* MAX_PENDING slots */
+	size_t n_pending;
 };
 
 uint64_t record_now_ns(void);
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
 /* The interpreter was found (rec->pf, rec->info set): note it in the profile. */
 void record_python_found(struct recorder *rec);
-/* The sampler callback; ctx is the struct recorder. */
+/* The sampler callback; ctx is the struct recorder. A stopped thread's sample keeps only its
+ * Python walk inside the stop; the rest waits for record_flush(). */
 void record_on_sample(void *ctx, const struct sample *s);
+/* Finishes the samples waiting since their thread's stop (the sampler's resumed hook; call it
+ * once more after sampler_stop()). */
+void record_flush(void *ctx);
+/* Allocates the pending slots (stack copies of stack_size bytes). 0 or -ENOMEM. */
+int record_pending_init(struct recorder *rec, size_t stack_size);
+void record_pending_free(struct recorder *rec);
 
 #endif

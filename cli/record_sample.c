@@ -171,47 +171,24 @@ static void detect(struct recorder *rec, pid_t pid)
 		record_python_found(rec);
 }
 
-void record_on_sample(void *ctx, const struct sample *s)
+/* Everything after the Python walk: native and kernel frames, merge, the profile. */
+static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
+		   size_t n, bool py_truncated)
 {
-	struct recorder *rec = ctx;
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
-	size_t depth = 0, n = 0;
-	uint64_t truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
-	int r = -ENOENT;
+	size_t depth = 0;
 
-	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
-		rec->execs_seen = sampler_stats(rec->sampler)->execs;
-		pyframes_free(rec->pf);
-		rec->pf = NULL;
-		symbolizer_free(rec->sym);
-		rec->sym = NULL;
-		rec->interp_module = NULL;
-		rec->last_detect_ns = 0;
-	}
-	if (!rec->pf)
-		detect(rec, sampler_pid(rec->sampler));
-	truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
-	if (rec->pf) {
-		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
-		/* a running thread moved under the read: another try gives a whole stack */
-		for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
-			r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
-	}
-	if (!s->stopped && rec->late_us && rec->n_late < LATE_MAX) {
-		uint64_t t = record_now_ns();
-		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
-	}
 	if (o->threads)
 		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
 	if (r == 0 || r == -ENOENT) {
 		struct merge_in mi = {
 			.native = rec->nat, .n_native = native_frames(rec, s),
-			.py = rec->pyf, .n_py = r == 0 ? n : 0,
+			.py = py, .n_py = r == 0 ? n : 0,
 			.interp_module = rec->interp_module,
 			.py_major = rec->info.major, .py_minor = rec->info.minor,
 			.function_lines = o->function,
-			.py_truncated = r == 0 && pyframes_stats(rec->pf)->truncated != truncated_before,
+			.py_truncated = py_truncated,
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
 		};
 		size_t nm = 0, nk;
@@ -244,6 +221,104 @@ void record_on_sample(void *ctx, const struct sample *s)
 		values[i + 1] = s->values[i];
 	if (profile_add(rec->prof, (uint32_t) s->tid, rec->ids, depth, values) < 0)
 		rec->add_failed++;
+}
+
+void record_flush(void *ctx)
+{
+	struct recorder *rec = ctx;
+
+	for (size_t i = 0; i < rec->n_pending; i++) {
+		struct pending *p = &rec->pending[i];
+		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated);
+	}
+	rec->n_pending = 0;
+}
+
+/* Copies what finish() needs from s, whose pointers go into the ring: false if no slot. */
+static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n, bool truncated)
+{
+	struct pending *p;
+
+	if (!rec->pending || rec->n_pending == MAX_PENDING)
+		return false;
+	p = &rec->pending[rec->n_pending];
+	p->s = *s;
+	p->r = r;
+	p->n_py = r == 0 ? n : 0;
+	p->py_truncated = truncated;
+	memcpy(p->py, rec->pyf, p->n_py * sizeof(*p->py));
+	p->s.n_regs = s->n_regs < 32 ? s->n_regs : 32;
+	p->s.regs = s->regs ? memcpy(p->regs, s->regs, p->s.n_regs * sizeof(*s->regs)) : NULL;
+	p->s.n_callchain = s->n_callchain < MAX_KERNEL + 8 ? s->n_callchain : MAX_KERNEL + 8;
+	p->s.callchain = s->callchain ?
+		memcpy(p->callchain, s->callchain, p->s.n_callchain * sizeof(*s->callchain)) : NULL;
+	if (s->stack && p->stack && s->stack_size <= rec->opts->stack_size) {
+		p->s.stack = memcpy(p->stack, s->stack, s->stack_size);
+	} else {
+		p->s.stack = NULL;
+		p->s.stack_size = 0;
+	}
+	rec->n_pending++;
+	return true;
+}
+
+int record_pending_init(struct recorder *rec, size_t stack_size)
+{
+	rec->pending = calloc(MAX_PENDING, sizeof(*rec->pending));
+	if (!rec->pending)
+		return -ENOMEM;
+	for (size_t i = 0; i < MAX_PENDING && stack_size; i++) {
+		rec->pending[i].stack = malloc(stack_size);
+		if (!rec->pending[i].stack)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void record_pending_free(struct recorder *rec)
+{
+	for (size_t i = 0; rec->pending && i < MAX_PENDING; i++)
+		free(rec->pending[i].stack);
+	free(rec->pending);
+	rec->pending = NULL;
+}
+
+void record_on_sample(void *ctx, const struct sample *s)
+{
+	struct recorder *rec = ctx;
+	size_t n = 0;
+	uint64_t truncated_before;
+	bool truncated;
+	int r = -ENOENT;
+
+	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
+		/* the names of waiting samples belong to the old image's interpreter */
+		record_flush(rec);
+		rec->execs_seen = sampler_stats(rec->sampler)->execs;
+		pyframes_free(rec->pf);
+		rec->pf = NULL;
+		symbolizer_free(rec->sym);
+		rec->sym = NULL;
+		rec->interp_module = NULL;
+		rec->last_detect_ns = 0;
+	}
+	if (!rec->pf)
+		detect(rec, sampler_pid(rec->sampler));
+	truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
+	if (rec->pf) {
+		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
+		/* a running thread moved under the read: another try gives a whole stack */
+		for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
+			r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
+	}
+	truncated = r == 0 && rec->pf && pyframes_stats(rec->pf)->truncated != truncated_before;
+	if (!s->stopped && rec->late_us && rec->n_late < LATE_MAX) {
+		uint64_t t = record_now_ns();
+		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
+	}
+	/* the thread waits only for its Python stack; the rest is done once it runs again */
+	if (!s->stopped || !defer(rec, s, r, n, truncated))
+		finish(rec, s, r, rec->pyf, n, truncated);
 	if (rec->fatal)
 		*rec->stop = 1;
 }

@@ -38,6 +38,7 @@ struct sampler {
 	struct sampler_stats stats;
 	sampler_sample_fn fn;
 	void *ctx;
+	void (*resumed)(void *ctx);
 	uint64_t last_scan_ns;
 	bool stopped;                   /* sampler_stop() ran */
 };

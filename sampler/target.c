@@ -344,6 +344,11 @@ fail:
 	return r;
 }
 
+void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx))
+{
+	s->resumed = fn;
+}
+
 pid_t sampler_pid(const struct sampler *s)
 {
 	return s->pid;
@@ -432,6 +437,8 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 		if (s->stats.samples == before)
 			s->stats.stops_without_sample++;
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		if (s->resumed)
+			s->resumed(s->ctx);
 		return;
 	}
 	s->stats.signals_forwarded++;
