@@ -45,16 +45,9 @@ static int parse_hex(const char **p, uint64_t *ret)
 	int n = 0;
 
 	while (n < 17) {
-		char c = *s;
-		int d;
+		int d = sym_hex_digit(*s);
 
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		if (d < 0)
 			break;
 		if (n == 16)
 			return -EINVAL;

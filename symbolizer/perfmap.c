@@ -37,16 +37,9 @@ static bool hex_field(const char **p, const char *end, uint64_t *ret)
 	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
 	while (s < end) {
-		char c = *s;
-		int d;
+		int d = sym_hex_digit(*s);
 
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		if (d < 0)
 			break;
 		if (++n > 16)
 			return false;

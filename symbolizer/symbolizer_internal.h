@@ -273,6 +273,18 @@ struct symbolizer {
 };
 
 uint64_t sym_now_ns(void);
+
+/* Value of one hex digit, or -1. */
+static inline int sym_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
 void cache_flush(struct symbolizer *sym);
 /* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
  * (checked at most every SYM_REFRESH_NS). */
