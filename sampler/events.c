@@ -2,7 +2,7 @@
  * events: event names -> struct perf_event_attr, encoded exactly as perf (6.1) encodes them.
  *
  * Forms: a named event from the table below (hardware, software, hardware-cache), any other
- * hardware-cache spelling perf accepts (TYPE[-OP][-RESULT] with perf's aliases), rXXXX (raw),
+ * hardware-cache spelling perf accepts (TYPE[-OP][-RESULT] with perf's aliases), r<hex> (raw),
  * pmu/term=val,.../ (sysfs formats and named events), subsys:name (tracefs). Modifiers follow a
  * ':' (or directly the closing '/' of a pmu form) and are applied the way perf's
  * get_event_modifier() applies them: see events_apply_modifiers(). The sysfs and tracefs

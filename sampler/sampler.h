@@ -36,7 +36,7 @@ enum event_kind {
 	EVENT_HARDWARE,        /* PERF_TYPE_HARDWARE */
 	EVENT_HW_CACHE,        /* PERF_TYPE_HW_CACHE */
 	EVENT_SOFTWARE,        /* PERF_TYPE_SOFTWARE */
-	EVENT_RAW,             /* rXXXX */
+	EVENT_RAW,             /* r<hex>, e.g. r01c2 */
 	EVENT_PMU,             /* pmu/event=..,umask=../ from sysfs */
 	EVENT_TRACEPOINT,      /* subsys:name (reserved) */
 };

@@ -135,6 +135,12 @@ int maps_parse_line(char *line, struct maps_line *ret);
 const struct sym_region *maps_find(const struct symbolizer *sym, uint64_t addr);
 /* Module containing the runtime address addr (any of its PT_LOAD ranges), or NULL. */
 struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr);
+/* module.c: opens the file of a mapping as a module (l: its first mapping line), or the vdso
+ * from the target's memory. 0, or -errno (-ENOMEM stops a refresh; others skip the module). */
+int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
+int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
+/* The part of path after its last '/'. */
+const char *sym_basename(const char *path);
 /* Reads len bytes at runtime address addr from a module's file image. true if all read. */
 bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
 void module_free(struct sym_module *m);

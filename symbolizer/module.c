@@ -1,0 +1,379 @@
+/*
+ * module.c: one mapped ELF file of the target (a struct sym_module): opened through
+ * /proc/PID/root/PATH when that is the same inode (debuglink search then sees the real
+ * directory), else /proc/PID/map_files/START-END (deleted files, other namespaces), or the vdso
+ * copied from /proc/PID/mem; mmapped read-only once, and its headers (program headers,
+ * build-id, .eh_frame_hdr) parsed by hand with every offset checked against the file size. The
+ * unwinders read .eh_frame_hdr, .eh_frame and code through module_read(). maps.c decides which
+ * mappings make modules.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "symbolizer/symbolizer_internal.h"
+
+#define MODULE_MAX_BYTES (4ull << 30)
+#define PAGE_MASK_4K (~(uint64_t)0xfff)
+
+const char *sym_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* ---- ELF headers, by hand, bounded --------------------------------------------------------- */
+
+static bool range_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+static void parse_build_id(struct sym_module *m, uint64_t off, uint64_t len)
+{
+	uint64_t end;
+
+	if (!range_ok(off, len, m->image_size))
+		return;
+	end = off + len;
+	for (int i = 0; i < 64 && off + sizeof(Elf64_Nhdr) <= end; i++) {
+		Elf64_Nhdr nh;
+		uint64_t name_sz, desc_sz;
+
+		memcpy(&nh, m->image + off, sizeof(nh));
+		off += sizeof(nh);
+		name_sz = ((uint64_t)nh.n_namesz + 3) & ~3ull;
+		desc_sz = ((uint64_t)nh.n_descsz + 3) & ~3ull;
+		if (name_sz > end - off || desc_sz > end - off - name_sz)
+			return;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(m->image + off, "GNU", 4) == 0 && nh.n_descsz > 0 &&
+		    nh.n_descsz <= sizeof(m->build_id)) {
+			memcpy(m->build_id, m->image + off + name_sz, nh.n_descsz);
+			m->build_id_len = nh.n_descsz;
+			return;
+		}
+		off += name_sz + desc_sz;
+	}
+}
+
+static uint64_t read_u(const unsigned char *p, size_t n)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, p, n);
+	return v;
+}
+
+/* .eh_frame_hdr: version 1, eh_frame_ptr, fde_count, then a table libunwind can search when it
+ * is datarel|sdata4 (0x3b). */
+static void parse_eh_frame_hdr(struct sym_module *m, uint64_t off, uint64_t len, uint64_t vaddr)
+{
+	const unsigned char *h;
+	size_t pos = 4, sz;
+	unsigned char ptr_enc, cnt_enc, tab_enc;
+	uint64_t count;
+
+	if (!range_ok(off, len, m->image_size) || len < 12)
+		return;
+	h = m->image + off;
+	ptr_enc = h[1];
+	cnt_enc = h[2];
+	tab_enc = h[3];
+	if (h[0] != 1 || tab_enc != 0x3b)
+		return;
+	switch (ptr_enc & 0x0f) {
+	case 0x03: case 0x0b: sz = 4; break;   /* udata4, sdata4 */
+	case 0x04: case 0x0c: sz = 8; break;   /* udata8, sdata8 */
+	default: return;
+	}
+	pos += sz;
+	switch (cnt_enc & 0x0f) {
+	case 0x03: case 0x0b: sz = 4; break;
+	case 0x04: case 0x0c: sz = 8; break;
+	default: return;
+	}
+	if (pos + sz > len)
+		return;
+	count = read_u(h + pos, sz);
+	pos += sz;
+	if (count == 0 || count > (len - pos) / 8)
+		return;
+	m->eh_hdr_vaddr = vaddr;
+	m->eh_table_vaddr = vaddr + pos;
+	m->eh_fde_count = count;
+}
+
+static int module_parse(struct sym_module *m)
+{
+	Elf64_Ehdr eh;
+	uint64_t phoff;
+	bool have_load = false;
+
+	if (m->image_size < sizeof(eh))
+		return -ENOEXEC;
+	memcpy(&eh, m->image, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN))
+		return -ENOEXEC;
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 512)
+		return -ENOEXEC;
+	phoff = eh.e_phoff;
+	if (!range_ok(phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), m->image_size))
+		return -ENOEXEC;
+	for (unsigned int i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, m->image + phoff + (uint64_t)i * sizeof(ph), sizeof(ph));
+		switch (ph.p_type) {
+		case PT_LOAD:
+			if (m->n_loads < SYM_MAX_LOADS && ph.p_filesz <= ph.p_memsz &&
+			    ph.p_vaddr + ph.p_memsz >= ph.p_vaddr) {
+				struct sym_load *l = &m->loads[m->n_loads++];
+
+				l->vaddr = ph.p_vaddr;
+				l->offset = ph.p_offset;
+				l->filesz = ph.p_filesz;
+				l->memsz = ph.p_memsz;
+				have_load = true;
+			}
+			break;
+		case PT_GNU_EH_FRAME:
+			parse_eh_frame_hdr(m, ph.p_offset, ph.p_filesz, ph.p_vaddr);
+			break;
+		case PT_NOTE:
+			if (m->build_id_len == 0)
+				parse_build_id(m, ph.p_offset, ph.p_filesz);
+			break;
+		default:
+			break;
+		}
+	}
+	return have_load ? 0 : -ENOEXEC;
+}
+
+/* Bias from one mapping of the file: the PT_LOAD whose page offset is the mapping's. */
+static int module_set_range(struct sym_module *m, uint64_t map_start, uint64_t pgoff)
+{
+	uint64_t lo_align, end = 0;
+	const struct sym_load *first = &m->loads[0];
+	bool found = false;
+
+	for (size_t i = 0; i < m->n_loads; i++) {
+		if ((m->loads[i].offset & PAGE_MASK_4K) == pgoff) {
+			m->bias = map_start - (m->loads[i].vaddr & PAGE_MASK_4K);
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+		return -ENOEXEC;
+	for (size_t i = 0; i < m->n_loads; i++) {
+		if (m->loads[i].vaddr < first->vaddr)
+			first = &m->loads[i];
+		if (m->loads[i].vaddr + m->loads[i].memsz > end)
+			end = m->loads[i].vaddr + m->loads[i].memsz;
+	}
+	/* libdwfl's rule (dwfl_module_getdwarf.c): bias = low_addr - (first p_vaddr & page) */
+	lo_align = first->vaddr & PAGE_MASK_4K;
+	m->start = m->bias + lo_align;
+	m->end = m->bias + end;
+	if (m->end <= m->start)
+		return -ENOEXEC;
+	return 0;
+}
+
+bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len)
+{
+	uint64_t v = addr - m->bias;
+
+	for (size_t i = 0; i < m->n_loads; i++) {
+		const struct sym_load *l = &m->loads[i];
+		uint64_t off;
+
+		if (v < l->vaddr || v - l->vaddr >= l->filesz || len > l->filesz - (v - l->vaddr))
+			continue;
+		off = l->offset + (v - l->vaddr);
+		if (!range_ok(off, len, m->image_size))
+			return false;
+		memcpy(dst, m->image + off, len);
+		return true;
+	}
+	return false;
+}
+
+void module_free(struct sym_module *m)
+{
+	if (!m)
+		return;
+	if (m->image && m->fd >= 0)
+		(void) munmap((void *)m->image, m->image_size);
+	else
+		free((void *)m->image);
+	if (m->fd >= 0)
+		(void) close(m->fd);
+	free(m->path);
+	free(m->open_path);
+	free(m);
+}
+
+static int open_module_file(struct symbolizer *sym, const struct maps_line *l, dev_t dev,
+			    char **ret_path, int *ret_fd)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	int fd;
+
+	if (l->path[0] == '/' && strlen(l->path) < PATH_MAX) {
+		(void) snprintf(path, sizeof(path), "%s%s", sym->root, l->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == l->ino &&
+			    S_ISREG(st.st_mode))
+				goto found;
+			(void) close(fd);
+		}
+	}
+	(void) snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			(int)sym->pid, l->start, l->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		(void) close(fd);
+		return -ENOEXEC;
+	}
+found:
+	*ret_path = strdup(path);
+	if (!*ret_path) {
+		(void) close(fd);
+		return -ENOMEM;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret)
+{
+	struct sym_module *m;
+	struct stat st;
+	int r;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	m->dev = makedev(l->dev_major, l->dev_minor);
+	m->ino = l->ino;
+	m->path = strdup(l->path);
+	if (!m->path) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = open_module_file(sym, l, m->dev, &m->open_path, &m->fd);
+	if (r < 0)
+		goto fail;
+	if (fstat(m->fd, &st) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (st.st_size < (off_t)sizeof(Elf64_Ehdr) || (uint64_t)st.st_size > MODULE_MAX_BYTES) {
+		r = -ENOEXEC;
+		goto fail;
+	}
+	m->image_size = (size_t)st.st_size;
+	m->image = mmap(NULL, m->image_size, PROT_READ, MAP_PRIVATE, m->fd, 0);
+	if (m->image == MAP_FAILED) {
+		m->image = NULL;
+		r = -errno;
+		goto fail;
+	}
+	r = module_parse(m);
+	if (r < 0)
+		goto fail;
+	r = module_set_range(m, l->start, l->pgoff);
+	if (r < 0)
+		goto fail;
+	{
+		const char *base = sym_basename(l->path);
+		size_t n = strlen(base);
+
+		if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
+			n -= 10;
+		m->name = strpool_intern(&sym->pool, base, n);
+		if (!m->name) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
+	*ret = m;
+	return 0;
+fail:
+	module_free(m);
+	return r;
+}
+
+/* [vdso] is an ELF image in the target's memory: copy it from /proc/PID/mem. */
+int module_open_vdso(struct symbolizer *sym, const struct maps_line *l,
+			    struct sym_module **ret)
+{
+	char path[64];
+	struct sym_module *m;
+	unsigned char *img;
+	size_t size = (size_t)(l->end - l->start);
+	ssize_t n;
+	int fd, r;
+
+	if (size > (1u << 20))
+		return -ENOEXEC;
+	(void) snprintf(path, sizeof(path), "/proc/%d/mem", (int)sym->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	img = malloc(size);
+	if (!img) {
+		(void) close(fd);
+		return -ENOMEM;
+	}
+	n = pread(fd, img, size, (off_t)l->start);
+	r = n < 0 ? -errno : 0;
+	(void) close(fd);
+	if (r < 0 || (size_t)n != size) {
+		free(img);
+		return r < 0 ? r : -EIO;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		free(img);
+		return -ENOMEM;
+	}
+	m->fd = -1;
+	m->image = img;
+	m->image_size = size;
+	m->path = strdup("[vdso]");
+	m->name = strpool_intern(&sym->pool, "[vdso]", 6);
+	if (!m->path || !m->name) {
+		module_free(m);
+		return -ENOMEM;
+	}
+	r = module_parse(m);
+	if (r == 0)
+		r = module_set_range(m, l->start, 0);
+	if (r < 0) {
+		module_free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
