@@ -350,6 +350,24 @@ def record(opts, args, name='out', timeout=120, prefix=(), hwspy=None):
 
 # ---------------------------------------------------------------------------- shares
 
+def as_nobody(opts):
+    """(prefix, exe): a command prefix that runs as nobody, and a copy of hwspy nobody may run;
+    opts.tmp/nobody is created world-writable for the outputs (record name='nobody/...')."""
+    if shutil.which('setpriv'):
+        prefix = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
+    elif shutil.which('runuser'):
+        prefix = ['runuser', '-u', 'nobody', '--']
+    else:
+        raise Skip('neither setpriv nor runuser is installed')
+    exe = os.path.join(opts.tmp, 'hwspy')
+    shutil.copy(opts.hwspy, exe)
+    os.chmod(exe, 0o755)
+    outdir = os.path.join(opts.tmp, 'nobody')
+    os.mkdir(outdir)
+    os.chmod(outdir, 0o777)
+    return prefix, exe
+
+
 def compare_shares(expected, got, tolerance, what, enforce=True):
     """expected/got: {task: weight}; each normalised to its sum; Fail if any differs by more
     than `tolerance` percentage points (enforce=False: only print the comparison)."""

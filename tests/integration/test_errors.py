@@ -128,19 +128,7 @@ def hardware_event(opts):
 def no_permission(opts):
     if os.geteuid() != 0:
         raise Skip('needs root, to run hwspy as nobody against a root-owned python')
-    if shutil.which('setpriv'):
-        prefix = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
-    elif shutil.which('runuser'):
-        prefix = ['runuser', '-u', 'nobody', '--']
-    else:
-        raise Skip('neither setpriv nor runuser is installed')
-    # nobody must be able to run hwspy and write the output: copy both to a world-open place
-    exe = os.path.join(opts.tmp, 'hwspy')
-    shutil.copy(opts.hwspy, exe)
-    os.chmod(exe, 0o755)
-    outdir = os.path.join(opts.tmp, 'nobody')
-    os.mkdir(outdir)
-    os.chmod(outdir, 0o777)
+    prefix, exe = harness.as_nobody(opts)
     py = any_python(opts)
     w = spinner(opts, py)
     check(os.stat('/proc/%d' % w.pid).st_uid == 0, 'the target is not owned by root')

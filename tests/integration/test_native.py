@@ -610,18 +610,7 @@ def kernel_nobody(opts):
     if paranoid < 2:
         raise Skip('perf_event_paranoid is %d: unprivileged users may sample the kernel here'
                    % paranoid)
-    if shutil.which('setpriv'):
-        prefix = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
-    elif shutil.which('runuser'):
-        prefix = ['runuser', '-u', 'nobody', '--']
-    else:
-        raise Skip('neither setpriv nor runuser is installed')
-    exe = os.path.join(opts.tmp, 'hwspy')
-    shutil.copy(opts.hwspy, exe)
-    os.chmod(exe, 0o755)
-    outdir = os.path.join(opts.tmp, 'nobody')
-    os.mkdir(outdir)
-    os.chmod(outdir, 0o777)
+    prefix, exe = harness.as_nobody(opts)
     script = os.path.join(opts.tmp, 'native_work.py')
     shutil.copy(workload(opts), script)
     os.chmod(script, 0o644)
