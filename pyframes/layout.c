@@ -139,6 +139,7 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	l.fr_instr = dbg_field(&d, map->frame, 3, 8);
 	l.fr_owner = dbg_field(&d, map->frame, 5, 1);
 	l.fr_is_entry = PF_NONE;
+	l.fr_gen = PF_NONE;
 	/* 3.14 f_executable is a _PyStackRef whose low bits are tags */
 	l.fr_code_mask = minor >= 14 ? ~(uint64_t) 7 : ~(uint64_t) 0;
 	/* 3.13 FRAME_OWNED_BY_CSTACK = 3; 3.14 FRAME_OWNED_BY_INTERPRETER = 3, CSTACK = 4 */

@@ -58,6 +58,7 @@ struct py_layout {
 	uint64_t fr_code_mask;       /* ~7 for 3.14's tagged _PyStackRef, else ~0 */
 	uint32_t owner_cstack_min;   /* owner >= this is a shim / C-stack frame (3.12+), else PF_NONE */
 	uint32_t owner_generator;    /* FRAME_OWNED_BY_GENERATOR (3.11+) */
+	uint32_t fr_gen;             /* PyFrameObject.f_gen (<=3.10): set in a generator's frame */
 	/* PyCodeObject */
 	uint32_t co_size, co_name, co_qualname, co_filename, co_firstlineno, co_linetable;
 	uint32_t co_code_adaptive;   /* 3.11+ */

@@ -363,7 +363,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 	int r;
 
 	for (depth = 0; frame; depth++) {
-		uint64_t code;
+		uint64_t code, prev;
 		int32_t lasti;
 
 		if (depth >= PF_MAX_DEPTH || !pf_ptr_ok(frame))
@@ -379,7 +379,11 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		r = walk_emit(w, code, lasti, true);
 		if (r < 0)
 			return r;
-		frame = pf_u64(buf, l->fr_previous);
+		prev = pf_u64(buf, l->fr_previous);
+		/* as in walk_interp_frames(): a generator's frame read after it yielded */
+		if (!prev && w->pf->verify && l->fr_gen != PF_NONE && pf_u64(buf, l->fr_gen))
+			return -EAGAIN;
+		frame = prev;
 	}
 	return 0;
 }
@@ -482,32 +486,30 @@ void pyframes_set_verify(struct pyframes *pf, bool on)
 	pf->verify = on;
 }
 
-/* The thread ran on while we walked: if its current frame, or that frame's code object or
- * caller, is no longer what the walk read, the frames read form no stack it ever had (e.g. a
- * generator frame read just after it yielded, with its caller link cleared). */
-static int verify_leaf(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, uint64_t frame)
+/* The thread ran on while we walked: if the leaf frame's code object or caller link is no
+ * longer what the walk read, that slot was popped and reused mid-walk and the frames read form
+ * no stack the thread ever had. The thread having moved on (its current frame now another) is
+ * no reason to drop the stack: a thread that calls and returns often (a generator feeding
+ * sum()) moves on during almost every walk, and dropping those would bias against it. */
+static int verify_leaf(struct pyframes *pf, uint64_t frame)
 {
 	const struct py_layout *l = &pf->layout;
-	uint64_t again = 0, seen[2], now[2];
-	int r;
+	uint32_t lo = l->fr_code < l->fr_previous ? l->fr_code : l->fr_previous;
+	uint32_t hi = l->fr_code < l->fr_previous ? l->fr_previous : l->fr_code;
+	unsigned char now[64];
+	uint64_t seen[2];
 
-	if (l->ts_cframe != PF_NONE)
-		r = pf_read_raw(&pf->mem, pf_u64(ts, l->ts_cframe) + l->cf_current_frame, &again,
-				sizeof(again));
-	else
-		r = pf_read_raw(&pf->mem, tstate + l->ts_frame, &again, sizeof(again));
-	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
-	if (again != frame)
-		return -EAGAIN;
 	if (!frame)
 		return 0;
+	if (hi + 8 - lo > sizeof(now))
+		return -EINVAL;
+	/* the walk's copy (cached), then one fresh read spanning both fields */
 	if (pf_read_u64(&pf->mem, frame + l->fr_code, &seen[0]) < 0 ||
 	    pf_read_u64(&pf->mem, frame + l->fr_previous, &seen[1]) < 0 ||
-	    pf_read_raw(&pf->mem, frame + l->fr_code, &now[0], sizeof(now[0])) < 0 ||
-	    pf_read_raw(&pf->mem, frame + l->fr_previous, &now[1], sizeof(now[1])) < 0)
+	    pf_read_raw(&pf->mem, frame + lo, now, hi + 8 - lo) < 0)
 		return -EAGAIN;
-	return seen[0] == now[0] && seen[1] == now[1] ? 0 : -EAGAIN;
+	return seen[0] == pf_u64(now, l->fr_code - lo) && seen[1] == pf_u64(now, l->fr_previous - lo) ?
+		0 : -EAGAIN;
 }
 
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
@@ -554,7 +556,7 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	if (r == -EFAULT || r == -EINVAL)
 		r = -EAGAIN;
 	if (r >= 0 && pf->verify)
-		r = verify_leaf(pf, tstate, ts, frame);
+		r = verify_leaf(pf, frame);
 out:
 	if (r < 0) {
 		if (r == -EAGAIN)

@@ -13,7 +13,7 @@ static const struct py_layout py310_layout = {
 	.ts_next = 8, .ts_interp = 16, .ts_frame = 24, .ts_thread_id = 176,
 	.ts_native_thread_id = PF_NONE, .ts_cframe = PF_NONE, .cf_current_frame = PF_NONE,
 	.fr_previous = 24, .fr_code = 32,
-	.fr_owner = PF_NONE, .fr_is_entry = PF_NONE, .fr_code_mask = ~0ull,
+	.fr_gen = 88, .fr_owner = PF_NONE, .fr_is_entry = PF_NONE, .fr_code_mask = ~0ull,
 	.owner_cstack_min = PF_NONE, .owner_generator = PF_NONE,
 	.co_size = 176, .co_firstlineno = 40, .co_filename = 104, .co_name = 112,
 	.co_qualname = PF_NONE, .co_linetable = 120,

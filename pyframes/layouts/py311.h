@@ -13,6 +13,7 @@ static const struct py_layout py311_layout = {
 	.ts_frame = PF_NONE, .ts_cframe = 56, .cf_current_frame = 8,
 	/* _PyInterpreterFrame: f_code, previous, prev_instr, is_entry, owner */
 	.fr_size = 80, .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_is_entry = 68, .fr_owner = 69,
+	.fr_gen = PF_NONE,
 	.fr_code_mask = ~0ull, .owner_cstack_min = PF_NONE, .owner_generator = 1,
 	.co_size = 192, .co_firstlineno = 72, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 	.co_linetable = 136, .co_firsttraceable = 168, .co_code_adaptive = 184,

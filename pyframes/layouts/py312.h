@@ -13,6 +13,7 @@ static const struct py_layout py312_layout = {
 	.ts_frame = PF_NONE, .ts_cframe = 56, .cf_current_frame = 0,
 	/* _PyInterpreterFrame: f_code, previous, prev_instr, owner (FRAME_OWNED_BY_CSTACK = 3) */
 	.fr_size = 80, .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_is_entry = PF_NONE, .fr_owner = 70,
+	.fr_gen = PF_NONE,
 	.fr_code_mask = ~0ull, .owner_cstack_min = 3, .owner_generator = 1,
 	.co_size = 200, .co_firstlineno = 68, .co_filename = 112, .co_name = 120, .co_qualname = 128,
 	.co_linetable = 136, .co_firsttraceable = 176, .co_code_adaptive = 192,

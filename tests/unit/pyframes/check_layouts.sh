@@ -20,7 +20,7 @@ for v in 3.8.18:3.8 3.9.18:3.9 3.10.13:3.10; do
 		'sizeof(PyThreadState)' '&((PyThreadState*)0)->next' '&((PyThreadState*)0)->interp' \
 		'&((PyThreadState*)0)->frame' '&((PyThreadState*)0)->thread_id' \
 		'sizeof(PyFrameObject)' '&((PyFrameObject*)0)->f_back' '&((PyFrameObject*)0)->f_code' \
-		'&((PyFrameObject*)0)->f_lasti' \
+		'&((PyFrameObject*)0)->f_lasti' '&((PyFrameObject*)0)->f_gen' \
 		'sizeof(PyCodeObject)' '&((PyCodeObject*)0)->co_firstlineno' \
 		'&((PyCodeObject*)0)->co_filename' '&((PyCodeObject*)0)->co_name' \
 		'sizeof(PyASCIIObject)' 'sizeof(PyCompactUnicodeObject)' \

@@ -2,8 +2,9 @@
  * walk.c: thread state lookup and frame walks over synthetic CPython memory laid out with the
  * real 3.8 / 3.11 / 3.12 tables: names, lines, entry flags (3.11 is_entry, 3.12 shim frames,
  * <=3.10 every frame), truncation, loops, bad pointers mid-walk, non-code objects, too-deep
- * chains, and code-cache reuse of an address (noticed on the very next walk, with and without a
- * readv in the reader; one readv per walk, neighbouring headers read through one range).
+ * chains, the checks of a walk over a running thread (--nonblocking), and code-cache reuse of
+ * an address (noticed on the very next walk, with and without a readv in the reader; one readv
+ * per walk, neighbouring headers read through one range).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,12 +27,17 @@ struct fake {
 	unsigned char *mem;
 	uint64_t next;              /* bump allocator */
 	unsigned readv_calls, readv_ranges;
+	/* the thread running on: at read number poke_at, before it copies, *poke_addr = poke_val */
+	unsigned reads, poke_at;
+	uint64_t poke_addr, poke_val;
 };
 
 static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct fake *f = ctx;
 
+	if (++f->reads == f->poke_at)
+		memcpy(f->mem + (f->poke_addr - BASE), &f->poke_val, 8);
 	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
 		return -EFAULT;
 	memcpy(buf, f->mem + (addr - BASE), len);
@@ -389,6 +395,71 @@ static void test_walk_38(void **state)
 	world_free(&w);
 }
 
+/* Makes the last read of the next walk (the re-read of the leaf that a verified walk ends
+ * with) see *addr = val: the thread changed it mid-walk. Learns the walk's reads first. */
+static void poke_last_read(struct world *w, uint64_t addr, uint64_t val)
+{
+	struct py_frame out[8];
+	unsigned before = w->f.reads;
+	size_t n;
+
+	assert_int_equal(pyframes_thread_stack(w->pf, TID, out, 8, &n), 0);
+	w->f.poke_at = w->f.reads + (w->f.reads - before);
+	w->f.poke_addr = addr;
+	w->f.poke_val = val;
+}
+
+/* --nonblocking walks (verify on) a running thread: a leaf slot popped and reused mid-walk is
+ * torn; the thread merely moving on to another frame is not; a generator's frame as the
+ * outermost one (read after it yielded and lost its caller link) is torn. */
+static void verify_cases(int minor)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3], moved;
+	size_t n;
+
+	world_init(&w, minor);
+	chain3(&w, fr, co);
+	pyframes_set_verify(w.pf, true);
+	/* the leaf's caller link changed: its slot now holds another call */
+	poke_last_read(&w, fr[0] + w.l->fr_previous, fr[2]);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 1);
+	link_frames(&w, fr[0], fr[1]);
+	/* the thread called on into a new frame: the stack read is still one it had */
+	moved = mk_frame(&w, co[2], 0, 0, false);
+	link_frames(&w, moved, fr[0]);
+	if (w.l->ts_cframe != PF_NONE)
+		poke_last_read(&w, pf_u64(w.f.mem, (uint32_t) (w.tstate + w.l->ts_cframe - BASE)) +
+				   w.l->cf_current_frame, moved);
+	else
+		poke_last_read(&w, w.tstate + w.l->ts_frame, moved);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	set_top(&w, fr[0]);
+	/* a generator's frame outermost: torn when verifying, a real stack otherwise */
+	if (w.l->fr_gen != PF_NONE)
+		put64(&w.f, fr[2] + w.l->fr_gen, 0x4242);
+	else
+		put8(&w.f, fr[2] + w.l->fr_owner, (uint8_t) w.l->owner_generator);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	pyframes_set_verify(w.pf, false);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	world_free(&w);
+}
+
+static void test_walk_verify(void **state)
+{
+	(void) state;
+	verify_cases(8);
+	verify_cases(10);
+	verify_cases(11);
+	verify_cases(12);
+}
+
 static uint64_t walk_misses(struct world *w)
 {
 	return pyframes_stats(w->pf)->code_cache_misses;
@@ -606,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_walk_too_deep),
 		cmocka_unit_test(test_walk_312_shim),
 		cmocka_unit_test(test_walk_38),
+		cmocka_unit_test(test_walk_verify),
 		cmocka_unit_test(test_code_reuse),
 		cmocka_unit_test(test_code_validate_recursion),
 		cmocka_unit_test(test_code_validate_ranges),
