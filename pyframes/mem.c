@@ -1,7 +1,8 @@
 /*
  * mem: reading another process's memory (process_vm_readv), counting reads, and a small
  * per-walk cache of whole 4 KiB pages (one read costs the same from 8 bytes to 4 KiB). Many
- * small scattered ranges go in one vectored read (pf_readv).
+ * small scattered ranges go in one vectored read (pf_readv). Under all of them, during a
+ * captured walk, the overlay: the frames a capture copied, read in place of the target's bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -98,8 +99,11 @@ int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads)
 	m->mem = mem;
 	m->reads = reads;
 	m->pc.data = malloc((size_t) PF_PAGE_SLOTS * PF_PAGE);
-	if (!m->pc.data)
+	m->spans = calloc(PYFRAMES_CAPTURE_MAX_NODES, sizeof(*m->spans));
+	if (!m->pc.data || !m->spans) {
+		pf_mem_release(m);
 		return -ENOMEM;
+	}
 	m->cache_on = true;
 	return 0;
 }
@@ -108,6 +112,9 @@ void pf_mem_release(struct pf_mem *m)
 {
 	free(m->pc.data);
 	m->pc.data = NULL;
+	free(m->spans);
+	m->spans = NULL;
+	m->n_spans = 0;
 }
 
 void pf_mem_invalidate(struct pf_mem *m)
@@ -115,13 +122,112 @@ void pf_mem_invalidate(struct pf_mem *m)
 	memset(m->pc.page, 0, sizeof(m->pc.page));
 }
 
+/* ---- the overlay ---- */
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct pf_span *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
+		       size_t frame_bytes)
+{
+	uint64_t end = 0;
+	size_t i, k = 0, kept = 0;
+
+	if (!m->spans || frame_bytes == 0 || frame_bytes > PYFRAMES_CAPTURE_FRAME_MAX ||
+	    n > PYFRAMES_CAPTURE_MAX_NODES)
+		return -EINVAL;
+	/* no nodes: neither where they are nor their size matter */
+	if (n > 0 && (!nodes || stride < 8 + frame_bytes ||
+		      stride > SIZE_MAX / PYFRAMES_CAPTURE_MAX_NODES))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		const unsigned char *node = nodes + i * stride;
+		uint64_t addr;
+
+		memcpy(&addr, node, sizeof(addr));
+		if (addr == 0 || addr > UINT64_MAX - frame_bytes)
+			continue;
+		m->spans[k++] = (struct pf_span) { .addr = addr, .data = node + 8,
+						   .len = (uint32_t) frame_bytes, .node = (uint32_t) i };
+	}
+	qsort(m->spans, k, sizeof(*m->spans), span_cmp);
+	/* disjoint: each span keeps only the bytes past the end of the ones before it */
+	for (i = 0; i < k; i++) {
+		struct pf_span s = m->spans[i];
+
+		if (kept > 0 && s.addr < end) {
+			if (s.addr + s.len <= end)
+				continue;
+			s.data += end - s.addr;
+			s.len -= (uint32_t) (end - s.addr);
+			s.addr = end;
+		}
+		m->spans[kept++] = s;
+		end = s.addr + s.len;
+	}
+	m->n_spans = kept;
+	pf_mem_invalidate(m);
+	return 0;
+}
+
+void pf_mem_overlay_clear(struct pf_mem *m)
+{
+	m->n_spans = 0;
+	pf_mem_invalidate(m);
+}
+
+/* Copies the overlay's bytes of [addr, addr + len) into buf; true if they are all of them. The
+ * caller has checked that addr + len does not wrap. */
+static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size_t len)
+{
+	uint64_t end = addr + len, at = addr;
+	size_t lo = 0, hi = m->n_spans, i;
+	bool whole = true;
+
+	/* the first span that ends after addr (disjoint and sorted: their ends are sorted too) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->spans[mid].addr + m->spans[mid].len > addr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	for (i = lo; i < m->n_spans && m->spans[i].addr < end; i++) {
+		const struct pf_span *s = &m->spans[i];
+		uint64_t from = s->addr > addr ? s->addr : addr;
+		uint64_t to = s->addr + s->len < end ? s->addr + s->len : end;
+
+		if (from > at)
+			whole = false;
+		memcpy((unsigned char *) buf + (from - addr), s->data + (from - s->addr), to - from);
+		at = to;
+	}
+	return whole && at == end;
+}
+
+/* ---- reads ---- */
+
 int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 {
+	int r;
+
 	if (addr + len < addr)
 		return -EFAULT;
+	if (m->n_spans > 0 && overlay_patch(m, addr, buf, len))
+		return 0;
 	if (m->reads)
 		(*m->reads)++;
-	return m->mem->read(m->mem->ctx, addr, buf, len);
+	r = m->mem->read(m->mem->ctx, addr, buf, len);
+	if (r == 0 && m->n_spans > 0)
+		(void) overlay_patch(m, addr, buf, len);
+	return r;
 }
 
 int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret_ok)
@@ -155,6 +261,10 @@ int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret
 		if ((size_t) k < chunk)
 			ret_ok[i++] = false;   /* range k failed; go on after it */
 	}
+	/* the overlay over what was read, and in place of what it holds in full */
+	for (i = 0; m->n_spans > 0 && i < n; i++)
+		if (r[i].addr + r[i].len >= r[i].addr && overlay_patch(m, r[i].addr, r[i].buf, r[i].len))
+			ret_ok[i] = true;
 	return 0;
 }
 
@@ -188,6 +298,9 @@ int pf_read(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 
 	if (addr + len < addr)
 		return -EFAULT;
+	/* a captured frame: no page read for it */
+	if (m->n_spans > 0 && overlay_patch(m, addr, buf, len))
+		return 0;
 	if (!m->cache_on || !m->pc.data || len > 4 * PF_PAGE)
 		return pf_read_raw(m, addr, buf, len);
 	while (len > 0) {

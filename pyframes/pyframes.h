@@ -14,11 +14,18 @@
  * the same address is named afresh at once. Strings in struct py_frame stay valid until
  * pyframes_free().
  *
+ * pyframes_thread_stack_captured() walks a stack whose frames a capture program copied at a
+ * sample (sampler's BPF program, at each perf event overflow, following
+ * pyframes_capture_spec()): those frames' bytes come from the capture, exact as they were at
+ * that instant, and everything else (code objects, strings, line tables, frames past the last
+ * captured one) from the target's memory as it is now.
+ *
  * Every byte comes through a struct remote_mem, so tests feed fake memory. Remote memory is
  * untrusted: every pointer, length and count is checked and every loop is bounded.
  *
  * Errors (negative errno):
  *   -ENOENT   no CPython interpreter found in the target (or: no thread state for that TID)
+ *   -EINVAL   a capture that breaks its contract (stride, count), or a layout no capture fits
  *   -ENOTSUP  a CPython whose version hwspy does not support (info->version says which)
  *   -ESRCH    the target is gone
  *   -EFAULT   a remote pointer could not be read
@@ -77,10 +84,10 @@ struct py_frame {
 };
 
 struct pyframes_stats {
-	uint64_t walks;          /* pyframes_thread_stack calls */
-	uint64_t torn;           /* -EAGAIN results */
-	uint64_t unreadable;     /* -EFAULT results */
-	uint64_t no_thread;      /* -ENOENT: TID without a PyThreadState */
+	uint64_t walks;          /* pyframes_thread_stack(_captured) calls, less refused captures */
+	uint64_t torn;           /* -EAGAIN results of walks */
+	uint64_t unreadable;     /* -EFAULT results of walks */
+	uint64_t no_thread;      /* -ENOENT of pyframes_thread_stack: TID without a PyThreadState */
 	uint64_t truncated;      /* stacks deeper than max, cut at the outermost end */
 	uint64_t code_cache_hits, code_cache_misses;
 	uint64_t remote_reads;   /* read() and readv() calls made (a readv() counts once) */
@@ -100,10 +107,69 @@ const struct pyframes_info *pyframes_info(const struct pyframes *pf);
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
 			  size_t max, size_t *ret_n);
 
-/* For threads that keep running during the read (--nonblocking): after each walk, re-read the
- * thread's current frame and that frame's code object, and report -EAGAIN (torn) if either
- * changed. Costs two reads per walk. Off by default. */
+/* For threads that keep running during the read (--nonblocking), checks of each
+ * pyframes_thread_stack() walk: afterwards, the leaf frame's code object and caller link are
+ * read again (one read), and -EAGAIN (torn) comes back if either changed, since that frame's
+ * slot was popped and reused mid-walk. The thread having moved on to another frame (its current
+ * frame now another) is not torn: the stack read is still one it had. An outermost frame that
+ * is a generator's is torn: it was read after the generator yielded and lost its caller link.
+ * Off by default. */
 void pyframes_set_verify(struct pyframes *pf, bool on);
+
+/* The remote PyThreadState of thread tid (what a capture program starts from), into
+ * *ret_tstate (0 on error). -ENOENT: the thread has none (yet); -ESRCH, -EAGAIN (the thread
+ * list changed under the read), -EFAULT (the interpreter's runtime state unreadable). Counts
+ * in no stats. */
+int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate);
+
+/*
+ * Exact stacks of threads that keep running: a capture program (sampler's BPF program, run at
+ * each sample's overflow in the sampled thread's context) copies the thread's frames at that
+ * instant, following this spec from the thread state:
+ *
+ *   P = *(u64 *) (tstate + head_off1);
+ *   frame = head_off2 != PYFRAMES_NO_OFF ? (P ? *(u64 *) (P + head_off2) : 0) : P;
+ *   head = frame;
+ *   while (frame && n < cap)
+ *           copy frame_bytes bytes at frame, then frame = *(u64 *) (frame + next_off);
+ *
+ * frame_bytes holds every field the walker reads from a frame, so a walk never reads a captured
+ * frame from the target.
+ */
+#define PYFRAMES_NO_OFF             UINT32_MAX
+#define PYFRAMES_CAPTURE_FRAME_MAX  128u     /* most frame_bytes a spec asks for */
+#define PYFRAMES_CAPTURE_MAX_NODES  4096u    /* most frames one capture may hold */
+
+struct pyframes_capture_spec {
+	uint32_t head_off1, head_off2;
+	uint32_t frame_bytes;   /* a multiple of 8, <= PYFRAMES_CAPTURE_FRAME_MAX */
+	uint32_t next_off;      /* the caller link (f_back / previous); next_off + 8 <= frame_bytes */
+};
+
+/* The spec for this target's CPython. 0, or -EINVAL: its frames cannot fit
+ * PYFRAMES_CAPTURE_FRAME_MAX (no captured walks for it). */
+int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spec *ret);
+
+/* One captured frame chain. head: the frame the thread ran at the sample (0: no Python code).
+ * nodes: n nodes, each stride bytes: the frame's remote address (u64, native byte order, any
+ * alignment), then the spec's frame_bytes bytes copied from there; innermost first, as the
+ * chain was followed. Borrowed: pyframes keeps no pointer into it after the call. */
+struct pyframes_capture {
+	uint64_t head;
+	const unsigned char *nodes;
+	size_t n, stride;
+};
+
+/* As pyframes_thread_stack(), from a capture: no thread-state lookup, no verify. The walk starts
+ * at cap->head; a frame's bytes come from the capture wherever a node holds its address, and
+ * from the target's memory otherwise, so a chain the capture cut short (its last node's caller
+ * link not captured) goes on in live memory. Where nodes overlap (a torn or looping chain), the
+ * one at the lower address wins, then the earlier one. -EINVAL (counted in no stats): n over
+ * PYFRAMES_CAPTURE_MAX_NODES, with n > 0 nodes NULL or stride under 8 + frame_bytes, or no
+ * spec for this CPython; else as pyframes_thread_stack() (-EAGAIN: a loop, a bad pointer, a
+ * frame that is no frame), less -ENOENT. */
+int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
+				   struct py_frame *ret_frames, size_t max, size_t *ret_n);
 
 const struct pyframes_stats *pyframes_stats(const struct pyframes *pf);
 

@@ -7,7 +7,8 @@
  *
  * All remote reads of a walk go through pf_read(), which counts them and serves them from a
  * per-walk page cache (4 KiB aligned pages, so a cached read never touches a page the object
- * does not itself occupy).
+ * does not itself occupy). During a captured walk, an overlay of the captured frames sits
+ * under every read (pf_read, pf_read_raw, pf_readv, and so the page cache's fills too).
  */
 #ifndef HWSPY_PYFRAMES_INTERNAL_H
 #define HWSPY_PYFRAMES_INTERNAL_H
@@ -26,6 +27,7 @@
 #define PF_MAX_LINETABLE  (256 * 1024) /* bytes of line table read per code object */
 #define PF_PAGE           4096u
 #define PF_PAGE_SLOTS     64         /* pages cached per walk */
+#define PF_FRAME_READ_MAX 512        /* bytes of one frame the walker may read */
 
 enum py_frames_kind {
 	PY_FRAMES_OBJECT = 1,    /* 3.8-3.10: PyFrameObject chain through f_back */
@@ -85,11 +87,22 @@ struct pf_pagecache {
 	unsigned char *data;            /* PF_PAGE_SLOTS * PF_PAGE */
 };
 
+/* len bytes at remote addr that read as data (a captured frame, or the part of it no other
+ * span holds) */
+struct pf_span {
+	uint64_t addr;
+	const unsigned char *data;
+	uint32_t len;
+	uint32_t node;                  /* its node's index in the capture (orders equal addresses) */
+};
+
 struct pf_mem {
 	const struct remote_mem *mem;
 	struct pf_pagecache pc;
 	uint64_t *reads;                /* where reads are counted (stats.remote_reads) */
 	bool cache_on;
+	struct pf_span *spans;          /* the overlay (PYFRAMES_CAPTURE_MAX_NODES slots) */
+	size_t n_spans;                 /* spans in use, sorted by address, disjoint; 0: no overlay */
 };
 
 int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads);
@@ -103,6 +116,17 @@ int pf_read_u64(struct pf_mem *m, uint64_t addr, uint64_t *ret);
 /* Uncached reads of n ranges, with as few readv() calls as the reader allows (each counted
  * once; without readv, one read per range). ret_ok[i]: range i was read in full. 0 or -ESRCH. */
 int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret_ok);
+/* Until pf_mem_overlay_clear(), every read of m sees the frames of a capture in place of the
+ * target's bytes at their addresses: n nodes of stride bytes, each a u64 remote address and
+ * then frame_bytes bytes copied from there (struct pyframes_capture). Where nodes overlap, the
+ * one at the lower address wins, then the earlier node; nodes at address 0 or running past the
+ * address space are left out. A read the overlay covers in full makes no remote read (nor
+ * counts one); one it covers in part is read and then patched. The nodes must outlive the
+ * overlay. Both drop the page cache. 0 or -EINVAL (n > PYFRAMES_CAPTURE_MAX_NODES, frame_bytes
+ * 0 or > PYFRAMES_CAPTURE_FRAME_MAX; with n > 0: nodes NULL, stride < 8 + frame_bytes). */
+int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
+		       size_t frame_bytes);
+void pf_mem_overlay_clear(struct pf_mem *m);
 
 static inline bool pf_ptr_ok(uint64_t p)
 {

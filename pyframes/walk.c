@@ -1,5 +1,6 @@
 /*
- * walk: struct pyframes, thread states (kernel TID -> PyThreadState) and frame chains.
+ * walk: struct pyframes, thread states (kernel TID -> PyThreadState) and frame chains, read
+ * live or from a capture (the frames' bytes from the capture, through mem.c's overlay).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +12,9 @@
 
 #define TID_SLOTS 1024          /* tid -> thread state cache, power of two */
 #define PTHREAD_SCAN 2048       /* bytes of glibc's struct pthread searched for the tid */
+
+_Static_assert(PYFRAMES_CAPTURE_MAX_NODES <= PF_MAX_DEPTH,
+	       "a capture holds no more frames than a walk follows");
 
 struct tid_slot {
 	pid_t tid;                  /* 0 = empty */
@@ -29,6 +33,7 @@ struct pyframes {
 	uint64_t runtime;
 	uint64_t code_type;         /* PyCode_Type, 0 until known */
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
+	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
 	bool verify;                /* re-read the leaf after the walk (threads that run) */
 	struct tid_slot tids[TID_SLOTS];
 	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
@@ -58,13 +63,37 @@ void pyframes_free(struct pyframes *pf)
 	free(pf);
 }
 
+static uint32_t field_end(uint32_t off, uint32_t width)
+{
+	return off == PF_NONE ? 0 : off + width;
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Bytes from a frame's start that span every field the walker reads from it. */
+static uint32_t frame_read_len(const struct py_layout *l)
+{
+	uint32_t n = max_u32(field_end(l->fr_code, 8), field_end(l->fr_previous, 8));
+
+	if (l->frames == PY_FRAMES_OBJECT)
+		return max_u32(n, max_u32(field_end(l->fr_instr, 4), field_end(l->fr_gen, 8)));
+	n = max_u32(n, field_end(l->fr_instr, 8));
+	return max_u32(n, max_u32(field_end(l->fr_owner, 1), field_end(l->fr_is_entry, 1)));
+}
+
 int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layout *l,
 			     uint64_t runtime_addr, uint64_t code_type, pid_t pid,
 			     struct pyframes **ret)
 {
-	struct pyframes *pf = calloc(1, sizeof(*pf));
+	struct pyframes *pf;
 	int r;
 
+	if (frame_read_len(l) > PF_FRAME_READ_MAX)
+		return -ENOTSUP;
+	pf = calloc(1, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
 	pf->remote = mem;
@@ -75,6 +104,7 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 	pf->info.major = l->major;
 	pf->info.minor = l->minor;
 	pf->info.runtime_addr = runtime_addr;
+	pf->frame_len = frame_read_len(l);
 	r = pf_mem_init(&pf->mem, mem, &pf->stats.remote_reads);
 	if (r < 0)
 		goto fail;
@@ -282,6 +312,17 @@ static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t
 	return 0;
 }
 
+int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate)
+{
+	const struct py_layout *l = &pf->layout;
+	unsigned char ts[4096];
+	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
+
+	*ret_tstate = 0;
+	pf_mem_invalidate(&pf->mem);
+	return find_tstate(pf, tid, ts, tlen, ret_tstate);
+}
+
 /* ---- frames ---- */
 
 struct walk {
@@ -289,6 +330,7 @@ struct walk {
 	struct py_frame *out;
 	size_t max, n, total;
 	uint64_t tortoise, power, lam;   /* Brent's cycle detection */
+	bool verify;                     /* the checks of a walk over a running thread */
 };
 
 static int walk_loop_check(struct walk *w, uint64_t addr)
@@ -358,7 +400,7 @@ static int walk_resolve(struct walk *w)
 static int walk_frame_objects(struct walk *w, uint64_t frame)
 {
 	const struct py_layout *l = &w->pf->layout;
-	unsigned char buf[512];
+	unsigned char buf[PF_FRAME_READ_MAX];
 	size_t depth;
 	int r;
 
@@ -371,7 +413,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		r = walk_loop_check(w, frame);
 		if (r < 0)
 			return r;
-		r = pf_read(&w->pf->mem, frame, buf, l->fr_instr + 4);
+		r = pf_read(&w->pf->mem, frame, buf, w->pf->frame_len);
 		if (r < 0)
 			return r;
 		code = pf_u64(buf, l->fr_code);
@@ -381,7 +423,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 			return r;
 		prev = pf_u64(buf, l->fr_previous);
 		/* as in walk_interp_frames(): a generator's frame read after it yielded */
-		if (!prev && w->pf->verify && l->fr_gen != PF_NONE && pf_u64(buf, l->fr_gen))
+		if (!prev && w->verify && l->fr_gen != PF_NONE && pf_u64(buf, l->fr_gen))
 			return -EAGAIN;
 		frame = prev;
 	}
@@ -391,7 +433,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 static int walk_interp_frames(struct walk *w, uint64_t frame)
 {
 	const struct py_layout *l = &w->pf->layout;
-	unsigned char buf[512];
+	unsigned char buf[PF_FRAME_READ_MAX];
 	size_t depth;
 	bool have_pending = false;
 	uint64_t p_code = 0;
@@ -410,7 +452,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		r = walk_loop_check(w, frame);
 		if (r < 0)
 			return r;
-		r = pf_read(&w->pf->mem, frame, buf, l->fr_size);
+		r = pf_read(&w->pf->mem, frame, buf, w->pf->frame_len);
 		if (r < 0)
 			return r;
 		code = pf_u64(buf, l->fr_code) & l->fr_code_mask;
@@ -468,7 +510,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		}
 		/* the outermost frame of a running thread is never a suspended generator's: this one
 		 * was read after it yielded, when its caller link was already cleared */
-		if (!prev && w->pf->verify && l->owner_generator != PF_NONE &&
+		if (!prev && w->verify && l->owner_generator != PF_NONE &&
 		    owner == l->owner_generator)
 			return -EAGAIN;
 		frame = prev;
@@ -512,13 +554,50 @@ static int verify_leaf(struct pyframes *pf, uint64_t frame)
 		0 : -EAGAIN;
 }
 
+/* Walks the chain from frame and names its frames. */
+static int walk_chain(struct walk *w, uint64_t frame)
+{
+	int r;
+
+	if (w->pf->layout.frames == PY_FRAMES_OBJECT)
+		r = walk_frame_objects(w, frame);
+	else
+		r = walk_interp_frames(w, frame);
+	if (r >= 0)
+		r = walk_resolve(w);
+	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
+	if (r == -EFAULT || r == -EINVAL)
+		r = -EAGAIN;
+	return r;
+}
+
+/* Counts a walk's result r in the stats; hands out its frame count. */
+static int walk_done(struct walk *w, int r, size_t *ret_n)
+{
+	struct pyframes_stats *st = &w->pf->stats;
+
+	if (r < 0) {
+		if (r == -EAGAIN)
+			st->torn++;
+		else if (r == -EFAULT)
+			st->unreadable++;
+		else if (r == -ENOENT)
+			st->no_thread++;
+		return r;
+	}
+	if (w->total > w->n)
+		st->truncated++;
+	*ret_n = w->n;
+	return 0;
+}
+
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
 			  size_t max, size_t *ret_n)
 {
 	const struct py_layout *l = &pf->layout;
 	unsigned char ts[4096];
 	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
-	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
+	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1, .verify = pf->verify };
 	uint64_t tstate, frame;
 	int r;
 
@@ -527,50 +606,74 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	pf_mem_invalidate(&pf->mem);
 	r = find_tstate(pf, tid, ts, tlen, &tstate);
 	if (r < 0)
-		goto out;
+		return walk_done(&w, r, ret_n);
 	if (l->ts_cframe != PF_NONE) {
 		uint64_t cframe = pf_u64(ts, l->ts_cframe);
 
 		frame = 0;
 		if (cframe) {
-			if (!pf_ptr_ok(cframe)) {
-				r = -EAGAIN;
-				goto out;
-			}
+			if (!pf_ptr_ok(cframe))
+				return walk_done(&w, -EAGAIN, ret_n);
 			r = pf_read_u64(&pf->mem, cframe + l->cf_current_frame, &frame);
-			if (r < 0) {
-				r = r == -ESRCH ? r : -EAGAIN;
-				goto out;
-			}
+			if (r < 0)
+				return walk_done(&w, r == -ESRCH ? r : -EAGAIN, ret_n);
 		}
 	} else {
 		frame = pf_u64(ts, l->ts_frame);
 	}
-	if (l->frames == PY_FRAMES_OBJECT)
-		r = walk_frame_objects(&w, frame);
-	else
-		r = walk_interp_frames(&w, frame);
-	if (r >= 0)
-		r = walk_resolve(&w);
-	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
-	if (r == -EFAULT || r == -EINVAL)
-		r = -EAGAIN;
-	if (r >= 0 && pf->verify)
+	r = walk_chain(&w, frame);
+	if (r >= 0 && w.verify)
 		r = verify_leaf(pf, frame);
-out:
-	if (r < 0) {
-		if (r == -EAGAIN)
-			pf->stats.torn++;
-		else if (r == -EFAULT)
-			pf->stats.unreadable++;
-		else if (r == -ENOENT)
-			pf->stats.no_thread++;
-		return r;
+	return walk_done(&w, r, ret_n);
+}
+
+static uint32_t round8(uint32_t n)
+{
+	return (n + 7) & ~7u;
+}
+
+int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spec *ret)
+{
+	const struct py_layout *l = &pf->layout;
+	uint32_t bytes = round8(pf->frame_len);
+
+	/* a whole _PyInterpreterFrame where it fits; else (and for a PyFrameObject, far larger)
+	 * the fields the walker reads */
+	if (l->frames == PY_FRAMES_INTERP && round8(l->fr_size) <= PYFRAMES_CAPTURE_FRAME_MAX &&
+	    round8(l->fr_size) > bytes)
+		bytes = round8(l->fr_size);
+	if (bytes > PYFRAMES_CAPTURE_FRAME_MAX)
+		return -EINVAL;
+	if (l->ts_cframe != PF_NONE) {
+		ret->head_off1 = l->ts_cframe;
+		ret->head_off2 = l->cf_current_frame;
+	} else {
+		ret->head_off1 = l->ts_frame;
+		ret->head_off2 = PYFRAMES_NO_OFF;
 	}
-	if (w.total > w.n)
-		pf->stats.truncated++;
-	*ret_n = w.n;
+	ret->frame_bytes = bytes;
+	ret->next_off = l->fr_previous;
 	return 0;
+}
+
+int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
+				   struct py_frame *ret_frames, size_t max, size_t *ret_n)
+{
+	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
+	struct pyframes_capture_spec spec;
+	int r;
+
+	*ret_n = 0;
+	r = pyframes_capture_spec(pf, &spec);
+	if (r < 0)
+		return r;
+	r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes);
+	if (r < 0)
+		return r;
+	pf->stats.walks++;
+	r = walk_chain(&w, cap->head);
+	pf_mem_overlay_clear(&pf->mem);
+	return walk_done(&w, r, ret_n);
 }
 
 /* ---- open ---- */

@@ -22,6 +22,22 @@ struct thread {
 	struct ring ring;
 	bool traced;                    /* PTRACE_SEIZE'd by us */
 	bool alive;
+	/* capture: the BPF_OUTPUT event feeding this ring, its slot in the program's maps */
+	int out_fd;
+	uint64_t out_id;
+	int slot;
+	bool prog;                      /* the capture program is on fds[0] */
+};
+
+/* capture.c: the program, its maps, and the capture record waiting for its sample. */
+struct capture {
+	int prog_fd, roots_fd, scratch_fd, out_fd;
+	struct sampler_capture_spec spec;
+	unsigned char *slots;           /* bitmap of the out map's slots in use */
+	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data */
+	size_t held_len, held_len_used;
+	pid_t held_tid;
+	struct sample_capture out;
 };
 
 struct sampler {
@@ -40,6 +56,9 @@ struct sampler {
 	void *ctx;
 	void (*resumed)(void *ctx);
 	uint64_t last_scan_ns;
+	struct capture capture;
+	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
+	void *capture_root_ctx;
 	bool stopped;                   /* sampler_stop() ran */
 };
 
@@ -47,10 +66,23 @@ struct sampler {
 void perf_build_attrs(struct sampler *s);
 int perf_thread_open(struct sampler *s, struct thread *t);
 void perf_thread_disable(struct thread *t);
-void perf_thread_close(struct thread *t);
+void perf_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every record waiting in t's ring; samples go to s->fn with stopped as given. */
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped);
 
 uint64_t sampler_now_ns(void);
+
+/* capture.c */
+int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
+void capture_close(struct capture *c);
+size_t capture_stride(const struct sampler_capture_spec *spec);
+/* Opens t's BPF_OUTPUT event into its ring and puts the program on it (no-op before the
+ * program is loaded). */
+int capture_thread_open(struct sampler *s, struct thread *t);
+void capture_thread_close(struct sampler *s, struct thread *t);
+/* Keeps the capture record h (from t's ring) for the sample that follows it. */
+void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_header *h);
+const struct sample_capture *capture_match(struct sampler *s, const struct thread *t,
+					   const struct sample *smp);
 
 #endif

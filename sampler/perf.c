@@ -65,7 +65,18 @@ void perf_build_attrs(struct sampler *s)
 		} else {
 			a->sample_period = o->period;
 		}
-		a->wakeup_events = 1;
+		if (o->capture) {
+			/* capture records share the ring: tell them apart by id. The stack is
+			 * captured at the overflow, so reading late costs nothing: wake up for
+			 * every eighth of the ring, not for every sample */
+			size_t pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
+
+			a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+			a->watermark = 1;
+			a->wakeup_watermark = (uint32_t) (pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
+		} else {
+			a->wakeup_events = 1;
+		}
 	}
 }
 
@@ -77,6 +88,9 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 
 	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
 		t->fds[i] = -1;
+	t->out_fd = -1;
+	t->slot = -1;
+	t->prog = false;
 	memset(t->last, 0, sizeof(t->last));
 	for (size_t i = 0; i < s->opts.n_events; i++) {
 		r = perf_event_open(&s->attrs[i], t->tid, -1, i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC);
@@ -106,13 +120,16 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 			goto fail;
 		}
 	}
+	/* a thread that cannot have the program (no free slot) is still sampled, uncaptured */
+	if (capture_thread_open(s, t) < 0)
+		s->stats.capture_threads_failed++;
 	if (ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0) {
 		r = -errno;
 		goto fail;
 	}
 	return 0;
 fail:
-	perf_thread_close(t);
+	perf_thread_close(s, t);
 	return r;
 }
 
@@ -122,9 +139,10 @@ void perf_thread_disable(struct thread *t)
 		(void) ioctl(t->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
 }
 
-void perf_thread_close(struct thread *t)
+void perf_thread_close(struct sampler *s, struct thread *t)
 {
 	perf_thread_disable(t);
+	capture_thread_close(s, t);
 	if (t->map)
 		(void) munmap(t->map, t->map_size);
 	t->map = NULL;
@@ -143,6 +161,10 @@ static void deliver(struct sampler *s, struct thread *t, const struct perf_event
 	if (ring_parse_sample(&s->attrs[0], h, h->size, &smp, &g) < 0)
 		return;
 	smp.stopped = stopped && smp.tid == t->tid;
+	if (s->opts.capture) {
+		smp.capture = capture_match(s, t, &smp);
+		s->stats.captured += smp.capture != NULL;
+	}
 	if (s->opts.n_events > 1) {
 		/* group totals -> what each member counted since this thread's last sample */
 		for (size_t i = 1; i < s->opts.n_events; i++) {
@@ -170,7 +192,11 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 	while (budget-- && (h = ring_read_event(&t->ring))) {
 		switch (h->type) {
 		case PERF_RECORD_SAMPLE:
-			deliver(s, t, h, stopped);
+			if (t->out_fd >= 0 && h->size >= sizeof(*h) + 8 &&
+			    !memcmp(h + 1, &t->out_id, 8))
+				capture_hold(s, t, h);
+			else
+				deliver(s, t, h, stopped);
 			break;
 		case PERF_RECORD_LOST:
 			if (h->size >= sizeof(*h) + 16)

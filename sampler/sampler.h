@@ -7,11 +7,15 @@
  * event group per thread (events[0] samples, the others are read with every sample), drains
  * the mmap rings and hands each decoded sample to a callback.
  *
- * Exact mode: each sample also stops the thread that caused it (the event's fd signals that
- * thread; hwspy, a PTRACE_SEIZE tracer, sees the signal-delivery-stop), the callback runs while
- * the thread is stopped (sample->stopped), then the thread is resumed with the signal
- * suppressed. No thread is ever left stopped: teardown disables every event, drains pending
- * stops, then detaches.
+ * Exact mode, two ways:
+ * - capture (capture.c, opts.capture): a BPF program on each thread's sampling event copies
+ *   the thread's frames at the overflow, in the kernel; the sample arrives with that copy
+ *   (sample->capture). Nothing is stopped. Needs CAP_BPF + CAP_PERFMON (or root).
+ * - stops (opts.exact): each sample also stops the thread that caused it (the event's fd
+ *   signals that thread; hwspy, a PTRACE_SEIZE tracer, sees the signal-delivery-stop), the
+ *   callback runs while the thread is stopped (sample->stopped), then the thread is resumed
+ *   with the signal suppressed. No thread is ever left stopped: teardown disables every event,
+ *   drains pending stops, then detaches.
  *
  * Errors (negative errno): -ESRCH no such process, -EPERM ptrace refused (exact mode only:
  * another tracer, Yama, no CAP_SYS_PTRACE; retry with exact = false), -EACCES perf events not
@@ -89,9 +93,28 @@ struct sampler_opts {
 	uint64_t freq;                  /* samples per second (frequency mode), or 0 */
 	uint64_t period;                /* fixed period, used when freq == 0 */
 	bool exact;                     /* stop the sampled thread at each sample (needs ptrace) */
+	bool capture;                   /* ready the events for sampler_capture_start() (not with
+	                                 * exact); rings are then read in batches, not per sample */
 	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
 	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
+};
+
+/* What a capture program copied at one overflow (see sampler_capture_start()). */
+enum {
+	SAMPLE_CAPTURE_OK,              /* the chain, whole (up to SAMPLER_CAPTURE_MAX_NODES) */
+	SAMPLE_CAPTURE_NO_ROOT,         /* the thread had no root set: nothing copied */
+	SAMPLE_CAPTURE_FAULT,           /* a read failed (page not present): the first n nodes */
+	SAMPLE_CAPTURE_CUT,             /* more nodes than SAMPLER_CAPTURE_MAX_NODES: the first n */
+};
+
+struct sample_capture {
+	int status;
+	uint64_t root;                  /* the thread's root pointer, as set */
+	uint64_t head;                  /* the first node's address (0: an empty chain) */
+	const unsigned char *nodes;     /* n nodes, stride bytes apart: the node's address (u64),
+	                                 * then node_bytes bytes copied from it */
+	size_t n, stride;
 };
 
 struct sample {
@@ -109,6 +132,8 @@ struct sample {
 	size_t n_regs;
 	const void *stack;              /* user stack copy, NULL if none */
 	size_t stack_size;
+	const struct sample_capture *capture; /* what the capture program copied at this sample's
+	                                 * overflow; NULL if it did not run for it */
 };
 
 struct sampler_stats {
@@ -121,6 +146,10 @@ struct sampler_stats {
 	uint64_t threads_seen;          /* distinct threads that had events opened */
 	uint64_t threads_failed;        /* threads whose events could not be opened (exited early) */
 	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
+	uint64_t captured;              /* samples that came with a capture */
+	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
+	uint64_t capture_threads_failed;/* sampler_capture_start() runs where a thread could not
+	                                 * get the program (no free slot, it exited) */
 	bool target_exited;             /* the target process ended during the run */
 	int exit_status;                /* its wait status, if it was our child */
 };
@@ -148,5 +177,34 @@ void sampler_stop(struct sampler *s);
 /* sampler_stop() if not done, then frees. NULL is a no-op. */
 void sampler_free(struct sampler *s);
 const struct sampler_stats *sampler_stats(const struct sampler *s);
+
+/* ---- capture (capture.c) ----------------------------------------------------------------- */
+
+#define SAMPLER_CAPTURE_NO_OFF UINT32_MAX
+#define SAMPLER_CAPTURE_MAX_NODES 128
+#define SAMPLER_CAPTURE_MAX_NODE_BYTES 128
+
+/* How the program finds and copies a thread's chain at an overflow: P = *(root + head_off1);
+ * head = head_off2 == NO_OFF ? P : *(P + head_off2); then for each node (until a 0 link, at most
+ * SAMPLER_CAPTURE_MAX_NODES): copy node_bytes bytes at it; next = *(node + next_off). */
+struct sampler_capture_spec {
+	uint32_t head_off1, head_off2;
+	uint32_t node_bytes;            /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
+	uint32_t next_off;              /* next_off + 8 <= node_bytes */
+};
+
+/* Whether this process may load and attach a capture program: 0, or -EPERM (no CAP_BPF /
+ * CAP_PERFMON), -EINVAL / -ENOSYS (a kernel without BPF perf-event programs). */
+int sampler_capture_probe(void);
+/* Loads the program for spec and puts it on every thread's events, now and later (a sampler
+ * made with opts.capture). Each thread's root comes from root_fn when its events open (it may
+ * fail: the thread then has none until sampler_capture_set_root()). Called again (the target
+ * exec'd another program), it replaces the program, reopening every thread's events.
+ * 0, -EINVAL (bad spec, or not a capture sampler), -EPERM, -E2BIG, -ENOMEM. */
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
+			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx);
+/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program). */
+int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
+bool sampler_capturing(const struct sampler *s);
 
 #endif

@@ -65,7 +65,7 @@ static int thread_add(struct sampler *s, pid_t tid, bool traced)
 static void thread_gone(struct sampler *s, struct thread *t)
 {
 	perf_thread_drain(s, t, false);
-	perf_thread_close(t);
+	perf_thread_close(s, t);
 	t->alive = false;
 	t->traced = false;
 }
@@ -265,7 +265,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 
 	*ret = NULL;
 	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
-	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period))
+	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period) ||
+	    (opts->exact && opts->capture))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -274,6 +275,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	memcpy(s->events, opts->events, opts->n_events * sizeof(*s->events));
 	s->opts.events = s->events;
 	s->sigfd = -1;
+	s->capture = (struct capture) { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
 	s->scratch = malloc(RING_SCRATCH_SIZE);
 	if (!s->scratch) {
 		free(s);
@@ -632,7 +634,7 @@ void sampler_stop(struct sampler *s)
 	if (s->fn)
 		drain_all(s);
 	for (size_t i = 0; i < s->n_threads; i++)
-		perf_thread_close(&s->threads[i]);
+		perf_thread_close(s, &s->threads[i]);
 	detach_all(s);
 }
 
@@ -643,6 +645,7 @@ void sampler_free(struct sampler *s)
 	sampler_stop(s);
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
+	capture_close(&s->capture);
 	free(s->threads);
 	free(s->scratch);
 	free(s);

@@ -1,6 +1,8 @@
 /*
  * mem.c: pf_readv over readers with and without readv (a range that fails, a readv that fails
- * as a whole, more ranges than one call takes), and the pid reader's readv on this process.
+ * as a whole, more ranges than one call takes), the pid reader's readv on this process, and the
+ * overlay of a capture's frames under every kind of read (overlaps, memory no longer mapped,
+ * page-cache fills, readv ranges, its bounds).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -169,6 +171,91 @@ static void test_readv_many(void **state)
 	free(f);
 }
 
+/* One node of a capture of frame_bytes 16: addr, then 16 bytes of val. */
+static void node(unsigned char *nodes, size_t stride, size_t i, uint64_t addr, unsigned char val)
+{
+	memcpy(nodes + i * stride, &addr, 8);
+	memset(nodes + i * stride + 8, val, 16);
+}
+
+static void test_overlay(void **state)
+{
+	enum { STRIDE = 8 + 16 + 8 };   /* room to spare after each frame's bytes */
+	struct fake *f = calloc(1, sizeof(*f));
+	struct remote_mem rm = { .read = fake_read, .readv = fake_readv, .ctx = f };
+	unsigned char nodes[6 * STRIDE], buf[64], want[64];
+	struct remote_range r[2];
+	uint64_t reads = 0;
+	struct pf_mem m;
+	bool ok[2];
+	size_t i;
+
+	(void) state;
+	assert_non_null(f);
+	for (i = 0; i < SIZE; i++)
+		f->mem[i] = (unsigned char) i;
+	assert_int_equal(pf_mem_init(&m, &rm, &reads), 0);
+	node(nodes, STRIDE, 0, BASE + 0x108, 0xbb);   /* overlaps the next one: the lower wins */
+	node(nodes, STRIDE, 1, BASE + 0x100, 0xaa);
+	node(nodes, STRIDE, 2, BASE + 0x100, 0xcc);   /* the same address again: the earlier wins */
+	node(nodes, STRIDE, 3, HOLE + 0x40, 0xdd);     /* a frame no longer mapped */
+	node(nodes, STRIDE, 4, 0, 0xee);               /* left out */
+	node(nodes, STRIDE, 5, UINT64_MAX - 8, 0xee);  /* runs past the address space: left out */
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 6, STRIDE, 16), 0);
+	/* through the page cache: live, 0xaa, the rest of 0xbb, live */
+	for (i = 0; i < 40; i++)
+		want[i] = (unsigned char) (0xf8 + i);
+	memset(want + 8, 0xaa, 16);
+	memset(want + 24, 0xbb, 8);
+	assert_int_equal(pf_read(&m, BASE + 0xf8, buf, 40), 0);
+	assert_memory_equal(buf, want, 40);
+	/* the page it filled is patched too */
+	reads = 0;
+	assert_int_equal(pf_read(&m, BASE + 0x110, buf, 16), 0);
+	assert_memory_equal(buf, want + 24, 16);
+	assert_int_equal(reads, 0);
+	/* uncached */
+	assert_int_equal(pf_read_raw(&m, BASE + 0xf8, buf, 40), 0);
+	assert_memory_equal(buf, want, 40);
+	/* in full from the capture, though unmapped, and without a remote read */
+	reads = 0;
+	memset(want, 0xdd, 16);
+	assert_int_equal(pf_read(&m, HOLE + 0x40, buf, 16), 0);
+	assert_memory_equal(buf, want, 16);
+	assert_int_equal(pf_read_raw(&m, HOLE + 0x48, buf, 8), 0);
+	assert_memory_equal(buf, want, 8);
+	assert_int_equal(pf_read(&m, BASE + 0x100, buf, 24), 0);   /* 0xaa then 0xbb: two spans */
+	assert_int_equal(buf[0], 0xaa);
+	assert_int_equal(buf[23], 0xbb);
+	assert_int_equal(reads, 0);
+	/* in part: the rest must still be readable */
+	assert_int_equal(pf_read(&m, HOLE + 0x40, buf, 24), -EFAULT);
+	/* readv: patched, and a range the capture holds in full is read */
+	r[0] = (struct remote_range) { .addr = BASE + 0x100, .buf = buf, .len = 8 };
+	r[1] = (struct remote_range) { .addr = HOLE + 0x40, .buf = buf + 8, .len = 16 };
+	assert_int_equal(pf_readv(&m, r, 2, ok), 0);
+	assert_true(ok[0] && ok[1]);
+	assert_int_equal(buf[0], 0xaa);
+	assert_int_equal(buf[8 + 15], 0xdd);
+	/* cleared: live bytes again, the cache dropped */
+	pf_mem_overlay_clear(&m);
+	assert_int_equal(pf_read(&m, BASE + 0x100, buf, 1), 0);
+	assert_int_equal(buf[0], 0x00);
+	assert_int_equal(pf_read(&m, HOLE + 0x40, buf, 16), -EFAULT);
+	/* bounds */
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 6, 8 + 16 - 1, 16), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, PYFRAMES_CAPTURE_MAX_NODES + 1, STRIDE, 16),
+			 -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, NULL, 1, STRIDE, 16), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, STRIDE, 0), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, SIZE_MAX, 16), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, 8 + PYFRAMES_CAPTURE_FRAME_MAX + 8,
+					    PYFRAMES_CAPTURE_FRAME_MAX + 8), -EINVAL);
+	assert_int_equal(m.n_spans, 0);
+	pf_mem_release(&m);
+	free(f);
+}
+
 /* process_vm_readv on ourselves: many ranges, one that is unmapped, ranges past it untried */
 static void test_pid_readv(void **state)
 {
@@ -209,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_readv),
 		cmocka_unit_test(test_readv_many),
 		cmocka_unit_test(test_pid_readv),
+		cmocka_unit_test(test_overlay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

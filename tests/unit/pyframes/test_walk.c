@@ -2,9 +2,11 @@
  * walk.c: thread state lookup and frame walks over synthetic CPython memory laid out with the
  * real 3.8 / 3.11 / 3.12 tables: names, lines, entry flags (3.11 is_entry, 3.12 shim frames,
  * <=3.10 every frame), truncation, loops, bad pointers mid-walk, non-code objects, too-deep
- * chains, the checks of a walk over a running thread (--nonblocking), and code-cache reuse of
+ * chains, the checks of a walk over a running thread (--nonblocking), code-cache reuse of
  * an address (noticed on the very next walk, with and without a readv in the reader; one readv
- * per walk, neighbouring headers read through one range).
+ * per walk, neighbouring headers read through one range), and walks of captured frames (the
+ * capture spec per version, the stack as captured though the thread ran on, captures cut short,
+ * frames no longer mapped, bad captures).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -128,17 +130,28 @@ static uint64_t mk_code(struct world *w, const char *name, int first_line)
 	return a;
 }
 
+static uint64_t get64(struct world *w, uint64_t a) { return pf_u64(w->f.mem, (uint32_t) (a - BASE)); }
+
+/* Frame a now runs code at instruction unit idx (3.11+) / byte offset 2*idx (3.8). */
+static void run_at(struct world *w, uint64_t a, uint64_t code, int idx)
+{
+	const struct py_layout *l = w->l;
+
+	put64(&w->f, a + l->fr_code, code);
+	if (l->frames == PY_FRAMES_OBJECT)
+		put32(&w->f, a + l->fr_instr, (uint32_t) (2 * idx));
+	else
+		put64(&w->f, a + l->fr_instr, code + l->co_code_adaptive + 2 * (uint64_t) idx);
+}
+
 /* A frame running code at instruction unit idx (3.11+) / byte offset 2*idx (3.8). */
 static uint64_t mk_frame(struct world *w, uint64_t code, int idx, uint8_t owner, bool entry)
 {
 	const struct py_layout *l = w->l;
 	uint64_t a = alloc(&w->f, l->fr_size);
 
-	put64(&w->f, a + l->fr_code, code);
-	if (l->frames == PY_FRAMES_OBJECT) {
-		put32(&w->f, a + l->fr_instr, (uint32_t) (2 * idx));
-	} else {
-		put64(&w->f, a + l->fr_instr, code + l->co_code_adaptive + 2 * (uint64_t) idx);
+	run_at(w, a, code, idx);
+	if (l->frames == PY_FRAMES_INTERP) {
 		put8(&w->f, a + l->fr_owner, owner);
 		if (l->fr_is_entry != PF_NONE)
 			put8(&w->f, a + l->fr_is_entry, entry);
@@ -151,9 +164,8 @@ static void link_frames(struct world *w, uint64_t from, uint64_t to)
 	put64(&w->f, from + w->l->fr_previous, to);
 }
 
-static void world_init(struct world *w, int minor)
+static void world_init_layout(struct world *w, const struct py_layout *l)
 {
-	const struct py_layout *l = layout_static(3, minor);
 	uint64_t name;
 
 	memset(w, 0, sizeof(*w));
@@ -184,6 +196,11 @@ static void world_init(struct world *w, int minor)
 	assert_int_equal(pyframes_new_from_layout(&w->rm, l, w->runtime, 0, 1, &w->pf), 0);
 	if (l->ts_native_thread_id == PF_NONE)
 		pyframes_set_pthread_tid_offset(w->pf, 0x2d0);
+}
+
+static void world_init(struct world *w, int minor)
+{
+	world_init_layout(w, layout_static(3, minor));
 }
 
 static void set_top(struct world *w, uint64_t frame)
@@ -668,6 +685,376 @@ static void test_code_validate_many(void **state)
 	free(out);
 }
 
+/* ---- captured walks ---- */
+
+#define STRIDE (8 + PYFRAMES_CAPTURE_FRAME_MAX)
+#define GONE   0x10000ull   /* below BASE: reads fail there, as in memory freed since */
+
+static struct pyframes_capture_spec spec_of(struct world *w)
+{
+	struct pyframes_capture_spec s;
+
+	assert_int_equal(pyframes_capture_spec(w->pf, &s), 0);
+	return s;
+}
+
+/* What the capture program does at a sample: follows the spec from the thread state, copying
+ * at most max_nodes frames into nodes, stride bytes each. */
+static struct pyframes_capture capture(struct world *w, unsigned char *nodes, size_t stride,
+				       size_t max_nodes)
+{
+	struct pyframes_capture_spec s = spec_of(w);
+	struct pyframes_capture cap = { .nodes = nodes, .stride = stride };
+	uint64_t p = get64(w, w->tstate + s.head_off1), frame;
+
+	assert_true(stride >= 8 + s.frame_bytes);
+	frame = s.head_off2 == PYFRAMES_NO_OFF ? p : p ? get64(w, p + s.head_off2) : 0;
+	cap.head = frame;
+	while (frame && cap.n < max_nodes) {
+		unsigned char *node = nodes + cap.n++ * stride;
+
+		memcpy(node, &frame, 8);
+		memcpy(node + 8, w->f.mem + (frame - BASE), s.frame_bytes);
+		frame = get64(w, frame + s.next_off);
+	}
+	return cap;
+}
+
+/* Moves a whole captured chain (cap, over nodes) to addresses that no longer read (GONE): the
+ * walk can only succeed from the capture's bytes alone. */
+static void move_capture(struct world *w, unsigned char *nodes, struct pyframes_capture *cap)
+{
+	struct pyframes_capture_spec s = spec_of(w);
+	size_t i;
+
+	assert_ptr_equal(cap->nodes, nodes);
+	for (i = 0; i < cap->n; i++) {
+		unsigned char *node = nodes + i * cap->stride;
+		uint64_t at = GONE + 0x100 * i, next = GONE + 0x100 * (i + 1);
+
+		memcpy(node, &at, 8);
+		if (i + 1 < cap->n)
+			memcpy(node + 8 + s.next_off, &next, 8);
+		else
+			assert_int_equal(pf_u64(node + 8, s.next_off), 0);
+	}
+	cap->head = GONE;
+}
+
+static void assert_frames_equal(const struct py_frame *a, const struct py_frame *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(a[i].code, b[i].code);
+		assert_string_equal(a[i].name, b[i].name);
+		assert_string_equal(a[i].file, b[i].file);
+		assert_int_equal(a[i].line, b[i].line);
+		assert_int_equal(a[i].first_line, b[i].first_line);
+		assert_int_equal(a[i].entry, b[i].entry);
+	}
+}
+
+/* chain3(), with a shim frame between f1 and f2 where the version has them (3.12+): f1 is then
+ * an entry frame by the shim. Returns the frames in the chain. */
+static size_t chain3_shim(struct world *w, uint64_t fr[3], uint64_t co[3])
+{
+	uint64_t shim;
+
+	chain3(w, fr, co);
+	if (w->l->owner_cstack_min == PF_NONE)
+		return 3;
+	shim = mk_frame(w, co[2], 0, (uint8_t) w->l->owner_cstack_min, false);
+	link_frames(w, fr[1], shim);
+	link_frames(w, shim, fr[2]);
+	return 4;
+}
+
+/* The stack as captured, though the thread ran on: the leaf's slot now runs other code at
+ * another line and links elsewhere, the middle frame moved on a line, a new frame is on top. A
+ * live walk sees the new stack, the captured walk the old one, before and after it, and also
+ * with the frames' memory gone. */
+static void captured_cases(int minor)
+{
+	struct world w;
+	struct py_frame was[8], out[8];
+	unsigned char nodes[8 * STRIDE];
+	struct pyframes_capture cap;
+	uint64_t fr[3], co[3], reused, top, nf;
+	size_t n, chain;
+
+	world_init(&w, minor);
+	chain = chain3_shim(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(was[0].name, "A.f0");
+	assert_int_equal(was[0].line, 11);
+	assert_true(was[1].entry);
+	cap = capture(&w, nodes, STRIDE, 8);
+	assert_int_equal(cap.head, fr[0]);
+	assert_int_equal(cap.n, chain);
+
+	reused = mk_code(&w, "B.reused", 50);
+	top = mk_code(&w, "C.top", 60);
+	run_at(&w, fr[0], reused, 6);
+	link_frames(&w, fr[0], fr[2]);
+	run_at(&w, fr[1], co[1], 0);
+	nf = mk_frame(&w, top, 1, 0, false);
+	link_frames(&w, nf, fr[0]);
+	set_top(&w, nf);
+
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	assert_int_equal(out[1].line, 23);
+	assert_int_equal(pyframes_stats(w.pf)->walks, 2);
+	/* live: the new stack (no capture left over) */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "C.top");
+	assert_int_equal(out[0].line, 61);
+	assert_string_equal(out[1].name, "B.reused");
+	assert_int_equal(out[1].line, 53);
+	assert_string_equal(out[2].name, "f2");
+	/* the capture again, once the code cache holds the new code objects */
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	/* keep the innermost 2 */
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 2, &n), 0);
+	assert_int_equal(n, 2);
+	assert_frames_equal(out, was, 2);
+	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
+	/* every frame's memory gone since: the capture alone (and the fields it holds) suffice */
+	move_capture(&w, nodes, &cap);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 0);
+	world_free(&w);
+}
+
+static void test_captured(void **state)
+{
+	(void) state;
+	captured_cases(8);
+	captured_cases(11);
+	captured_cases(12);
+}
+
+/* Only the 2 innermost frames captured: the outer ones are read live (their changes show), the
+ * captured ones as they were. */
+static void captured_cut_cases(int minor)
+{
+	struct world w;
+	struct py_frame was[8], out[8];
+	unsigned char nodes[8 * (8 + 112)];
+	struct pyframes_capture cap;
+	uint64_t fr[3], co[3];
+	size_t n;
+
+	world_init(&w, minor);
+	(void) chain3_shim(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	cap = capture(&w, nodes, 8 + spec_of(&w).frame_bytes, 2);
+	assert_int_equal(cap.n, 2);
+	run_at(&w, fr[0], mk_code(&w, "B.reused", 50), 6);
+	run_at(&w, fr[1], co[1], 0);
+	run_at(&w, fr[2], co[2], 5);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 2);
+	assert_string_equal(out[2].name, "f2");
+	assert_int_equal(out[2].line, 33);   /* live: was 31 */
+	assert_int_equal(out[2].entry, was[2].entry);
+	/* the live rest loops back into the captured frames: torn */
+	link_frames(&w, fr[2], fr[0]);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
+	assert_int_equal(n, 0);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 1);
+	world_free(&w);
+}
+
+static void test_captured_cut(void **state)
+{
+	(void) state;
+	captured_cut_cases(8);
+	captured_cut_cases(11);
+	captured_cut_cases(12);
+}
+
+static void test_captured_bad(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	unsigned char nodes[8 * STRIDE];
+	struct pyframes_capture cap, bad;
+	uint64_t fr[3], co[3], junk = 0xdead0000;
+	size_t n = 99;
+
+	(void) state;
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	cap = capture(&w, nodes, STRIDE, 8);
+	/* the caller's mistakes: -EINVAL, and no walk */
+	bad = cap;
+	bad.stride = 8 + spec_of(&w).frame_bytes - 1;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), -EINVAL);
+	bad = cap;
+	bad.n = PYFRAMES_CAPTURE_MAX_NODES + 1;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), -EINVAL);
+	bad = cap;
+	bad.nodes = NULL;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), -EINVAL);
+	assert_int_equal(n, 0);
+	assert_int_equal(pyframes_stats(w.pf)->walks, 0);
+	/* no Python code at the sample */
+	bad = (struct pyframes_capture) { .head = 0 };
+	n = 99;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), 0);
+	assert_int_equal(n, 0);
+	bad = cap;
+	bad.head = 0;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), 0);
+	assert_int_equal(n, 0);
+	/* a capture that looped (f2 -> f0 when it was taken), though the live chain does not */
+	link_frames(&w, fr[2], fr[0]);
+	cap = capture(&w, nodes, STRIDE, 8);
+	assert_int_equal(cap.n, 8);
+	link_frames(&w, fr[2], 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	/* the loop within the first 3 nodes alone */
+	cap.n = 3;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
+	/* a captured caller link into nowhere */
+	memcpy(nodes + STRIDE + 8 + w.l->fr_previous, &junk, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 3);
+	assert_int_equal(pyframes_stats(w.pf)->walks, 6);
+	/* no verify: an outermost generator frame is what the capture saw, not a torn read */
+	link_frames(&w, fr[2], 0);
+	put8(&w.f, fr[2] + w.l->fr_owner, (uint8_t) w.l->owner_generator);
+	pyframes_set_verify(w.pf, true);
+	cap = capture(&w, nodes, STRIDE, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	world_free(&w);
+}
+
+static void spec_is(const struct py_layout *l, int r, uint32_t off1, uint32_t off2,
+		    uint32_t bytes, uint32_t next)
+{
+	struct pyframes_capture_spec s = { 0 };
+	struct remote_mem rm = { .read = fake_read };
+	struct pyframes *pf;
+
+	assert_int_equal(pyframes_new_from_layout(&rm, l, BASE, 0, 1, &pf), 0);
+	assert_int_equal(pyframes_capture_spec(pf, &s), r);
+	if (r == 0) {
+		assert_int_equal(s.head_off1, off1);
+		assert_int_equal(s.head_off2, off2);
+		assert_int_equal(s.frame_bytes, bytes);
+		assert_int_equal(s.next_off, next);
+	}
+	pyframes_free(pf);
+}
+
+static void test_capture_spec(void **state)
+{
+	struct py_layout l;
+
+	(void) state;
+	/* tstate->frame; f_back; up to f_lasti (f_gen before it) */
+	spec_is(layout_static(3, 8), 0, 24, PYFRAMES_NO_OFF, 112, 24);
+	spec_is(layout_static(3, 9), 0, 24, PYFRAMES_NO_OFF, 112, 24);
+	spec_is(layout_static(3, 10), 0, 24, PYFRAMES_NO_OFF, 104, 24);
+	/* tstate->cframe->current_frame; previous; the whole _PyInterpreterFrame */
+	spec_is(layout_static(3, 11), 0, 56, 8, 80, 48);
+	spec_is(layout_static(3, 12), 0, 56, 0, 80, 8);
+	/* 3.13+ (as from _Py_DebugOffsets): tstate->current_frame */
+	l = *layout_static(3, 12);
+	l.minor = 13;
+	l.ts_cframe = l.cf_current_frame = PF_NONE;
+	l.ts_frame = 72;
+	spec_is(&l, 0, 72, PYFRAMES_NO_OFF, 80, 8);
+	/* a frame over 128 bytes: the fields read (owner at 70) */
+	l.fr_size = 200;
+	spec_is(&l, 0, 72, PYFRAMES_NO_OFF, 72, 8);
+	/* fields the walker reads past 128: no spec */
+	l.fr_instr = 160;
+	spec_is(&l, -EINVAL, 0, 0, 0, 0);
+	/* past what the walker reads of a frame at all: not supported */
+	{
+		struct remote_mem rm = { .read = fake_read };
+		struct pyframes *pf;
+
+		l.fr_owner = 600;
+		l.fr_size = 700;
+		assert_int_equal(pyframes_new_from_layout(&rm, &l, BASE, 0, 1, &pf), -ENOTSUP);
+	}
+}
+
+/* A frame larger than a capture holds: the walker reads only the fields it needs, so a walk of
+ * frames whose memory is gone still succeeds from the capture; a layout no capture fits gets
+ * no captured walk. */
+static void test_captured_big_frame(void **state)
+{
+	static struct py_layout l;
+	struct world w;
+	struct py_frame was[8], out[8];
+	unsigned char nodes[8 * STRIDE];
+	struct pyframes_capture cap;
+	uint64_t fr[3], co[3];
+	size_t n;
+
+	(void) state;
+	l = *layout_static(3, 12);
+	l.fr_size = 200;
+	world_init_layout(&w, &l);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	assert_int_equal(n, 3);
+	cap = capture(&w, nodes, 8 + 72, 8);
+	move_capture(&w, nodes, &cap);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	world_free(&w);
+
+	l.fr_instr = 160;
+	world_init_layout(&w, &l);
+	cap = (struct pyframes_capture) { .head = 0 };
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EINVAL);
+	world_free(&w);
+}
+
+/* The thread state a capture program starts from; no walk counted. */
+static void test_thread_state(void **state)
+{
+	static const int minors[] = { 8, 11, 12 };
+	size_t i;
+
+	(void) state;
+	for (i = 0; i < sizeof(minors) / sizeof(minors[0]); i++) {
+		struct world w;
+		uint64_t ts = 1;
+
+		world_init(&w, minors[i]);
+		assert_int_equal(pyframes_thread_state(w.pf, TID, &ts), 0);
+		assert_int_equal(ts, w.tstate);
+		assert_int_equal(pyframes_thread_state(w.pf, TID, &ts), 0);   /* cached */
+		assert_int_equal(ts, w.tstate);
+		assert_int_equal(pyframes_thread_state(w.pf, TID + 1, &ts), -ENOENT);
+		assert_int_equal(ts, 0);
+		assert_int_equal(pyframes_stats(w.pf)->walks, 0);
+		assert_int_equal(pyframes_stats(w.pf)->no_thread, 0);
+		world_free(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,6 +1069,12 @@ int main(void)
 		cmocka_unit_test(test_code_validate_recursion),
 		cmocka_unit_test(test_code_validate_ranges),
 		cmocka_unit_test(test_code_validate_many),
+		cmocka_unit_test(test_capture_spec),
+		cmocka_unit_test(test_captured),
+		cmocka_unit_test(test_captured_cut),
+		cmocka_unit_test(test_captured_bad),
+		cmocka_unit_test(test_captured_big_frame),
+		cmocka_unit_test(test_thread_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

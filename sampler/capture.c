@@ -1,0 +1,532 @@
+/*
+ * capture: exact stacks without stopping the target. A BPF program attached to each thread's
+ * sampling event runs at every overflow, in the kernel, in the sampled thread's context: from
+ * the thread's root pointer (its PyThreadState, set by the caller per thread) it follows a
+ * chain of nodes (Python frames) and copies the first node_bytes of each into a record that
+ * goes, through a per-thread BPF_OUTPUT event redirected into the thread's own ring, just
+ * before the sample itself. perf.c pairs the two; the sample then carries the capture.
+ *
+ * The program is generated here for one spec, its loop unrolled with every offset an
+ * immediate, so the verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it
+ * cannot read out of its buffer. The record (all little-endian):
+ *   u32 magic, u32 status, u32 n, u32 slot, u64 ip, u64 period, u64 head, u64 root,
+ *   then n nodes of 8 + node_bytes bytes: the node's address and its copied bytes.
+ */
+#include <errno.h>
+#include <linux/bpf.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler/internal.h"
+
+#define CAPTURE_MAGIC 0x70737768u       /* "hwsp" */
+#define CAPTURE_HDR 48
+#define CAPTURE_MAX_THREADS 4096
+#define MAX_INSNS 4096
+
+/* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
+#define CTX_IP (16 * 8)
+#define CTX_PERIOD (21 * 8)
+
+enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
+
+struct prog {
+	struct bpf_insn insn[MAX_INSNS];
+	size_t n;
+	bool overflow;
+};
+
+struct fixup {
+	size_t at;
+};
+
+static void emit(struct prog *p, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+	if (p->n >= MAX_INSNS) {
+		p->overflow = true;
+		return;
+	}
+	p->insn[p->n++] = (struct bpf_insn) { .code = code, .dst_reg = dst, .src_reg = src,
+					     .off = off, .imm = imm };
+}
+
+static void mov_reg(struct prog *p, uint8_t d, uint8_t s) { emit(p, BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0); }
+static void mov_imm(struct prog *p, uint8_t d, int32_t i) { emit(p, BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i); }
+static void add_imm(struct prog *p, uint8_t d, int32_t i) { emit(p, BPF_ALU64 | BPF_ADD | BPF_K, d, 0, 0, i); }
+static void ldx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off) { emit(p, BPF_LDX | BPF_MEM | size, d, s, off, 0); }
+static void stx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off) { emit(p, BPF_STX | BPF_MEM | size, d, s, off, 0); }
+static void st(struct prog *p, uint8_t size, uint8_t d, int16_t off, int32_t i) { emit(p, BPF_ST | BPF_MEM | size, d, 0, off, i); }
+static void call(struct prog *p, int32_t fn) { emit(p, BPF_JMP | BPF_CALL, 0, 0, 0, fn); }
+
+static void ld_map(struct prog *p, uint8_t d, int fd)
+{
+	emit(p, BPF_LD | BPF_DW | BPF_IMM, d, BPF_PSEUDO_MAP_FD, 0, fd);
+	emit(p, 0, 0, 0, 0, 0);
+}
+
+/* A forward jump whose target is set later by land(). */
+static struct fixup jump_imm(struct prog *p, uint8_t op, uint8_t d, int32_t i)
+{
+	struct fixup f = { p->n };
+
+	emit(p, BPF_JMP | op | BPF_K, d, 0, 0, i);
+	return f;
+}
+
+static void land(struct prog *p, struct fixup f)
+{
+	if (f.at < p->n && !p->overflow)
+		p->insn[f.at].off = (int16_t) (p->n - f.at - 1);
+}
+
+size_t capture_stride(const struct sampler_capture_spec *spec)
+{
+	return 8 + spec->node_bytes;
+}
+
+static size_t capture_value_size(const struct sampler_capture_spec *spec)
+{
+	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec);
+}
+
+/* The program for spec (see the top of this file); p->overflow if it did not fit. */
+static void generate(struct prog *p, const struct sampler_capture_spec *spec, int roots, int scratch,
+		     int out)
+{
+	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[2];
+	size_t ne = 0, stride = capture_stride(spec);
+
+	p->n = 0;
+	p->overflow = false;
+	mov_reg(p, R6, R1);                               /* r6 = ctx */
+	call(p, BPF_FUNC_get_current_pid_tgid);
+	stx(p, BPF_W, R10, R0, -4);                       /* key: the thread id */
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, -4);
+	ld_map(p, R1, roots);
+	call(p, BPF_FUNC_map_lookup_elem);
+	no_emit[0] = jump_imm(p, BPF_JEQ, R0, 0);         /* not one of our threads */
+	mov_reg(p, R8, R0);                               /* r8 = { root, slot } */
+	st(p, BPF_W, R10, -8, 0);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, -8);
+	ld_map(p, R1, scratch);
+	call(p, BPF_FUNC_map_lookup_elem);
+	no_emit[1] = jump_imm(p, BPF_JEQ, R0, 0);
+	mov_reg(p, R7, R0);                               /* r7 = the record */
+	st(p, BPF_W, R7, 0, (int32_t) CAPTURE_MAGIC);
+	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_NO_ROOT);
+	st(p, BPF_W, R7, 8, 0);
+	ldx(p, BPF_W, R1, R8, 8);
+	stx(p, BPF_W, R7, R1, 12);                        /* slot */
+	ldx(p, BPF_DW, R1, R6, CTX_IP);
+	stx(p, BPF_DW, R7, R1, 16);
+	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
+	stx(p, BPF_DW, R7, R1, 24);
+	st(p, BPF_DW, R7, 32, 0);
+	ldx(p, BPF_DW, R3, R8, 0);
+	stx(p, BPF_DW, R7, R3, 40);                       /* root */
+	mov_imm(p, R9, CAPTURE_HDR);                      /* r9 = bytes to send */
+	to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
+	/* head = *(root + off1), then *(head + off2) */
+	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
+	add_imm(p, R3, (int32_t) spec->head_off1);
+	mov_reg(p, R1, R7);
+	add_imm(p, R1, 32);
+	mov_imm(p, R2, 8);
+	call(p, BPF_FUNC_probe_read_user);
+	to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
+	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+	if (spec->head_off2 != SAMPLER_CAPTURE_NO_OFF) {
+		ldx(p, BPF_DW, R3, R7, 32);
+		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
+		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
+		add_imm(p, R3, (int32_t) spec->head_off2);
+		mov_reg(p, R1, R7);
+		add_imm(p, R1, 32);
+		mov_imm(p, R2, 8);
+		call(p, BPF_FUNC_probe_read_user);
+		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
+		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+	}
+	ldx(p, BPF_DW, R8, R7, 32);                       /* r8 = the node to copy */
+	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
+		int16_t at = (int16_t) (CAPTURE_HDR + k * stride);
+
+		to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
+		stx(p, BPF_DW, R7, R8, at);
+		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
+		mov_reg(p, R1, R7);
+		add_imm(p, R1, at + 8);
+		mov_imm(p, R2, (int32_t) spec->node_bytes);
+		mov_reg(p, R3, R8);
+		call(p, BPF_FUNC_probe_read_user);
+		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
+		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+		st(p, BPF_W, R7, 8, (int32_t) k + 1);
+		mov_imm(p, R9, (int32_t) (at + stride));
+		ldx(p, BPF_DW, R8, R7, (int16_t) (at + 8 + spec->next_off));
+	}
+	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
+	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_CUT);
+	for (size_t i = 0; i < ne; i++)
+		land(p, to_emit[i]);
+	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9) */
+	ldx(p, BPF_W, R3, R7, 12);
+	mov_reg(p, R1, R6);
+	ld_map(p, R2, out);
+	mov_reg(p, R4, R7);
+	mov_reg(p, R5, R9);
+	call(p, BPF_FUNC_perf_event_output);
+	land(p, no_emit[0]);
+	land(p, no_emit[1]);
+	mov_imm(p, R0, 1);                                /* and the sample itself, as usual */
+	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+}
+
+static int sys_bpf(int cmd, union bpf_attr *attr)
+{
+	long r = syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+
+	return r < 0 ? -errno : (int) r;
+}
+
+static int map_create(uint32_t type, uint32_t key, uint32_t value, uint32_t entries)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_type = type;
+	a.key_size = key;
+	a.value_size = value;
+	a.max_entries = entries;
+	return sys_bpf(BPF_MAP_CREATE, &a);
+}
+
+static int map_update(int fd, const void *key, const void *value)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t) fd;
+	a.key = (uintptr_t) key;
+	a.value = (uintptr_t) value;
+	return sys_bpf(BPF_MAP_UPDATE_ELEM, &a);
+}
+
+static int map_delete(int fd, const void *key)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t) fd;
+	a.key = (uintptr_t) key;
+	return sys_bpf(BPF_MAP_DELETE_ELEM, &a);
+}
+
+static int prog_load(const struct prog *p)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_PERF_EVENT;
+	a.insns = (uintptr_t) p->insn;
+	a.insn_cnt = (uint32_t) p->n;
+	/* probe_read_user and perf_event_output are GPL-only helpers; hwspy is MIT */
+	a.license = (uintptr_t) "Dual MIT/GPL";
+	return sys_bpf(BPF_PROG_LOAD, &a);
+}
+
+static bool spec_ok(const struct sampler_capture_spec *spec)
+{
+	return spec->node_bytes >= 8 && spec->node_bytes <= SAMPLER_CAPTURE_MAX_NODE_BYTES &&
+	       spec->node_bytes % 8 == 0 && spec->next_off + 8 <= spec->node_bytes &&
+	       spec->head_off1 < 65536 &&
+	       (spec->head_off2 == SAMPLER_CAPTURE_NO_OFF || spec->head_off2 < 65536);
+}
+
+int sampler_capture_probe(void)
+{
+	struct sampler_capture_spec spec = { 0, SAMPLER_CAPTURE_NO_OFF, 16, 0 };
+	struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+	int r = capture_load(&c, &spec);
+
+	capture_close(&c);
+	return r;
+}
+
+int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
+{
+	struct prog *p;
+	int r;
+
+	if (!spec_ok(spec))
+		return -EINVAL;
+	if (c->roots_fd < 0) {
+		r = map_create(BPF_MAP_TYPE_HASH, 4, 16, CAPTURE_MAX_THREADS);
+		if (r < 0)
+			return r;
+		c->roots_fd = r;
+		r = map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, CAPTURE_MAX_THREADS);
+		if (r < 0)
+			return r;
+		c->out_fd = r;
+	}
+	if (c->scratch_fd >= 0)
+		(void) close(c->scratch_fd);
+	c->scratch_fd = -1;
+	r = map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, (uint32_t) capture_value_size(spec), 1);
+	if (r < 0)
+		return r;
+	c->scratch_fd = r;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd);
+	r = p->overflow ? -E2BIG : prog_load(p);
+	free(p);
+	if (r < 0)
+		return r;
+	if (c->prog_fd >= 0)
+		(void) close(c->prog_fd);
+	c->prog_fd = r;
+	c->spec = *spec;
+	return 0;
+}
+
+void capture_close(struct capture *c)
+{
+	int *fds[] = { &c->prog_fd, &c->roots_fd, &c->scratch_fd, &c->out_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			(void) close(*fds[i]);
+		*fds[i] = -1;
+	}
+	free(c->slots);
+	c->slots = NULL;
+	free(c->held);
+	c->held = NULL;
+}
+
+/* ---- threads ---- */
+
+struct root_value {
+	uint64_t root;
+	uint32_t slot, pad;
+};
+
+static int slot_take(struct capture *c)
+{
+	if (!c->slots) {
+		c->slots = calloc(CAPTURE_MAX_THREADS / 8, 1);
+		if (!c->slots)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < CAPTURE_MAX_THREADS; i++) {
+		if (!(c->slots[i / 8] & (1u << (i % 8)))) {
+			c->slots[i / 8] |= (unsigned char) (1u << (i % 8));
+			return (int) i;
+		}
+	}
+	return -E2BIG;
+}
+
+static void slot_put(struct capture *c, int slot)
+{
+	if (c->slots && slot >= 0 && slot < CAPTURE_MAX_THREADS)
+		c->slots[slot / 8] &= (unsigned char) ~(1u << (slot % 8));
+}
+
+int capture_thread_open(struct sampler *s, struct thread *t)
+{
+	struct capture *c = &s->capture;
+	struct perf_event_attr a = {
+		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT,
+		.sample_period = 1, .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_RAW,
+		.use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+	};
+	struct root_value v = { 0 };
+	uint32_t key = (uint32_t) t->tid, slot;
+	int r;
+
+	if (c->prog_fd < 0 || t->fds[0] < 0 || t->out_fd >= 0)
+		return 0;
+	r = slot_take(c);
+	if (r < 0)
+		return r;
+	t->slot = r;
+	slot = (uint32_t) r;
+	r = (int) syscall(SYS_perf_event_open, &a, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (r < 0) {
+		r = -errno;
+		goto fail;
+	}
+	t->out_fd = r;
+	if (ioctl(t->out_fd, PERF_EVENT_IOC_ID, &t->out_id) < 0 ||
+	    ioctl(t->out_fd, PERF_EVENT_IOC_SET_OUTPUT, t->fds[0]) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = map_update(c->out_fd, &slot, &t->out_fd);
+	if (r < 0)
+		goto fail;
+	v.slot = slot;
+	if (s->capture_root_fn)
+		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
+	r = map_update(c->roots_fd, &key, &v);
+	if (r < 0)
+		goto fail;
+	if (ioctl(t->fds[0], PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	t->prog = true;
+	return 0;
+fail:
+	capture_thread_close(s, t);
+	return r;
+}
+
+void capture_thread_close(struct sampler *s, struct thread *t)
+{
+	struct capture *c = &s->capture;
+	uint32_t key = (uint32_t) t->tid;
+
+	if (t->slot >= 0) {
+		uint32_t slot = (uint32_t) t->slot;
+
+		if (c->out_fd >= 0)
+			(void) map_delete(c->out_fd, &slot);
+		if (c->roots_fd >= 0)
+			(void) map_delete(c->roots_fd, &key);
+		slot_put(c, t->slot);
+	}
+	t->slot = -1;
+	if (t->out_fd >= 0)
+		(void) close(t->out_fd);
+	t->out_fd = -1;
+	t->out_id = 0;
+	if (c->held_tid == t->tid)
+		c->held_len = 0;
+}
+
+int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
+{
+	struct capture *c = &s->capture;
+	struct root_value v = { .root = root };
+	uint32_t key = (uint32_t) tid;
+
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct thread *t = &s->threads[i];
+
+		if (t->tid != tid || !t->alive || t->slot < 0)
+			continue;
+		v.slot = (uint32_t) t->slot;
+		return map_update(c->roots_fd, &key, &v);
+	}
+	return -ENOENT;
+}
+
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
+			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx)
+{
+	bool again = s->capture.prog_fd >= 0;
+	int r, first = 0;
+
+	if (!s->opts.capture)
+		return -EINVAL;
+	if (!s->capture.held) {
+		s->capture.held = malloc(RING_SCRATCH_SIZE);
+		if (!s->capture.held)
+			return -ENOMEM;
+	}
+	r = capture_load(&s->capture, spec);
+	if (r < 0)
+		return r;
+	s->capture_root_fn = root_fn;
+	s->capture_root_ctx = ctx;
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct thread *t = &s->threads[i];
+
+		if (!t->alive)
+			continue;
+		if (again && t->prog) {
+			/* a program stays on its event until the event is closed: open them anew */
+			perf_thread_drain(s, t, false);
+			perf_thread_close(s, t);
+			r = perf_thread_open(s, t);
+		} else {
+			r = capture_thread_open(s, t);
+		}
+		if (r < 0 && !first)
+			first = r;
+	}
+	s->stats.capture_threads_failed += first < 0;
+	return 0;
+}
+
+bool sampler_capturing(const struct sampler *s)
+{
+	return s->capture.prog_fd >= 0;
+}
+
+/* ---- records ---- */
+
+void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_header *h)
+{
+	struct capture *c = &s->capture;
+	const unsigned char *p = (const unsigned char *) (h + 1) + 8;   /* past the identifier */
+	size_t avail = h->size - sizeof(*h) - 8;
+	uint32_t len;
+
+	c->held_len = 0;
+	if (h->size < sizeof(*h) + 12 || !c->held)
+		return;
+	memcpy(&len, p, 4);
+	if (len < CAPTURE_HDR || len > avail - 4 || len > RING_SCRATCH_SIZE)
+		return;
+	memcpy(c->held, p + 4, len);
+	c->held_len = len;
+	c->held_tid = t->tid;
+}
+
+/* The capture made at this sample's overflow, if the record before it was one. */
+const struct sample_capture *capture_match(struct sampler *s, const struct thread *t,
+					   const struct sample *smp)
+{
+	struct capture *c = &s->capture;
+	uint32_t magic, status, n;
+	uint64_t ip, period;
+	size_t stride = capture_stride(&c->spec);
+
+	if (!c->held_len || c->held_tid != t->tid)
+		return NULL;
+	memcpy(&magic, c->held, 4);
+	memcpy(&status, c->held + 4, 4);
+	memcpy(&n, c->held + 8, 4);
+	memcpy(&ip, c->held + 16, 8);
+	memcpy(&period, c->held + 24, 8);
+	c->held_len_used = c->held_len;
+	c->held_len = 0;
+	if (magic != CAPTURE_MAGIC || ip != smp->ip || period != smp->values[0] ||
+	    n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + n * stride > c->held_len_used ||
+	    status > SAMPLE_CAPTURE_CUT) {
+		s->stats.capture_mismatched++;
+		return NULL;
+	}
+	c->out = (struct sample_capture) {
+		.status = (int) status,
+		.n = n,
+		.stride = stride,
+		.nodes = c->held + CAPTURE_HDR,
+	};
+	memcpy(&c->out.head, c->held + 32, 8);
+	memcpy(&c->out.root, c->held + 40, 8);
+	return &c->out;
+}
