@@ -29,7 +29,8 @@ the sampling timer itself), stopped (a voluntary switch: exact mode's ptrace sto
 (an involuntary switch: the profiler or another process ran on the target's CPU).
 
 Configurations, interleaved run by run, each repeated --repeat times: unprofiled (a `sleep`
-stands in for the profiler), `hwspy record` (exact mode), `hwspy record --nonblocking`,
+stands in for the profiler), `hwspy record` (exact mode: a BPF capture where allowed),
+`hwspy record --ptrace` (exact mode by stopping each sampled thread), `hwspy record --nonblocking`,
 `perf record -g`, all with -e cpu-clock (no PMU on these VMs), first at --rate (default 100 Hz,
 where the budgets apply) and then at --high-rate (default 1000 Hz, where the per-sample cost
 stands out of the noise). Figures are medians over the repeats; [min..max] shows the spread.
@@ -65,8 +66,8 @@ DEFAULT_HWSPY = os.path.join(ROOT, "build", "cli", "hwspy")
 BUDGET_SLOWDOWN = {"exact": 1.0, "nonblocking": 0.5}   # percent at 100 samples/s
 BUDGET_CPU_US = 30.0                                  # profiler CPU per sample, Python-only
 KINDS = ("no switch", "stopped", "preempted")          # spin_target.py's gap kinds 0, 1, 2
-LABEL = {"unprofiled": "unprofiled", "exact": "hwspy exact", "nonblocking": "hwspy nonblocking",
-         "perf": "perf -g"}
+LABEL = {"unprofiled": "unprofiled", "exact": "hwspy exact", "ptrace": "hwspy exact --ptrace",
+         "nonblocking": "hwspy nonblocking", "perf": "perf -g"}
 
 
 def die(msg):
@@ -146,6 +147,8 @@ class Runner:
                    "-d", str(secs), "-o", prefix + ".folded"]
             if mode == "nonblocking":
                 cmd.append("--nonblocking")
+            if mode == "ptrace":
+                cmd.append("--ptrace")
         trace = []          # (monotonic ns, profiler CPU, target CPU, machine busy, our CPU)
         with open(prefix + ".err", "w") as err:
             t_spawn = time.monotonic_ns()
@@ -187,8 +190,10 @@ class Runner:
             m = re.search(r"for ([0-9.]+) s:", errtext)
             if m:
                 elapsed = float(m.group(1))
-            if mode == "exact" and "falling back to --nonblocking" in errtext:
+            if mode in ("exact", "ptrace") and "falling back to --nonblocking" in errtext:
                 notes.append("hwspy exact mode fell back to --nonblocking")
+            if mode == "exact" and "captured at their sample by BPF" not in errtext:
+                notes.append("hwspy exact mode did not capture with BPF (stopped threads instead)")
             m = re.search(r"(\d+) samples were lost", errtext)
             if m:
                 notes.append("hwspy lost %s samples in one run" % m.group(1))
@@ -385,8 +390,8 @@ def main():
     ap.add_argument("--python", default=DEFAULT_PY, help="target interpreter (pyenv's 3.11.7)")
     ap.add_argument("--hwspy", default=DEFAULT_HWSPY, help="hwspy binary (build/cli/hwspy)")
     ap.add_argument("--perf", default="/usr/bin/perf", help="perf binary; '' skips perf")
-    ap.add_argument("--modes", default="exact,nonblocking,perf",
-                    help="profiled configurations (exact,nonblocking,perf)")
+    ap.add_argument("--modes", default="exact,ptrace,nonblocking,perf",
+                    help="profiled configurations (exact,ptrace,nonblocking,perf)")
     ap.add_argument("--wait", type=float, default=0,
                     help="wait up to SECS before each run for other load <= --max-load, and rerun "
                          "(twice at most) a run that other load disturbed (0: don't)")
@@ -402,10 +407,10 @@ def main():
         die("no target interpreter at %s (give --python)" % a.python)
     modes = [m for m in a.modes.split(",") if m]
     for m in modes:
-        if m not in ("exact", "nonblocking", "perf"):
+        if m not in ("exact", "ptrace", "nonblocking", "perf"):
             die("unknown mode %r" % m)
     skipped = []
-    if any(m in ("exact", "nonblocking") for m in modes) and not os.access(a.hwspy, os.X_OK):
+    if any(m in ("exact", "ptrace", "nonblocking") for m in modes) and not os.access(a.hwspy, os.X_OK):
         skipped.append("hwspy (no binary at %s)" % a.hwspy)
         modes = [m for m in modes if m == "perf"]
     if "perf" in modes and not (a.perf and os.access(a.perf, os.X_OK)):

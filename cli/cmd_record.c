@@ -49,6 +49,8 @@ static void usage(FILE *out)
 		"      --function         one frame per function (its first line), not per line\n"
 		"      --threads          a root frame per thread: [thread TID NAME]\n"
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
+		"      --ptrace           exact mode by stopping each sampled thread (ptrace), even\n"
+		"                         where a BPF capture is allowed (it costs the target more)\n"
 		"      --native           native frames too (DWARF unwinding of a copy of the user\n"
 		"                         stack), merged with the Python frames\n"
 		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
@@ -272,11 +274,16 @@ static void summary(const struct recorder *rec, const char *target, double elaps
 	if (rec->no_python)
 		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
 			 rec->no_python);
-	if (!o->nonblocking)
+	if (rec->capture)
+		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
+			 " read after it (before the capture started, or a thread's first samples)",
+			 rec->captured, rec->uncaptured);
+	else if (!o->nonblocking)
 		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops)", st->stops);
 	if (rec->n_late) {
 		qsort(rec->late_us, rec->n_late, sizeof(*rec->late_us), cmp_u32);
-		log_info("nonblocking: reads were late by median %u us, p99 %u us, max %u us",
+		log_info("%s were late by median %u us, p99 %u us, max %u us",
+			 rec->capture ? "reads without a capture" : "nonblocking: reads",
 			 rec->late_us[rec->n_late / 2], rec->late_us[rec->n_late * 99 / 100],
 			 rec->late_us[rec->n_late - 1]);
 	}
@@ -285,6 +292,16 @@ static void summary(const struct recorder *rec, const char *target, double elaps
 	if (rec->add_failed)
 		log_info("%" PRIu64 " samples could not be stored (out of memory)", rec->add_failed);
 	log_info("wrote %s", path);
+}
+
+/* Capture mode, once the interpreter is known: the program that copies its frames. */
+static void capture_start(struct recorder *rec)
+{
+	int r = record_capture_start(rec);
+
+	if (r < 0)
+		log_errno(r, "cannot start the BPF capture of Python frames; reading each stack "
+			  "after its sample instead, as --nonblocking");
 }
 
 static int parse_args(int argc, char **argv, struct record_opts *o)
@@ -300,6 +317,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "function", no_argument, NULL, 'f' },
 		{ "threads", no_argument, NULL, 't' },
 		{ "nonblocking", no_argument, NULL, 'n' },
+		{ "ptrace", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' },
@@ -366,6 +384,9 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case 'n':
 			o->nonblocking = true;
 			break;
+		case 'P':
+			o->ptrace = true;
+			break;
 		case 'N':
 			o->native = true;
 			break;
@@ -408,6 +429,7 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o = { 0 };
 	struct recorder rec = { .opts = &o, .stop = &stop_flag };
 	struct sampler_opts so = { 0 };
+	struct sampler_capture_spec cspec;
 	char target[320], defpath[64];
 	const char *names[SAMPLER_MAX_EVENTS];
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -482,6 +504,18 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
+	if (o.nonblocking && o.ptrace) {
+		log_error("--ptrace and --nonblocking exclude each other");
+		goto out;
+	}
+	if (!o.nonblocking && !o.ptrace) {
+		/* exact without stopping anything where BPF is allowed */
+		r = sampler_capture_probe();
+		rec.capture = r == 0;
+		if (r < 0)
+			log_info("no BPF capture here (%s; it needs CAP_BPF and CAP_PERFMON): exact "
+				 "mode stops each sampled thread instead", strerror(-r));
+	}
 	if (rec.pf)
 		record_python_found(&rec);
 	rec.scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
@@ -497,11 +531,25 @@ int cmd_record(int argc, char **argv)
 
 	so = (struct sampler_opts) {
 		.pid = o.pid, .argv = o.argv, .events = o.events, .n_events = o.n_events,
-		.freq = o.freq, .period = o.period, .exact = !o.nonblocking,
+		.freq = o.freq, .period = o.period, .exact = !o.nonblocking && !rec.capture,
+		.capture = rec.capture,
 		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
-		.ring_pages = o.native ? 256 : 0,
+		.ring_pages = o.native ? 256 : rec.capture ? 128 : 0,
 	};
+	/* attach: the interpreter is known, so every sample can be captured from the first */
+	if (rec.capture && rec.pf && record_capture_spec(&rec, &cspec) == 0) {
+		so.capture_spec = &cspec;
+		so.capture_root_fn = record_capture_root;
+		so.capture_root_ctx = &rec;
+	}
 	r = sampler_new(&so, &rec.sampler);
+	if (r >= 0 && so.capture_spec) {
+		rec.capture_gen = rec.pf_gen;
+		rec.capture_error = sampler_capture_error(rec.sampler);
+		if (rec.capture_error)
+			log_errno(rec.capture_error, "cannot start the BPF capture of Python frames; "
+				  "reading each stack after its sample instead, as --nonblocking");
+	}
 	if (r == -EPERM && so.exact) {
 		log_info("cannot stop the target's threads (ptrace refused: another tracer, Yama "
 			 "ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
@@ -533,8 +581,9 @@ int cmd_record(int argc, char **argv)
 		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], sampler_pid(rec.sampler));
 	(void) profile_set_target(rec.prof, target);
 	profile_meta(rec.prof)->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
-	if (o.nonblocking)
+	if (o.nonblocking || rec.capture)
 		rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
+	capture_start(&rec);
 
 	start = record_now_ns();
 	duration_ns = (uint64_t) (o.duration * 1e9);
@@ -551,6 +600,7 @@ int cmd_record(int argc, char **argv)
 			log_errno(r, "sampling stopped early");
 			break;
 		}
+		capture_start(&rec);            /* the interpreter of a launched command, found */
 		if (tty && !o.quiet)
 			progress(&rec, (double) (record_now_ns() - start) / 1e9, o.duration, false);
 	}

@@ -38,6 +38,7 @@ struct record_opts {
 	double duration;
 	const char *output;
 	bool function, threads, nonblocking, quiet, native, kernel;
+	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
 	uint32_t stack_size;
 };
 
@@ -91,12 +92,25 @@ struct recorder {
 	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */
 	struct pending *pending;        /* MAX_PENDING slots */
 	size_t n_pending;
+	/* exact mode by BPF capture (sampler_capture_start) */
+	bool capture;                   /* the sampler was made for it */
+	uint64_t pf_gen;                /* bumped by each record_python_found() */
+	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
+	int capture_error;              /* sampler_capture_start()'s last failure */
+	uint64_t captured, uncaptured;  /* Python walks from a capture / from live memory */
 };
 
 uint64_t record_now_ns(void);
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
 /* The interpreter was found (rec->pf, rec->info set): note it in the profile. */
 void record_python_found(struct recorder *rec);
+/* Capture mode: makes and attaches the capture program for the interpreter found, if not
+ * done for it yet. 0, or the failure (kept in rec->capture_error). Not from the callback. */
+int record_capture_start(struct recorder *rec);
+/* The capture spec for rec->pf's interpreter: 0, -EINVAL (none fits), -ENOENT (none found). */
+int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret);
+/* A thread's root for the capture program: its PyThreadState (ctx: the recorder). */
+int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root);
 /* The sampler callback; ctx is the struct recorder. A stopped thread's sample keeps only its
  * Python walk inside the stop; the rest waits for record_flush(). */
 void record_on_sample(void *ctx, const struct sample *s);

@@ -63,7 +63,9 @@ void record_python_found(struct recorder *rec)
 	const char *slash = strrchr(rec->info.binary, '/');
 
 	rec->interp_module = slash ? slash + 1 : rec->info.binary;
-	pyframes_set_verify(rec->pf, rec->opts->nonblocking);
+	/* walks of threads that run on: --nonblocking, and a capture's misses */
+	pyframes_set_verify(rec->pf, rec->opts->nonblocking || rec->capture);
+	rec->pf_gen++;
 	(void) profile_set_python(rec->prof, rec->info.version);
 }
 
@@ -145,6 +147,75 @@ static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct
 	}
 	rec->kernel_frames += n;
 	return n;
+}
+
+int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root)
+{
+	struct recorder *rec = ctx;
+
+	*ret_root = 0;
+	return rec->pf ? pyframes_thread_state(rec->pf, tid, ret_root) : -ENOENT;
+}
+
+int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret)
+{
+	struct pyframes_capture_spec ps;
+	int r = rec->pf ? pyframes_capture_spec(rec->pf, &ps) : -ENOENT;
+
+	if (r < 0)
+		return r;
+	*ret = (struct sampler_capture_spec) {
+		.head_off1 = ps.head_off1,
+		.head_off2 = ps.head_off2 == PYFRAMES_NO_OFF ? SAMPLER_CAPTURE_NO_OFF : ps.head_off2,
+		.node_bytes = ps.frame_bytes,
+		.next_off = ps.next_off,
+	};
+	return 0;
+}
+
+int record_capture_start(struct recorder *rec)
+{
+	struct sampler_capture_spec ss;
+	int r;
+
+	if (!rec->capture || !rec->pf || rec->capture_gen == rec->pf_gen)
+		return 0;
+	rec->capture_gen = rec->pf_gen;     /* one try per interpreter */
+	r = record_capture_spec(rec, &ss);
+	if (r >= 0)
+		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+	rec->capture_error = r < 0 ? r : 0;
+	return r;
+}
+
+/* The Python walk of a sample: from its capture where the program made one for this
+ * interpreter, else from live memory (retried while the running thread tears it). */
+static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret_n)
+{
+	const struct sample_capture *c = s->capture;
+	int r;
+
+	if (c && rec->capture_gen == rec->pf_gen && c->status != SAMPLE_CAPTURE_NO_ROOT) {
+		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride };
+
+		rec->captured++;
+		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n);
+	}
+	if (rec->capture) {
+		uint64_t root;
+
+		rec->uncaptured++;
+		/* a thread whose state did not exist when its events opened: the next sample
+		 * will be captured */
+		if (c && rec->capture_gen == rec->pf_gen &&
+		    pyframes_thread_state(rec->pf, s->tid, &root) == 0)
+			(void) sampler_capture_set_root(rec->sampler, s->tid, root);
+	}
+	r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n);
+	/* a running thread moved under the read: another try gives a whole stack */
+	for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
+		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n);
+	return r;
 }
 
 /* Launch mode: the interpreter appears once the loader has mapped it; look again now and then. */
@@ -287,7 +358,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 {
 	struct recorder *rec = ctx;
 	size_t n = 0;
-	uint64_t truncated_before;
+	uint64_t truncated_before, captured_before = rec->captured;
 	bool truncated;
 	int r = -ENOENT;
 
@@ -305,14 +376,10 @@ void record_on_sample(void *ctx, const struct sample *s)
 	if (!rec->pf)
 		detect(rec, sampler_pid(rec->sampler));
 	truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
-	if (rec->pf) {
-		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
-		/* a running thread moved under the read: another try gives a whole stack */
-		for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
-			r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, &n);
-	}
+	if (rec->pf)
+		r = python_walk(rec, s, &n);
 	truncated = r == 0 && rec->pf && pyframes_stats(rec->pf)->truncated != truncated_before;
-	if (!s->stopped && rec->late_us && rec->n_late < LATE_MAX) {
+	if (!s->stopped && rec->captured == captured_before && rec->late_us && rec->n_late < LATE_MAX) {
 		uint64_t t = record_now_ns();
 		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
 	}

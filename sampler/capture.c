@@ -476,6 +476,11 @@ bool sampler_capturing(const struct sampler *s)
 	return s->capture.prog_fd >= 0;
 }
 
+int sampler_capture_error(const struct sampler *s)
+{
+	return s->capture_error;
+}
+
 /* ---- records ---- */
 
 void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_header *h)

@@ -57,6 +57,7 @@ struct sampler {
 	void (*resumed)(void *ctx);
 	uint64_t last_scan_ns;
 	struct capture capture;
+	int capture_error;              /* of the capture started by sampler_new() */
 	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
 	void *capture_root_ctx;
 	bool stopped;                   /* sampler_stop() ran */

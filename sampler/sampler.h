@@ -85,6 +85,8 @@ void events_set_sysfs_root(const char *dir);
 
 /* ---- the sampler -------------------------------------------------------------------------- */
 
+struct sampler_capture_spec;
+
 struct sampler_opts {
 	pid_t pid;                      /* attach to this process, or 0 */
 	char *const *argv;              /* launch this command (argv[0] searched in PATH), or NULL */
@@ -95,6 +97,12 @@ struct sampler_opts {
 	bool exact;                     /* stop the sampled thread at each sample (needs ptrace) */
 	bool capture;                   /* ready the events for sampler_capture_start() (not with
 	                                 * exact); rings are then read in batches, not per sample */
+	const struct sampler_capture_spec *capture_spec; /* and start it at once (the interpreter
+	                                 * is known): sampler_capture_start() before any event opens,
+	                                 * so no sample goes uncaptured; its failure is not
+	                                 * sampler_new()'s (see sampler_capturing()) */
+	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root); /* with capture_spec */
+	void *capture_root_ctx;
 	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
 	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
@@ -206,5 +214,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 /* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program). */
 int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
 bool sampler_capturing(const struct sampler *s);
+/* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */
+int sampler_capture_error(const struct sampler *s);
 
 #endif

@@ -282,6 +282,9 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		return -ENOMEM;
 	}
 	perf_build_attrs(s);
+	if (opts->capture && opts->capture_spec)
+		s->capture_error = sampler_capture_start(s, opts->capture_spec, opts->capture_root_fn,
+							 opts->capture_root_ctx);
 
 	/* ptrace stops and child exits wake the loop through this fd */
 	sigemptyset(&chld);
@@ -539,6 +542,9 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 			reap(s);
 		} else {
 			poll_rings(s, timeout);
+			/* capture rings wake us only when an eighth full: read them every 100 ms */
+			if (s->opts.capture)
+				drain_all(s);
 			now = sampler_now_ns();
 			if (now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
 				s->last_scan_ns = now;

@@ -182,6 +182,31 @@ def proc_status(pid):
         return {}
 
 
+def bpf_capture_allowed():
+    """Whether hwspy's default exact mode can use its BPF capture here (CAP_BPF + CAP_PERFMON:
+    root, on this project's machines)."""
+    return os.geteuid() == 0
+
+
+def check_exact(run, how, max_uncaptured=None):
+    """The summary of an exact-mode run says it was exact the way asked: 'capture' (the default:
+    the BPF capture where allowed, else ptrace stops) or 'ptrace' (--ptrace). With
+    max_uncaptured, at most that share of the Python stacks was read without a capture."""
+    if how == 'capture' and bpf_capture_allowed():
+        m = re.search(r'exact: (\d+) Python stacks captured at their sample by BPF, (\d+) read '
+                      r'after it', run.stderr)
+        check(m, 'the summary does not say the stacks were captured by BPF')
+        got, late = int(m.group(1)), int(m.group(2))
+        check(got > 0, 'no Python stack was captured by BPF')
+        log('captured by BPF: %d stacks, %d read after their sample' % (got, late))
+        if max_uncaptured is not None:
+            check(late <= max_uncaptured * (got + late) + 2,
+                  '%d of %d stacks were read without a capture' % (late, got + late))
+    else:
+        check('read with its thread stopped' in run.stderr,
+              'the summary does not say the samples were read with their thread stopped')
+
+
 def check_untouched(pid, what='the target'):
     """The target is alive, not stopped and not traced: hwspy left nothing behind."""
     time.sleep(0.2)

@@ -9,10 +9,11 @@ no profile written, and an attached target left running, neither stopped nor tra
   perf_event_paranoid or CAP_PERFMON / CAP_SYS_PTRACE), no-such-command (-- /nonexistent/cmd).
 Still a profile (exit 0):
   target-exits (the target exits 1.5 s into -d 10: hwspy writes what it sampled, promptly),
-  ptrace-refused (strace already traces the target: hwspy says it falls back to nonblocking and
-  still writes a profile).
-And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 999 Hz: the
-  target lives on, neither stopped nor traced, and no pending sample signal kills it later).
+  ptrace-refused (strace already traces the target: as root the default BPF capture is exact
+  regardless; with --ptrace hwspy says it falls back to nonblocking and still writes a profile).
+And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 999 Hz, BPF
+  capture and --ptrace: the target lives on, neither stopped nor traced, and no pending sample
+  signal kills it later).
 """
 import os
 import shutil
@@ -180,8 +181,18 @@ def ptrace_refused(opts):
             check(time.monotonic() < end, 'strace did not attach within 10 s')
             time.sleep(0.05)
         log('strace (pid %d) traces the target' % tracer.pid)
-        run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999', '-d', '2'],
-                             timeout=60)
+        # the BPF capture (default where allowed, as here) needs no ptrace: still exact
+        if harness.bpf_capture_allowed():
+            run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999',
+                                        '-d', '1'], timeout=60)
+            check('captured at their sample by BPF' in run.stderr,
+                  'the default exact mode did not capture with BPF')
+            check('nonblocking' not in run.stderr, 'the BPF capture fell back to nonblocking')
+            spin_weight(opts, run.expect_profile())
+        else:
+            log('no BPF capture here (not root): only the ptrace fallback is checked')
+        run = harness.record(opts, ['--ptrace', '-p', str(w.pid), '-e', 'cpu-clock', '-F', '999',
+                                    '-d', '2'], timeout=60)
         check(harness.proc_status(w.pid).get('TracerPid') == str(tracer.pid),
               'strace no longer traces the target after hwspy ran')
         check(w.alive(), 'the target died')
@@ -197,18 +208,22 @@ def ptrace_refused(opts):
 @case
 def profiler_killed(opts):
     py = any_python(opts)
-    w = spinner(opts, py, 60)
-    p = harness.start_record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999', '-d', '20'])
-    check(harness.wait_attached(p.pid, w.pid), 'hwspy did not attach within 15 s')
-    time.sleep(1)
-    check(p.poll() is None, 'hwspy ended early (exit %s)' % p.returncode)
-    p.kill()
-    p.wait()
-    log('killed hwspy (pid %d) with SIGKILL' % p.pid)
-    harness.check_untouched(w.pid)
-    time.sleep(1)
-    check(w.alive(), 'the target died after hwspy was killed (exit %s)' % w.p.returncode)
-    harness.check_untouched(w.pid)
+    # both exact modes: the BPF capture (default where allowed) and ptrace stops
+    for extra in ([], ['--ptrace']):
+        w = spinner(opts, py, 60)
+        p = harness.start_record(opts, extra + ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999',
+                                                '-d', '20'])
+        check(harness.wait_attached(p.pid, w.pid), 'hwspy did not attach within 15 s')
+        time.sleep(1)
+        check(p.poll() is None, 'hwspy ended early (exit %s)' % p.returncode)
+        p.kill()
+        p.wait()
+        log('killed hwspy %s(pid %d) with SIGKILL' % (' '.join(extra) + ' ' if extra else '', p.pid))
+        harness.check_untouched(w.pid)
+        time.sleep(1)
+        check(w.alive(), 'the target died after hwspy was killed (exit %s)' % w.p.returncode)
+        harness.check_untouched(w.pid)
+        w.kill()
 
 
 def test(opts):
