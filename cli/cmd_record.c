@@ -476,6 +476,10 @@ int cmd_record(int argc, char **argv)
 			log_errno(r, "cannot read the mappings of %s", target);
 			goto out;
 		}
+		/* nothing stops the target while the first samples are unwound slowly: load the
+		 * modules' symbols and CFI before sampling starts, not while the rings fill */
+		if (o.native && !o.nonblocking && !o.ptrace)
+			(void) symbolizer_warm(rec.sym);
 	} else {
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
 		r = find_command(o.argv[0]);
@@ -534,7 +538,7 @@ int cmd_record(int argc, char **argv)
 		.freq = o.freq, .period = o.period, .exact = !o.nonblocking && !rec.capture,
 		.capture = rec.capture,
 		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
-		.ring_pages = o.native ? 256 : rec.capture ? 128 : 0,
+		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 128 : 0,
 	};
 	/* attach: the interpreter is known, so every sample can be captured from the first */
 	if (rec.capture && rec.pf && record_capture_spec(&rec, &cspec) == 0) {

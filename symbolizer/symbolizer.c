@@ -105,6 +105,26 @@ void symbolizer_free(struct symbolizer *sym)
 	free(sym);
 }
 
+int symbolizer_warm(struct symbolizer *sym)
+{
+	for (size_t i = 0; i < sym->n_modules; i++) {
+		Dwfl_Module *dm = sym->modules[i]->dwmod;
+		Dwarf_Addr bias;
+		Dwarf_Aranges *ar;
+		size_t n;
+		Dwarf *dw;
+
+		if (!dm)
+			continue;
+		(void) dwfl_module_getsymtab(dm);
+		(void) dwfl_module_eh_cfi(dm, &bias);
+		dw = dwfl_module_getdwarf(dm, &bias);
+		if (dw)
+			(void) dwarf_getaranges(dw, &ar, &n);
+	}
+	return 0;
+}
+
 void symbolizer_set_unwinder(struct symbolizer *sym, enum symbolizer_unwinder which)
 {
 	if (which == UNWIND_LIBUNWIND && !unwind_have_libunwind())

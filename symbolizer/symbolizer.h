@@ -81,6 +81,11 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
  * which module an address is in, without symbol lookup. Valid until symbolizer_free(). */
 const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr);
 
+/* Loads now what the first unwinds and lookups in each module mapped now would load (symbol
+ * table, CFI, the DWARF unit index): called before sampling starts, so that the first samples
+ * are not processed slowly while more arrive. 0, or -ESRCH. */
+int symbolizer_warm(struct symbolizer *sym);
+
 /* Kernel address -> symbol from /proc/kallsyms (loaded on first use). */
 int symbolizer_kernel(struct symbolizer *sym, uint64_t addr, struct native_frame *ret);
 
