@@ -355,6 +355,52 @@ static uint64_t file_offset(const struct sym_module *m, uint64_t a)
 	return v;
 }
 
+/* ---- function ranges of modules without DWARF ----------------------------------------------- */
+
+/* The index of the first range whose start is above a. */
+static size_t range_upper(const struct sym_module *m, uint64_t a)
+{
+	size_t lo = 0, hi = m->n_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->ranges[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const char *range_find(const struct sym_module *m, uint64_t a)
+{
+	size_t i = range_upper(m, a);
+
+	return i > 0 && a < m->ranges[i - 1].end ? m->ranges[i - 1].name : NULL;
+}
+
+static void range_add(struct sym_module *m, uint64_t start, uint64_t end, const char *name)
+{
+	size_t i = range_upper(m, start);
+
+	if (!name || end <= start || m->n_ranges >= SYM_MAX_RANGES ||
+	    (i > 0 && m->ranges[i - 1].end > start) || (i < m->n_ranges && m->ranges[i].start < end))
+		return;   /* overlapping symbols (aliases of another size): leave it to libdw */
+	if (m->n_ranges == m->cap_ranges) {
+		size_t cap = m->cap_ranges ? m->cap_ranges * 2 : 64;
+		struct sym_range *v = realloc(m->ranges, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		m->ranges = v;
+		m->cap_ranges = cap;
+	}
+	memmove(&m->ranges[i + 1], &m->ranges[i], (m->n_ranges - i) * sizeof(*m->ranges));
+	m->ranges[i] = (struct sym_range) { start, end, name };
+	m->n_ranges++;
+}
+
 static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 			  struct native_frame *f, size_t *ret_n)
 {
@@ -364,12 +410,28 @@ static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t
 	int line = 0;
 	size_t n = 0;
 
+	if (dm && m->has_dwarf < 0) {
+		Dwarf_Addr bias;
+
+		m->has_dwarf = dwfl_module_getdwarf(dm, &bias) != NULL;
+	}
+	/* without DWARF a function's addresses all give the same frame: skip libdw */
+	if (dm && m->has_dwarf == 0 && (name = range_find(m, a)) != NULL) {
+		f[0] = (struct native_frame){ .addr = a, .name = name, .module = m->name,
+					      .module_offset = mod_off };
+		*ret_n = 1;
+		return 0;
+	}
 	if (dm) {
 		GElf_Off off;
 		GElf_Sym s;
 		Dwfl_Line *ln;
 
 		name = dwfl_module_addrinfo(dm, a, &off, &s, NULL, NULL, NULL);
+		if (name && m->has_dwarf == 0 && s.st_size > 0 && off < s.st_size) {
+			name = intern_name(sym, name);
+			range_add(m, a - off, a - off + s.st_size, name);
+		}
 		ln = dwfl_module_getsrc(dm, a);
 		if (ln) {
 			const char *src = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);

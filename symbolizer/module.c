@@ -225,6 +225,7 @@ void module_free(struct sym_module *m)
 		(void) close(m->fd);
 	free(m->path);
 	free(m->open_path);
+	free(m->ranges);
 	free(m);
 }
 
@@ -273,6 +274,7 @@ int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_mo
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->has_dwarf = -1;
 	m->fd = -1;
 	m->dev = makedev(l->dev_major, l->dev_minor);
 	m->ino = l->ino;
@@ -358,6 +360,7 @@ int module_open_vdso(struct symbolizer *sym, const struct maps_line *l,
 		free(img);
 		return -ENOMEM;
 	}
+	m->has_dwarf = -1;
 	m->fd = -1;
 	m->image = img;
 	m->image_size = size;

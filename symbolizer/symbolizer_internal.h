@@ -82,6 +82,14 @@ struct sym_cold {
 	const char *name;        /* pooled "<function>.cold" */
 };
 
+/* A function of a module without DWARF: every address in it resolves to the same name. */
+struct sym_range {
+	uint64_t start, end;     /* runtime addresses */
+	const char *name;        /* pooled */
+};
+
+#define SYM_MAX_RANGES 65536
+
 struct sym_module {
 	char *path;              /* as /proc/PID/maps names it */
 	const char *name;        /* pooled basename */
@@ -103,6 +111,9 @@ struct sym_module {
 	Dwfl_Module *dwmod;
 	bool seen;               /* marked during a refresh */
 	bool cold_scanned;       /* cold.c looked for .cold parts (on the first nameless lookup) */
+	int has_dwarf;           /* -1 not known yet, 0 no DWARF (symbols only), 1 DWARF */
+	struct sym_range *ranges;/* no DWARF: functions resolved so far, sorted by start */
+	size_t n_ranges, cap_ranges;
 	struct sym_cold cold[SYM_MAX_COLD];
 	size_t n_cold;
 };

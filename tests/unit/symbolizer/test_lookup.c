@@ -434,6 +434,17 @@ static void test_debian_python_dynsym(void **state)
 	assert_string_equal(f[0].name, "PyObject_Hash");
 	assert_string_equal(f[0].module, "python3.11");
 	assert_false(f[0].inlined);
+	/* without DWARF every address of a function gives it (from the function ranges kept
+	 * after the first lookup), each with its own offset; the byte after it does not */
+	assert_true(hash.size > 8);
+	for (uint64_t a = hash.value; a < hash.value + hash.size; a += 3) {
+		n = lookup(sym, a, f, 16);
+		assert_int_equal(n, 1);
+		assert_string_equal(f[0].name, "PyObject_Hash");
+		assert_int_equal(f[0].module_offset, a - 0x400000);   /* non-PIE */
+	}
+	n = lookup(sym, hash.value + hash.size, f, 16);
+	assert_true(!f[n - 1].name || strcmp(f[n - 1].name, "PyObject_Hash") != 0);
 
 	/* a static function: in no .dynsym symbol -> module+offset */
 	elf_syms(DEB_PYTHON, SHT_DYNSYM, gap_cb, &g);
