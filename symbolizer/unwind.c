@@ -109,6 +109,8 @@ struct dw_walk {
 	uint64_t *ips;
 	size_t max, n;
 	uint64_t last_sp;
+	uint64_t last_bp;       /* the last frame's RBP, when known */
+	bool have_sp, have_bp;  /* for the last frame */
 };
 
 static int dw_frame_cb(Dwfl_Frame *state, void *arg)
@@ -120,18 +122,58 @@ static int dw_frame_cb(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
 		return DWARF_CB_ABORT;
-	if (dwfl_frame_reg(state, 7, &sp) == 0) {
+	w->have_sp = dwfl_frame_reg(state, 7, &sp) == 0;
+	if (w->have_sp) {
 		if (w->n > 0 && sp <= w->last_sp)
 			return DWARF_CB_ABORT;
 		w->last_sp = sp;
 	}
+	w->have_bp = dwfl_frame_reg(state, 6, &w->last_bp) == 0;
 	w->ips[w->n++] = pc;
 	return w->n < w->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+#define JIT_STEPS 32
+
+/* The frame above a JIT frame. Code in anonymous executable memory has no CFI; the JIT frames
+ * a Python stack holds are CPython's perf trampolines (3.12+, -X perf), met at the return
+ * address of their one call: `push rbp; mov rsp, rbp; call *rcx` in some builds, `sub 8, rsp;
+ * call *rcx` in others. Either way their caller's return address is at SP + 8 and its SP is
+ * SP + 16; with the first form SP points at the saved RBP (a stack address above SP), with the
+ * second RBP is untouched. True with regs set for a new unwind from the caller (the other
+ * registers as sampled: CFI frames restore the ones they use from the stack). */
+static bool jit_step(const struct symbolizer *sym, const struct dw_walk *w, uint64_t *regs)
+{
+	const struct unwind_ctx *c = &sym->cur;
+	const struct sym_region *g;
+	uint64_t sp = w->last_sp, saved, ra;
+
+	if (w->n == 0 || w->n >= w->max || !w->have_sp || c->stack_size < 16)
+		return false;
+	g = maps_find(sym, w->ips[w->n - 1]);
+	if (!g || g->kind != REGION_ANON || !g->exec)
+		return false;
+	if (sp < c->sp || sp - c->sp > c->stack_size - 16)
+		return false;
+	memcpy(&saved, c->stack + (sp - c->sp), 8);
+	memcpy(&ra, c->stack + (sp - c->sp) + 8, 8);
+	if (ra == 0)
+		return false;
+	memcpy(regs, c->regs, SYM_N_REGS * sizeof(*regs));
+	regs[SYM_REG_IP] = ra;
+	regs[SYM_REG_SP] = sp + 16;
+	if (saved > sp + 16 && saved - c->sp < c->stack_size)
+		regs[SYM_REG_BP] = saved;
+	else if (w->have_bp)
+		regs[SYM_REG_BP] = w->last_bp;
+	return true;
 }
 
 int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
 {
 	struct dw_walk w = { .ips = ret_ips, .max = max };
+	const uint64_t *sampled = sym->cur.regs;
+	uint64_t regs[SYM_N_REGS];
 
 	if (!sym->dwfl_attached) {
 		if (!dwfl_attach_state(sym->dwfl, NULL, sym->pid, &dw_callbacks, sym))
@@ -139,6 +181,17 @@ int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *
 		sym->dwfl_attached = true;
 	}
 	(void) dwfl_getthread_frames(sym->dwfl, sym->pid, dw_frame_cb, &w);
+	/* stopped in JIT code: step over it by its frame pointer and unwind on from its caller */
+	for (int i = 0; i < JIT_STEPS && jit_step(sym, &w, regs); i++) {
+		size_t before = w.n;
+
+		sym->cur.regs = regs;
+		w.have_bp = false;
+		(void) dwfl_getthread_frames(sym->dwfl, sym->pid, dw_frame_cb, &w);
+		if (w.n == before)
+			break;
+	}
+	sym->cur.regs = sampled;
 	*ret_n = w.n;
 	return 0;
 }

@@ -16,6 +16,11 @@ tests/targets/native/late.c (a library loaded after hwspy attached).
   late      (--python) attach with --native to native_work.py serve (-S, so nothing loads
             libbz2 early) and only then load liblate.so (ctypes) and bz2: their frames come out
             with names (late_spin/late_outer/late_inner [liblate.so], BZ2_* [libbz2.so.1.0.4]).
+  xperf     (--python, 3.12+) the callback case under python -X perf: every Python call goes
+            through a perf trampoline in anonymous memory with no CFI, which the unwinder steps
+            over (by SP, or by the frame pointer) to reach qsort and the outer frames; the
+            target must have written /tmp/perf-PID.map (removed afterwards), and no py::
+            trampoline frame shows (hwspy reads the Python frames itself).
   cprog     a C program (split.c: split_heavy 75%, split_light 25% of its CPU, measured by the
             program itself) profiled with --native, launched and attached: the self weights
             match the measured shares within 10 points, under main, with no Python frames and
@@ -30,6 +35,7 @@ tests/targets/native/late.c (a library loaded after hwspy attached).
             (perf_event_paranoid >= 2 forbids kernel samples to unprivileged users) is refused
             with a message that names perf_event_paranoid or CAP_PERFMON (and no "pid 0").
 """
+import glob
 import json
 import os
 import re
@@ -228,11 +234,11 @@ def weights_by_python_leaf(profile, fn, path):
 # ---------------------------------------------------------------------------- callback
 
 @case
-def callback(opts):
+def callback(opts, xopts=()):
     src = workload(opts)
     mk = harness.markers(src)
     run = harness.record(opts, ['--native', '-e', 'cpu-clock', '-F', RATE, '--'] + opts.py.argv +
-                         [src, 'run', 'callback', '1.5'])
+                         list(xopts) + [src, 'run', 'callback', '1.5'])
     run_result(run)
     profile = run.expect_profile()
     check_frames(profile)
@@ -288,6 +294,30 @@ def callback(opts):
     check(good >= 0.8 * cb_weight,
           'only %.1f%% of the callback\'s weight reads sort_with_callback (line %d) -> native '
           'frames with libc qsort -> cmp (examples above)' % (pct(good, cb_weight), caller[2]))
+    return profile
+
+
+@case
+def xperf(opts):
+    if opts.py.version < (3, 12):
+        raise harness.Skip('perf trampolines (-X perf) exist from Python 3.12 on; this is %d.%d'
+                           % opts.py.version)
+    maps = set(glob.glob('/tmp/perf-*.map'))
+    try:
+        # the callback case again, under -X perf: each Python call goes through a JIT
+        # trampoline without CFI, which the unwinder must step over to reach qsort and the
+        # outer frames; the trampolines' py:: names must not show (hwspy reads Python itself)
+        profile = callback(opts, ['-X', 'perf'])
+        new = set(glob.glob('/tmp/perf-*.map')) - maps
+        check(new, 'python -X perf wrote no /tmp/perf-PID.map: were the trampolines on?')
+        log('perf map written by the target: %s' % ', '.join(sorted(new)))
+        py_jit = sum(c for frames, c in profile.stacks
+                     if any(name_of(f).startswith('py::') for f in frames))
+        check(py_jit == 0, 'py:: trampoline frames in %.1f%% of the weight'
+              % pct(py_jit, profile.total))
+    finally:
+        for path in set(glob.glob('/tmp/perf-*.map')) - maps:
+            os.unlink(path)
 
 
 # ---------------------------------------------------------------------------- C work
@@ -643,7 +673,7 @@ def kernel_nobody(opts):
 
 
 def test(opts):
-    needs_python = opts.case in ('callback', 'cwork', 'late')
+    needs_python = opts.case in ('callback', 'cwork', 'late', 'xperf')
     check(bool(opts.python) == needs_python,
           '--case %s %s --python' % (opts.case, 'needs' if needs_python else 'takes no'))
     CASES[opts.case](opts)
