@@ -593,6 +593,15 @@ int cmd_record(int argc, char **argv)
 	duration_ns = (uint64_t) (o.duration * 1e9);
 	while (!stop_flag && !sampler_stats(rec.sampler)->target_exited) {
 		uint64_t slice = 250000000ULL, elapsed = record_now_ns() - start;
+
+		/* a launched command's interpreter: look for it often, not only when samples come
+		 * in (every 100 ms in capture mode), so that the capture starts with its first
+		 * Python frames */
+		if (rec.capture && !rec.pf && !rec.fatal) {
+			record_detect(&rec);
+			capture_start(&rec);
+			slice = DETECT_INTERVAL_NS;
+		}
 		if (duration_ns) {
 			if (elapsed >= duration_ns)
 				break;

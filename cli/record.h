@@ -107,6 +107,8 @@ void record_python_found(struct recorder *rec);
 /* Capture mode: makes and attaches the capture program for the interpreter found, if not
  * done for it yet. 0, or the failure (kept in rec->capture_error). Not from the callback. */
 int record_capture_start(struct recorder *rec);
+/* Launch mode: looks for the interpreter (at most every DETECT_INTERVAL_NS) if not found yet. */
+void record_detect(struct recorder *rec);
 /* The capture spec for rec->pf's interpreter: 0, -EINVAL (none fits), -ENOENT (none found). */
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret);
 /* A thread's root for the capture program: its PyThreadState (ctx: the recorder). */

@@ -219,6 +219,14 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 }
 
 /* Launch mode: the interpreter appears once the loader has mapped it; look again now and then. */
+static void detect(struct recorder *rec, pid_t pid);
+
+void record_detect(struct recorder *rec)
+{
+	if (rec->sampler)
+		detect(rec, sampler_pid(rec->sampler));
+}
+
 static void detect(struct recorder *rec, pid_t pid)
 {
 	uint64_t now = record_now_ns();
@@ -238,8 +246,12 @@ static void detect(struct recorder *rec, pid_t pid)
 	rec->detect_error = r;
 	if (r == -ENOTSUP)
 		rec->fatal = r;
-	else if (r >= 0)
+	else if (r >= 0) {
 		record_python_found(rec);
+		/* the capture program starts between two sampler_run() calls: let this one end */
+		if (rec->capture && rec->sampler)
+			sampler_break(rec->sampler);
+	}
 }
 
 /* Everything after the Python walk: native and kernel frames, merge, the profile. */

@@ -61,6 +61,7 @@ struct sampler {
 	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
 	void *capture_root_ctx;
 	bool stopped;                   /* sampler_stop() ran */
+	bool brk;                       /* sampler_break() asked sampler_run() to return */
 };
 
 /* perf.c */

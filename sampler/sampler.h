@@ -175,6 +175,9 @@ pid_t sampler_pid(const struct sampler *s);
  * Returns 0, or -errno on a failure that ended sampling early (samples so far were delivered). */
 int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig_atomic_t *stop,
 		uint64_t duration_ns);
+/* From the callback: sampler_run() returns once the samples at hand are handed over (0), so
+ * that its caller can act before sampling on (e.g. start a capture). */
+void sampler_break(struct sampler *s);
 /* Exact mode: fn(ctx) runs right after each stopped thread is resumed, so work that does not
  * need the stop (unwinding a stack copy, symbol lookups) can be done off the target's time. */
 void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx));

@@ -349,6 +349,11 @@ fail:
 	return r;
 }
 
+void sampler_break(struct sampler *s)
+{
+	s->brk = true;
+}
+
 void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx))
 {
 	s->resumed = fn;
@@ -527,7 +532,8 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 
 	s->fn = fn;
 	s->ctx = ctx;
-	while (!*stop && !s->stats.target_exited) {
+	s->brk = false;
+	while (!*stop && !s->stats.target_exited && !s->brk) {
 		int timeout = 100;
 		now = sampler_now_ns();
 		if (duration_ns) {

@@ -177,8 +177,9 @@ static void on_sample(void *ctx, const struct sample *smp)
 	}
 }
 
-/* Samples a child holding a chain of len nodes for 300 ms. */
-static void run_child(size_t len, size_t bad_at, bool late_root, struct seen *v)
+/* Samples a child holding a chain of len nodes for 300 ms; the capture starts with the sampler
+ * (opts.capture_spec), or with sampler_capture_start() once it runs (late_start). */
+static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, struct seen *v)
 {
 	struct event_spec ev;
 	struct sampler_opts o = { .n_events = 1, .freq = 1000, .capture = true };
@@ -199,10 +200,16 @@ static void run_child(size_t len, size_t bad_at, bool late_root, struct seen *v)
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
+	if (!late_start) {
+		o.capture_spec = &spec;
+		o.capture_root_fn = root_fn;
+		o.capture_root_ctx = v;
+	}
 	usleep(20000);                  /* let the child build its chain */
 	r_new = sampler_new(&o, &v->s);
 	if (r_new == 0) {
-		r_start = sampler_capture_start(v->s, &spec, root_fn, v);
+		r_start = late_start ? sampler_capture_start(v->s, &spec, root_fn, v)
+				     : sampler_capture_error(v->s);
 		if (r_start == 0 && sampler_capturing(v->s) && late_root) {
 			r_run = sampler_run(v->s, on_sample, v, &stop, 150000000ULL);
 			v->set_root_ret = sampler_capture_set_root(v->s, pid, (uintptr_t) &root);
@@ -223,9 +230,12 @@ static void run_child(size_t len, size_t bad_at, bool late_root, struct seen *v)
 	assert_int_equal(mismatched, 0);
 	assert_int_equal(v->set_root_ret, 0);
 	assert_true(v->fields_ok);
-	/* every sample came with its capture, but those taken before the program was on */
+	/* every sample came with its capture (started late: but those taken before) */
 	assert_true(v->samples >= 50);
-	assert_true(v->captured >= v->samples - 10);
+	if (late_start)
+		assert_true(v->captured >= v->samples / 2);
+	else
+		assert_int_equal(v->captured, v->samples);
 	assert_int_equal(v->late_uncaptured, 0);
 	assert_true(v->bytes_ok);
 }
@@ -240,24 +250,28 @@ static void test_capture_live(void **state)
 		return;
 	}
 	/* a whole chain */
-	run_child(5, SIZE_MAX, false, &v);
+	run_child(5, SIZE_MAX, false, false, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 	assert_int_equal(v.n_max, 5);
 	/* longer than the program copies */
-	run_child(NODES, SIZE_MAX, false, &v);
+	run_child(NODES, SIZE_MAX, false, false, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
 	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
 	/* node 3 links to an unmapped address: nodes 0-3 copied, then a fault */
-	run_child(10, 3, false, &v);
+	run_child(10, 3, false, false, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
 	assert_int_equal(v.n_min, 4);
 	assert_int_equal(v.n_max, 4);
 	/* no root for 150 ms: nothing copied, then the chain */
-	run_child(5, SIZE_MAX, true, &v);
+	run_child(5, SIZE_MAX, true, false, &v);
 	assert_true(v.by_status[SAMPLE_CAPTURE_NO_ROOT] >= 50);
 	assert_true(v.by_status[SAMPLE_CAPTURE_OK] >= 50);
 	assert_int_equal(v.late_no_root, 0);
+	assert_int_equal(v.n_min, 5);
+	/* the program put on the running sampler's events */
+	run_child(5, SIZE_MAX, false, true, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 }
 
