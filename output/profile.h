@@ -110,4 +110,80 @@ int folded_frame_text(const struct profile_frame *f, struct buf *out);
 /* Writes `frame;...;leaf COUNT` lines, identical texts merged, stacks with COUNT 0 left out. */
 int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *out);
 
+/* ---- folded_read.c --------------------------------------------------------------------------- */
+
+/*
+ * Reads `frame;frame;...;leaf COUNT` lines (root first) as written by folded_write(), by perf
+ * script | stackcollapse-perf.pl and FlameGraph's other collapsers, or by py-spy --format raw,
+ * and adds them to p (created by the caller; any number of events) as stacks of thread 0.
+ *
+ * Values: COUNT goes to column 1 (event 0) and to column 0 (samples) as well: for every other
+ * tool COUNT is a number of samples; for hwspy's own files it is the event's weight, the best
+ * there is. Other columns get 0. Identical stacks add up; lines with COUNT 0 are checked but add
+ * nothing.
+ *
+ * Lines: COUNT is the text after the last space, decimal digits only (no sign, no fraction),
+ * at most UINT64_MAX, and the sum of all counts must fit in 64 bits too. Empty and blank lines
+ * and lines starting with '#' are skipped; "\r\n" ends a line like "\n"; a UTF-8 byte-order mark
+ * before line 1 is skipped; the last line needs no newline. Frames are split at ';' and must not
+ * be empty. Bytes are kept as they are (invalid UTF-8 included); a NUL byte is an error.
+ *
+ * Frame texts are typed the way folded_frame_text() writes them, tried in this order:
+ *   `[thread ...]`                  FRAME_THREAD, the whole text as name
+ *   `[word]` (no space or bracket)  FRAME_SPECIAL, the whole text: [native], [unknown], and
+ *                                   stackcollapse-perf's [libc.so.6] for unsymbolized code
+ *   `name_[k]`                      FRAME_KERNEL, name without the suffix
+ *   `name [module]`                 FRAME_NATIVE with module
+ *   `name (file:LINE)`, `name (file)` FRAME_PYTHON with file and LINE (1..INT_MAX, no leading
+ *                                   zero: otherwise ":..." is part of the file name, line 0)
+ *   anything else                   FRAME_NATIVE, no module (perf's plain symbols, C++ names)
+ * The bracket or parenthesis that opens the module or file is the one matching the final ']'
+ * or ')', preceded by a space, so names and paths with balanced brackets read back whole; other
+ * texts may be typed otherwise but are written back the same, so folded_write(folded_read(text))
+ * gives back every line of a folded_write() output (except a line whose root frame starts
+ * with '#', which is read as a comment).
+ *
+ * Returns 0, or on failure (p then holds the lines before the failing one: discard it):
+ *   -EINVAL     a malformed line          -E2BIG  a line over FOLDED_READ_MAX_LINE bytes or
+ *   -EOVERFLOW  a count or the total          FOLDED_READ_MAX_FRAMES frames
+ *               does not fit in 64 bits    -ENOMEM, or -errno of a read error (-EIO if unset)
+ * and when ret_err is not NULL, fills it: the line number (1-based; 0 when the error is not
+ * about one line) and a short static reason ("empty frame").
+ */
+#define FOLDED_READ_MAX_LINE    (1u << 20)
+#define FOLDED_READ_MAX_FRAMES  65536
+
+struct folded_read_error {
+	uint64_t line;
+	const char *reason;     /* static; NULL when nothing failed */
+};
+
+int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err);
+
+/* ---- speedscope.c ---------------------------------------------------------------------------- */
+
+/*
+ * Writes speedscope's JSON file format (https://www.speedscope.app/file-format-schema.json):
+ * shared.frames holds every frame of p, index = frame id: Python frames with name, file and line
+ * (line left out when 0), native frames with their module as "file" (no line), kernel frames with
+ * "file" "[kernel.kallsyms]" as perf names the kernel, thread and special frames a name only.
+ * Then one "sampled" profile per event x thread, event-major, threads by ascending tid (tid 0:
+ * "all threads"): name "EVENT, thread TID", unit "nanoseconds" for cpu-clock and task-clock
+ * (modifiers ignored) else "none", startValue 0, endValue the total weight, samples (frame ids,
+ * root first) and integer weights (the event's column), one per stack of that thread with a
+ * non-zero weight. A profile whose weight is 0 is left out, so "profiles" may be empty.
+ * activeProfileIndex is 0, exporter "hwspy VERSION", name opts->name, else the target, else
+ * left out. Strings are escaped (control characters as \u00XX) and each invalid UTF-8 sequence
+ * becomes one U+FFFD (as Python and browsers decode), so the file is valid JSON and UTF-8
+ * whatever the names hold. Weights over 2^53 lose precision in JavaScript readers.
+ *
+ * Returns 0, -EOVERFLOW if a profile's total weight does not fit in 64 bits, -ENOMEM, or -EIO
+ * (-errno where known) when writing fails. opts may be NULL.
+ */
+struct speedscope_opts {
+	const char *name;       /* the file's name shown by speedscope; NULL: the target */
+};
+
+int speedscope_write(const struct profile *p, const struct speedscope_opts *opts, FILE *out);
+
 #endif

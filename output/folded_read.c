@@ -1,0 +1,279 @@
+/* folded_read: `frame;frame;...;leaf COUNT` lines from any collapser into a profile. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "output/profile.h"
+
+#define CHUNK_SIZE 65536
+
+struct reader {
+	FILE *in;
+	char *chunk;            /* CHUNK_SIZE bytes read ahead */
+	size_t pos, len;
+	bool eof;
+	struct buf line;        /* the current line, without its '\n' */
+	uint32_t *ids;          /* frame ids of the current line */
+	size_t cap_ids;
+	uint64_t total;         /* counts read so far, plus what p held before */
+};
+
+/* Reads the next line into r->line: 1, or 0 at the end of the input, -E2BIG for a line over
+ * FOLDED_READ_MAX_LINE bytes, -errno on a read error. */
+static int reader_next(struct reader *r)
+{
+	bool any = false;
+
+	buf_reset(&r->line);
+	for (;;) {
+		const char *start, *nl;
+		size_t n;
+		int e;
+
+		if (r->pos == r->len) {
+			if (r->eof)
+				return any;
+			errno = 0;
+			r->len = fread(r->chunk, 1, CHUNK_SIZE, r->in);
+			r->pos = 0;
+			if (r->len == 0) {
+				if (ferror(r->in)) {
+					e = errno;
+					return e ? -e : -EIO;
+				}
+				r->eof = true;
+				return any;
+			}
+		}
+		any = true;
+		start = r->chunk + r->pos;
+		nl = memchr(start, '\n', r->len - r->pos);
+		n = nl ? (size_t) (nl - start) : r->len - r->pos;
+		if (r->line.len + n > FOLDED_READ_MAX_LINE)
+			return -E2BIG;
+		if (buf_append(&r->line, start, n) < 0)
+			return -ENOMEM;
+		r->pos += n + (nl ? 1 : 0);
+		if (nl)
+			return 1;
+	}
+}
+
+/* Index of the `open` that matches the `close` at t[n - 1], or SIZE_MAX. */
+static size_t match_open(const char *t, size_t n, char open, char close)
+{
+	size_t depth = 0;
+
+	for (size_t i = n; i-- > 0;) {
+		if (t[i] == close)
+			depth++;
+		else if (t[i] == open && --depth == 0)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/* A line number as folded_frame_text() writes it: 1..INT_MAX, no sign, no leading zero. */
+static bool parse_line_number(const char *s, int *ret_line)
+{
+	long v = 0;
+
+	if (*s < '1' || *s > '9')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return false;
+	}
+	*ret_line = (int) v;
+	return true;
+}
+
+/* Types the frame text t[0..n) (n > 0, NUL-terminated, cut up in place) as the header says. */
+static void frame_parse(char *t, size_t n, struct profile_frame *f)
+{
+	size_t open;
+
+	*f = (struct profile_frame) { .kind = FRAME_NATIVE, .name = t };
+	if (t[0] == '[' && t[n - 1] == ']') {
+		if (strncmp(t, "[thread ", 8) == 0) {
+			f->kind = FRAME_THREAD;
+			return;
+		}
+		if (n >= 2 && strcspn(t + 1, " []") == n - 2) {
+			f->kind = FRAME_SPECIAL;
+			return;
+		}
+	}
+	if (n >= 4 && memcmp(t + n - 4, "_[k]", 4) == 0) {
+		t[n - 4] = '\0';
+		f->kind = FRAME_KERNEL;
+		return;
+	}
+	if (t[n - 1] == ']') {
+		open = match_open(t, n, '[', ']');
+		if (open == SIZE_MAX || open == 0 || t[open - 1] != ' ')
+			return;
+		t[open - 1] = '\0';
+		t[n - 1] = '\0';
+		f->module = t + open + 1;
+	} else if (t[n - 1] == ')') {
+		char *colon;
+
+		open = match_open(t, n, '(', ')');
+		if (open == SIZE_MAX || open == 0 || t[open - 1] != ' ')
+			return;
+		t[open - 1] = '\0';
+		t[n - 1] = '\0';
+		f->kind = FRAME_PYTHON;
+		f->file = t + open + 1;
+		colon = strrchr(t + open + 1, ':');
+		if (colon && parse_line_number(colon + 1, &f->line))
+			*colon = '\0';
+	}
+}
+
+/* Digits only, at most UINT64_MAX: 0, -EINVAL or -EOVERFLOW. */
+static int parse_count(const char *s, size_t n, uint64_t *ret, const char **ret_reason)
+{
+	uint64_t v = 0;
+
+	if (n == 0) {
+		*ret_reason = "no count after the last space";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned char) s[i] - '0';
+		if (d > 9) {
+			*ret_reason = "count is not a non-negative integer";
+			return -EINVAL;
+		}
+		if (v > (UINT64_MAX - d) / 10) {
+			*ret_reason = "count does not fit in 64 bits";
+			return -EOVERFLOW;
+		}
+		v = v * 10 + d;
+	}
+	*ret = v;
+	return 0;
+}
+
+static bool blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t')
+			return false;
+	return true;
+}
+
+/* Parses r->line (number lineno) into p: 0 (also for skipped lines) or -errno, *ret_reason set. */
+static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const char **ret_reason)
+{
+	char *s = r->line.data, *sp, *frame;
+	size_t len = r->line.len, depth = 0;
+	uint64_t count, values[PROFILE_MAX_EVENTS + 1] = { 0 };
+	int ret;
+
+	if (lineno == 1 && len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
+		s += 3;
+		len -= 3;
+	}
+	if (len > 0 && s[len - 1] == '\r')
+		s[--len] = '\0';
+	if (len == 0 || s[0] == '#' || blank(s, len))
+		return 0;
+	if (memchr(s, '\0', len)) {
+		*ret_reason = "NUL byte in the line";
+		return -EINVAL;
+	}
+	sp = memrchr(s, ' ', len);
+	if (!sp) {
+		*ret_reason = "no space before a count";
+		return -EINVAL;
+	}
+	ret = parse_count(sp + 1, len - (size_t) (sp + 1 - s), &count, ret_reason);
+	if (ret < 0)
+		return ret;
+	if (sp == s) {
+		*ret_reason = "no frames before the count";
+		return -EINVAL;
+	}
+	if (count > UINT64_MAX - r->total) {
+		*ret_reason = "counts add up past 64 bits";
+		return -EOVERFLOW;
+	}
+	*sp = '\0';
+	for (frame = s; frame; depth++) {
+		char *semi = strchr(frame, ';');
+		struct profile_frame f;
+		size_t n;
+
+		if (semi)
+			*semi = '\0';
+		n = strlen(frame);
+		if (n == 0) {
+			*ret_reason = "empty frame";
+			return -EINVAL;
+		}
+		if (depth == FOLDED_READ_MAX_FRAMES) {
+			*ret_reason = "too many frames";
+			return -E2BIG;
+		}
+		if (depth == r->cap_ids) {
+			size_t cap = r->cap_ids ? r->cap_ids * 2 : 64;
+			uint32_t *ids = realloc(r->ids, cap * sizeof(*ids));
+			if (!ids)
+				return -ENOMEM;
+			r->ids = ids;
+			r->cap_ids = cap;
+		}
+		frame_parse(frame, n, &f);
+		ret = profile_frame_id(p, &f, &r->ids[depth]);
+		if (ret < 0)
+			return ret;
+		frame = semi ? semi + 1 : NULL;
+	}
+	if (count == 0)
+		return 0;
+	values[0] = count;
+	values[1] = count;
+	ret = profile_add(p, 0, r->ids, depth, values);
+	if (ret < 0)
+		return ret;
+	r->total += count;
+	return 0;
+}
+
+int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err)
+{
+	struct reader r = { .in = in };
+	const char *reason = NULL;
+	uint64_t lineno = 0, t0 = profile_total(p, 0), t1 = profile_total(p, 1);
+	int ret;
+
+	r.total = t0 > t1 ? t0 : t1;
+	buf_init(&r.line);
+	r.chunk = malloc(CHUNK_SIZE);
+	ret = r.chunk ? 0 : -ENOMEM;
+	while (ret >= 0) {
+		lineno++;
+		ret = reader_next(&r);
+		if (ret <= 0)
+			break;
+		ret = line_add(&r, p, lineno, &reason);
+	}
+	if (ret == -E2BIG && !reason)
+		reason = "line longer than 1 MiB";
+	if (ret < 0 && !reason)
+		lineno = 0;     /* not about one line: memory or a read error */
+	if (ret_err)
+		*ret_err = (struct folded_read_error) { ret < 0 ? lineno : 0, ret < 0 ? reason : NULL };
+	buf_release(&r.line);
+	free(r.chunk);
+	free(r.ids);
+	return ret < 0 ? ret : 0;
+}

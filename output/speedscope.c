@@ -1,0 +1,217 @@
+/* speedscope: the JSON file format of https://www.speedscope.app, one sampled profile per
+ * event x thread over shared frames. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "output/profile.h"
+
+#define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
+
+/* Length of the valid UTF-8 sequence at s (n > 0 bytes left), or 0 if it is not one; then
+ * *ret_skip is the length of its longest valid prefix (at least 1), replaced by one U+FFFD as
+ * Unicode recommends and browsers and Python do. */
+static size_t utf8_len(const unsigned char *s, size_t n, size_t *ret_skip)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	*ret_skip = 1;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;      /* no UTF-16 surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;      /* nothing past U+10FFFF */
+	for (i = 1; i < len && i < n; i++) {
+		unsigned char c = s[i];
+		if (i == 1 ? c < lo || c > hi : c < 0x80 || c > 0xbf)
+			break;
+	}
+	if (i == len)
+		return len;
+	*ret_skip = i;
+	return 0;
+}
+
+/* Writes s as a JSON string. Errors show in ferror(out). */
+static void json_string(FILE *out, const char *s)
+{
+	const unsigned char *u = (const unsigned char *) s;
+	size_t n = strlen(s);
+
+	putc('"', out);
+	for (size_t i = 0; i < n;) {
+		size_t skip, len = utf8_len(u + i, n - i, &skip);
+
+		if (len == 0) {
+			fputs("\\ufffd", out);
+			i += skip;
+		} else if (u[i] == '"' || u[i] == '\\') {
+			putc('\\', out);
+			putc(u[i++], out);
+		} else if (u[i] < 0x20) {
+			fprintf(out, "\\u%04x", u[i++]);
+		} else {
+			fwrite(u + i, 1, len, out);
+			i += len;
+		}
+	}
+	putc('"', out);
+}
+
+static void write_frame(FILE *out, const struct profile_frame *f)
+{
+	fputs("{\"name\":", out);
+	json_string(out, f->name);
+	if (f->kind == FRAME_PYTHON && f->file) {
+		fputs(",\"file\":", out);
+		json_string(out, f->file);
+		if (f->line > 0)
+			fprintf(out, ",\"line\":%d", f->line);
+	} else if (f->kind == FRAME_NATIVE && f->module) {
+		fputs(",\"file\":", out);
+		json_string(out, f->module);
+	} else if (f->kind == FRAME_KERNEL) {
+		fputs(",\"file\":\"[kernel.kallsyms]\"", out);
+	}
+	putc('}', out);
+}
+
+static const char *event_unit(const char *event)
+{
+	size_t len = strcspn(event, ":");
+
+	if ((len == 9 && strncmp(event, "cpu-clock", len) == 0) ||
+	    (len == 10 && strncmp(event, "task-clock", len) == 0))
+		return "nanoseconds";
+	return "none";
+}
+
+struct by_tid {
+	uint32_t tid;
+	size_t stack;
+};
+
+static int cmp_by_tid(const void *a, const void *b)
+{
+	const struct by_tid *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Writes the profile of event column col over the stacks idx[0..n) (one thread, n > 0) if its
+ * weight is not 0: 1 written, 0 left out, -EOVERFLOW or -ENOMEM. */
+static int write_profile(FILE *out, const struct profile *p, size_t col, const struct by_tid *idx,
+			 size_t n, bool first)
+{
+	const char *event = profile_event(p, col - 1)->name;
+	uint32_t tid = idx[0].tid;
+	uint64_t total = 0;
+	bool sep = false;
+	struct buf name;
+
+	for (size_t k = 0; k < n; k++) {
+		uint64_t w = profile_values(p, idx[k].stack)[col];
+		if (w > UINT64_MAX - total)
+			return -EOVERFLOW;
+		total += w;
+	}
+	if (total == 0)
+		return 0;
+	buf_init(&name);
+	if ((tid ? buf_printf(&name, "%s, thread %u", event, tid) :
+		   buf_printf(&name, "%s, all threads", event)) < 0) {
+		buf_release(&name);
+		return -ENOMEM;
+	}
+	fputs(first ? "\n" : ",\n", out);
+	fputs("{\"type\":\"sampled\",\"name\":", out);
+	json_string(out, name.data);
+	buf_release(&name);
+	fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n\"samples\":[",
+		event_unit(event), (unsigned long long) total);
+	for (size_t k = 0; k < n; k++) {
+		const struct profile_stack *st = profile_stack(p, idx[k].stack);
+
+		if (profile_values(p, idx[k].stack)[col] == 0)
+			continue;
+		fputs(sep ? ",[" : "[", out);
+		for (uint32_t d = 0; d < st->depth; d++)
+			fprintf(out, d ? ",%u" : "%u", st->frames[d]);
+		putc(']', out);
+		sep = true;
+	}
+	fputs("],\n\"weights\":[", out);
+	sep = false;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t w = profile_values(p, idx[k].stack)[col];
+
+		if (w == 0)
+			continue;
+		fprintf(out, sep ? ",%llu" : "%llu", (unsigned long long) w);
+		sep = true;
+	}
+	fputs("]}", out);
+	return 1;
+}
+
+int speedscope_write(const struct profile *p, const struct speedscope_opts *opts, FILE *out)
+{
+	const char *name = opts && opts->name ? opts->name : profile_meta_const(p)->target;
+	size_t n = profile_n_stacks(p);
+	struct by_tid *idx;
+	bool first = true;
+	int r = 0;
+
+	idx = malloc((n ? n : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		idx[i] = (struct by_tid) { profile_stack(p, i)->tid, i };
+	qsort(idx, n, sizeof(*idx), cmp_by_tid);
+
+	fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":", out);
+	json_string(out, "hwspy " HWSPY_VERSION);
+	if (name) {
+		fputs(",\"name\":", out);
+		json_string(out, name);
+	}
+	fputs(",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[", out);
+	for (uint32_t id = 0; id < profile_n_frames(p); id++) {
+		fputs(id ? ",\n" : "\n", out);
+		write_frame(out, profile_frame(p, id));
+	}
+	fputs("]},\n\"profiles\":[", out);
+	for (size_t col = 1; col < profile_n_values(p) && r >= 0; col++) {
+		for (size_t start = 0, end; start < n && r >= 0; start = end) {
+			for (end = start + 1; end < n && idx[end].tid == idx[start].tid; end++)
+				;
+			r = write_profile(out, p, col, idx + start, end - start, first);
+			if (r > 0)
+				first = false;
+		}
+	}
+	free(idx);
+	if (r < 0)
+		return r;
+	fputs("]}\n", out);
+	if (fflush(out) != 0)
+		return -errno;
+	return ferror(out) ? -EIO : 0;
+}

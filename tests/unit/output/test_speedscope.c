@@ -1,0 +1,261 @@
+/* The speedscope writer: escaping, UTF-8 repair, which profiles are written.
+ *
+ * `test_output_speedscope --write DIR` writes DIR/out.speedscope.json and DIR/expected.txt for
+ * check_speedscope.py, which validates the file against speedscope's schema and checks every
+ * index, stack and total against expected.txt (frame texts there are hex: no escaping). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "output/profile.h"
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const hostile[] = {
+	"quote\"back\\slash",
+	"ctl\x01\x1f\n\t\x7f",
+	"bad\xff\xc0\xed\xa0\x80 utf8",
+	"cut \xe6\x97",                 /* a 3-byte sequence missing its last byte */
+	"日本語 é 🐍",
+	"</script><b>&amp;",
+	"",
+};
+
+static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		      int line, const char *module)
+{
+	struct profile_frame f = { kind, name, file, line, module };
+	uint32_t id;
+
+	assert_int_equal(profile_frame_id(p, &f, &id), 0);
+	return id;
+}
+
+/* Events cpu-clock, cache-misses:u (nothing on thread 5678) and page-faults (all 0); threads
+ * 1234 and 5678 and stacks without a thread (tid 0). */
+static struct profile *build_profile(void)
+{
+	const char *ev[] = { "cpu-clock", "cache-misses:u", "page-faults" };
+	struct profile *p = profile_new(ev, 3);
+	uint32_t root, py, nat, k;
+
+	assert_non_null(p);
+	assert_int_equal(profile_set_target(p, "pid 42 (python3 \"x\")"), 0);
+	root = frame(p, FRAME_THREAD, "[thread 1234 python3]", NULL, 0, NULL);
+	py = frame(p, FRAME_PYTHON, "<module>", "/srv/app (v2)/main.py", 10, NULL);
+	nat = frame(p, FRAME_NATIVE, "deflate_slow", NULL, 0, "libz.so.1");
+	k = frame(p, FRAME_KERNEL, "asm_exc_page_fault", NULL, 0, NULL);
+	for (size_t i = 0; i < N_ELEMS(hostile); i++) {
+		uint32_t h = frame(p, i % 2 ? FRAME_PYTHON : FRAME_NATIVE, hostile[i],
+				   i % 2 ? hostile[i] : NULL, (int) i, i % 2 ? NULL : hostile[i]);
+		uint32_t s1[] = { root, py, h }, s2[] = { py, nat, h, k }, s3[] = { h };
+		uint64_t v1[] = { 1, 1000000 * (i + 1), 3, 0 }, v2[] = { 2, 2000000, 0, 0 };
+		uint64_t v3[] = { 1, 10, 1, 0 };
+
+		assert_int_equal(profile_add(p, 1234, s1, 3, v1), 0);
+		assert_int_equal(profile_add(p, 1234, s2, 4, v1), 0);
+		assert_int_equal(profile_add(p, 5678, s2, 4, v2), 0);
+		assert_int_equal(profile_add(p, 0, s3, 1, v3), 0);
+	}
+	/* weight 0 in every column: in no profile */
+	uint32_t z[] = { nat };
+	uint64_t vz[] = { 0, 0, 0, 0 };
+	assert_int_equal(profile_add(p, 5678, z, 1, vz), 0);
+	return p;
+}
+
+static char *write_speedscope(const struct profile *p, const struct speedscope_opts *o)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(speedscope_write(p, o, f), 0);
+	fclose(f);
+	assert_int_equal(strlen(text), len);
+	return text;
+}
+
+static size_t count(const char *text, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *s = strstr(text, needle); s; s = strstr(s + 1, needle))
+		n++;
+	return n;
+}
+
+static void test_strings_escaped(void **state)
+{
+	struct profile *p = build_profile();
+	char *text = write_speedscope(p, NULL);
+	(void) state;
+
+	assert_non_null(strstr(text, "\"quote\\\"back\\\\slash\""));
+	assert_non_null(strstr(text, "\"ctl\\u0001\\u001f\\u000a\\u0009\x7f\""));
+	/* one U+FFFD per maximal invalid subsequence, as Python and browsers decode */
+	assert_non_null(strstr(text, "\"bad\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd utf8\""));
+	assert_non_null(strstr(text, "\"cut \\ufffd\""));
+	assert_non_null(strstr(text, "\"日本語 é 🐍\""));
+	assert_non_null(strstr(text, "\"name\":\"pid 42 (python3 \\\"x\\\")\""));
+	assert_non_null(strstr(text, "\"exporter\":\"hwspy " HWSPY_VERSION "\""));
+	/* no raw control character but the newlines between items */
+	for (const char *c = text; *c; c++)
+		assert_true((unsigned char) *c >= 0x20 || *c == '\n');
+	free(text);
+	profile_free(p);
+}
+
+static void test_frames(void **state)
+{
+	struct profile *p = build_profile();
+	char *text = write_speedscope(p, NULL);
+	(void) state;
+
+	assert_non_null(strstr(text, "{\"name\":\"[thread 1234 python3]\"}"));
+	assert_non_null(strstr(text, "{\"name\":\"<module>\",\"file\":\"/srv/app (v2)/main.py\",\"line\":10}"));
+	assert_non_null(strstr(text, "{\"name\":\"deflate_slow\",\"file\":\"libz.so.1\"}"));
+	assert_non_null(strstr(text, "{\"name\":\"asm_exc_page_fault\",\"file\":\"[kernel.kallsyms]\"}"));
+	assert_int_equal(count(text, "{\"name\":"), profile_n_frames(p));
+	free(text);
+	profile_free(p);
+}
+
+static void test_profiles_chosen(void **state)
+{
+	struct profile *p = build_profile();
+	struct speedscope_opts o = { .name = "run 1" };
+	char *text = write_speedscope(p, &o);
+	const char *a, *b, *c, *d;
+	(void) state;
+
+	/* cpu-clock: all threads, 1234, 5678; cache-misses:u: all threads, 1234; page-faults: none */
+	assert_int_equal(count(text, "\"type\":\"sampled\""), 5);
+	a = strstr(text, "\"cpu-clock, all threads\"");
+	b = strstr(text, "\"cpu-clock, thread 1234\"");
+	c = strstr(text, "\"cpu-clock, thread 5678\"");
+	d = strstr(text, "\"cache-misses:u, thread 1234\"");
+	assert_true(a && b && c && d && a < b && b < c && c < d);
+	assert_null(strstr(text, "cache-misses:u, thread 5678"));
+	assert_null(strstr(text, "page-faults"));
+	assert_int_equal(count(text, "\"unit\":\"nanoseconds\""), 3);
+	assert_int_equal(count(text, "\"unit\":\"none\""), 2);
+	assert_non_null(strstr(text, "\"name\":\"run 1\""));
+	assert_non_null(strstr(text, "\"activeProfileIndex\":0"));
+	free(text);
+	profile_free(p);
+}
+
+static void test_empty(void **state)
+{
+	const char *ev[] = { "task-clock" };
+	struct profile *p = profile_new(ev, 1);
+	char *text;
+	(void) state;
+
+	text = write_speedscope(p, NULL);
+	assert_string_equal(text, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+				  "\"exporter\":\"hwspy " HWSPY_VERSION "\",\"activeProfileIndex\":0,\n"
+				  "\"shared\":{\"frames\":[]},\n\"profiles\":[]}\n");
+	free(text);
+	profile_free(p);
+}
+
+static void put_hex(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("-", f);
+		return;
+	}
+	fputs("x", f);      /* so that "" is not empty */
+	for (; *s; s++)
+		fprintf(f, "%02x", (unsigned char) *s);
+}
+
+/* The profile as check_speedscope.py expects it: frames, then profiles in order. */
+static int write_expected(const struct profile *p, FILE *f)
+{
+	static const char *const kinds[] = { "python", "native", "kernel", "thread", "special" };
+	uint32_t tids[] = { 0, 1234, 5678 };
+
+	for (uint32_t id = 0; id < profile_n_frames(p); id++) {
+		const struct profile_frame *fr = profile_frame(p, id);
+		const char *file = fr->kind == FRAME_PYTHON ? fr->file :
+				   fr->kind == FRAME_NATIVE ? fr->module :
+				   fr->kind == FRAME_KERNEL ? "[kernel.kallsyms]" : NULL;
+		fprintf(f, "F\t%u\t%s\t%d\t", id, kinds[fr->kind], fr->kind == FRAME_PYTHON ? fr->line : 0);
+		put_hex(f, fr->name);
+		fputs("\t", f);
+		put_hex(f, file);
+		fputs("\n", f);
+	}
+	for (size_t col = 1; col < profile_n_values(p); col++) {
+		for (size_t t = 0; t < N_ELEMS(tids); t++) {
+			const char *ev = profile_event(p, col - 1)->name;
+			uint64_t total = 0;
+			for (size_t i = 0; i < profile_n_stacks(p); i++)
+				if (profile_stack(p, i)->tid == tids[t])
+					total += profile_values(p, i)[col];
+			if (total == 0)
+				continue;
+			if (tids[t])
+				fprintf(f, "P\t%s, thread %u\t%llu\n", ev, tids[t], (unsigned long long) total);
+			else
+				fprintf(f, "P\t%s, all threads\t%llu\n", ev, (unsigned long long) total);
+			for (size_t i = 0; i < profile_n_stacks(p); i++) {
+				const struct profile_stack *st = profile_stack(p, i);
+				if (st->tid != tids[t] || profile_values(p, i)[col] == 0)
+					continue;
+				fprintf(f, "S\t%llu\t", (unsigned long long) profile_values(p, i)[col]);
+				for (uint32_t d = 0; d < st->depth; d++)
+					fprintf(f, d ? ",%u" : "%u", st->frames[d]);
+				fputs("\n", f);
+			}
+		}
+	}
+	return ferror(f) ? 1 : 0;
+}
+
+static int write_files(const char *dir)
+{
+	struct profile *p = build_profile();
+	char path[4096];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/out.speedscope.json", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return 1;
+	r = speedscope_write(p, NULL, f) < 0;
+	r |= fclose(f) != 0;
+	snprintf(path, sizeof(path), "%s/expected.txt", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return 1;
+	r |= write_expected(p, f);
+	r |= fclose(f) != 0;
+	profile_free(p);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_strings_escaped),
+		cmocka_unit_test(test_frames),
+		cmocka_unit_test(test_profiles_chosen),
+		cmocka_unit_test(test_empty),
+	};
+
+	if (argc == 3 && strcmp(argv[1], "--write") == 0)
+		return write_files(argv[2]);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
