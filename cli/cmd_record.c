@@ -478,8 +478,14 @@ int cmd_record(int argc, char **argv)
 		}
 		/* nothing stops the target while the first samples are unwound slowly: load the
 		 * modules' symbols and CFI before sampling starts, not while the rings fill */
-		if (o.native && !o.nonblocking && !o.ptrace)
-			(void) symbolizer_warm(rec.sym);
+		if (!o.nonblocking && !o.ptrace) {
+			struct native_frame nf;
+
+			if (o.native)
+				(void) symbolizer_warm(rec.sym);
+			if (o.kernel)   /* loads /proc/kallsyms */
+				(void) symbolizer_kernel(rec.sym, 0, &nf);
+		}
 	} else {
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
 		r = find_command(o.argv[0]);
@@ -636,7 +642,10 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 		if (o.argv && !rec.pf && !o.native) {
-			python_error(rec.detect_error ? rec.detect_error : -ENOENT, &rec, target);
+			/* gone before an interpreter was ever found: it was not a Python process */
+			python_error(rec.detect_error && rec.detect_error != -ESRCH ? rec.detect_error
+										   : -ENOENT,
+				     &rec, target);
 			goto out;
 		}
 		r = folded_write(rec.prof, NULL, out);
