@@ -162,76 +162,92 @@ static const char *intern_name(struct symbolizer *sym, const char *name)
 
 /* ---- address cache --------------------------------------------------------------------------- */
 
-void cache_flush(struct symbolizer *sym)
+int cache_init(struct addr_cache *c)
 {
-	for (size_t i = 0; i < sym->cache_size; i++)
-		free(sym->cache[i].frames);
-	if (sym->cache)
-		memset(sym->cache, 0, sym->cache_size * sizeof(*sym->cache));
-	sym->cache_used = 0;
+	c->slots = calloc(SYM_CACHE_MIN, sizeof(*c->slots));
+	c->size = c->slots ? SYM_CACHE_MIN : 0;
+	c->used = 0;
+	return c->slots ? 0 : -ENOMEM;
 }
 
-static struct cache_entry *cache_find(const struct symbolizer *sym, uint64_t a)
+void cache_flush(struct addr_cache *c)
 {
-	size_t mask = sym->cache_size - 1, j = hash_u64(a) & mask;
+	for (size_t i = 0; i < c->size; i++)
+		free(c->slots[i].frames);
+	if (c->slots)
+		memset(c->slots, 0, c->size * sizeof(*c->slots));
+	c->used = 0;
+}
 
-	while (sym->cache[j].key != 0) {
-		if (sym->cache[j].key == a + 1)
-			return &sym->cache[j];
-		j = (j + 1) & mask;
-	}
+void cache_release(struct addr_cache *c)
+{
+	cache_flush(c);
+	free(c->slots);
+	c->slots = NULL;
+	c->size = 0;
+}
+
+static size_t cache_slot(uint64_t k1, uint64_t k2, size_t mask)
+{
+	return hash_u64(k1 ^ hash_u64(k2)) & mask;
+}
+
+static const struct cache_entry *cache_find(const struct addr_cache *c, uint64_t k1, uint64_t k2)
+{
+	size_t mask = c->size - 1, j;
+
+	if (c->size == 0)
+		return NULL;
+	for (j = cache_slot(k1, k2, mask); c->slots[j].k1 != 0; j = (j + 1) & mask)
+		if (c->slots[j].k1 == k1 && c->slots[j].k2 == k2)
+			return &c->slots[j];
 	return NULL;
 }
 
-static int cache_grow(struct symbolizer *sym)
+static int cache_grow(struct addr_cache *c)
 {
-	size_t n = sym->cache_size * 2, mask = n - 1;
-	struct cache_entry *c = calloc(n, sizeof(*c));
+	size_t n = c->size * 2, mask = n - 1;
+	struct cache_entry *v = calloc(n, sizeof(*v));
 
-	if (!c)
+	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < sym->cache_size; i++) {
+	for (size_t i = 0; i < c->size; i++) {
 		size_t j;
 
-		if (sym->cache[i].key == 0)
+		if (c->slots[i].k1 == 0)
 			continue;
-		j = hash_u64(sym->cache[i].key - 1) & mask;
-		while (c[j].key != 0)
-			j = (j + 1) & mask;
-		c[j] = sym->cache[i];
+		for (j = cache_slot(c->slots[i].k1, c->slots[i].k2, mask); v[j].k1 != 0;
+		     j = (j + 1) & mask)
+			;
+		v[j] = c->slots[i];
 	}
-	free(sym->cache);
-	sym->cache = c;
-	sym->cache_size = n;
+	free(c->slots);
+	c->slots = v;
+	c->size = n;
 	return 0;
 }
 
-/* The cache keeps every address (code addresses of a target are finite) up to SYM_CACHE_MAX
- * entries, then starts over. */
-static void cache_store(struct symbolizer *sym, uint64_t a, const struct native_frame *f, size_t n)
+/* Each cache keeps every key (code addresses of a target are finite) up to SYM_CACHE_MAX
+ * slots, then starts over. */
+static void cache_store(struct addr_cache *c, uint64_t k1, uint64_t k2, const struct native_frame *f,
+			size_t n)
 {
 	struct native_frame *copy;
 	size_t mask, j;
 
-	if ((sym->cache_used + 1) * 2 > sym->cache_size) {
-		if (sym->cache_size >= SYM_CACHE_MAX || cache_grow(sym) < 0) {
-			cache_flush(sym);
-			if (sym->cache_size == 0)
-				return;
-		}
-	}
+	if (c->size == 0)
+		return;
+	if ((c->used + 1) * 2 > c->size && (c->size >= SYM_CACHE_MAX || cache_grow(c) < 0))
+		cache_flush(c);
 	copy = malloc(n * sizeof(*copy));
 	if (!copy)
 		return;
 	memcpy(copy, f, n * sizeof(*copy));
-	mask = sym->cache_size - 1;
-	j = hash_u64(a) & mask;
-	while (sym->cache[j].key != 0)
-		j = (j + 1) & mask;
-	sym->cache[j].key = a + 1;
-	sym->cache[j].n = (uint32_t)n;
-	sym->cache[j].frames = copy;
-	sym->cache_used++;
+	mask = c->size - 1;
+	for (j = cache_slot(k1, k2, mask); c->slots[j].k1 != 0; j = (j + 1) & mask)
+		;
+	c->slots[j] = (struct cache_entry) { k1, k2, (uint32_t) n, copy };
+	c->used++;
 }
 
 /* ---- DWARF ----------------------------------------------------------------------------------- */
@@ -472,7 +488,7 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 		return -EINVAL;
 	*ret_n = 0;
 	sym->stats.lookups++;
-	e = cache_find(sym, a);
+	e = cache_find(&sym->cache, a + 1, 0);
 	if (e) {
 		size_t skip = e->n > max ? e->n - max : 0;
 
@@ -490,11 +506,23 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 		g = maps_find(sym, a);
 	if (!g)
 		return -ENOENT;
-	if (g->mod) {
+	if (g->mod && g->mod->bid_key &&
+	    (e = cache_find(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias)) != NULL &&
+	    e->n <= SYM_MAX_INLINE + 1) {
+		/* the same build-id resolved before, at this file address (maybe mapped elsewhere) */
+		sym->stats.bid_cache_hits++;
+		n = e->n;
+		for (size_t i = 0; i < n; i++) {
+			f[i] = e->frames[i];
+			f[i].module = g->mod->name;
+		}
+	} else if (g->mod) {
 		int r = resolve_module(sym, g->mod, a, f, &n);
 
 		if (r < 0)
 			return r;
+		if (g->mod->bid_key)
+			cache_store(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias, f, n);
 	} else if (g->kind == REGION_ANON) {
 		const struct jit_sym *j = perfmap_lookup(sym, a);
 
@@ -512,7 +540,7 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 	} else {
 		return -ENOENT;
 	}
-	cache_store(sym, a, f, n);
+	cache_store(&sym->cache, a + 1, 0, f, n);
 copy:
 	{
 		/* too many frames: keep the outer ones (the containing function last) */

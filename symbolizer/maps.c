@@ -407,7 +407,7 @@ int symbolizer_refresh(struct symbolizer *sym)
 	}
 	sym->stats.modules = sym->n_modules;
 	if (changed) {
-		cache_flush(sym);
+		cache_flush(&sym->cache);
 		unwind_modules_changed(sym);
 	}
 out:

@@ -20,6 +20,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "symbolizer/symbolizer_internal.h"
 
 #define MODULE_MAX_BYTES (4ull << 30)
@@ -61,6 +62,7 @@ static void parse_build_id(struct sym_module *m, uint64_t off, uint64_t len)
 		    nh.n_descsz <= sizeof(m->build_id)) {
 			memcpy(m->build_id, m->image + off + name_sz, nh.n_descsz);
 			m->build_id_len = nh.n_descsz;
+			m->bid_key = hash_bytes(m->build_id, m->build_id_len, 0x6275696c64) | 1;
 			return;
 		}
 		off += name_sz + desc_sz;

@@ -59,11 +59,12 @@ int symbolizer_new(pid_t pid, struct symbolizer **ret)
 	strpool_init(&sym->pool);
 	perfmap_init(&sym->perfmap);
 	kallsyms_init(&sym->kallsyms);
-	sym->cache = calloc(SYM_CACHE_MIN, sizeof(*sym->cache));
-	sym->cache_size = sym->cache ? SYM_CACHE_MIN : 0;
+	r = cache_init(&sym->cache);
+	if (r == 0)
+		r = cache_init(&sym->bid_cache);
 	maps_dwfl_setup(sym);
 	sym->dwfl = dwfl_begin(&sym->dwfl_cb);
-	if (!sym->cache || !sym->dwfl) {
+	if (r < 0 || !sym->dwfl) {
 		symbolizer_free(sym);
 		return -ENOMEM;
 	}
@@ -95,10 +96,8 @@ void symbolizer_free(struct symbolizer *sym)
 		module_free(sym->modules[i]);
 	free(sym->modules);
 	free(sym->regions);
-	if (sym->cache) {
-		cache_flush(sym);
-		free(sym->cache);
-	}
+	cache_release(&sym->cache);
+	cache_release(&sym->bid_cache);
 	perfmap_release(&sym->perfmap);
 	kallsyms_release(&sym->kallsyms);
 	strpool_release(&sym->pool);

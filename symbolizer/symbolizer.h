@@ -49,6 +49,7 @@ struct native_frame {
 struct symbolizer_stats {
 	uint64_t unwinds, unwind_frames, unwind_errors;
 	uint64_t lookups, cache_hits;
+	uint64_t bid_cache_hits;     /* misses by address answered by build-id (no libdw) */
 	uint64_t refreshes;
 	uint64_t modules;
 };

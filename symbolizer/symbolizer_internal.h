@@ -16,8 +16,10 @@
  * perfmap.c  /tmp/perf-PID.map.
  *
  * A struct symbolizer is not thread-safe: one thread uses it at a time.
- * The address cache keeps every address looked up (SYM_CACHE_MAX, then it starts over); it is
- * flushed when the set of modules changes.
+ * Two caches of lookups: by address (SYM_CACHE_MAX, then it starts over), flushed when the set
+ * of modules changes; and by build-id and address in the file, which outlives refreshes, so a
+ * module mapped again (another address, another path, the same library after a dlclose) or the
+ * modules that stay when others come and go are not resolved through libdw again.
  */
 #ifndef HWSPY_SYMBOLIZER_INTERNAL_H
 #define HWSPY_SYMBOLIZER_INTERNAL_H
@@ -108,6 +110,7 @@ struct sym_module {
 	uint64_t eh_fde_count;
 	unsigned char build_id[64];
 	size_t build_id_len;
+	uint64_t bid_key;        /* hash of the build-id, never 0; 0 without a build-id */
 	Dwfl_Module *dwmod;
 	bool seen;               /* marked during a refresh */
 	bool cold_scanned;       /* cold.c looked for .cold parts (on the first nameless lookup) */
@@ -225,9 +228,15 @@ const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr);
 /* ---- address cache (elf.c) ---------------------------------------------------------------- */
 
 struct cache_entry {
-	uint64_t key;            /* looked-up address, +1 so that 0 means empty */
+	uint64_t k1, k2;         /* k1 0: empty. By address: address + 1, 0. By build-id: the
+	                          * module's bid_key, the address less the module's load bias */
 	uint32_t n;
 	struct native_frame *frames;
+};
+
+struct addr_cache {
+	struct cache_entry *slots;   /* open addressing, size slots (power of two) */
+	size_t size, used;
 };
 
 /* ---- unwinders (unwind.c) ------------------------------------------------------------------ */
@@ -274,8 +283,8 @@ struct symbolizer {
 	struct unwind_state *lu;
 
 	struct strpool pool;
-	struct cache_entry *cache;   /* open addressing, cache_size slots (power of two) */
-	size_t cache_size, cache_used;
+	struct addr_cache cache;     /* by address */
+	struct addr_cache bid_cache; /* by build-id and file address */
 	struct perfmap perfmap;
 	char perfmap_path[128];
 	char perfmap_path2[128];
@@ -302,7 +311,9 @@ static inline int sym_hex_digit(char c)
 		return c - 'A' + 10;
 	return -1;
 }
-void cache_flush(struct symbolizer *sym);
+int cache_init(struct addr_cache *c);
+void cache_flush(struct addr_cache *c);
+void cache_release(struct addr_cache *c);
 /* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
  * (checked at most every SYM_REFRESH_NS). */
 const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -506,6 +507,80 @@ static void test_libz_nameless(void **state)
 	dlclose(h);
 }
 
+/* The file offset of ELF vaddr v (through its PT_LOAD), or 0. */
+static uint64_t vaddr_offset(const char *path, uint64_t v)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t off = 0;
+	size_t n = 0;
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e && elf_getphdrnum(e, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int) i, &ph) && ph.p_type == PT_LOAD && v >= ph.p_vaddr &&
+			    v < ph.p_vaddr + ph.p_filesz)
+				off = v - ph.p_vaddr + ph.p_offset;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return off;
+}
+
+/* libz mapped a second time, elsewhere (as after a dlclose and a dlopen): the function there is
+ * resolved from the build-id cache, not through libdw again, with the same name and offset. */
+static void test_build_id_cache(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16], g[16];
+	Dl_info info;
+	char real[4096];
+	uint64_t v, off;
+	size_t n, k;
+	struct stat st;
+	void *h, *addr, *copy;
+	int fd;
+
+	(void) state;
+	h = dlopen(LIBZ, RTLD_LAZY | RTLD_LOCAL);
+	addr = h ? dlsym(h, "deflate") : NULL;
+	if (!addr || !dladdr(addr, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) {
+		print_message("# skip: no %s\n", LIBZ);
+		skip();
+	}
+	v = (uint64_t) (uintptr_t) addr - (uint64_t) (uintptr_t) info.dli_fbase;
+	off = vaddr_offset(real, v);
+	assert_true(off > 0);
+	fd = open(real, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0 && fstat(fd, &st) == 0);
+	copy = mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(copy != MAP_FAILED);
+	close(fd);
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	assert_int_equal(symbolizer_lookup(sym, (uintptr_t) addr + 4, false, f, 16, &n), 0);
+	assert_int_equal(symbolizer_stats(sym)->bid_cache_hits, 0);
+	assert_int_equal(symbolizer_lookup(sym, (uintptr_t) copy + off + 4, false, g, 16, &k), 0);
+	print_message("# %s at %p and at %p + %#lx: %s / %s\n", real, addr, copy, (unsigned long) off,
+		      n ? (f[n - 1].name ? f[n - 1].name : "(none)") : "-",
+		      k ? (g[k - 1].name ? g[k - 1].name : "(none)") : "-");
+	assert_int_equal(symbolizer_stats(sym)->bid_cache_hits, 1);
+	assert_int_equal(n, k);
+	assert_non_null(g[k - 1].name);
+	assert_string_equal(f[n - 1].name, g[k - 1].name);
+	assert_string_equal(g[k - 1].module, f[n - 1].module);
+	assert_int_equal(g[k - 1].module_offset, f[n - 1].module_offset);
+	assert_int_equal(g[k - 1].addr, (uintptr_t) copy + off + 4);
+	symbolizer_free(sym);
+	munmap(copy, (size_t) st.st_size);
+	dlclose(h);
+}
+
 static void test_demangle(void **state)
 {
 	struct symbolizer *sym = NULL;
@@ -621,6 +696,7 @@ int main(void)
 		cmocka_unit_test(test_libpython),
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
+		cmocka_unit_test(test_build_id_cache),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_jit_perf_map),
