@@ -8,5 +8,6 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cli/format.h"
 #include "cli/record.h"
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
@@ -45,7 +46,9 @@ static void usage(FILE *out)
 		"  -F, --rate HZ          samples per second per thread (default 100)\n"
 		"  -c, --period N         sample every N events instead of a rate\n"
 		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
-		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded)\n"
+		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded); its\n"
+		"                         name picks the format: .folded / .txt, .speedscope.json\n"
+		"      --format NAME      folded or speedscope, whatever the output's name says\n"
 		"      --function         one frame per function (its first line), not per line\n"
 		"      --threads          a root frame per thread: [thread TID NAME]\n"
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
@@ -315,6 +318,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "function", no_argument, NULL, 'f' },
+		{ "format", required_argument, NULL, 'R' },
 		{ "threads", no_argument, NULL, 't' },
 		{ "nonblocking", no_argument, NULL, 'n' },
 		{ "ptrace", no_argument, NULL, 'P' },
@@ -378,6 +382,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case 'f':
 			o->function = true;
 			break;
+		case 'R':
+			if (format_parse(optarg, &o->format) < 0)
+				return -EINVAL;
+			o->format_given = true;
+			break;
 		case 't':
 			o->threads = true;
 			break;
@@ -416,6 +425,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
+	if (o->output && format_check(o->format_given ? o->format : format_of_path(o->output),
+				      o->output) < 0)
+		return -EINVAL;
+	if (o->format_given && format_check(o->format, o->output ? o->output : "-o") < 0)
+		return -EINVAL;
 	if (!o->pid == !o->argv) {
 		log_error(o->pid ? "give either -p PID or a command, not both"
 				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
@@ -496,9 +510,12 @@ int cmd_record(int argc, char **argv)
 	}
 
 	if (!o.output) {
-		snprintf(defpath, sizeof(defpath), "hwspy-%d.folded", o.pid ? o.pid : (int) getpid());
+		snprintf(defpath, sizeof(defpath), "hwspy-%d.%s", o.pid ? o.pid : (int) getpid(),
+			 o.format_given && o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" : "folded");
 		o.output = defpath;
 	}
+	if (!o.format_given)
+		o.format = format_of_path(o.output);
 	out = fopen(o.output, "we");
 	if (!out) {
 		log_errno(-errno, "cannot write '%s'", o.output);
@@ -648,7 +665,7 @@ int cmd_record(int argc, char **argv)
 				     &rec, target);
 			goto out;
 		}
-		r = folded_write(rec.prof, NULL, out);
+		r = format_write(o.format, rec.prof, 1, out);
 		if (r < 0) {
 			log_errno(r, "cannot write '%s'", o.output);
 			goto out;

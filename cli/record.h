@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli/format.h"
 #include "cli/merge.h"
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
@@ -39,6 +40,8 @@ struct record_opts {
 	const char *output;
 	bool function, threads, nonblocking, quiet, native, kernel;
 	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
+	enum out_format format;
+	bool format_given;              /* --format, else the output's name decides */
 	uint32_t stack_size;
 };
 

@@ -1,0 +1,122 @@
+/*
+ * hwspy convert: a folded file (hwspy's own, perf script | stackcollapse-perf.pl, py-spy raw,
+ * FlameGraph's other collapsers) into any format hwspy writes, chosen by the output's name or
+ * --format.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/format.h"
+#include "output/profile.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy convert IN -o OUT [--format FORMAT]\n\n"
+		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
+		"stackcollapse-perf.pl or py-spy; - reads standard input), and writes OUT.\n\n"
+		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
+		"                      .speedscope.json\n"
+		"  -f, --format NAME   folded or speedscope, whatever OUT's name says\n"
+		"  -h, --help          this text\n");
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *in_path, *out_path = NULL, *event = "samples";
+	enum out_format fmt;
+	bool fmt_given = false;
+	struct folded_read_error err = { 0 };
+	struct profile *p = NULL;
+	FILE *in = NULL, *out = NULL;
+	int c, r, status = 1;
+
+	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'f':
+			if (format_parse(optarg, &fmt) < 0)
+				return 2;
+			fmt_given = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc || !out_path) {
+		log_error("give one input file and -o OUTPUT (see 'hwspy convert --help')");
+		return 2;
+	}
+	in_path = argv[optind];
+	if (!fmt_given)
+		fmt = format_of_path(out_path);
+	if (format_check(fmt, out_path) < 0)
+		return 2;
+	in = strcmp(in_path, "-") ? fopen(in_path, "re") : stdin;
+	if (!in) {
+		log_errno(-errno, "cannot read '%s'", in_path);
+		return 1;
+	}
+	p = profile_new(&event, 1);
+	if (!p) {
+		log_error("out of memory");
+		goto out;
+	}
+	r = folded_read(in, p, &err);
+	if (r == -EINVAL || r == -E2BIG || r == -EOVERFLOW) {
+		log_error("%s:%llu: %s; a folded line is 'frame;frame;...;leaf COUNT'", in_path,
+			  (unsigned long long) err.line, err.reason ? err.reason : "malformed line");
+		goto out;
+	}
+	if (r < 0) {
+		log_errno(r, "cannot read '%s'", in_path);
+		goto out;
+	}
+	if (profile_n_stacks(p) == 0 || profile_total(p, 1) == 0) {
+		log_error("'%s' holds no stacks with a count above 0: nothing to convert", in_path);
+		goto out;
+	}
+	(void) profile_set_target(p, in_path);
+	out = fopen(out_path, "we");
+	if (!out) {
+		log_errno(-errno, "cannot write '%s'", out_path);
+		goto out;
+	}
+	r = format_write(fmt, p, 1, out);
+	if (r == 0 && fflush(out) != 0)
+		r = -errno;
+	if (r < 0) {
+		log_errno(r, "cannot write '%s'", out_path);
+		(void) fclose(out);
+		out = NULL;
+		(void) unlink(out_path);
+		goto out;
+	}
+	status = 0;
+out:
+	if (out && fclose(out) != 0 && status == 0) {
+		log_errno(-errno, "cannot write '%s'", out_path);
+		status = 1;
+	}
+	if (in && in != stdin)
+		(void) fclose(in);
+	profile_free(p);
+	return status;
+}
