@@ -21,8 +21,8 @@ static void usage(FILE *out)
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
 		"stackcollapse-perf.pl or py-spy; - reads standard input), and writes OUT.\n\n"
 		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
-		"                      .speedscope.json\n"
-		"  -f, --format NAME   folded or speedscope, whatever OUT's name says\n"
+		"                      .speedscope.json, .pb.gz / .pprof\n"
+		"  -f, --format NAME   folded, speedscope or pprof, whatever OUT's name says\n"
 		"  -h, --help          this text\n");
 }
 
@@ -99,7 +99,7 @@ int cmd_convert(int argc, char **argv)
 		log_errno(-errno, "cannot write '%s'", out_path);
 		goto out;
 	}
-	r = format_write(fmt, p, 1, out);
+	r = format_write(fmt, p, 1, NULL, out);
 	if (r == 0 && fflush(out) != 0)
 		r = -errno;
 	if (r < 0) {

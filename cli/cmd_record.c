@@ -47,8 +47,9 @@ static void usage(FILE *out)
 		"  -c, --period N         sample every N events instead of a rate\n"
 		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
 		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded); its\n"
-		"                         name picks the format: .folded / .txt, .speedscope.json\n"
-		"      --format NAME      folded or speedscope, whatever the output's name says\n"
+		"                         name picks the format: .folded / .txt, .speedscope.json,\n"
+		"                         .pb.gz / .pprof\n"
+		"      --format NAME      folded, speedscope or pprof, whatever the output's name says\n"
 		"      --function         one frame per function (its first line), not per line\n"
 		"      --threads          a root frame per thread: [thread TID NAME]\n"
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
@@ -511,7 +512,8 @@ int cmd_record(int argc, char **argv)
 
 	if (!o.output) {
 		snprintf(defpath, sizeof(defpath), "hwspy-%d.%s", o.pid ? o.pid : (int) getpid(),
-			 o.format_given && o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" : "folded");
+			 !o.format_given ? "folded" : o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
+			 o.format == FORMAT_PPROF ? "pb.gz" : "folded");
 		o.output = defpath;
 	}
 	if (!o.format_given)
@@ -665,7 +667,15 @@ int cmd_record(int argc, char **argv)
 				     &rec, target);
 			goto out;
 		}
-		r = format_write(o.format, rec.prof, 1, out);
+		struct buf cmdline;
+
+		/* the command line, for the formats that keep it (pprof's comments) */
+		buf_init(&cmdline);
+		(void) buf_puts(&cmdline, "hwspy");
+		for (int i = 0; i < argc; i++)
+			(void) buf_printf(&cmdline, " %s", argv[i]);
+		r = format_write(o.format, rec.prof, 1, cmdline.len ? cmdline.data : NULL, out);
+		buf_release(&cmdline);
 		if (r < 0) {
 			log_errno(r, "cannot write '%s'", o.output);
 			goto out;

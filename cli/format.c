@@ -55,22 +55,26 @@ enum out_format format_of_path(const char *path)
 
 int format_check(enum out_format f, const char *path)
 {
-	if (f == FORMAT_FOLDED || f == FORMAT_SPEEDSCOPE)
+	if (f != FORMAT_SVG)
 		return 0;
-	log_error("hwspy does not write %s yet ('%s'); write folded (.folded) or speedscope "
-		  "(.speedscope.json), or give --format", format_name(f), path);
+	log_error("hwspy does not write %s yet ('%s'); write folded (.folded), speedscope "
+		  "(.speedscope.json) or pprof (.pb.gz), or give --format", format_name(f), path);
 	return -ENOTSUP;
 }
 
-int format_write(enum out_format f, const struct profile *p, size_t col, FILE *out)
+int format_write(enum out_format f, const struct profile *p, size_t col, const char *command_line,
+		 FILE *out)
 {
 	struct folded_opts fo = { .column = col };
+	struct pprof_opts po = { .command_line = command_line };
 
 	switch (f) {
 	case FORMAT_FOLDED:
 		return folded_write(p, &fo, out);
 	case FORMAT_SPEEDSCOPE:
 		return speedscope_write(p, NULL, out);
+	case FORMAT_PPROF:
+		return pprof_write(p, &po, out);
 	default:
 		return -ENOTSUP;
 	}

@@ -13,7 +13,7 @@ enum out_format {
 	FORMAT_FOLDED,          /* .folded, .txt, and any other name */
 	FORMAT_SPEEDSCOPE,      /* .speedscope.json */
 	FORMAT_SVG,             /* .svg: not written yet */
-	FORMAT_PPROF,           /* .pb.gz, .pprof: not written yet */
+	FORMAT_PPROF,           /* .pb.gz, .pprof */
 };
 
 /* --format NAME ("folded", "speedscope", "svg", "pprof"): 0, or -EINVAL (logged). */
@@ -23,7 +23,9 @@ enum out_format format_of_path(const char *path);
 const char *format_name(enum out_format f);
 /* 0 if hwspy writes f, else -ENOTSUP after one line saying which formats it writes. */
 int format_check(enum out_format f, const char *path);
-/* Writes p as f, the value column col (1 + event index) where the format has one weight. */
-int format_write(enum out_format f, const struct profile *p, size_t col, FILE *out);
+/* Writes p as f, the value column col (1 + event index) where the format has one weight;
+ * command_line (or NULL) is noted where the format has room for it (pprof's comments). */
+int format_write(enum out_format f, const struct profile *p, size_t col, const char *command_line,
+		 FILE *out);
 
 #endif

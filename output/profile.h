@@ -186,4 +186,38 @@ struct speedscope_opts {
 
 int speedscope_write(const struct profile *p, const struct speedscope_opts *opts, FILE *out);
 
+/* ---- pprof.c --------------------------------------------------------------------------------- */
+
+/*
+ * Writes a gzip-compressed perftools.profiles.Profile protobuf, the file `go tool pprof` reads
+ * (github.com/google/pprof/proto/profile.proto):
+ *   sample_type          ["samples", "count"], then per event [name, "nanoseconds" for cpu-clock
+ *                        and task-clock (modifiers ignored), else "events"]; default_sample_type
+ *                        is event 0's name
+ *   sample               one per stack with a non-zero value: location ids leaf first, values =
+ *                        the stack's value vector, a numeric label "thread_id" when tid != 0
+ *   location             one per frame, id = frame id + 1, one line {function, line (Python
+ *                        frames; 0 otherwise)}, mapping_id = its module's mapping (native frames)
+ *   function             one per distinct (name, file): file = the Python file, the native
+ *                        module, "[kernel.kallsyms]" for kernel frames, "" otherwise;
+ *                        start_line 0 (unknown); system_name is left empty, so that pprof
+ *                        takes name as demangled already (it would cut "<module>" to "")
+ *   mapping              one per native module: filename = the module, has_functions; no
+ *                        addresses and no build_id (the profile does not hold them yet)
+ *   period_type, period  event 0 and its unit; its fixed period, else 1e9 / freq for clock
+ *                        events in frequency mode, else 0 (unknown)
+ *   time_nanos, duration_nanos   meta start_time_ns and duration_ns (left out when 0)
+ *   comment              "hwspy VERSION", then opts->command_line if not NULL
+ * string_table[0] is ""; strings are the profile's bytes, each invalid UTF-8 sequence replaced
+ * by one U+FFFD (as speedscope_write does), each string stored once.
+ *
+ * Returns 0, -EOVERFLOW if a value or a column's total does not fit in int64 (nothing written
+ * then), -ENOMEM, or -EIO (-errno where known) when writing fails. opts may be NULL.
+ */
+struct pprof_opts {
+	const char *command_line;       /* written as a comment; NULL: none */
+};
+
+int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
+
 #endif

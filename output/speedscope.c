@@ -6,46 +6,9 @@
 
 #include "base/buf.h"
 #include "output/profile.h"
+#include "output/utf8.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
-
-/* Length of the valid UTF-8 sequence at s (n > 0 bytes left), or 0 if it is not one; then
- * *ret_skip is the length of its longest valid prefix (at least 1), replaced by one U+FFFD as
- * Unicode recommends and browsers and Python do. */
-static size_t utf8_len(const unsigned char *s, size_t n, size_t *ret_skip)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t len, i;
-
-	*ret_skip = 1;
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;      /* no UTF-16 surrogates */
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;      /* nothing past U+10FFFF */
-	for (i = 1; i < len && i < n; i++) {
-		unsigned char c = s[i];
-		if (i == 1 ? c < lo || c > hi : c < 0x80 || c > 0xbf)
-			break;
-	}
-	if (i == len)
-		return len;
-	*ret_skip = i;
-	return 0;
-}
 
 /* Writes s as a JSON string. Errors show in ferror(out). */
 static void json_string(FILE *out, const char *s)

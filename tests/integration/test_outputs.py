@@ -7,6 +7,11 @@
             integers, endValue is the weight the summary reports, and the workload's functions
             are frames with their file and line. --format speedscope with a .json name does the
             same.
+  record-pprof (--python) hwspy record -e cpu-clock -F 999 -o X.pb.gz -- PYTHON shares.py run 1.5:
+            `go tool pprof -raw` accepts the file (it rejects malformed profiles), and `-top
+            -sample_index=cpu-clock` shows the summary's weight as its total, with the workload's
+            heaviest function (multiply) in the top rows. Needs go (Debian golang-go, installed
+            by .ci/run); pprof runs with HOME in a temporary directory.
   convert   hwspy convert: a folded file with hostile names (spaces, brackets, parentheses,
             semicolon-free non-ASCII) to speedscope and back to folded keeps every stack and the
             total; perf stackcollapse and py-spy lines read as native and Python frames; bad
@@ -15,6 +20,8 @@
 """
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -92,6 +99,44 @@ def record_speedscope(opts):
         check((qual, script) in names, 'no frame %s' % qual)
 
 
+def go_pprof(opts, *args):
+    if not shutil.which('go'):
+        raise Skip("no 'go' here (apt-get install golang-go; .ci/run installs it)")
+    home = os.path.join(opts.tmp, 'home')
+    os.makedirs(home, exist_ok=True)
+    r = subprocess.run(['go', 'tool', 'pprof'] + list(args), capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, HOME=home))
+    check(r.returncode == 0, 'go tool pprof %s exited %d:\n%s' % (' '.join(args), r.returncode,
+                                                                  r.stderr))
+    return r.stdout
+
+
+def pprof_total_ns(top):
+    """The total of `go tool pprof -top -unit=ns`: 'of 123456ns total'."""
+    m = re.search(r'of ([0-9]+)ns total', top)
+    check(m, 'no total in go tool pprof -top output:\n%s' % top)
+    return int(m.group(1))
+
+
+@case
+def record_pprof(opts):
+    script = os.path.join(opts.targets, 'shares.py')
+    out = os.path.join(opts.tmp, 'out.pb.gz')
+    r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
+              [script, 'run', '1.5'])
+    check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
+    weight = int(r.stderr.split(' weight ')[1].split(',')[0])
+    raw = go_pprof(opts, '-raw', out)
+    check('hwspy' in raw, 'no hwspy comment in the profile')
+    top = go_pprof(opts, '-top', '-unit=ns', '-sample_index=cpu-clock', out)
+    log(top[:1500])
+    check(pprof_total_ns(top) == weight, 'pprof total %d, the summary says %d'
+          % (pprof_total_ns(top), weight))
+    rows = [l for l in top.splitlines() if re.match(r'\s*[0-9]+ns\s', l)][:3]
+    check(any('multiply' in l for l in rows), 'multiply is not in the top rows:\n%s'
+          % '\n'.join(rows))
+
+
 HOSTILE = [
     ('<module> (/srv/app main.py:10);run [x] (/srv/app main.py:20);héllo wörld (/srv/é.py:3)', 7),
     ('<module> (/srv/app main.py:10);f(a, b) (/srv/(copy)/b.py:4);memcpy [libc.so.6]', 5),
@@ -137,6 +182,18 @@ def convert(opts):
     check(folded_lines(back) == sorted('%s %d' % s for s in HOSTILE),
           'folded -> folded changed the lines: %r' % folded_lines(back))
 
+    # to pprof: go's reader takes it, with the same total
+    pb = os.path.join(opts.tmp, 'out.pprof')
+    check(hwspy(opts, ['convert', src, '-o', pb]).returncode == 0, 'convert to pprof failed')
+    if shutil.which('go'):
+        go_pprof(opts, '-raw', pb)
+        top = go_pprof(opts, '-top', '-sample_index=samples', pb)
+        m = re.search(r'of ([0-9]+) total', top)
+        check(m and int(m.group(1)) == sum(c for _, c in HOSTILE),
+              'pprof total of the converted file: %s' % (m.group(0) if m else top))
+    else:
+        log('no go here: the converted pprof file is not read back')
+
     # other tools' folded files
     for name, lines, expect in (('perf', PERF, ('deflate', None)),
                                 ('pyspy', PYSPY, ('step', 'model.py'))):
@@ -175,7 +232,7 @@ def convert(opts):
 
 
 def test(opts):
-    needs_python = opts.case == 'record-speedscope'
+    needs_python = opts.case in ('record-speedscope', 'record-pprof')
     check(bool(opts.python) == needs_python,
           '--case %s %s --python' % (opts.case, 'needs' if needs_python else 'takes no'))
     CASES[opts.case](opts)

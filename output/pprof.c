@@ -1,0 +1,556 @@
+/* pprof: a gzip-compressed perftools.profiles.Profile protobuf (the format of `go tool pprof`,
+ * github.com/google/pprof/proto/profile.proto), encoded field by field straight into deflate. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/buf.h"
+#include "base/hash.h"
+#include "output/profile.h"
+#include "output/utf8.h"
+
+/* Field numbers of profile.proto. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3, PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
+	LABEL_KEY = 1, LABEL_NUM = 3,
+	MAPPING_ID = 1, MAPPING_FILENAME = 5, MAPPING_HAS_FUNCTIONS = 7,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
+	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_FILENAME = 4,
+};
+
+#define WIRE_VARINT 0
+#define WIRE_LEN 2
+#define KERNEL_FILE "[kernel.kallsyms]"
+
+/* A protobuf message being built; the first failure sticks in err and later writes do nothing. */
+struct pb {
+	struct buf b;
+	int err;
+};
+
+static void pb_raw(struct pb *m, const void *data, size_t len)
+{
+	if (!m->err && len && buf_append(&m->b, data, len) < 0)
+		m->err = -ENOMEM;
+}
+
+static size_t varint_encode(unsigned char *t, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		t[n++] = (unsigned char) ((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	return n;
+}
+
+static void pb_varint(struct pb *m, uint64_t v)
+{
+	unsigned char t[10];
+
+	pb_raw(m, t, varint_encode(t, v));
+}
+
+/* A varint field, left out when 0 (proto3's default). Negative int64s are passed cast. */
+static void pb_uint(struct pb *m, unsigned field, uint64_t v)
+{
+	if (v == 0)
+		return;
+	pb_varint(m, (uint64_t) field << 3 | WIRE_VARINT);
+	pb_varint(m, v);
+}
+
+static void pb_bytes(struct pb *m, unsigned field, const void *data, size_t len)
+{
+	pb_varint(m, (uint64_t) field << 3 | WIRE_LEN);
+	pb_varint(m, len);
+	pb_raw(m, data, len);
+}
+
+static void pb_reset(struct pb *m)
+{
+	buf_reset(&m->b);
+}
+
+/* The string table: each string once, valid UTF-8 (invalid sequences replaced by U+FFFD). */
+struct pstr {
+	const char *s;          /* the profile's, a literal, or owned when repaired */
+	size_t len;
+	uint64_t hash;
+	bool owned;
+};
+
+struct strtab {
+	struct pstr *v;
+	size_t n, cap;
+	uint32_t *slots;        /* ids, UINT32_MAX = empty */
+	size_t n_slots;         /* power of two, over twice n */
+};
+
+static void strtab_release(struct strtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].owned)
+			free((char *) t->v[i].s);
+	free(t->v);
+	free(t->slots);
+}
+
+static size_t strtab_probe(const struct strtab *t, const char *s, size_t len, uint64_t h)
+{
+	size_t mask = t->n_slots - 1, i = h & mask;
+
+	for (;;) {
+		uint32_t id = t->slots[i];
+		if (id == UINT32_MAX || (t->v[id].hash == h && t->v[id].len == len &&
+					 memcmp(t->v[id].s, s, len) == 0))
+			return i;
+		i = (i + 1) & mask;
+	}
+}
+
+static int strtab_grow(struct strtab *t)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		struct pstr *v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	if ((t->n + 1) * 2 > t->n_slots) {
+		size_t n_slots = t->n_slots ? t->n_slots * 2 : 512;
+		uint32_t *old = t->slots;
+
+		t->slots = malloc(n_slots * sizeof(*t->slots));
+		if (!t->slots) {
+			t->slots = old;
+			return -ENOMEM;
+		}
+		memset(t->slots, 0xff, n_slots * sizeof(*t->slots));
+		free(old);
+		t->n_slots = n_slots;
+		for (uint32_t id = 0; id < t->n; id++)
+			t->slots[strtab_probe(t, t->v[id].s, t->v[id].len, t->v[id].hash)] = id;
+	}
+	return 0;
+}
+
+/* s with each invalid UTF-8 sequence replaced by one U+FFFD, or NULL (*ret_len unset) when s
+ * is valid already; *ret_err is -ENOMEM if the copy failed. */
+static char *utf8_repair(const char *s, size_t n, size_t *ret_len, int *ret_err)
+{
+	const unsigned char *u = (const unsigned char *) s;
+	struct buf b;
+	size_t i = 0, skip, len;
+
+	*ret_err = 0;
+	while (i < n && (len = utf8_len(u + i, n - i, &skip)) > 0)
+		i += len;
+	if (i == n)
+		return NULL;
+	buf_init(&b);
+	if (buf_append(&b, s, i) < 0) {
+		*ret_err = -ENOMEM;
+		return NULL;
+	}
+	while (i < n) {
+		len = utf8_len(u + i, n - i, &skip);
+		if ((len ? buf_append(&b, u + i, len) : buf_puts(&b, "\xef\xbf\xbd")) < 0) {
+			buf_release(&b);
+			*ret_err = -ENOMEM;
+			return NULL;
+		}
+		i += len ? len : skip;
+	}
+	*ret_len = b.len;
+	return buf_detach(&b);
+}
+
+/* Interns s (valid until the table is released): its index in *ret_id. */
+static int strtab_add(struct strtab *t, const char *s, uint32_t *ret_id)
+{
+	size_t len = strlen(s), slot;
+	int r;
+	char *fixed = utf8_repair(s, len, &len, &r);
+	uint64_t h;
+
+	if (r < 0)
+		return r;
+	if (fixed)
+		s = fixed;
+	r = strtab_grow(t);
+	if (r < 0) {
+		free(fixed);
+		return r;
+	}
+	h = hash_bytes(s, len, 0);
+	slot = strtab_probe(t, s, len, h);
+	if (t->slots[slot] != UINT32_MAX) {
+		free(fixed);
+		*ret_id = t->slots[slot];
+		return 0;
+	}
+	t->v[t->n] = (struct pstr) { s, len, h, fixed != NULL };
+	t->slots[slot] = (uint32_t) t->n;
+	*ret_id = (uint32_t) t->n++;
+	return 0;
+}
+
+struct fn_key {
+	uint32_t name, file;    /* string ids */
+	uint32_t frame;
+};
+
+static int cmp_fn_key(const void *a, const void *b)
+{
+	const struct fn_key *x = a, *y = b;
+
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+struct pprof {
+	const struct profile *p;
+	struct strtab st;
+	uint32_t s_samples, s_count, s_thread_id, s_comment[2];
+	uint32_t s_event[PROFILE_MAX_EVENTS], s_unit[PROFILE_MAX_EVENTS];
+	size_t n_comments;
+	struct fn_key *fns;     /* sorted; function id i + 1 for the first of each (name, file) */
+	uint32_t *frame_fn;     /* function id of each frame */
+	uint32_t *frame_map;    /* mapping id of each frame, 0 for none */
+	uint32_t *map_file;     /* string id of mapping i + 1 */
+	size_t n_maps;
+
+	z_stream zs;
+	FILE *out;
+	struct pb msg, sub;
+	unsigned char chunk[16384];
+};
+
+static bool is_clock_event(const char *event)
+{
+	size_t len = strcspn(event, ":");
+
+	return (len == 9 && strncmp(event, "cpu-clock", len) == 0) ||
+	       (len == 10 && strncmp(event, "task-clock", len) == 0);
+}
+
+/* Interns every string, numbers functions and mappings. */
+static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
+{
+	const struct profile *p = pp->p;
+	size_t n_frames = profile_n_frames(p);
+	uint32_t empty, kernel, *map_of_str;
+	int r;
+
+	if ((r = strtab_add(&pp->st, "", &empty)) < 0 ||
+	    (r = strtab_add(&pp->st, "samples", &pp->s_samples)) < 0 ||
+	    (r = strtab_add(&pp->st, "count", &pp->s_count)) < 0 ||
+	    (r = strtab_add(&pp->st, "thread_id", &pp->s_thread_id)) < 0 ||
+	    (r = strtab_add(&pp->st, KERNEL_FILE, &kernel)) < 0 ||
+	    (r = strtab_add(&pp->st, "hwspy " HWSPY_VERSION, &pp->s_comment[0])) < 0)
+		return r;
+	pp->n_comments = 1;
+	if (opts && opts->command_line) {
+		if ((r = strtab_add(&pp->st, opts->command_line, &pp->s_comment[1])) < 0)
+			return r;
+		pp->n_comments = 2;
+	}
+	for (size_t i = 0; i < profile_n_events(p); i++) {
+		const char *name = profile_event(p, i)->name;
+
+		if ((r = strtab_add(&pp->st, name, &pp->s_event[i])) < 0 ||
+		    (r = strtab_add(&pp->st, is_clock_event(name) ? "nanoseconds" : "events",
+				    &pp->s_unit[i])) < 0)
+			return r;
+	}
+
+	pp->fns = malloc((n_frames ? n_frames : 1) * sizeof(*pp->fns));
+	pp->frame_fn = malloc((n_frames ? n_frames : 1) * sizeof(*pp->frame_fn));
+	pp->frame_map = calloc(n_frames ? n_frames : 1, sizeof(*pp->frame_map));
+	if (!pp->fns || !pp->frame_fn || !pp->frame_map)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < n_frames; id++) {
+		const struct profile_frame *f = profile_frame(p, id);
+		uint32_t file = empty;
+
+		if ((r = strtab_add(&pp->st, f->name, &pp->fns[id].name)) < 0)
+			return r;
+		if (f->kind == FRAME_KERNEL)
+			file = kernel;
+		else if ((f->kind == FRAME_PYTHON && f->file) || (f->kind == FRAME_NATIVE && f->module))
+			r = strtab_add(&pp->st, f->kind == FRAME_PYTHON ? f->file : f->module, &file);
+		if (r < 0)
+			return r;
+		pp->fns[id].file = file;
+		pp->fns[id].frame = id;
+	}
+
+	/* mappings: one per native module, numbered in frame order */
+	map_of_str = calloc(pp->st.n, sizeof(*map_of_str));
+	pp->map_file = malloc((n_frames ? n_frames : 1) * sizeof(*pp->map_file));
+	if (!map_of_str || !pp->map_file) {
+		free(map_of_str);
+		return -ENOMEM;
+	}
+	for (uint32_t id = 0; id < n_frames; id++) {
+		const struct profile_frame *f = profile_frame(p, id);
+		uint32_t file = pp->fns[id].file;
+
+		if (f->kind != FRAME_NATIVE || !f->module)
+			continue;
+		if (!map_of_str[file]) {
+			pp->map_file[pp->n_maps++] = file;
+			map_of_str[file] = (uint32_t) pp->n_maps;
+		}
+		pp->frame_map[id] = map_of_str[file];
+	}
+	free(map_of_str);
+
+	/* functions: one per (name, file), numbered in sorted order */
+	qsort(pp->fns, n_frames, sizeof(*pp->fns), cmp_fn_key);
+	for (size_t i = 0, fn = 0; i < n_frames; i++) {
+		if (i == 0 || pp->fns[i].name != pp->fns[i - 1].name ||
+		    pp->fns[i].file != pp->fns[i - 1].file)
+			fn++;
+		pp->frame_fn[pp->fns[i].frame] = (uint32_t) fn;
+	}
+	return 0;
+}
+
+/* pprof reads values and their sums as int64. */
+static int check_values(const struct profile *p)
+{
+	for (size_t col = 0; col < profile_n_values(p); col++) {
+		uint64_t total = 0;
+
+		for (size_t i = 0; i < profile_n_stacks(p); i++) {
+			uint64_t v = profile_values(p, i)[col];
+			if (v > (uint64_t) INT64_MAX - total)
+				return -EOVERFLOW;
+			total += v;
+		}
+	}
+	return 0;
+}
+
+/* Compresses len bytes (flush Z_NO_FLUSH, or Z_FINISH to end the stream) into the file. */
+static int gz_put(struct pprof *pp, const void *data, size_t len, int flush)
+{
+	const unsigned char *d = data;
+
+	do {
+		size_t piece = len < (1u << 30) ? len : (1u << 30);
+		int f = piece == len ? flush : Z_NO_FLUSH, r;
+
+		pp->zs.next_in = (Bytef *) d;
+		pp->zs.avail_in = (uInt) piece;
+		do {
+			size_t have;
+
+			pp->zs.next_out = pp->chunk;
+			pp->zs.avail_out = sizeof(pp->chunk);
+			r = deflate(&pp->zs, f);
+			if (r == Z_STREAM_ERROR)
+				return -EINVAL;
+			have = sizeof(pp->chunk) - pp->zs.avail_out;
+			errno = 0;
+			if (have && fwrite(pp->chunk, 1, have, pp->out) != have)
+				return errno ? -errno : -EIO;
+		} while (f == Z_FINISH ? r != Z_STREAM_END : pp->zs.avail_out == 0);
+		d += piece;
+		len -= piece;
+	} while (len);
+	return 0;
+}
+
+/* Writes m as top-level field `field` of the Profile (or, with field 0, m's bytes as they are,
+ * for scalar fields) and empties it. */
+static int emit(struct pprof *pp, unsigned field, struct pb *m)
+{
+	unsigned char head[20];
+	size_t n = 0;
+	int r;
+
+	if (m->err)
+		return m->err;
+	if (field) {
+		n = varint_encode(head, (uint64_t) field << 3 | WIRE_LEN);
+		n += varint_encode(head + n, m->b.len);
+	}
+	r = gz_put(pp, head, n, Z_NO_FLUSH);
+	if (r >= 0)
+		r = gz_put(pp, m->b.data, m->b.len, Z_NO_FLUSH);
+	pb_reset(m);
+	return r;
+}
+
+static int emit_value_type(struct pprof *pp, unsigned field, uint32_t type, uint32_t unit)
+{
+	pb_uint(&pp->msg, VALUE_TYPE_TYPE, type);
+	pb_uint(&pp->msg, VALUE_TYPE_UNIT, unit);
+	return emit(pp, field, &pp->msg);
+}
+
+static int emit_sample(struct pprof *pp, size_t i)
+{
+	const struct profile_stack *st = profile_stack(pp->p, i);
+	const uint64_t *v = profile_values(pp->p, i);
+	size_t n_values = profile_n_values(pp->p), k;
+
+	for (k = 0; k < n_values && v[k] == 0; k++)
+		;
+	if (k == n_values)
+		return 0;       /* nothing to show */
+	for (uint32_t d = st->depth; d-- > 0;)   /* leaf first */
+		pb_varint(&pp->sub, (uint64_t) st->frames[d] + 1);
+	pb_bytes(&pp->msg, SAMPLE_LOCATION_ID, pp->sub.b.data, pp->sub.b.len);
+	pb_reset(&pp->sub);
+	for (k = 0; k < n_values; k++)
+		pb_varint(&pp->sub, v[k]);
+	pb_bytes(&pp->msg, SAMPLE_VALUE, pp->sub.b.data, pp->sub.b.len);
+	pb_reset(&pp->sub);
+	if (st->tid) {
+		pb_uint(&pp->sub, LABEL_KEY, pp->s_thread_id);
+		pb_uint(&pp->sub, LABEL_NUM, st->tid);
+		pb_bytes(&pp->msg, SAMPLE_LABEL, pp->sub.b.data, pp->sub.b.len);
+		pb_reset(&pp->sub);
+	}
+	if (pp->sub.err)
+		return pp->sub.err;
+	return emit(pp, PROFILE_SAMPLE, &pp->msg);
+}
+
+static int emit_location(struct pprof *pp, uint32_t id)
+{
+	const struct profile_frame *f = profile_frame(pp->p, id);
+
+	pb_uint(&pp->msg, LOCATION_ID, (uint64_t) id + 1);
+	pb_uint(&pp->msg, LOCATION_MAPPING_ID, pp->frame_map[id]);
+	pb_uint(&pp->sub, LINE_FUNCTION_ID, pp->frame_fn[id]);
+	if (f->kind == FRAME_PYTHON)
+		pb_uint(&pp->sub, LINE_LINE, (uint64_t) (int64_t) f->line);
+	pb_bytes(&pp->msg, LOCATION_LINE, pp->sub.b.data, pp->sub.b.len);
+	pb_reset(&pp->sub);
+	if (pp->sub.err)
+		return pp->sub.err;
+	return emit(pp, PROFILE_LOCATION, &pp->msg);
+}
+
+static int emit_all(struct pprof *pp)
+{
+	const struct profile *p = pp->p;
+	const struct profile_event *ev = profile_event(p, 0);
+	const struct profile_meta *meta = profile_meta_const(p);
+	uint64_t period = ev->period;
+	size_t n_frames = profile_n_frames(p);
+	int r;
+
+	if ((r = emit_value_type(pp, PROFILE_SAMPLE_TYPE, pp->s_samples, pp->s_count)) < 0)
+		return r;
+	for (size_t i = 0; i < profile_n_events(p); i++)
+		if ((r = emit_value_type(pp, PROFILE_SAMPLE_TYPE, pp->s_event[i], pp->s_unit[i])) < 0)
+			return r;
+	for (size_t i = 0; i < profile_n_stacks(p); i++)
+		if ((r = emit_sample(pp, i)) < 0)
+			return r;
+	for (size_t m = 0; m < pp->n_maps; m++) {
+		pb_uint(&pp->msg, MAPPING_ID, m + 1);
+		pb_uint(&pp->msg, MAPPING_FILENAME, pp->map_file[m]);
+		pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1);
+		if ((r = emit(pp, PROFILE_MAPPING, &pp->msg)) < 0)
+			return r;
+	}
+	for (uint32_t id = 0; id < n_frames; id++)
+		if ((r = emit_location(pp, id)) < 0)
+			return r;
+	for (size_t i = 0; i < n_frames; i++) {
+		const struct fn_key *k = &pp->fns[i];
+
+		if (i > 0 && k->name == k[-1].name && k->file == k[-1].file)
+			continue;
+		pb_uint(&pp->msg, FUNCTION_ID, pp->frame_fn[k->frame]);
+		pb_uint(&pp->msg, FUNCTION_NAME, k->name);
+		pb_uint(&pp->msg, FUNCTION_FILENAME, k->file);
+		if ((r = emit(pp, PROFILE_FUNCTION, &pp->msg)) < 0)
+			return r;
+	}
+	for (size_t i = 0; i < pp->st.n; i++) {
+		pb_bytes(&pp->msg, PROFILE_STRING_TABLE, pp->st.v[i].s, pp->st.v[i].len);
+		if ((r = emit(pp, 0, &pp->msg)) < 0)
+			return r;
+	}
+	if (meta->start_time_ns <= INT64_MAX)
+		pb_uint(&pp->msg, PROFILE_TIME_NANOS, meta->start_time_ns);
+	if (meta->duration_ns <= INT64_MAX)
+		pb_uint(&pp->msg, PROFILE_DURATION_NANOS, meta->duration_ns);
+	if ((r = emit(pp, 0, &pp->msg)) < 0 ||
+	    (r = emit_value_type(pp, PROFILE_PERIOD_TYPE, pp->s_event[0], pp->s_unit[0])) < 0)
+		return r;
+	if (!period && ev->freq && is_clock_event(ev->name))
+		period = 1000000000 / ev->freq;
+	if (period <= INT64_MAX)
+		pb_uint(&pp->msg, PROFILE_PERIOD, period);
+	for (size_t i = 0; i < pp->n_comments; i++)
+		pb_varint(&pp->sub, pp->s_comment[i]);
+	pb_bytes(&pp->msg, PROFILE_COMMENT, pp->sub.b.data, pp->sub.b.len);
+	pb_reset(&pp->sub);
+	pb_uint(&pp->msg, PROFILE_DEFAULT_SAMPLE_TYPE, pp->s_event[0]);
+	if (pp->sub.err)
+		return pp->sub.err;
+	if ((r = emit(pp, 0, &pp->msg)) < 0)
+		return r;
+	return gz_put(pp, NULL, 0, Z_FINISH);
+}
+
+int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out)
+{
+	struct pprof *pp = calloc(1, sizeof(*pp));
+	int r;
+
+	if (!pp)
+		return -ENOMEM;
+	pp->p = p;
+	pp->out = out;
+	buf_init(&pp->msg.b);
+	buf_init(&pp->sub.b);
+	r = check_values(p);
+	if (r >= 0)
+		r = pprof_index(pp, opts);
+	if (r >= 0) {
+		if (deflateInit2(&pp->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+				 Z_DEFAULT_STRATEGY) != Z_OK)
+			r = -ENOMEM;
+		else {
+			r = emit_all(pp);
+			(void) deflateEnd(&pp->zs);
+		}
+	}
+	buf_release(&pp->msg.b);
+	buf_release(&pp->sub.b);
+	strtab_release(&pp->st);
+	free(pp->fns);
+	free(pp->frame_fn);
+	free(pp->frame_map);
+	free(pp->map_file);
+	free(pp);
+	if (r < 0)
+		return r;
+	if (fflush(out) != 0)
+		return -errno;
+	return ferror(out) ? -EIO : 0;
+}
