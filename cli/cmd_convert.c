@@ -21,8 +21,8 @@ static void usage(FILE *out)
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
 		"stackcollapse-perf.pl or py-spy; - reads standard input), and writes OUT.\n\n"
 		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
-		"                      .speedscope.json, .pb.gz / .pprof\n"
-		"  -f, --format NAME   folded, speedscope or pprof, whatever OUT's name says\n"
+		"                      .svg, .speedscope.json, .pb.gz / .pprof\n"
+		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
 		"  -h, --help          this text\n");
 }
 
@@ -67,8 +67,6 @@ int cmd_convert(int argc, char **argv)
 	in_path = argv[optind];
 	if (!fmt_given)
 		fmt = format_of_path(out_path);
-	if (format_check(fmt, out_path) < 0)
-		return 2;
 	in = strcmp(in_path, "-") ? fopen(in_path, "re") : stdin;
 	if (!in) {
 		log_errno(-errno, "cannot read '%s'", in_path);

@@ -47,9 +47,10 @@ static void usage(FILE *out)
 		"  -c, --period N         sample every N events instead of a rate\n"
 		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
 		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded); its\n"
-		"                         name picks the format: .folded / .txt, .speedscope.json,\n"
-		"                         .pb.gz / .pprof\n"
-		"      --format NAME      folded, speedscope or pprof, whatever the output's name says\n"
+		"                         name picks the format: .folded / .txt, .svg (a flame\n"
+		"                         graph), .speedscope.json, .pb.gz / .pprof\n"
+		"      --format NAME      folded, svg, speedscope or pprof, whatever the output's\n"
+		"                         name says\n"
 		"      --function         one frame per function (its first line), not per line\n"
 		"      --threads          a root frame per thread: [thread TID NAME]\n"
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
@@ -426,11 +427,6 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
-	if (o->output && format_check(o->format_given ? o->format : format_of_path(o->output),
-				      o->output) < 0)
-		return -EINVAL;
-	if (o->format_given && format_check(o->format, o->output ? o->output : "-o") < 0)
-		return -EINVAL;
 	if (!o->pid == !o->argv) {
 		log_error(o->pid ? "give either -p PID or a command, not both"
 				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
@@ -513,7 +509,7 @@ int cmd_record(int argc, char **argv)
 	if (!o.output) {
 		snprintf(defpath, sizeof(defpath), "hwspy-%d.%s", o.pid ? o.pid : (int) getpid(),
 			 !o.format_given ? "folded" : o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
-			 o.format == FORMAT_PPROF ? "pb.gz" : "folded");
+			 o.format == FORMAT_PPROF ? "pb.gz" : o.format == FORMAT_SVG ? "svg" : "folded");
 		o.output = defpath;
 	}
 	if (!o.format_given)

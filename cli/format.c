@@ -53,20 +53,13 @@ enum out_format format_of_path(const char *path)
 	return FORMAT_FOLDED;
 }
 
-int format_check(enum out_format f, const char *path)
-{
-	if (f != FORMAT_SVG)
-		return 0;
-	log_error("hwspy does not write %s yet ('%s'); write folded (.folded), speedscope "
-		  "(.speedscope.json) or pprof (.pb.gz), or give --format", format_name(f), path);
-	return -ENOTSUP;
-}
 
 int format_write(enum out_format f, const struct profile *p, size_t col, const char *command_line,
 		 FILE *out)
 {
 	struct folded_opts fo = { .column = col };
 	struct pprof_opts po = { .command_line = command_line };
+	struct svg_opts so = { .column = col };
 
 	switch (f) {
 	case FORMAT_FOLDED:
@@ -75,6 +68,8 @@ int format_write(enum out_format f, const struct profile *p, size_t col, const c
 		return speedscope_write(p, NULL, out);
 	case FORMAT_PPROF:
 		return pprof_write(p, &po, out);
+	case FORMAT_SVG:
+		return svg_write(p, &so, out);
 	default:
 		return -ENOTSUP;
 	}

@@ -12,7 +12,7 @@
 enum out_format {
 	FORMAT_FOLDED,          /* .folded, .txt, and any other name */
 	FORMAT_SPEEDSCOPE,      /* .speedscope.json */
-	FORMAT_SVG,             /* .svg: not written yet */
+	FORMAT_SVG,             /* .svg: an interactive flame graph */
 	FORMAT_PPROF,           /* .pb.gz, .pprof */
 };
 
@@ -21,8 +21,6 @@ int format_parse(const char *name, enum out_format *ret);
 /* The format a file name asks for by its extension (folded when none says otherwise). */
 enum out_format format_of_path(const char *path);
 const char *format_name(enum out_format f);
-/* 0 if hwspy writes f, else -ENOTSUP after one line saying which formats it writes. */
-int format_check(enum out_format f, const char *path);
 /* Writes p as f, the value column col (1 + event index) where the format has one weight;
  * command_line (or NULL) is noted where the format has room for it (pprof's comments). */
 int format_write(enum out_format f, const struct profile *p, size_t col, const char *command_line,

@@ -220,4 +220,49 @@ struct pprof_opts {
 
 int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
 
+/* ---- svg.c ---------------------------------------------------------------------------------- */
+
+/*
+ * Writes one self-contained interactive SVG flame graph (no external resources), in the spirit
+ * of Brendan Gregg's flamegraph.pl. The stacks are merged into a tree (root first, under a root
+ * frame "all"; identical frame ids on the same path merge, threads only by their thread frames),
+ * children ordered by frame text, so the layout does not depend on the order of the stacks.
+ * Widths are proportional to the value column opts->column; y is the depth, root at the bottom
+ * (flame) or at the top (icicle). A frame narrower than min_width_px is not drawn, nor anything
+ * above it; their number is shown ("N frames narrower than X px not drawn"), and every drawn
+ * frame's values stay exact (they include what was pruned). Frames whose column value is 0 are
+ * not drawn; a profile whose column total is 0 gives a graph with no frames.
+ *
+ * Each drawn frame is a <g> holding a <title> (tooltip: the frame text as folded_frame_text()
+ * writes it, Python frames with (file:line), cut at 4096 bytes with "..."; then one line
+ * "EVENT: 1,234 (12.3%)" per event of the profile, the share being of that event's total, then
+ * "samples: N"), a <rect> filled by kind (Python green to yellow, native orange to red, kernel
+ * blue, thread and special grey) in a shade stable by frame name (hashed), and a <text> label
+ * cut to the width with "..", empty when under 3 characters fit.
+ *
+ * The embedded script: click a frame to zoom (it fills the width, its ancestors full width and
+ * dimmed, other frames hidden), "Reset Zoom", "Search" (a prompt for a JavaScript regular
+ * expression matched against frame texts; matching frames drawn in one colour, "Matched: x.x%"
+ * the share of the drawn width covered, nested matches counted once), Ctrl-F / F3 to search,
+ * Escape to reset both. The view is kept in the URL query: ?s=REGEX (search) and ?x=..&y=..
+ * (the zoomed frame's rect x and y attributes), applied on load.
+ *
+ * Text is valid XML 1.0 whatever the names hold: & < > " ' escaped, characters XML forbids
+ * (controls but tab, newline and CR; U+FFFE and U+FFFF) and each invalid UTF-8 sequence written
+ * as one U+FFFD. opts may be NULL.
+ *
+ * Returns 0, -EINVAL if column is past the last event (or width_px is 20 or less), -ENOMEM, or
+ * -EIO (-errno where known) when writing fails (part of the file may have been written then).
+ */
+struct svg_opts {
+	size_t column;          /* value column: 1 + event index; 0 = 1 */
+	const char *title;      /* NULL: "Flame Graph" */
+	const char *subtitle;   /* NULL: the column's event, rate, duration, target, Python version */
+	bool icicle;            /* root at the top */
+	double min_width_px;    /* frames narrower are pruned; 0 = 0.1 */
+	unsigned width_px;      /* 0 = 1200 */
+};
+
+int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out);
+
 #endif

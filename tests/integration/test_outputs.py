@@ -12,11 +12,15 @@
             -sample_index=cpu-clock` shows the summary's weight as its total, with the workload's
             heaviest function (multiply) in the top rows. Needs go (Debian golang-go, installed
             by .ci/run); pprof runs with HOME in a temporary directory.
+  record-svg (--python) hwspy record -e cpu-clock -F 999 -o X.svg -- PYTHON shares.py run 1.5:
+            xmllint accepts the file; the root frame's tooltip holds the summary's weight; the
+            workload's functions are frames with their file and line.
   convert   hwspy convert: a folded file with hostile names (spaces, brackets, parentheses,
             semicolon-free non-ASCII) to speedscope and back to folded keeps every stack and the
-            total; perf stackcollapse and py-spy lines read as native and Python frames; bad
-            input (a malformed line: named with its line number, an empty file, a missing file,
-            an .svg output hwspy does not write yet) fails with one line and leaves no output.
+            total; to pprof (read by go tool pprof) and to SVG (valid XML, the total in the root
+            tooltip) as well; perf stackcollapse and py-spy lines read as native and Python
+            frames; bad input (a malformed line: named with its line number, an empty file, a
+            missing file, an unknown --format) fails with one line and leaves no output.
 """
 import json
 import os
@@ -137,6 +141,38 @@ def record_pprof(opts):
           % '\n'.join(rows))
 
 
+def check_svg(path, total):
+    """xmllint accepts it; the root ('all') tooltip holds total; returns the tooltips."""
+    if not shutil.which('xmllint'):
+        raise Skip('xmllint is not installed (libxml2-utils; .ci/run installs it)')
+    r = subprocess.run(['xmllint', '--noout', path], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, 'xmllint rejects %s:\n%s' % (path, r.stderr[:2000]))
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    titles = re.findall(r'<title>(.*?)</title>', text, re.S)
+    root = [t for t in titles if t.startswith('all\n')]
+    check(root, 'no root frame "all" in %s' % path)
+    m = re.search(r': ([0-9,]+) \(100\.0%\)', root[0])
+    check(m and int(m.group(1).replace(',', '')) == total,
+          'the root tooltip %r does not hold the total %d' % (root[0], total))
+    log('%s: valid XML, %d frames, total %d' % (path, len(titles), total))
+    return titles
+
+
+@case
+def record_svg(opts):
+    script = os.path.join(opts.targets, 'shares.py')
+    out = os.path.join(opts.tmp, 'out.svg')
+    r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
+              [script, 'run', '1.5'])
+    check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
+    weight = int(r.stderr.split(' weight ')[1].split(',')[0])
+    titles = check_svg(out, weight)
+    for fn in ('nested_inner', 'recurse', 'squares'):
+        check(any(t.startswith('%s (%s:' % (fn, script)) for t in titles),
+              'no frame %s (%s:LINE) in the flame graph' % (fn, script))
+
+
 HOSTILE = [
     ('<module> (/srv/app main.py:10);run [x] (/srv/app main.py:20);héllo wörld (/srv/é.py:3)', 7),
     ('<module> (/srv/app main.py:10);f(a, b) (/srv/(copy)/b.py:4);memcpy [libc.so.6]', 5),
@@ -194,6 +230,11 @@ def convert(opts):
     else:
         log('no go here: the converted pprof file is not read back')
 
+    # to SVG: valid XML whatever the names, the total in the root
+    svg = os.path.join(opts.tmp, 'out.svg')
+    check(hwspy(opts, ['convert', src, '-o', svg]).returncode == 0, 'convert to svg failed')
+    check_svg(svg, sum(c for _, c in HOSTILE))
+
     # other tools' folded files
     for name, lines, expect in (('perf', PERF, ('deflate', None)),
                                 ('pyspy', PYSPY, ('step', 'model.py'))):
@@ -216,7 +257,6 @@ def convert(opts):
             ([bad, '-o', os.path.join(opts.tmp, 'x.folded')], 1, [bad + ':2:']),
             ([os.path.join(opts.tmp, 'none.folded'), '-o', os.path.join(opts.tmp, 'x.folded')], 1,
              ['cannot read']),
-            ([src, '-o', os.path.join(opts.tmp, 'x.svg')], 2, ['svg', 'speedscope']),
             ([src, '-o', os.path.join(opts.tmp, 'x.folded'), '--format', 'flame'], 2,
              ['unknown format'])):
         r = hwspy(opts, ['convert'] + args)
@@ -232,7 +272,7 @@ def convert(opts):
 
 
 def test(opts):
-    needs_python = opts.case in ('record-speedscope', 'record-pprof')
+    needs_python = opts.case in ('record-speedscope', 'record-pprof', 'record-svg')
     check(bool(opts.python) == needs_python,
           '--case %s %s --python' % (opts.case, 'needs' if needs_python else 'takes no'))
     CASES[opts.case](opts)

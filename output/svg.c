@@ -1,0 +1,665 @@
+/* svg: an interactive flame graph in one self-contained SVG file, in the spirit of Brendan
+ * Gregg's flamegraph.pl: the stacks merged into a tree, frames laid out by weight, tooltips with
+ * every event, click to zoom, regex search, the view kept in the URL query. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/hash.h"
+#include "output/profile.h"
+#include "output/utf8.h"
+
+#define XPAD            10.0
+#define FRAME_H         16      /* a frame's rect is FRAME_H - 1 high */
+#define GLYPH_W         7.08    /* average glyph width at 12px: 12 * 0.59 */
+#define TOP_PAD         72      /* title, subtitle, note */
+#define BOTTOM_PAD      34      /* details and "Matched" */
+#define TIP_CAP         4096    /* bytes of a frame text kept in its tooltip */
+#define NONE            UINT32_MAX
+#define SEARCH_FILL     "rgb(230,0,230)"
+
+struct node {
+	uint32_t frame;         /* NONE for the root, "all" */
+	uint32_t parent;
+	uint32_t depth;
+	uint32_t first_kid, n_kids;     /* into tree.kids once sorted */
+	bool drawn;
+	double x;               /* left edge in px */
+};
+
+struct kid {
+	uint32_t rank;          /* of the frame's text among all frame texts */
+	uint32_t node;
+};
+
+struct tree {
+	struct node *v;
+	uint64_t *vals;         /* n_vals per node: inclusive values, columns as in profile.h */
+	size_t n, cap, n_vals;
+	uint32_t *slots;        /* (parent, frame) -> node, NONE when empty */
+	size_t n_slots;
+	struct kid *kids;
+};
+
+/* Frame texts as folded_frame_text() writes them, and their rank in byte order. */
+struct texts {
+	struct buf b;
+	size_t *off;            /* n + 1 offsets into b */
+	uint32_t *rank;
+	size_t n;
+};
+
+struct text_ref {
+	const char *s;
+	uint32_t id;
+};
+
+static void tree_release(struct tree *t)
+{
+	free(t->v);
+	free(t->vals);
+	free(t->slots);
+	free(t->kids);
+}
+
+static void texts_release(struct texts *tx)
+{
+	buf_release(&tx->b);
+	free(tx->off);
+	free(tx->rank);
+}
+
+static uint64_t key_hash(uint32_t parent, uint32_t frame)
+{
+	return hash_u64((uint64_t) parent << 32 | frame);
+}
+
+static int tree_grow(struct tree *t)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct node *v = realloc(t->v, cap * sizeof(*v));
+		uint64_t *vals;
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		vals = realloc(t->vals, cap * t->n_vals * sizeof(*vals));
+		if (!vals)
+			return -ENOMEM;
+		t->vals = vals;
+		t->cap = cap;
+	}
+	if ((t->n + 1) * 2 > t->n_slots) {
+		size_t n = t->n_slots ? t->n_slots * 2 : 2048;
+		uint32_t *s = malloc(n * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		memset(s, 0xff, n * sizeof(*s));
+		for (size_t k = 1; k < t->n; k++) {     /* the root is never looked up */
+			size_t j = key_hash(t->v[k].parent, t->v[k].frame) & (n - 1);
+			while (s[j] != NONE)
+				j = (j + 1) & (n - 1);
+			s[j] = (uint32_t) k;
+		}
+		free(t->slots);
+		t->slots = s;
+		t->n_slots = n;
+	}
+	return 0;
+}
+
+/* The child of parent for frame, created if new: its id in *ret_id. */
+static int tree_child(struct tree *t, uint32_t parent, uint32_t frame, uint32_t *ret_id)
+{
+	size_t mask, i;
+	int r;
+
+	if (t->n >= NONE)
+		return -ENOMEM;
+	r = tree_grow(t);
+	if (r < 0)
+		return r;
+	mask = t->n_slots - 1;
+	for (i = key_hash(parent, frame) & mask; t->slots[i] != NONE; i = (i + 1) & mask) {
+		const struct node *nd = &t->v[t->slots[i]];
+		if (nd->parent == parent && nd->frame == frame) {
+			*ret_id = t->slots[i];
+			return 0;
+		}
+	}
+	t->v[t->n] = (struct node) { .frame = frame, .parent = parent,
+				     .depth = t->v[parent].depth + 1 };
+	memset(t->vals + t->n * t->n_vals, 0, t->n_vals * sizeof(*t->vals));
+	t->slots[i] = (uint32_t) t->n;
+	*ret_id = (uint32_t) t->n++;
+	return 0;
+}
+
+static void add_vals(uint64_t *dst, const uint64_t *src, size_t n)
+{
+	for (size_t c = 0; c < n; c++)
+		dst[c] = src[c] > UINT64_MAX - dst[c] ? UINT64_MAX : dst[c] + src[c];
+}
+
+static int tree_build(struct tree *t, const struct profile *p)
+{
+	int r;
+
+	t->n_vals = profile_n_values(p);
+	r = tree_grow(t);
+	if (r < 0)
+		return r;
+	t->v[0] = (struct node) { .frame = NONE, .parent = NONE };
+	memset(t->vals, 0, t->n_vals * sizeof(*t->vals));
+	t->n = 1;
+	for (size_t i = 0; i < profile_n_stacks(p); i++) {
+		const struct profile_stack *st = profile_stack(p, i);
+		const uint64_t *v = profile_values(p, i);
+		uint32_t node = 0;
+
+		add_vals(t->vals, v, t->n_vals);
+		for (uint32_t d = 0; d < st->depth; d++) {
+			r = tree_child(t, node, st->frames[d], &node);
+			if (r < 0)
+				return r;
+			add_vals(t->vals + (size_t) node * t->n_vals, v, t->n_vals);
+		}
+	}
+	return 0;
+}
+
+static int cmp_text_ref(const void *a, const void *b)
+{
+	const struct text_ref *x = a, *y = b;
+	int c = strcmp(x->s, y->s);
+
+	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_kid(const void *a, const void *b)
+{
+	const struct kid *x = a, *y = b;
+
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int texts_build(struct texts *tx, const struct profile *p)
+{
+	struct text_ref *refs;
+	int r = 0;
+
+	tx->n = profile_n_frames(p);
+	buf_init(&tx->b);
+	tx->off = malloc((tx->n + 1) * sizeof(*tx->off));
+	tx->rank = malloc((tx->n ? tx->n : 1) * sizeof(*tx->rank));
+	refs = malloc((tx->n ? tx->n : 1) * sizeof(*refs));
+	if (!tx->off || !tx->rank || !refs) {
+		free(refs);
+		return -ENOMEM;
+	}
+	for (uint32_t id = 0; id < tx->n && r >= 0; id++) {
+		tx->off[id] = tx->b.len;
+		r = folded_frame_text(profile_frame(p, id), &tx->b);
+		if (r >= 0)
+			r = buf_putc(&tx->b, '\0');
+	}
+	tx->off[tx->n] = tx->b.len;
+	if (r >= 0) {
+		for (uint32_t id = 0; id < tx->n; id++)
+			refs[id] = (struct text_ref) { tx->b.data + tx->off[id], id };
+		qsort(refs, tx->n, sizeof(*refs), cmp_text_ref);
+		for (uint32_t k = 0; k < tx->n; k++)
+			tx->rank[refs[k].id] = k;
+	}
+	free(refs);
+	return r;
+}
+
+/* Children lists sorted by frame text, for a layout that does not depend on stack order. */
+static int tree_sort(struct tree *t, const struct texts *tx)
+{
+	uint32_t *fill;
+
+	t->kids = malloc(t->n * sizeof(*t->kids));
+	fill = calloc(t->n, sizeof(*fill));
+	if (!t->kids || !fill) {
+		free(fill);
+		return -ENOMEM;
+	}
+	for (size_t k = 1; k < t->n; k++)
+		t->v[t->v[k].parent].n_kids++;
+	for (size_t k = 0, off = 0; k < t->n; k++) {
+		t->v[k].first_kid = (uint32_t) off;
+		off += t->v[k].n_kids;
+	}
+	for (size_t k = 1; k < t->n; k++) {
+		struct node *parent = &t->v[t->v[k].parent];
+		t->kids[parent->first_kid + fill[t->v[k].parent]++] =
+			(struct kid) { tx->rank[t->v[k].frame], (uint32_t) k };
+	}
+	free(fill);
+	for (size_t k = 0; k < t->n; k++)
+		qsort(t->kids + t->v[k].first_kid, t->v[k].n_kids, sizeof(*t->kids), cmp_kid);
+	return 0;
+}
+
+/* Writes s[0..n) as XML character data: markup characters escaped, characters XML 1.0 forbids
+ * (controls but tab, newline and CR; U+FFFE, U+FFFF) and each invalid UTF-8 sequence as one
+ * U+FFFD; at most max_chars characters. Errors show in ferror(out). */
+static void xml_put(FILE *out, const char *s, size_t n, size_t max_chars)
+{
+	const unsigned char *u = (const unsigned char *) s;
+
+	for (size_t i = 0, c = 0; i < n && c < max_chars; c++) {
+		size_t skip, len = utf8_len(u + i, n - i, &skip);
+
+		if (len == 0) {
+			fputs("\xef\xbf\xbd", out);
+			i += skip;
+			continue;
+		}
+		if (u[i] == '&')
+			fputs("&amp;", out);
+		else if (u[i] == '<')
+			fputs("&lt;", out);
+		else if (u[i] == '>')
+			fputs("&gt;", out);
+		else if (u[i] == '"')
+			fputs("&quot;", out);
+		else if (u[i] == '\'')
+			fputs("&#39;", out);
+		else if ((u[i] < 0x20 && u[i] != '\t' && u[i] != '\n' && u[i] != '\r') ||
+			 (len == 3 && u[i] == 0xef && u[i + 1] == 0xbf && u[i + 2] >= 0xbe))
+			fputs("\xef\xbf\xbd", out);
+		else
+			fwrite(u + i, 1, len, out);
+		i += len;
+	}
+}
+
+static void xml_puts(FILE *out, const char *s)
+{
+	xml_put(out, s, strlen(s), SIZE_MAX);
+}
+
+/* Characters in s[0..n), counting each invalid sequence as one, stopping at limit. */
+static size_t utf8_chars(const char *s, size_t n, size_t limit)
+{
+	const unsigned char *u = (const unsigned char *) s;
+	size_t c = 0;
+
+	for (size_t i = 0; i < n && c < limit; c++) {
+		size_t skip, len = utf8_len(u + i, n - i, &skip);
+		i += len ? len : skip;
+	}
+	return c;
+}
+
+/* "1,234,567" */
+static void put_count(FILE *out, uint64_t v)
+{
+	char d[32];
+	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long) v);
+
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			putc(',', out);
+		putc(d[i], out);
+	}
+}
+
+/* A fill stable by name: the kind picks the family, the name's hash the shade. */
+static void put_fill(FILE *out, enum frame_kind kind, const char *name)
+{
+	uint64_t h = hash_bytes(name, strlen(name), 0);
+	unsigned a = h & 0xff, b = (h >> 8) & 0xff, c = (h >> 16) & 0xff;
+	unsigned rgb[3];
+
+	switch (kind) {
+	case FRAME_PYTHON:      /* green to yellow */
+		rgb[0] = 90 + a * 140 / 255;
+		rgb[1] = 190 + b * 40 / 255;
+		rgb[2] = 40 + c * 60 / 255;
+		break;
+	case FRAME_NATIVE:      /* orange to red */
+		rgb[0] = 205 + a * 50 / 255;
+		rgb[1] = 50 + b * 130 / 255;
+		rgb[2] = c * 50 / 255;
+		break;
+	case FRAME_KERNEL:      /* blue */
+		rgb[0] = 80 + a * 60 / 255;
+		rgb[1] = 130 + b * 60 / 255;
+		rgb[2] = 200 + c * 55 / 255;
+		break;
+	default:                /* grey */
+		rgb[0] = rgb[1] = rgb[2] = 160 + a * 50 / 255;
+		break;
+	}
+	fprintf(out, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
+}
+
+static int build_subtitle(const struct profile *p, size_t col, struct buf *b)
+{
+	const struct profile_event *ev = profile_event(p, col - 1);
+	const struct profile_meta *m = profile_meta_const(p);
+	int r = buf_puts(b, ev->name);
+
+	if (r >= 0 && ev->freq)
+		r = buf_printf(b, ", %llu Hz", (unsigned long long) ev->freq);
+	else if (r >= 0 && ev->period)
+		r = buf_printf(b, ", every %llu events", (unsigned long long) ev->period);
+	if (r >= 0 && m->duration_ns)
+		r = buf_printf(b, ", %.2f s", (double) m->duration_ns / 1e9);
+	if (r >= 0 && m->target)
+		r = buf_printf(b, ", %s", m->target);
+	if (r >= 0 && m->python)
+		r = buf_printf(b, ", Python %s", m->python);
+	return r;
+}
+
+static const char script[] =
+"\"use strict\";\n"
+"var frames = [], details, matched, unzoom, searchbtn, zoomed = null, searching = false;\n"
+"var TOTAL_W = WIDTH - 2 * XPAD;\n"
+"function depth(f) { return ICICLE ? f.y : -f.y; }\n"
+"function init() {\n"
+"	details = document.getElementById(\"details\");\n"
+"	matched = document.getElementById(\"matched\");\n"
+"	unzoom = document.getElementById(\"unzoom\");\n"
+"	searchbtn = document.getElementById(\"search\");\n"
+"	var gs = document.querySelectorAll(\"#frames > g\");\n"
+"	for (var i = 0; i < gs.length; i++) {\n"
+"		var g = gs[i], r = g.querySelector(\"rect\"), tip = g.querySelector(\"title\").textContent;\n"
+"		var f = { g: g, r: r, t: g.querySelector(\"text\"), root: i === 0,\n"
+"			name: tip.split(\"\\n\")[0], line: tip.split(\"\\n\")[1] || \"\",\n"
+"			xs: r.getAttribute(\"x\"), ys: r.getAttribute(\"y\"), x: +r.getAttribute(\"x\"),\n"
+"			w: +r.getAttribute(\"width\"), y: +r.getAttribute(\"y\"), fill: r.getAttribute(\"fill\") };\n"
+"		frames.push(f);\n"
+"		g.addEventListener(\"click\", zoom.bind(null, f));\n"
+"		g.addEventListener(\"mouseover\", show.bind(null, f));\n"
+"		g.addEventListener(\"mouseout\", show.bind(null, null));\n"
+"	}\n"
+"	unzoom.addEventListener(\"click\", reset_zoom);\n"
+"	searchbtn.addEventListener(\"click\", search_prompt);\n"
+"	document.addEventListener(\"keydown\", function (e) {\n"
+"		if ((e.ctrlKey && e.key === \"f\") || e.key === \"F3\") {\n"
+"			e.preventDefault();\n"
+"			search_prompt();\n"
+"		} else if (e.key === \"Escape\") {\n"
+"			reset_search();\n"
+"			reset_zoom();\n"
+"		}\n"
+"	});\n"
+"	var q = new URLSearchParams(location.search);\n"
+"	if (q.has(\"x\") && q.has(\"y\"))\n"
+"		frames.forEach(function (f) { if (f.xs === q.get(\"x\") && f.ys === q.get(\"y\")) zoom(f); });\n"
+"	if (q.get(\"s\"))\n"
+"		search(q.get(\"s\"));\n"
+"}\n"
+"function set_param(k, v) {\n"
+"	var q = new URLSearchParams(location.search);\n"
+"	if (v === null) q.delete(k); else q.set(k, v);\n"
+"	var s = q.toString();\n"
+"	try { history.replaceState(null, \"\", location.pathname + (s ? \"?\" + s : \"\") + location.hash); }\n"
+"	catch (e) { /* file: URLs in some browsers */ }\n"
+"}\n"
+"function show(f) { details.textContent = f ? f.name + (f.line ? \"  \" + f.line : \"\") : \" \"; }\n"
+"function label(f, w) {\n"
+"	var n = Math.floor((w - 3) / GLYPH_W);\n"
+"	f.t.textContent = n < 3 ? \"\" : f.name.length <= n ? f.name : f.name.substring(0, n - 2) + \"..\";\n"
+"}\n"
+"function place(f, x, w) {\n"
+"	f.r.setAttribute(\"x\", x.toFixed(2));\n"
+"	f.r.setAttribute(\"width\", w.toFixed(2));\n"
+"	f.t.setAttribute(\"x\", (x + 3).toFixed(2));\n"
+"	label(f, w);\n"
+"}\n"
+"function zoom(z) {\n"
+"	var ratio = TOTAL_W / z.w, eps = 0.02;\n"
+"	zoomed = z;\n"
+"	unzoom.classList.remove(\"hide\");\n"
+"	frames.forEach(function (f) {\n"
+"		f.g.classList.remove(\"parent\", \"hide\");\n"
+"		if (depth(f) < depth(z) && f.x <= z.x + eps && f.x + f.w >= z.x + z.w - eps) {\n"
+"			f.g.classList.add(\"parent\");\n"
+"			place(f, XPAD, TOTAL_W);\n"
+"		} else if (depth(f) >= depth(z) && f.x < z.x + z.w - eps && f.x + f.w > z.x + eps) {\n"
+"			place(f, XPAD + (f.x - z.x) * ratio, f.w * ratio);\n"
+"		} else {\n"
+"			f.g.classList.add(\"hide\");\n"
+"		}\n"
+"	});\n"
+"	set_param(\"x\", z.xs);\n"
+"	set_param(\"y\", z.ys);\n"
+"}\n"
+"function reset_zoom() {\n"
+"	if (!zoomed) return;\n"
+"	zoomed = null;\n"
+"	unzoom.classList.add(\"hide\");\n"
+"	frames.forEach(function (f) {\n"
+"		f.g.classList.remove(\"parent\", \"hide\");\n"
+"		place(f, f.x, f.w);\n"
+"	});\n"
+"	set_param(\"x\", null);\n"
+"	set_param(\"y\", null);\n"
+"}\n"
+"function search(src) {\n"
+"	var re, spans = [], sum = 0, end = -1;\n"
+"	try { re = new RegExp(src); } catch (e) { return; }\n"
+"	frames.forEach(function (f) {\n"
+"		var m = !f.root && re.test(f.name);\n"
+"		f.r.setAttribute(\"fill\", m ? SEARCH_FILL : f.fill);\n"
+"		if (m) spans.push([f.x, f.x + f.w]);\n"
+"	});\n"
+"	/* nested matches cover the same samples: count the union of their spans */\n"
+"	spans.sort(function (a, b) { return a[0] - b[0]; });\n"
+"	spans.forEach(function (s) {\n"
+"		if (s[1] > end) { sum += s[1] - Math.max(s[0], end); end = s[1]; }\n"
+"	});\n"
+"	searching = true;\n"
+"	searchbtn.classList.add(\"active\");\n"
+"	matched.textContent = \"Matched: \" + (100 * sum / TOTAL_W).toFixed(1) + \"%\";\n"
+"	set_param(\"s\", src);\n"
+"}\n"
+"function reset_search() {\n"
+"	if (!searching) return;\n"
+"	searching = false;\n"
+"	searchbtn.classList.remove(\"active\");\n"
+"	frames.forEach(function (f) { f.r.setAttribute(\"fill\", f.fill); });\n"
+"	matched.textContent = \" \";\n"
+"	set_param(\"s\", null);\n"
+"}\n"
+"function search_prompt() {\n"
+"	if (searching) { reset_search(); return; }\n"
+"	var s = prompt(\"Search for (a regular expression):\", \"\");\n"
+"	if (s) search(s);\n"
+"}\n";
+
+static void write_header(FILE *out, const struct svg_opts *opts,
+			 unsigned width, unsigned height, const char *subtitle, uint64_t pruned,
+			 double min_width)
+{
+	const char *title = opts && opts->title ? opts->title : "Flame Graph";
+	bool icicle = opts && opts->icicle;
+
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg version=\"1.1\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
+		"onload=\"init()\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+		"<!-- hwspy " HWSPY_VERSION " flame graph -->\n"
+		"<defs><linearGradient id=\"background\" x1=\"0\" x2=\"0\" y1=\"0\" y2=\"1\">"
+		"<stop stop-color=\"#eeeeee\" offset=\"5%%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%%\"/>"
+		"</linearGradient></defs>\n"
+		"<style type=\"text/css\">\n"
+		"text { font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }\n"
+		"#title { text-anchor: middle; font-size: 17px; }\n"
+		"#subtitle, #note { text-anchor: middle; fill: #555; }\n"
+		"#search, #matched { text-anchor: end; }\n"
+		"#search, #unzoom { cursor: pointer; }\n"
+		"#search:hover, #unzoom:hover, #search.active { fill: " SEARCH_FILL "; }\n"
+		"#frames > g { cursor: pointer; }\n"
+		"#frames > g:hover > rect { stroke: #000; stroke-width: 0.5; }\n"
+		"#frames text { pointer-events: none; }\n"
+		".hide { display: none; }\n"
+		".parent { opacity: 0.5; }\n"
+		"</style>\n"
+		"<script type=\"text/ecmascript\"><![CDATA[\n"
+		"var WIDTH = %u, XPAD = %g, GLYPH_W = %g, ICICLE = %s, SEARCH_FILL = \"" SEARCH_FILL "\";\n",
+		width, height, width, height,
+		width, XPAD, GLYPH_W, icicle ? "true" : "false");
+	fputs(script, out);
+	fprintf(out, "]]></script>\n"
+		"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"url(#background)\"/>\n"
+		"<text id=\"title\" x=\"%g\" y=\"24\">", width, height, width / 2.0);
+	xml_puts(out, title);
+	fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%g\" y=\"44\">", width / 2.0);
+	xml_puts(out, subtitle);
+	fputs("</text>\n", out);
+	if (pruned)
+		fprintf(out, "<text id=\"note\" x=\"%g\" y=\"62\">%llu frames narrower than %g px "
+			"not drawn</text>\n", width / 2.0, (unsigned long long) pruned, min_width);
+	fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%g\" y=\"24\">Reset Zoom</text>\n"
+		"<text id=\"search\" x=\"%g\" y=\"24\">Search</text>\n"
+		"<text id=\"details\" x=\"%g\" y=\"%u\"> </text>\n"
+		"<text id=\"matched\" x=\"%g\" y=\"%u\"> </text>\n",
+		XPAD, width - XPAD, XPAD, height - 17, width - XPAD, height - 17);
+}
+
+static void write_frame(FILE *out, const struct profile *p, const struct tree *t,
+			const struct texts *tx, uint32_t k, double tw, size_t col, unsigned y)
+{
+	const struct node *nd = &t->v[k];
+	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
+	const char *text = nd->frame == NONE ? "all" : tx->b.data + tx->off[nd->frame];
+	size_t len = strlen(text), tip = len;
+	double w = (double) v[col] / (double) t->vals[col] * tw;
+	size_t fit = w > 3 ? (size_t) ((w - 3) / GLYPH_W) : 0;
+
+	/* the tooltip: the text (cut at a character boundary), then every event */
+	if (tip > TIP_CAP) {
+		tip = TIP_CAP;
+		while (tip > 0 && ((unsigned char) text[tip] & 0xc0) == 0x80)
+			tip--;
+	}
+	fputs("<g><title>", out);
+	xml_put(out, text, tip, SIZE_MAX);
+	if (tip < len)
+		fputs("...", out);
+	for (size_t c = 1; c < t->n_vals; c++) {
+		putc('\n', out);
+		xml_puts(out, profile_event(p, c - 1)->name);
+		fputs(": ", out);
+		put_count(out, v[c]);
+		if (t->vals[c])
+			fprintf(out, " (%.1f%%)", 100.0 * (double) v[c] / (double) t->vals[c]);
+	}
+	fputs("\nsamples: ", out);
+	put_count(out, v[0]);
+	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"",
+		nd->x, y, w, FRAME_H - 1);
+	if (nd->frame == NONE)
+		put_fill(out, FRAME_SPECIAL, "all");
+	else
+		put_fill(out, profile_frame(p, nd->frame)->kind, profile_frame(p, nd->frame)->name);
+	fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">", nd->x + 3, y + 10.5);
+	if (fit >= 3) {
+		if (utf8_chars(text, len, fit + 1) > fit) {
+			xml_put(out, text, len, fit - 2);
+			fputs("..", out);
+		} else {
+			xml_put(out, text, len, SIZE_MAX);
+		}
+	}
+	fputs("</text></g>\n", out);
+}
+
+int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
+{
+	size_t col = opts && opts->column ? opts->column : 1;
+	double min_width = opts && opts->min_width_px > 0 ? opts->min_width_px : 0.1;
+	unsigned width = opts && opts->width_px ? opts->width_px : 1200;
+	bool icicle = opts && opts->icicle;
+	struct tree t = { 0 };
+	struct texts tx = { 0 };
+	struct buf subtitle;
+	uint32_t *todo = NULL;
+	uint64_t pruned = 0;
+	uint32_t max_depth = 0;
+	unsigned height;
+	double tw;
+	int r;
+
+	if (col >= profile_n_values(p) || width <= 2 * XPAD)
+		return -EINVAL;
+	tw = width - 2 * XPAD;
+	buf_init(&subtitle);
+	r = tree_build(&t, p);
+	if (r >= 0)
+		r = texts_build(&tx, p);
+	if (r >= 0)
+		r = tree_sort(&t, &tx);
+	if (r >= 0)
+		r = opts && opts->subtitle ? buf_puts(&subtitle, opts->subtitle) :
+		    build_subtitle(p, col, &subtitle);
+	if (r >= 0 && !(todo = malloc(t.n * sizeof(*todo))))
+		r = -ENOMEM;
+	if (r < 0)
+		goto out;
+
+	/* layout: parents come before their children in t.v */
+	t.v[0].x = XPAD;
+	t.v[0].drawn = t.vals[col] > 0;
+	for (size_t k = 0; k < t.n && t.v[0].drawn; k++) {
+		const struct node *nd = &t.v[k];
+		uint64_t cum = 0;
+
+		if (nd->drawn && nd->depth > max_depth)
+			max_depth = nd->depth;
+		for (uint32_t j = 0; j < nd->n_kids; j++) {
+			struct node *kid = &t.v[t.kids[nd->first_kid + j].node];
+			uint64_t v = t.vals[(size_t) t.kids[nd->first_kid + j].node * t.n_vals + col];
+
+			kid->x = nd->x + (double) cum / (double) t.vals[col] * tw;
+			cum += v;
+			kid->drawn = nd->drawn && (double) v / (double) t.vals[col] * tw >= min_width;
+			if (!kid->drawn && v > 0)
+				pruned++;
+		}
+	}
+	height = (max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD;
+	write_header(out, opts, width, height, subtitle.data, pruned, min_width);
+
+	/* frames depth first, children in name order */
+	fputs("<g id=\"frames\">\n", out);
+	if (t.v[0].drawn) {
+		size_t n = 0;
+
+		todo[n++] = 0;
+		while (n > 0) {
+			uint32_t k = todo[--n];
+			const struct node *nd = &t.v[k];
+			unsigned y = icicle ? TOP_PAD + nd->depth * FRAME_H :
+				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
+
+			write_frame(out, p, &t, &tx, k, tw, col, y);
+			for (uint32_t j = nd->n_kids; j-- > 0;) {
+				uint32_t kid = t.kids[nd->first_kid + j].node;
+				if (t.v[kid].drawn)
+					todo[n++] = kid;
+			}
+		}
+	}
+	fputs("</g>\n</svg>\n", out);
+	if (fflush(out) != 0)
+		r = errno ? -errno : -EIO;
+	else if (ferror(out))
+		r = -EIO;
+out:
+	free(todo);
+	buf_release(&subtitle);
+	texts_release(&tx);
+	tree_release(&t);
+	return r;
+}

@@ -1,0 +1,369 @@
+/* The SVG flame graph writer: XML validity (xmllint) whatever the names, tooltips with every
+ * event, layout (widths, flame vs icicle), pruning, stable colours, the script, speed. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "output/profile.h"
+
+#define LONG_NAME 10240
+
+static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		      int line, const char *module)
+{
+	struct profile_frame f = { kind, name, file, line, module };
+	uint32_t id;
+
+	assert_int_equal(profile_frame_id(p, &f, &id), 0);
+	return id;
+}
+
+/* Events cycles and instructions. Totals: cycles 1,100,000, instructions 1,352,001. */
+static struct profile *build_profile(bool reverse)
+{
+	const char *ev[] = { "cycles", "instructions" };
+	struct profile *p = profile_new(ev, 2);
+	static char long_name[LONG_NAME + 1];
+	uint32_t t, main_, work, nat, k, h1, h3, lng, tiny;
+
+	assert_non_null(p);
+	memset(long_name, 'x', LONG_NAME);
+	assert_int_equal(profile_set_target(p, "pid 42 (python3 <x>\x1b)"), 0);
+	assert_int_equal(profile_set_python(p, "3.11.7"), 0);
+	assert_int_equal(profile_set_event_rate(p, 0, 99, 0, true), 0);
+	profile_meta(p)->duration_ns = 2500000000ull;
+	t = frame(p, FRAME_THREAD, "[thread 1 python3]", NULL, 0, NULL);
+	main_ = frame(p, FRAME_PYTHON, "<module>", "app.py", 10, NULL);
+	work = frame(p, FRAME_PYTHON, "work", "app.py", 20, NULL);
+	nat = frame(p, FRAME_NATIVE, "memcpy", NULL, 0, "libc.so.6");
+	k = frame(p, FRAME_KERNEL, "do_page_fault", NULL, 0, NULL);
+	h1 = frame(p, FRAME_NATIVE, "a&b<c>d\"e'f", NULL, 0, NULL);
+	h3 = frame(p, FRAME_NATIVE, "bad\xff utf8 \xef\xbf\xbe", NULL, 0, NULL);
+	lng = frame(p, FRAME_NATIVE, long_name, NULL, 0, NULL);
+	tiny = frame(p, FRAME_PYTHON, "tiny", "app.py", 30, NULL);
+
+	struct { uint32_t f[4]; size_t depth; uint64_t v[3]; } st[] = {
+		{ { t, main_, work, nat }, 4, { 10, 600000, 1200000 } },
+		{ { t, main_, work, k }, 4, { 5, 300000, 100000 } },
+		{ { t, main_, h1 }, 3, { 2, 100000, 50000 } },
+		{ { t, main_, h3 }, 3, { 1, 50000, 1000 } },
+		{ { t, lng }, 2, { 1, 49999, 1000 } },
+		{ { t, main_, tiny }, 3, { 1, 1, 1 } },
+	};
+	size_t n = sizeof(st) / sizeof(st[0]);
+	for (size_t i = 0; i < n; i++) {
+		size_t j = reverse ? n - 1 - i : i;
+		assert_int_equal(profile_add(p, 1, st[j].f, st[j].depth, st[j].v), 0);
+	}
+	return p;
+}
+
+static char *write_svg(const struct profile *p, const struct svg_opts *o)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(svg_write(p, o, f), 0);
+	fclose(f);
+	assert_int_equal(strlen(text), len);
+	return text;
+}
+
+static size_t count(const char *text, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *s = strstr(text, needle); s; s = strstr(s + 1, needle))
+		n++;
+	return n;
+}
+
+struct rect {
+	double x, y, w;
+	unsigned rgb[3];
+};
+
+/* The rect of the frame whose tooltip starts with tip (then a newline). */
+static bool find_rect(const char *text, const char *tip, struct rect *ret)
+{
+	char key[256];
+	const char *s;
+
+	snprintf(key, sizeof(key), "<g><title>%s\n", tip);
+	s = strstr(text, key);
+	if (!s)
+		return false;
+	s = strstr(s, "<rect ");
+	assert_non_null(s);
+	assert_int_equal(sscanf(s, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"15\" fill=\"rgb(%u,%u,%u)\"",
+				&ret->x, &ret->y, &ret->w, &ret->rgb[0], &ret->rgb[1], &ret->rgb[2]), 6);
+	return true;
+}
+
+/* xmllint --noout on text: 0 valid, 1 invalid, -1 xmllint missing. */
+static int xmllint(const char *text)
+{
+	char dir[] = "/tmp/test_svg.XXXXXX", path[64], cmd[128];
+	FILE *f;
+	int r;
+
+	if (system("command -v xmllint >/dev/null 2>&1") != 0) {
+		printf("# skip xmllint check: xmllint not installed (Debian package libxml2-utils)\n");
+		return -1;
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/out.svg", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	snprintf(cmd, sizeof(cmd), "xmllint --noout %s", path);
+	r = system(cmd) == 0 ? 0 : 1;
+	unlink(path);
+	rmdir(dir);
+	return r;
+}
+
+static void test_valid_xml(void **state)
+{
+	struct profile *p = build_profile(false);
+	struct svg_opts o = { .title = "My \x01 <graph> & \"co\" \xc0", .icicle = true };
+	char *a = write_svg(p, NULL), *b = write_svg(p, &o);
+	(void) state;
+
+	assert_int_not_equal(xmllint(a), 1);
+	assert_int_not_equal(xmllint(b), 1);
+	/* no raw control character but newlines and tabs */
+	for (const char *c = a; *c; c++)
+		assert_true((unsigned char) *c >= 0x20 || *c == '\n' || *c == '\t');
+	free(a);
+	free(b);
+	profile_free(p);
+}
+
+static void test_text(void **state)
+{
+	struct profile *p = build_profile(false);
+	struct svg_opts o = { .title = "My \x01 <graph> & \"co\" \xc0" };
+	char *text = write_svg(p, NULL), *t2 = write_svg(p, &o), expect[256], xs[4200];
+	(void) state;
+
+	assert_non_null(strstr(text, "<text id=\"title\" x=\"600\" y=\"24\">Flame Graph</text>"));
+	assert_non_null(strstr(text, ">cycles, 99 Hz, 2.50 s, pid 42 (python3 &lt;x&gt;\xef\xbf\xbd), "
+				     "Python 3.11.7</text>"));
+	assert_non_null(strstr(t2, ">My \xef\xbf\xbd &lt;graph&gt; &amp; &quot;co&quot; \xef\xbf\xbd</text>"));
+	/* drawn: all, thread, <module>, work, memcpy, do_page_fault, a&b, bad, long; not tiny */
+	assert_int_equal(count(text, "<title>"), 9);
+	assert_int_equal(count(text, "<g><title>"), 9);
+	assert_int_equal(count(text, "<rect x="), 9 + 1);       /* + the background */
+	assert_null(strstr(text, "tiny"));
+	assert_non_null(strstr(text, ">1 frames narrower than 0.1 px not drawn</text>"));
+	/* totals exact, tiny included; every event's count and share */
+	assert_non_null(strstr(text, "<g><title>all\ncycles: 1,100,000 (100.0%)\n"
+				     "instructions: 1,352,001 (100.0%)\nsamples: 20</title>"));
+	snprintf(expect, sizeof(expect), "<g><title>work (app.py:20)\ncycles: 900,000 (%.1f%%)\n"
+		 "instructions: 1,300,000 (%.1f%%)\nsamples: 15</title>",
+		 100.0 * 900000 / 1100000, 100.0 * 1300000 / 1352001);
+	assert_non_null(strstr(text, expect));
+	assert_non_null(strstr(expect, "(81.8%)"));
+	assert_non_null(strstr(expect, "(96.2%)"));
+	snprintf(expect, sizeof(expect), "<g><title>&lt;module&gt; (app.py:10)\ncycles: 1,050,001 (%.1f%%)\n"
+		 "instructions: 1,351,001 (%.1f%%)\nsamples: 19</title>",
+		 100.0 * 1050001 / 1100000, 100.0 * 1351001 / 1352001);
+	assert_non_null(strstr(text, expect));
+	assert_non_null(strstr(text, "<title>do_page_fault_[k]\ncycles: 300,000 (27.3%)\n"));
+	/* hostile names */
+	assert_non_null(strstr(text, "<title>a&amp;b&lt;c&gt;d&quot;e&#39;f\n"));
+	assert_non_null(strstr(text, "<title>bad\xef\xbf\xbd utf8 \xef\xbf\xbd\n"));
+	assert_null(strstr(text, "a&b"));
+	/* the 10 KB name: 4096 bytes in the tooltip, a cut label */
+	memset(xs, 'x', 4096);
+	strcpy(xs + 4096, "...\ncycles: 49,999 (4.5%)");
+	assert_non_null(strstr(text, xs));
+	memset(xs, 'x', 4097);
+	xs[4097] = '\0';
+	assert_null(strstr(text, xs));
+	assert_non_null(strstr(text, ">xxxxx..</text></g>"));
+	free(text);
+	free(t2);
+	profile_free(p);
+}
+
+static void test_layout(void **state)
+{
+	struct profile *p = build_profile(false);
+	struct svg_opts ins = { .column = 2, .icicle = true }, tiny = { .min_width_px = 1e-6 };
+	char *flame = write_svg(p, NULL), *icicle = write_svg(p, &ins), *all = write_svg(p, &tiny);
+	struct rect root, leaf, work, nat, k;
+	(void) state;
+
+	/* widths proportional to cycles: 1200 - 2 * 10 px for 1,100,000 */
+	assert_true(find_rect(flame, "work (app.py:20)", &work));
+	assert_true(work.w > 1180.0 * 900000 / 1100000 - 0.01 && work.w < 1180.0 * 900000 / 1100000 + 0.01);
+	assert_true(find_rect(flame, "all", &root));
+	assert_true(root.x == 10 && root.w == 1180);
+	/* flame: root at the bottom; children in name order: do_page_fault_[k] before memcpy */
+	assert_true(find_rect(flame, "memcpy [libc.so.6]", &leaf));
+	assert_true(find_rect(flame, "do_page_fault_[k]", &k));
+	assert_true(root.y > work.y && work.y > leaf.y);
+	assert_true(k.x < leaf.x && k.x + k.w <= leaf.x + 0.01);
+	assert_true(k.x > work.x - 0.01 && k.x < work.x + 0.01);
+	/* icicle, by instructions: root at the top */
+	assert_true(find_rect(icicle, "all", &root));
+	assert_true(find_rect(icicle, "memcpy [libc.so.6]", &leaf));
+	assert_true(root.y < leaf.y);
+	assert_true(find_rect(icicle, "work (app.py:20)", &work));
+	assert_true(work.w > 1180.0 * 1300000 / 1352001 - 0.01 && work.w < 1180.0 * 1300000 / 1352001 + 0.01);
+	assert_non_null(strstr(icicle, ">instructions, 2.50 s, pid 42"));
+	/* no pruning under a lower min width */
+	assert_non_null(strstr(all, "<g><title>tiny (app.py:30)\ncycles: 1 (0.0%)\ninstructions: 1 (0.0%)\n"));
+	assert_null(strstr(all, "not drawn"));
+	assert_int_equal(count(all, "<g><title>"), 10);
+	/* colours by kind */
+	assert_true(find_rect(flame, "memcpy [libc.so.6]", &nat));
+	assert_true(nat.rgb[0] >= 205 && nat.rgb[2] <= 50);
+	assert_true(find_rect(flame, "do_page_fault_[k]", &k));
+	assert_true(k.rgb[2] >= 200 && k.rgb[0] <= 140);
+	assert_true(work.rgb[1] >= 190 && work.rgb[2] <= 100);
+	assert_true(find_rect(flame, "[thread 1 python3]", &root));
+	assert_true(root.rgb[0] == root.rgb[1] && root.rgb[1] == root.rgb[2]);
+	free(flame);
+	free(icicle);
+	free(all);
+	profile_free(p);
+}
+
+/* The same stacks added in another order give the same file: layout and colours are stable. */
+static void test_stable(void **state)
+{
+	struct profile *p = build_profile(false), *q = build_profile(true);
+	char *a = write_svg(p, NULL), *b = write_svg(q, NULL);
+	struct rect ra, rb;
+	(void) state;
+
+	assert_true(find_rect(a, "memcpy [libc.so.6]", &ra));
+	assert_true(find_rect(b, "memcpy [libc.so.6]", &rb));
+	assert_memory_equal(ra.rgb, rb.rgb, sizeof(ra.rgb));
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	profile_free(p);
+	profile_free(q);
+}
+
+static void test_script(void **state)
+{
+	struct profile *p = build_profile(false);
+	char *text = write_svg(p, NULL);
+	(void) state;
+
+	assert_non_null(strstr(text, "<script type=\"text/ecmascript\"><![CDATA[\n"));
+	assert_int_equal(count(text, "]]>"), 1);
+	assert_non_null(strstr(text, "\"Matched: \""));
+	assert_non_null(strstr(text, "q.get(\"s\")"));
+	assert_non_null(strstr(text, "set_param(\"s\", src)"));
+	assert_non_null(strstr(text, "set_param(\"x\", z.xs)"));
+	assert_non_null(strstr(text, "onload=\"init()\""));
+	assert_non_null(strstr(text, ">Reset Zoom</text>"));
+	assert_non_null(strstr(text, ">Search</text>"));
+	assert_null(strstr(text, "href="));     /* self-contained */
+	free(text);
+	profile_free(p);
+}
+
+static void test_errors(void **state)
+{
+	struct profile *p = build_profile(false);
+	struct svg_opts bad = { .column = 3 };
+	const char *ev[] = { "cycles" };
+	struct profile *empty = profile_new(ev, 1);
+	FILE *full = fopen("/dev/full", "w");
+	char *text;
+	(void) state;
+
+	assert_int_equal(svg_write(p, &bad, stdout), -EINVAL);
+	if (full) {
+		assert_true(svg_write(p, NULL, full) < 0);
+		fclose(full);
+	}
+	text = write_svg(empty, NULL);
+	assert_int_equal(count(text, "<g><title>"), 0);
+	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	profile_free(empty);
+	profile_free(p);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* 10^5 distinct stacks of depth 7 over 31 frames. */
+static void test_speed(void **state)
+{
+	const char *ev[] = { "cycles", "instructions" };
+	struct profile *p = profile_new(ev, 2);
+	uint32_t t, py[10], nat[10], k[7];
+	char name[64], *text;
+	double t0, dt;
+	(void) state;
+
+	assert_non_null(p);
+	t = frame(p, FRAME_THREAD, "[thread 7 python3]", NULL, 0, NULL);
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "py_func_%d", i);
+		py[i] = frame(p, FRAME_PYTHON, name, "mod.py", i + 1, NULL);
+		snprintf(name, sizeof(name), "native_func_%d", i);
+		nat[i] = frame(p, FRAME_NATIVE, name, NULL, 0, "libfoo.so");
+	}
+	for (int i = 0; i < 7; i++) {
+		snprintf(name, sizeof(name), "kfunc_%d", i);
+		k[i] = frame(p, FRAME_KERNEL, name, NULL, 0, NULL);
+	}
+	for (uint32_t i = 0; i < 100000; i++) {
+		uint32_t s[] = { t, py[i % 10], py[i / 10 % 10], py[i / 100 % 10], nat[i / 1000 % 10],
+				 nat[i / 10000 % 10], k[i % 7] };
+		uint64_t v[] = { 1, 1 + i % 13, 2 };
+		assert_int_equal(profile_add(p, 7, s, 7, v), 0);
+	}
+	assert_int_equal(profile_n_stacks(p), 100000);
+	t0 = now();
+	text = write_svg(p, NULL);
+	dt = now() - t0;
+	printf("# 10^5 stacks: %.3f s, %zu bytes, %zu frames drawn\n", dt, strlen(text),
+	       count(text, "<g><title>"));
+	assert_true(dt < 2.0);
+	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid_xml),
+		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_stable),
+		cmocka_unit_test(test_script),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_speed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
