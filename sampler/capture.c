@@ -437,7 +437,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx)
 {
 	bool again = s->capture.prog_fd >= 0;
-	int r, first = 0;
+	int r;
 
 	if (!s->opts.capture)
 		return -EINVAL;
@@ -464,10 +464,9 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		} else {
 			r = capture_thread_open(s, t);
 		}
-		if (r < 0 && !first)
-			first = r;
+		if (r < 0)
+			s->stats.capture_threads_failed++;
 	}
-	s->stats.capture_threads_failed += first < 0;
 	return 0;
 }
 

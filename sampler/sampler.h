@@ -156,8 +156,8 @@ struct sampler_stats {
 	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
-	uint64_t capture_threads_failed;/* sampler_capture_start() runs where a thread could not
-	                                 * get the program (no free slot, it exited) */
+	uint64_t capture_threads_failed;/* times a thread could not get the capture program (no
+	                                 * free slot, it exited): its samples come uncaptured */
 	bool target_exited;             /* the target process ended during the run */
 	int exit_status;                /* its wait status, if it was our child */
 };
