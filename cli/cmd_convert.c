@@ -23,6 +23,7 @@ static void usage(FILE *out)
 		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
 		"                      .svg, .speedscope.json, .pb.gz / .pprof\n"
 		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
+		FORMAT_USAGE
 		"  -h, --help          this text\n");
 }
 
@@ -31,10 +32,12 @@ int cmd_convert(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
+		FORMAT_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *in_path, *out_path = NULL, *event = "samples";
+	struct format_opts fo = { 0 };
 	enum out_format fmt;
 	bool fmt_given = false;
 	struct folded_read_error err = { 0 };
@@ -56,8 +59,14 @@ int cmd_convert(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			r = format_opt(&fo, c, optarg);
+			if (r < 0)
+				return 2;
+			if (r == 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
 		}
 	}
 	if (optind + 1 != argc || !out_path) {
@@ -92,12 +101,14 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	(void) profile_set_target(p, in_path);
+	if (format_column(&fo, p) < 0)
+		goto out;
 	out = fopen(out_path, "we");
 	if (!out) {
 		log_errno(-errno, "cannot write '%s'", out_path);
 		goto out;
 	}
-	r = format_write(fmt, p, 1, NULL, out);
+	r = format_write(fmt, p, &fo, out);
 	if (r == 0 && fflush(out) != 0)
 		r = -errno;
 	if (r < 0) {

@@ -51,6 +51,7 @@ static void usage(FILE *out)
 		"                         graph), .speedscope.json, .pb.gz / .pprof\n"
 		"      --format NAME      folded, svg, speedscope or pprof, whatever the output's\n"
 		"                         name says\n"
+		FORMAT_USAGE
 		"      --function         one frame per function (its first line), not per line\n"
 		"      --threads          a root frame per thread: [thread TID NAME]\n"
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
@@ -321,6 +322,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "function", no_argument, NULL, 'f' },
 		{ "format", required_argument, NULL, 'R' },
+		FORMAT_LONGOPTS,
 		{ "threads", no_argument, NULL, 't' },
 		{ "nonblocking", no_argument, NULL, 'n' },
 		{ "ptrace", no_argument, NULL, 'P' },
@@ -388,6 +390,13 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			if (format_parse(optarg, &o->format) < 0)
 				return -EINVAL;
 			o->format_given = true;
+			break;
+		case FORMAT_OPT_WEIGHT:
+		case FORMAT_OPT_TITLE:
+		case FORMAT_OPT_ICICLE:
+		case FORMAT_OPT_MIN_WIDTH:
+			if (format_opt(&o->fmt, c, optarg) < 0)
+				return -EINVAL;
 			break;
 		case 't':
 			o->threads = true;
@@ -529,6 +538,8 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
+	if (format_column(&o.fmt, rec.prof) < 0)
+		goto out;
 	if (o.nonblocking && o.ptrace) {
 		log_error("--ptrace and --nonblocking exclude each other");
 		goto out;
@@ -670,7 +681,8 @@ int cmd_record(int argc, char **argv)
 		(void) buf_puts(&cmdline, "hwspy");
 		for (int i = 0; i < argc; i++)
 			(void) buf_printf(&cmdline, " %s", argv[i]);
-		r = format_write(o.format, rec.prof, 1, cmdline.len ? cmdline.data : NULL, out);
+		o.fmt.command_line = cmdline.len ? cmdline.data : NULL;
+		r = format_write(o.format, rec.prof, &o.fmt, out);
 		buf_release(&cmdline);
 		if (r < 0) {
 			log_errno(r, "cannot write '%s'", o.output);

@@ -1,7 +1,9 @@
 /* format: output formats by name or by file name (see format.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "cli/format.h"
 
@@ -54,12 +56,63 @@ enum out_format format_of_path(const char *path)
 }
 
 
-int format_write(enum out_format f, const struct profile *p, size_t col, const char *command_line,
+int format_opt(struct format_opts *o, int c, const char *arg)
+{
+	char *end;
+
+	switch (c) {
+	case FORMAT_OPT_WEIGHT:
+		o->weight = arg;
+		return 1;
+	case FORMAT_OPT_TITLE:
+		o->title = arg;
+		return 1;
+	case FORMAT_OPT_ICICLE:
+		o->icicle = true;
+		return 1;
+	case FORMAT_OPT_MIN_WIDTH:
+		o->min_width = strtod(arg, &end);
+		if (*end || end == arg || !(o->min_width >= 0 && o->min_width <= 1e6)) {
+			log_error("--min-width takes a width in pixels (e.g. 0.5), not '%s'", arg);
+			return -EINVAL;
+		}
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int format_column(const struct format_opts *o, const struct profile *p)
+{
+	struct buf have;
+	int i;
+
+	if (!o->weight)
+		return 1;
+	i = profile_find_event(p, o->weight);
+	if (i >= 0)
+		return i + 1;
+	buf_init(&have);
+	for (size_t k = 0; k < profile_n_events(p); k++)
+		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", profile_event(p, k)->name);
+	log_error("--weight: the profile has no event '%s'; it has %s", o->weight,
+		  have.len ? have.data : "none");
+	buf_release(&have);
+	return -ENOENT;
+}
+
+int format_write(enum out_format f, const struct profile *p, const struct format_opts *o,
 		 FILE *out)
 {
-	struct folded_opts fo = { .column = col };
-	struct pprof_opts po = { .command_line = command_line };
-	struct svg_opts so = { .column = col };
+	int col = o->weight ? profile_find_event(p, o->weight) + 1 : 1;
+	struct folded_opts fo;
+	struct pprof_opts po = { .command_line = o->command_line };
+	struct svg_opts so = { .title = o->title, .icicle = o->icicle, .min_width_px = o->min_width };
+
+	if (col < 1)
+		return -ENOENT;
+	fo = (struct folded_opts) { .column = (size_t) col };
+	so.column = (size_t) col;
 
 	switch (f) {
 	case FORMAT_FOLDED:

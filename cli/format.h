@@ -21,9 +21,42 @@ int format_parse(const char *name, enum out_format *ret);
 /* The format a file name asks for by its extension (folded when none says otherwise). */
 enum out_format format_of_path(const char *path);
 const char *format_name(enum out_format f);
-/* Writes p as f, the value column col (1 + event index) where the format has one weight;
- * command_line (or NULL) is noted where the format has room for it (pprof's comments). */
-int format_write(enum out_format f, const struct profile *p, size_t col, const char *command_line,
+/* How a profile is written: the options record and convert share, and the command line. */
+struct format_opts {
+	const char *weight;             /* --weight EVENT: what folded and SVG weigh by (NULL: the
+	                                 * first event); the other formats keep every event */
+	const char *title;              /* --title TEXT (SVG) */
+	bool icicle;                    /* --icicle: root at the top (SVG) */
+	double min_width;               /* --min-width PX: narrower frames are left out (SVG; 0:
+	                                 * the default) */
+	const char *command_line;       /* noted where the format has room (pprof's comments) */
+};
+
+#define FORMAT_OPT_WEIGHT 0x100
+#define FORMAT_OPT_TITLE 0x101
+#define FORMAT_OPT_ICICLE 0x102
+#define FORMAT_OPT_MIN_WIDTH 0x103
+#define FORMAT_LONGOPTS \
+	{ "weight", required_argument, NULL, FORMAT_OPT_WEIGHT }, \
+	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, \
+	{ "icicle", no_argument, NULL, FORMAT_OPT_ICICLE }, \
+	{ "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }
+#define FORMAT_USAGE \
+	"      --weight EVENT     the event the folded file and the flame graph weigh by\n" \
+	"                         (default: the first)\n" \
+	"      --title TEXT       the flame graph's title\n" \
+	"      --icicle           the flame graph upside down: root at the top\n" \
+	"      --min-width PX     frames narrower than PX are left out of the flame graph\n" \
+	"                         (default 0.1)\n"
+
+/* One of FORMAT_LONGOPTS seen by getopt (c, arg): 1 if c was one (stored), 0 if c is not
+ * one, -EINVAL (logged) for a bad value. */
+int format_opt(struct format_opts *o, int c, const char *arg);
+/* The value column o->weight names in p (1 + event index): >= 1, or -ENOENT (logged: the
+ * profile's events named). */
+int format_column(const struct format_opts *o, const struct profile *p);
+/* Writes p as f. 0 or -errno (not logged). */
+int format_write(enum out_format f, const struct profile *p, const struct format_opts *o,
 		 FILE *out);
 
 #endif

@@ -41,6 +41,7 @@ struct record_opts {
 	bool function, threads, nonblocking, quiet, native, kernel;
 	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
 	enum out_format format;
+	struct format_opts fmt;         /* --weight, --title, --icicle, --min-width */
 	bool format_given;              /* --format, else the output's name decides */
 	uint32_t stack_size;
 };

@@ -14,13 +14,16 @@
             by .ci/run); pprof runs with HOME in a temporary directory.
   record-svg (--python) hwspy record -e cpu-clock -F 999 -o X.svg -- PYTHON shares.py run 1.5:
             xmllint accepts the file; the root frame's tooltip holds the summary's weight; the
-            workload's functions are frames with their file and line.
+            workload's functions are frames with their file and line. Then -e
+            cpu-clock,page-faults with --weight cpu-clock / page-faults: the folded totals are
+            nanoseconds, then a count of faults.
   convert   hwspy convert: a folded file with hostile names (spaces, brackets, parentheses,
             semicolon-free non-ASCII) to speedscope and back to folded keeps every stack and the
             total; to pprof (read by go tool pprof) and to SVG (valid XML, the total in the root
             tooltip) as well; perf stackcollapse and py-spy lines read as native and Python
             frames; bad input (a malformed line: named with its line number, an empty file, a
-            missing file, an unknown --format) fails with one line and leaves no output.
+            missing file, an unknown --format, --weight of an event the file lacks) fails with
+            one line and leaves no output; --title is escaped, --icicle puts the root on top.
 """
 import json
 import os
@@ -171,6 +174,18 @@ def record_svg(opts):
     for fn in ('nested_inner', 'recurse', 'squares'):
         check(any(t.startswith('%s (%s:' % (fn, script)) for t in titles),
               'no frame %s (%s:LINE) in the flame graph' % (fn, script))
+    # two events: --weight picks the one the folded file and the flame graph weigh by
+    for name, weight_by in (('clock', 'cpu-clock'), ('faults', 'page-faults')):
+        out = os.path.join(opts.tmp, name + '.folded')
+        r = hwspy(opts, ['record', '-e', 'cpu-clock,page-faults', '-F', '999', '-o', out,
+                         '--weight', weight_by, '--'] + opts.py.argv + [script, 'run', '1'])
+        check(r.returncode == 0, 'hwspy record --weight %s exited %d' % (weight_by, r.returncode))
+        total = harness.Profile.read(out).total
+        log('--weight %s: folded total %d' % (weight_by, total))
+        if name == 'clock':
+            check(total > 10 ** 8, 'cpu-clock total %d: not nanoseconds of ~1 s' % total)
+        else:
+            check(0 < total < 10 ** 7, 'page-faults total %d: not a count of faults' % total)
 
 
 HOSTILE = [
@@ -230,10 +245,29 @@ def convert(opts):
     else:
         log('no go here: the converted pprof file is not read back')
 
-    # to SVG: valid XML whatever the names, the total in the root
+    # to SVG: valid XML whatever the names, the total in the root; --title, --icicle
     svg = os.path.join(opts.tmp, 'out.svg')
     check(hwspy(opts, ['convert', src, '-o', svg]).returncode == 0, 'convert to svg failed')
     check_svg(svg, sum(c for _, c in HOSTILE))
+    ys = {}
+    for name, extra in (('flame', []), ('icicle', ['--icicle'])):
+        path = os.path.join(opts.tmp, name + '.svg')
+        check(hwspy(opts, ['convert', src, '-o', path, '--title', 'T & <x>'] + extra).returncode
+              == 0, 'convert %s failed' % name)
+        check_svg(path, sum(c for _, c in HOSTILE))
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        check('T &amp; &lt;x&gt;' in text, '--title is not in %s, escaped' % path)
+        y = [float(re.search(r'<title>%s\n.*?</title><rect [^>]*?y="([0-9.]+)"' % re.escape(t),
+                             text, re.S).group(1)) for t in ('all', 'memcpy [libc.so.6]')]
+        ys[name] = y
+    check(ys['flame'][0] > ys['flame'][1] and ys['icicle'][0] < ys['icicle'][1],
+          'root and leaf y (flame %r, icicle %r): the root is not at the bottom, then the top'
+          % (ys['flame'], ys['icicle']))
+    r = hwspy(opts, ['convert', src, '-o', os.path.join(opts.tmp, 'w.folded'), '--weight',
+                     'cycles'])
+    check(r.returncode != 0 and "no event 'cycles'" in r.stderr, '--weight of a missing event: %r'
+          % r.stderr)
 
     # other tools' folded files
     for name, lines, expect in (('perf', PERF, ('deflate', None)),
