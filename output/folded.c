@@ -121,12 +121,23 @@ static int lines_add(struct lines *ls, size_t off, size_t len, uint64_t count)
 
 int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *out)
 {
-	size_t col = opts && opts->column ? opts->column : 1;
+	size_t col = opts && opts->column ? opts->column : 1, nf = profile_n_frames(p);
 	struct lines ls = { 0 };
+	struct buf ft;          /* every frame's text, rendered once: frame f at ft_off[f] */
+	size_t *ft_off;
 	int r = 0;
 
 	if (col >= profile_n_values(p))
 		return -EINVAL;
+	ft_off = malloc((nf + 1) * sizeof(*ft_off));
+	if (!ft_off)
+		return -ENOMEM;
+	buf_init(&ft);
+	for (size_t f = 0; f < nf && r >= 0; f++) {
+		ft_off[f] = ft.len;
+		r = folded_frame_text(profile_frame(p, (uint32_t) f), &ft);
+	}
+	ft_off[nf] = ft.len;
 	buf_init(&ls.text);
 	for (size_t i = 0; i < profile_n_stacks(p) && r >= 0; i++) {
 		const struct profile_stack *st = profile_stack(p, i);
@@ -138,8 +149,12 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
 		for (uint32_t d = 0; d < st->depth && r >= 0; d++) {
 			if (d)
 				r = buf_putc(&ls.text, ';');
-			if (r >= 0)
-				r = folded_frame_text(profile_frame(p, st->frames[d]), &ls.text);
+			if (r >= 0) {
+				uint32_t f = st->frames[d];
+
+				r = f < nf ? buf_append(&ls.text, ft.data + ft_off[f],
+							ft_off[f + 1] - ft_off[f]) : -EINVAL;
+			}
 		}
 		if (r >= 0)
 			r = lines_add(&ls, off, ls.text.len - off, count);
@@ -153,6 +168,8 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
 	if (r >= 0 && fflush(out) != 0)
 		r = -errno;
 	buf_release(&ls.text);
+	buf_release(&ft);
+	free(ft_off);
 	free(ls.v);
 	free(ls.slots);
 	return r;
