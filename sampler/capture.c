@@ -94,6 +94,20 @@ static size_t capture_value_size(const struct sampler_capture_spec *spec)
 	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec);
 }
 
+/* r3 += off, then the u64 at r3 into the record's head field: the status says FAULT until the
+ * read succeeded; a failed read jumps to the emit label (a fixup in to_emit). */
+static void read_head(struct prog *p, uint32_t off, struct fixup *to_emit, size_t *ne)
+{
+	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
+	add_imm(p, R3, (int32_t) off);
+	mov_reg(p, R1, R7);
+	add_imm(p, R1, 32);
+	mov_imm(p, R2, 8);
+	call(p, BPF_FUNC_probe_read_user);
+	to_emit[(*ne)++] = jump_imm(p, BPF_JNE, R0, 0);
+	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+}
+
 /* The program for spec (see the top of this file); p->overflow if it did not fit. */
 static void generate(struct prog *p, const struct sampler_capture_spec *spec, int roots, int scratch,
 		     int out)
@@ -134,25 +148,11 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	mov_imm(p, R9, CAPTURE_HDR);                      /* r9 = bytes to send */
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
 	/* head = *(root + off1), then *(head + off2) */
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
-	add_imm(p, R3, (int32_t) spec->head_off1);
-	mov_reg(p, R1, R7);
-	add_imm(p, R1, 32);
-	mov_imm(p, R2, 8);
-	call(p, BPF_FUNC_probe_read_user);
-	to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+	read_head(p, spec->head_off1, to_emit, &ne);
 	if (spec->head_off2 != SAMPLER_CAPTURE_NO_OFF) {
 		ldx(p, BPF_DW, R3, R7, 32);
 		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
-		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
-		add_imm(p, R3, (int32_t) spec->head_off2);
-		mov_reg(p, R1, R7);
-		add_imm(p, R1, 32);
-		mov_imm(p, R2, 8);
-		call(p, BPF_FUNC_probe_read_user);
-		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
-		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+		read_head(p, spec->head_off2, to_emit, &ne);
 	}
 	ldx(p, BPF_DW, R8, R7, 32);                       /* r8 = the node to copy */
 	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
