@@ -15,6 +15,7 @@ struct reader {
 	size_t pos, len;
 	bool eof;
 	struct buf line;        /* the current line, without its '\n' */
+	struct buf name;        /* a frame's name built while reading the line */
 	uint32_t *ids;          /* frame ids of the current line */
 	size_t cap_ids;
 	uint64_t total;         /* counts read so far, plus what p held before */
@@ -137,6 +138,31 @@ static void frame_parse(char *t, size_t n, struct profile_frame *f)
 	}
 }
 
+/* austin's frames: `P<pid>;T<thread>;file:function:line;...`. True if s starts so. */
+static bool austin_line(const char *s)
+{
+	size_t n = strspn(s + 1, "0123456789");
+
+	return s[0] == 'P' && n > 0 && s[1 + n] == ';' && s[2 + n] == 'T' &&
+	       s[3 + n] != ';' && s[3 + n] != '\0' && s[3 + n] != ' ';
+}
+
+/* An austin frame: `file:function:line` (line 0: unknown), else typed as any other. */
+static void austin_frame_parse(char *t, size_t n, struct profile_frame *f)
+{
+	char *c2 = memrchr(t, ':', n), *c1;
+	int line = 0;
+
+	if (c2 && c2 > t && (strcmp(c2 + 1, "0") == 0 || parse_line_number(c2 + 1, &line)) &&
+	    (c1 = memrchr(t, ':', (size_t) (c2 - t))) && c1 > t && c1 + 1 < c2) {
+		*c1 = *c2 = '\0';
+		*f = (struct profile_frame) { .kind = FRAME_PYTHON, .name = c1 + 1, .file = t,
+					      .line = line };
+		return;
+	}
+	frame_parse(t, n, f);
+}
+
 /* Digits only, at most UINT64_MAX: 0, -EINVAL or -EOVERFLOW. */
 static int parse_count(const char *s, size_t n, uint64_t *ret, const char **ret_reason)
 {
@@ -176,6 +202,7 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 	char *s = r->line.data, *sp, *frame;
 	size_t len = r->line.len, depth = 0;
 	uint64_t count, values[PROFILE_MAX_EVENTS + 1] = { 0 };
+	bool austin;
 	int ret;
 
 	if (lineno == 1 && len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) {
@@ -207,6 +234,24 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 		return -EOVERFLOW;
 	}
 	*sp = '\0';
+	austin = austin_line(s);
+	if (austin) {
+		/* the process is left out, the thread is a thread frame "[thread ID]" */
+		char *t = strchr(s, ';') + 1, *semi = strchr(t, ';');
+		struct profile_frame f = { .kind = FRAME_THREAD };
+
+		if (semi)
+			*semi = '\0';
+		t[0] = ' ';
+		if (buf_printf(&r->name, "[thread%s]", t) < 0)
+			return -ENOMEM;
+		f.name = r->name.data;
+		ret = profile_frame_id(p, &f, &r->ids[depth++]);
+		buf_reset(&r->name);
+		if (ret < 0)
+			return ret;
+		s = semi ? semi + 1 : NULL;
+	}
 	for (frame = s; frame; depth++) {
 		char *semi = strchr(frame, ';');
 		struct profile_frame f;
@@ -231,7 +276,10 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 			r->ids = ids;
 			r->cap_ids = cap;
 		}
-		frame_parse(frame, n, &f);
+		if (austin)
+			austin_frame_parse(frame, n, &f);
+		else
+			frame_parse(frame, n, &f);
 		ret = profile_frame_id(p, &f, &r->ids[depth]);
 		if (ret < 0)
 			return ret;
@@ -257,8 +305,11 @@ int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err)
 
 	r.total = t0 > t1 ? t0 : t1;
 	buf_init(&r.line);
+	buf_init(&r.name);
 	r.chunk = malloc(CHUNK_SIZE);
-	ret = r.chunk ? 0 : -ENOMEM;
+	r.ids = malloc(64 * sizeof(*r.ids));
+	r.cap_ids = 64;
+	ret = r.chunk && r.ids ? 0 : -ENOMEM;
 	while (ret >= 0) {
 		lineno++;
 		ret = reader_next(&r);
@@ -273,6 +324,7 @@ int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err)
 	if (ret_err)
 		*ret_err = (struct folded_read_error) { ret < 0 ? lineno : 0, ret < 0 ? reason : NULL };
 	buf_release(&r.line);
+	buf_release(&r.name);
 	free(r.chunk);
 	free(r.ids);
 	return ret < 0 ? ret : 0;

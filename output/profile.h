@@ -137,6 +137,10 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
  *   `name (file:LINE)`, `name (file)` FRAME_PYTHON with file and LINE (1..INT_MAX, no leading
  *                                   zero: otherwise ":..." is part of the file name, line 0)
  *   anything else                   FRAME_NATIVE, no module (perf's plain symbols, C++ names)
+ * Lines in austin's form, `P<pid>;T<thread>;file:function:line;... COUNT` (a line starting with
+ * P, digits, ";T"), are read so: the process is left out, the thread becomes the thread frame
+ * `[thread <thread>]`, and each `file:function:line` a Python frame (the last two colons split
+ * it; line 0 means unknown); a frame not of that form is typed as above.
  * The bracket or parenthesis that opens the module or file is the one matching the final ']'
  * or ')', preceded by a space, so names and paths with balanced brackets read back whole; other
  * texts may be typed otherwise but are written back the same, so folded_write(folded_read(text))
@@ -159,6 +163,88 @@ struct folded_read_error {
 };
 
 int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err);
+
+/* ---- diff.c --------------------------------------------------------------------------------- */
+
+/*
+ * Differential profiles: what changed between BEFORE and AFTER.
+ *
+ * diff_merge() builds one profile from the two, the input of every differential output:
+ *   frames   every frame of both, matched by kind, name, file, line and module (so by the text
+ *            folded writes); with ignore_lines a Python frame's line is dropped first, so that
+ *            an edit that shifts lines still matches. Thread frames are dropped and every stack
+ *            is put on thread 0 (thread ids differ from run to run); a stack left without
+ *            frames becomes "[no frames]".
+ *   events   the events of AFTER that BEFORE has too (profile_find_event() on BEFORE's names),
+ *            in AFTER's order: shared event i has its BEFORE values in column 1 + 2i and its
+ *            AFTER values in column 2 + 2i, both named as in AFTER. When no name is shared and
+ *            one side has the single event "samples" (a folded file read by hwspy convert or
+ *            diff: its counts have no event name), its column pairs with the other's event 0.
+ *   samples  column 0 holds AFTER's sample counts.
+ *   meta     target "BEFORE -> AFTER" (the targets, when set), the rest left empty.
+ * Returns 0, -ENOENT when no event is shared, -ENOMEM.
+ *
+ * Shares. By default each side is normalised to its own total: before% = b / Tb and
+ * after% = a / Ta (Tb, Ta: the event's totals), delta = after% - before% in percentage points,
+ * and the delta in counts is a - b * Ta / Tb (BEFORE scaled to AFTER's total). With raw (equal
+ * work, --no-normalize) both are shares of BEFORE's total: before% = b / Tb, after% = a / Tb,
+ * and the delta in counts is a - b.
+ */
+struct diff_opts {
+	bool ignore_lines;      /* match Python frames by function and file only */
+	bool raw;               /* counts as they are, shares of BEFORE's total */
+};
+
+int diff_merge(const struct profile *before, const struct profile *after,
+	       const struct diff_opts *opts, struct profile **ret);
+/* Shared events in a merged profile, and event i's columns. */
+size_t diff_n_events(const struct profile *merged);
+static inline size_t diff_before_col(size_t event) { return 1 + 2 * event; }
+static inline size_t diff_after_col(size_t event) { return 2 + 2 * event; }
+
+/* One function (Python frames without their line, so all the lines of a function count as one)
+ * and its weight in BEFORE and AFTER: self (it is the leaf) and total (it is on the stack,
+ * counted once per stack however often it recurses). */
+struct diff_func {
+	const char *name;       /* folded text without the line: "load (data.py)", "memcpy [libc.so.6]" */
+	uint64_t self_before, self_after, total_before, total_after;
+	double self_delta, total_delta;         /* in percentage points, as above */
+};
+
+/* The functions of a merged profile for shared event `event`, those that changed most first:
+ * ranked by the larger of |self_delta| and |total_delta|, then by name; functions with no
+ * weight on either side left out. *ret (free()) holds *ret_n rows; names live as long as
+ * merged. Returns 0, -EINVAL (no such event), -ENOMEM. */
+int diff_functions(const struct profile *merged, size_t event, const struct diff_opts *opts,
+		   struct diff_func **ret, size_t *ret_n);
+
+/* How much the two sides share: the fraction (0..1) of BEFORE's and of AFTER's weight for shared
+ * event `event` in stacks with at least one function (not a special frame) that has weight on
+ * both sides. Near 0 for profiles of unrelated programs. Returns 0, -EINVAL, -ENOMEM. */
+int diff_common(const struct profile *merged, size_t event, double *ret_before,
+		double *ret_after);
+
+/* `stack BEFORE AFTER` lines for shared event `event`, as FlameGraph's difffolded.pl writes them
+ * and flamegraph.pl reads them: stacks in byte order, BEFORE scaled to AFTER's total (rounded)
+ * unless opts->raw. Returns 0, -EINVAL, -ENOMEM, -EIO. */
+int diff_folded_write(const struct profile *merged, size_t event, const struct diff_opts *opts,
+		      FILE *out);
+
+/* What each side is: its name (file), duration (0: unknown). */
+struct diff_side {
+	const char *name;
+	uint64_t duration_ns;
+};
+
+/*
+ * The text report: per shared event a headline ("cpu-clock 1.21e9 -> 6.05e8, -50.0%", with
+ * "(1.2e9/s -> 1.0e9/s)" when both durations are known), then the top functions of
+ * diff_functions() as a table: self before %, after %, delta (points and counts), total the
+ * same, and the function. top: rows per event (0 = 20). Returns 0, -ENOMEM, -EIO.
+ */
+int diff_table_write(const struct profile *merged, const struct diff_side *before,
+		     const struct diff_side *after, const struct diff_opts *opts, size_t top,
+		     FILE *out);
 
 /* ---- speedscope.c ---------------------------------------------------------------------------- */
 
@@ -251,6 +337,14 @@ int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *ou
  * (controls but tab, newline and CR; U+FFFE and U+FFFF) and each invalid UTF-8 sequence written
  * as one U+FFFD. opts may be NULL.
  *
+ * Differential (diff): widths from the AFTER column (BEFORE with negate), so frames with no
+ * weight on that side are not drawn; each frame is filled by the change of its inclusive share,
+ * delta = after% - before% as diff_opts defines them: red grew, blue shrank, white unchanged,
+ * the intensity |delta| / the largest |delta| of a drawn frame. The tooltip holds the frame
+ * text, then "before: 1,234 (12.34%)", "after: 2,345 (23.45%)" and "delta: +1,111 (+11.11 pts)"
+ * (the delta in counts: BEFORE scaled to AFTER's total unless diff_raw). The subtitle says what
+ * is compared. Zoom, search and the URL work as above.
+ *
  * Returns 0, -EINVAL if column is past the last event (or width_px is 20 or less), -ENOMEM, or
  * -EIO (-errno where known) when writing fails (part of the file may have been written then).
  */
@@ -261,6 +355,11 @@ struct svg_opts {
 	bool icicle;            /* root at the top */
 	double min_width_px;    /* frames narrower are pruned; 0 = 0.1 */
 	unsigned width_px;      /* 0 = 1200 */
+	/* A differential flame graph of a diff_merge() profile: column is the BEFORE column of
+	 * the event shown, column + 1 its AFTER column. */
+	bool diff;
+	bool diff_raw;          /* shares as diff_opts.raw defines them */
+	bool negate;            /* widths from BEFORE, not AFTER */
 };
 
 int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out);

@@ -2,6 +2,7 @@
  * Gregg's flamegraph.pl: the stacks merged into a tree, frames laid out by weight, tooltips with
  * every event, click to zoom, regex search, the view kept in the URL query. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,6 +342,75 @@ static void put_fill(FILE *out, enum frame_kind kind, const char *name)
 	fprintf(out, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
 }
 
+/* The change of a node's inclusive share, as diff_opts defines it: after% - before%, in 0..1. */
+static double node_delta(const struct tree *t, uint32_t k, size_t col, bool raw)
+{
+	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
+	double tb = (double) t->vals[col], ta = (double) t->vals[col + 1];
+	double pb = tb > 0 ? (double) v[col] / tb : 0;
+	double base = raw ? tb : ta;
+
+	return (base > 0 ? (double) v[col + 1] / base : 0) - pb;
+}
+
+/* White for no change, red for growth, blue for shrinking, by |delta| / max. */
+static void put_diff_fill(FILE *out, double delta, double max)
+{
+	double i = max > 0 ? (delta < 0 ? -delta : delta) / max : 0;
+	unsigned fade = (unsigned) (255 - 255 * (i > 1 ? 1 : i) + 0.5);
+
+	if (delta > 0)
+		fprintf(out, "rgb(255,%u,%u)", fade, fade);
+	else if (delta < 0)
+		fprintf(out, "rgb(%u,%u,255)", fade, fade);
+	else
+		fputs("rgb(255,255,255)", out);
+}
+
+/* "+1,234" or "-1,234" */
+static void put_signed(FILE *out, double v)
+{
+	double a = v < 0 ? -v : v;
+
+	putc(v < 0 ? '-' : '+', out);
+	put_count(out, a >= 1.8e19 ? UINT64_MAX : (uint64_t) (a + 0.5));
+}
+
+static void put_diff_tip(FILE *out, const struct tree *t, uint32_t k, size_t col, bool raw)
+{
+	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
+	double tb = (double) t->vals[col], ta = (double) t->vals[col + 1];
+	double base = raw ? tb : ta, d;
+
+	fputs("\nbefore: ", out);
+	put_count(out, v[col]);
+	if (tb > 0)
+		fprintf(out, " (%.2f%%)", 100.0 * (double) v[col] / tb);
+	fputs("\nafter: ", out);
+	put_count(out, v[col + 1]);
+	if (base > 0)
+		fprintf(out, " (%.2f%%)", 100.0 * (double) v[col + 1] / base);
+	d = (double) v[col + 1] - (raw || tb <= 0 ? (double) v[col] : (double) v[col] * ta / tb);
+	fputs("\ndelta: ", out);
+	put_signed(out, d);
+	fprintf(out, " (%+.2f pts)", 100.0 * node_delta(t, k, col, raw));
+}
+
+static int build_diff_subtitle(const struct profile *p, size_t col, const struct svg_opts *o,
+			       struct buf *b)
+{
+	const struct profile_meta *m = profile_meta_const(p);
+	int r = buf_printf(b, "%s", profile_event(p, col - 1)->name);
+
+	if (r >= 0 && m->target)
+		r = buf_printf(b, ": %s", m->target);
+	if (r >= 0)
+		r = buf_printf(b, "; widths from %s, red grew, blue shrank; %s",
+			       o->negate ? "BEFORE" : "AFTER",
+			       o->diff_raw ? "raw counts" : "shares of each total");
+	return r;
+}
+
 static int build_subtitle(const struct profile *p, size_t col, struct buf *b)
 {
 	const struct profile_event *ev = profile_event(p, col - 1);
@@ -527,13 +597,22 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 		XPAD, width - XPAD, XPAD, height - 17, width - XPAD, height - 17);
 }
 
+/* How frames are drawn: the width column, and for a differential graph its columns. */
+struct look {
+	size_t wcol;            /* widths */
+	const struct svg_opts *diff;    /* NULL: a plain flame graph */
+	size_t dcol;            /* the BEFORE column of a differential graph */
+	double max_delta;       /* the largest |delta| of a drawn frame */
+};
+
 static void write_frame(FILE *out, const struct profile *p, const struct tree *t,
-			const struct texts *tx, uint32_t k, double tw, size_t col, unsigned y)
+			const struct texts *tx, uint32_t k, double tw, const struct look *lk,
+			unsigned y)
 {
 	const struct node *nd = &t->v[k];
 	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
 	const char *text = nd->frame == NONE ? "all" : tx->b.data + tx->off[nd->frame];
-	size_t len = strlen(text), tip = len;
+	size_t len = strlen(text), tip = len, col = lk->wcol;
 	double w = (double) v[col] / (double) t->vals[col] * tw;
 	size_t fit = w > 3 ? (size_t) ((w - 3) / GLYPH_W) : 0;
 
@@ -547,19 +626,25 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	xml_put(out, text, tip, SIZE_MAX);
 	if (tip < len)
 		fputs("...", out);
-	for (size_t c = 1; c < t->n_vals; c++) {
-		putc('\n', out);
-		xml_puts(out, profile_event(p, c - 1)->name);
-		fputs(": ", out);
-		put_count(out, v[c]);
-		if (t->vals[c])
-			fprintf(out, " (%.1f%%)", 100.0 * (double) v[c] / (double) t->vals[c]);
+	if (lk->diff) {
+		put_diff_tip(out, t, k, lk->dcol, lk->diff->diff_raw);
+	} else {
+		for (size_t c = 1; c < t->n_vals; c++) {
+			putc('\n', out);
+			xml_puts(out, profile_event(p, c - 1)->name);
+			fputs(": ", out);
+			put_count(out, v[c]);
+			if (t->vals[c])
+				fprintf(out, " (%.1f%%)", 100.0 * (double) v[c] / (double) t->vals[c]);
+		}
+		fputs("\nsamples: ", out);
+		put_count(out, v[0]);
 	}
-	fputs("\nsamples: ", out);
-	put_count(out, v[0]);
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"",
 		nd->x, y, w, FRAME_H - 1);
-	if (nd->frame == NONE)
+	if (lk->diff)
+		put_diff_fill(out, node_delta(t, k, lk->dcol, lk->diff->diff_raw), lk->max_delta);
+	else if (nd->frame == NONE)
 		put_fill(out, FRAME_SPECIAL, "all");
 	else
 		put_fill(out, profile_frame(p, nd->frame)->kind, profile_frame(p, nd->frame)->name);
@@ -591,8 +676,13 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	double tw;
 	int r;
 
-	if (col >= profile_n_values(p) || width <= 2 * XPAD)
+	bool diff = opts && opts->diff;
+	struct look lk = { .wcol = col, .diff = diff ? opts : NULL, .dcol = col };
+
+	if (col + diff >= profile_n_values(p) || width <= 2 * XPAD)
 		return -EINVAL;
+	if (diff && !opts->negate)
+		col = lk.wcol = col + 1;        /* widths from AFTER */
 	tw = width - 2 * XPAD;
 	buf_init(&subtitle);
 	r = tree_build(&t, p);
@@ -602,6 +692,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 		r = tree_sort(&t, &tx);
 	if (r >= 0)
 		r = opts && opts->subtitle ? buf_puts(&subtitle, opts->subtitle) :
+		    diff ? build_diff_subtitle(p, lk.dcol, opts, &subtitle) :
 		    build_subtitle(p, col, &subtitle);
 	if (r >= 0 && !(todo = malloc(t.n * sizeof(*todo))))
 		r = -ENOMEM;
@@ -617,6 +708,11 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 
 		if (nd->drawn && nd->depth > max_depth)
 			max_depth = nd->depth;
+		if (nd->drawn && diff) {
+			double d = fabs(node_delta(&t, (uint32_t) k, lk.dcol, opts->diff_raw));
+			if (d > lk.max_delta)
+				lk.max_delta = d;
+		}
 		for (uint32_t j = 0; j < nd->n_kids; j++) {
 			struct node *kid = &t.v[t.kids[nd->first_kid + j].node];
 			uint64_t v = t.vals[(size_t) t.kids[nd->first_kid + j].node * t.n_vals + col];
@@ -643,7 +739,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 			unsigned y = icicle ? TOP_PAD + nd->depth * FRAME_H :
 				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
 
-			write_frame(out, p, &t, &tx, k, tw, col, y);
+			write_frame(out, p, &t, &tx, k, tw, &lk, y);
 			for (uint32_t j = nd->n_kids; j-- > 0;) {
 				uint32_t kid = t.kids[nd->first_kid + j].node;
 				if (t.v[kid].drawn)

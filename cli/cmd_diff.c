@@ -1,0 +1,319 @@
+/*
+ * hwspy diff BEFORE AFTER: what an optimisation changed. Inputs are folded files (hwspy's, perf +
+ * stackcollapse, py-spy, austin) or hwspy's pprof; the output is a differential flame graph
+ * (.svg), `stack before after` lines (.folded) or a table of the functions that changed most
+ * (.txt, or standard output).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/format.h"
+#include "cli/load.h"
+#include "output/profile.h"
+
+/* Below this share of common weight on both sides the profiles are of unrelated programs. */
+#define MIN_COMMON 0.05
+
+enum diff_out {
+	DIFF_TABLE,
+	DIFF_SVG,
+	DIFF_FOLDED,
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy diff BEFORE AFTER [-o OUT] [OPTIONS]\n\n"
+		"Compares two profiles of one program, before and after a change. BEFORE and AFTER\n"
+		"are folded files (hwspy, perf + stackcollapse-perf.pl, py-spy, austin) or hwspy's\n"
+		"pprof files (.pb.gz); events are compared by name, each shared one.\n\n"
+		"  -o, --output FILE   .svg: a differential flame graph (widths from AFTER, red grew,\n"
+		"                      blue shrank); .folded: 'stack before after' lines, as\n"
+		"                      FlameGraph's difffolded.pl writes; .txt or no -o: a table of\n"
+		"                      the functions whose share changed most, per event\n"
+		"  -f, --format NAME   table, svg or folded, whatever OUT's name says\n"
+		"      --no-normalize  compare raw counts (equal work on both sides), not each\n"
+		"                      profile's shares of its own total\n"
+		"      --ignore-lines  match Python frames by function and file, not line: for an\n"
+		"                      edit that moved code in the file\n"
+		"      --negate        flame graph of BEFORE's widths, coloured by what happened to\n"
+		"                      them (code that went away shows)\n"
+		"      --top N         rows per event in the table (default 20)\n"
+		"      --force         compare profiles that have almost nothing in common\n"
+		"      --weight EVENT  the event the flame graph and the folded lines show (default:\n"
+		"                      the first shared)\n"
+		"      --title TEXT, --icicle, --min-width PX   as for 'hwspy convert'\n"
+		"  -h, --help          this text\n");
+}
+
+static int parse_out(const char *name, enum diff_out *ret)
+{
+	if (!strcmp(name, "table") || !strcmp(name, "txt"))
+		*ret = DIFF_TABLE;
+	else if (!strcmp(name, "svg"))
+		*ret = DIFF_SVG;
+	else if (!strcmp(name, "folded"))
+		*ret = DIFF_FOLDED;
+	else {
+		log_error("unknown diff format '%s': table, svg or folded", name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static enum diff_out out_of_path(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n >= 4 && !strcmp(path + n - 4, ".svg"))
+		return DIFF_SVG;
+	if ((n >= 7 && !strcmp(path + n - 7, ".folded")) ||
+	    (n >= 10 && !strcmp(path + n - 10, ".collapsed")))
+		return DIFF_FOLDED;
+	return DIFF_TABLE;
+}
+
+/* The shared event a --weight name picks: its index, or -ENOENT (logged). */
+static int pick_event(const struct profile *m, const char *weight)
+{
+	struct buf names;
+
+	if (!weight)
+		return 0;
+	for (size_t e = 0; e < diff_n_events(m); e++) {
+		const char *n = profile_event(m, 2 * e)->name;
+		size_t len = strcspn(n, ":");
+
+		if (!strcmp(n, weight) || (strlen(weight) == len && !strncmp(n, weight, len)))
+			return (int) e;
+	}
+	buf_init(&names);
+	for (size_t e = 0; e < diff_n_events(m); e++)
+		(void) buf_printf(&names, "%s%s", e ? ", " : "", profile_event(m, 2 * e)->name);
+	log_error("--weight %s: not an event both profiles have (they share: %s)", weight,
+		  names.data ? names.data : "");
+	buf_release(&names);
+	return -ENOENT;
+}
+
+/* Notes events only one side has; nothing when all are shared. */
+static void note_unshared(const struct profile *p, const struct profile *other, const char *side)
+{
+	for (size_t e = 0; e < profile_n_events(p); e++) {
+		const char *n = profile_event(p, e)->name;
+
+		if (profile_find_event(other, n) < 0 && strcmp(n, "samples"))
+			log_info("%s is only in %s: not compared", n, side);
+	}
+}
+
+static void event_list(const struct profile *p, struct buf *b)
+{
+	for (size_t e = 0; e < profile_n_events(p); e++)
+		(void) buf_printf(b, "%s%s", e ? ", " : "", profile_event(p, e)->name);
+}
+
+static int write_out(enum diff_out kind, const struct profile *m, size_t event,
+		     const struct diff_opts *dopts, const struct format_opts *fo, bool negate,
+		     size_t top, const struct diff_side *sides, FILE *out)
+{
+	struct svg_opts so = {
+		.column = diff_before_col(event),
+		.title = fo->title ? fo->title : "Differential Flame Graph",
+		.icicle = fo->icicle,
+		.min_width_px = fo->min_width,
+		.diff = true,
+		.diff_raw = dopts->raw,
+		.negate = negate,
+	};
+
+	switch (kind) {
+	case DIFF_SVG:
+		return svg_write(m, &so, out);
+	case DIFF_FOLDED:
+		return diff_folded_write(m, event, dopts, out);
+	case DIFF_TABLE:
+	default:
+		return diff_table_write(m, &sides[0], &sides[1], dopts, top, out);
+	}
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "no-normalize", no_argument, NULL, OPT_NO_NORMALIZE },
+		{ "ignore-lines", no_argument, NULL, OPT_IGNORE_LINES },
+		{ "negate", no_argument, NULL, OPT_NEGATE },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		FORMAT_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *out_path = NULL, *paths[2];
+	struct profile *in[2] = { NULL, NULL }, *m = NULL;
+	struct diff_opts dopts = { 0 };
+	struct format_opts fo = { 0 };
+	struct diff_side sides[2];
+	enum diff_out kind = DIFF_TABLE;
+	bool kind_given = false, negate = false, force = false;
+	unsigned long top = 0;
+	FILE *out = NULL;
+	int c, r, ev, status = 1;
+
+	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'f':
+			if (parse_out(optarg, &kind) < 0)
+				return 2;
+			kind_given = true;
+			break;
+		case OPT_NO_NORMALIZE:
+			dopts.raw = true;
+			break;
+		case OPT_IGNORE_LINES:
+			dopts.ignore_lines = true;
+			break;
+		case OPT_NEGATE:
+			negate = true;
+			break;
+		case OPT_FORCE:
+			force = true;
+			break;
+		case OPT_TOP:
+			errno = 0;
+			top = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || top == 0 || top > 1000000) {
+				log_error("--top %s: give a number of rows, 1 or more", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			r = format_opt(&fo, c, optarg);
+			if (r < 0)
+				return 2;
+			if (r == 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		}
+	}
+	if (optind + 2 != argc) {
+		log_error("give two profiles, BEFORE and AFTER (see 'hwspy diff --help')");
+		return 2;
+	}
+	paths[0] = argv[optind];
+	paths[1] = argv[optind + 1];
+	if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-")) {
+		log_error("only one of BEFORE and AFTER can be standard input");
+		return 2;
+	}
+	if (!kind_given && out_path)
+		kind = out_of_path(out_path);
+
+	for (int s = 0; s < 2; s++) {
+		in[s] = profile_load(paths[s]);
+		if (!in[s])
+			goto out;
+		if (profile_n_stacks(in[s]) == 0 || profile_total(in[s], 0) == 0) {
+			log_error("'%s' holds no samples: nothing to compare", paths[s]);
+			goto out;
+		}
+		sides[s] = (struct diff_side) { paths[s], profile_meta_const(in[s])->duration_ns };
+		if (!profile_meta_const(in[s])->target)
+			(void) profile_set_target(in[s], paths[s]);
+	}
+	r = diff_merge(in[0], in[1], &dopts, &m);
+	if (r == -ENOENT) {
+		struct buf b;
+
+		buf_init(&b);
+		(void) buf_printf(&b, "'%s' has ", paths[0]);
+		event_list(in[0], &b);
+		(void) buf_printf(&b, " and '%s' has ", paths[1]);
+		event_list(in[1], &b);
+		log_error("%s: no event to compare; record both with the same -e",
+			  b.data ? b.data : "");
+		buf_release(&b);
+		goto out;
+	}
+	if (r < 0) {
+		log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
+		goto out;
+	}
+	note_unshared(in[0], in[1], "BEFORE");
+	note_unshared(in[1], in[0], "AFTER");
+	ev = pick_event(m, fo.weight);
+	if (ev < 0)
+		goto out;
+	for (size_t e = 0; e < diff_n_events(m); e++) {
+		const char *name = profile_event(m, 2 * e)->name;
+		double cb, ca;
+
+		if (profile_total(m, diff_before_col(e)) == 0 ||
+		    profile_total(m, diff_after_col(e)) == 0) {
+			log_error("%s is 0 in '%s': nothing to compare it with", name,
+				  profile_total(m, diff_before_col(e)) ? paths[1] : paths[0]);
+			goto out;
+		}
+		r = diff_common(m, e, &cb, &ca);
+		if (r < 0) {
+			log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
+			goto out;
+		}
+		if (cb < MIN_COMMON && ca < MIN_COMMON && !force) {
+			log_error("'%s' and '%s' have almost nothing in common (%.1f%% and %.1f%% of "
+				  "their %s is in functions both have): are they profiles of the same "
+				  "program? --force compares them anyway", paths[0], paths[1],
+				  100 * cb, 100 * ca, name);
+			goto out;
+		}
+	}
+
+	out = out_path ? fopen(out_path, "we") : stdout;
+	if (!out) {
+		log_errno(-errno, "cannot write '%s'", out_path);
+		goto out;
+	}
+	r = write_out(kind, m, (size_t) ev, &dopts, &fo, negate, top, sides, out);
+	if (r == 0 && fflush(out) != 0)
+		r = -errno;
+	if (r < 0) {
+		log_errno(r, "cannot write '%s'", out_path ? out_path : "standard output");
+		if (out_path) {
+			(void) fclose(out);
+			out = NULL;
+			(void) unlink(out_path);
+		}
+		goto out;
+	}
+	status = 0;
+out:
+	if (out && out != stdout && fclose(out) != 0 && status == 0) {
+		log_errno(-errno, "cannot write '%s'", out_path);
+		status = 1;
+	}
+	profile_free(m);
+	profile_free(in[0]);
+	profile_free(in[1]);
+	return status;
+}

@@ -1,0 +1,535 @@
+/* diff: BEFORE and AFTER merged into one profile, the functions that changed most, the
+ * `stack before after` lines FlameGraph's difffolded.pl writes, and the text report. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "output/profile.h"
+
+#define DEFAULT_TOP 20
+
+/* A profile read from a folded file: one column of counts with no event name. */
+static bool is_unnamed(const struct profile *p)
+{
+	return profile_n_events(p) == 1 && strcmp(profile_event(p, 0)->name, "samples") == 0;
+}
+
+/* Frame of `from` interned into `to`, thread frames as NONE (dropped). */
+static int copy_frame(struct profile *to, const struct profile_frame *f, bool ignore_lines,
+		      uint32_t *ret_id)
+{
+	struct profile_frame g = *f;
+
+	if (ignore_lines && g.kind == FRAME_PYTHON)
+		g.line = 0;
+	return profile_frame_id(to, &g, ret_id);
+}
+
+/* Adds every stack of `from` to `to`: event columns ev_from[i] -> 1 + 2i + side. */
+static int add_side(struct profile *to, const struct profile *from, const int *ev_from,
+		    size_t n_shared, int side, bool ignore_lines)
+{
+	size_t nf = profile_n_frames(from), nv = profile_n_values(to);
+	uint32_t *map = malloc((nf ? nf : 1) * sizeof(*map)), *frames = NULL;
+	uint64_t values[1 + 2 * PROFILE_MAX_EVENTS];
+	size_t cap = 0;
+	uint32_t none;
+	int r = 0;
+
+	if (!map)
+		return -ENOMEM;
+	r = profile_frame_id(to, &(struct profile_frame) { .kind = FRAME_SPECIAL,
+							   .name = "[no frames]" }, &none);
+	for (uint32_t f = 0; f < nf && r >= 0; f++) {
+		const struct profile_frame *pf = profile_frame(from, f);
+
+		if (pf->kind == FRAME_THREAD)
+			map[f] = UINT32_MAX;
+		else
+			r = copy_frame(to, pf, ignore_lines, &map[f]);
+	}
+	for (size_t i = 0; i < profile_n_stacks(from) && r >= 0; i++) {
+		const struct profile_stack *st = profile_stack(from, i);
+		const uint64_t *v = profile_values(from, i);
+		size_t depth = 0;
+		bool any = false;
+
+		memset(values, 0, nv * sizeof(*values));
+		if (side == 1)
+			values[0] = v[0];
+		for (size_t e = 0; e < n_shared; e++) {
+			values[1 + 2 * e + side] = v[1 + ev_from[e]];
+			any |= values[1 + 2 * e + side] != 0;
+		}
+		if (!any)
+			continue;
+		if (st->depth > cap) {
+			uint32_t *n = realloc(frames, st->depth * sizeof(*n));
+			if (!n) {
+				r = -ENOMEM;
+				break;
+			}
+			frames = n;
+			cap = st->depth;
+		}
+		for (uint32_t d = 0; d < st->depth; d++)
+			if (st->frames[d] < nf && map[st->frames[d]] != UINT32_MAX)
+				frames[depth++] = map[st->frames[d]];
+		r = depth ? profile_add(to, 0, frames, depth, values) :
+			    profile_add(to, 0, &none, 1, values);
+	}
+	free(frames);
+	free(map);
+	return r;
+}
+
+int diff_merge(const struct profile *before, const struct profile *after,
+	       const struct diff_opts *opts, struct profile **ret)
+{
+	const char *names[PROFILE_MAX_EVENTS];
+	int ev_before[PROFILE_MAX_EVENTS / 2], ev_after[PROFILE_MAX_EVENTS / 2];
+	bool ignore_lines = opts && opts->ignore_lines;
+	size_t n = 0;
+	struct profile *m;
+	struct buf target;
+	int r;
+
+	for (size_t e = 0; e < profile_n_events(after) && n < PROFILE_MAX_EVENTS / 2; e++) {
+		int b = profile_find_event(before, profile_event(after, e)->name);
+
+		if (b >= 0) {
+			ev_before[n] = b;
+			ev_after[n++] = (int) e;
+		}
+	}
+	if (n == 0 && (is_unnamed(before) || is_unnamed(after))) {
+		ev_before[0] = ev_after[0] = 0;
+		n = 1;
+	}
+	if (n == 0)
+		return -ENOENT;
+	for (size_t e = 0; e < n; e++) {
+		/* name the pair after the side that has a real name */
+		const struct profile *named = is_unnamed(after) ? before : after;
+		size_t idx = named == after ? (size_t) ev_after[e] : (size_t) ev_before[e];
+
+		names[2 * e] = names[2 * e + 1] = profile_event(named, idx)->name;
+	}
+	m = profile_new(names, 2 * n);
+	if (!m)
+		return -ENOMEM;
+	r = add_side(m, before, ev_before, n, 0, ignore_lines);
+	if (r >= 0)
+		r = add_side(m, after, ev_after, n, 1, ignore_lines);
+	buf_init(&target);
+	if (r >= 0 && profile_meta_const(before)->target && profile_meta_const(after)->target) {
+		r = buf_printf(&target, "%s -> %s", profile_meta_const(before)->target,
+			       profile_meta_const(after)->target);
+		if (r >= 0)
+			r = profile_set_target(m, target.data);
+	}
+	buf_release(&target);
+	if (r < 0) {
+		profile_free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+size_t diff_n_events(const struct profile *merged)
+{
+	return profile_n_events(merged) / 2;
+}
+
+/* Shares of b and a in percent, and the delta in counts, as profile.h defines them. */
+struct shares {
+	double tb, ta;          /* the totals */
+	bool raw;
+};
+
+static double pct_before(const struct shares *s, uint64_t b)
+{
+	return s->tb > 0 ? 100.0 * (double) b / s->tb : 0;
+}
+
+static double pct_after(const struct shares *s, uint64_t a)
+{
+	double base = s->raw ? s->tb : s->ta;
+	return base > 0 ? 100.0 * (double) a / base : 0;
+}
+
+static double count_delta(const struct shares *s, uint64_t b, uint64_t a)
+{
+	if (s->raw || s->tb <= 0)
+		return (double) a - (double) b;
+	return (double) a - (double) b * s->ta / s->tb;
+}
+
+static void shares_init(struct shares *s, const struct profile *m, size_t event,
+			const struct diff_opts *opts)
+{
+	s->tb = (double) profile_total(m, diff_before_col(event));
+	s->ta = (double) profile_total(m, diff_after_col(event));
+	s->raw = opts && opts->raw;
+}
+
+struct func_acc {
+	struct diff_func row;
+	size_t last_stack;      /* the stack that counted it last (+1): once per stack */
+	size_t name_off;        /* its text in the names */
+};
+
+static int cmp_func(const void *x, const void *y)
+{
+	const struct diff_func *a = x, *b = y;
+	double ka = fmax(fabs(a->self_delta), fabs(a->total_delta));
+	double kb = fmax(fabs(b->self_delta), fabs(b->total_delta));
+
+	if (ka != kb)
+		return ka < kb ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* The functions of a merged profile (frames without their line) and their weights. */
+struct func_tab {
+	struct profile *funcs;  /* interns them: function i is frame i */
+	uint32_t *func_of;      /* merged frame id -> function */
+	struct func_acc *acc;   /* per function */
+	size_t n;
+};
+
+static void func_tab_release(struct func_tab *ft)
+{
+	profile_free(ft->funcs);
+	free(ft->func_of);
+	free(ft->acc);
+}
+
+static int func_tab_build(struct func_tab *ft, const struct profile *merged, size_t event)
+{
+	size_t nf = profile_n_frames(merged), bc = diff_before_col(event), ac = diff_after_col(event);
+	const char *unnamed = "samples";
+	int r = 0;
+
+	*ft = (struct func_tab) { 0 };
+	ft->funcs = profile_new(&unnamed, 1);
+	ft->func_of = malloc((nf ? nf : 1) * sizeof(*ft->func_of));
+	if (!ft->funcs || !ft->func_of)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < nf && r >= 0; f++)
+		r = copy_frame(ft->funcs, profile_frame(merged, f), true, &ft->func_of[f]);
+	if (r < 0)
+		return r;
+	ft->n = profile_n_frames(ft->funcs);
+	ft->acc = calloc(ft->n ? ft->n : 1, sizeof(*ft->acc));
+	if (!ft->acc)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile_n_stacks(merged); i++) {
+		const struct profile_stack *st = profile_stack(merged, i);
+		const uint64_t *v = profile_values(merged, i);
+		struct func_acc *leaf;
+
+		if (st->depth == 0 || (v[bc] == 0 && v[ac] == 0))
+			continue;
+		leaf = &ft->acc[ft->func_of[st->frames[st->depth - 1]]];
+		leaf->row.self_before = sat_add(leaf->row.self_before, v[bc]);
+		leaf->row.self_after = sat_add(leaf->row.self_after, v[ac]);
+		for (uint32_t d = 0; d < st->depth; d++) {
+			struct func_acc *fa = &ft->acc[ft->func_of[st->frames[d]]];
+
+			if (fa->last_stack == i + 1)
+				continue;
+			fa->last_stack = i + 1;
+			fa->row.total_before = sat_add(fa->row.total_before, v[bc]);
+			fa->row.total_after = sat_add(fa->row.total_after, v[ac]);
+		}
+	}
+	return 0;
+}
+
+int diff_functions(const struct profile *merged, size_t event, const struct diff_opts *opts,
+		   struct diff_func **ret, size_t *ret_n)
+{
+	struct diff_func *rows = NULL;
+	struct func_tab ft;
+	struct buf text;
+	struct shares sh;
+	size_t out = 0;
+	int r;
+
+	if (event >= diff_n_events(merged))
+		return -EINVAL;
+	buf_init(&text);
+	r = func_tab_build(&ft, merged, event);
+	if (r < 0)
+		goto out;
+	/* the names, then the rows and the names in one block, so that free(*ret) frees both */
+	shares_init(&sh, merged, event, opts);
+	for (uint32_t f = 0; f < ft.n && r >= 0; f++) {
+		struct diff_func *row = &ft.acc[f].row;
+
+		if (row->total_before == 0 && row->total_after == 0)
+			continue;
+		ft.acc[f].name_off = text.len;
+		r = folded_frame_text(profile_frame(ft.funcs, f), &text);
+		if (r >= 0)
+			r = buf_putc(&text, '\0');
+		row->self_delta = pct_after(&sh, row->self_after) - pct_before(&sh, row->self_before);
+		row->total_delta = pct_after(&sh, row->total_after) -
+				   pct_before(&sh, row->total_before);
+		out++;
+	}
+	if (r >= 0 && !(rows = malloc(out * sizeof(*rows) + text.len + 1)))
+		r = -ENOMEM;
+	if (r >= 0) {
+		char *names = (char *) (rows + out);
+		size_t k = 0;
+
+		memcpy(names, text.data ? text.data : "", text.len);
+		names[text.len] = '\0';
+		for (uint32_t f = 0; f < ft.n; f++) {
+			if (ft.acc[f].row.total_before == 0 && ft.acc[f].row.total_after == 0)
+				continue;
+			rows[k] = ft.acc[f].row;
+			rows[k++].name = names + ft.acc[f].name_off;
+		}
+		qsort(rows, out, sizeof(*rows), cmp_func);
+		*ret = rows;
+		*ret_n = out;
+	}
+out:
+	buf_release(&text);
+	func_tab_release(&ft);
+	return r;
+}
+
+int diff_common(const struct profile *merged, size_t event, double *ret_before,
+		double *ret_after)
+{
+	size_t bc = diff_before_col(event), ac = diff_after_col(event);
+	double in_b = 0, in_a = 0, tb, ta;
+	struct func_tab ft;
+	int r;
+
+	if (event >= diff_n_events(merged))
+		return -EINVAL;
+	r = func_tab_build(&ft, merged, event);
+	for (size_t i = 0; i < profile_n_stacks(merged) && r >= 0; i++) {
+		const struct profile_stack *st = profile_stack(merged, i);
+		const uint64_t *v = profile_values(merged, i);
+
+		for (uint32_t d = 0; d < st->depth; d++) {
+			uint32_t f = ft.func_of[st->frames[d]];
+			const struct diff_func *row = &ft.acc[f].row;
+
+			if (profile_frame(ft.funcs, f)->kind != FRAME_SPECIAL &&
+			    row->total_before > 0 && row->total_after > 0) {
+				in_b += (double) v[bc];
+				in_a += (double) v[ac];
+				break;
+			}
+		}
+	}
+	func_tab_release(&ft);
+	if (r < 0)
+		return r;
+	tb = (double) profile_total(merged, bc);
+	ta = (double) profile_total(merged, ac);
+	*ret_before = tb > 0 ? in_b / tb : 0;
+	*ret_after = ta > 0 ? in_a / ta : 0;
+	return 0;
+}
+
+struct dline {
+	size_t off;             /* into the text buffer, then */
+	const char *s;          /* the text, once the buffer is complete */
+	uint64_t before, after;
+};
+
+static int cmp_dline(const void *x, const void *y)
+{
+	const struct dline *a = x, *b = y;
+
+	return strcmp(a->s, b->s);
+}
+
+int diff_folded_write(const struct profile *merged, size_t event, const struct diff_opts *opts,
+		      FILE *out)
+{
+	size_t bc = diff_before_col(event), ac = diff_after_col(event), n = 0;
+	size_t ns = profile_n_stacks(merged);
+	struct dline *lines;
+	struct buf text;
+	struct shares sh;
+	int r = 0;
+
+	if (event >= diff_n_events(merged))
+		return -EINVAL;
+	shares_init(&sh, merged, event, opts);
+	lines = malloc((ns ? ns : 1) * sizeof(*lines));
+	if (!lines)
+		return -ENOMEM;
+	buf_init(&text);
+	for (size_t i = 0; i < ns && r >= 0; i++) {
+		const struct profile_stack *st = profile_stack(merged, i);
+		const uint64_t *v = profile_values(merged, i);
+		double b = (double) v[bc];
+
+		if (v[bc] == 0 && v[ac] == 0)
+			continue;
+		if (!sh.raw && sh.tb > 0)
+			b = b * sh.ta / sh.tb;
+		lines[n] = (struct dline) { .off = text.len, .after = v[ac],
+					    .before = b >= 1.8e19 ? UINT64_MAX : (uint64_t) llround(b) };
+		for (uint32_t d = 0; d < st->depth && r >= 0; d++) {
+			if (d)
+				r = buf_putc(&text, ';');
+			if (r >= 0)
+				r = folded_frame_text(profile_frame(merged, st->frames[d]), &text);
+		}
+		if (r >= 0)
+			r = buf_putc(&text, '\0');
+		n++;
+	}
+	if (r >= 0) {
+		for (size_t i = 0; i < n; i++)
+			lines[i].s = text.data + lines[i].off;
+		qsort(lines, n, sizeof(*lines), cmp_dline);
+		for (size_t i = 0; i < n; i++) {
+			/* two stacks can have one text (frames that differ only in what folded
+			 * cannot show): one line */
+			uint64_t b = lines[i].before, a = lines[i].after;
+
+			while (i + 1 < n && strcmp(lines[i].s, lines[i + 1].s) == 0) {
+				i++;
+				b = sat_add(b, lines[i].before);
+				a = sat_add(a, lines[i].after);
+			}
+			if (fprintf(out, "%s %" PRIu64 " %" PRIu64 "\n", lines[i].s, b, a) < 0) {
+				r = -EIO;
+				break;
+			}
+		}
+	}
+	if (r >= 0 && fflush(out) != 0)
+		r = errno ? -errno : -EIO;
+	buf_release(&text);
+	free(lines);
+	return r;
+}
+
+/* "1.21e9" for big numbers, the number itself below 10^5; sign: "%+" or "%" */
+static void fmt_num(char *d, size_t n, double v, bool sign)
+{
+	if (fabs(v) < 1e5) {
+		snprintf(d, n, sign ? "%+.0f" : "%.0f", v);
+	} else {
+		int e = (int) floor(log10(fabs(v)));
+		double m = v / pow(10, e);
+
+		if (fabs(m) >= 9.995) {         /* 9.996e5 rounds to 10.00: one more digit */
+			m /= 10;
+			e++;
+		}
+		snprintf(d, n, sign ? "%+.2fe%d" : "%.2fe%d", m, e);
+	}
+}
+
+static void put_num(FILE *out, double v)
+{
+	char d[48];
+
+	fmt_num(d, sizeof(d), v, false);
+	fputs(d, out);
+}
+
+static void put_headline(FILE *out, const char *event, uint64_t tb, uint64_t ta,
+			 const struct diff_side *before, const struct diff_side *after)
+{
+	fprintf(out, "%s ", event);
+	put_num(out, (double) tb);
+	fputs(" -> ", out);
+	put_num(out, (double) ta);
+	if (tb > 0)
+		fprintf(out, ", %+.1f%%", 100.0 * ((double) ta - (double) tb) / (double) tb);
+	if (before && after && before->duration_ns && after->duration_ns) {
+		fputs(" (", out);
+		put_num(out, (double) tb * 1e9 / (double) before->duration_ns);
+		fputs("/s -> ", out);
+		put_num(out, (double) ta * 1e9 / (double) after->duration_ns);
+		fputs("/s", out);
+		if (tb > 0)
+			fprintf(out, ", %+.1f%%",
+				100.0 * ((double) ta / (double) after->duration_ns /
+					 ((double) tb / (double) before->duration_ns) - 1));
+		fputs(")", out);
+	}
+	putc('\n', out);
+}
+
+int diff_table_write(const struct profile *merged, const struct diff_side *before,
+		     const struct diff_side *after, const struct diff_opts *opts, size_t top,
+		     FILE *out)
+{
+	bool raw = opts && opts->raw;
+	int r = 0;
+
+	if (!top)
+		top = DEFAULT_TOP;
+	if (before && after && before->name && after->name)
+		fprintf(out, "before: %s\nafter:  %s\n", before->name, after->name);
+	fprintf(out, "shares: %s\n", raw ? "of BEFORE's total (--no-normalize)" :
+		"of each profile's own total (normalised)");
+	for (size_t e = 0; e < diff_n_events(merged) && r >= 0; e++) {
+		const char *ev = profile_event(merged, 2 * e)->name;
+		uint64_t tb = profile_total(merged, diff_before_col(e));
+		uint64_t ta = profile_total(merged, diff_after_col(e));
+		struct diff_func *rows = NULL;
+		struct shares sh;
+		size_t n = 0;
+
+		r = diff_functions(merged, e, opts, &rows, &n);
+		if (r < 0)
+			break;
+		shares_init(&sh, merged, e, opts);
+		putc('\n', out);
+		put_headline(out, ev, tb, ta, before, after);
+		fprintf(out, "%7s %7s %7s %10s  %7s %7s %7s %10s  %s\n",
+			"self", "", "", "", "total", "", "", "", "");
+		fprintf(out, "%7s %7s %7s %10s  %7s %7s %7s %10s  %s\n",
+			"before", "after", "delta", "delta", "before", "after", "delta", "delta",
+			"function");
+		fprintf(out, "%7s %7s %7s %10s  %7s %7s %7s %10s\n",
+			"%", "%", "pts", "count", "%", "%", "pts", "count");
+		for (size_t i = 0; i < n && i < top; i++) {
+			const struct diff_func *f = &rows[i];
+			char d1[48], d2[48];
+
+			fmt_num(d1, sizeof(d1), count_delta(&sh, f->self_before, f->self_after), true);
+			fmt_num(d2, sizeof(d2), count_delta(&sh, f->total_before, f->total_after),
+				true);
+			fprintf(out, "%7.2f %7.2f %+7.2f %10s  %7.2f %7.2f %+7.2f %10s  %s\n",
+				pct_before(&sh, f->self_before), pct_after(&sh, f->self_after),
+				f->self_delta, d1,
+				pct_before(&sh, f->total_before), pct_after(&sh, f->total_after),
+				f->total_delta, d2, f->name);
+		}
+		if (n > top)
+			fprintf(out, "(%zu more functions; --top N shows more)\n", n - top);
+		free(rows);
+	}
+	if (r >= 0 && fflush(out) != 0)
+		r = errno ? -errno : -EIO;
+	else if (r >= 0 && ferror(out))
+		r = -EIO;
+	return r;
+}
