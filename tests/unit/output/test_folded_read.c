@@ -403,6 +403,42 @@ static void test_pyspy_raw(void **state)
 	profile_free(p);
 }
 
+/* austin: `P<pid>;T<thread>;file:function:line;... COUNT`, with its "# mode:" header */
+static void test_austin(void **state)
+{
+	static const struct profile_frame want[] = {
+		{ FRAME_THREAD, "[thread 0x7f45645646]", NULL, 0, NULL },
+		{ FRAME_PYTHON, "foo", "foo_module.py", 10, NULL },
+		{ FRAME_PYTHON, "bar", "/srv/bar sample.py", 20, NULL },
+	};
+	static const struct profile_frame want_odd[] = {
+		{ FRAME_THREAD, "[thread 0:4242]", NULL, 0, NULL },
+		{ FRAME_PYTHON, "_find_and_load", "<frozen importlib._bootstrap>", 0, NULL },
+		{ FRAME_NATIVE, "no_colons", NULL, 0, NULL },
+		{ FRAME_PYTHON, "f", "C:\\x.py", 3, NULL },
+	};
+	static const struct profile_frame want_idle[] = {
+		{ FRAME_THREAD, "[thread 0x7f4564aaaa]", NULL, 0, NULL },
+	};
+	const char *text =
+		"# austin: 3.6.0\n# mode: wall\n\n"
+		"P42;T0x7f45645646;foo_module.py:foo:10;/srv/bar sample.py:bar:20 1000\n"
+		"P42;T0:4242;<frozen importlib._bootstrap>:_find_and_load:0;no_colons;C:\\x.py:f:3 5\n"
+		"P42;T0x7f4564aaaa 7\n"
+		"P42;T0x7f45645646;foo_module.py:foo:10;/srv/bar sample.py:bar:20 24\n";
+	struct profile *p = new_profile();
+	(void) state;
+
+	assert_int_equal(read_text(p, text, NULL), 0);
+	assert_int_equal(profile_n_stacks(p), 3);
+	assert_frames(p, 0, want, N_ELEMS(want));
+	assert_frames(p, 1, want_odd, N_ELEMS(want_odd));
+	assert_frames(p, 2, want_idle, N_ELEMS(want_idle));
+	assert_int_equal(profile_values(p, 0)[1], 1024);
+	assert_int_equal(profile_total(p, 1), 1036);
+	profile_free(p);
+}
+
 static void test_empty_input(void **state)
 {
 	struct profile *p = new_profile();
@@ -425,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_perf_stackcollapse),
 		cmocka_unit_test(test_pyspy_raw),
+		cmocka_unit_test(test_austin),
 		cmocka_unit_test(test_empty_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

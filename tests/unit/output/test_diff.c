@@ -1,0 +1,416 @@
+/* diff: merging BEFORE and AFTER, the function table, the `stack before after` lines and the
+ * differential SVG, number by number, normalised and raw. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "output/profile.h"
+
+static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		      int line, const char *module)
+{
+	struct profile_frame f = { kind, name, file, line, module };
+	uint32_t id;
+
+	assert_int_equal(profile_frame_id(p, &f, &id), 0);
+	return id;
+}
+
+/* cpu-clock 1000 and page-faults 50 in 2.5 s, on two threads:
+ *   main:10;load:20;read   300     main:10;load:21   200     main:10;compute:30   500 */
+static struct profile *before_profile(void)
+{
+	const char *ev[] = { "cpu-clock", "page-faults" };
+	struct profile *p = profile_new(ev, 2);
+	uint32_t t1, t2, m, l20, l21, rd, c30;
+
+	assert_non_null(p);
+	t1 = frame(p, FRAME_THREAD, "[thread 11 python3]", NULL, 0, NULL);
+	t2 = frame(p, FRAME_THREAD, "[thread 12 worker]", NULL, 0, NULL);
+	m = frame(p, FRAME_PYTHON, "main", "app.py", 10, NULL);
+	l20 = frame(p, FRAME_PYTHON, "load", "app.py", 20, NULL);
+	l21 = frame(p, FRAME_PYTHON, "load", "app.py", 21, NULL);
+	rd = frame(p, FRAME_NATIVE, "read", NULL, 0, "libc.so.6");
+	c30 = frame(p, FRAME_PYTHON, "compute", "app.py", 30, NULL);
+	assert_int_equal(profile_add(p, 11, (uint32_t[]) { t1, m, l20, rd }, 4,
+				     (uint64_t[]) { 3, 300, 30 }), 0);
+	assert_int_equal(profile_add(p, 11, (uint32_t[]) { t1, m, l21 }, 3,
+				     (uint64_t[]) { 2, 200, 20 }), 0);
+	assert_int_equal(profile_add(p, 12, (uint32_t[]) { t2, m, c30 }, 3,
+				     (uint64_t[]) { 5, 500, 0 }), 0);
+	assert_int_equal(profile_set_target(p, "before.pb.gz"), 0);
+	profile_meta(p)->duration_ns = 2500000000ull;
+	return p;
+}
+
+/* instructions and cpu-clock 2000 in 2 s (lines moved, collate new):
+ *   main:10;load:22;read 100   main:10;compute:30 500   main:10;collate:40 400
+ *   main:10;compute:31 1000 */
+static struct profile *after_profile(void)
+{
+	const char *ev[] = { "instructions", "cpu-clock" };
+	struct profile *p = profile_new(ev, 2);
+	uint32_t t, m, l22, rd, c30, c31, col;
+
+	assert_non_null(p);
+	t = frame(p, FRAME_THREAD, "[thread 99 python3]", NULL, 0, NULL);
+	m = frame(p, FRAME_PYTHON, "main", "app.py", 10, NULL);
+	l22 = frame(p, FRAME_PYTHON, "load", "app.py", 22, NULL);
+	rd = frame(p, FRAME_NATIVE, "read", NULL, 0, "libc.so.6");
+	c30 = frame(p, FRAME_PYTHON, "compute", "app.py", 30, NULL);
+	c31 = frame(p, FRAME_PYTHON, "compute", "app.py", 31, NULL);
+	col = frame(p, FRAME_PYTHON, "collate", "app.py", 40, NULL);
+	assert_int_equal(profile_add(p, 99, (uint32_t[]) { t, m, l22, rd }, 4,
+				     (uint64_t[]) { 1, 7, 100 }), 0);
+	assert_int_equal(profile_add(p, 99, (uint32_t[]) { t, m, c30 }, 3,
+				     (uint64_t[]) { 5, 7, 500 }), 0);
+	assert_int_equal(profile_add(p, 0, (uint32_t[]) { m, col }, 2,
+				     (uint64_t[]) { 4, 7, 400 }), 0);
+	assert_int_equal(profile_add(p, 99, (uint32_t[]) { t, m, c31 }, 3,
+				     (uint64_t[]) { 10, 7, 1000 }), 0);
+	assert_int_equal(profile_set_target(p, "after.pb.gz"), 0);
+	profile_meta(p)->duration_ns = 2000000000ull;
+	return p;
+}
+
+static struct profile *merged(bool ignore_lines, bool raw)
+{
+	struct profile *b = before_profile(), *a = after_profile(), *m = NULL;
+	struct diff_opts o = { .ignore_lines = ignore_lines, .raw = raw };
+
+	assert_int_equal(diff_merge(b, a, &o, &m), 0);
+	profile_free(b);
+	profile_free(a);
+	return m;
+}
+
+static char *capture(int (*fn)(const struct profile *, size_t, const struct diff_opts *, FILE *),
+		     const struct profile *m, const struct diff_opts *o)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(fn(m, 0, o, f), 0);
+	fclose(f);
+	return text;
+}
+
+static void test_merge_events(void **state)
+{
+	struct profile *m = merged(false, false);
+
+	(void) state;
+	/* only cpu-clock is shared; its BEFORE and AFTER columns */
+	assert_int_equal(diff_n_events(m), 1);
+	assert_string_equal(profile_event(m, 0)->name, "cpu-clock");
+	assert_string_equal(profile_event(m, 1)->name, "cpu-clock");
+	assert_int_equal(profile_total(m, diff_before_col(0)), 1000);
+	assert_int_equal(profile_total(m, diff_after_col(0)), 2000);
+	assert_int_equal(profile_total(m, 0), 20);      /* AFTER's samples */
+	assert_string_equal(profile_meta_const(m)->target, "before.pb.gz -> after.pb.gz");
+	/* thread frames are gone, every stack on thread 0 */
+	for (size_t i = 0; i < profile_n_stacks(m); i++)
+		assert_int_equal(profile_stack(m, i)->tid, 0);
+	for (uint32_t f = 0; f < profile_n_frames(m); f++)
+		assert_int_not_equal(profile_frame(m, f)->kind, FRAME_THREAD);
+	profile_free(m);
+}
+
+static void test_merge_no_shared_event(void **state)
+{
+	const char *pf = "page-faults", *cc = "cpu-clock", *samples = "samples";
+	struct profile *b = profile_new(&pf, 1), *a = profile_new(&cc, 1), *f = profile_new(&samples, 1);
+	struct profile *m = NULL;
+	uint32_t x;
+
+	(void) state;
+	x = frame(a, FRAME_PYTHON, "x", "x.py", 1, NULL);
+	assert_int_equal(profile_add(a, 0, &x, 1, (uint64_t[]) { 1, 5 }), 0);
+	assert_int_equal(diff_merge(b, a, NULL, &m), -ENOENT);
+	/* a folded file's unnamed counts pair with the other side's first event */
+	x = frame(f, FRAME_PYTHON, "x", "x.py", 1, NULL);
+	assert_int_equal(profile_add(f, 0, &x, 1, (uint64_t[]) { 3, 3 }), 0);
+	assert_int_equal(diff_merge(f, a, NULL, &m), 0);
+	assert_int_equal(diff_n_events(m), 1);
+	assert_string_equal(profile_event(m, 0)->name, "cpu-clock");
+	assert_int_equal(profile_total(m, 1), 3);
+	assert_int_equal(profile_total(m, 2), 5);
+	profile_free(m);
+	profile_free(b);
+	profile_free(a);
+	profile_free(f);
+}
+
+static const struct diff_func *find(const struct diff_func *rows, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].name, name))
+			return &rows[i];
+	fail_msg("no function '%s'", name);
+	return NULL;
+}
+
+static void test_functions_normalised(void **state)
+{
+	struct profile *m = merged(false, false);
+	struct diff_opts o = { 0 };
+	struct diff_func *rows = NULL;
+	const struct diff_func *f;
+	size_t n = 0;
+
+	(void) state;
+	assert_int_equal(diff_functions(m, 0, &o, &rows, &n), 0);
+	assert_int_equal(n, 5);
+	/* ranked by the larger |delta|, ties by name */
+	assert_string_equal(rows[0].name, "load (app.py)");
+	assert_string_equal(rows[1].name, "compute (app.py)");
+	assert_string_equal(rows[2].name, "read [libc.so.6]");
+	assert_string_equal(rows[3].name, "collate (app.py)");
+	assert_string_equal(rows[4].name, "main (app.py)");
+	/* load: self 200 -> 0, total 500 -> 100; of 1000 and of 2000 */
+	f = find(rows, n, "load (app.py)");
+	assert_int_equal(f->self_before, 200);
+	assert_int_equal(f->self_after, 0);
+	assert_int_equal(f->total_before, 500);
+	assert_int_equal(f->total_after, 100);
+	assert_float_equal(f->self_delta, -20.0, 1e-9);
+	assert_float_equal(f->total_delta, -45.0, 1e-9);
+	/* compute: both lines count as one function: 500 -> 1500 */
+	f = find(rows, n, "compute (app.py)");
+	assert_int_equal(f->self_after, 1500);
+	assert_float_equal(f->self_delta, 25.0, 1e-9);
+	f = find(rows, n, "read [libc.so.6]");
+	assert_float_equal(f->self_delta, -25.0, 1e-9);
+	assert_float_equal(f->total_delta, -25.0, 1e-9);
+	f = find(rows, n, "collate (app.py)");
+	assert_float_equal(f->total_delta, 20.0, 1e-9);
+	f = find(rows, n, "main (app.py)");
+	assert_int_equal(f->total_before, 1000);
+	assert_int_equal(f->total_after, 2000);
+	assert_float_equal(f->total_delta, 0.0, 1e-9);
+	free(rows);
+	profile_free(m);
+}
+
+static void test_functions_raw(void **state)
+{
+	struct profile *m = merged(false, true);
+	struct diff_opts o = { .raw = true };
+	struct diff_func *rows = NULL;
+	size_t n = 0;
+
+	(void) state;
+	assert_int_equal(diff_functions(m, 0, &o, &rows, &n), 0);
+	assert_int_equal(n, 5);
+	/* shares of BEFORE's 1000: compute 50% -> 150%, main 100% -> 200%, collate 0 -> 40%,
+	 * load 50% -> 10%, read 30% -> 10% */
+	assert_string_equal(rows[0].name, "compute (app.py)");
+	assert_float_equal(rows[0].total_delta, 100.0, 1e-9);
+	assert_string_equal(rows[1].name, "main (app.py)");
+	assert_float_equal(rows[1].total_delta, 100.0, 1e-9);
+	assert_float_equal(rows[1].self_delta, 0.0, 1e-9);
+	assert_string_equal(rows[2].name, "collate (app.py)");
+	assert_float_equal(rows[2].self_delta, 40.0, 1e-9);
+	assert_string_equal(rows[3].name, "load (app.py)");
+	assert_float_equal(rows[3].total_delta, -40.0, 1e-9);
+	assert_float_equal(rows[3].self_delta, -20.0, 1e-9);
+	assert_string_equal(rows[4].name, "read [libc.so.6]");
+	assert_float_equal(rows[4].self_delta, -20.0, 1e-9);
+	free(rows);
+	profile_free(m);
+}
+
+static void test_folded_lines(void **state)
+{
+	struct diff_opts norm = { 0 }, raw = { .raw = true }, il = { .ignore_lines = true };
+	struct profile *m = merged(false, false);
+	char *t;
+
+	(void) state;
+	/* BEFORE scaled to AFTER's total: x2 */
+	t = capture(diff_folded_write, m, &norm);
+	assert_string_equal(t,
+		"main (app.py:10);collate (app.py:40) 0 400\n"
+		"main (app.py:10);compute (app.py:30) 1000 500\n"
+		"main (app.py:10);compute (app.py:31) 0 1000\n"
+		"main (app.py:10);load (app.py:20);read [libc.so.6] 600 0\n"
+		"main (app.py:10);load (app.py:21) 400 0\n"
+		"main (app.py:10);load (app.py:22);read [libc.so.6] 0 100\n");
+	free(t);
+	t = capture(diff_folded_write, m, &raw);
+	assert_non_null(strstr(t, "main (app.py:10);compute (app.py:30) 500 500\n"));
+	assert_non_null(strstr(t, "main (app.py:10);load (app.py:21) 200 0\n"));
+	free(t);
+	profile_free(m);
+	/* --ignore-lines: a moved line still matches */
+	m = merged(true, false);
+	t = capture(diff_folded_write, m, &il);
+	assert_string_equal(t,
+		"main (app.py);collate (app.py) 0 400\n"
+		"main (app.py);compute (app.py) 1000 1500\n"
+		"main (app.py);load (app.py) 400 0\n"
+		"main (app.py);load (app.py);read [libc.so.6] 600 100\n");
+	free(t);
+	profile_free(m);
+}
+
+static int table(const struct profile *m, size_t event, const struct diff_opts *o, FILE *out)
+{
+	struct diff_side b = { "before.pb.gz", 2500000000ull }, a = { "after.pb.gz", 2000000000ull };
+
+	(void) event;
+	return diff_table_write(m, &b, &a, o, 3, out);
+}
+
+static void test_table(void **state)
+{
+	struct profile *m = merged(false, false);
+	struct diff_opts o = { 0 };
+	char *t;
+
+	(void) state;
+	t = capture(table, m, &o);
+	/* the headline, with rates: 1000 in 2.5 s, 2000 in 2 s */
+	assert_non_null(strstr(t, "\ncpu-clock 1000 -> 2000, +100.0% (400/s -> 1000/s, +150.0%)\n"));
+	/* the top row: load, self 20% -> 0%, total 50% -> 5%: -900 counts (500 scaled x2) */
+	assert_non_null(strstr(t, "  20.00    0.00  -20.00       -400    50.00    5.00  -45.00"
+				  "       -900  load (app.py)\n"));
+	/* three rows asked for, five functions */
+	assert_non_null(strstr(t, "(2 more functions; --top N shows more)\n"));
+	assert_null(strstr(t, "main (app.py)"));
+	free(t);
+	profile_free(m);
+}
+
+static void test_common(void **state)
+{
+	const char *ev = "cpu-clock";
+	struct profile *m = merged(false, false), *x = profile_new(&ev, 1), *y = profile_new(&ev, 1);
+	struct profile *u = NULL;
+	double cb, ca;
+	uint32_t f;
+
+	(void) state;
+	assert_int_equal(diff_common(m, 0, &cb, &ca), 0);
+	assert_float_equal(cb, 1.0, 1e-9);      /* main is in every stack of both */
+	assert_float_equal(ca, 1.0, 1e-9);
+	f = frame(x, FRAME_PYTHON, "train", "model.py", 3, NULL);
+	assert_int_equal(profile_add(x, 0, &f, 1, (uint64_t[]) { 1, 10 }), 0);
+	f = frame(y, FRAME_PYTHON, "serve", "web.py", 3, NULL);
+	assert_int_equal(profile_add(y, 0, &f, 1, (uint64_t[]) { 1, 10 }), 0);
+	assert_int_equal(diff_merge(x, y, NULL, &u), 0);
+	assert_int_equal(diff_common(u, 0, &cb, &ca), 0);
+	assert_float_equal(cb, 0.0, 1e-9);
+	assert_float_equal(ca, 0.0, 1e-9);
+	profile_free(u);
+	profile_free(x);
+	profile_free(y);
+	profile_free(m);
+}
+
+static char *diff_svg(const struct profile *m, bool negate, bool raw)
+{
+	struct svg_opts so = { .column = diff_before_col(0), .diff = true, .negate = negate,
+			       .diff_raw = raw };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(svg_write(m, &so, f), 0);
+	fclose(f);
+	return text;
+}
+
+/* The <g> of the frame whose tooltip starts with name, up to its </g>. */
+static char *frame_g(const char *svg, const char *name)
+{
+	char key[256];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), "<g><title>%s\n", name);
+	s = strstr(svg, key);
+	if (!s)
+		return NULL;
+	e = strstr(s, "</g>");
+	assert_non_null(e);
+	return strndup(s, (size_t) (e - s));
+}
+
+static void test_svg(void **state)
+{
+	struct profile *m = merged(true, false);
+	char *svg = diff_svg(m, false, false), *g;
+
+	(void) state;
+	/* load: 500 of 1000 -> 100 of 2000, the largest change: full blue */
+	g = frame_g(svg, "load (app.py)");
+	assert_non_null(g);
+	assert_non_null(strstr(g, "\nbefore: 500 (50.00%)\nafter: 100 (5.00%)\n"
+				  "delta: -900 (-45.00 pts)</title>"));
+	assert_non_null(strstr(g, "fill=\"rgb(0,0,255)\""));
+	free(g);
+	/* compute: 50% -> 75%: red at 25/45 */
+	g = frame_g(svg, "compute (app.py)");
+	assert_non_null(g);
+	assert_non_null(strstr(g, "delta: +500 (+25.00 pts)"));
+	assert_non_null(strstr(g, "fill=\"rgb(255,113,113)\""));
+	free(g);
+	/* main: unchanged, white; and the width is AFTER's: the whole graph */
+	g = frame_g(svg, "main (app.py)");
+	assert_non_null(g);
+	assert_non_null(strstr(g, "fill=\"rgb(255,255,255)\""));
+	assert_non_null(strstr(g, "width=\"1180.00\""));
+	free(g);
+	/* collate is only in AFTER: drawn */
+	assert_non_null(strstr(svg, "<g><title>collate (app.py)\n"));
+	assert_non_null(strstr(svg, "widths from AFTER, red grew, blue shrank; shares of each total"));
+	free(svg);
+
+	/* --negate: BEFORE's widths: collate is not drawn, load is half the graph */
+	svg = diff_svg(m, true, false);
+	assert_null(strstr(svg, "<g><title>collate (app.py)\n"));
+	g = frame_g(svg, "load (app.py)");
+	assert_non_null(g);
+	assert_non_null(strstr(g, "width=\"590.00\""));
+	assert_non_null(strstr(g, "fill=\"rgb(0,0,255)\""));
+	free(g);
+	free(svg);
+	profile_free(m);
+
+	/* raw: shares of BEFORE's total; main grew from 100% to 200% */
+	m = merged(true, true);
+	svg = diff_svg(m, false, true);
+	g = frame_g(svg, "main (app.py)");
+	assert_non_null(g);
+	assert_non_null(strstr(g, "\nbefore: 1,000 (100.00%)\nafter: 2,000 (200.00%)\n"
+				  "delta: +1,000 (+100.00 pts)"));
+	free(g);
+	free(svg);
+	profile_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge_events),
+		cmocka_unit_test(test_merge_no_shared_event),
+		cmocka_unit_test(test_functions_normalised),
+		cmocka_unit_test(test_functions_raw),
+		cmocka_unit_test(test_folded_lines),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_common),
+		cmocka_unit_test(test_svg),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
