@@ -186,11 +186,11 @@ struct func_acc {
 static int cmp_func(const void *x, const void *y)
 {
 	const struct diff_func *a = x, *b = y;
-	double ka = fmax(fabs(a->self_delta), fabs(a->total_delta));
-	double kb = fmax(fabs(b->self_delta), fabs(b->total_delta));
 
-	if (ka != kb)
-		return ka < kb ? 1 : -1;
+	if (fabs(a->self_delta) != fabs(b->self_delta))
+		return fabs(a->self_delta) < fabs(b->self_delta) ? 1 : -1;
+	if (fabs(a->total_delta) != fabs(b->total_delta))
+		return fabs(a->total_delta) < fabs(b->total_delta) ? 1 : -1;
 	return strcmp(a->name, b->name);
 }
 

@@ -212,7 +212,8 @@ struct diff_func {
 };
 
 /* The functions of a merged profile for shared event `event`, those that changed most first:
- * ranked by the larger of |self_delta| and |total_delta|, then by name; functions with no
+ * ranked by |self_delta| (where the change is: its callers' totals change as much), then by
+ * |total_delta|, then by name; functions with no
  * weight on either side left out. *ret (free()) holds *ret_n rows; names live as long as
  * merged. Returns 0, -EINVAL (no such event), -ENOMEM. */
 int diff_functions(const struct profile *merged, size_t event, const struct diff_opts *opts,

@@ -170,10 +170,10 @@ static void test_functions_normalised(void **state)
 	(void) state;
 	assert_int_equal(diff_functions(m, 0, &o, &rows, &n), 0);
 	assert_int_equal(n, 5);
-	/* ranked by the larger |delta|, ties by name */
-	assert_string_equal(rows[0].name, "load (app.py)");
-	assert_string_equal(rows[1].name, "compute (app.py)");
-	assert_string_equal(rows[2].name, "read [libc.so.6]");
+	/* ranked by |self delta|, then |total delta|, then name */
+	assert_string_equal(rows[0].name, "compute (app.py)");
+	assert_string_equal(rows[1].name, "read [libc.so.6]");
+	assert_string_equal(rows[2].name, "load (app.py)");
 	assert_string_equal(rows[3].name, "collate (app.py)");
 	assert_string_equal(rows[4].name, "main (app.py)");
 	/* load: self 200 -> 0, total 500 -> 100; of 1000 and of 2000 */
@@ -211,20 +211,20 @@ static void test_functions_raw(void **state)
 	(void) state;
 	assert_int_equal(diff_functions(m, 0, &o, &rows, &n), 0);
 	assert_int_equal(n, 5);
-	/* shares of BEFORE's 1000: compute 50% -> 150%, main 100% -> 200%, collate 0 -> 40%,
-	 * load 50% -> 10%, read 30% -> 10% */
+	/* shares of BEFORE's 1000: compute 50% -> 150%, collate 0 -> 40%, load 50% -> 10% (self
+	 * 20% -> 0), read 30% -> 10%, main 100% -> 200% (self 0) */
 	assert_string_equal(rows[0].name, "compute (app.py)");
 	assert_float_equal(rows[0].total_delta, 100.0, 1e-9);
-	assert_string_equal(rows[1].name, "main (app.py)");
-	assert_float_equal(rows[1].total_delta, 100.0, 1e-9);
-	assert_float_equal(rows[1].self_delta, 0.0, 1e-9);
-	assert_string_equal(rows[2].name, "collate (app.py)");
-	assert_float_equal(rows[2].self_delta, 40.0, 1e-9);
-	assert_string_equal(rows[3].name, "load (app.py)");
-	assert_float_equal(rows[3].total_delta, -40.0, 1e-9);
+	assert_string_equal(rows[1].name, "collate (app.py)");
+	assert_float_equal(rows[1].self_delta, 40.0, 1e-9);
+	assert_string_equal(rows[2].name, "load (app.py)");
+	assert_float_equal(rows[2].total_delta, -40.0, 1e-9);
+	assert_float_equal(rows[2].self_delta, -20.0, 1e-9);
+	assert_string_equal(rows[3].name, "read [libc.so.6]");
 	assert_float_equal(rows[3].self_delta, -20.0, 1e-9);
-	assert_string_equal(rows[4].name, "read [libc.so.6]");
-	assert_float_equal(rows[4].self_delta, -20.0, 1e-9);
+	assert_string_equal(rows[4].name, "main (app.py)");
+	assert_float_equal(rows[4].total_delta, 100.0, 1e-9);
+	assert_float_equal(rows[4].self_delta, 0.0, 1e-9);
 	free(rows);
 	profile_free(m);
 }

@@ -1,0 +1,284 @@
+"""hwspy diff, one --case each.
+
+  real (--python)  tests/targets/diff_work.py does a fixed amount of work: lookup() (a list
+            scan: slow) and steady(). It is recorded as written (BEFORE) and again after
+            lookup() is rewritten with a set in a shorter block, so that steady() and main()
+            move up in the file (AFTER). `hwspy diff --ignore-lines --no-normalize` names lookup
+            as the biggest drop and steady as unchanged within 10 points; normalised, lookup is
+            still the biggest drop. The differential SVG (raw) is valid XML, lookup's frame is
+            deep blue and steady's nearly white, and their tooltips hold the before and after
+            counts of the two folded files. Without --ignore-lines the moved lines do not match
+            in the graph (steady is new and red), while the table (functions) is unchanged.
+  formats   synthetic BEFORE/AFTER pairs in the other tools' forms (austin's
+            P..;T..;file:func:line, py-spy, perf + stackcollapse) and hwspy's own, with known
+            deltas checked number by number in the table, both normalisation modes, and the
+            `stack before after` lines.
+  errors    a malformed line (named as FILE:LINE), an empty profile, a missing file, two
+            unrelated programs (refused, then compared with --force), both inputs on standard
+            input, an unknown --format, --weight of an event the profiles do not share: one line
+            each, a non-zero exit, no output left behind.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import harness
+from harness import Skip, check, log
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__.replace('_', '-')] = fn
+    return fn
+
+
+def hwspy(opts, args, **kw):
+    r = subprocess.run([opts.hwspy] + args, capture_output=True, text=True, timeout=120, **kw)
+    log('$ hwspy %s -> exit %d\n%s' % (' '.join(args), r.returncode, r.stderr.strip()))
+    return r
+
+
+ROW = re.compile(r'^\s*(\d+\.\d\d)\s+(\d+\.\d\d)\s+([+-]\d+\.\d\d)\s+(\S+)\s+'
+                 r'(\d+\.\d\d)\s+(\d+\.\d\d)\s+([+-]\d+\.\d\d)\s+(\S+)\s+(.+)$')
+
+
+def table(text):
+    """The rows of a diff table per event: {event: {function: (self b, a, d, total b, a, d)}}
+    and the headlines {event: line}."""
+    rows, heads, event = {}, {}, None
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if m:
+            check(event, 'a row before any headline: %r' % line)
+            g = m.groups()
+            rows[event][g[8]] = tuple(float(g[i]) for i in (0, 1, 2, 4, 5, 6))
+            continue
+        m = re.match(r'^(\S+) \S+ -> \S+, [+-]\d+\.\d%', line)
+        if m:
+            event = m.group(1)
+            heads[event] = line
+            rows[event] = {}
+    return rows, heads
+
+
+def near(got, want, tol, what):
+    check(abs(got - want) <= tol, '%s: %.2f, expected %.2f (+-%.2f)' % (what, got, want, tol))
+
+
+def write(path, lines):
+    with open(path, 'w') as f:
+        f.write(''.join(l + '\n' for l in lines))
+    return path
+
+
+def svg_frames(path):
+    """{frame text: (fill, tooltip)} of a flame graph (the first of each text)."""
+    if not shutil.which('xmllint'):
+        raise Skip('xmllint is not installed (libxml2-utils; .ci/run installs it)')
+    r = subprocess.run(['xmllint', '--noout', path], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, 'xmllint rejects %s:\n%s' % (path, r.stderr[:2000]))
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    out = {}
+    for m in re.finditer(r'<g><title>(.*?)</title><rect [^>]*fill="([^"]+)"', text, re.S):
+        out.setdefault(m.group(1).split('\n')[0], (m.group(2), m.group(1)))
+    return out
+
+
+def rgb(fill):
+    m = re.match(r'rgb\((\d+),(\d+),(\d+)\)$', fill)
+    check(m, 'fill %r is not rgb(r,g,b)' % fill)
+    return tuple(int(x) for x in m.groups())
+
+
+def tip_counts(tip):
+    b = re.search(r'\nbefore: ([0-9,]+)', tip)
+    a = re.search(r'\nafter: ([0-9,]+)', tip)
+    check(b and a, 'no before/after in the tooltip %r' % tip)
+    return int(b.group(1).replace(',', '')), int(a.group(1).replace(',', ''))
+
+
+def optimised(src):
+    """diff_work.py with lookup() rewritten in fewer lines."""
+    fast = re.sub(r'    # slow begin\n.*?    # slow end\n',
+                  '    found = set(items)\n    return sum(1 for k in keys if k in found)\n',
+                  src, flags=re.S)
+    check(fast != src, 'the markers are gone from diff_work.py')
+    return fast
+
+
+@case
+def real(opts):
+    with open(os.path.join(opts.targets, 'diff_work.py')) as f:
+        slow = f.read()
+    script = os.path.join(opts.tmp, 'work.py')      # one path for both: frames match by file
+    outs = {}
+    for side, text in (('before', slow), ('after', optimised(slow))):
+        with open(script, 'w') as f:
+            f.write(text)
+        outs[side] = os.path.join(opts.tmp, side + '.folded')
+        r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', outs[side], '--'] +
+                  opts.py.argv + [script, '80'])
+        check(r.returncode == 0, 'hwspy record (%s) exited %d' % (side, r.returncode))
+    prof = {s: harness.Profile.read(p) for s, p in outs.items()}
+
+    def weight(side, fn):
+        return prof[side].weight(lambda fr: any(x.startswith(fn + ' (' + script) for x in fr))
+
+    lookup = {s: weight(s, 'lookup') for s in prof}
+    steady = {s: weight(s, 'steady') for s in prof}
+    log('lookup %s, steady %s, totals %s' % (lookup, steady, {s: p.total for s, p in prof.items()}))
+    check(lookup['before'] > 0.3 * prof['before'].total, 'lookup is not slow in BEFORE')
+
+    fn_lookup, fn_steady = 'lookup (%s)' % script, 'steady (%s)' % script
+    for extra in (['--ignore-lines', '--no-normalize'], ['--no-normalize'], []):
+        r = hwspy(opts, ['diff', outs['before'], outs['after']] + extra)
+        check(r.returncode == 0, 'hwspy diff %s exited %d' % (extra, r.returncode))
+        log(r.stdout)
+        rows, heads = table(r.stdout)
+        # folded files name no event: their counts are "samples" (here, cpu-clock's ns)
+        check(list(rows) == ['samples'], 'events in the table: %s' % list(rows))
+        ev = rows['samples']
+        check(fn_lookup in ev and fn_steady in ev, 'lookup or steady missing from the table')
+        # the biggest drop: the most negative self delta (callers lose as much in total)
+        drop = min(ev.items(), key=lambda kv: kv[1][2])[0]
+        check(drop == fn_lookup, 'the biggest drop is %s, not lookup' % drop)
+        first = [l for l in r.stdout.splitlines() if ROW.match(l)][0]
+        check('--no-normalize' not in extra or first.endswith(fn_lookup),
+              'the first row is not lookup: %r' % first)
+        tb, ta = prof['before'].total, prof['after'].total
+        base_a = tb if '--no-normalize' in extra else ta
+        near(ev[fn_lookup][3], 100.0 * lookup['before'] / tb, 0.01, 'lookup total before %')
+        near(ev[fn_lookup][4], 100.0 * lookup['after'] / base_a, 0.01, 'lookup total after %')
+        if '--no-normalize' in extra:
+            near(ev[fn_steady][5], 0, 10, 'steady total delta with equal work (points)')
+        else:
+            check(ev[fn_steady][5] > 0, 'steady did not grow its share when lookup shrank')
+
+    # the differential flame graph, raw: lookup deep blue, steady nearly white
+    svg = os.path.join(opts.tmp, 'diff.svg')
+    r = hwspy(opts, ['diff', outs['before'], outs['after'], '-o', svg, '--ignore-lines',
+                     '--no-normalize'])
+    check(r.returncode == 0 and os.path.getsize(svg) > 0, 'hwspy diff -o diff.svg failed')
+    frames = svg_frames(svg)
+    fill, tip = frames.get(fn_lookup, (None, None))
+    check(fill, 'no frame %s in the graph' % fn_lookup)
+    log('lookup: %s %r' % (fill, tip))
+    red, green, blue = rgb(fill)
+    check(blue == 255 and red < 60 and green < 60, 'lookup is not deep blue: %s' % fill)
+    check(tip_counts(tip) == (lookup['before'], lookup['after']),
+          'lookup tooltip %r, the folded files say %s' % (tip, lookup))
+    fill, tip = frames[fn_steady]
+    log('steady: %s %r' % (fill, tip))
+    check(min(rgb(fill)) > 150, 'steady is not nearly white: %s' % fill)
+    check(tip_counts(tip) == (steady['before'], steady['after']),
+          'steady tooltip %r, the folded files say %s' % (tip, steady))
+    # lines kept: steady's frames moved, so in the graph they are new
+    r = hwspy(opts, ['diff', outs['before'], outs['after'], '-o', svg, '--no-normalize'])
+    check(r.returncode == 0, 'hwspy diff -o diff.svg (lines kept) failed')
+    moved = {t: (rgb(f), tip_counts(tip)) for t, (f, tip) in svg_frames(svg).items()
+             if t.startswith('steady (' + script)}
+    log('steady frames: %s' % moved)
+    heaviest = max(moved.values(), key=lambda v: v[1][1]) if moved else None
+    check(heaviest and heaviest[1][0] == 0 and heaviest[0][0] == 255 and heaviest[0][2] < 200,
+          'steady at its new line is not new and red: %s' % moved)
+    check(all(c[2] == 255 or c[0] == 255 for c, _ in moved.values() if c[0] != c[2]) and
+          not any(c[0] < 255 for c, _ in moved.values()), 'a steady frame is blue: %s' % moved)
+
+
+@case
+def formats(opts):
+    # BEFORE by austin, AFTER by py-spy: main -> load (300 -> 100, lines moved), compute
+    # 500 -> 500 (two lines after), collate new 400; austin's thread is left out
+    before = write(os.path.join(opts.tmp, 'before.austin'), [
+        '# mode: wall', '',
+        'P42;T0x7f00;app.py:main:10;app.py:load:20;app.py:read:5 300',
+        'P42;T0x7f00;app.py:main:10;app.py:load:21 200',
+        'P42;T0x7f01;app.py:main:10;app.py:compute:30 500'])
+    after = write(os.path.join(opts.tmp, 'after.pyspy'), [
+        'main (app.py:10);load (app.py:22);read (app.py:5) 100',
+        'main (app.py:10);compute (app.py:30) 500',
+        'main (app.py:10);compute (app.py:31) 1000',
+        'main (app.py:10);collate (app.py:40) 400'])
+    r = hwspy(opts, ['diff', before, after])
+    check(r.returncode == 0, 'diff austin py-spy exited %d' % r.returncode)
+    log(r.stdout)
+    rows, heads = table(r.stdout)
+    ev = rows['samples']
+    check(heads['samples'].startswith('samples 1000 -> 2000, +100.0%'), heads['samples'])
+    # normalised: shares of 1000 and of 2000
+    want = {'load (app.py)': (20, 0, -20, 50, 5, -45), 'compute (app.py)': (50, 75, 25, 50, 75, 25),
+            'read (app.py)': (30, 5, -25, 30, 5, -25), 'collate (app.py)': (0, 20, 20, 0, 20, 20),
+            'main (app.py)': (0, 0, 0, 100, 100, 0)}
+    check(set(ev) == set(want), 'functions %s' % sorted(ev))
+    for fn, w in want.items():
+        for got, exp, what in zip(ev[fn], w, ('self before', 'self after', 'self delta',
+                                               'total before', 'total after', 'total delta')):
+            near(got, exp, 0.005, '%s %s' % (fn, what))
+    first = [l for l in r.stdout.splitlines() if ROW.match(l)][0]
+    check(first.endswith('compute (app.py)') and '+500' in first, 'first row %r' % first)
+    # raw: shares of BEFORE's 1000
+    r = hwspy(opts, ['diff', before, after, '--no-normalize'])
+    ev = table(r.stdout)[0]['samples']
+    near(ev['compute (app.py)'][4], 150, 0.005, 'raw compute total after')
+    near(ev['load (app.py)'][5], -40, 0.005, 'raw load total delta')
+    # perf + stackcollapse against hwspy's own folded: native frames by name
+    perf = write(os.path.join(opts.tmp, 'before.perf'), [
+        'python3;_start;main;deflate 60', 'python3;_start;main;inflate 40'])
+    mine = write(os.path.join(opts.tmp, 'after.folded'), [
+        'python3;_start;main;deflate 10', 'python3;_start;main;inflate 40'])
+    r = hwspy(opts, ['diff', perf, mine, '--no-normalize'])
+    ev = table(r.stdout)[0]['samples']
+    near(ev['deflate'][2], -50, 0.005, 'perf deflate self delta')
+    near(ev['inflate'][2], 0, 0.005, 'perf inflate self delta')
+    # `stack before after` lines, --ignore-lines: BEFORE scaled to AFTER's total (x2)
+    out = os.path.join(opts.tmp, 'd.folded')
+    r = hwspy(opts, ['diff', before, after, '--ignore-lines', '-o', out])
+    check(r.returncode == 0, 'diff -o d.folded exited %d' % r.returncode)
+    with open(out) as f:
+        got = f.read()
+    check(got == 'main (app.py);collate (app.py) 0 400\n'
+                 'main (app.py);compute (app.py) 1000 1500\n'
+                 'main (app.py);load (app.py) 400 0\n'
+                 'main (app.py);load (app.py);read (app.py) 600 100\n', 'd.folded:\n%s' % got)
+
+
+@case
+def errors(opts):
+    good = write(os.path.join(opts.tmp, 'good.folded'), ['main (a.py:1);f (a.py:2) 10'])
+    bad = write(os.path.join(opts.tmp, 'bad.folded'), ['main (a.py:1) 5', 'main;;f 3'])
+    empty = write(os.path.join(opts.tmp, 'empty.folded'), ['# nothing'])
+    other = write(os.path.join(opts.tmp, 'other.folded'), ['serve (web.py:1);handle (web.py:9) 10'])
+    out = os.path.join(opts.tmp, 'x.svg')
+    for args, code, words in (
+            ([good, bad], 1, [bad + ':2:']),
+            ([empty, good], 1, [empty, 'no samples']),
+            ([good, os.path.join(opts.tmp, 'none.folded')], 1, ['cannot read']),
+            ([good, other], 1, ['almost nothing in common', '--force']),
+            (['-', '-'], 2, ['standard input']),
+            ([good, good, '--format', 'png'], 2, ['unknown diff format']),
+            ([good, good, '--weight', 'cycles'], 1, ['--weight cycles', 'share: samples']),
+            ([good], 2, ['two profiles'])):
+        r = hwspy(opts, ['diff'] + args + ['-o', out])
+        lines = [l for l in r.stderr.splitlines() if l.startswith('hwspy: ')]
+        check(r.returncode == code, 'diff %s exited %d, expected %d' % (args, r.returncode, code))
+        check(len(lines) == 1 and all(w in lines[0] for w in words),
+              'diff %s: expected one line with %r, got %r' % (args, words, r.stderr))
+        check(not os.path.exists(out), 'an output was left behind by diff %s' % args)
+    r = hwspy(opts, ['diff', good, other, '--force'])
+    check(r.returncode == 0 and 'handle (web.py)' in r.stdout, '--force did not compare')
+
+
+def test(opts):
+    needs_python = opts.case == 'real'
+    check(bool(opts.python) == needs_python,
+          '--case %s %s --python' % (opts.case, 'needs' if needs_python else 'takes no'))
+    CASES[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=sorted(CASES), required=True)
+    harness.main(test, p)
