@@ -96,6 +96,22 @@ uint64_t profile_total(const struct profile *p, size_t col);
 /* Looks up an event by name (exact, then without ":modifiers"): its index or -ENOENT. */
 int profile_find_event(const struct profile *p, const char *name);
 
+/*
+ * Build-ids of native modules: the GNU build-id (NT_GNU_BUILD_ID note) of the file that native
+ * frames' module names, as hex text ("8d3f...", what `readelf -n` prints). pprof writes them in
+ * its mappings, so that symbol servers and `go tool pprof` can find the exact binary.
+ * build_id_hex: an even number of hex digits, 2 to PROFILE_MAX_BUILD_ID, stored lower case.
+ * A module holds one build-id: setting it again replaces it. 0, -EINVAL (module NULL or "",
+ * build_id_hex not such hex text), -ENOMEM.
+ */
+#define PROFILE_MAX_BUILD_ID 128        /* hex digits: a 64-byte build-id */
+int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex);
+/* The build-id of module, or NULL when none was set. Valid until profile_free(). */
+const char *profile_build_id(const struct profile *p, const char *module);
+/* The modules with a build-id, in the order they were first set: i < profile_n_build_ids(). */
+size_t profile_n_build_ids(const struct profile *p);
+const char *profile_build_id_at(const struct profile *p, size_t i, const char **ret_module);
+
 /* ---- folded.c -------------------------------------------------------------------------------- */
 
 struct folded_opts {
