@@ -213,17 +213,24 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
  *   sample               one per stack with a non-zero value: location ids leaf first, values =
  *                        the stack's value vector, a numeric label "thread_id" when tid != 0
  *   location             one per frame, id = frame id + 1, one line {function, line (Python
- *                        frames; 0 otherwise)}, mapping_id = its module's mapping (native frames)
- *   function             one per distinct (name, file): file = the Python file, the native
- *                        module, "[kernel.kallsyms]" for kernel frames, "" otherwise;
- *                        start_line 0 (unknown); system_name is left empty, so that pprof
- *                        takes name as demangled already (it would cut "<module>" to "")
- *   mapping              one per native module: filename = the module, has_functions; no
- *                        addresses and no build_id (the profile does not hold them yet)
+ *                        and native frames; 0 otherwise)}, mapping_id = its module's mapping
+ *                        (native frames with a module)
+ *   function             one per distinct (name, file): file = the frame's source file for
+ *                        Python and native frames that have one, else the native module,
+ *                        "[kernel.kallsyms]" for kernel frames, "" otherwise; start_line 0
+ *                        (unknown); system_name is left empty, so that pprof takes name as
+ *                        demangled already (it would cut "<module>" to "")
+ *   mapping              one per native module: filename = the module, build_id = its
+ *                        profile_build_id() (left out when none), has_functions; no addresses
  *   period_type, period  event 0 and its unit; its fixed period, else 1e9 / freq for clock
  *                        events in frequency mode, else 0 (unknown)
  *   time_nanos, duration_nanos   meta start_time_ns and duration_ns (left out when 0)
- *   comment              "hwspy VERSION", then opts->command_line if not NULL
+ *   comment              "hwspy VERSION", then opts->command_line if not NULL, then what pprof
+ *                        has no field for, one "key: value" each (left out when unset or 0):
+ *                        "target: TEXT", "python: VERSION", "lost: N", "dropped: N",
+ *                        "threads: N", and for each event whose rate or sampling flag is not
+ *                        profile_new()'s default (event 0 samples, the others are counted, no
+ *                        rate): "event INDEX: sampling|counted[, frequency N Hz][, period N]"
  * string_table[0] is ""; strings are the profile's bytes, each invalid UTF-8 sequence replaced
  * by one U+FFFD (as speedscope_write does), each string stored once.
  *
