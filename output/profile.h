@@ -243,6 +243,82 @@ struct pprof_opts {
 
 int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
 
+/* ---- pprof_read.c ---------------------------------------------------------------------------- */
+
+/*
+ * Reads a perftools.profiles.Profile protobuf, gzip-compressed (it starts with 1f 8b) or not,
+ * as pprof_write() writes it and, as far as the model holds it, as other producers do (Go's
+ * runtime/pprof, pprof itself, Pyroscope, Parca), into a new profile: *ret, which the caller
+ * frees with profile_free(). The fields may come in any order.
+ *
+ * Values: the sample type named "samples" is column 0; the other types are the events, the
+ * default_sample_type first (else, as profile.proto says, the last type), then the others in
+ * file order; types past PROFILE_MAX_EVENTS events are left out. Without a "samples" type the
+ * first type's values are column 0 as well (and still an event); a profile with the single
+ * type "samples" has that one event. Units are not kept (pprof_write() derives them from the
+ * names again). Values are int64 in pprof: a negative one is an error.
+ *
+ * Stacks: location ids leaf first become frames root first; a location's lines are its inlined
+ * frames, innermost first, so each becomes a frame of its own. A numeric label "thread_id"
+ * (1..UINT32_MAX) is the stack's tid, else 0; other labels are not kept. Identical stacks add up.
+ * A sample without locations is the stack "[unknown]" (FRAME_SPECIAL).
+ *
+ * Frames, typed the way pprof_write() writes them, from each line's function (name, filename
+ * F), its line L and its location's mapping M:
+ *   M set                          FRAME_NATIVE, module = M's filename (NULL if ""), file = F
+ *                                  unless "" or equal to the module, line L
+ *   F "[kernel.kallsyms]"          FRAME_KERNEL
+ *   F not "" or L not 0            FRAME_PYTHON with file F (NULL if "") and line L
+ *   name `[thread ...]`            FRAME_THREAD
+ *   name `[word]` (no space or bracket inside)   FRAME_SPECIAL
+ *   otherwise                      FRAME_NATIVE without module
+ * Lines outside 1..INT_MAX read as 0. A location without lines (not symbolized) is the native
+ * frame "MODULE+0xOFFSET" of its mapping (OFFSET = address - start + file offset), else
+ * "0xADDRESS", else "[unknown]". So pprof_write() then pprof_read() gives back every frame,
+ * except a Python frame with neither file nor line, which reads back as a native frame without
+ * module (its folded text is the same), and a native frame with a source file but no module,
+ * which reads back as a Python frame; strings come back with pprof_write()'s U+FFFD repairs.
+ * Mappings with a filename and a build_id that is hex text give profile_set_build_id().
+ *
+ * Metadata: the event that period_type names samples, with period as its fixed period (when
+ * 0 < period <= INT64_MAX); time_nanos and duration_nanos (when not negative). In a file whose
+ * first comment starts with "hwspy " the comments that pprof_write() adds are read back too
+ * (target, python, lost, dropped, threads and each event's rate, which then replaces what
+ * period_type said); others' comments and the command line are not kept.
+ *
+ * Everything in the file is checked before use: varints, lengths against what is left of
+ * their message, string indexes against the string table (whose entry 0 must be ""), ids
+ * (non-zero, unique, and every one referred to exists), value counts, the uncompressed size
+ * (PPROF_READ_MAX_SIZE), the number of items of each kind (PPROF_READ_MAX_ITEMS, sample types
+ * PPROF_READ_MAX_TYPES) and the depth of a stack after inlined frames are expanded
+ * (PPROF_READ_MAX_FRAMES).
+ *
+ * Returns 0, or on failure (*ret is then NULL):
+ *   -EINVAL     malformed or over a limit; ret_err->reason (when ret_err is not NULL) says
+ *               what in a few static words: "truncated gzip stream", "truncated varint",
+ *               "length past the end of the message", "string index out of range",
+ *               "sample refers to a missing location", "no sample types" ...
+ *   -ENOMEM, or -errno of a read error (-EIO if unset).
+ */
+#define PPROF_READ_MAX_SIZE     (1u << 30)      /* bytes, compressed or not */
+#define PPROF_READ_MAX_ITEMS    (1u << 24)      /* samples, locations, strings ... each */
+#define PPROF_READ_MAX_TYPES    1024            /* sample types */
+#define PPROF_READ_MAX_FRAMES   65536           /* frames of one stack */
+
+struct pprof_read_error {
+	const char *reason;     /* static; NULL when nothing failed or not about the file */
+};
+
+int pprof_read(FILE *in, struct profile **ret, struct pprof_read_error *ret_err);
+/* The same from memory: data[0..len), compressed or not. */
+int pprof_read_mem(const void *data, size_t len, struct profile **ret,
+		   struct pprof_read_error *ret_err);
+/* Whether a file that starts with head[0..len) (its first bytes, up to 64 looked at) is pprof
+ * rather than text: the gzip magic, or a protobuf that starts with a length-delimited Profile
+ * field and holds a control character (not tab, newline or CR) that text never has. Folded
+ * files and empty files are not pprof. */
+bool pprof_sniff(const void *head, size_t len);
+
 /* ---- svg.c ---------------------------------------------------------------------------------- */
 
 /*
