@@ -1,7 +1,7 @@
 /*
  * hwspy convert: a folded file (hwspy's own, perf script | stackcollapse-perf.pl, py-spy raw,
- * FlameGraph's other collapsers) into any format hwspy writes, chosen by the output's name or
- * --format.
+ * FlameGraph's other collapsers) or a pprof file (hwspy's own, Go's, pprof's ...), told apart by
+ * content (cli/load.h), into any format hwspy writes, chosen by the output's name or --format.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/format.h"
+#include "cli/load.h"
 #include "output/profile.h"
 
 static void usage(FILE *out)
@@ -19,7 +20,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: hwspy convert IN -o OUT [--format FORMAT]\n\n"
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
-		"stackcollapse-perf.pl or py-spy; - reads standard input), and writes OUT.\n\n"
+		"stackcollapse-perf.pl or py-spy) or a pprof profile (.pb.gz: hwspy's, Go's ...),\n"
+		"whichever its content is (- reads standard input), and writes OUT.\n\n"
 		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
 		"                      .svg, .speedscope.json, .pb.gz / .pprof\n"
 		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
@@ -36,14 +38,13 @@ int cmd_convert(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *in_path, *out_path = NULL, *event = "samples";
+	const char *in_path, *out_path = NULL;
 	struct format_opts fo = { 0 };
 	enum out_format fmt;
 	bool fmt_given = false;
-	struct folded_read_error err = { 0 };
 	struct profile *p = NULL;
-	FILE *in = NULL, *out = NULL;
-	int c, r, status = 1;
+	FILE *out = NULL;
+	int c, r, col, status = 1;
 
 	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -76,33 +77,16 @@ int cmd_convert(int argc, char **argv)
 	in_path = argv[optind];
 	if (!fmt_given)
 		fmt = format_of_path(out_path);
-	in = strcmp(in_path, "-") ? fopen(in_path, "re") : stdin;
-	if (!in) {
-		log_errno(-errno, "cannot read '%s'", in_path);
-		return 1;
-	}
-	p = profile_new(&event, 1);
-	if (!p) {
-		log_error("out of memory");
+	p = load_profile(in_path);
+	if (!p)
 		goto out;
-	}
-	r = folded_read(in, p, &err);
-	if (r == -EINVAL || r == -E2BIG || r == -EOVERFLOW) {
-		log_error("%s:%llu: %s; a folded line is 'frame;frame;...;leaf COUNT'", in_path,
-			  (unsigned long long) err.line, err.reason ? err.reason : "malformed line");
+	col = format_column(&fo, p);
+	if (col < 0)
 		goto out;
-	}
-	if (r < 0) {
-		log_errno(r, "cannot read '%s'", in_path);
-		goto out;
-	}
-	if (profile_n_stacks(p) == 0 || profile_total(p, 1) == 0) {
+	if (profile_n_stacks(p) == 0 || profile_total(p, (size_t) col) == 0) {
 		log_error("'%s' holds no stacks with a count above 0: nothing to convert", in_path);
 		goto out;
 	}
-	(void) profile_set_target(p, in_path);
-	if (format_column(&fo, p) < 0)
-		goto out;
 	out = fopen(out_path, "we");
 	if (!out) {
 		log_errno(-errno, "cannot write '%s'", out_path);
@@ -124,8 +108,6 @@ out:
 		log_errno(-errno, "cannot write '%s'", out_path);
 		status = 1;
 	}
-	if (in && in != stdin)
-		(void) fclose(in);
 	profile_free(p);
 	return status;
 }

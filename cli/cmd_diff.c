@@ -231,7 +231,7 @@ int cmd_diff(int argc, char **argv)
 		kind = out_of_path(out_path);
 
 	for (int s = 0; s < 2; s++) {
-		in[s] = profile_load(paths[s]);
+		in[s] = load_profile(paths[s]);
 		if (!in[s])
 			goto out;
 		if (profile_n_stacks(in[s]) == 0 || profile_total(in[s], 0) == 0) {
@@ -239,8 +239,7 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 		sides[s] = (struct diff_side) { paths[s], profile_meta_const(in[s])->duration_ns };
-		if (!profile_meta_const(in[s])->target)
-			(void) profile_set_target(in[s], paths[s]);
+		(void) profile_set_target(in[s], paths[s]);     /* the graph's subtitle names the files */
 	}
 	r = diff_merge(in[0], in[1], &dopts, &m);
 	if (r == -ENOENT) {

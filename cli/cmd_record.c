@@ -654,6 +654,7 @@ int cmd_record(int argc, char **argv)
 	/* stopping drains what is left in the rings through the callback */
 	sampler_stop(rec.sampler);
 	record_flush(&rec);
+	record_build_ids(&rec);
 	{
 		const struct sampler_stats *st = sampler_stats(rec.sampler);
 		double elapsed = (double) (record_now_ns() - start) / 1e9;

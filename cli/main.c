@@ -13,7 +13,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", cmd_record, "sample a Python process and write a profile" },
-	{ "convert", cmd_convert, "turn a folded file (any tool's) into another format" },
+	{ "convert", cmd_convert, "turn a folded (any tool's) or pprof file into another format" },
 	{ "diff", cmd_diff, "compare two profiles: what a change made faster or slower" },
 	{ "list", cmd_list, "list the events hwspy knows and whether they work here" },
 };

@@ -123,6 +123,10 @@ void record_on_sample(void *ctx, const struct sample *s);
 /* Finishes the samples waiting since their thread's stop (the sampler's resumed hook; call it
  * once more after sampler_stop()). */
 void record_flush(void *ctx);
+/* Gives each native module of the profile that has none yet the build-id the symbolizer knows
+ * for it (before the symbolizer goes: at the end, and at an exec). Soft: a failure leaves a
+ * module without build-id. */
+void record_build_ids(struct recorder *rec);
 /* Allocates the pending slots (stack copies of stack_size bytes). 0 or -ENOMEM. */
 int record_pending_init(struct recorder *rec, size_t stack_size);
 void record_pending_free(struct recorder *rec);

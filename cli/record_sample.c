@@ -366,6 +366,42 @@ void record_pending_free(struct recorder *rec)
 	rec->pending = NULL;
 }
 
+void record_build_ids(struct recorder *rec)
+{
+	const char **seen = NULL;
+	size_t n_seen = 0, cap = 0;
+
+	if (!rec->sym || !rec->prof)
+		return;
+	for (uint32_t id = 0; id < profile_n_frames(rec->prof); id++) {
+		const struct profile_frame *f = profile_frame(rec->prof, id);
+		const char *bid;
+		size_t i;
+
+		if (f->kind != FRAME_NATIVE || !f->module)
+			continue;
+		/* the profile interns strings: one pointer per module name */
+		for (i = 0; i < n_seen && seen[i] != f->module; i++)
+			;
+		if (i < n_seen)
+			continue;
+		if (n_seen == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			const char **v = realloc(seen, ncap * sizeof(*v));
+
+			if (!v)
+				break;
+			seen = v;
+			cap = ncap;
+		}
+		seen[n_seen++] = f->module;
+		bid = symbolizer_build_id(rec->sym, f->module);
+		if (bid && !profile_build_id(rec->prof, f->module))
+			(void) profile_set_build_id(rec->prof, f->module, bid);
+	}
+	free(seen);
+}
+
 void record_on_sample(void *ctx, const struct sample *s)
 {
 	struct recorder *rec = ctx;
@@ -380,6 +416,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 		rec->execs_seen = sampler_stats(rec->sampler)->execs;
 		pyframes_free(rec->pf);
 		rec->pf = NULL;
+		record_build_ids(rec);
 		symbolizer_free(rec->sym);
 		rec->sym = NULL;
 		rec->interp_module = NULL;

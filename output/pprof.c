@@ -1,7 +1,9 @@
 /* pprof: a gzip-compressed perftools.profiles.Profile protobuf (the format of `go tool pprof`,
  * github.com/google/pprof/proto/profile.proto), encoded field by field straight into deflate. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -20,11 +22,14 @@ enum {
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
 	LABEL_KEY = 1, LABEL_NUM = 3,
-	MAPPING_ID = 1, MAPPING_FILENAME = 5, MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_ID = 1, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7,
 	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
 	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_FILENAME = 4,
 };
+
+/* "hwspy VERSION", the command line, target, python, lost, dropped, threads, one per event */
+#define PPROF_MAX_COMMENTS (7 + PROFILE_MAX_EVENTS)
 
 #define WIRE_VARINT 0
 #define WIRE_LEN 2
@@ -207,6 +212,18 @@ static int strtab_add(struct strtab *t, const char *s, uint32_t *ret_id)
 	return 0;
 }
 
+/* As strtab_add(), for a string from malloc() that the table then owns (or frees). */
+static int strtab_add_owned(struct strtab *t, char *s, uint32_t *ret_id)
+{
+	int r = strtab_add(t, s, ret_id);
+
+	if (r >= 0 && t->v[*ret_id].s == s)
+		t->v[*ret_id].owned = true;
+	else
+		free(s);
+	return r;
+}
+
 struct fn_key {
 	uint32_t name, file;    /* string ids */
 	uint32_t frame;
@@ -226,13 +243,17 @@ static int cmp_fn_key(const void *a, const void *b)
 struct pprof {
 	const struct profile *p;
 	struct strtab st;
-	uint32_t s_samples, s_count, s_thread_id, s_comment[2];
+	uint32_t s_samples, s_count, s_thread_id;
 	uint32_t s_event[PROFILE_MAX_EVENTS], s_unit[PROFILE_MAX_EVENTS];
+	uint32_t s_comment[PPROF_MAX_COMMENTS];
 	size_t n_comments;
 	struct fn_key *fns;     /* sorted; function id i + 1 for the first of each (name, file) */
 	uint32_t *frame_fn;     /* function id of each frame */
 	uint32_t *frame_map;    /* mapping id of each frame, 0 for none */
 	uint32_t *map_file;     /* string id of mapping i + 1 */
+	uint32_t *map_bid;      /* string id of its build-id, 0 for none */
+	uint32_t *map_of_str;   /* mapping id of each module's string id (0: none yet) */
+	size_t n_map_of_str;
 	size_t n_maps;
 
 	z_stream zs;
@@ -249,12 +270,69 @@ static bool is_clock_event(const char *event)
 	       (len == 10 && strncmp(event, "task-clock", len) == 0);
 }
 
+static int add_comment(struct pprof *pp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int add_comment(struct pprof *pp, const char *fmt, ...)
+{
+	struct buf b;
+	va_list ap;
+	int r;
+
+	buf_init(&b);
+	va_start(ap, fmt);
+	r = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (r < 0 || pp->n_comments == PPROF_MAX_COMMENTS) {
+		buf_release(&b);
+		return r;
+	}
+	return strtab_add_owned(&pp->st, buf_detach(&b), &pp->s_comment[pp->n_comments++]);
+}
+
+/* The comments (see profile.h): the version, the command line, then what pprof has no field
+ * for, in the "key: value" lines that pprof_read() reads back. */
+static int add_comments(struct pprof *pp, const struct pprof_opts *opts)
+{
+	const struct profile *p = pp->p;
+	const struct profile_meta *meta = profile_meta_const(p);
+	int r = add_comment(pp, "hwspy %s", HWSPY_VERSION);
+
+	if (r >= 0 && opts && opts->command_line)
+		r = add_comment(pp, "%s", opts->command_line);
+	if (r >= 0 && meta->target)
+		r = add_comment(pp, "target: %s", meta->target);
+	if (r >= 0 && meta->python)
+		r = add_comment(pp, "python: %s", meta->python);
+	if (r >= 0 && meta->lost)
+		r = add_comment(pp, "lost: %" PRIu64, meta->lost);
+	if (r >= 0 && meta->dropped)
+		r = add_comment(pp, "dropped: %" PRIu64, meta->dropped);
+	if (r >= 0 && meta->threads)
+		r = add_comment(pp, "threads: %" PRIu64, meta->threads);
+	for (size_t i = 0; r >= 0 && i < profile_n_events(p); i++) {
+		const struct profile_event *ev = profile_event(p, i);
+		char freq[48] = "", period[48] = "";
+
+		/* profile_new()'s defaults need no line */
+		if (!ev->freq && !ev->period && ev->sampling == (i == 0))
+			continue;
+		if (ev->freq)
+			snprintf(freq, sizeof(freq), ", frequency %" PRIu64 " Hz", ev->freq);
+		if (ev->period)
+			snprintf(period, sizeof(period), ", period %" PRIu64, ev->period);
+		r = add_comment(pp, "event %zu: %s%s%s", i, ev->sampling ? "sampling" : "counted",
+				freq, period);
+	}
+	return r;
+}
+
 /* Interns every string, numbers functions and mappings. */
 static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 {
 	const struct profile *p = pp->p;
 	size_t n_frames = profile_n_frames(p);
-	uint32_t empty, kernel, *map_of_str;
+	uint32_t empty, kernel;
 	int r;
 
 	if ((r = strtab_add(&pp->st, "", &empty)) < 0 ||
@@ -262,14 +340,8 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 	    (r = strtab_add(&pp->st, "count", &pp->s_count)) < 0 ||
 	    (r = strtab_add(&pp->st, "thread_id", &pp->s_thread_id)) < 0 ||
 	    (r = strtab_add(&pp->st, KERNEL_FILE, &kernel)) < 0 ||
-	    (r = strtab_add(&pp->st, "hwspy " HWSPY_VERSION, &pp->s_comment[0])) < 0)
+	    (r = add_comments(pp, opts)) < 0)
 		return r;
-	pp->n_comments = 1;
-	if (opts && opts->command_line) {
-		if ((r = strtab_add(&pp->st, opts->command_line, &pp->s_comment[1])) < 0)
-			return r;
-		pp->n_comments = 2;
-	}
 	for (size_t i = 0; i < profile_n_events(p); i++) {
 		const char *name = profile_event(p, i)->name;
 
@@ -292,8 +364,10 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 			return r;
 		if (f->kind == FRAME_KERNEL)
 			file = kernel;
-		else if ((f->kind == FRAME_PYTHON && f->file) || (f->kind == FRAME_NATIVE && f->module))
-			r = strtab_add(&pp->st, f->kind == FRAME_PYTHON ? f->file : f->module, &file);
+		else if ((f->kind == FRAME_PYTHON || f->kind == FRAME_NATIVE) && f->file)
+			r = strtab_add(&pp->st, f->file, &file);
+		else if (f->kind == FRAME_NATIVE && f->module)
+			r = strtab_add(&pp->st, f->module, &file);
 		if (r < 0)
 			return r;
 		pp->fns[id].file = file;
@@ -301,25 +375,38 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 	}
 
 	/* mappings: one per native module, numbered in frame order */
-	map_of_str = calloc(pp->st.n, sizeof(*map_of_str));
 	pp->map_file = malloc((n_frames ? n_frames : 1) * sizeof(*pp->map_file));
-	if (!map_of_str || !pp->map_file) {
-		free(map_of_str);
+	pp->map_bid = calloc(n_frames ? n_frames : 1, sizeof(*pp->map_bid));
+	if (!pp->map_file || !pp->map_bid)
 		return -ENOMEM;
-	}
 	for (uint32_t id = 0; id < n_frames; id++) {
 		const struct profile_frame *f = profile_frame(p, id);
-		uint32_t file = pp->fns[id].file;
+		uint32_t file;
 
 		if (f->kind != FRAME_NATIVE || !f->module)
 			continue;
-		if (!map_of_str[file]) {
-			pp->map_file[pp->n_maps++] = file;
-			map_of_str[file] = (uint32_t) pp->n_maps;
+		if ((r = strtab_add(&pp->st, f->module, &file)) < 0)
+			return r;
+		if (file >= pp->n_map_of_str) {
+			size_t n = pp->st.n;
+			uint32_t *m = realloc(pp->map_of_str, n * sizeof(*m));
+
+			if (!m)
+				return -ENOMEM;
+			memset(m + pp->n_map_of_str, 0, (n - pp->n_map_of_str) * sizeof(*m));
+			pp->map_of_str = m;
+			pp->n_map_of_str = n;
 		}
-		pp->frame_map[id] = map_of_str[file];
+		if (!pp->map_of_str[file]) {
+			const char *bid = profile_build_id(p, f->module);
+
+			if (bid && (r = strtab_add(&pp->st, bid, &pp->map_bid[pp->n_maps])) < 0)
+				return r;
+			pp->map_file[pp->n_maps++] = file;
+			pp->map_of_str[file] = (uint32_t) pp->n_maps;
+		}
+		pp->frame_map[id] = pp->map_of_str[file];
 	}
-	free(map_of_str);
 
 	/* functions: one per (name, file), numbered in sorted order */
 	qsort(pp->fns, n_frames, sizeof(*pp->fns), cmp_fn_key);
@@ -442,7 +529,7 @@ static int emit_location(struct pprof *pp, uint32_t id)
 	pb_uint(&pp->msg, LOCATION_ID, (uint64_t) id + 1);
 	pb_uint(&pp->msg, LOCATION_MAPPING_ID, pp->frame_map[id]);
 	pb_uint(&pp->sub, LINE_FUNCTION_ID, pp->frame_fn[id]);
-	if (f->kind == FRAME_PYTHON)
+	if (f->kind == FRAME_PYTHON || f->kind == FRAME_NATIVE)
 		pb_uint(&pp->sub, LINE_LINE, (uint64_t) (int64_t) f->line);
 	pb_bytes(&pp->msg, LOCATION_LINE, pp->sub.b.data, pp->sub.b.len);
 	pb_reset(&pp->sub);
@@ -471,6 +558,7 @@ static int emit_all(struct pprof *pp)
 	for (size_t m = 0; m < pp->n_maps; m++) {
 		pb_uint(&pp->msg, MAPPING_ID, m + 1);
 		pb_uint(&pp->msg, MAPPING_FILENAME, pp->map_file[m]);
+		pb_uint(&pp->msg, MAPPING_BUILD_ID, pp->map_bid[m]);
 		pb_uint(&pp->msg, MAPPING_HAS_FUNCTIONS, 1);
 		if ((r = emit(pp, PROFILE_MAPPING, &pp->msg)) < 0)
 			return r;
@@ -547,6 +635,8 @@ int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *ou
 	free(pp->frame_fn);
 	free(pp->frame_map);
 	free(pp->map_file);
+	free(pp->map_bid);
+	free(pp->map_of_str);
 	free(pp);
 	if (r < 0)
 		return r;

@@ -23,6 +23,10 @@ struct stack_rec {
 	uint64_t hash;
 };
 
+struct build_id {
+	const char *module, *hex;
+};
+
 struct profile {
 	size_t n_events;
 	struct profile_event events[PROFILE_MAX_EVENTS];
@@ -41,6 +45,9 @@ struct profile {
 	size_t n_stacks, cap_stacks;
 	struct idtab stack_tab;
 	uint64_t *values;       /* n_stacks * (n_events + 1) */
+
+	struct build_id *bids;  /* interned module and build-id */
+	size_t n_bids, cap_bids;
 };
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -360,6 +367,7 @@ void profile_free(struct profile *p)
 	free(p->stacks);
 	free(p->stack_tab.slots);
 	free(p->values);
+	free(p->bids);
 	free(p);
 }
 
@@ -420,4 +428,73 @@ int profile_find_event(const struct profile *p, const char *name)
 		    (p->events[i].name[len] == '\0' || p->events[i].name[len] == ':'))
 			return (int) i;
 	return -ENOENT;
+}
+
+/* ---- build-ids ---- */
+
+/* The interned copy of s, or NULL when s was never interned. */
+static const char *interned(const struct profile *p, const char *s)
+{
+	size_t slot;
+
+	if (!p->str_tab.cap)
+		return NULL;
+	slot = idtab_probe(&p->str_tab, hash_bytes(s, strlen(s), 0), p, str_eq, s);
+	return p->str_tab.slots[slot] == UINT32_MAX ? NULL : p->strs[p->str_tab.slots[slot]];
+}
+
+int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex)
+{
+	char lower[PROFILE_MAX_BUILD_ID + 1];
+	size_t n = build_id_hex ? strlen(build_id_hex) : 0;
+	const char *m, *hex;
+	int r;
+
+	if (!module || !*module || n < 2 || n > PROFILE_MAX_BUILD_ID || n % 2)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = build_id_hex[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char) (c - 'A' + 'a');
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -EINVAL;
+		lower[i] = c;
+	}
+	lower[n] = '\0';
+	if ((r = grow((void **) &p->bids, &p->cap_bids, p->n_bids + 1, sizeof(*p->bids))) < 0 ||
+	    (r = intern(p, module, &m)) < 0 || (r = intern(p, lower, &hex)) < 0)
+		return r;
+	for (size_t i = 0; i < p->n_bids; i++) {
+		if (p->bids[i].module == m) {
+			p->bids[i].hex = hex;
+			return 0;
+		}
+	}
+	p->bids[p->n_bids++] = (struct build_id) { m, hex };
+	return 0;
+}
+
+const char *profile_build_id(const struct profile *p, const char *module)
+{
+	const char *m = module ? interned(p, module) : NULL;
+
+	for (size_t i = 0; m && i < p->n_bids; i++)
+		if (p->bids[i].module == m)
+			return p->bids[i].hex;
+	return NULL;
+}
+
+size_t profile_n_build_ids(const struct profile *p)
+{
+	return p->n_bids;
+}
+
+const char *profile_build_id_at(const struct profile *p, size_t i, const char **ret_module)
+{
+	if (i >= p->n_bids)
+		return NULL;
+	if (ret_module)
+		*ret_module = p->bids[i].module;
+	return p->bids[i].hex;
 }

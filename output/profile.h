@@ -96,6 +96,22 @@ uint64_t profile_total(const struct profile *p, size_t col);
 /* Looks up an event by name (exact, then without ":modifiers"): its index or -ENOENT. */
 int profile_find_event(const struct profile *p, const char *name);
 
+/*
+ * Build-ids of native modules: the GNU build-id (NT_GNU_BUILD_ID note) of the file that native
+ * frames' module names, as hex text ("8d3f...", what `readelf -n` prints). pprof writes them in
+ * its mappings, so that symbol servers and `go tool pprof` can find the exact binary.
+ * build_id_hex: an even number of hex digits, 2 to PROFILE_MAX_BUILD_ID, stored lower case.
+ * A module holds one build-id: setting it again replaces it. 0, -EINVAL (module NULL or "",
+ * build_id_hex not such hex text), -ENOMEM.
+ */
+#define PROFILE_MAX_BUILD_ID 128        /* hex digits: a 64-byte build-id */
+int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex);
+/* The build-id of module, or NULL when none was set. Valid until profile_free(). */
+const char *profile_build_id(const struct profile *p, const char *module);
+/* The modules with a build-id, in the order they were first set: i < profile_n_build_ids(). */
+size_t profile_n_build_ids(const struct profile *p);
+const char *profile_build_id_at(const struct profile *p, size_t i, const char **ret_module);
+
 /* ---- folded.c -------------------------------------------------------------------------------- */
 
 struct folded_opts {
@@ -284,17 +300,24 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
  *   sample               one per stack with a non-zero value: location ids leaf first, values =
  *                        the stack's value vector, a numeric label "thread_id" when tid != 0
  *   location             one per frame, id = frame id + 1, one line {function, line (Python
- *                        frames; 0 otherwise)}, mapping_id = its module's mapping (native frames)
- *   function             one per distinct (name, file): file = the Python file, the native
- *                        module, "[kernel.kallsyms]" for kernel frames, "" otherwise;
- *                        start_line 0 (unknown); system_name is left empty, so that pprof
- *                        takes name as demangled already (it would cut "<module>" to "")
- *   mapping              one per native module: filename = the module, has_functions; no
- *                        addresses and no build_id (the profile does not hold them yet)
+ *                        and native frames; 0 otherwise)}, mapping_id = its module's mapping
+ *                        (native frames with a module)
+ *   function             one per distinct (name, file): file = the frame's source file for
+ *                        Python and native frames that have one, else the native module,
+ *                        "[kernel.kallsyms]" for kernel frames, "" otherwise; start_line 0
+ *                        (unknown); system_name is left empty, so that pprof takes name as
+ *                        demangled already (it would cut "<module>" to "")
+ *   mapping              one per native module: filename = the module, build_id = its
+ *                        profile_build_id() (left out when none), has_functions; no addresses
  *   period_type, period  event 0 and its unit; its fixed period, else 1e9 / freq for clock
  *                        events in frequency mode, else 0 (unknown)
  *   time_nanos, duration_nanos   meta start_time_ns and duration_ns (left out when 0)
- *   comment              "hwspy VERSION", then opts->command_line if not NULL
+ *   comment              "hwspy VERSION", then opts->command_line if not NULL, then what pprof
+ *                        has no field for, one "key: value" each (left out when unset or 0):
+ *                        "target: TEXT", "python: VERSION", "lost: N", "dropped: N",
+ *                        "threads: N", and for each event whose rate or sampling flag is not
+ *                        profile_new()'s default (event 0 samples, the others are counted, no
+ *                        rate): "event INDEX: sampling|counted[, frequency N Hz][, period N]"
  * string_table[0] is ""; strings are the profile's bytes, each invalid UTF-8 sequence replaced
  * by one U+FFFD (as speedscope_write does), each string stored once.
  *
@@ -306,6 +329,82 @@ struct pprof_opts {
 };
 
 int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
+
+/* ---- pprof_read.c ---------------------------------------------------------------------------- */
+
+/*
+ * Reads a perftools.profiles.Profile protobuf, gzip-compressed (it starts with 1f 8b) or not,
+ * as pprof_write() writes it and, as far as the model holds it, as other producers do (Go's
+ * runtime/pprof, pprof itself, Pyroscope, Parca), into a new profile: *ret, which the caller
+ * frees with profile_free(). The fields may come in any order.
+ *
+ * Values: the sample type named "samples" is column 0; the other types are the events, the
+ * default_sample_type first (else, as profile.proto says, the last type), then the others in
+ * file order; types past PROFILE_MAX_EVENTS events are left out. Without a "samples" type the
+ * first type's values are column 0 as well (and still an event); a profile with the single
+ * type "samples" has that one event. Units are not kept (pprof_write() derives them from the
+ * names again). Values are int64 in pprof: a negative one is an error.
+ *
+ * Stacks: location ids leaf first become frames root first; a location's lines are its inlined
+ * frames, innermost first, so each becomes a frame of its own. A numeric label "thread_id"
+ * (1..UINT32_MAX) is the stack's tid, else 0; other labels are not kept. Identical stacks add up.
+ * A sample without locations is the stack "[unknown]" (FRAME_SPECIAL).
+ *
+ * Frames, typed the way pprof_write() writes them, from each line's function (name, filename
+ * F), its line L and its location's mapping M:
+ *   M set                          FRAME_NATIVE, module = M's filename (NULL if ""), file = F
+ *                                  unless "" or equal to the module, line L
+ *   F "[kernel.kallsyms]"          FRAME_KERNEL
+ *   F not "" or L not 0            FRAME_PYTHON with file F (NULL if "") and line L
+ *   name `[thread ...]`            FRAME_THREAD
+ *   name `[word]` (no space or bracket inside)   FRAME_SPECIAL
+ *   otherwise                      FRAME_NATIVE without module
+ * Lines outside 1..INT_MAX read as 0. A location without lines (not symbolized) is the native
+ * frame "MODULE+0xOFFSET" of its mapping (OFFSET = address - start + file offset), else
+ * "0xADDRESS", else "[unknown]". So pprof_write() then pprof_read() gives back every frame,
+ * except a Python frame with neither file nor line, which reads back as a native frame without
+ * module (its folded text is the same), and a native frame with a source file but no module,
+ * which reads back as a Python frame; strings come back with pprof_write()'s U+FFFD repairs.
+ * Mappings with a filename and a build_id that is hex text give profile_set_build_id().
+ *
+ * Metadata: the event that period_type names samples, with period as its fixed period (when
+ * 0 < period <= INT64_MAX); time_nanos and duration_nanos (when not negative). In a file whose
+ * first comment starts with "hwspy " the comments that pprof_write() adds are read back too
+ * (target, python, lost, dropped, threads and each event's rate, which then replaces what
+ * period_type said); others' comments and the command line are not kept.
+ *
+ * Everything in the file is checked before use: varints, lengths against what is left of
+ * their message, string indexes against the string table (whose entry 0 must be ""), ids
+ * (non-zero, unique, and every one referred to exists), value counts, the uncompressed size
+ * (PPROF_READ_MAX_SIZE), the number of items of each kind (PPROF_READ_MAX_ITEMS, sample types
+ * PPROF_READ_MAX_TYPES) and the depth of a stack after inlined frames are expanded
+ * (PPROF_READ_MAX_FRAMES).
+ *
+ * Returns 0, or on failure (*ret is then NULL):
+ *   -EINVAL     malformed or over a limit; ret_err->reason (when ret_err is not NULL) says
+ *               what in a few static words: "truncated gzip stream", "truncated varint",
+ *               "length past the end of the message", "string index out of range",
+ *               "sample refers to a missing location", "no sample types" ...
+ *   -ENOMEM, or -errno of a read error (-EIO if unset).
+ */
+#define PPROF_READ_MAX_SIZE     (1u << 30)      /* bytes, compressed or not */
+#define PPROF_READ_MAX_ITEMS    (1u << 24)      /* samples, locations, strings ... each */
+#define PPROF_READ_MAX_TYPES    1024            /* sample types */
+#define PPROF_READ_MAX_FRAMES   65536           /* frames of one stack */
+
+struct pprof_read_error {
+	const char *reason;     /* static; NULL when nothing failed or not about the file */
+};
+
+int pprof_read(FILE *in, struct profile **ret, struct pprof_read_error *ret_err);
+/* The same from memory: data[0..len), compressed or not. */
+int pprof_read_mem(const void *data, size_t len, struct profile **ret,
+		   struct pprof_read_error *ret_err);
+/* Whether a file that starts with head[0..len) (its first bytes, up to 64 looked at) is pprof
+ * rather than text: the gzip magic, or a protobuf that starts with a length-delimited Profile
+ * field and holds a control character (not tab, newline or CR) that text never has. Folded
+ * files and empty files are not pprof. */
+bool pprof_sniff(const void *head, size_t len);
 
 /* ---- svg.c ---------------------------------------------------------------------------------- */
 

@@ -267,6 +267,45 @@ found:
 	return 0;
 }
 
+int module_note_build_id(struct symbolizer *sym, const struct sym_module *m)
+{
+	static const char digits[] = "0123456789abcdef";
+	char hex[2 * sizeof(m->build_id) + 1];
+	const char *pooled;
+
+	if (!m->build_id_len || !m->name || sym->n_build_ids == SYM_MAX_BUILD_IDS)
+		return 0;
+	for (size_t i = 0; i < sym->n_build_ids; i++)
+		if (sym->build_ids[i].name == m->name)     /* pooled: one pointer per string */
+			return 0;
+	if (sym->n_build_ids == sym->cap_build_ids) {
+		size_t cap = sym->cap_build_ids ? sym->cap_build_ids * 2 : 32;
+		struct sym_build_id *v = realloc(sym->build_ids, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		sym->build_ids = v;
+		sym->cap_build_ids = cap;
+	}
+	for (size_t i = 0; i < m->build_id_len; i++) {
+		hex[2 * i] = digits[m->build_id[i] >> 4];
+		hex[2 * i + 1] = digits[m->build_id[i] & 0xf];
+	}
+	pooled = strpool_intern(&sym->pool, hex, 2 * m->build_id_len);
+	if (!pooled)
+		return -ENOMEM;
+	sym->build_ids[sym->n_build_ids++] = (struct sym_build_id) { m->name, pooled };
+	return 0;
+}
+
+const char *symbolizer_build_id(const struct symbolizer *sym, const char *module)
+{
+	for (size_t i = 0; module && i < sym->n_build_ids; i++)
+		if (strcmp(sym->build_ids[i].name, module) == 0)
+			return sym->build_ids[i].hex;
+	return NULL;
+}
+
 int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret)
 {
 	struct sym_module *m;
@@ -321,6 +360,9 @@ int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_mo
 			goto fail;
 		}
 	}
+	r = module_note_build_id(sym, m);
+	if (r < 0)
+		goto fail;
 	*ret = m;
 	return 0;
 fail:
@@ -375,6 +417,8 @@ int module_open_vdso(struct symbolizer *sym, const struct maps_line *l,
 	r = module_parse(m);
 	if (r == 0)
 		r = module_set_range(m, l->start, 0);
+	if (r == 0)
+		r = module_note_build_id(sym, m);
 	if (r < 0) {
 		module_free(m);
 		return r;

@@ -101,6 +101,7 @@ void symbolizer_free(struct symbolizer *sym)
 	perfmap_release(&sym->perfmap);
 	kallsyms_release(&sym->kallsyms);
 	strpool_release(&sym->pool);
+	free(sym->build_ids);
 	free(sym);
 }
 

@@ -82,6 +82,13 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
  * which module an address is in, without symbol lookup. Valid until symbolizer_free(). */
 const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr);
 
+/* The GNU build-id (NT_GNU_BUILD_ID note) of the module named module (a basename, as
+ * native_frame.module gives it) as lower-case hex, what `readelf -n` prints ("8d3f..."), or
+ * NULL when no module of that name with a build-id was opened. Every module opened is
+ * remembered, also after it is unmapped (dlclose) or the mappings are refreshed; of two files
+ * with the same basename, the first one opened. Valid until symbolizer_free(). */
+const char *symbolizer_build_id(const struct symbolizer *sym, const char *module);
+
 /* Loads now what the first unwinds and lookups in each module mapped now would load (symbol
  * table, CFI, the DWARF unit index): called before sampling starts, so that the first samples
  * are not processed slowly while more arrive. 0, or -ESRCH. */

@@ -46,6 +46,7 @@
 #define SYM_REFRESH_NS       20000000ull  /* automatic refreshes at most every 20 ms */
 #define SYM_N_REGS           20      /* popcount(SYMBOLIZER_X86_64_REGS) */
 #define SYM_MAX_COLD         8       /* nameless .cold ranges named per module */
+#define SYM_MAX_BUILD_IDS    65536   /* module name -> build-id pairs remembered */
 
 /* Indexes into a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS. */
 enum {
@@ -153,6 +154,9 @@ struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr)
  * from the target's memory. 0, or -errno (-ENOMEM stops a refresh; others skip the module). */
 int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
 int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
+/* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
+ * 0 or -ENOMEM. */
+int module_note_build_id(struct symbolizer *sym, const struct sym_module *m);
 /* The part of path after its last '/'. */
 const char *sym_basename(const char *path);
 /* Reads len bytes at runtime address addr from a module's file image. true if all read. */
@@ -290,6 +294,11 @@ struct symbolizer {
 	char perfmap_path2[128];
 	struct kallsyms kallsyms;
 	const char *kallsyms_path;
+	struct sym_build_id {
+		const char *name;        /* pooled module basename */
+		const char *hex;         /* pooled lower-case hex */
+	} *build_ids;                /* every module with a build-id opened so far */
+	size_t n_build_ids, cap_build_ids;
 
 	void *cxx_lib;           /* dlopen'ed libstdc++ (for __cxa_demangle), or NULL */
 	char *(*cxa_demangle)(const char *, char *, size_t *, int *);

@@ -24,7 +24,21 @@
             frames; bad input (a malformed line: named with its line number, an empty file, a
             missing file, an unknown --format, --weight of an event the file lacks) fails with
             one line and leaves no output; --title is escaped, --icicle puts the root on top.
+  roundtrip hwspy convert between formats keeps everything: a folded file (hostile names, perf
+            and py-spy lines, every kind of frame) -> pprof -> folded gives the same lines
+            (byte for byte, sorted), also with the pprof file on standard input (read by
+            content: the name says nothing); folded -> speedscope keeps every stack, rebuilt
+            from the JSON frames, and the total. Malformed pprof input (a gzip stream cut short,
+            an uncompressed protobuf whose length runs past its end) fails with one line that
+            names the file and the reason, exit 1, and no output.
+  record-native-pprof (--python) hwspy record --native -e cpu-clock -o X.pb.gz -- PYTHON
+            native_work.py run cwork 1.5: the file's mappings (decoded here, and by `go tool
+            pprof -raw` where go is installed) carry build-ids, and each one whose module the
+            same interpreter maps (libz, libcrypto, libc, its extension modules ...) is what
+            `readelf -n` prints for that file; libz's among them. Then hwspy convert turns the
+            file back into folded with the summary's total and libz's frames.
 """
+import gzip
 import json
 import os
 import re
@@ -305,8 +319,224 @@ def convert(opts):
     check(r.returncode == 1 and 'no stacks' in r.stderr, 'empty input: %r' % r.stderr)
 
 
+# ---------------------------------------------------------------------------- round trips
+
+ROUNDTRIP = [l for l in ('%s %d' % s for s in HOSTILE)] + PERF + PYSPY + [
+    'main [prog];std::vector<int>::operator[](unsigned long) [libstdc++.so.6];memcpy [libc.so.6] 11',
+    '<module> (a.py:1);inlined (a.py:2);[native];page_fault_[k];do_anonymous_page_[k] 4',
+    'nofile_py (x.py);deep [libdeep.so] 9',
+]
+
+
+def sorted_lines(path):
+    with open(path, 'rb') as f:
+        return sorted(l for l in f.read().split(b'\n') if l)
+
+
+def speedscope_stacks(doc, texts):
+    """(stack text, weight) of every sample, frames rebuilt as folded writes them: texts is the
+    set of folded frame texts the input holds (a frame with a file and no line may be Python's
+    "name (file)" or native "name [module]": speedscope keeps only "file")."""
+    def text(f):
+        if f.get('file') == '[kernel.kallsyms]':
+            return f['name'] + '_[k]'
+        if 'line' in f:
+            return '%s (%s:%d)' % (f['name'], f['file'], f['line'])
+        if 'file' in f:
+            py, nat = '%s (%s)' % (f['name'], f['file']), '%s [%s]' % (f['name'], f['file'])
+            return py if py in texts else nat
+        return f['name']
+    frames = [text(f) for f in doc['shared']['frames']]
+    return sorted((';'.join(frames[i] for i in st), w)
+                  for p in doc['profiles'] for st, w in zip(p['samples'], p['weights']))
+
+
+def expect_fail(opts, args, words, out, stdin=None):
+    """hwspy convert ARGS fails: exit 1, one 'hwspy: ' line holding every word, no out file."""
+    r = subprocess.run([opts.hwspy, 'convert'] + args, input=stdin, capture_output=True,
+                       timeout=60)
+    err = r.stderr.decode('utf-8', 'replace')
+    log('$ hwspy convert %s -> exit %d\n%s' % (' '.join(args), r.returncode, err.strip()))
+    lines = [l for l in err.splitlines() if l.startswith('hwspy: ')]
+    check(r.returncode == 1, 'convert %s exited %d, expected 1' % (args, r.returncode))
+    check(len(lines) == 1 and all(w in lines[0] for w in words),
+          'convert %s: expected one line with %r, got %r' % (args, words, err))
+    check(not os.path.exists(out), 'convert %s left %s behind' % (args, out))
+
+
+@case
+def roundtrip(opts):
+    src = os.path.join(opts.tmp, 'in.folded')
+    with open(src, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(ROUNDTRIP) + '\n')
+    total = sum(int(l.rsplit(' ', 1)[1]) for l in ROUNDTRIP)
+    want = sorted_lines(src)
+
+    # folded -> pprof -> folded, from the file and from standard input
+    pb = os.path.join(opts.tmp, 'rt.pb.gz')
+    check(hwspy(opts, ['convert', src, '-o', pb]).returncode == 0, 'folded -> pprof failed')
+    back = os.path.join(opts.tmp, 'rt.folded')
+    check(hwspy(opts, ['convert', pb, '-o', back]).returncode == 0, 'pprof -> folded failed')
+    got = sorted_lines(back)
+    if got != want:
+        log('lost: %r\nmade: %r' % (sorted(set(want) - set(got)), sorted(set(got) - set(want))))
+    check(got == want, 'folded -> pprof -> folded changed the lines (above)')
+    # no name to go by: a pprof file called .folded, read from a pipe
+    disguised = os.path.join(opts.tmp, 'pprof-really.folded')
+    shutil.copy(pb, disguised)
+    back2 = os.path.join(opts.tmp, 'rt2.folded')
+    with open(disguised, 'rb') as f:
+        r = subprocess.run([opts.hwspy, 'convert', '-', '-o', back2], stdin=f,
+                           capture_output=True, timeout=60)
+    check(r.returncode == 0, 'pprof on standard input: exit %d: %s' % (r.returncode, r.stderr))
+    check(sorted_lines(back2) == want, 'pprof on standard input -> folded changed the lines')
+    log('folded -> pprof -> folded: %d lines, total %d, unchanged (file and stdin)'
+        % (len(want), total))
+    if shutil.which('go'):
+        go_pprof(opts, '-raw', pb)
+
+    # folded -> speedscope: every stack and the total
+    ss = os.path.join(opts.tmp, 'rt.speedscope.json')
+    check(hwspy(opts, ['convert', src, '-o', ss]).returncode == 0, 'folded -> speedscope failed')
+    doc = validate(ss)
+    texts = {fr for l in ROUNDTRIP for fr in l.rsplit(' ', 1)[0].split(';')}
+    got_ss = speedscope_stacks(doc, texts)
+    want_ss = sorted((l.rsplit(' ', 1)[0], int(l.rsplit(' ', 1)[1])) for l in ROUNDTRIP)
+    if got_ss != want_ss:
+        log('speedscope: %r\nfolded:     %r' % (got_ss, want_ss))
+    check(got_ss == want_ss, 'folded -> speedscope changed the stacks (above)')
+    check(sum(w for _, w in got_ss) == total, 'speedscope total differs')
+    log('folded -> speedscope: %d stacks, total %d, unchanged' % (len(got_ss), total))
+
+    # malformed pprof: one line naming the file and the reason, exit 1, no output
+    with open(pb, 'rb') as f:
+        good = f.read()
+    cut = os.path.join(opts.tmp, 'cut.pb.gz')
+    with open(cut, 'wb') as f:
+        f.write(good[:len(good) // 2])
+    out = os.path.join(opts.tmp, 'x.folded')
+    expect_fail(opts, [cut, '-o', out], [cut + ': ', 'truncated gzip stream'], out)
+    raw = os.path.join(opts.tmp, 'raw.pprof')
+    with open(raw, 'wb') as f:
+        f.write(b'\x0a\x08\x08\x01\x10\x02')      # a sample_type whose length runs past the end
+    expect_fail(opts, [raw, '-o', out], [raw + ': ', 'length past the end'], out)
+    expect_fail(opts, ['-', '-o', out], ['<stdin>: ', 'truncated gzip stream'], out,
+                stdin=good[:len(good) // 2])
+
+
+# ---------------------------------------------------------------------------- build-ids
+
+def pb_fields(data):
+    """One protobuf message: [(field number, int or bytes)] (varint and length fields only)."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        key = varint()
+        if key & 7 == 0:
+            out.append((key >> 3, varint()))
+        elif key & 7 == 2:
+            n = varint()
+            out.append((key >> 3, data[i:i + n]))
+            i += n
+        else:
+            raise harness.Fail('pprof: unexpected wire type %d' % (key & 7))
+    return out
+
+
+def pprof_mappings(path):
+    """{filename: build_id} of the Mappings of a gzipped pprof file, decoded here."""
+    with open(path, 'rb') as f:
+        top = pb_fields(gzip.decompress(f.read()))
+    strs = [v.decode('utf-8') for n, v in top if n == 6]
+    maps = {}
+    for n, v in top:
+        if n == 3:
+            m = dict(pb_fields(v))
+            maps[strs[m.get(5, 0)]] = strs[m.get(6, 0)]
+    return maps
+
+
+def readelf_build_id(path):
+    r = subprocess.run(['readelf', '-n', path], capture_output=True, text=True, timeout=60)
+    m = re.search(r'Build ID: ([0-9a-f]+)', r.stdout)
+    return m.group(1) if m else ''
+
+
+PROBE = ('import hashlib, zlib, ctypes; hashlib.sha256(b"x"); zlib.compress(b"x"); '
+         'print(open("/proc/self/maps").read())')
+
+
+@case
+def record_native_pprof(opts):
+    if not shutil.which('readelf'):
+        raise Skip('no readelf here (binutils; gcc in .ci/run brings it)')
+    script = os.path.join(opts.targets, 'native_work.py')
+    out = os.path.join(opts.tmp, 'native.pb.gz')
+    r = hwspy(opts, ['record', '--native', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] +
+              opts.py.argv + [script, 'run', 'cwork', '1.5'])
+    check(r.returncode == 0, 'hwspy record --native exited %d' % r.returncode)
+    weight = int(r.stderr.split(' weight ')[1].split(',')[0])
+    maps = pprof_mappings(out)
+    log('mappings: %s' % ', '.join('%s %s' % (k, v or '(none)') for k, v in sorted(maps.items())))
+    check(maps, 'no mappings in %s' % out)
+
+    # where the same interpreter maps each module, and what readelf says of it
+    probe = subprocess.run(opts.py.argv + ['-c', PROBE], capture_output=True, text=True,
+                           timeout=60)
+    check(probe.returncode == 0, 'the probe failed: %s' % probe.stderr)
+    paths = {}
+    for line in probe.stdout.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith('/'):
+            paths.setdefault(os.path.basename(parts[5]), parts[5])
+    matched = []
+    for name, bid in sorted(maps.items()):
+        if name not in paths:
+            log('%s: not mapped by the probe, not checked' % name)
+            continue
+        want = readelf_build_id(paths[name])
+        check(bid == want, '%s (%s): build-id %r in the profile, readelf -n says %r'
+              % (name, paths[name], bid, want))
+        if want:
+            matched.append(name)
+    log('build-ids equal to readelf -n: %s' % ', '.join(matched))
+    check(any(n.startswith('libz.') for n in matched), "no mapping of libz with its build-id")
+    check(len(matched) >= 2, 'only %d mappings checked against readelf' % len(matched))
+
+    # go's pprof reads the same build-ids
+    if shutil.which('go'):
+        raw = go_pprof(opts, '-raw', out)
+        go_maps = {}
+        for line in raw.split('Mappings\n', 1)[-1].splitlines():
+            m = re.match(r'^\d+: \S+ (\S+) (\S*) ?\[', line)
+            if m:
+                go_maps[m.group(1)] = m.group(2)
+        check(go_maps == maps, 'go tool pprof -raw reads other mappings: %r' % go_maps)
+        log('go tool pprof -raw: the same %d mappings and build-ids' % len(go_maps))
+
+    # and back to folded
+    back = os.path.join(opts.tmp, 'native.folded')
+    check(hwspy(opts, ['convert', out, '-o', back]).returncode == 0, 'pprof -> folded failed')
+    prof = harness.Profile.read(back)
+    check(prof.total == weight, 'folded total %d, the summary says %d' % (prof.total, weight))
+    check(any(re.search(r' \[libz\.so[^\]]*\]$', fr) for st, _ in prof.stacks for fr in st),
+          'no libz frame in the folded file')
+    log('pprof -> folded: total %d, libz frames present' % prof.total)
+
+
 def test(opts):
-    needs_python = opts.case in ('record-speedscope', 'record-pprof', 'record-svg')
+    needs_python = opts.case in ('record-speedscope', 'record-pprof', 'record-svg',
+                                 'record-native-pprof')
     check(bool(opts.python) == needs_python,
           '--case %s %s --python' % (opts.case, 'needs' if needs_python else 'takes no'))
     CASES[opts.case](opts)

@@ -29,9 +29,10 @@ struct tframe {
 	int line;
 	const char *module;
 	const char *want_name, *want_file;      /* as pprof should hold them */
+	const char *want_module;                /* the mapping's file, when not want_file */
 };
 
-enum { TH, MOD, WORK, WORK2, DEFL, MEMCPY, NOMOD, KERN, UNK, BAD, BADN, JP, N_FRAMES };
+enum { TH, MOD, WORK, WORK2, DEFL, MEMCPY, NOMOD, KERN, UNK, BAD, BADN, JP, INFL, N_FRAMES };
 
 static const struct tframe frames[N_FRAMES] = {
 	[TH] = { FRAME_THREAD, "[thread 1234 python3]", NULL, 0, NULL, "[thread 1234 python3]", "" },
@@ -48,7 +49,13 @@ static const struct tframe frames[N_FRAMES] = {
 		  "bad" FFFD FFFD FFFD FFFD FFFD " name", "/srv/" FFFD ".py" },
 	[BADN] = { FRAME_NATIVE, "cut \xe6\x97", NULL, 0, "lib\xffx.so", "cut " FFFD, "lib" FFFD "x.so" },
 	[JP] = { FRAME_PYTHON, "日本語 🐍 \"q\"\n", "ü.py", 7, NULL, "日本語 🐍 \"q\"\n", "ü.py" },
+	/* a native frame with its source file and line (DWARF): the function's file */
+	[INFL] = { FRAME_NATIVE, "inflate", "zlib/inflate.c", 99, "libz.so.1", "inflate",
+		   "zlib/inflate.c", "libz.so.1" },
 };
+
+#define LIBZ_BUILD_ID "0123abcdef"
+
 
 struct tstack {
 	uint32_t tid;
@@ -58,7 +65,7 @@ struct tstack {
 
 static const struct tstack stacks[] = {
 	{ 1234, { TH, MOD, WORK, DEFL, KERN, -1 }, { 3, 3000000, 7 } },
-	{ 1234, { TH, MOD, WORK2, MEMCPY, -1 }, { 5, 50000000, 0 } },
+	{ 1234, { TH, MOD, WORK2, INFL, MEMCPY, -1 }, { 5, 50000000, 0 } },
 	{ 5678, { MOD, BAD, BADN, -1 }, { 1, 1000000, 100 } },
 	{ 0, { UNK, NOMOD, JP, KERN, -1 }, { 2, 2000000, 500 } },
 	{ 5678, { MOD, -1 }, { 0, 0, 0 } },     /* all 0: no sample */
@@ -74,6 +81,11 @@ static struct profile *build_profile(void)
 	assert_int_equal(profile_set_event_rate(p, 0, 250, 0, true), 0);
 	profile_meta(p)->start_time_ns = 1700000000123456789ull;
 	profile_meta(p)->duration_ns = 2500000000ull;
+	profile_meta(p)->lost = 3;
+	profile_meta(p)->threads = 2;
+	assert_int_equal(profile_set_target(p, "'python3' (pid 1234)"), 0);
+	assert_int_equal(profile_set_python(p, "3.12.1"), 0);
+	assert_int_equal(profile_set_build_id(p, "libz.so.1", LIBZ_BUILD_ID), 0);
 	for (int i = 0; i < N_FRAMES; i++) {
 		const struct tframe *t = &frames[i];
 		struct profile_frame f = { t->kind, t->name, t->file, t->line, t->module };
@@ -414,9 +426,15 @@ static void test_header(void **state)
 	assert_int_equal(d.period, 4000000);    /* 1e9 / 250 Hz */
 	assert_int_equal(d.time, 1700000000123456789ull);
 	assert_int_equal(d.duration, 2500000000ull);
-	assert_int_equal(d.n_comments, 2);
+	assert_int_equal(d.n_comments, 7);
 	assert_string_equal(str(&d, d.comments[0]), "hwspy " HWSPY_VERSION);
 	assert_string_equal(str(&d, d.comments[1]), "hwspy record -e cpu-clock -- python3 x" FFFD ".py");
+	/* what pprof has no field for, as pprof_read() reads it back */
+	assert_string_equal(str(&d, d.comments[2]), "target: 'python3' (pid 1234)");
+	assert_string_equal(str(&d, d.comments[3]), "python: 3.12.1");
+	assert_string_equal(str(&d, d.comments[4]), "lost: 3");
+	assert_string_equal(str(&d, d.comments[5]), "threads: 2");
+	assert_string_equal(str(&d, d.comments[6]), "event 0: sampling, frequency 250 Hz");
 	pp_free(&d);
 	profile_free(p);
 }
@@ -430,7 +448,7 @@ static void test_samples(void **state)
 	(void) state;
 
 	write_and_decode(p, NULL, &d);
-	assert_int_equal(d.n_comments, 1);
+	assert_int_equal(d.n_comments, 6);              /* no command line */
 	assert_int_equal(d.n_samples, N_ELEMS(stacks) - 1);
 	for (size_t s = 0; s < N_ELEMS(stacks); s++) {
 		const struct tstack *ts = &stacks[s];
@@ -454,14 +472,20 @@ static void test_samples(void **state)
 			assert_int_equal(f->system_name, 0);     /* else pprof "demangles" <module> */
 			assert_string_equal(str(&d, f->file), want->want_file);
 			assert_int_equal(f->start_line, 0);
-			assert_int_equal(l->line, want->kind == FRAME_PYTHON ? want->line : 0);
+			assert_int_equal(l->line, want->kind == FRAME_PYTHON ||
+						  want->kind == FRAME_NATIVE ? want->line : 0);
 			if (want->kind == FRAME_NATIVE && want->module) {
 				const struct pmap *m = map(&d, l->mapping);
-				assert_string_equal(str(&d, m->file), want->want_file);
+				const char *mod = want->want_module ? want->want_module
+								    : want->want_file;
+				assert_string_equal(str(&d, m->file), mod);
 				assert_int_equal(m->has_functions, 1);
 				assert_int_equal(m->start, 0);
 				assert_int_equal(m->limit, 0);
-				assert_int_equal(m->build_id, 0);
+				if (strcmp(mod, "libz.so.1") == 0)
+					assert_string_equal(str(&d, m->build_id), LIBZ_BUILD_ID);
+				else
+					assert_int_equal(m->build_id, 0);
 			} else {
 				assert_int_equal(l->mapping, 0);
 			}

@@ -1,5 +1,6 @@
 /* The profile model: interning of frames and stacks, value vectors, totals. */
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,12 +107,54 @@ static void test_many_stacks(void **state)
 	profile_free(p);
 }
 
+static void test_build_ids(void **state)
+{
+	const char *ev[] = { "cpu-clock" };
+	struct profile *p = profile_new(ev, 1);
+	const char *mod = NULL;
+	char name[16] = "libz.so.1";
+	(void) state;
+
+	assert_non_null(p);
+	assert_null(profile_build_id(p, "libz.so.1"));        /* nothing interned yet */
+	assert_int_equal(profile_n_build_ids(p), 0);
+	assert_int_equal(profile_set_build_id(p, name, "8D3Fa0"), 0);
+	strcpy(name, "x");      /* copied */
+	assert_string_equal(profile_build_id(p, "libz.so.1"), "8d3fa0");
+	assert_null(profile_build_id(p, "libc.so.6"));
+	assert_null(profile_build_id(p, "cpu-clock"));        /* interned, but no build-id */
+	assert_int_equal(profile_set_build_id(p, "libc.so.6", "00ff"), 0);
+	assert_int_equal(profile_set_build_id(p, "libz.so.1", "abcd"), 0);      /* replaced */
+	assert_int_equal(profile_n_build_ids(p), 2);
+	assert_string_equal(profile_build_id_at(p, 0, &mod), "abcd");
+	assert_string_equal(mod, "libz.so.1");
+	assert_string_equal(profile_build_id_at(p, 1, &mod), "00ff");
+	assert_string_equal(mod, "libc.so.6");
+	assert_null(profile_build_id_at(p, 2, &mod));
+	/* not hex, odd, empty, too long, no module */
+	assert_int_equal(profile_set_build_id(p, "m", "abcg"), -EINVAL);
+	assert_int_equal(profile_set_build_id(p, "m", "abc"), -EINVAL);
+	assert_int_equal(profile_set_build_id(p, "m", ""), -EINVAL);
+	assert_int_equal(profile_set_build_id(p, "m", NULL), -EINVAL);
+	assert_int_equal(profile_set_build_id(p, "", "ab"), -EINVAL);
+	assert_int_equal(profile_set_build_id(p, NULL, "ab"), -EINVAL);
+	char big[PROFILE_MAX_BUILD_ID + 3];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(profile_set_build_id(p, "m", big), -EINVAL);
+	big[PROFILE_MAX_BUILD_ID] = '\0';
+	assert_int_equal(profile_set_build_id(p, "m", big), 0);
+	assert_int_equal(profile_n_build_ids(p), 3);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_frames_interned),
 		cmocka_unit_test(test_stacks_and_values),
 		cmocka_unit_test(test_many_stacks),
+		cmocka_unit_test(test_build_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * in between) and libz (a nameless function is one frame: module+its FDE's start), libstdc++
  * (demangling), the vdso and a JIT perf map for this process. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -10,6 +11,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -581,6 +583,97 @@ static void test_build_id_cache(void **state)
 	dlclose(h);
 }
 
+/* The GNU build-id of an ELF file as hex (readelf -n), read with libelf; false if none. */
+static bool file_build_id(const char *path, char *hex, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && !found && (scn = elf_nextscn(e, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)))
+			continue;
+		while (!found && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *) d->d_buf + name_off, "GNU", 4) != 0 ||
+			    2 * nh.n_descsz + 1 > size)
+				continue;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x",
+					 ((unsigned char *) d->d_buf)[desc_off + i]);
+			found = true;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return found;
+}
+
+/* symbolizer_build_id: libz's build-id by its basename, as readelf -n prints it; a copy of it
+ * under another name mapped, refreshed, unmapped and refreshed again is still known; a module
+ * never mapped is not. */
+static void test_build_id(void **state)
+{
+	struct symbolizer *sym = NULL;
+	Dl_info info;
+	char real[4096], want[256], copy_path[] = "/tmp/hwspy-bid-XXXXXX", cmd[8192];
+	const char *base, *got;
+	struct stat st;
+	void *h, *addr, *map;
+	int fd;
+
+	(void) state;
+	h = dlopen(LIBZ, RTLD_LAZY | RTLD_LOCAL);
+	addr = h ? dlsym(h, "deflate") : NULL;
+	if (!addr || !dladdr(addr, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) {
+		print_message("# skip: no %s\n", LIBZ);
+		skip();
+	}
+	if (!file_build_id(real, want, sizeof(want))) {
+		dlclose(h);
+		print_message("# skip: %s has no build-id note\n", real);
+		skip();
+	}
+	base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	got = symbolizer_build_id(sym, base);
+	print_message("# %s: build-id %s, symbolizer says %s\n", real, want, got ? got : "(none)");
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	assert_null(symbolizer_build_id(sym, "no-such-module.so"));
+	assert_null(symbolizer_build_id(sym, NULL));
+
+	fd = mkstemp(copy_path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", real, copy_path);
+	assert_int_equal(system(cmd), 0);
+	fd = open(copy_path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0 && fstat(fd, &st) == 0);
+	map = mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	close(fd);
+	assert_int_equal(symbolizer_refresh(sym), 0);
+	munmap(map, (size_t) st.st_size);
+	assert_int_equal(symbolizer_refresh(sym), 0);
+	got = symbolizer_build_id(sym, strrchr(copy_path, '/') + 1);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	unlink(copy_path);
+	symbolizer_free(sym);
+	dlclose(h);
+}
+
 static void test_demangle(void **state)
 {
 	struct symbolizer *sym = NULL;
@@ -697,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
 		cmocka_unit_test(test_build_id_cache),
+		cmocka_unit_test(test_build_id),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_jit_perf_map),
