@@ -103,13 +103,18 @@ static int pick_event(const struct profile *m, const char *weight)
 	return -ENOENT;
 }
 
-/* Notes events only one side has; nothing when all are shared. */
-static void note_unshared(const struct profile *p, const struct profile *other, const char *side)
+/* Notes the events of p that are not compared (in no pair of the merged profile m). */
+static void note_unshared(const struct profile *p, const struct profile *m, const char *side)
 {
+	if (profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples"))
+		return;         /* a folded file's counts: paired */
 	for (size_t e = 0; e < profile_n_events(p); e++) {
 		const char *n = profile_event(p, e)->name;
+		bool compared = false;
 
-		if (profile_find_event(other, n) < 0 && strcmp(n, "samples"))
+		for (size_t k = 0; k < diff_n_events(m) && !compared; k++)
+			compared = profile_find_event(p, profile_event(m, 2 * k)->name) == (int) e;
+		if (!compared)
 			log_info("%s is only in %s: not compared", n, side);
 	}
 }
@@ -259,8 +264,8 @@ int cmd_diff(int argc, char **argv)
 		log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
 		goto out;
 	}
-	note_unshared(in[0], in[1], "BEFORE");
-	note_unshared(in[1], in[0], "AFTER");
+	note_unshared(in[0], m, "BEFORE");
+	note_unshared(in[1], m, "AFTER");
 	ev = pick_event(m, fo.weight);
 	if (ev < 0)
 		goto out;

@@ -21,10 +21,16 @@ static bool is_unnamed(const struct profile *p)
 static int copy_frame(struct profile *to, const struct profile_frame *f, bool ignore_lines,
 		      uint32_t *ret_id)
 {
-	struct profile_frame g = *f;
+	struct profile_frame g = { .kind = f->kind, .name = f->name };
 
-	if (ignore_lines && g.kind == FRAME_PYTHON)
-		g.line = 0;
+	/* what the frame's folded text holds, no more: a pprof file's native frames carry a
+	 * source file and line that a folded file's do not */
+	if (f->kind == FRAME_PYTHON) {
+		g.file = f->file;
+		g.line = ignore_lines ? 0 : f->line;
+	} else if (f->kind == FRAME_NATIVE) {
+		g.module = f->module;
+	}
 	return profile_frame_id(to, &g, ret_id);
 }
 
@@ -513,6 +519,14 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
 		for (size_t i = 0; i < n && i < top; i++) {
 			const struct diff_func *f = &rows[i];
 			char d1[48], d2[48];
+
+			if (fabs(f->self_delta) < 0.005 && fabs(f->total_delta) < 0.005) {
+				/* ranked last: the rest did not change (at the 0.01 shown) */
+				fprintf(out, "%s\n", i ? "(the other functions did not change)" :
+				       "(no function changed)");
+				n = i;
+				break;
+			}
 
 			fmt_num(d1, sizeof(d1), count_delta(&sh, f->self_before, f->self_after), true);
 			fmt_num(d2, sizeof(d2), count_delta(&sh, f->total_before, f->total_after),

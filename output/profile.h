@@ -186,8 +186,10 @@ int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err);
  * Differential profiles: what changed between BEFORE and AFTER.
  *
  * diff_merge() builds one profile from the two, the input of every differential output:
- *   frames   every frame of both, matched by kind, name, file, line and module (so by the text
- *            folded writes); with ignore_lines a Python frame's line is dropped first, so that
+ *   frames   every frame of both, matched by what folded_frame_text() shows of them: kind and
+ *            name, a Python frame's file and line, a native frame's module (a native frame's
+ *            source file and line, which pprof files carry, are dropped); with ignore_lines a
+ *            Python frame's line is dropped too, so that
  *            an edit that shifts lines still matches. Thread frames are dropped and every stack
  *            is put on thread 0 (thread ids differ from run to run); a stack left without
  *            frames becomes "[no frames]".
@@ -257,7 +259,8 @@ struct diff_side {
  * The text report: per shared event a headline ("cpu-clock 1.21e9 -> 6.05e8, -50.0%", with
  * "(1.2e9/s -> 1.0e9/s)" when both durations are known), then the top functions of
  * diff_functions() as a table: self before %, after %, delta (points and counts), total the
- * same, and the function. top: rows per event (0 = 20). Returns 0, -ENOMEM, -EIO.
+ * same, and the function; functions whose shares did not change (at 0.01 points) are left out.
+ * top: rows per event (0 = 20). Returns 0, -ENOMEM, -EIO.
  */
 int diff_table_write(const struct profile *merged, const struct diff_side *before,
 		     const struct diff_side *after, const struct diff_opts *opts, size_t top,

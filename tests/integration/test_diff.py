@@ -3,18 +3,27 @@
   real (--python)  tests/targets/diff_work.py does a fixed amount of work: lookup() (a list
             scan: slow) and steady(). It is recorded as written (BEFORE) and again after
             lookup() is rewritten with a set in a shorter block, so that steady() and main()
-            move up in the file (AFTER). `hwspy diff --ignore-lines --no-normalize` names lookup
+            move up in the file (AFTER), recorded as pprof files (AFTER with page-faults too)
+            and converted to folded. `hwspy diff --ignore-lines --no-normalize` names lookup
             as the biggest drop (first row) and steady as roughly unchanged (its change under a third of
             lookup's); normalised, lookup is
             still the biggest drop. The differential SVG (raw) is valid XML, lookup's frame is
             deep blue and steady's nearly white, and their tooltips hold the before and after
             counts of the two folded files. Without --ignore-lines the moved lines do not match
             in the graph (steady is new and red), while the table (functions) is unchanged.
+            The pprof files compare by event: cpu-clock, with rates per second, page-faults
+            named as only in AFTER; a folded file against a pprof file gives the same table.
   formats   synthetic BEFORE/AFTER pairs in the other tools' forms (austin's
             P..;T..;file:func:line, py-spy, perf + stackcollapse) and hwspy's own, with known
             deltas checked number by number in the table, both normalisation modes, and the
             `stack before after` lines.
-  errors    a malformed line (named as FILE:LINE), an empty profile, a missing file, two
+  svg-browser  the differential SVG of the austin / py-spy pair (--ignore-lines) in headless
+            Chromium: after its script ran, the fills are still the change colours (load deep
+            blue, compute red, main white) and the tooltips hold the deltas; ?s=^load matches
+            load's AFTER share (5.0%) and paints only load; ?x=..&y=.. of compute zooms it to the
+            full width and hides collate.
+  errors    a malformed line (named as FILE:LINE), an empty profile, a missing file, no shared
+            event (pprof files of page-faults and of cpu-clock), two
             unrelated programs (refused, then compared with --force), both inputs on standard
             input, an unknown --format, --weight of an event the profiles do not share: one line
             each, a non-zero exit, no output left behind.
@@ -26,6 +35,7 @@ import subprocess
 
 import harness
 from harness import Skip, check, log
+import test_browser
 
 CASES = {}
 
@@ -115,14 +125,18 @@ def real(opts):
     with open(os.path.join(opts.targets, 'diff_work.py')) as f:
         slow = f.read()
     script = os.path.join(opts.tmp, 'work.py')      # one path for both: frames match by file
-    outs = {}
-    for side, text in (('before', slow), ('after', optimised(slow))):
+    outs, pprofs = {}, {}
+    for side, text, events in (('before', slow, 'cpu-clock'),
+                               ('after', optimised(slow), 'cpu-clock,page-faults')):
         with open(script, 'w') as f:
             f.write(text)
-        outs[side] = os.path.join(opts.tmp, side + '.folded')
-        r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', outs[side], '--'] +
+        pprofs[side] = os.path.join(opts.tmp, side + '.pb.gz')
+        r = hwspy(opts, ['record', '-e', events, '-F', '999', '-o', pprofs[side], '--'] +
                   opts.py.argv + [script, '80'])
         check(r.returncode == 0, 'hwspy record (%s) exited %d' % (side, r.returncode))
+        outs[side] = os.path.join(opts.tmp, side + '.folded')
+        r = hwspy(opts, ['convert', pprofs[side], '-o', outs[side]])
+        check(r.returncode == 0, 'hwspy convert (%s) exited %d' % (side, r.returncode))
     prof = {s: harness.Profile.read(p) for s, p in outs.items()}
 
     def weight(side, fn):
@@ -162,6 +176,23 @@ def real(opts):
         else:
             check(ev[fn_steady][5] > 0, 'steady did not grow its share when lookup shrank')
 
+    # hwspy's pprof files: events by name (page-faults only in AFTER: said and left out), rates
+    # per second; a folded file against a pprof file: its counts stand for cpu-clock
+    r = hwspy(opts, ['diff', pprofs['before'], pprofs['after'], '--no-normalize'])
+    check(r.returncode == 0, 'hwspy diff of the pprof files exited %d' % r.returncode)
+    log(r.stdout)
+    rows, heads = table(r.stdout)
+    check(list(rows) == ['cpu-clock'], 'events in the table: %s' % list(rows))
+    check(re.search(r'/s -> \S+/s, [+-]', heads['cpu-clock']), 'no rates in %r' % heads)
+    check('page-faults is only in AFTER: not compared' in r.stderr, 'page-faults not named')
+    first = [l for l in r.stdout.splitlines() if ROW.match(l)][0]
+    check(first.endswith(fn_lookup), 'pprof: the first row is not lookup: %r' % first)
+    r2 = hwspy(opts, ['diff', outs['before'], pprofs['after'], '--no-normalize'])
+    check(r2.returncode == 0, 'hwspy diff folded pprof exited %d' % r2.returncode)
+    rows2 = table(r2.stdout)[0]
+    check(list(rows2) == ['cpu-clock'] and rows2['cpu-clock'] == rows['cpu-clock'],
+          'folded against pprof gives another table:\n%s' % r2.stdout)
+
     # the differential flame graph, raw: lookup deep blue, steady nearly white
     svg = os.path.join(opts.tmp, 'diff.svg')
     r = hwspy(opts, ['diff', outs['before'], outs['after'], '-o', svg, '--ignore-lines',
@@ -194,10 +225,9 @@ def real(opts):
           not any(c[0] < 255 for c, _ in moved.values()), 'a steady frame is blue: %s' % moved)
 
 
-@case
-def formats(opts):
-    # BEFORE by austin, AFTER by py-spy: main -> load (300 -> 100, lines moved), compute
-    # 500 -> 500 (two lines after), collate new 400; austin's thread is left out
+def austin_pyspy_pair(opts):
+    """BEFORE by austin, AFTER by py-spy: main -> load (300 -> 100, lines moved), compute
+    500 -> 1500 (two lines after), collate new 400; austin's thread is left out."""
     before = write(os.path.join(opts.tmp, 'before.austin'), [
         '# mode: wall', '',
         'P42;T0x7f00;app.py:main:10;app.py:load:20;app.py:read:5 300',
@@ -208,6 +238,12 @@ def formats(opts):
         'main (app.py:10);compute (app.py:30) 500',
         'main (app.py:10);compute (app.py:31) 1000',
         'main (app.py:10);collate (app.py:40) 400'])
+    return before, after
+
+
+@case
+def formats(opts):
+    before, after = austin_pyspy_pair(opts)
     r = hwspy(opts, ['diff', before, after])
     check(r.returncode == 0, 'diff austin py-spy exited %d' % r.returncode)
     log(r.stdout)
@@ -217,8 +253,9 @@ def formats(opts):
     # normalised: shares of 1000 and of 2000
     want = {'load (app.py)': (20, 0, -20, 50, 5, -45), 'compute (app.py)': (50, 75, 25, 50, 75, 25),
             'read (app.py)': (30, 5, -25, 30, 5, -25), 'collate (app.py)': (0, 20, 20, 0, 20, 20),
-            'main (app.py)': (0, 0, 0, 100, 100, 0)}
+            }
     check(set(ev) == set(want), 'functions %s' % sorted(ev))
+    check('(the other functions did not change)' in r.stdout, 'main (unchanged) is not noted')
     for fn, w in want.items():
         for got, exp, what in zip(ev[fn], w, ('self before', 'self after', 'self delta',
                                                'total before', 'total after', 'total delta')):
@@ -252,6 +289,40 @@ def formats(opts):
 
 
 @case
+def svg_browser(opts):
+    before, after = austin_pyspy_pair(opts)
+    svg = os.path.join(opts.tmp, 'diff.svg')
+    r = hwspy(opts, ['diff', before, after, '--ignore-lines', '-o', svg])
+    check(r.returncode == 0, 'hwspy diff -o diff.svg exited %d' % r.returncode)
+    with open(svg, encoding='utf-8') as f:
+        graph = test_browser.Graph(f.read(), svg)
+    dom = test_browser.load(svg, None, 'no query')
+    colours = {'load (app.py)': (0, 0, 255), 'compute (app.py)': (255, 113, 113),
+               'main (app.py)': (255, 255, 255), 'collate (app.py)': (255, 142, 142)}
+    for f, d in test_browser.same_frames(graph, dom):
+        check(d.fill == f.fill and (d.xs, d.w) == (f.xs, f.w), 'the script changed %r' % d)
+        if f.name in colours:
+            check(rgb(d.fill) == colours[f.name], '%s: fill %s, expected rgb%s'
+                  % (f.name, d.fill, colours[f.name]))
+    with open(svg, encoding='utf-8') as f:
+        text = f.read()
+    check('load (app.py)\nbefore: 500 (50.00%)\nafter: 100 (5.00%)\ndelta: -900 (-45.00 pts)'
+          in text, 'the load tooltip does not hold its deltas')
+    # search: the share of AFTER's widths
+    dom = test_browser.load(svg, {'s': '^load'}, '?s=^load')
+    test_browser.check_matched(dom, 5.0)
+    hits = test_browser.check_search(graph, dom, '^load')
+    check(hits == ['load (app.py)'], 'search painted %s' % hits)
+    # zoom on compute
+    c = graph.named('compute (app.py)')
+    dom = test_browser.load(svg, {'x': c.xs, 'y': c.ys}, 'zoom on compute')
+    z = dom.named('compute (app.py)')
+    check(abs(z.x - 10) < 0.01 and abs(z.w - 1180) < 0.01, 'compute not zoomed: %r' % z)
+    check('hide' in dom.named('collate (app.py)').cls, 'collate is not hidden when zoomed')
+    check('parent' in dom.named('main (app.py)').cls, 'main is not shown as a parent')
+
+
+@case
 def errors(opts):
     good = write(os.path.join(opts.tmp, 'good.folded'), ['main (a.py:1);f (a.py:2) 10'])
     bad = write(os.path.join(opts.tmp, 'bad.folded'), ['main (a.py:1) 5', 'main;;f 3'])
@@ -273,6 +344,18 @@ def errors(opts):
         check(len(lines) == 1 and all(w in lines[0] for w in words),
               'diff %s: expected one line with %r, got %r' % (args, words, r.stderr))
         check(not os.path.exists(out), 'an output was left behind by diff %s' % args)
+    # no shared event: page-faults against cpu-clock
+    prof = {}
+    for ev in ('page-faults', 'cpu-clock'):
+        prof[ev] = os.path.join(opts.tmp, ev + '.pb.gz')
+        r = hwspy(opts, ['record', '-e', ev, '-o', prof[ev], '--', '/usr/bin/python3', '-c',
+                         'x = [bytearray(4096) for i in range(20000)]; sum(range(3 * 10**6))'])
+        check(r.returncode == 0, 'hwspy record -e %s exited %d' % (ev, r.returncode))
+    r = hwspy(opts, ['diff', prof['page-faults'], prof['cpu-clock'], '-o', out])
+    lines = [l for l in r.stderr.splitlines() if l.startswith('hwspy: ')]
+    check(r.returncode == 1 and len(lines) == 1 and 'no event to compare' in lines[0] and
+          'page-faults' in lines[0] and 'cpu-clock' in lines[0], 'no shared event: %r' % r.stderr)
+    check(not os.path.exists(out), 'an output was left behind')
     r = hwspy(opts, ['diff', good, other, '--force'])
     check(r.returncode == 0 and 'handle (web.py)' in r.stdout, '--force did not compare')
 
