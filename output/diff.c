@@ -372,9 +372,10 @@ int diff_folded_write(const struct profile *merged, size_t event, const struct d
 		      FILE *out)
 {
 	size_t bc = diff_before_col(event), ac = diff_after_col(event), n = 0;
-	size_t ns = profile_n_stacks(merged);
+	size_t ns = profile_n_stacks(merged), nf = profile_n_frames(merged);
 	struct dline *lines;
-	struct buf text;
+	size_t *ft_off;
+	struct buf text, ft;    /* the lines; every frame's text */
 	struct shares sh;
 	int r = 0;
 
@@ -382,9 +383,19 @@ int diff_folded_write(const struct profile *merged, size_t event, const struct d
 		return -EINVAL;
 	shares_init(&sh, merged, event, opts);
 	lines = malloc((ns ? ns : 1) * sizeof(*lines));
-	if (!lines)
-		return -ENOMEM;
+	ft_off = malloc((nf + 1) * sizeof(*ft_off));
 	buf_init(&text);
+	buf_init(&ft);
+	if (!lines || !ft_off) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* every frame's text, rendered once */
+	for (uint32_t f = 0; f < nf && r >= 0; f++) {
+		ft_off[f] = ft.len;
+		r = folded_frame_text(profile_frame(merged, f), &ft);
+	}
+	ft_off[nf] = ft.len;
 	for (size_t i = 0; i < ns && r >= 0; i++) {
 		const struct profile_stack *st = profile_stack(merged, i);
 		const uint64_t *v = profile_values(merged, i);
@@ -399,8 +410,11 @@ int diff_folded_write(const struct profile *merged, size_t event, const struct d
 		for (uint32_t d = 0; d < st->depth && r >= 0; d++) {
 			if (d)
 				r = buf_putc(&text, ';');
-			if (r >= 0)
-				r = folded_frame_text(profile_frame(merged, st->frames[d]), &text);
+			if (r >= 0) {
+				uint32_t f = st->frames[d];
+
+				r = buf_append(&text, ft.data + ft_off[f], ft_off[f + 1] - ft_off[f]);
+			}
 		}
 		if (r >= 0)
 			r = buf_putc(&text, '\0');
@@ -428,7 +442,10 @@ int diff_folded_write(const struct profile *merged, size_t event, const struct d
 	}
 	if (r >= 0 && fflush(out) != 0)
 		r = errno ? -errno : -EIO;
+out:
 	buf_release(&text);
+	buf_release(&ft);
+	free(ft_off);
 	free(lines);
 	return r;
 }
