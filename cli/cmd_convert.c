@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -17,14 +18,54 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hwspy convert IN -o OUT [--format FORMAT]\n\n"
+		"usage: hwspy convert IN -o OUT [--format FORMAT] [-v]\n\n"
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
 		"stackcollapse-perf.pl or py-spy; - reads standard input), and writes OUT.\n\n"
 		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
 		"                      .svg, .speedscope.json, .pb.gz / .pprof\n"
 		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
 		FORMAT_USAGE
+		"  -v, --verbose       one line on stderr at the end: what was read and how long\n"
+		"                      reading took, what was written and how long writing took\n"
+		"                      (elapsed time, each apart)\n"
 		"  -h, --help          this text\n");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* "1,234,567" into buf (at least 27 bytes): buf. */
+static char *format_thousands(char *buf, size_t size, uint64_t v)
+{
+	char d[24];
+	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long) v);
+	size_t k = 0;
+
+	for (int i = 0; i < n && k + 2 < size; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = d[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+/* "812 bytes", "45.1 kB", "4.0 MB", "1.2 GB" (powers of 1000, as ls -h --si). */
+static void format_size(char *buf, size_t size, uint64_t v)
+{
+	if (v < 1000)
+		snprintf(buf, size, "%llu bytes", (unsigned long long) v);
+	else if (v < 1000000)
+		snprintf(buf, size, "%.1f kB", (double) v / 1e3);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.1f MB", (double) v / 1e6);
+	else
+		snprintf(buf, size, "%.1f GB", (double) v / 1e9);
 }
 
 int cmd_convert(int argc, char **argv)
@@ -33,19 +74,23 @@ int cmd_convert(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
 		FORMAT_LONGOPTS,
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *in_path, *out_path = NULL, *event = "samples";
 	struct format_opts fo = { 0 };
 	enum out_format fmt;
-	bool fmt_given = false;
+	bool fmt_given = false, verbose = false;
+	double t_start, t_read, t_write;
+	char samples[32], stacks[32], size[32] = "";
+	off_t written;
 	struct folded_read_error err = { 0 };
 	struct profile *p = NULL;
 	FILE *in = NULL, *out = NULL;
 	int c, r, status = 1;
 
-	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out_path = optarg;
@@ -54,6 +99,9 @@ int cmd_convert(int argc, char **argv)
 			if (format_parse(optarg, &fmt) < 0)
 				return 2;
 			fmt_given = true;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -86,7 +134,9 @@ int cmd_convert(int argc, char **argv)
 		log_error("out of memory");
 		goto out;
 	}
+	t_start = now_s();
 	r = folded_read(in, p, &err);
+	t_read = now_s();
 	if (r == -EINVAL || r == -E2BIG || r == -EOVERFLOW) {
 		log_error("%s:%llu: %s; a folded line is 'frame;frame;...;leaf COUNT'", in_path,
 			  (unsigned long long) err.line, err.reason ? err.reason : "malformed line");
@@ -108,9 +158,20 @@ int cmd_convert(int argc, char **argv)
 		log_errno(-errno, "cannot write '%s'", out_path);
 		goto out;
 	}
+	t_write = now_s();
 	r = format_write(fmt, p, &fo, out);
 	if (r == 0 && fflush(out) != 0)
 		r = -errno;
+	if (r == 0 && verbose) {
+		t_write = now_s() - t_write;
+		written = ftello(out);
+		if (written >= 0)
+			format_size(size, sizeof(size), (uint64_t) written);
+		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
+			 format_thousands(samples, sizeof(samples), profile_total(p, 0)),
+			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)), t_read - t_start,
+			 format_name(fmt), size[0] ? " (" : "", size, size[0] ? ")" : "", t_write);
+	}
 	if (r < 0) {
 		log_errno(r, "cannot write '%s'", out_path);
 		(void) fclose(out);
