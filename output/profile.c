@@ -109,7 +109,7 @@ static int idtab_reserve(struct idtab *t, size_t n, uint64_t (*hash_id)(const st
 
 static uint64_t str_hash_id(const struct profile *p, uint32_t id)
 {
-	return hash_bytes(p->strs[id], strlen(p->strs[id]), 0);
+	return hash_mem(p->strs[id], strlen(p->strs[id]), 0);
 }
 
 static bool str_eq(const struct profile *p, uint32_t id, const void *key)
@@ -131,7 +131,7 @@ static int intern(struct profile *p, const char *s, const char **ret)
 	r = idtab_reserve(&p->str_tab, p->n_strs + 1, str_hash_id, p);
 	if (r < 0)
 		return r;
-	h = hash_bytes(s, strlen(s), 0);
+	h = hash_mem(s, strlen(s), 0);
 	slot = idtab_probe(&p->str_tab, h, p, str_eq, s);
 	if (p->str_tab.slots[slot] != UINT32_MAX) {
 		*ret = p->strs[p->str_tab.slots[slot]];
@@ -158,7 +158,7 @@ static uint64_t frame_hash_of(const struct profile_frame *f)
 {
 	uint64_t k[5] = { (uint64_t) f->kind, (uintptr_t) f->name, (uintptr_t) f->file,
 			  (uint64_t) (int64_t) f->line, (uintptr_t) f->module };
-	return hash_bytes(k, sizeof(k), 1);
+	return hash_mem(k, sizeof(k), 1);
 }
 
 static uint64_t frame_hash_id(const struct profile *p, uint32_t id)
@@ -227,7 +227,7 @@ struct stack_key {
 
 static uint64_t stack_hash_of(uint32_t tid, const uint32_t *frames, size_t depth)
 {
-	return hash_bytes(frames, depth * sizeof(*frames), tid);
+	return hash_mem(frames, depth * sizeof(*frames), tid);
 }
 
 static uint64_t stack_hash_id(const struct profile *p, uint32_t id)
