@@ -19,27 +19,31 @@
 #define NONE            UINT32_MAX
 #define SEARCH_FILL     "rgb(230,0,230)"
 
+/* The drawn frames only: a stack's frames are merged into the tree with the stacks sorted by
+ * frame text, so each node's stacks are one run of the sorted order and its children the runs
+ * within it, found in name order; frames too narrow to draw are counted, not built. */
 struct node {
 	uint32_t frame;         /* NONE for the root, "all" */
 	uint32_t parent;
 	uint32_t depth;
-	uint32_t first_kid, n_kids;     /* into tree.kids once sorted */
+	uint32_t first_kid, n_kids;     /* its children are nodes first_kid.. in name order */
+	uint32_t lo, hi;        /* its stacks: tree.order[lo..hi) */
 	bool drawn;
 	double x;               /* left edge in px */
 };
 
-struct kid {
-	uint32_t rank;          /* of the frame's text among all frame texts */
-	uint32_t node;
+struct stack_ref {
+	const struct profile_stack *st;
+	const uint64_t *vals;
 };
 
 struct tree {
 	struct node *v;
 	uint64_t *vals;         /* n_vals per node: inclusive values, columns as in profile.h */
 	size_t n, cap, n_vals;
-	uint32_t *slots;        /* (parent, frame) -> node, NONE when empty */
-	size_t n_slots;
-	struct kid *kids;
+	struct stack_ref *order;        /* the stacks sorted by their frames' texts, root first */
+	uint64_t pruned;        /* frames with a value not drawn: too narrow, or above one */
+	uint32_t max_depth;     /* of the drawn frames */
 };
 
 /* Frame texts as folded_frame_text() writes them, and their rank in byte order. */
@@ -59,8 +63,7 @@ static void tree_release(struct tree *t)
 {
 	free(t->v);
 	free(t->vals);
-	free(t->slots);
-	free(t->kids);
+	free(t->order);
 }
 
 static void texts_release(struct texts *tx)
@@ -70,72 +73,29 @@ static void texts_release(struct texts *tx)
 	free(tx->rank);
 }
 
-static uint64_t key_hash(uint32_t parent, uint32_t frame)
+/* A new node, its values 0: its id, or NONE when memory is short. */
+static uint32_t tree_node(struct tree *t, uint32_t parent, uint32_t frame)
 {
-	return hash_u64((uint64_t) parent << 32 | frame);
-}
-
-static int tree_grow(struct tree *t)
-{
+	if (t->n >= NONE)
+		return NONE;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 1024;
 		struct node *v = realloc(t->v, cap * sizeof(*v));
 		uint64_t *vals;
 
 		if (!v)
-			return -ENOMEM;
+			return NONE;
 		t->v = v;
 		vals = realloc(t->vals, cap * t->n_vals * sizeof(*vals));
 		if (!vals)
-			return -ENOMEM;
+			return NONE;
 		t->vals = vals;
 		t->cap = cap;
 	}
-	if ((t->n + 1) * 2 > t->n_slots) {
-		size_t n = t->n_slots ? t->n_slots * 2 : 2048;
-		uint32_t *s = malloc(n * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		memset(s, 0xff, n * sizeof(*s));
-		for (size_t k = 1; k < t->n; k++) {     /* the root is never looked up */
-			size_t j = key_hash(t->v[k].parent, t->v[k].frame) & (n - 1);
-			while (s[j] != NONE)
-				j = (j + 1) & (n - 1);
-			s[j] = (uint32_t) k;
-		}
-		free(t->slots);
-		t->slots = s;
-		t->n_slots = n;
-	}
-	return 0;
-}
-
-/* The child of parent for frame, created if new: its id in *ret_id. */
-static int tree_child(struct tree *t, uint32_t parent, uint32_t frame, uint32_t *ret_id)
-{
-	size_t mask, i;
-	int r;
-
-	if (t->n >= NONE)
-		return -ENOMEM;
-	r = tree_grow(t);
-	if (r < 0)
-		return r;
-	mask = t->n_slots - 1;
-	for (i = key_hash(parent, frame) & mask; t->slots[i] != NONE; i = (i + 1) & mask) {
-		const struct node *nd = &t->v[t->slots[i]];
-		if (nd->parent == parent && nd->frame == frame) {
-			*ret_id = t->slots[i];
-			return 0;
-		}
-	}
 	t->v[t->n] = (struct node) { .frame = frame, .parent = parent,
-				     .depth = t->v[parent].depth + 1 };
+				     .depth = parent == NONE ? 0 : t->v[parent].depth + 1 };
 	memset(t->vals + t->n * t->n_vals, 0, t->n_vals * sizeof(*t->vals));
-	t->slots[i] = (uint32_t) t->n;
-	*ret_id = (uint32_t) t->n++;
-	return 0;
+	return (uint32_t) t->n++;
 }
 
 static void add_vals(uint64_t *dst, const uint64_t *src, size_t n)
@@ -144,28 +104,104 @@ static void add_vals(uint64_t *dst, const uint64_t *src, size_t n)
 		dst[c] = src[c] > UINT64_MAX - dst[c] ? UINT64_MAX : dst[c] + src[c];
 }
 
-static int tree_build(struct tree *t, const struct profile *p)
+/* Orders stacks by the ranks of their frames' texts, root first; a stack before its extensions. */
+static int cmp_stack(const void *a, const void *b, void *rank)
 {
-	int r;
+	const struct profile_stack *x = ((const struct stack_ref *) a)->st;
+	const struct profile_stack *y = ((const struct stack_ref *) b)->st;
+	const uint32_t *r = rank;
+	uint32_t n = x->depth < y->depth ? x->depth : y->depth;
+
+	for (uint32_t d = 0; d < n; d++) {
+		uint32_t rx = r[x->frames[d]], ry = r[y->frames[d]];
+		if (rx != ry)
+			return rx < ry ? -1 : 1;
+	}
+	return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* Frames with a value in column col at depths below the stacks' order[lo..hi) (which share
+ * their first depth frames): each distinct path counted once, as the tree would hold them. */
+static uint64_t count_subtree(const struct stack_ref *order, uint32_t lo, uint32_t hi,
+			      uint32_t depth, size_t col)
+{
+	const struct profile_stack *prev = NULL;
+	uint64_t n = 0;
+
+	for (uint32_t i = lo; i < hi; i++) {
+		const struct profile_stack *st = order[i].st;
+		uint32_t same = depth;
+
+		if (order[i].vals[col] == 0)
+			continue;
+		if (prev)
+			while (same < prev->depth && same < st->depth &&
+			       prev->frames[same] == st->frames[same])
+				same++;
+		n += st->depth - same;
+		prev = st;
+	}
+	return n;
+}
+
+/* Merges the stacks of p into a tree of the frames drawn in column col: x in px (the graph
+ * tw px wide), frames under min_width px pruned, counted in t->pruned. */
+static int tree_build(struct tree *t, const struct profile *p, const struct texts *tx,
+		      size_t col, double tw, double min_width)
+{
+	size_t n_stacks = profile_n_stacks(p);
+	struct stack_ref *o;
+	uint64_t total;
 
 	t->n_vals = profile_n_values(p);
-	r = tree_grow(t);
-	if (r < 0)
-		return r;
-	t->v[0] = (struct node) { .frame = NONE, .parent = NONE };
-	memset(t->vals, 0, t->n_vals * sizeof(*t->vals));
-	t->n = 1;
-	for (size_t i = 0; i < profile_n_stacks(p); i++) {
-		const struct profile_stack *st = profile_stack(p, i);
-		const uint64_t *v = profile_values(p, i);
-		uint32_t node = 0;
+	if (n_stacks >= NONE)
+		return -ENOMEM;
+	o = t->order = malloc((n_stacks ? n_stacks : 1) * sizeof(*t->order));
+	if (!o || tree_node(t, NONE, NONE) == NONE)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_stacks; i++) {
+		o[i] = (struct stack_ref) { profile_stack(p, i), profile_values(p, i) };
+		add_vals(t->vals, o[i].vals, t->n_vals);
+	}
+	qsort_r(o, n_stacks, sizeof(*o), cmp_stack, tx->rank);
+	total = t->vals[col];
+	t->v[0].hi = (uint32_t) n_stacks;
+	t->v[0].x = XPAD;
+	t->v[0].drawn = total > 0;
 
-		add_vals(t->vals, v, t->n_vals);
-		for (uint32_t d = 0; d < st->depth; d++) {
-			r = tree_child(t, node, st->frames[d], &node);
-			if (r < 0)
-				return r;
-			add_vals(t->vals + (size_t) node * t->n_vals, v, t->n_vals);
+	/* parents come before their children in t->v */
+	for (size_t k = 0; k < t->n && t->v[0].drawn; k++) {
+		uint32_t depth = t->v[k].depth, i = t->v[k].lo, hi = t->v[k].hi;
+		uint64_t cum = 0;
+
+		if (depth > t->max_depth)
+			t->max_depth = depth;
+		t->v[k].first_kid = (uint32_t) t->n;
+		while (i < hi && o[i].st->depth == depth)
+			i++;    /* the stacks ending here */
+		while (i < hi) {
+			uint32_t frame = o[i].st->frames[depth], j, kid;
+			uint64_t v = 0;
+			double x = t->v[k].x + (double) cum / (double) total * tw;
+
+			for (j = i; j < hi && o[j].st->frames[depth] == frame; j++)
+				v = o[j].vals[col] > UINT64_MAX - v ? UINT64_MAX : v + o[j].vals[col];
+			cum += v;
+			if ((double) v / (double) total * tw < min_width) {
+				t->pruned += v > 0 ? 1 + count_subtree(o, i, j, depth + 1, col) : 0;
+				i = j;
+				continue;
+			}
+			kid = tree_node(t, (uint32_t) k, frame);
+			if (kid == NONE)
+				return -ENOMEM;
+			t->v[kid].lo = i;
+			t->v[kid].hi = j;
+			t->v[kid].x = x;
+			t->v[kid].drawn = true;
+			for (; i < j; i++)
+				add_vals(t->vals + (size_t) kid * t->n_vals, o[i].vals, t->n_vals);
+			t->v[k].n_kids++;
 		}
 	}
 	return 0;
@@ -177,13 +213,6 @@ static int cmp_text_ref(const void *a, const void *b)
 	int c = strcmp(x->s, y->s);
 
 	return c ? c : (x->id > y->id) - (x->id < y->id);
-}
-
-static int cmp_kid(const void *a, const void *b)
-{
-	const struct kid *x = a, *y = b;
-
-	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 static int texts_build(struct texts *tx, const struct profile *p)
@@ -216,34 +245,6 @@ static int texts_build(struct texts *tx, const struct profile *p)
 	}
 	free(refs);
 	return r;
-}
-
-/* Children lists sorted by frame text, for a layout that does not depend on stack order. */
-static int tree_sort(struct tree *t, const struct texts *tx)
-{
-	uint32_t *fill;
-
-	t->kids = malloc(t->n * sizeof(*t->kids));
-	fill = calloc(t->n, sizeof(*fill));
-	if (!t->kids || !fill) {
-		free(fill);
-		return -ENOMEM;
-	}
-	for (size_t k = 1; k < t->n; k++)
-		t->v[t->v[k].parent].n_kids++;
-	for (size_t k = 0, off = 0; k < t->n; k++) {
-		t->v[k].first_kid = (uint32_t) off;
-		off += t->v[k].n_kids;
-	}
-	for (size_t k = 1; k < t->n; k++) {
-		struct node *parent = &t->v[t->v[k].parent];
-		t->kids[parent->first_kid + fill[t->v[k].parent]++] =
-			(struct kid) { tx->rank[t->v[k].frame], (uint32_t) k };
-	}
-	free(fill);
-	for (size_t k = 0; k < t->n; k++)
-		qsort(t->kids + t->v[k].first_kid, t->v[k].n_kids, sizeof(*t->kids), cmp_kid);
-	return 0;
 }
 
 /* Writes s[0..n) as XML character data: markup characters escaped, characters XML 1.0 forbids
@@ -585,8 +586,6 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	struct texts tx = { 0 };
 	struct buf subtitle;
 	uint32_t *todo = NULL;
-	uint64_t pruned = 0;
-	uint32_t max_depth = 0;
 	unsigned height;
 	double tw;
 	int r;
@@ -595,11 +594,9 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 		return -EINVAL;
 	tw = width - 2 * XPAD;
 	buf_init(&subtitle);
-	r = tree_build(&t, p);
+	r = texts_build(&tx, p);
 	if (r >= 0)
-		r = texts_build(&tx, p);
-	if (r >= 0)
-		r = tree_sort(&t, &tx);
+		r = tree_build(&t, p, &tx, col, tw, min_width);
 	if (r >= 0)
 		r = opts && opts->subtitle ? buf_puts(&subtitle, opts->subtitle) :
 		    build_subtitle(p, col, &subtitle);
@@ -608,28 +605,8 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	if (r < 0)
 		goto out;
 
-	/* layout: parents come before their children in t.v */
-	t.v[0].x = XPAD;
-	t.v[0].drawn = t.vals[col] > 0;
-	for (size_t k = 0; k < t.n && t.v[0].drawn; k++) {
-		const struct node *nd = &t.v[k];
-		uint64_t cum = 0;
-
-		if (nd->drawn && nd->depth > max_depth)
-			max_depth = nd->depth;
-		for (uint32_t j = 0; j < nd->n_kids; j++) {
-			struct node *kid = &t.v[t.kids[nd->first_kid + j].node];
-			uint64_t v = t.vals[(size_t) t.kids[nd->first_kid + j].node * t.n_vals + col];
-
-			kid->x = nd->x + (double) cum / (double) t.vals[col] * tw;
-			cum += v;
-			kid->drawn = nd->drawn && (double) v / (double) t.vals[col] * tw >= min_width;
-			if (!kid->drawn && v > 0)
-				pruned++;
-		}
-	}
-	height = (max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD;
-	write_header(out, opts, width, height, subtitle.data, pruned, min_width);
+	height = (t.max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD;
+	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width);
 
 	/* frames depth first, children in name order */
 	fputs("<g id=\"frames\">\n", out);
@@ -644,11 +621,8 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
 
 			write_frame(out, p, &t, &tx, k, tw, col, y);
-			for (uint32_t j = nd->n_kids; j-- > 0;) {
-				uint32_t kid = t.kids[nd->first_kid + j].node;
-				if (t.v[kid].drawn)
-					todo[n++] = kid;
-			}
+			for (uint32_t j = nd->n_kids; j-- > 0;)
+				todo[n++] = nd->first_kid + j;
 		}
 	}
 	fputs("</g>\n</svg>\n", out);
