@@ -33,8 +33,14 @@ struct node {
 };
 
 struct stack_ref {
+	uint64_t key;           /* its first frames' ranks, for sorting (stack_key()) */
 	const struct profile_stack *st;
 	const uint64_t *vals;
+};
+
+struct sort_by {
+	const uint32_t *rank;   /* of each frame's text */
+	unsigned bits, levels;  /* bits per rank in a key, ranks in a key */
 };
 
 struct tree {
@@ -104,15 +110,28 @@ static void add_vals(uint64_t *dst, const uint64_t *src, size_t n)
 		dst[c] = src[c] > UINT64_MAX - dst[c] ? UINT64_MAX : dst[c] + src[c];
 }
 
-/* Orders stacks by the ranks of their frames' texts, root first; a stack before its extensions. */
-static int cmp_stack(const void *a, const void *b, void *rank)
+/* The ranks of the first by->levels frames, each plus 1 (0: past the leaf), root first in the
+ * high bits: keys compare as their stacks do as far as they go. */
+static uint64_t stack_key(const struct profile_stack *st, const struct sort_by *by)
 {
-	const struct profile_stack *x = ((const struct stack_ref *) a)->st;
-	const struct profile_stack *y = ((const struct stack_ref *) b)->st;
-	const uint32_t *r = rank;
+	uint64_t key = 0;
+
+	for (uint32_t d = 0; d < by->levels; d++)
+		key = key << by->bits | (d < st->depth ? by->rank[st->frames[d]] + 1 : 0);
+	return key;
+}
+
+/* Orders stacks by the ranks of their frames' texts, root first; a stack before its extensions. */
+static int cmp_stack(const void *a, const void *b, void *by)
+{
+	const struct stack_ref *ra = a, *rb = b;
+	const struct profile_stack *x = ra->st, *y = rb->st;
+	const uint32_t *r = ((const struct sort_by *) by)->rank;
 	uint32_t n = x->depth < y->depth ? x->depth : y->depth;
 
-	for (uint32_t d = 0; d < n; d++) {
+	if (ra->key != rb->key)
+		return ra->key < rb->key ? -1 : 1;
+	for (uint32_t d = ((const struct sort_by *) by)->levels; d < n; d++) {
 		uint32_t rx = r[x->frames[d]], ry = r[y->frames[d]];
 		if (rx != ry)
 			return rx < ry ? -1 : 1;
@@ -150,6 +169,7 @@ static int tree_build(struct tree *t, const struct profile *p, const struct text
 		      size_t col, double tw, double min_width)
 {
 	size_t n_stacks = profile_n_stacks(p);
+	struct sort_by by = { tx->rank, 1, 0 };
 	struct stack_ref *o;
 	uint64_t total;
 
@@ -159,11 +179,15 @@ static int tree_build(struct tree *t, const struct profile *p, const struct text
 	o = t->order = malloc((n_stacks ? n_stacks : 1) * sizeof(*t->order));
 	if (!o || tree_node(t, NONE, NONE) == NONE)
 		return -ENOMEM;
+	while (by.bits < 32 && tx->n >> by.bits)
+		by.bits++;      /* ranks + 1 go up to tx->n */
+	by.levels = 64 / by.bits;
 	for (size_t i = 0; i < n_stacks; i++) {
-		o[i] = (struct stack_ref) { profile_stack(p, i), profile_values(p, i) };
+		o[i] = (struct stack_ref) { 0, profile_stack(p, i), profile_values(p, i) };
+		o[i].key = stack_key(o[i].st, &by);
 		add_vals(t->vals, o[i].vals, t->n_vals);
 	}
-	qsort_r(o, n_stacks, sizeof(*o), cmp_stack, tx->rank);
+	qsort_r(o, n_stacks, sizeof(*o), cmp_stack, &by);
 	total = t->vals[col];
 	t->v[0].hi = (uint32_t) n_stacks;
 	t->v[0].x = XPAD;
