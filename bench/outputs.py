@@ -4,11 +4,12 @@
 A synthetic folded file stands in for a long recording: --stacks distinct stacks (default 10^5)
 of 8-40 frames drawn from a pool of Python, native and kernel frames (a tree-shaped program:
 shared roots, diverse leaves), with counts summing to --samples (default 10^6). Then, for each
-format, `hwspy convert -v IN -o OUT` runs --repeat times; the figures are medians: the
-writer's own elapsed time (what -v prints for writing, reading left out), then for the whole
-conversion (reading the folded file, then writing) the user + sys CPU time (rusage of the child)
-and the elapsed time, with the output's size and the child's peak RSS. -v's reading time is
-printed too. Where FlameGraph's flamegraph.pl is installed, it draws the same file for comparison.
+format, `hwspy convert -v IN -o OUT` runs --repeat times. The figures are medians: the writer's
+own elapsed time (what -v prints for writing; reading left out); for the whole conversion
+(reading the folded file, then writing) the user + sys CPU time and the elapsed time; the
+output's size and hwspy's peak RSS (the largest of the runs, measured by GNU time where it is
+installed, "?" otherwise); and -v's reading time over all runs. Where FlameGraph's
+flamegraph.pl is installed, it draws the same file for comparison.
 
     /usr/bin/python3 bench/outputs.py [--stacks N] [--samples N] [--repeat 3] [--hwspy PATH]
 
@@ -73,7 +74,17 @@ def make_folded(path, n_stacks, n_samples, seed=1):
     return sum(counts)
 
 
+# A child's ru_maxrss starts at its parent's peak (Linux keeps it across fork and exec), and
+# this script holds the whole input in memory while it writes it: so hwspy runs under GNU
+# time, a small process, which reports hwspy's own peak.
+GNU_TIME = "/usr/bin/time"
+TIME_RE = re.compile(r"^hwspy-bench-rusage ([0-9.]+) ([0-9.]+) ([0-9]+)$", re.M)
+
+
 def run_timed(cmd, out=None):
+    use_time = os.access(GNU_TIME, os.X_OK)
+    if use_time:
+        cmd = [GNU_TIME, "-f", "hwspy-bench-rusage %U %S %M"] + cmd
     t0 = time.monotonic()
     child = subprocess.Popen(cmd, stdout=out or subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
@@ -83,10 +94,13 @@ def run_timed(cmd, out=None):
     wall = time.monotonic() - t0
     if child.returncode != 0:
         sys.exit("outputs.py: %s failed (%d): %s" % (" ".join(cmd), child.returncode, err))
-    cpu = ru.ru_utime + ru.ru_stime
+    cpu, rss = ru.ru_utime + ru.ru_stime, None
+    m = TIME_RE.search(err) if use_time else None
+    if m:
+        cpu, rss = float(m.group(1)) + float(m.group(2)), int(m.group(3))
     m = VERBOSE_RE.search(err)
     read, write = (float(m.group(1)), float(m.group(2))) if m else (None, None)
-    return cpu, wall, ru.ru_maxrss, read, write    # maxrss in KiB
+    return cpu, wall, rss, read, write    # rss in KiB, None when unknown
 
 
 def verdict(t, budget):
@@ -126,9 +140,10 @@ def main():
             reads += [r[3] for r in runs]
             budget = BUDGET_S.get(name)
             ok = ok and (budget is None or write <= budget)
-            print("%-11s %8.3f %7s | %8.3f %8.3f %8s | %9.1f %6.0f MB" % (
+            rss = max((r[2] for r in runs if r[2] is not None), default=None)
+            print("%-11s %8.3f %7s | %8.3f %8.3f %8s | %9.1f %9s" % (
                 name, write, verdict(write, budget), cpu, wall, verdict(cpu, budget),
-                os.path.getsize(path) / 1e6, runs[-1][2] / 1024))
+                os.path.getsize(path) / 1e6, "%.0f MB" % (rss / 1024) if rss else "?"))
         print("reading the folded file (-v): median %.3f s over the %d conversions"
               % (statistics.median(reads), len(reads)))
         fg = shutil.which("flamegraph.pl")
