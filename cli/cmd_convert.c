@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,7 +85,7 @@ int cmd_convert(int argc, char **argv)
 	bool fmt_given = false, verbose = false;
 	double t_start, t_read, t_write;
 	char samples[32], stacks[32], size[32] = "";
-	off_t written;
+	struct stat st;
 	struct folded_read_error err = { 0 };
 	struct profile *p = NULL;
 	FILE *in = NULL, *out = NULL;
@@ -164,9 +165,8 @@ int cmd_convert(int argc, char **argv)
 		r = -errno;
 	if (r == 0 && verbose) {
 		t_write = now_s() - t_write;
-		written = ftello(out);
-		if (written >= 0)
-			format_size(size, sizeof(size), (uint64_t) written);
+		if (fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
+			format_size(size, sizeof(size), (uint64_t) st.st_size);
 		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
 			 format_thousands(samples, sizeof(samples), profile_total(p, 0)),
 			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)), t_read - t_start,
