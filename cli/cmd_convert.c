@@ -169,7 +169,8 @@ int cmd_convert(int argc, char **argv)
 			format_size(size, sizeof(size), (uint64_t) st.st_size);
 		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
 			 format_thousands(samples, sizeof(samples), profile_total(p, 0)),
-			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)), t_read - t_start,
+			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)),
+			 t_read - t_start,
 			 format_name(fmt), size[0] ? " (" : "", size, size[0] ? ")" : "", t_write);
 	}
 	if (r < 0) {
