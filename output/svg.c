@@ -1,6 +1,7 @@
 /* svg: an interactive flame graph in one self-contained SVG file, in the spirit of Brendan
  * Gregg's flamegraph.pl: the stacks merged into a tree, frames laid out by weight, tooltips with
- * every event, click to zoom, regex search, the view kept in the URL query. */
+ * every event and the derived ratios, click to zoom, regex search, the view kept in the URL
+ * query. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "base/buf.h"
 #include "base/hash.h"
 #include "output/profile.h"
+#include "output/ratios.h"
 #include "output/utf8.h"
 
 #define XPAD            10.0
@@ -208,8 +210,10 @@ static int tree_build(struct tree *t, const struct profile *p, const struct text
 			uint64_t v = 0;
 			double x = t->v[k].x + (double) cum / (double) total * tw;
 
-			for (j = i; j < hi && o[j].st->frames[depth] == frame; j++)
-				v = o[j].vals[col] > UINT64_MAX - v ? UINT64_MAX : v + o[j].vals[col];
+			for (j = i; j < hi && o[j].st->frames[depth] == frame; j++) {
+				uint64_t add = o[j].vals[col];
+				v = add > UINT64_MAX - v ? UINT64_MAX : v + add;
+			}
 			cum += v;
 			if ((double) v / (double) total * tw < min_width) {
 				t->pruned += v > 0 ? 1 + count_subtree(o, i, j, depth + 1, col) : 0;
@@ -385,6 +389,20 @@ static int build_subtitle(const struct profile *p, size_t col, struct buf *b)
 	return r;
 }
 
+/* The ratios of a frame with values v, a line each; those whose denominator is 0 left out. */
+static void put_ratios(FILE *out, const struct ratios *ra, const uint64_t *v)
+{
+	double x;
+
+	for (size_t i = 0; i < ra->n; i++) {
+		if (!ratio_value(&ra->r[i], v, &x))
+			continue;
+		putc('\n', out);
+		xml_puts(out, ratio_label(ra, i));
+		fprintf(out, ra->r[i].percent ? ": %.1f%%" : ": %.2f", x);
+	}
+}
+
 static const char script[] =
 "\"use strict\";\n"
 "var frames = [], details, matched, unzoom, searchbtn, zoomed = null, searching = false;\n"
@@ -553,7 +571,8 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 }
 
 static void write_frame(FILE *out, const struct profile *p, const struct tree *t,
-			const struct texts *tx, uint32_t k, double tw, size_t col, unsigned y)
+			const struct texts *tx, const struct ratios *ra, uint32_t k, double tw,
+			size_t col, unsigned y)
 {
 	const struct node *nd = &t->v[k];
 	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
@@ -562,7 +581,7 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	double w = (double) v[col] / (double) t->vals[col] * tw;
 	size_t fit = w > 3 ? (size_t) ((w - 3) / GLYPH_W) : 0;
 
-	/* the tooltip: the text (cut at a character boundary), then every event */
+	/* the tooltip: the text (cut at a character boundary), every event, the ratios */
 	if (tip > TIP_CAP) {
 		tip = TIP_CAP;
 		while (tip > 0 && ((unsigned char) text[tip] & 0xc0) == 0x80)
@@ -582,6 +601,7 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	}
 	fputs("\nsamples: ", out);
 	put_count(out, v[0]);
+	put_ratios(out, ra, v);
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"",
 		nd->x, y, w, FRAME_H - 1);
 	if (nd->frame == NONE)
@@ -608,6 +628,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	bool icicle = opts && opts->icicle;
 	struct tree t = { 0 };
 	struct texts tx = { 0 };
+	struct ratios ra;
 	struct buf subtitle;
 	uint32_t *todo = NULL;
 	unsigned height;
@@ -618,7 +639,9 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 		return -EINVAL;
 	tw = width - 2 * XPAD;
 	buf_init(&subtitle);
-	r = texts_build(&tx, p);
+	r = ratios_init(&ra, p);
+	if (r >= 0)
+		r = texts_build(&tx, p);
 	if (r >= 0)
 		r = tree_build(&t, p, &tx, col, tw, min_width);
 	if (r >= 0)
@@ -644,7 +667,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 			unsigned y = icicle ? TOP_PAD + nd->depth * FRAME_H :
 				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
 
-			write_frame(out, p, &t, &tx, k, tw, col, y);
+			write_frame(out, p, &t, &tx, &ra, k, tw, col, y);
 			for (uint32_t j = nd->n_kids; j-- > 0;)
 				todo[n++] = nd->first_kid + j;
 		}
@@ -657,6 +680,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 out:
 	free(todo);
 	buf_release(&subtitle);
+	ratios_release(&ra);
 	texts_release(&tx);
 	tree_release(&t);
 	return r;
