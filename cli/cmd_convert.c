@@ -7,6 +7,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -18,7 +20,7 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hwspy convert IN -o OUT [--format FORMAT]\n\n"
+		"usage: hwspy convert IN -o OUT [--format FORMAT] [-v]\n\n"
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
 		"stackcollapse-perf.pl or py-spy) or a pprof profile (.pb.gz: hwspy's, Go's ...),\n"
 		"whichever its content is (- reads standard input), and writes OUT.\n\n"
@@ -26,7 +28,47 @@ static void usage(FILE *out)
 		"                      .svg, .speedscope.json, .pb.gz / .pprof\n"
 		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
 		FORMAT_USAGE
+		"  -v, --verbose       one line on stderr at the end: what was read and how long\n"
+		"                      reading took, what was written and how long writing took\n"
+		"                      (elapsed time, each apart)\n"
 		"  -h, --help          this text\n");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* "1,234,567" into buf (at least 27 bytes): buf. */
+static char *format_thousands(char *buf, size_t size, uint64_t v)
+{
+	char d[24];
+	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long) v);
+	size_t k = 0;
+
+	for (int i = 0; i < n && k + 2 < size; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = d[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+/* "812 bytes", "45.1 kB", "4.0 MB", "1.2 GB" (powers of 1000, as ls -h --si). */
+static void format_size(char *buf, size_t size, uint64_t v)
+{
+	if (v < 1000)
+		snprintf(buf, size, "%llu bytes", (unsigned long long) v);
+	else if (v < 1000000)
+		snprintf(buf, size, "%.1f kB", (double) v / 1e3);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.1f MB", (double) v / 1e6);
+	else
+		snprintf(buf, size, "%.1f GB", (double) v / 1e9);
 }
 
 int cmd_convert(int argc, char **argv)
@@ -35,18 +77,22 @@ int cmd_convert(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
 		FORMAT_LONGOPTS,
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *in_path, *out_path = NULL;
 	struct format_opts fo = { 0 };
 	enum out_format fmt;
-	bool fmt_given = false;
+	bool fmt_given = false, verbose = false;
+	double t_start, t_read, t_write;
+	char samples[32], stacks[32], size[32] = "";
+	struct stat st;
 	struct profile *p = NULL;
 	FILE *out = NULL;
 	int c, r, col, status = 1;
 
-	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out_path = optarg;
@@ -55,6 +101,9 @@ int cmd_convert(int argc, char **argv)
 			if (format_parse(optarg, &fmt) < 0)
 				return 2;
 			fmt_given = true;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -77,7 +126,9 @@ int cmd_convert(int argc, char **argv)
 	in_path = argv[optind];
 	if (!fmt_given)
 		fmt = format_of_path(out_path);
+	t_start = now_s();
 	p = load_profile(in_path);
+	t_read = now_s();
 	if (!p)
 		goto out;
 	col = format_column(&fo, p);
@@ -92,9 +143,20 @@ int cmd_convert(int argc, char **argv)
 		log_errno(-errno, "cannot write '%s'", out_path);
 		goto out;
 	}
+	t_write = now_s();
 	r = format_write(fmt, p, &fo, out);
 	if (r == 0 && fflush(out) != 0)
 		r = -errno;
+	if (r == 0 && verbose) {
+		t_write = now_s() - t_write;
+		if (fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
+			format_size(size, sizeof(size), (uint64_t) st.st_size);
+		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
+			 format_thousands(samples, sizeof(samples), profile_total(p, 0)),
+			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)),
+			 t_read - t_start,
+			 format_name(fmt), size[0] ? " (" : "", size, size[0] ? ")" : "", t_write);
+	}
 	if (r < 0) {
 		log_errno(r, "cannot write '%s'", out_path);
 		(void) fclose(out);

@@ -61,24 +61,97 @@ int folded_frame_text(const struct profile_frame *f, struct buf *out)
 	return 0;
 }
 
+/* Lines are merged when their texts are equal. Frame texts hold no ';' and are never empty,
+ * so two stacks give the same line exactly when their frames give the same texts one by one:
+ * frames are numbered by text (text_id, the first frame with that text) and stacks compared as
+ * sequences of text ids, without rendering a line before it is written. */
 struct line {
-	size_t off, len;    /* into the text buffer */
+	uint32_t stack;     /* the first stack giving this line */
 	uint64_t hash;
 	uint64_t count;
 };
 
 struct lines {
-	struct buf text;
 	struct line *v;
 	size_t n, cap;
 	uint32_t *slots;
 	size_t nslots;
 };
 
-static int lines_add(struct lines *ls, size_t off, size_t len, uint64_t count)
+#define OUT_SIZE (1u << 20)
+
+/* The writer's own output buffer: frame texts go out by memcpy, not stdio call by call. */
+struct out_buf {
+	FILE *f;
+	char *data;
+	size_t len;
+	int err;
+};
+
+static void out_flush(struct out_buf *o)
 {
-	uint64_t h = hash_bytes(ls->text.data + off, len, 0);
-	size_t mask, i;
+	if (!o->err && o->len && fwrite(o->data, 1, o->len, o->f) != o->len)
+		o->err = -EIO;
+	o->len = 0;
+}
+
+static void out_put(struct out_buf *o, const char *s, size_t n)
+{
+	while (n > OUT_SIZE - o->len) {
+		size_t k = OUT_SIZE - o->len;
+
+		memcpy(o->data + o->len, s, k);
+		o->len += k;
+		s += k;
+		n -= k;
+		out_flush(o);
+	}
+	memcpy(o->data + o->len, s, n);
+	o->len += n;
+}
+
+/* " COUNT\n" */
+static void out_count(struct out_buf *o, uint64_t v)
+{
+	char d[24];
+	size_t i = sizeof(d);
+
+	d[--i] = '\n';
+	do {
+		d[--i] = (char) ('0' + v % 10);
+		v /= 10;
+	} while (v);
+	d[--i] = ' ';
+	out_put(o, d + i, sizeof(d) - i);
+}
+
+static uint64_t stack_hash(const struct profile_stack *st, const uint32_t *text_id)
+{
+	uint64_t h = st->depth;
+
+	for (uint32_t d = 0; d < st->depth; d++)
+		h = hash_u64(h ^ text_id[st->frames[d]]);
+	return h;
+}
+
+static bool same_texts(const struct profile_stack *a, const struct profile_stack *b,
+		       const uint32_t *text_id)
+{
+	if (a->depth != b->depth)
+		return false;
+	for (uint32_t d = 0; d < a->depth; d++)
+		if (text_id[a->frames[d]] != text_id[b->frames[d]])
+			return false;
+	return true;
+}
+
+/* Adds stack i's count to its line, a new line if no stack before gave the same text. */
+static int lines_add(struct lines *ls, const struct profile *p, uint32_t i,
+		     const uint32_t *text_id, uint64_t count)
+{
+	const struct profile_stack *st = profile_stack(p, i);
+	uint64_t h = stack_hash(st, text_id);
+	size_t mask, k;
 
 	if ((ls->n + 1) * 2 > ls->nslots) {
 		size_t n = ls->nslots ? ls->nslots * 2 : 1024;
@@ -86,23 +159,21 @@ static int lines_add(struct lines *ls, size_t off, size_t len, uint64_t count)
 		if (!s)
 			return -ENOMEM;
 		memset(s, 0xff, n * sizeof(*s));
-		for (size_t k = 0; k < ls->n; k++) {
-			size_t j = ls->v[k].hash & (n - 1);
-			while (s[j] != UINT32_MAX)
-				j = (j + 1) & (n - 1);
-			s[j] = (uint32_t) k;
+		for (size_t j = 0; j < ls->n; j++) {
+			size_t at = ls->v[j].hash & (n - 1);
+			while (s[at] != UINT32_MAX)
+				at = (at + 1) & (n - 1);
+			s[at] = (uint32_t) j;
 		}
 		free(ls->slots);
 		ls->slots = s;
 		ls->nslots = n;
 	}
 	mask = ls->nslots - 1;
-	for (i = h & mask; ls->slots[i] != UINT32_MAX; i = (i + 1) & mask) {
-		struct line *l = &ls->v[ls->slots[i]];
-		if (l->hash == h && l->len == len &&
-		    memcmp(ls->text.data + l->off, ls->text.data + off, len) == 0) {
+	for (k = h & mask; ls->slots[k] != UINT32_MAX; k = (k + 1) & mask) {
+		struct line *l = &ls->v[ls->slots[k]];
+		if (l->hash == h && same_texts(profile_stack(p, l->stack), st, text_id)) {
 			l->count += count;
-			ls->text.len = off;     /* drop the duplicate text */
 			return 0;
 		}
 	}
@@ -114,8 +185,38 @@ static int lines_add(struct lines *ls, size_t off, size_t len, uint64_t count)
 		ls->v = v;
 		ls->cap = n;
 	}
-	ls->v[ls->n] = (struct line) { off, len, h, count };
-	ls->slots[i] = (uint32_t) ls->n++;
+	ls->v[ls->n] = (struct line) { i, h, count };
+	ls->slots[k] = (uint32_t) ls->n++;
+	return 0;
+}
+
+/* text_id[f] = the first frame whose text equals frame f's (texts ft[off[f]..off[f + 1])). */
+static int number_texts(const struct buf *ft, const size_t *off, size_t nf, uint32_t *text_id)
+{
+	size_t nslots = 64, mask;
+	uint32_t *slots;
+
+	while (nslots < nf * 2)
+		nslots *= 2;
+	mask = nslots - 1;
+	slots = malloc(nslots * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	memset(slots, 0xff, nslots * sizeof(*slots));
+	for (size_t f = 0; f < nf; f++) {
+		const char *t = ft->data + off[f];
+		size_t len = off[f + 1] - off[f], k;
+
+		for (k = hash_mem(t, len, 0) & mask; slots[k] != UINT32_MAX; k = (k + 1) & mask) {
+			uint32_t g = slots[k];
+			if (off[g + 1] - off[g] == len && memcmp(ft->data + off[g], t, len) == 0)
+				break;
+		}
+		if (slots[k] == UINT32_MAX)
+			slots[k] = (uint32_t) f;
+		text_id[f] = slots[k];
+	}
+	free(slots);
 	return 0;
 }
 
@@ -123,53 +224,60 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
 {
 	size_t col = opts && opts->column ? opts->column : 1, nf = profile_n_frames(p);
 	struct lines ls = { 0 };
+	struct out_buf o = { .f = out };
 	struct buf ft;          /* every frame's text, rendered once: frame f at ft_off[f] */
 	size_t *ft_off;
+	uint32_t *text_id;
 	int r = 0;
 
 	if (col >= profile_n_values(p))
 		return -EINVAL;
-	ft_off = malloc((nf + 1) * sizeof(*ft_off));
-	if (!ft_off)
+	if (profile_n_stacks(p) >= UINT32_MAX)
 		return -ENOMEM;
+	ft_off = malloc((nf + 1) * sizeof(*ft_off));
+	text_id = malloc((nf ? nf : 1) * sizeof(*text_id));
+	o.data = malloc(OUT_SIZE);
+	if (!ft_off || !text_id || !o.data) {
+		free(ft_off);
+		free(text_id);
+		free(o.data);
+		return -ENOMEM;
+	}
 	buf_init(&ft);
 	for (size_t f = 0; f < nf && r >= 0; f++) {
 		ft_off[f] = ft.len;
 		r = folded_frame_text(profile_frame(p, (uint32_t) f), &ft);
 	}
 	ft_off[nf] = ft.len;
-	buf_init(&ls.text);
+	if (r >= 0)
+		r = number_texts(&ft, ft_off, nf, text_id);
 	for (size_t i = 0; i < profile_n_stacks(p) && r >= 0; i++) {
-		const struct profile_stack *st = profile_stack(p, i);
 		uint64_t count = profile_values(p, i)[col];
-		size_t off = ls.text.len;
 
-		if (count == 0)
-			continue;
-		for (uint32_t d = 0; d < st->depth && r >= 0; d++) {
-			if (d)
-				r = buf_putc(&ls.text, ';');
-			if (r >= 0) {
-				uint32_t f = st->frames[d];
-
-				r = f < nf ? buf_append(&ls.text, ft.data + ft_off[f],
-							ft_off[f + 1] - ft_off[f]) : -EINVAL;
-			}
-		}
-		if (r >= 0)
-			r = lines_add(&ls, off, ls.text.len - off, count);
+		if (count)
+			r = lines_add(&ls, p, (uint32_t) i, text_id, count);
 	}
 	for (size_t i = 0; i < ls.n && r >= 0; i++) {
-		const struct line *l = &ls.v[i];
-		if (fwrite(ls.text.data + l->off, 1, l->len, out) != l->len ||
-		    fprintf(out, " %llu\n", (unsigned long long) l->count) < 0)
-			r = -EIO;
+		const struct profile_stack *st = profile_stack(p, ls.v[i].stack);
+
+		for (uint32_t d = 0; d < st->depth; d++) {
+			uint32_t f = st->frames[d];
+
+			if (d)
+				out_put(&o, ";", 1);
+			out_put(&o, ft.data + ft_off[f], ft_off[f + 1] - ft_off[f]);
+		}
+		out_count(&o, ls.v[i].count);
 	}
+	out_flush(&o);
+	if (r >= 0 && o.err < 0)
+		r = o.err;
 	if (r >= 0 && fflush(out) != 0)
 		r = -errno;
-	buf_release(&ls.text);
 	buf_release(&ft);
 	free(ft_off);
+	free(text_id);
+	free(o.data);
 	free(ls.v);
 	free(ls.slots);
 	return r;

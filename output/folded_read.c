@@ -5,9 +5,26 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "output/profile.h"
 
 #define CHUNK_SIZE 65536
+#define SEEN_MAX_TEXT (64u << 20)       /* bytes of frame texts the seen cache keeps at most */
+
+/* Frame texts seen before and the frame id each gave: a text is parsed and interned once, then
+ * found here (parsing depends on the text alone, so this gives the same ids). */
+struct seen_slot {
+	uint64_t hash;
+	size_t off;             /* into seen.text */
+	uint32_t len;           /* 0: an empty slot (frame texts are never empty) */
+	uint32_t id;
+};
+
+struct seen {
+	struct buf text;
+	struct seen_slot *slots;
+	size_t n, n_slots;      /* n_slots: a power of two, over twice n */
+};
 
 struct reader {
 	FILE *in;
@@ -19,7 +36,49 @@ struct reader {
 	uint32_t *ids;          /* frame ids of the current line */
 	size_t cap_ids;
 	uint64_t total;         /* counts read so far, plus what p held before */
+	struct seen seen;
 };
+
+/* The slot of text t[0..n) with hash h: where it is, or the empty slot where it would go. */
+static struct seen_slot *seen_find(const struct seen *c, const char *t, size_t n, uint64_t h)
+{
+	size_t mask = c->n_slots - 1;
+
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		struct seen_slot *sl = &c->slots[i];
+
+		if (sl->len == 0 || (sl->hash == h && sl->len == n &&
+				     memcmp(c->text.data + sl->off, t, n) == 0))
+			return sl;
+	}
+}
+
+/* Makes room for one more slot: false when memory is short (the cache is only a shortcut:
+ * texts are then parsed each time). */
+static bool seen_reserve(struct seen *c)
+{
+	size_t n_slots = c->n_slots ? c->n_slots * 2 : 4096;
+	struct seen_slot *slots;
+
+	if ((c->n + 1) * 2 <= c->n_slots)
+		return true;
+	slots = calloc(n_slots, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < c->n_slots; i++) {
+		size_t j = c->slots[i].hash & (n_slots - 1);
+
+		if (!c->slots[i].len)
+			continue;
+		while (slots[j].len)
+			j = (j + 1) & (n_slots - 1);
+		slots[j] = c->slots[i];
+	}
+	free(c->slots);
+	c->slots = slots;
+	c->n_slots = n_slots;
+	return true;
+}
 
 /* Reads the next line into r->line: 1, or 0 at the end of the input, -E2BIG for a line over
  * FOLDED_READ_MAX_LINE bytes, -errno on a read error. */
@@ -253,13 +312,15 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 		s = semi ? semi + 1 : NULL;
 	}
 	for (frame = s; frame; depth++) {
-		char *semi = strchr(frame, ';');
+		char *semi = memchr(frame, ';', (size_t) (sp - frame));
+		struct seen_slot *sl = NULL;
 		struct profile_frame f;
 		size_t n;
+		uint64_t h = 0;
 
 		if (semi)
 			*semi = '\0';
-		n = strlen(frame);
+		n = (size_t) ((semi ? semi : sp) - frame);
 		if (n == 0) {
 			*ret_reason = "empty frame";
 			return -EINVAL;
@@ -276,13 +337,30 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 			r->ids = ids;
 			r->cap_ids = cap;
 		}
-		if (austin)
-			austin_frame_parse(frame, n, &f);
-		else
-			frame_parse(frame, n, &f);
-		ret = profile_frame_id(p, &f, &r->ids[depth]);
-		if (ret < 0)
-			return ret;
+		if (!austin && seen_reserve(&r->seen)) {
+			h = hash_mem(frame, n, 0);
+			sl = seen_find(&r->seen, frame, n, h);
+			/* a new text: keep a copy, if there is room, to remember it by */
+			if (!sl->len && (n > UINT32_MAX || r->seen.text.len + n > SEEN_MAX_TEXT ||
+					 buf_append(&r->seen.text, frame, n) < 0))
+				sl = NULL;
+		}
+		if (sl && sl->len) {
+			r->ids[depth] = sl->id;
+		} else {
+			if (austin)     /* typed otherwise: not cached */
+				austin_frame_parse(frame, n, &f);
+			else            /* cuts frame up: the cache took a copy */
+				frame_parse(frame, n, &f);
+			ret = profile_frame_id(p, &f, &r->ids[depth]);
+			if (ret < 0)
+				return ret;
+			if (sl) {
+				*sl = (struct seen_slot) { h, r->seen.text.len - n, (uint32_t) n,
+							   r->ids[depth] };
+				r->seen.n++;
+			}
+		}
 		frame = semi ? semi + 1 : NULL;
 	}
 	if (count == 0)
@@ -306,6 +384,7 @@ int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err)
 	r.total = t0 > t1 ? t0 : t1;
 	buf_init(&r.line);
 	buf_init(&r.name);
+	buf_init(&r.seen.text);
 	r.chunk = malloc(CHUNK_SIZE);
 	r.ids = malloc(64 * sizeof(*r.ids));
 	r.cap_ids = 64;
@@ -325,6 +404,8 @@ int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err)
 		*ret_err = (struct folded_read_error) { ret < 0 ? lineno : 0, ret < 0 ? reason : NULL };
 	buf_release(&r.line);
 	buf_release(&r.name);
+	buf_release(&r.seen.text);
+	free(r.seen.slots);
 	free(r.chunk);
 	free(r.ids);
 	return ret < 0 ? ret : 0;

@@ -34,6 +34,7 @@ enum {
 #define WIRE_VARINT 0
 #define WIRE_LEN 2
 #define KERNEL_FILE "[kernel.kallsyms]"
+#define BATCH_SIZE 65536
 
 /* A protobuf message being built; the first failure sticks in err and later writes do nothing. */
 struct pb {
@@ -259,6 +260,7 @@ struct pprof {
 	z_stream zs;
 	FILE *out;
 	struct pb msg, sub;
+	struct buf batch;       /* messages not given to deflate yet */
 	unsigned char chunk[16384];
 };
 
@@ -479,9 +481,14 @@ static int emit(struct pprof *pp, unsigned field, struct pb *m)
 		n = varint_encode(head, (uint64_t) field << 3 | WIRE_LEN);
 		n += varint_encode(head + n, m->b.len);
 	}
-	r = gz_put(pp, head, n, Z_NO_FLUSH);
-	if (r >= 0)
-		r = gz_put(pp, m->b.data, m->b.len, Z_NO_FLUSH);
+	/* deflate takes the messages in batches: one call per message costs more than its work
+	 * (the compressed bytes do not depend on how the input is cut up) */
+	r = buf_append(&pp->batch, head, n) < 0 || buf_append(&pp->batch, m->b.data, m->b.len) < 0 ?
+	    -ENOMEM : 0;
+	if (r >= 0 && pp->batch.len >= BATCH_SIZE) {
+		r = gz_put(pp, pp->batch.data, pp->batch.len, Z_NO_FLUSH);
+		buf_reset(&pp->batch);
+	}
 	pb_reset(m);
 	return r;
 }
@@ -602,7 +609,7 @@ static int emit_all(struct pprof *pp)
 		return pp->sub.err;
 	if ((r = emit(pp, 0, &pp->msg)) < 0)
 		return r;
-	return gz_put(pp, NULL, 0, Z_FINISH);
+	return gz_put(pp, pp->batch.data, pp->batch.len, Z_FINISH);
 }
 
 int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out)
@@ -616,6 +623,7 @@ int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *ou
 	pp->out = out;
 	buf_init(&pp->msg.b);
 	buf_init(&pp->sub.b);
+	buf_init(&pp->batch);
 	r = check_values(p);
 	if (r >= 0)
 		r = pprof_index(pp, opts);
@@ -630,6 +638,7 @@ int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *ou
 	}
 	buf_release(&pp->msg.b);
 	buf_release(&pp->sub.b);
+	buf_release(&pp->batch);
 	strtab_release(&pp->st);
 	free(pp->fns);
 	free(pp->frame_fn);

@@ -6,12 +6,21 @@
 
 #include "base/hash.h"
 
-/* Open-addressing table of uint32 ids (UINT32_MAX = empty), keyed by a hash the caller gives. */
+/* Open-addressing table of uint32 ids, keyed by a hash the caller gives. A slot holds the id in
+ * its low half and the high half of the id's hash above, so that probing rarely looks at an
+ * entry that does not match; SLOT_EMPTY (id UINT32_MAX, which no entry has) when free. */
 struct idtab {
-	uint32_t *slots;
+	uint64_t *slots;
 	size_t cap;     /* power of two */
 	size_t used;
 };
+
+#define SLOT_EMPTY UINT64_MAX
+
+static uint64_t slot_of(uint64_t h, uint32_t id)
+{
+	return (h >> 32) << 32 | id;
+}
 
 struct frame_rec {
 	struct profile_frame f;
@@ -75,8 +84,8 @@ static size_t idtab_probe(const struct idtab *t, uint64_t h, const struct profil
 	size_t mask = t->cap - 1, i = h & mask;
 
 	for (;;) {
-		uint32_t id = t->slots[i];
-		if (id == UINT32_MAX || eq(p, id, key))
+		uint64_t s = t->slots[i];
+		if (s == SLOT_EMPTY || ((s >> 32) == (h >> 32) && eq(p, (uint32_t) s, key)))
 			return i;
 		i = (i + 1) & mask;
 	}
@@ -86,7 +95,7 @@ static int idtab_reserve(struct idtab *t, size_t n, uint64_t (*hash_id)(const st
 			 const struct profile *p)
 {
 	size_t ncap = t->cap ? t->cap : 256;
-	uint32_t *slots;
+	uint64_t *slots;
 
 	if ((n + 1) * 4 <= t->cap * 3)
 		return 0;
@@ -97,14 +106,14 @@ static int idtab_reserve(struct idtab *t, size_t n, uint64_t (*hash_id)(const st
 		return -ENOMEM;
 	memset(slots, 0xff, ncap * sizeof(*slots));
 	for (size_t i = 0; i < t->cap; i++) {
-		uint32_t id = t->slots[i];
+		uint64_t s = t->slots[i];
 		size_t j;
-		if (id == UINT32_MAX)
+		if (s == SLOT_EMPTY)
 			continue;
-		j = hash_id(p, id) & (ncap - 1);
-		while (slots[j] != UINT32_MAX)
+		j = hash_id(p, (uint32_t) s) & (ncap - 1);
+		while (slots[j] != SLOT_EMPTY)
 			j = (j + 1) & (ncap - 1);
-		slots[j] = id;
+		slots[j] = s;
 	}
 	free(t->slots);
 	t->slots = slots;
@@ -116,7 +125,7 @@ static int idtab_reserve(struct idtab *t, size_t n, uint64_t (*hash_id)(const st
 
 static uint64_t str_hash_id(const struct profile *p, uint32_t id)
 {
-	return hash_bytes(p->strs[id], strlen(p->strs[id]), 0);
+	return hash_mem(p->strs[id], strlen(p->strs[id]), 0);
 }
 
 static bool str_eq(const struct profile *p, uint32_t id, const void *key)
@@ -138,10 +147,10 @@ static int intern(struct profile *p, const char *s, const char **ret)
 	r = idtab_reserve(&p->str_tab, p->n_strs + 1, str_hash_id, p);
 	if (r < 0)
 		return r;
-	h = hash_bytes(s, strlen(s), 0);
+	h = hash_mem(s, strlen(s), 0);
 	slot = idtab_probe(&p->str_tab, h, p, str_eq, s);
-	if (p->str_tab.slots[slot] != UINT32_MAX) {
-		*ret = p->strs[p->str_tab.slots[slot]];
+	if (p->str_tab.slots[slot] != SLOT_EMPTY) {
+		*ret = p->strs[(uint32_t) p->str_tab.slots[slot]];
 		return 0;
 	}
 	if (p->n_strs >= UINT32_MAX - 1)
@@ -153,7 +162,7 @@ static int intern(struct profile *p, const char *s, const char **ret)
 	if (!copy)
 		return -ENOMEM;
 	p->strs[p->n_strs] = copy;
-	p->str_tab.slots[slot] = (uint32_t) p->n_strs++;
+	p->str_tab.slots[slot] = slot_of(h, (uint32_t) p->n_strs++);
 	p->str_tab.used++;
 	*ret = copy;
 	return 0;
@@ -165,7 +174,7 @@ static uint64_t frame_hash_of(const struct profile_frame *f)
 {
 	uint64_t k[5] = { (uint64_t) f->kind, (uintptr_t) f->name, (uintptr_t) f->file,
 			  (uint64_t) (int64_t) f->line, (uintptr_t) f->module };
-	return hash_bytes(k, sizeof(k), 1);
+	return hash_mem(k, sizeof(k), 1);
 }
 
 static uint64_t frame_hash_id(const struct profile *p, uint32_t id)
@@ -198,8 +207,8 @@ int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t 
 		return r;
 	h = frame_hash_of(&key);
 	slot = idtab_probe(&p->frame_tab, h, p, frame_eq, &key);
-	if (p->frame_tab.slots[slot] != UINT32_MAX) {
-		*ret_id = p->frame_tab.slots[slot];
+	if (p->frame_tab.slots[slot] != SLOT_EMPTY) {
+		*ret_id = (uint32_t) p->frame_tab.slots[slot];
 		return 0;
 	}
 	if (p->n_frames >= UINT32_MAX - 1)
@@ -208,7 +217,7 @@ int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t 
 		return r;
 	p->frames[p->n_frames].f = key;
 	p->frames[p->n_frames].hash = h;
-	p->frame_tab.slots[slot] = (uint32_t) p->n_frames;
+	p->frame_tab.slots[slot] = slot_of(h, (uint32_t) p->n_frames);
 	p->frame_tab.used++;
 	*ret_id = (uint32_t) p->n_frames++;
 	return 0;
@@ -234,7 +243,7 @@ struct stack_key {
 
 static uint64_t stack_hash_of(uint32_t tid, const uint32_t *frames, size_t depth)
 {
-	return hash_bytes(frames, depth * sizeof(*frames), tid);
+	return hash_mem(frames, depth * sizeof(*frames), tid);
 }
 
 static uint64_t stack_hash_id(const struct profile *p, uint32_t id)
@@ -270,7 +279,7 @@ int profile_add(struct profile *p, uint32_t tid, const uint32_t *frames, size_t 
 		return r;
 	h = stack_hash_of(tid, frames, depth);
 	slot = idtab_probe(&p->stack_tab, h, p, stack_eq, &key);
-	id = p->stack_tab.slots[slot];
+	id = (uint32_t) p->stack_tab.slots[slot];
 	if (id == UINT32_MAX) {
 		if (p->n_stacks >= UINT32_MAX - 1)
 			return -ENOMEM;
@@ -295,7 +304,7 @@ int profile_add(struct profile *p, uint32_t tid, const uint32_t *frames, size_t 
 		p->stacks[id].s = (struct profile_stack) { tid, (uint32_t) depth, copy };
 		p->stacks[id].hash = h;
 		memset(&p->values[id * nv], 0, nv * sizeof(*p->values));
-		p->stack_tab.slots[slot] = (uint32_t) id;
+		p->stack_tab.slots[slot] = slot_of(h, (uint32_t) id);
 		p->stack_tab.used++;
 	}
 	for (size_t i = 0; i < nv; i++)
@@ -439,8 +448,9 @@ static const char *interned(const struct profile *p, const char *s)
 
 	if (!p->str_tab.cap)
 		return NULL;
-	slot = idtab_probe(&p->str_tab, hash_bytes(s, strlen(s), 0), p, str_eq, s);
-	return p->str_tab.slots[slot] == UINT32_MAX ? NULL : p->strs[p->str_tab.slots[slot]];
+	slot = idtab_probe(&p->str_tab, hash_mem(s, strlen(s), 0), p, str_eq, s);
+	return p->str_tab.slots[slot] == SLOT_EMPTY ? NULL :
+	       p->strs[(uint32_t) p->str_tab.slots[slot]];
 }
 
 int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex)

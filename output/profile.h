@@ -425,9 +425,27 @@ bool pprof_sniff(const void *head, size_t len);
  * Each drawn frame is a <g> holding a <title> (tooltip: the frame text as folded_frame_text()
  * writes it, Python frames with (file:line), cut at 4096 bytes with "..."; then one line
  * "EVENT: 1,234 (12.3%)" per event of the profile, the share being of that event's total, then
- * "samples: N"), a <rect> filled by kind (Python green to yellow, native orange to red, kernel
- * blue, thread and special grey) in a shade stable by frame name (hashed), and a <text> label
- * cut to the width with "..", empty when under 3 characters fit.
+ * "samples: N" (left out when an event is named "samples", as a folded file's counts are), then
+ * the derived ratios below), a <rect> filled by kind (Python green to
+ * yellow, native orange to red, kernel blue, thread and special grey) in a shade stable by
+ * frame name (hashed), and a <text> label cut to the width with "..", empty when under 3
+ * characters fit.
+ *
+ * Derived ratios, from the frame's own (inclusive) values, each on a line of its own, in this
+ * order, where the profile has the (hardware) events they need; a ratio whose denominator is
+ * 0 for the frame is left out. Event names match with ":modifiers" ignored, and labels are
+ * written without them.
+ *   "IPC: 1.23"                         instructions / cycles (or cpu-cycles)
+ *   then for each event whose name ends in "-misses" (in event order, once per name):
+ *   "NAME per 1k instructions: 4.56"    1000 x NAME / instructions ("cache-misses per 1k
+ *                                       instructions": misses per kilo-instruction, MPKI)
+ *   "BASE miss rate: 12.3%"             NAME / its reference event, BASE being NAME without
+ *                                       "-misses": cache-misses / cache-references,
+ *                                       branch-misses / branches (else branch-instructions),
+ *                                       X-load-misses / X-loads, X-store-misses / X-stores,
+ *                                       X-prefetch-misses / X-prefetches ("L1-dcache-load miss
+ *                                       rate", "LLC-load", "dTLB-load"); none without one
+ * Ratios are written with 2 decimals, rates with 1.
  *
  * The embedded script: click a frame to zoom (it fills the width, its ancestors full width and
  * dimmed, other frames hidden), "Reset Zoom", "Search" (a prompt for a JavaScript regular

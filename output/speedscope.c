@@ -54,6 +54,19 @@ static void write_frame(FILE *out, const struct profile_frame *f)
 	putc('}', out);
 }
 
+/* Appends v in decimal. */
+static int put_u64(struct buf *b, uint64_t v)
+{
+	char d[24];
+	size_t i = sizeof(d);
+
+	do {
+		d[--i] = (char) ('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return buf_append(b, d + i, sizeof(d) - i);
+}
+
 static const char *event_unit(const char *event)
 {
 	size_t len = strcspn(event, ":");
@@ -87,7 +100,8 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 	uint32_t tid = idx[0].tid;
 	uint64_t total = 0;
 	bool sep = false;
-	struct buf name;
+	struct buf name, line;
+	int r = 0;
 
 	for (size_t k = 0; k < n; k++) {
 		uint64_t w = profile_values(p, idx[k].stack)[col];
@@ -109,27 +123,46 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 	buf_release(&name);
 	fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n\"samples\":[",
 		event_unit(event), (unsigned long long) total);
-	for (size_t k = 0; k < n; k++) {
+	/* numbers formatted by hand, a sample at a time: printf per number was most of the time */
+	buf_init(&line);
+	for (size_t k = 0; k < n && r >= 0; k++) {
 		const struct profile_stack *st = profile_stack(p, idx[k].stack);
 
 		if (profile_values(p, idx[k].stack)[col] == 0)
 			continue;
-		fputs(sep ? ",[" : "[", out);
-		for (uint32_t d = 0; d < st->depth; d++)
-			fprintf(out, d ? ",%u" : "%u", st->frames[d]);
-		putc(']', out);
+		buf_reset(&line);
+		r = buf_puts(&line, sep ? ",[" : "[");
+		for (uint32_t d = 0; d < st->depth && r >= 0; d++) {
+			if (d)
+				r = buf_putc(&line, ',');
+			if (r >= 0)
+				r = put_u64(&line, st->frames[d]);
+		}
+		if (r >= 0)
+			r = buf_putc(&line, ']');
+		if (r >= 0)
+			fwrite(line.data, 1, line.len, out);
 		sep = true;
 	}
-	fputs("],\n\"weights\":[", out);
+	if (r >= 0)
+		fputs("],\n\"weights\":[", out);
 	sep = false;
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < n && r >= 0; k++) {
 		uint64_t w = profile_values(p, idx[k].stack)[col];
 
 		if (w == 0)
 			continue;
-		fprintf(out, sep ? ",%llu" : "%llu", (unsigned long long) w);
+		buf_reset(&line);
+		r = sep ? buf_putc(&line, ',') : 0;
+		if (r >= 0)
+			r = put_u64(&line, w);
+		if (r >= 0)
+			fwrite(line.data, 1, line.len, out);
 		sep = true;
 	}
+	buf_release(&line);
+	if (r < 0)
+		return -ENOMEM;
 	fputs("]}", out);
 	return 1;
 }

@@ -1,6 +1,7 @@
 /* svg: an interactive flame graph in one self-contained SVG file, in the spirit of Brendan
  * Gregg's flamegraph.pl: the stacks merged into a tree, frames laid out by weight, tooltips with
- * every event, click to zoom, regex search, the view kept in the URL query. */
+ * every event and the derived ratios, click to zoom, regex search, the view kept in the URL
+ * query. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "base/buf.h"
 #include "base/hash.h"
 #include "output/profile.h"
+#include "output/ratios.h"
 #include "output/utf8.h"
 
 #define XPAD            10.0
@@ -20,27 +22,37 @@
 #define NONE            UINT32_MAX
 #define SEARCH_FILL     "rgb(230,0,230)"
 
+/* The drawn frames only: a stack's frames are merged into the tree with the stacks sorted by
+ * frame text, so each node's stacks are one run of the sorted order and its children the runs
+ * within it, found in name order; frames too narrow to draw are counted, not built. */
 struct node {
 	uint32_t frame;         /* NONE for the root, "all" */
 	uint32_t parent;
 	uint32_t depth;
-	uint32_t first_kid, n_kids;     /* into tree.kids once sorted */
+	uint32_t first_kid, n_kids;     /* its children are nodes first_kid.. in name order */
+	uint32_t lo, hi;        /* its stacks: tree.order[lo..hi) */
 	bool drawn;
 	double x;               /* left edge in px */
 };
 
-struct kid {
-	uint32_t rank;          /* of the frame's text among all frame texts */
-	uint32_t node;
+struct stack_ref {
+	uint64_t key;           /* its first frames' ranks, for sorting (stack_key()) */
+	const struct profile_stack *st;
+	const uint64_t *vals;
+};
+
+struct sort_by {
+	const uint32_t *rank;   /* of each frame's text */
+	unsigned bits, levels;  /* bits per rank in a key, ranks in a key */
 };
 
 struct tree {
 	struct node *v;
 	uint64_t *vals;         /* n_vals per node: inclusive values, columns as in profile.h */
 	size_t n, cap, n_vals;
-	uint32_t *slots;        /* (parent, frame) -> node, NONE when empty */
-	size_t n_slots;
-	struct kid *kids;
+	struct stack_ref *order;        /* the stacks sorted by their frames' texts, root first */
+	uint64_t pruned;        /* frames with a value not drawn: too narrow, or above one */
+	uint32_t max_depth;     /* of the drawn frames */
 };
 
 /* Frame texts as folded_frame_text() writes them, and their rank in byte order. */
@@ -60,8 +72,7 @@ static void tree_release(struct tree *t)
 {
 	free(t->v);
 	free(t->vals);
-	free(t->slots);
-	free(t->kids);
+	free(t->order);
 }
 
 static void texts_release(struct texts *tx)
@@ -71,72 +82,29 @@ static void texts_release(struct texts *tx)
 	free(tx->rank);
 }
 
-static uint64_t key_hash(uint32_t parent, uint32_t frame)
+/* A new node, its values 0: its id, or NONE when memory is short. */
+static uint32_t tree_node(struct tree *t, uint32_t parent, uint32_t frame)
 {
-	return hash_u64((uint64_t) parent << 32 | frame);
-}
-
-static int tree_grow(struct tree *t)
-{
+	if (t->n >= NONE)
+		return NONE;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 1024;
 		struct node *v = realloc(t->v, cap * sizeof(*v));
 		uint64_t *vals;
 
 		if (!v)
-			return -ENOMEM;
+			return NONE;
 		t->v = v;
 		vals = realloc(t->vals, cap * t->n_vals * sizeof(*vals));
 		if (!vals)
-			return -ENOMEM;
+			return NONE;
 		t->vals = vals;
 		t->cap = cap;
 	}
-	if ((t->n + 1) * 2 > t->n_slots) {
-		size_t n = t->n_slots ? t->n_slots * 2 : 2048;
-		uint32_t *s = malloc(n * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		memset(s, 0xff, n * sizeof(*s));
-		for (size_t k = 1; k < t->n; k++) {     /* the root is never looked up */
-			size_t j = key_hash(t->v[k].parent, t->v[k].frame) & (n - 1);
-			while (s[j] != NONE)
-				j = (j + 1) & (n - 1);
-			s[j] = (uint32_t) k;
-		}
-		free(t->slots);
-		t->slots = s;
-		t->n_slots = n;
-	}
-	return 0;
-}
-
-/* The child of parent for frame, created if new: its id in *ret_id. */
-static int tree_child(struct tree *t, uint32_t parent, uint32_t frame, uint32_t *ret_id)
-{
-	size_t mask, i;
-	int r;
-
-	if (t->n >= NONE)
-		return -ENOMEM;
-	r = tree_grow(t);
-	if (r < 0)
-		return r;
-	mask = t->n_slots - 1;
-	for (i = key_hash(parent, frame) & mask; t->slots[i] != NONE; i = (i + 1) & mask) {
-		const struct node *nd = &t->v[t->slots[i]];
-		if (nd->parent == parent && nd->frame == frame) {
-			*ret_id = t->slots[i];
-			return 0;
-		}
-	}
 	t->v[t->n] = (struct node) { .frame = frame, .parent = parent,
-				     .depth = t->v[parent].depth + 1 };
+				     .depth = parent == NONE ? 0 : t->v[parent].depth + 1 };
 	memset(t->vals + t->n * t->n_vals, 0, t->n_vals * sizeof(*t->vals));
-	t->slots[i] = (uint32_t) t->n;
-	*ret_id = (uint32_t) t->n++;
-	return 0;
+	return (uint32_t) t->n++;
 }
 
 static void add_vals(uint64_t *dst, const uint64_t *src, size_t n)
@@ -145,28 +113,124 @@ static void add_vals(uint64_t *dst, const uint64_t *src, size_t n)
 		dst[c] = src[c] > UINT64_MAX - dst[c] ? UINT64_MAX : dst[c] + src[c];
 }
 
-static int tree_build(struct tree *t, const struct profile *p)
+/* The ranks of the first by->levels frames, each plus 1 (0: past the leaf), root first in the
+ * high bits: keys compare as their stacks do as far as they go. */
+static uint64_t stack_key(const struct profile_stack *st, const struct sort_by *by)
 {
-	int r;
+	uint64_t key = 0;
+
+	for (uint32_t d = 0; d < by->levels; d++)
+		key = key << by->bits | (d < st->depth ? by->rank[st->frames[d]] + 1 : 0);
+	return key;
+}
+
+/* Orders stacks by the ranks of their frames' texts, root first; a stack before its extensions. */
+static int cmp_stack(const void *a, const void *b, void *by)
+{
+	const struct stack_ref *ra = a, *rb = b;
+	const struct profile_stack *x = ra->st, *y = rb->st;
+	const uint32_t *r = ((const struct sort_by *) by)->rank;
+	uint32_t n = x->depth < y->depth ? x->depth : y->depth;
+
+	if (ra->key != rb->key)
+		return ra->key < rb->key ? -1 : 1;
+	for (uint32_t d = ((const struct sort_by *) by)->levels; d < n; d++) {
+		uint32_t rx = r[x->frames[d]], ry = r[y->frames[d]];
+		if (rx != ry)
+			return rx < ry ? -1 : 1;
+	}
+	return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* Frames with a value in column col at depths below the stacks' order[lo..hi) (which share
+ * their first depth frames): each distinct path counted once, as the tree would hold them. */
+static uint64_t count_subtree(const struct stack_ref *order, uint32_t lo, uint32_t hi,
+			      uint32_t depth, size_t col)
+{
+	const struct profile_stack *prev = NULL;
+	uint64_t n = 0;
+
+	for (uint32_t i = lo; i < hi; i++) {
+		const struct profile_stack *st = order[i].st;
+		uint32_t same = depth;
+
+		if (order[i].vals[col] == 0)
+			continue;
+		if (prev)
+			while (same < prev->depth && same < st->depth &&
+			       prev->frames[same] == st->frames[same])
+				same++;
+		n += st->depth - same;
+		prev = st;
+	}
+	return n;
+}
+
+/* Merges the stacks of p into a tree of the frames drawn in column col: x in px (the graph
+ * tw px wide), frames under min_width px pruned, counted in t->pruned. */
+static int tree_build(struct tree *t, const struct profile *p, const struct texts *tx,
+		      size_t col, double tw, double min_width)
+{
+	size_t n_stacks = profile_n_stacks(p);
+	struct sort_by by = { tx->rank, 1, 0 };
+	struct stack_ref *o;
+	uint64_t total;
 
 	t->n_vals = profile_n_values(p);
-	r = tree_grow(t);
-	if (r < 0)
-		return r;
-	t->v[0] = (struct node) { .frame = NONE, .parent = NONE };
-	memset(t->vals, 0, t->n_vals * sizeof(*t->vals));
-	t->n = 1;
-	for (size_t i = 0; i < profile_n_stacks(p); i++) {
-		const struct profile_stack *st = profile_stack(p, i);
-		const uint64_t *v = profile_values(p, i);
-		uint32_t node = 0;
+	if (n_stacks >= NONE)
+		return -ENOMEM;
+	o = t->order = malloc((n_stacks ? n_stacks : 1) * sizeof(*t->order));
+	if (!o || tree_node(t, NONE, NONE) == NONE)
+		return -ENOMEM;
+	while (by.bits < 32 && tx->n >> by.bits)
+		by.bits++;      /* ranks + 1 go up to tx->n */
+	by.levels = 64 / by.bits;
+	for (size_t i = 0; i < n_stacks; i++) {
+		o[i] = (struct stack_ref) { 0, profile_stack(p, i), profile_values(p, i) };
+		o[i].key = stack_key(o[i].st, &by);
+		add_vals(t->vals, o[i].vals, t->n_vals);
+	}
+	qsort_r(o, n_stacks, sizeof(*o), cmp_stack, &by);
+	total = t->vals[col];
+	t->v[0].hi = (uint32_t) n_stacks;
+	t->v[0].x = XPAD;
+	t->v[0].drawn = total > 0;
 
-		add_vals(t->vals, v, t->n_vals);
-		for (uint32_t d = 0; d < st->depth; d++) {
-			r = tree_child(t, node, st->frames[d], &node);
-			if (r < 0)
-				return r;
-			add_vals(t->vals + (size_t) node * t->n_vals, v, t->n_vals);
+	/* parents come before their children in t->v */
+	for (size_t k = 0; k < t->n && t->v[0].drawn; k++) {
+		uint32_t depth = t->v[k].depth, i = t->v[k].lo, hi = t->v[k].hi;
+		uint64_t cum = 0;
+
+		if (depth > t->max_depth)
+			t->max_depth = depth;
+		t->v[k].first_kid = (uint32_t) t->n;
+		while (i < hi && o[i].st->depth == depth)
+			i++;    /* the stacks ending here */
+		while (i < hi) {
+			uint32_t frame = o[i].st->frames[depth], j, kid;
+			uint64_t v = 0;
+			double x = t->v[k].x + (double) cum / (double) total * tw;
+
+			for (j = i; j < hi && o[j].st->frames[depth] == frame; j++) {
+				uint64_t add = o[j].vals[col];
+				v = add > UINT64_MAX - v ? UINT64_MAX : v + add;
+			}
+			cum += v;
+			if ((double) v / (double) total * tw < min_width) {
+				t->pruned += v > 0 ? 1 + count_subtree(o, i, j, depth + 1, col) : 0;
+				i = j;
+				continue;
+			}
+			kid = tree_node(t, (uint32_t) k, frame);
+			if (kid == NONE)
+				return -ENOMEM;
+			t->v[kid].lo = i;
+			t->v[kid].hi = j;
+			t->v[kid].x = x;
+			t->v[kid].drawn = true;
+			for (; i < j; i++)
+				add_vals(t->vals + (size_t) kid * t->n_vals, o[i].vals, t->n_vals);
+			t->v[k].n_kids++;
 		}
 	}
 	return 0;
@@ -178,13 +242,6 @@ static int cmp_text_ref(const void *a, const void *b)
 	int c = strcmp(x->s, y->s);
 
 	return c ? c : (x->id > y->id) - (x->id < y->id);
-}
-
-static int cmp_kid(const void *a, const void *b)
-{
-	const struct kid *x = a, *y = b;
-
-	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 static int texts_build(struct texts *tx, const struct profile *p)
@@ -217,34 +274,6 @@ static int texts_build(struct texts *tx, const struct profile *p)
 	}
 	free(refs);
 	return r;
-}
-
-/* Children lists sorted by frame text, for a layout that does not depend on stack order. */
-static int tree_sort(struct tree *t, const struct texts *tx)
-{
-	uint32_t *fill;
-
-	t->kids = malloc(t->n * sizeof(*t->kids));
-	fill = calloc(t->n, sizeof(*fill));
-	if (!t->kids || !fill) {
-		free(fill);
-		return -ENOMEM;
-	}
-	for (size_t k = 1; k < t->n; k++)
-		t->v[t->v[k].parent].n_kids++;
-	for (size_t k = 0, off = 0; k < t->n; k++) {
-		t->v[k].first_kid = (uint32_t) off;
-		off += t->v[k].n_kids;
-	}
-	for (size_t k = 1; k < t->n; k++) {
-		struct node *parent = &t->v[t->v[k].parent];
-		t->kids[parent->first_kid + fill[t->v[k].parent]++] =
-			(struct kid) { tx->rank[t->v[k].frame], (uint32_t) k };
-	}
-	free(fill);
-	for (size_t k = 0; k < t->n; k++)
-		qsort(t->kids + t->v[k].first_kid, t->v[k].n_kids, sizeof(*t->kids), cmp_kid);
-	return 0;
 }
 
 /* Writes s[0..n) as XML character data: markup characters escaped, characters XML 1.0 forbids
@@ -342,22 +371,21 @@ static void put_fill(FILE *out, enum frame_kind kind, const char *name)
 	fprintf(out, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
 }
 
-/* The change of a node's inclusive share, as diff_opts defines it: after% - before%, in 0..1. */
+/* A differential graph (diff_merge() profile): col is BEFORE's column, col + 1 AFTER's; the
+ * change of a node's inclusive share, after% - before% as diff_opts defines them, in 0..1. */
 static double node_delta(const struct tree *t, uint32_t k, size_t col, bool raw)
 {
 	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
-	double tb = (double) t->vals[col], ta = (double) t->vals[col + 1];
-	double pb = tb > 0 ? (double) v[col] / tb : 0;
-	double base = raw ? tb : ta;
+	double tb = (double) t->vals[col], base = (double) t->vals[raw ? col : col + 1];
 
-	return (base > 0 ? (double) v[col + 1] / base : 0) - pb;
+	return (base > 0 ? (double) v[col + 1] / base : 0) - (tb > 0 ? (double) v[col] / tb : 0);
 }
 
 /* White for no change, red for growth, blue for shrinking, by |delta| / max. */
 static void put_diff_fill(FILE *out, double delta, double max)
 {
-	double i = max > 0 ? (delta < 0 ? -delta : delta) / max : 0;
-	unsigned fade = (unsigned) (255 - 255 * (i > 1 ? 1 : i) + 0.5);
+	double i = max > 0 ? fmin(fabs(delta) / max, 1) : 0;
+	unsigned fade = (unsigned) (255 - 255 * i + 0.5);
 
 	if (delta > 0)
 		fprintf(out, "rgb(255,%u,%u)", fade, fade);
@@ -367,20 +395,12 @@ static void put_diff_fill(FILE *out, double delta, double max)
 		fputs("rgb(255,255,255)", out);
 }
 
-/* "+1,234" or "-1,234" */
-static void put_signed(FILE *out, double v)
-{
-	double a = v < 0 ? -v : v;
-
-	putc(v < 0 ? '-' : '+', out);
-	put_count(out, a >= 1.8e19 ? UINT64_MAX : (uint64_t) (a + 0.5));
-}
-
 static void put_diff_tip(FILE *out, const struct tree *t, uint32_t k, size_t col, bool raw)
 {
 	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
 	double tb = (double) t->vals[col], ta = (double) t->vals[col + 1];
-	double base = raw ? tb : ta, d;
+	double base = raw ? tb : ta;
+	double d = (double) v[col + 1] - (raw || tb <= 0 ? (double) v[col] : (double) v[col] * ta / tb);
 
 	fputs("\nbefore: ", out);
 	put_count(out, v[col]);
@@ -390,9 +410,8 @@ static void put_diff_tip(FILE *out, const struct tree *t, uint32_t k, size_t col
 	put_count(out, v[col + 1]);
 	if (base > 0)
 		fprintf(out, " (%.2f%%)", 100.0 * (double) v[col + 1] / base);
-	d = (double) v[col + 1] - (raw || tb <= 0 ? (double) v[col] : (double) v[col] * ta / tb);
-	fputs("\ndelta: ", out);
-	put_signed(out, d);
+	fputs(d < 0 ? "\ndelta: -" : "\ndelta: +", out);
+	put_count(out, fabs(d) >= 1.8e19 ? UINT64_MAX : (uint64_t) (fabs(d) + 0.5));
 	fprintf(out, " (%+.2f pts)", 100.0 * node_delta(t, k, col, raw));
 }
 
@@ -400,7 +419,7 @@ static int build_diff_subtitle(const struct profile *p, size_t col, const struct
 			       struct buf *b)
 {
 	const struct profile_meta *m = profile_meta_const(p);
-	int r = buf_printf(b, "%s", profile_event(p, col - 1)->name);
+	int r = buf_puts(b, profile_event(p, col - 1)->name);
 
 	if (r >= 0 && m->target)
 		r = buf_printf(b, ": %s", m->target);
@@ -428,6 +447,20 @@ static int build_subtitle(const struct profile *p, size_t col, struct buf *b)
 	if (r >= 0 && m->python)
 		r = buf_printf(b, ", Python %s", m->python);
 	return r;
+}
+
+/* The ratios of a frame with values v, a line each; those whose denominator is 0 left out. */
+static void put_ratios(FILE *out, const struct ratios *ra, const uint64_t *v)
+{
+	double x;
+
+	for (size_t i = 0; i < ra->n; i++) {
+		if (!ratio_value(&ra->r[i], v, &x))
+			continue;
+		putc('\n', out);
+		xml_puts(out, ratio_label(ra, i));
+		fprintf(out, ra->r[i].percent ? ": %.1f%%" : ": %.2f", x);
+	}
 }
 
 static const char script[] =
@@ -597,17 +630,18 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 		XPAD, width - XPAD, XPAD, height - 17, width - XPAD, height - 17);
 }
 
-/* How frames are drawn: the width column, and for a differential graph its columns. */
+/* How frames are drawn: the width column; for a differential graph, its columns. */
 struct look {
 	size_t wcol;            /* widths */
 	const struct svg_opts *diff;    /* NULL: a plain flame graph */
-	size_t dcol;            /* the BEFORE column of a differential graph */
+	size_t dcol;            /* a differential graph's BEFORE column */
 	double max_delta;       /* the largest |delta| of a drawn frame */
+	bool samples_line;      /* "samples: N" (not when an event is the samples, as folded's) */
 };
 
 static void write_frame(FILE *out, const struct profile *p, const struct tree *t,
-			const struct texts *tx, uint32_t k, double tw, const struct look *lk,
-			unsigned y)
+			const struct texts *tx, const struct ratios *ra, uint32_t k, double tw,
+			const struct look *lk, unsigned y)
 {
 	const struct node *nd = &t->v[k];
 	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
@@ -616,7 +650,7 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	double w = (double) v[col] / (double) t->vals[col] * tw;
 	size_t fit = w > 3 ? (size_t) ((w - 3) / GLYPH_W) : 0;
 
-	/* the tooltip: the text (cut at a character boundary), then every event */
+	/* the tooltip: the text (cut at a character boundary), every event, the ratios */
 	if (tip > TIP_CAP) {
 		tip = TIP_CAP;
 		while (tip > 0 && ((unsigned char) text[tip] & 0xc0) == 0x80)
@@ -626,19 +660,22 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	xml_put(out, text, tip, SIZE_MAX);
 	if (tip < len)
 		fputs("...", out);
+	for (size_t c = 1; c < t->n_vals && !lk->diff; c++) {
+		putc('\n', out);
+		xml_puts(out, profile_event(p, c - 1)->name);
+		fputs(": ", out);
+		put_count(out, v[c]);
+		if (t->vals[c])
+			fprintf(out, " (%.1f%%)", 100.0 * (double) v[c] / (double) t->vals[c]);
+	}
 	if (lk->diff) {
 		put_diff_tip(out, t, k, lk->dcol, lk->diff->diff_raw);
 	} else {
-		for (size_t c = 1; c < t->n_vals; c++) {
-			putc('\n', out);
-			xml_puts(out, profile_event(p, c - 1)->name);
-			fputs(": ", out);
-			put_count(out, v[c]);
-			if (t->vals[c])
-				fprintf(out, " (%.1f%%)", 100.0 * (double) v[c] / (double) t->vals[c]);
+		if (lk->samples_line) {
+			fputs("\nsamples: ", out);
+			put_count(out, v[0]);
 		}
-		fputs("\nsamples: ", out);
-		put_count(out, v[0]);
+		put_ratios(out, ra, v);
 	}
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"",
 		nd->x, y, w, FRAME_H - 1);
@@ -668,16 +705,16 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	bool icicle = opts && opts->icicle;
 	struct tree t = { 0 };
 	struct texts tx = { 0 };
+	struct ratios ra;
 	struct buf subtitle;
 	uint32_t *todo = NULL;
-	uint64_t pruned = 0;
-	uint32_t max_depth = 0;
 	unsigned height;
 	double tw;
 	int r;
 
 	bool diff = opts && opts->diff;
-	struct look lk = { .wcol = col, .diff = diff ? opts : NULL, .dcol = col };
+	struct look lk = { .wcol = col, .diff = diff ? opts : NULL, .dcol = col,
+			   .samples_line = profile_find_event(p, "samples") < 0 };
 
 	if (col + diff >= profile_n_values(p) || width <= 2 * XPAD)
 		return -EINVAL;
@@ -685,11 +722,11 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 		col = lk.wcol = col + 1;        /* widths from AFTER */
 	tw = width - 2 * XPAD;
 	buf_init(&subtitle);
-	r = tree_build(&t, p);
+	r = ratios_init(&ra, p);
 	if (r >= 0)
 		r = texts_build(&tx, p);
 	if (r >= 0)
-		r = tree_sort(&t, &tx);
+		r = tree_build(&t, p, &tx, col, tw, min_width);
 	if (r >= 0)
 		r = opts && opts->subtitle ? buf_puts(&subtitle, opts->subtitle) :
 		    diff ? build_diff_subtitle(p, lk.dcol, opts, &subtitle) :
@@ -699,33 +736,11 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	if (r < 0)
 		goto out;
 
-	/* layout: parents come before their children in t.v */
-	t.v[0].x = XPAD;
-	t.v[0].drawn = t.vals[col] > 0;
-	for (size_t k = 0; k < t.n && t.v[0].drawn; k++) {
-		const struct node *nd = &t.v[k];
-		uint64_t cum = 0;
-
-		if (nd->drawn && nd->depth > max_depth)
-			max_depth = nd->depth;
-		if (nd->drawn && diff) {
-			double d = fabs(node_delta(&t, (uint32_t) k, lk.dcol, opts->diff_raw));
-			if (d > lk.max_delta)
-				lk.max_delta = d;
-		}
-		for (uint32_t j = 0; j < nd->n_kids; j++) {
-			struct node *kid = &t.v[t.kids[nd->first_kid + j].node];
-			uint64_t v = t.vals[(size_t) t.kids[nd->first_kid + j].node * t.n_vals + col];
-
-			kid->x = nd->x + (double) cum / (double) t.vals[col] * tw;
-			cum += v;
-			kid->drawn = nd->drawn && (double) v / (double) t.vals[col] * tw >= min_width;
-			if (!kid->drawn && v > 0)
-				pruned++;
-		}
-	}
-	height = (max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD;
-	write_header(out, opts, width, height, subtitle.data, pruned, min_width);
+	for (uint32_t k = 0; k < t.n && diff; k++)
+		if (t.v[k].drawn)
+			lk.max_delta = fmax(lk.max_delta, fabs(node_delta(&t, k, lk.dcol, opts->diff_raw)));
+	height = (t.max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD;
+	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width);
 
 	/* frames depth first, children in name order */
 	fputs("<g id=\"frames\">\n", out);
@@ -739,12 +754,9 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 			unsigned y = icicle ? TOP_PAD + nd->depth * FRAME_H :
 				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
 
-			write_frame(out, p, &t, &tx, k, tw, &lk, y);
-			for (uint32_t j = nd->n_kids; j-- > 0;) {
-				uint32_t kid = t.kids[nd->first_kid + j].node;
-				if (t.v[kid].drawn)
-					todo[n++] = kid;
-			}
+			write_frame(out, p, &t, &tx, &ra, k, tw, &lk, y);
+			for (uint32_t j = nd->n_kids; j-- > 0;)
+				todo[n++] = nd->first_kid + j;
 		}
 	}
 	fputs("</g>\n</svg>\n", out);
@@ -755,6 +767,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 out:
 	free(todo);
 	buf_release(&subtitle);
+	ratios_release(&ra);
 	texts_release(&tx);
 	tree_release(&t);
 	return r;

@@ -246,6 +246,13 @@ def convert(opts):
     check(hwspy(opts, ['convert', src, '-o', back]).returncode == 0, 'convert to folded failed')
     check(folded_lines(back) == sorted('%s %d' % s for s in HOSTILE),
           'folded -> folded changed the lines: %r' % folded_lines(back))
+    # -v: one line saying what was read and written, with the sizes
+    r = hwspy(opts, ['convert', src, '-o', back, '-v'])
+    m = re.fullmatch(r'hwspy: read ([0-9,]+) samples in ([0-9,]+) stacks in [0-9.]+ s; '
+                     r'wrote folded \(([0-9]+) bytes\) in [0-9.]+ s\n', r.stderr)
+    check(r.returncode == 0 and m and int(m.group(1).replace(',', '')) ==
+          sum(c for _, c in HOSTILE) and int(m.group(3)) == os.path.getsize(back),
+          'convert -v: %r' % r.stderr)
 
     # to pprof: go's reader takes it, with the same total
     pb = os.path.join(opts.tmp, 'out.pprof')

@@ -48,6 +48,23 @@ static void test_hashes_spread(void **state)
 	assert_int_not_equal(hash_bytes("a", 1, 0), hash_bytes("b", 1, 0));
 	assert_int_not_equal(hash_bytes("a", 1, 0), hash_bytes("a", 1, 1));
 	assert_int_equal(hash_bytes("abc", 3, 7), hash_bytes("abc", 3, 7));
+	/* the SVG colours come from hash_bytes(): its values must not change */
+	assert_true(hash_bytes("", 0, 0) == hash_u64(0xcbf29ce484222325ULL));
+	assert_true(hash_bytes("a", 1, 0) == hash_u64((0xcbf29ce484222325ULL ^ 'a') * 0x100000001b3ULL));
+	/* hash_mem: every byte counts, the tail and the length included */
+	const char s[] = "0123456789abcdefghij";
+	for (size_t n = 0; n < sizeof(s) - 1; n++) {
+		char t[sizeof(s)];
+		assert_int_equal(hash_mem(s, n, 3), hash_mem(s, n, 3));
+		assert_int_not_equal(hash_mem(s, n, 3), hash_mem(s, n + 1, 3));
+		assert_int_not_equal(hash_mem(s, n, 3), hash_mem(s, n, 4));
+		memcpy(t, s, sizeof(s));
+		for (size_t i = 0; i < n; i++) {
+			t[i] ^= 1;
+			assert_int_not_equal(hash_mem(s, n, 3), hash_mem(t, n, 3));
+			t[i] ^= 1;
+		}
+	}
 	/* consecutive integers land in distinct low bits (the tables mask the low bits) */
 	unsigned seen[64] = { 0 };
 	for (uint64_t i = 0; i < 64; i++)

@@ -169,18 +169,19 @@ static void test_text(void **state)
 	assert_int_equal(count(text, "<rect x="), 9 + 1);       /* + the background */
 	assert_null(strstr(text, "tiny"));
 	assert_non_null(strstr(text, ">1 frames narrower than 0.1 px not drawn</text>"));
-	/* totals exact, tiny included; every event's count and share */
+	/* totals exact, tiny included; every event's count and share, then IPC */
 	assert_non_null(strstr(text, "<g><title>all\ncycles: 1,100,000 (100.0%)\n"
-				     "instructions: 1,352,001 (100.0%)\nsamples: 20</title>"));
+				     "instructions: 1,352,001 (100.0%)\nsamples: 20\nIPC: 1.23</title>"));
 	snprintf(expect, sizeof(expect), "<g><title>work (app.py:20)\ncycles: 900,000 (%.1f%%)\n"
-		 "instructions: 1,300,000 (%.1f%%)\nsamples: 15</title>",
-		 100.0 * 900000 / 1100000, 100.0 * 1300000 / 1352001);
+		 "instructions: 1,300,000 (%.1f%%)\nsamples: 15\nIPC: %.2f</title>",
+		 100.0 * 900000 / 1100000, 100.0 * 1300000 / 1352001, 1300000.0 / 900000);
 	assert_non_null(strstr(text, expect));
 	assert_non_null(strstr(expect, "(81.8%)"));
 	assert_non_null(strstr(expect, "(96.2%)"));
+	assert_non_null(strstr(expect, "IPC: 1.44<"));
 	snprintf(expect, sizeof(expect), "<g><title>&lt;module&gt; (app.py:10)\ncycles: 1,050,001 (%.1f%%)\n"
-		 "instructions: 1,351,001 (%.1f%%)\nsamples: 19</title>",
-		 100.0 * 1050001 / 1100000, 100.0 * 1351001 / 1352001);
+		 "instructions: 1,351,001 (%.1f%%)\nsamples: 19\nIPC: %.2f</title>",
+		 100.0 * 1050001 / 1100000, 100.0 * 1351001 / 1352001, 1351001.0 / 1050001);
 	assert_non_null(strstr(text, expect));
 	assert_non_null(strstr(text, "<title>do_page_fault_[k]\ncycles: 300,000 (27.3%)\n"));
 	/* hostile names */
@@ -282,6 +283,118 @@ static void test_script(void **state)
 	profile_free(p);
 }
 
+/* The whole tooltip of the frame whose text is name (a static buffer), or NULL. */
+static const char *tooltip(const char *text, const char *name)
+{
+	static char tip[1024];
+	char key[256];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), "<g><title>%s\n", name);
+	s = strstr(text, key);
+	if (!s)
+		return NULL;
+	s += strlen("<g><title>");
+	e = strstr(s, "</title>");
+	assert_non_null(e);
+	assert_true((size_t) (e - s) < sizeof(tip));
+	memcpy(tip, s, (size_t) (e - s));
+	tip[e - s] = '\0';
+	return tip;
+}
+
+/* Derived ratios after the counts: IPC, misses per 1k instructions, miss rates; a ratio whose
+ * denominator is 0 for the frame is left out. */
+static void test_ratios(void **state)
+{
+	const char *ev[] = { "cycles", "instructions", "cache-misses", "cache-references",
+			     "branch-misses", "branches" };
+	const char *ev2[] = { "cycles:u", "instructions:u", "L1-dcache-load-misses:u",
+			      "L1-dcache-loads:u", "branch-misses", "branch-instructions",
+			      "dTLB-load-misses", "dTLB-load-misses:k" };
+	const char *ev3[] = { "cache-misses", "cache-references" };
+	struct profile *p = profile_new(ev, 6), *p2 = profile_new(ev2, 8), *p3 = profile_new(ev3, 2);
+	uint32_t main_, hot, cold, s[2];
+	char *text;
+	(void) state;
+
+	/* samples, cycles, instructions, cache-misses, cache-references, branch-misses, branches */
+	uint64_t v_hot[] = { 10, 2000000, 3000000, 6000, 50000, 1500, 500000 };
+	uint64_t v_cold[] = { 5, 1000000, 0, 0, 0, 30, 0 };
+	main_ = frame(p, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	hot = frame(p, FRAME_PYTHON, "hot", "app.py", 2, NULL);
+	cold = frame(p, FRAME_PYTHON, "cold", "app.py", 3, NULL);
+	s[0] = main_;
+	s[1] = hot;
+	assert_int_equal(profile_add(p, 1, s, 2, v_hot), 0);
+	s[1] = cold;
+	assert_int_equal(profile_add(p, 1, s, 2, v_cold), 0);
+	text = write_svg(p, NULL);
+	assert_string_equal(tooltip(text, "hot (app.py:2)"),
+			    "hot (app.py:2)\n"
+			    "cycles: 2,000,000 (66.7%)\n"
+			    "instructions: 3,000,000 (100.0%)\n"
+			    "cache-misses: 6,000 (100.0%)\n"
+			    "cache-references: 50,000 (100.0%)\n"
+			    "branch-misses: 1,500 (98.0%)\n"
+			    "branches: 500,000 (100.0%)\n"
+			    "samples: 10\n"
+			    "IPC: 1.50\n"
+			    "cache-misses per 1k instructions: 2.00\n"
+			    "cache miss rate: 12.0%\n"
+			    "branch-misses per 1k instructions: 0.50\n"
+			    "branch miss rate: 0.3%");
+	/* no instructions, no references: only IPC is left */
+	assert_string_equal(tooltip(text, "cold (app.py:3)"),
+			    "cold (app.py:3)\n"
+			    "cycles: 1,000,000 (33.3%)\n"
+			    "instructions: 0 (0.0%)\n"
+			    "cache-misses: 0 (0.0%)\n"
+			    "cache-references: 0 (0.0%)\n"
+			    "branch-misses: 30 (2.0%)\n"
+			    "branches: 0 (0.0%)\n"
+			    "samples: 5\n"
+			    "IPC: 0.00");
+	/* inclusive values: the parent's ratios are of its sums */
+	assert_non_null(strstr(tooltip(text, "main (app.py:1)"),
+			       "\nsamples: 15\nIPC: 1.00\ncache-misses per 1k instructions: 2.00\n"
+			       "cache miss rate: 12.0%\nbranch-misses per 1k instructions: 0.51\n"
+			       "branch miss rate: 0.3%"));
+	assert_non_null(strstr(tooltip(text, "all"), "\nIPC: 1.00\n"));
+	free(text);
+
+	/* modifiers ignored in matching and cut from the labels; perf's cache events find their
+	 * reference by name; a miss event without one gets no rate; one line set per name */
+	uint64_t v2[] = { 1, 1000, 2000, 40, 800, 10, 400, 4, 6 };
+	main_ = frame(p2, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p2, 1, &main_, 1, v2), 0);
+	text = write_svg(p2, NULL);
+	assert_non_null(strstr(tooltip(text, "main (app.py:1)"),
+			       "\nsamples: 1\n"
+			       "IPC: 2.00\n"
+			       "L1-dcache-load-misses per 1k instructions: 20.00\n"
+			       "L1-dcache-load miss rate: 5.0%\n"
+			       "branch-misses per 1k instructions: 5.00\n"
+			       "branch miss rate: 2.5%\n"
+			       "dTLB-load-misses per 1k instructions: 2.00"));
+	assert_int_equal(count(text, "dTLB-load-misses per 1k"), 2);   /* main and all */
+	assert_null(strstr(text, "dTLB-load miss rate"));
+	free(text);
+
+	/* no cycles or instructions: only the rate */
+	uint64_t v3[] = { 3, 7, 28 };
+	main_ = frame(p3, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p3, 1, &main_, 1, v3), 0);
+	text = write_svg(p3, NULL);
+	assert_string_equal(tooltip(text, "main (app.py:1)"),
+			    "main (app.py:1)\ncache-misses: 7 (100.0%)\ncache-references: 28 (100.0%)\n"
+			    "samples: 3\ncache miss rate: 25.0%");
+	free(text);
+	profile_free(p);
+	profile_free(p2);
+	profile_free(p3);
+}
+
 static void test_errors(void **state)
 {
 	struct profile *p = build_profile(false);
@@ -361,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_stable),
 		cmocka_unit_test(test_script),
+		cmocka_unit_test(test_ratios),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_speed),
 	};
