@@ -554,8 +554,16 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
 				pct_before(&sh, f->total_before), pct_after(&sh, f->total_after),
 				f->total_delta, d2, f->name);
 		}
-		if (n > top)
-			fprintf(out, "(%zu more functions; --top N shows more)\n", n - top);
+		if (n > top) {
+			size_t more = 0;        /* that changed: unchanged ones rank last */
+
+			while (top + more < n && (fabs(rows[top + more].self_delta) >= 0.005 ||
+						  fabs(rows[top + more].total_delta) >= 0.005))
+				more++;
+			if (more)
+				fprintf(out, "(%zu more function%s changed; --top N shows more)\n", more,
+					more == 1 ? "" : "s");
+		}
 		free(rows);
 	}
 	if (r >= 0 && fflush(out) != 0)
