@@ -65,17 +65,21 @@ void perf_build_attrs(struct sampler *s)
 		} else {
 			a->sample_period = o->period;
 		}
-		if (o->capture) {
-			/* capture records share the ring: tell them apart by id. The stack is
-			 * captured at the overflow, so reading late costs nothing: wake up for
-			 * every eighth of the ring, not for every sample */
+		if (o->exact) {
+			a->wakeup_events = 1;
+		} else {
+			/* capture mode: the stack is captured at the overflow, so reading late
+			 * costs nothing. Nonblocking mode: the rings are read on a short tick
+			 * (target.c), because waking us for each sample costs the sampled thread
+			 * ~30 us more per sample on a VM (the wakeup's IPIs), the most of this
+			 * mode's cost. Either way the kernel wakes us only for every eighth of the
+			 * ring, so that a burst cannot overflow it */
 			size_t pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
 
-			a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+			if (o->capture)         /* capture records share the ring: told apart by id */
+				a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 			a->watermark = 1;
 			a->wakeup_watermark = (uint32_t) (pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
-		} else {
-			a->wakeup_events = 1;
 		}
 	}
 }

@@ -7,6 +7,11 @@
  * event group per thread (events[0] samples, the others are read with every sample), drains
  * the mmap rings and hands each decoded sample to a callback.
  *
+ * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
+ * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled
+ * thread far more (its interrupt sends the wakeup), so reads are late by half a tick on
+ * average.
+ *
  * Exact mode, two ways:
  * - capture (capture.c, opts.capture): a BPF program on each thread's sampling event copies
  *   the thread's frames at the overflow, in the kernel; the sample arrives with that copy

@@ -19,6 +19,10 @@
 #include "sampler/internal.h"
 
 #define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
+/* Nonblocking mode reads the rings on a tick: half the sampling interval, within these bounds
+ * (reads are late by half a tick on average; each tick costs us a wakeup) */
+#define READ_TICK_MIN_MS 1
+#define READ_TICK_MAX_MS 5
 #define TEARDOWN_TIMEOUT_NS 3000000000ULL
 #define MAX_THREADS 65536
 
@@ -480,22 +484,31 @@ static void drain_all(struct sampler *s)
 			perf_thread_drain(s, &s->threads[i], false);
 }
 
-static void poll_rings(struct sampler *s, int timeout_ms)
+/* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us.
+ * True if a SIGCHLD came (a launched command changed state: look at it now). */
+static bool poll_rings(struct sampler *s, int timeout_ms)
 {
+	struct signalfd_siginfo fdsi;
 	struct pollfd *pfd;
+	bool chld = false;
 	size_t n = 0;
 
 	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
 	if (!pfd) {
 		(void) poll(NULL, 0, timeout_ms);
 		drain_all(s);
-		return;
+		return false;
 	}
 	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
 			pfd[n++] = (struct pollfd) { .fd = s->threads[i].fds[0], .events = POLLIN };
 	(void) poll(pfd, n, timeout_ms);
+	/* a SIGCHLD left unread would keep the signalfd readable and this poll from ever
+	 * sleeping again: read it */
+	if (pfd[0].revents & POLLIN)
+		while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+			chld = true;
 	for (size_t i = 1, k = 0; i < n; i++, k++) {
 		struct thread *t;
 		while (!s->threads[k].alive)
@@ -507,6 +520,7 @@ static void poll_rings(struct sampler *s, int timeout_ms)
 			thread_gone(s, t);
 	}
 	free(pfd);
+	return chld;
 }
 
 static void check_exit_nonblocking(struct sampler *s)
@@ -523,6 +537,13 @@ static void check_exit_nonblocking(struct sampler *s)
 		any |= s->threads[i].alive;
 	if (!any || !proc_alive(s->pid))
 		target_ended(s, 0);
+}
+
+static int read_tick_ms(const struct sampler_opts *o)
+{
+	int ms = o->freq ? (int) (500 / o->freq) : READ_TICK_MAX_MS;  /* half an interval */
+
+	return ms < READ_TICK_MIN_MS ? READ_TICK_MIN_MS : ms > READ_TICK_MAX_MS ? READ_TICK_MAX_MS : ms;
 }
 
 int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig_atomic_t *stop,
@@ -547,12 +568,14 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 			(void) poll(&pfd, 1, timeout);
 			reap(s);
 		} else {
-			poll_rings(s, timeout);
-			/* capture rings wake us only when an eighth full: read them every 100 ms */
-			if (s->opts.capture)
-				drain_all(s);
+			/* the rings wake us only when an eighth full: capture rings are read every
+			 * 100 ms, nonblocking ones every tick (reads late by up to a tick) */
+			int tick = s->opts.capture ? timeout : read_tick_ms(&s->opts);
+			bool chld = poll_rings(s, timeout < tick ? timeout : tick);
+
+			drain_all(s);
 			now = sampler_now_ns();
-			if (now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
+			if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
 				s->last_scan_ns = now;
 				(void) scan_threads(s, false);
 				check_exit_nonblocking(s);
