@@ -13,7 +13,9 @@ Still a profile (exit 0):
   regardless; with --ptrace hwspy says it falls back to nonblocking and still writes a profile).
 And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 999 Hz, BPF
   capture and --ptrace: the target lives on, neither stopped nor traced, and no pending sample
-  signal kills it later).
+  signal kills it later); idle-profiler (hwspy launches a command that sleeps, with the default
+  capture and with --nonblocking: hwspy's own CPU time over 2 s of sampling stays under 0.2 s; a
+  SIGCHLD left unread once kept its poll loop spinning a whole CPU).
 """
 import os
 import shutil
@@ -224,6 +226,28 @@ def profiler_killed(opts):
         check(w.alive(), 'the target died after hwspy was killed (exit %s)' % w.p.returncode)
         harness.check_untouched(w.pid)
         w.kill()
+
+
+@case
+def idle_profiler(opts):
+    py = any_python(opts)
+    tick = os.sysconf('SC_CLK_TCK')
+    for extra in ([], ['--nonblocking']):
+        p = harness.start_record(opts, extra + ['-e', 'cpu-clock', '-d', '2.5', '--'] + py.argv +
+                                 ['-c', 'import time; time.sleep(4)'])
+        time.sleep(2.2)
+        try:
+            with open('/proc/%d/stat' % p.pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            raise harness.Fail('hwspy %s ended within 2 s (exit %s)' % (extra, p.poll()))
+        cpu = (int(fields[11]) + int(fields[12])) / tick     # utime + stime, not the children's
+        mode = ' '.join(extra) or '(capture)'
+        log('hwspy %s: %.2f s of CPU after 2.2 s' % (mode, cpu))
+        run = harness.finish_record(p)
+        check(run.rc == 0, 'hwspy exited %s' % run.rc)
+        check(cpu < 0.2, 'hwspy %s used %.2f s of CPU in 2.2 s against a sleeping command'
+              % (mode, cpu))
 
 
 def test(opts):
