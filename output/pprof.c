@@ -10,30 +10,13 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
+#include "output/pprof_proto.h"
 #include "output/profile.h"
 #include "output/utf8.h"
-
-/* Field numbers of profile.proto. */
-enum {
-	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3, PROFILE_LOCATION = 4,
-	PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9,
-	PROFILE_DURATION_NANOS = 10, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
-	PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
-	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
-	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
-	LABEL_KEY = 1, LABEL_NUM = 3,
-	MAPPING_ID = 1, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7,
-	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_LINE = 4,
-	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
-	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_FILENAME = 4,
-};
 
 /* "hwspy VERSION", the command line, target, python, lost, dropped, threads, one per event */
 #define PPROF_MAX_COMMENTS (7 + PROFILE_MAX_EVENTS)
 
-#define WIRE_VARINT 0
-#define WIRE_LEN 2
-#define KERNEL_FILE "[kernel.kallsyms]"
 #define BATCH_SIZE 65536
 
 /* A protobuf message being built; the first failure sticks in err and later writes do nothing. */
