@@ -12,16 +12,7 @@
 #include <cmocka.h>
 
 #include "output/profile.h"
-
-static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
-		      int line, const char *module)
-{
-	struct profile_frame f = { kind, name, file, line, module };
-	uint32_t id;
-
-	assert_int_equal(profile_frame_id(p, &f, &id), 0);
-	return id;
-}
+#include "output_test.h"
 
 /* cpu-clock 1000 and page-faults 50 in 2.5 s, on two threads:
  *   main:10;load:20;read   300     main:10;load:21   200     main:10;compute:30   500 */

@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "output/profile.h"
+#include "output_test.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -268,16 +269,6 @@ static void test_limits(void **state)
 	assert_non_null(err.reason);
 	profile_free(p);
 	buf_release(&b);
-}
-
-static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
-		      int line, const char *module)
-{
-	struct profile_frame f = { kind, name, file, line, module };
-	uint32_t id;
-
-	assert_int_equal(profile_frame_id(p, &f, &id), 0);
-	return id;
 }
 
 /* folded_write(folded_read(text)) == text, line for line, and the total is kept. */

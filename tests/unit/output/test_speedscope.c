@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "output/profile.h"
+#include "output_test.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -26,16 +27,6 @@ static const char *const hostile[] = {
 	"</script><b>&amp;",
 	"",
 };
-
-static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
-		      int line, const char *module)
-{
-	struct profile_frame f = { kind, name, file, line, module };
-	uint32_t id;
-
-	assert_int_equal(profile_frame_id(p, &f, &id), 0);
-	return id;
-}
 
 /* Events cpu-clock, cache-misses:u (nothing on thread 5678) and page-faults (all 0); threads
  * 1234 and 5678 and stacks without a thread (tid 0). */

@@ -14,18 +14,9 @@
 #include <cmocka.h>
 
 #include "output/profile.h"
+#include "output_test.h"
 
 #define LONG_NAME 10240
-
-static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
-		      int line, const char *module)
-{
-	struct profile_frame f = { kind, name, file, line, module };
-	uint32_t id;
-
-	assert_int_equal(profile_frame_id(p, &f, &id), 0);
-	return id;
-}
 
 /* Events cycles and instructions. Totals: cycles 1,100,000, instructions 1,352,001. */
 static struct profile *build_profile(bool reverse)
