@@ -132,7 +132,7 @@ def real(opts):
             f.write(text)
         pprofs[side] = os.path.join(opts.tmp, side + '.pb.gz')
         r = hwspy(opts, ['record', '-e', events, '-F', '999', '-o', pprofs[side], '--'] +
-                  opts.py.argv + [script, '80'])
+                  opts.py.argv + [script, '50'])
         check(r.returncode == 0, 'hwspy record (%s) exited %d' % (side, r.returncode))
         outs[side] = os.path.join(opts.tmp, side + '.folded')
         r = hwspy(opts, ['convert', pprofs[side], '-o', outs[side]])

@@ -30,7 +30,7 @@ def steady(n):
 def main():
     rounds = int(sys.argv[1])
     items = list(range(4000))
-    keys = list(range(0, 8000, 25))
+    keys = list(range(0, 8000, 10))
     for _ in range(rounds):
         lookup(items, keys)
         steady(50000)
