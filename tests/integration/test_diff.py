@@ -7,7 +7,8 @@
             and converted to folded. `hwspy diff --ignore-lines --no-normalize` names lookup
             as the biggest drop (first row) and steady as roughly unchanged (its change under a third of
             lookup's); normalised, lookup is
-            still the biggest drop. The differential SVG (raw) is valid XML, lookup's frame is
+            still the biggest drop. The differential SVG (raw, --negate: BEFORE's widths, as the
+            optimised lookup may have no AFTER sample) is valid XML, lookup's frame is
             deep blue and steady's nearly white, and their tooltips hold the before and after
             counts of the two folded files. Without --ignore-lines the moved lines do not match
             in the graph (steady is new and red), while the table (functions) is unchanged.
@@ -193,10 +194,12 @@ def real(opts):
     check(list(rows2) == ['cpu-clock'] and rows2['cpu-clock'] == rows['cpu-clock'],
           'folded against pprof gives another table:\n%s' % r2.stdout)
 
-    # the differential flame graph, raw: lookup deep blue, steady nearly white
+    # the differential flame graph, raw, BEFORE's widths (--negate: the optimised lookup may get
+    # no sample at all in AFTER, and then has no width there): lookup deep blue, steady nearly
+    # white
     svg = os.path.join(opts.tmp, 'diff.svg')
     r = hwspy(opts, ['diff', outs['before'], outs['after'], '-o', svg, '--ignore-lines',
-                     '--no-normalize'])
+                     '--no-normalize', '--negate'])
     check(r.returncode == 0 and os.path.getsize(svg) > 0, 'hwspy diff -o diff.svg failed')
     frames = svg_frames(svg)
     fill, tip = frames.get(fn_lookup, (None, None))
