@@ -25,7 +25,8 @@ int events_apply_modifiers(const char *mods, struct perf_event_attr *attr);
  * sysfs) or -EINVAL. */
 int pmu_parse(const char *text, struct event_spec *ret);
 /* The tracefs id of tracepoint SYS:NAME (each given by pointer and length, not terminated).
- * 0, or -ENOENT (no such tracepoint, or no tracefs). */
+ * Mounts tracefs at /sys/kernel/tracing first where the real /sys has none mounted (as perf
+ * does; root only). 0, or -ENOENT (no such tracepoint, or no tracefs). */
 int pmu_tracepoint_id(const char *sys, size_t sys_len, const char *name, size_t name_len,
 		      uint64_t *ret_id);
 

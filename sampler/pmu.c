@@ -3,6 +3,8 @@
  * events (the PMU's type, its format/ bit layouts, its named events/), subsys:name tracepoint
  * ids, and the PMU listing. Every path is under sysfs_root, "/sys" unless
  * events_set_sysfs_root() points it at a test tree; names put into paths are checked first.
+ * Where the real /sys has no tracefs mounted, a tracepoint name mounts it at
+ * /sys/kernel/tracing (as root), as perf does.
  */
 #include "sampler/events_internal.h"
 #include "sampler/sampler.h"
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 static char sysfs_root[PATH_MAX] = "/sys";
@@ -300,7 +303,24 @@ int pmu_parse(const char *text, struct event_spec *ret)
 	return events_apply_modifiers(close[1] ? close + 1 : NULL, &ret->attr);
 }
 
-/* subsys:name -> tracefs id. 0, -ENOENT (no such tracepoint, or no tracefs) */
+/* As perf does: where the real /sys has no tracefs mounted (a fresh machine mounts none), mount
+ * it at /sys/kernel/tracing. 0 if it was mounted now, else -errno (-EPERM: not root). */
+static int mount_tracefs(void)
+{
+	char probe[32];
+
+	if (strcmp(sysfs_root, "/sys") != 0)
+		return -ENOENT;     /* a test tree: never mount anything for it */
+	if (read_sysfs(probe, sizeof(probe), "kernel/tracing/events/header_page") >= 0 ||
+	    read_sysfs(probe, sizeof(probe), "kernel/tracing/available_events") >= 0)
+		return -EEXIST;     /* mounted already */
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* subsys:name -> tracefs id. 0, -ENOENT (no such tracepoint, or no tracefs that hwspy could
+ * mount) */
 int pmu_tracepoint_id(const char *sys, size_t sys_len, const char *name, size_t name_len,
 		      uint64_t *ret_id)
 {
@@ -309,10 +329,14 @@ int pmu_tracepoint_id(const char *sys, size_t sys_len, const char *name, size_t 
 
 	if (!safe_name(sys, sys_len) || !safe_name(name, name_len))
 		return -ENOENT;
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (read_sysfs(buf, sizeof(buf), "%s/events/%.*s/%.*s/id", roots[i], (int) sys_len,
-			       sys, (int) name_len, name) >= 0)
-			return parse_number(buf, strlen(buf), ret_id) < 0 ? -ENOENT : 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+			if (read_sysfs(buf, sizeof(buf), "%s/events/%.*s/%.*s/id", roots[i],
+				       (int) sys_len, sys, (int) name_len, name) >= 0)
+				return parse_number(buf, strlen(buf), ret_id) < 0 ? -ENOENT : 0;
+		if (attempt == 0 && mount_tracefs() < 0)
+			break;
+	}
 	return -ENOENT;
 }
 

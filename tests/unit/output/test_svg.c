@@ -2,6 +2,7 @@
  * event, layout (widths, flame vs icicle), pruning, stable colours, the script, speed. */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -392,15 +393,21 @@ static void test_errors(void **state)
 	struct svg_opts bad = { .column = 3 };
 	const char *ev[] = { "cycles" };
 	struct profile *empty = profile_new(ev, 1);
-	FILE *full = fopen("/dev/full", "w");
+	FILE *broken;
+	int fds[2];
 	char *text;
 	(void) state;
 
 	assert_int_equal(svg_write(p, &bad, stdout), -EINVAL);
-	if (full) {
-		assert_true(svg_write(p, NULL, full) < 0);
-		fclose(full);
-	}
+	/* a write error: a pipe whose reader is gone (EPIPE; SIGPIPE ignored) */
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(close(fds[0]), 0);
+	assert_true(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+	broken = fdopen(fds[1], "w");
+	assert_non_null(broken);
+	assert_true(svg_write(p, NULL, broken) < 0);
+	(void) fclose(broken);
+	(void) signal(SIGPIPE, SIG_DFL);
 	text = write_svg(empty, NULL);
 	assert_int_equal(count(text, "<g><title>"), 0);
 	assert_int_not_equal(xmllint(text), 1);
