@@ -10,8 +10,8 @@ memory and writes one byte per page, compute only computes; they take turns.
   compute; exact: the default, a BPF capture where allowed, checked to be one; ptrace: --ptrace)
   -e page-faults: in exact modes touch_pages has >= 95% of the weight (a late read would smear
   it over compute); with --nonblocking the share is printed, not asserted, and the summary
-  says how late the reads were. -e cpu-clock: exact mode matches the time split within 3 points
-  (nonblocking: printed only; see exact() for why)
+  says how late the reads were. -e cpu-clock: exact mode matches the time split within 5 points
+  (nonblocking: printed only; see exact() for why and for the 5 points)
   (a late read is still an unbiased time sample).
 """
 import os
@@ -123,7 +123,16 @@ def exact(opts):
     # often and land in compute (seen: 3-8 points in 1 run of 9). Printed, not asserted; the
     # nonblocking time split is asserted on a compute-only workload (test_shares.py
     # --nonblocking).
-    run = clock_run(w, opts, extra, 1999, 3.0, enforce=opts.mode != 'nonblocking')
+    #
+    # The time split is checked within 5 points. The kernel's cpu-clock sampling itself gives
+    # touch_pages (mmap, faults, munmap: kernel time) fewer samples than its thread_time, and
+    # more so on a busy machine: under load (load average 5-60), touch_pages came out 1.5-4.5
+    # points low in every mode alike (BPF capture, --ptrace, --nonblocking), and perf record -e
+    # cpu-clock on a C program doing the same showed it too (0.6-2.3 points low against the
+    # program's own CLOCK_THREAD_CPUTIME_ID split). A per-call task-clock counter in the target
+    # agrees with thread_time, so the reference is right; stops that landed late would show in
+    # --ptrace alone.
+    run = clock_run(w, opts, extra, 1999, 5.0, enforce=opts.mode != 'nonblocking')
     if opts.mode == 'nonblocking':
         check('late by' in run.stderr, '--nonblocking summary has no "late by" line')
     w.quit()
