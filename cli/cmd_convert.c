@@ -24,8 +24,9 @@ static void usage(FILE *out)
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
 		"stackcollapse-perf.pl or py-spy) or a pprof profile (.pb.gz: hwspy's, Go's ...),\n"
 		"whichever its content is (- reads standard input), and writes OUT.\n\n"
-		"  -o, --output FILE   where to write; its name picks the format: .folded / .txt,\n"
-		"                      .svg, .speedscope.json, .pb.gz / .pprof\n"
+		"  -o, --output FILE   where to write (- is standard output); its name picks the\n"
+		"                      format: .folded / .txt, .svg, .speedscope.json, .pb.gz /\n"
+		"                      .pprof; FILE is replaced only once complete\n"
 		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
 		FORMAT_USAGE
 		"  -v, --verbose       one line on stderr at the end: what was read and how long\n"
@@ -89,7 +90,7 @@ int cmd_convert(int argc, char **argv)
 	char samples[32], stacks[32], size[32] = "";
 	struct stat st;
 	struct profile *p = NULL;
-	FILE *out = NULL;
+	struct outfile out = { 0 };
 	int c, r, col, status = 1;
 
 	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
@@ -126,6 +127,10 @@ int cmd_convert(int argc, char **argv)
 	in_path = argv[optind];
 	if (!fmt_given)
 		fmt = format_of_path(out_path);
+	/* the output's temporary file now: a bad -o is found before the input is read; OUT is
+	 * replaced only when complete, so it can even be IN */
+	if (cli_output_open(&out, out_path) < 0)
+		return 1;
 	t_start = now_s();
 	p = load_profile(in_path);
 	t_read = now_s();
@@ -138,18 +143,13 @@ int cmd_convert(int argc, char **argv)
 		log_error("'%s' holds no stacks with a count above 0: nothing to convert", in_path);
 		goto out;
 	}
-	out = fopen(out_path, "we");
-	if (!out) {
-		log_errno(-errno, "cannot write '%s'", out_path);
-		goto out;
-	}
 	t_write = now_s();
-	r = format_write(fmt, p, &fo, out);
-	if (r == 0 && fflush(out) != 0)
+	r = format_write(fmt, p, &fo, out.f);
+	if (r == 0 && fflush(out.f) != 0)
 		r = -errno;
 	if (r == 0 && verbose) {
 		t_write = now_s() - t_write;
-		if (fstat(fileno(out), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
+		if (fstat(fileno(out.f), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
 			format_size(size, sizeof(size), (uint64_t) st.st_size);
 		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
 			 format_thousands(samples, sizeof(samples), profile_total(p, 0)),
@@ -159,17 +159,13 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (r < 0) {
 		log_errno(r, "cannot write '%s'", out_path);
-		(void) fclose(out);
-		out = NULL;
-		(void) unlink(out_path);
 		goto out;
 	}
+	if (cli_output_commit(&out) < 0)
+		goto out;
 	status = 0;
 out:
-	if (out && fclose(out) != 0 && status == 0) {
-		log_errno(-errno, "cannot write '%s'", out_path);
-		status = 1;
-	}
+	outfile_abort(&out);    /* a no-op once committed */
 	profile_free(p);
 	return status;
 }

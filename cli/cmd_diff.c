@@ -37,7 +37,8 @@ static void usage(FILE *out)
 		"  -o, --output FILE   .svg: a differential flame graph (widths from AFTER, red grew,\n"
 		"                      blue shrank); .folded: 'stack before after' lines, as\n"
 		"                      FlameGraph's difffolded.pl writes; .txt or no -o: a table of\n"
-		"                      the functions whose share changed most, per event\n"
+		"                      the functions whose share changed most, per event; - or\n"
+		"                      no -o: standard output. FILE is replaced once complete\n"
 		"  -f, --format NAME   table, svg or folded, whatever OUT's name says\n"
 		"      --no-normalize  compare raw counts (equal work on both sides), not each\n"
 		"                      profile's shares of its own total\n"
@@ -172,13 +173,11 @@ int cmd_diff(int argc, char **argv)
 	struct diff_side sides[2];
 	enum diff_out kind = DIFF_TABLE;
 	bool kind_given = false, negate = false, force = false;
-	unsigned long top = 0;
-	FILE *out = NULL;
+	unsigned long long top = 0;
+	struct outfile out = { 0 };
 	int c, r, ev, status = 1;
 
 	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
-		char *end;
-
 		switch (c) {
 		case 'o':
 			out_path = optarg;
@@ -201,9 +200,7 @@ int cmd_diff(int argc, char **argv)
 			force = true;
 			break;
 		case OPT_TOP:
-			errno = 0;
-			top = strtoul(optarg, &end, 10);
-			if (errno || *end || !*optarg || top == 0 || top > 1000000) {
+			if (cli_parse_count(optarg, 1, 1000000, &top) < 0) {
 				log_error("--top %s: give a number of rows, 1 or more", optarg);
 				return 2;
 			}
@@ -234,6 +231,9 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (!kind_given && out_path)
 		kind = out_of_path(out_path);
+	/* the output's temporary file now, before reading (no -o: standard output) */
+	if (cli_output_open(&out, out_path ? out_path : "-") < 0)
+		return 1;
 
 	for (int s = 0; s < 2; s++) {
 		in[s] = load_profile(paths[s]);
@@ -293,29 +293,16 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 
-	out = out_path ? fopen(out_path, "we") : stdout;
-	if (!out) {
-		log_errno(-errno, "cannot write '%s'", out_path);
-		goto out;
-	}
-	r = write_out(kind, m, (size_t) ev, &dopts, &fo, negate, top, sides, out);
-	if (r == 0 && fflush(out) != 0)
-		r = -errno;
+	r = write_out(kind, m, (size_t) ev, &dopts, &fo, negate, (size_t) top, sides, out.f);
 	if (r < 0) {
-		log_errno(r, "cannot write '%s'", out_path ? out_path : "standard output");
-		if (out_path) {
-			(void) fclose(out);
-			out = NULL;
-			(void) unlink(out_path);
-		}
+		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : out_path);
 		goto out;
 	}
+	if (cli_output_commit(&out) < 0)
+		goto out;
 	status = 0;
 out:
-	if (out && out != stdout && fclose(out) != 0 && status == 0) {
-		log_errno(-errno, "cannot write '%s'", out_path);
-		status = 1;
-	}
+	outfile_abort(&out);    /* a no-op once committed */
 	profile_free(m);
 	profile_free(in[0]);
 	profile_free(in[1]);

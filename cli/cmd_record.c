@@ -18,12 +18,19 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cli/diagnose.h"
 #include "cli/format.h"
 #include "cli/record.h"
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
 #include "sampler/sampler.h"
 #include "symbolizer/symbolizer.h"
+
+/* -d: at least a millisecond, at most about three years (nanoseconds in a uint64_t, with room) */
+#define DURATION_MIN 0.001
+#define DURATION_MAX 1e8
+/* -c: perf's sample_period is a u64, but the kernel keeps periods in an s64 */
+#define PERIOD_MAX ((unsigned long long) INT64_MAX)
 
 static volatile sig_atomic_t stop_flag;
 
@@ -46,7 +53,8 @@ static void usage(FILE *out)
 		"  -F, --rate HZ          samples per second per thread (default 100)\n"
 		"  -c, --period N         sample every N events instead of a rate\n"
 		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
-		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded); its\n"
+		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded; -:\n"
+		"                         standard output), replaced only once complete; its\n"
 		"                         name picks the format: .folded / .txt, .svg (a flame\n"
 		"                         graph), .speedscope.json, .pb.gz / .pprof\n"
 		"      --format NAME      folded, svg, speedscope or pprof, whatever the output's\n"
@@ -163,7 +171,7 @@ static int default_event(struct record_opts *o)
 	return 0;
 }
 
-static void permission_hint(const char *target, bool kernel)
+static void permission_hint(const char *target, pid_t pid, bool kernel)
 {
 	int paranoid = -1;
 	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
@@ -173,13 +181,19 @@ static void permission_hint(const char *target, bool kernel)
 			paranoid = -1;
 		fclose(f);
 	}
-	if (kernel)
+	if (kernel && geteuid() != 0) {
 		log_error("not allowed to record kernel frames (--kernel) of %s: that needs root or "
 			  "CAP_PERFMON, or kernel.perf_event_paranoid <= 1 (it is %d)", target, paranoid);
-	else
+	} else if (geteuid() == 0) {
+		char why[320];
+
+		diag_root_denied(pid, why, sizeof(why));
+		log_error("not allowed to profile %s: %s", target, why);
+	} else {
 		log_error("not allowed to profile %s: run hwspy as root or as the target's user with "
 			  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", target,
 			  paranoid);
+	}
 }
 
 /* Sets exclude_kernel and exclude_hv on every event that counts kernel mode; false if none did. */
@@ -354,8 +368,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 				return r;
 			break;
 		case 'F': {
-			unsigned long long v = strtoull(optarg, &end, 10);
-			if (*end || v == 0 || v > 100000) {
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1, 100000, &v) < 0) {
 				log_error("rate '%s' must be a number of samples per second, 1-100000", optarg);
 				return -EINVAL;
 			}
@@ -364,9 +378,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			break;
 		}
 		case 'c': {
-			unsigned long long v = strtoull(optarg, &end, 10);
-			if (*end || v == 0) {
-				log_error("period '%s' must be a positive number of events", optarg);
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1, PERIOD_MAX, &v) < 0) {
+				log_error("period '%s' must be a whole number of events, 1-%llu", optarg,
+					  PERIOD_MAX);
 				return -EINVAL;
 			}
 			o->period = v;
@@ -375,8 +390,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		}
 		case 'd':
 			o->duration = strtod(optarg, &end);
-			if (*end || !(o->duration > 0)) {
-				log_error("duration '%s' must be a positive number of seconds", optarg);
+			if (*end || end == optarg || !(o->duration >= DURATION_MIN &&
+						       o->duration <= DURATION_MAX)) {
+				log_error("duration '%s' must be a number of seconds, %g to %.0f", optarg,
+					  DURATION_MIN, DURATION_MAX);
 				return -EINVAL;
 			}
 			break;
@@ -414,12 +431,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			o->kernel = true;
 			break;
 		case 'S': {
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || v < 1024 || v > 65528) {
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1024, 65528, &v) < 0) {
 				log_error("stack size '%s' must be a number of bytes, 1024-65528", optarg);
 				return -EINVAL;
 			}
-			o->stack_size = (uint32_t) (v & ~7UL);
+			o->stack_size = (uint32_t) (v & ~7ULL);
 			break;
 		}
 		case 'q':
@@ -441,6 +458,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
 		return -EINVAL;
 	}
+	if (o->nonblocking && o->ptrace) {
+		log_error("--ptrace and --nonblocking exclude each other");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -455,9 +476,10 @@ int cmd_record(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t start, duration_ns;
 	bool tty = isatty(STDERR_FILENO);
-	FILE *out = NULL;
+	struct outfile out = { 0 };
 	int r, status = 1;
 
+	/* every option is checked before anything is opened, attached or written */
 	r = parse_args(argc, argv, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
@@ -465,12 +487,49 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	if (check_events(&o) < 0)
 		return 1;
+	for (size_t i = 0; i < o.n_events; i++)
+		names[i] = o.events[i].name;
+	rec.prof = profile_new(names, o.n_events);
+	if (!rec.prof || record_special_frame(&rec, "[native]", &rec.native_frame) < 0 ||
+	    record_special_frame(&rec, "[unknown]", &rec.unknown_frame) < 0) {
+		log_error("out of memory");
+		goto out;
+	}
+	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
+	if (format_column(&o.fmt, rec.prof) < 0) {
+		status = 2;     /* --weight names no event of -e: a usage error */
+		goto out;
+	}
 
 	if (o.pid) {
 		if (kill(o.pid, 0) < 0 && errno == ESRCH) {
 			log_error("no process with pid %d", o.pid);
-			return 1;
+			goto out;
 		}
+		if (diag_kernel_thread(o.pid) == 1) {
+			log_error("pid %d is a kernel thread, not a Python process", o.pid);
+			goto out;
+		}
+	} else {
+		r = find_command(o.argv[0]);
+		if (r < 0) {
+			log_errno(r, "cannot run '%s'", o.argv[0]);
+			goto out;
+		}
+	}
+	if (!o.output) {
+		snprintf(defpath, sizeof(defpath), "hwspy-%d.%s", o.pid ? o.pid : (int) getpid(),
+			 !o.format_given ? "folded" : o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
+			 o.format == FORMAT_PPROF ? "pb.gz" : o.format == FORMAT_SVG ? "svg" : "folded");
+		o.output = defpath;
+	}
+	if (!o.format_given)
+		o.format = format_of_path(o.output);
+	/* the output's temporary file, before attaching: a bad -o is found now */
+	if (cli_output_open(&out, o.output) < 0)
+		goto out;
+
+	if (o.pid) {
 		snprintf(target, sizeof(target), "pid %d", o.pid);
 		r = remote_mem_open_pid(o.pid, &rec.mem);
 		if (r >= 0) {
@@ -478,7 +537,7 @@ int cmd_record(int argc, char **argv)
 			r = pyframes_open(o.pid, &rec.mem, &rec.pf, &rec.info);
 		}
 		if (r == -EPERM || r == -EACCES) {
-			permission_hint(target, false);
+			permission_hint(target, o.pid, false);
 			goto out;
 		}
 		if (r == -ESRCH) {
@@ -508,49 +567,19 @@ int cmd_record(int argc, char **argv)
 		}
 	} else {
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
-		r = find_command(o.argv[0]);
-		if (r < 0) {
-			log_errno(r, "cannot run '%s'", o.argv[0]);
-			goto out;
-		}
 	}
 
-	if (!o.output) {
-		snprintf(defpath, sizeof(defpath), "hwspy-%d.%s", o.pid ? o.pid : (int) getpid(),
-			 !o.format_given ? "folded" : o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
-			 o.format == FORMAT_PPROF ? "pb.gz" : o.format == FORMAT_SVG ? "svg" : "folded");
-		o.output = defpath;
-	}
-	if (!o.format_given)
-		o.format = format_of_path(o.output);
-	out = fopen(o.output, "we");
-	if (!out) {
-		log_errno(-errno, "cannot write '%s'", o.output);
-		goto out;
-	}
-
-	for (size_t i = 0; i < o.n_events; i++)
-		names[i] = o.events[i].name;
-	rec.prof = profile_new(names, o.n_events);
-	if (!rec.prof || record_special_frame(&rec, "[native]", &rec.native_frame) < 0 ||
-	    record_special_frame(&rec, "[unknown]", &rec.unknown_frame) < 0) {
-		log_error("out of memory");
-		goto out;
-	}
-	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
-	if (format_column(&o.fmt, rec.prof) < 0)
-		goto out;
-	if (o.nonblocking && o.ptrace) {
-		log_error("--ptrace and --nonblocking exclude each other");
-		goto out;
-	}
 	if (!o.nonblocking && !o.ptrace) {
 		/* exact without stopping anything where BPF is allowed */
 		r = sampler_capture_probe();
 		rec.capture = r == 0;
-		if (r < 0)
-			log_info("no BPF capture here (%s; it needs CAP_BPF and CAP_PERFMON): exact "
-				 "mode stops each sampled thread instead", strerror(-r));
+		if (r < 0) {
+			char why[320];
+
+			diag_bpf_refused(r, why, sizeof(why));
+			log_info("no BPF capture here (%s): exact mode stops each sampled thread "
+				 "instead", why);
+		}
 	}
 	if (rec.pf)
 		record_python_found(&rec);
@@ -605,7 +634,7 @@ int cmd_record(int argc, char **argv)
 		if (r == -ESRCH)
 			log_error("no process with pid %d (it exited)", o.pid);
 		else if (r == -EACCES || r == -EPERM)
-			permission_hint(target, o.kernel);
+			permission_hint(target, o.pid, o.kernel);
 		else if (r == -ENOENT)
 			log_error("event '%s' cannot be opened on this machine", o.events[0].name);
 		else
@@ -683,22 +712,21 @@ int cmd_record(int argc, char **argv)
 		for (int i = 0; i < argc; i++)
 			(void) buf_printf(&cmdline, " %s", argv[i]);
 		o.fmt.command_line = cmdline.len ? cmdline.data : NULL;
-		r = format_write(o.format, rec.prof, &o.fmt, out);
+		r = format_write(o.format, rec.prof, &o.fmt, out.f);
 		buf_release(&cmdline);
 		if (r < 0) {
 			log_errno(r, "cannot write '%s'", o.output);
 			goto out;
 		}
+		if (cli_output_commit(&out) < 0)
+			goto out;
 		if (st->target_exited && o.pid)
 			log_info("pid %d exited; writing what was sampled", o.pid);
-		summary(&rec, target, elapsed, o.output);
+		summary(&rec, target, elapsed, out.is_stdout ? "to standard output" : o.output);
 	}
 	status = 0;
 out:
-	if (out)
-		fclose(out);
-	if (status && out)
-		(void) unlink(o.output);
+	outfile_abort(&out);    /* a no-op once committed */
 	if (rec.sampler && o.argv && !sampler_stats(rec.sampler)->target_exited) {
 		/* the command goes on after sampling ends: wait for it, as a shell would */
 		int ws;

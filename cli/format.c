@@ -127,3 +127,44 @@ int format_write(enum out_format f, const struct profile *p, const struct format
 		return -ENOTSUP;
 	}
 }
+
+int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,
+		    unsigned long long *ret)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int cli_output_open(struct outfile *o, const char *path)
+{
+	int r = outfile_open(o, path);
+
+	if (r == -EISDIR)
+		log_error("cannot write '%s': it is a directory; give -o a file name", path);
+	else if (r == -ENOENT)
+		log_error("cannot write '%s': its directory does not exist", path);
+	else if (r == -EACCES || r == -EPERM || r == -EROFS)
+		log_errno(r, "cannot write '%s': no new file can be created in its directory", path);
+	else if (r < 0)
+		log_errno(r, "cannot write '%s'", path);
+	return r;
+}
+
+int cli_output_commit(struct outfile *o)
+{
+	const char *path = o->is_stdout ? "standard output" : o->path;
+	int r = outfile_commit(o);
+
+	if (r < 0)
+		log_errno(r, "cannot write '%s'", path);
+	return r;
+}

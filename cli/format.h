@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "base/outfile.h"
 #include "output/profile.h"
 
 enum out_format {
@@ -55,6 +56,15 @@ int format_opt(struct format_opts *o, int c, const char *arg);
 /* The value column o->weight names in p (1 + event index): >= 1, or -ENOENT (logged: the
  * profile's events named). */
 int format_column(const struct format_opts *o, const struct profile *p);
+/* A whole number from the command line into *ret: decimal digits only (no sign, no space, so
+ * strtoull's wrap of "-5" is refused), min <= value <= max. 0 or -EINVAL (not logged). */
+int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,
+		    unsigned long long *ret);
+/* Opens the output file (base/outfile.h; "-": standard output) before any work starts: 0, or
+ * -errno after one line was logged. */
+int cli_output_open(struct outfile *o, const char *path);
+/* Completes it: 0, or -errno after one line was logged (path then unchanged). */
+int cli_output_commit(struct outfile *o);
 /* Writes p as f. 0 or -errno (not logged). */
 int format_write(enum out_format f, const struct profile *p, const struct format_opts *o,
 		 FILE *out);

@@ -65,11 +65,14 @@ static struct profile *load_folded(FILE *in, const char *name)
 
 static struct profile *load_pprof(FILE *in, const char *name)
 {
-	struct pprof_read_error err = { NULL };
+	struct pprof_read_error err = { NULL, 0 };
 	struct profile *p = NULL;
 	int r = pprof_read(in, &p, &err);
 
-	if (r == -EINVAL)
+	if (r == -EINVAL && err.inflate_limit && err.inflate_limit < PPROF_READ_MAX_SIZE)
+		log_error("%s: not a valid pprof profile: inflates past %zu MiB (ratio cap %d:1): "
+			  "a gzip bomb?", name, err.inflate_limit >> 20, PPROF_READ_MAX_RATIO);
+	else if (r == -EINVAL)
 		log_error("%s: not a valid pprof profile: %s", name,
 			  err.reason ? err.reason : "malformed");
 	else if (r == -ENOMEM)

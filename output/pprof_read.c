@@ -64,13 +64,23 @@ bool pprof_sniff(const void *head, size_t len)
 	return len == 2 && h[0] == 0x32 && h[1] == 0;
 }
 
-/* Inflates a gzip stream (one or more members) into *ret (malloc'ed). */
+/* The most a gzip stream of n bytes may inflate to (see PPROF_READ_MAX_RATIO). */
+static size_t inflate_limit(size_t n)
+{
+	size_t limit = n > PPROF_READ_MAX_SIZE / PPROF_READ_MAX_RATIO ? PPROF_READ_MAX_SIZE
+								       : n * PPROF_READ_MAX_RATIO;
+
+	return limit < PPROF_READ_MIN_INFLATE ? PPROF_READ_MIN_INFLATE : limit;
+}
+
+/* Inflates a gzip stream (one or more members) into *ret (malloc'ed), at most inflate_limit(n)
+ * bytes. */
 static int gunzip(struct pprof_reader *r, const unsigned char *in, size_t n, unsigned char **ret,
 		  size_t *ret_len)
 {
 	z_stream zs = { 0 };
 	unsigned char *out = NULL;
-	size_t cap = 0, len = 0;
+	size_t cap = 0, len = 0, limit = inflate_limit(n);
 	int z = Z_OK, e = 0;
 
 	if (inflateInit2(&zs, 15 + 16) != Z_OK)
@@ -92,12 +102,14 @@ static int gunzip(struct pprof_reader *r, const unsigned char *in, size_t n, uns
 			size_t ncap = cap ? cap * 2 : 1u << 20;
 			unsigned char *o;
 
-			if (cap == PPROF_READ_MAX_SIZE) {
-				e = pprof_fail(r, "over 1 GiB uncompressed");
+			if (cap == limit) {
+				e = pprof_fail(r, limit == PPROF_READ_MAX_SIZE ? "over 1 GiB uncompressed"
+						: "inflates past its ratio cap: a gzip bomb?");
+				r->inflate_limit = limit;
 				break;
 			}
-			if (ncap > PPROF_READ_MAX_SIZE)
-				ncap = PPROF_READ_MAX_SIZE;
+			if (ncap > limit)
+				ncap = limit;
 			o = realloc(out, ncap);
 			if (!o) {
 				e = -ENOMEM;
@@ -441,8 +453,10 @@ int pprof_read_mem(const void *data, size_t len, struct profile **ret,
 		r.data = plain;
 	if (e >= 0)
 		e = read_plain(&r, ret);
-	if (ret_err)
+	if (ret_err) {
 		ret_err->reason = e < 0 ? r.reason : NULL;
+		ret_err->inflate_limit = e < 0 ? r.inflate_limit : 0;
+	}
 	reader_release(&r);
 	free(plain);
 	return e;
@@ -456,7 +470,7 @@ int pprof_read(FILE *in, struct profile **ret, struct pprof_read_error *ret_err)
 
 	*ret = NULL;
 	if (ret_err)
-		ret_err->reason = NULL;
+		*ret_err = (struct pprof_read_error) { NULL, 0 };
 	for (;;) {
 		size_t got;
 

@@ -73,6 +73,7 @@ struct pprof_reader {
 	const unsigned char *data;
 	size_t size;
 	const char *reason;     /* the first failure's */
+	size_t inflate_limit;   /* set when inflating went past it */
 
 	struct pprof_vec types;       /* struct vtype */
 	struct pprof_vec samples;     /* struct pb_msg */

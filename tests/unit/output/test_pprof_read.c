@@ -611,6 +611,53 @@ static void test_gzip_members(void **state)
 	profile_free(q);
 }
 
+/* n zero bytes, gzip-compressed (level 9) into a new buffer: *ret_len bytes. */
+static unsigned char *gzip_zeros(size_t n, size_t *ret_len)
+{
+	static const unsigned char zeros[65536];
+	size_t cap = n / 512 + 65536;
+	unsigned char *out = malloc(cap);
+	z_stream zs = { 0 };
+	int z = Z_OK;
+
+	assert_non_null(out);
+	assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_out = out;
+	zs.avail_out = (uInt) cap;
+	while (z != Z_STREAM_END) {
+		size_t piece = n < sizeof(zeros) ? n : sizeof(zeros);
+
+		zs.next_in = (Bytef *) zeros;
+		zs.avail_in = (uInt) piece;
+		n -= piece;
+		z = deflate(&zs, n ? Z_NO_FLUSH : Z_FINISH);
+		assert_true(z == Z_OK || z == Z_STREAM_END);
+		assert_int_equal(zs.avail_in, 0);
+	}
+	*ret_len = cap - zs.avail_out;
+	deflateEnd(&zs);
+	return out;
+}
+
+/* A gzip bomb (80 MiB of zeros in ~80 kB) is refused once it inflates past the floor of the
+ * ratio cap (64 MiB), not after 1 GiB, and says so. */
+static void test_gzip_bomb(void **state)
+{
+	struct pprof_read_error err = { NULL, 0 };
+	struct profile *q = NULL;
+	size_t len;
+	unsigned char *bomb = gzip_zeros((size_t) 80 << 20, &len);
+	(void) state;
+
+	assert_true(len < ((size_t) 1 << 20));
+	assert_int_equal(pprof_read_mem(bomb, len, &q, &err), -EINVAL);
+	assert_null(q);
+	assert_non_null(err.reason);
+	assert_non_null(strstr(err.reason, "gzip bomb"));
+	assert_int_equal(err.inflate_limit, PPROF_READ_MIN_INFLATE);
+	free(bomb);
+}
+
 static void test_bad_gzip(void **state)
 {
 	struct profile *p = build_profile();
@@ -833,6 +880,7 @@ int main(void)
 		cmocka_unit_test(test_foreign_no_samples_type),
 		cmocka_unit_test(test_gzip_members),
 		cmocka_unit_test(test_bad_gzip),
+		cmocka_unit_test(test_gzip_bomb),
 		cmocka_unit_test(test_bad_protobuf),
 		cmocka_unit_test(test_bad_references),
 		cmocka_unit_test(test_mutations),

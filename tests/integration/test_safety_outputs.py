@@ -1,0 +1,286 @@
+"""Outputs, input limits, option edge cases and refusal messages of a root hwspy, one --case each.
+
+  planted-symlink  a directory another user (nobody) owns holds OUT as a link to a root file:
+                   record, convert and diff as root replace the link with the profile and
+                   leave the file it pointed to unchanged
+  late-usage       an existing profile survives a usage error found after the options were
+                   read (--weight nope, --ptrace --nonblocking): exit 2, file unchanged
+  sigkill          an existing profile survives SIGKILL in the middle of a record (unchanged),
+                   and the next run to the same OUT leaves no temporary file beside it
+  sudo-owner       as root with SUDO_UID/SUDO_GID set (as sudo sets them), record's and
+                   convert's outputs belong to that user
+  gzip-bomb        a 1.1 MB .pb.gz that inflates to 1.1 GB: convert refuses it ("gzip bomb")
+                   and its peak RSS (getrusage of the child) stays under 256 MB
+  options          -d 1e-300 / inf / nan / -1, -c -5, -F -5, -c 2^64, --stack-size
+                   -18446744073709550592, diff --top -1: each refused at once (exit 2, one line
+                   naming the value), nothing written
+  kernel-thread    -p 2 (kthreadd) is "a kernel thread, not a Python process"
+  root-denied      -p 1 where root may not read pid 1 (a sandbox's init): says what refused it,
+                   not "run hwspy as root"
+  bpf-userns       as root of a user namespace (unshare -Ur) the BPF-refused notice names the
+                   user namespace, not a missing CAP_BPF
+"""
+import glob
+import gzip
+import os
+import pwd
+import resource
+import shutil
+import subprocess
+import time
+
+import harness
+import pythons
+from harness import Skip, check, log
+
+CASES = {}
+OLD = b'the previous profile 1\n'
+
+
+def case(fn):
+    CASES[fn.__name__.replace('_', '-')] = fn
+    return fn
+
+
+def any_python(opts):
+    for ident in ['debian311'] + pythons.SUPPORTED:
+        try:
+            return pythons.get(ident, os.path.realpath(opts.source_root))
+        except pythons.Missing:
+            pass
+    raise Skip('no supported Python installed')
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise Skip('needs root (the case is about what a root hwspy does)')
+
+
+def run(argv, timeout=30, env=None, **kw):
+    log('$ %s' % ' '.join(argv))
+    try:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                           env=dict(os.environ, **(env or {})), **kw)
+    except subprocess.TimeoutExpired:
+        raise harness.Fail('%s did not end within %d s' % (' '.join(argv[:4]), timeout))
+    err = p.stderr.decode('utf-8', 'replace')
+    log('exit %d; stderr:\n%s' % (p.returncode, err.rstrip()))
+    return p.returncode, err
+
+
+def record_argv(opts, py, out, extra=(), seconds='1'):
+    return ([opts.hwspy, 'record', '-q', '-e', 'cpu-clock', '-d', seconds, '-o', out] +
+            list(extra) + ['--'] + py.argv + [os.path.join(opts.targets, 'spin.py'), '2'])
+
+
+def read(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, 'wb') as f:
+        f.write(data)
+
+
+def folded_input(opts):
+    path = os.path.join(opts.tmp, 'in.folded')
+    write(path, b'main (a.py:1);work (a.py:5) 30\nmain (a.py:1);idle (a.py:9) 10\n')
+    return path
+
+
+def temp_files(path):
+    d, base = os.path.split(path)
+    return glob.glob(os.path.join(d, '.%s.hwspy-*' % glob.escape(base)))
+
+
+@case
+def planted_symlink(opts):
+    need_root()
+    py = any_python(opts)
+    nobody = pwd.getpwnam('nobody')
+    victim = os.path.join(opts.tmp, 'victim')
+    write(victim, b'precious\n')
+    shared = os.path.join(opts.tmp, 'shared')
+    os.mkdir(shared)
+    os.chown(shared, nobody.pw_uid, nobody.pw_gid)
+    inp = folded_input(opts)
+    for what, name, argv in [
+            ('record', 'r.folded', None),
+            ('convert', 'c.folded', [opts.hwspy, 'convert', inp, '-o']),
+            ('diff', 'd.folded', [opts.hwspy, 'diff', inp, inp, '-o'])]:
+        out = os.path.join(shared, name)
+        os.symlink(victim, out)
+        os.lchown(out, nobody.pw_uid, nobody.pw_gid)      # planted by nobody
+        rc, _ = run(record_argv(opts, py, out) if argv is None else argv + [out])
+        check(rc == 0, '%s exited %d' % (what, rc))
+        check(read(victim) == b'precious\n',
+              '%s -o %s followed the link nobody planted and overwrote %s' % (what, out, victim))
+        check(not os.path.islink(out) and os.path.isfile(out),
+              '%s: %s is not a regular file now' % (what, out))
+        check(os.path.getsize(out) > 0, '%s wrote an empty %s' % (what, out))
+        log('%s: the link was replaced by the profile; %s unchanged' % (what, victim))
+
+
+@case
+def late_usage(opts):
+    py = any_python(opts)
+    out = os.path.join(opts.tmp, 'keep.folded')
+    for extra, word in [(['--weight', 'nope'], 'nope'),
+                        (['--ptrace', '--nonblocking'], 'nonblocking')]:
+        write(out, OLD)
+        rc, err = run(record_argv(opts, py, out, extra))
+        check(os.path.exists(out) and read(out) == OLD,
+              '%s: the existing profile %s was lost or changed' % (' '.join(extra), out))
+        check(rc == 2, '%s: exit %d, expected 2 (a usage error)' % (' '.join(extra), rc))
+        check(word in err, '%s: the message does not name %r' % (' '.join(extra), word))
+        check(not temp_files(out), 'temporary file left: %s' % temp_files(out))
+
+
+@case
+def sigkill(opts):
+    py = any_python(opts)
+    out = os.path.join(opts.tmp, 'prof.folded')
+    write(out, OLD)
+    w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), '60'])
+    w.expect_ready()
+    argv = [opts.hwspy, 'record', '-q', '-e', 'cpu-clock', '-d', '30', '-p', str(w.pid),
+            '-o', out]
+    log('$ %s' % ' '.join(argv))
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    harness.Process.profilers.append(p)
+    check(harness.wait_attached(p.pid, w.pid), 'hwspy did not attach within 15 s')
+    time.sleep(0.5)
+    p.kill()
+    p.wait()
+    log('hwspy SIGKILLed while sampling; left beside the output: %s' % temp_files(out))
+    check(read(out) == OLD, 'the previous profile %s was lost or changed (now %d bytes)'
+          % (out, os.path.getsize(out)))
+    rc, _ = run([opts.hwspy, 'record', '-q', '-e', 'cpu-clock', '-d', '0.5', '-p', str(w.pid),
+                 '-o', out])
+    check(rc == 0, 'the next record exited %d' % rc)
+    check(read(out) != OLD and harness.Profile.read(out).total > 0,
+          'the next record did not replace the profile')
+    check(not temp_files(out), 'temporary files left after the next run: %s' % temp_files(out))
+
+
+@case
+def sudo_owner(opts):
+    need_root()
+    py = any_python(opts)
+    nobody = pwd.getpwnam('nobody')
+    env = {'SUDO_UID': str(nobody.pw_uid), 'SUDO_GID': str(nobody.pw_gid), 'SUDO_USER': 'nobody'}
+    out = os.path.join(opts.tmp, 'sudo.folded')
+    conv = os.path.join(opts.tmp, 'sudo.svg')
+    rc, _ = run(record_argv(opts, py, out), env=env)
+    check(rc == 0, 'record exited %d' % rc)
+    rc, _ = run([opts.hwspy, 'convert', folded_input(opts), '-o', conv], env=env)
+    check(rc == 0, 'convert exited %d' % rc)
+    for path in (out, conv):
+        st = os.stat(path)
+        log('%s: uid %d gid %d' % (path, st.st_uid, st.st_gid))
+        check((st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid),
+              '%s belongs to %d:%d, not to the sudo user %d:%d'
+              % (path, st.st_uid, st.st_gid, nobody.pw_uid, nobody.pw_gid))
+
+
+@case
+def gzip_bomb(opts):
+    bomb = os.path.join(opts.tmp, 'bomb.pb.gz')
+    zeros = bytes(1 << 20)
+    with gzip.open(bomb, 'wb', 9) as f:
+        for _ in range(1100):
+            f.write(zeros)
+    size = os.path.getsize(bomb)
+    log('bomb: %d bytes, inflating to 1100 MiB' % size)
+    out = os.path.join(opts.tmp, 'bomb.folded')
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    rc, err = run([opts.hwspy, 'convert', bomb, '-o', out], timeout=60)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss    # KiB
+    log('peak RSS of hwspy convert: %d MiB (children before: %d MiB)'
+        % (peak >> 10, before >> 10))
+    check(peak < 256 << 10, 'hwspy convert peaked at %d MiB for a %d-byte input'
+          % (peak >> 10, size))
+    check(rc == 1, 'convert exited %d, expected 1' % rc)
+    check('gzip bomb' in err, 'the message does not say "gzip bomb"')
+    check(not os.path.exists(out), 'an output was written')
+
+
+@case
+def options(opts):
+    py = any_python(opts)
+    w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), '120'])
+    w.expect_ready()
+    out = os.path.join(opts.tmp, 'opt.folded')
+    bad = [('-d', '1e-300'), ('-d', 'inf'), ('-d', 'nan'), ('-d', '-1'), ('-c', '-5'),
+           ('-F', '-5'), ('-c', '18446744073709551616'),
+           ('--stack-size', '-18446744073709550592')]
+    for opt, val in bad:
+        rc, err = run([opts.hwspy, 'record', '-e', 'cpu-clock', '-p', str(w.pid), '-o', out,
+                       opt, val], timeout=15)
+        lines = [l for l in err.splitlines() if l.startswith('hwspy: ') and val in l]
+        check(rc == 2, '%s %s: exit %d, expected 2 (a usage error)' % (opt, val, rc))
+        check(len(lines) == 1, '%s %s: no single "hwspy: " line naming %r' % (opt, val, val))
+        check(not os.path.exists(out), '%s %s: a profile was written' % (opt, val))
+    inp = folded_input(opts)
+    rc, err = run([opts.hwspy, 'diff', inp, inp, '--top', '-18446744073709551615'])
+    check(rc == 2, 'diff --top -18446744073709551615: exit %d, expected 2' % rc)
+    harness.check_untouched(w.pid)
+
+
+@case
+def kernel_thread(opts):
+    st = harness.proc_status(2)
+    if st.get('Kthread', '1' if 'VmSize' not in st else '0') != '1':
+        raise Skip('pid 2 is not a kernel thread here (%s)' % st.get('Name'))
+    rc, err = run([opts.hwspy, 'record', '-e', 'cpu-clock', '-p', '2', '-d', '1', '-o',
+                   os.path.join(opts.tmp, 'k.folded')])
+    check(rc == 1, 'exit %d, expected 1' % rc)
+    check('pid 2 is a kernel thread' in err, 'the message does not say pid 2 is a kernel thread')
+
+
+@case
+def root_denied(opts):
+    need_root()
+    try:
+        with open('/proc/1/maps') as f:
+            f.read(1)
+        raise Skip('root may read pid 1 here: nothing refuses it')
+    except PermissionError:
+        pass
+    rc, err = run([opts.hwspy, 'record', '-e', 'cpu-clock', '-p', '1', '-d', '1', '-o',
+                   os.path.join(opts.tmp, 'p1.folded')])
+    check(rc == 1, 'exit %d, expected 1' % rc)
+    check('not allowed to profile pid 1' in err, 'no "not allowed to profile pid 1" line')
+    check('run hwspy as root' not in err, 'hwspy runs as root and still says "run hwspy as root"')
+    check('CAP_SYS_PTRACE' in err or 'ptrace_scope' in err or 'user namespace' in err,
+          'the message names no cause')
+
+
+@case
+def bpf_userns(opts):
+    need_root()
+    if not shutil.which('unshare'):
+        raise Skip('unshare (util-linux) is not installed')
+    probe = subprocess.run(['unshare', '-Ur', 'true'], capture_output=True)
+    if probe.returncode != 0:
+        raise Skip('no user namespaces here: %s' % probe.stderr.decode().strip())
+    py = any_python(opts)
+    rc, err = run(['unshare', '-Ur', opts.hwspy, 'record', '-e', 'cpu-clock', '-d', '0.5',
+                   '-o', os.path.join(opts.tmp, 'ns.folded'), '--'] + py.argv +
+                  [os.path.join(opts.targets, 'spin.py'), '1'])
+    lines = [l for l in err.splitlines() if 'no BPF capture here' in l]
+    check(lines, 'no "no BPF capture here" notice in a user namespace (exit %d)' % rc)
+    check('user namespace' in lines[0], 'the notice does not name the user namespace: %s'
+          % lines[0])
+
+
+def test(opts):
+    CASES[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=sorted(CASES), required=True)
+    harness.main(test, p)
