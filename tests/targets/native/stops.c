@@ -10,14 +10,16 @@
  * (noticing a handler's run) nanosleep and select. SPINNERS threads (default 1) spin, and
  * create a short-lived thread every few ms with "churn" in MODE (e.g. plain,churn).
  * Prints "ready"; then each line on stdin is answered: "report" prints
- * {"eintr": {CALL: N, ...}, "handled": N, "loops": N} (loops: blocking calls completed),
- * "quit" exits 0.
+ * {"eintr": {CALL: N, ...}, "handled": N, "loops": N, "spins": N} (loops: blocking calls
+ * completed; spins: rounds of the spinners),
+ * "catch" installs the handlers of MODE catch now (answers "ok"), "quit" exits 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +35,23 @@ enum { C_EPOLL, C_RECV, C_SIGTIMEDWAIT, C_SEMTIMEDOP, C_NANOSLEEP, C_SELECT, N_C
 static const char *const names[N_CALLS] = {
 	"epoll_wait", "recv", "sigtimedwait", "semtimedop", "nanosleep", "select",
 };
-static atomic_long eintr[N_CALLS], loops, handled, started;
+static atomic_long eintr[N_CALLS], loops, handled, started, spins;
 static int churn, sem_id = -1;
 
 static void on_signal(int sig)
 {
 	(void) sig;
 	atomic_fetch_add(&handled, 1);
+}
+
+static void catch(bool all)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGURG, &sa, NULL);
+	sigaction(SIGWINCH, &sa, NULL);
+	if (!all)
+		signal(SIGPIPE, SIG_IGN);
 }
 
 static void done(int call, int r)
@@ -106,6 +118,7 @@ static void *spinner(void *arg)
 	for (;;) {
 		for (int i = 0; i < 100000; i++)
 			x += (unsigned long) i * 7;
+		atomic_fetch_add(&spins, 1);
 		if (!churn)
 			continue;
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -129,13 +142,8 @@ int main(int argc, char **argv)
 
 	churn = strstr(mode, "churn") != NULL;
 	sem_id = semget(IPC_PRIVATE, 1, 0600);   /* removed at "quit" */
-	if (!strncmp(mode, "catch", 5)) {
-		struct sigaction sa = { .sa_handler = on_signal };
-		sigaction(SIGURG, &sa, NULL);
-		sigaction(SIGWINCH, &sa, NULL);
-		if (strncmp(mode, "catchall", 8))
-			signal(SIGPIPE, SIG_IGN);
-	}
+	if (!strncmp(mode, "catch", 5))
+		catch(!strncmp(mode, "catchall", 8));
 	/* SIGUSR2 is what sigtimedwait waits for: blocked everywhere */
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR2);
@@ -151,13 +159,19 @@ int main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin)) {
 		if (!strncmp(line, "quit", 4))
 			break;
+		if (!strncmp(line, "catch", 5)) {
+			catch(false);
+			printf("ok\n");
+			fflush(stdout);
+			continue;
+		}
 		if (strncmp(line, "report", 6))
 			continue;
 		printf("{\"eintr\": {");
 		for (int c = 0; c < N_CALLS; c++)
 			printf("%s\"%s\": %ld", c ? ", " : "", names[c], atomic_load(&eintr[c]));
-		printf("}, \"handled\": %ld, \"loops\": %ld}\n", atomic_load(&handled),
-		       atomic_load(&loops));
+		printf("}, \"handled\": %ld, \"loops\": %ld, \"spins\": %ld}\n",
+		       atomic_load(&handled), atomic_load(&loops), atomic_load(&spins));
 		fflush(stdout);
 	}
 	if (sem_id >= 0)
