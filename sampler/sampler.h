@@ -19,8 +19,8 @@
  * - stops (opts.exact): each sample also stops the thread that caused it (the event's fd
  *   signals that thread; a PTRACE_SEIZE tracer sees the signal-delivery-stop), the callback
  *   runs while the thread is stopped (sample->stopped), then the thread is resumed with the
- *   signal suppressed. Stops have no side effects: the signal is one the target neither
- *   catches nor blocks and whose delivery does nothing (SIGURG, SIGWINCH, or one it ignores),
+ *   signal suppressed. Stops have no side effects: the signal is one the target does not
+ *   catch and whose delivery does nothing (SIGURG, SIGWINCH, or one it ignores),
  *   so that one reaching it anyway (hwspy killed) is harmless; no thread is ever interrupted
  *   or left stopped. Every ptrace call runs on a tracer thread of the sampler (sampler_new(),
  *   sampler_run(), sampler_stop() hand it their work and wait: callbacks run on that thread
@@ -165,8 +165,8 @@ struct sampler_stats {
 	uint64_t stops;                 /* exact mode: signal-delivery-stops handled */
 	uint64_t stops_without_sample;  /* stops that found no sample in the ring */
 	uint64_t signals_forwarded;     /* other signals passed on to the target unchanged */
-	uint64_t signal_changes;        /* exact mode: the target began to catch or block our
-	                                 * signal, and another harmless one took its place */
+	uint64_t signal_changes;        /* exact mode: the target began to catch our signal,
+	                                 * and another harmless one took its place */
 	uint64_t threads_seen;          /* distinct threads that had events opened */
 	uint64_t threads_failed;        /* threads whose events could not be opened (exited early) */
 	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */

@@ -18,9 +18,10 @@
  *
  * The signal (pick_signal()) must be harmless wherever a stop cannot catch it (hwspy killed,
  * a stop it did not reach in time): a signal whose default action is to ignore it and that
- * the target neither catches nor blocks (SIGURG, SIGWINCH), or one the target ignores
- * (SIG_IGN). None: exact mode by stops is refused (-EBUSY). Re-checked as sampling goes:
- * the target may install a handler later.
+ * the target does not catch (SIGURG, SIGWINCH), or one the target ignores (SIG_IGN). None:
+ * exact mode by stops is refused (-EBUSY). Re-checked as sampling goes: the target may
+ * install a handler later (SigBlk is no reason to move: glibc blocks every signal for an
+ * instant in each pthread_create).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -201,17 +202,22 @@ int pick_signal(pid_t pid, int avoid)
 
 	if (task_status(pid, 0, &st) < 0)
 		return SIGURG;          /* gone: the attach fails anyway */
-	bad = st.cgt | st.blk | (avoid ? sigbit(avoid) : 0);
-	for (size_t i = 0; i < sizeof(default_ignored) / sizeof(default_ignored[0]); i++)
-		if (!(bad & sigbit(default_ignored[i])))
-			return default_ignored[i];
-	/* one the target ignores: delivered (hwspy gone), it is discarded */
-	for (int sig = 1; sig <= 64; sig++) {
-		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGCONT ||
-		    sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGTRAP)
-			continue;
-		if ((st.ign & sigbit(sig)) && !(bad & sigbit(sig)))
-			return sig;
+	/* preferably one its main thread does not block (a blocked one stops the thread only
+	 * once unblocked); but a mask is per thread and often all blocked for an instant
+	 * (glibc's pthread_create, CPython's fork): not a reason to refuse */
+	for (int pass = 0; pass < 2; pass++) {
+		bad = st.cgt | (pass ? 0 : st.blk) | (avoid ? sigbit(avoid) : 0);
+		for (size_t i = 0; i < sizeof(default_ignored) / sizeof(default_ignored[0]); i++)
+			if (!(bad & sigbit(default_ignored[i])))
+				return default_ignored[i];
+		/* one the target ignores: delivered (hwspy gone), it is discarded */
+		for (int sig = 1; sig <= 64; sig++) {
+			if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGCONT ||
+			    sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGTRAP)
+				continue;
+			if ((st.ign & sigbit(sig)) && !(bad & sigbit(sig)))
+				return sig;
+		}
 	}
 	return 0;
 }
@@ -234,14 +240,14 @@ static int thread_signal(struct sampler *s, struct thread *t, bool on)
 	return 0;
 }
 
-/* The target now catches or blocks our signal: move to another harmless one (stops for the
- * old one still count as ours), or -EBUSY if there is none. */
+/* The target now catches our signal: move to another harmless one (stops for the old one
+ * still count as ours), or -EBUSY if there is none. */
 static int check_signal(struct sampler *s)
 {
 	struct task_status st;
 	int sig;
 
-	if (task_status(s->pid, 0, &st) < 0 || !((st.cgt | st.blk) & sigbit(s->signo)))
+	if (task_status(s->pid, 0, &st) < 0 || !(st.cgt & sigbit(s->signo)))
 		return 0;
 	sig = pick_signal(s->pid, s->signo);
 	if (!sig)
