@@ -176,7 +176,7 @@ static int task_status(pid_t pid, pid_t tid, struct task_status *ret)
 
 static unsigned long long sigbit(int sig)
 {
-	return 1ULL << (sig - 1);
+	return sig >= 1 && sig <= 64 ? 1ULL << (sig - 1) : 0;
 }
 
 int tracer_task_owner(pid_t pid, pid_t tid, pid_t *ret_tracer)
@@ -206,7 +206,7 @@ int pick_signal(pid_t pid, int avoid)
 	 * once unblocked); but a mask is per thread and often all blocked for an instant
 	 * (glibc's pthread_create, CPython's fork): not a reason to refuse */
 	for (int pass = 0; pass < 2; pass++) {
-		bad = st.cgt | (pass ? 0 : st.blk) | (avoid ? sigbit(avoid) : 0);
+		bad = st.cgt | (pass ? 0 : st.blk) | sigbit(avoid);
 		for (size_t i = 0; i < sizeof(default_ignored) / sizeof(default_ignored[0]); i++)
 			if (!(bad & sigbit(default_ignored[i])))
 				return default_ignored[i];
@@ -440,7 +440,7 @@ static void detach_stopped(struct sampler *s)
 /* Whether a still traced thread has a signal of ours pending (it will stop for it). */
 static bool ours_pending(struct sampler *s)
 {
-	unsigned long long mask = sigbit(s->signo) | (s->old_signo ? sigbit(s->old_signo) : 0);
+	unsigned long long mask = sigbit(s->signo) | sigbit(s->old_signo);
 
 	for (size_t i = 0; i < s->n_threads; i++) {
 		struct task_status st;
