@@ -42,6 +42,7 @@
 #define TEARDOWN_TIMEOUT_NS 3000000000ULL
 #define SIGNAL_CHECK_NS 100000000ULL    /* re-check the target's handlers this often */
 #define RESEIZE_TRIES 200               /* x 1 ms: the previous tracer thread still exiting */
+#define TRACER_EXIT_TRIES 1000          /* x 1 ms */
 
 /* ---- the tracer thread and its jobs ---- */
 
@@ -123,6 +124,11 @@ void tracer_end(struct sampler *s)
 	pthread_cond_broadcast(&tr->cond);
 	pthread_mutex_unlock(&tr->lock);
 	(void) pthread_join(tr->thread, NULL);
+	/* the join returns before the kernel has let the tracees go (exit_ptrace comes later in
+	 * the thread's exit): wait until the thread is gone, so that a new tracer (the retry of
+	 * sampler_new(), sampler_resume()) can seize them at once */
+	for (int i = 0; i < TRACER_EXIT_TRIES && tgkill(getpid(), tr->tid, 0) == 0; i++)
+		(void) usleep(1000);
 	tr->running = false;
 	for (size_t i = 0; i < s->n_threads; i++)
 		s->threads[i].traced = false;
