@@ -182,11 +182,13 @@ int scan_threads(struct sampler *s, bool fail_hard)
 
 /* ---- launching ---- */
 
-static int launch(struct sampler *s)
+/* Forks the command, stopped before its exec; *ret_pipe then reads the exec's errno. On the
+ * caller's thread, not the tracer's: the command's parent thread must live as long as hwspy
+ * (a command with PR_SET_PDEATHSIG would get its signal when the tracer thread ends). */
+static int launch_fork(struct sampler *s, int *ret_pipe)
 {
 	int pipefd[2], err = 0, status, r;
 	pid_t pid;
-	ssize_t n;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
@@ -212,9 +214,24 @@ static int launch(struct sampler *s)
 	s->pid = pid;
 	s->launched = true;
 	if (waitpid(pid, &status, WUNTRACED) < 0 || !WIFSTOPPED(status)) {
-		r = -ECHILD;
-		goto fail;
+		(void) kill(pid, SIGKILL);
+		(void) waitpid(pid, &status, __WALL);
+		(void) close(pipefd[0]);
+		s->pid = 0;
+		return -ECHILD;
 	}
+	*ret_pipe = pipefd[0];
+	return 0;
+}
+
+/* Seizes the forked command and lets it run to its exec (the tracer's part of a launch).
+ * Closes exec_pipe. */
+static int launch_exec(struct sampler *s, int exec_pipe)
+{
+	int err = 0, status, r;
+	pid_t pid = s->pid;
+	ssize_t n;
+
 	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_TRACECLONE) < 0) {
 		r = -errno;
 		(void) kill(pid, SIGKILL);
@@ -227,14 +244,14 @@ static int launch(struct sampler *s)
 			goto fail;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			n = read(pipefd[0], &err, sizeof(err));
+			n = read(exec_pipe, &err, sizeof(err));
 			r = n == sizeof(err) && err ? -err : -ECHILD;
 			s->stats.target_exited = true;
 			s->stats.exit_status = status;
 			goto fail;
 		}
 		if ((status >> 16) == PTRACE_EVENT_EXEC) {
-			(void) close(pipefd[0]);
+			(void) close(exec_pipe);
 			return 0;
 		}
 		if ((status >> 16) == 0 && WSTOPSIG(status) != SIGSTOP)
@@ -245,7 +262,7 @@ static int launch(struct sampler *s)
 	r = -ECHILD;
 	(void) kill(pid, SIGKILL);
 fail:
-	(void) close(pipefd[0]);
+	(void) close(exec_pipe);
 	if (!s->stats.target_exited)
 		(void) waitpid(pid, &status, __WALL);
 	s->pid = 0;
@@ -259,9 +276,8 @@ static int start_job(struct sampler *s, void *arg)
 {
 	int r;
 
-	(void) arg;
 	if (s->opts.argv) {
-		r = launch(s);
+		r = launch_exec(s, *(int *) arg);
 		if (r < 0)
 			return r;
 		if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
@@ -291,7 +307,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	struct sampler *s;
 	sigset_t chld;
-	int r;
+	int r, exec_pipe = -1;
 
 	*ret = NULL;
 	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
@@ -331,7 +347,12 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		if (r < 0)
 			goto fail;
 	}
-	r = tracer_call(s, start_job, NULL);
+	if (opts->argv) {
+		r = launch_fork(s, &exec_pipe);
+		if (r < 0)
+			goto fail;
+	}
+	r = tracer_call(s, start_job, &exec_pipe);
 	if (r < 0)
 		goto fail;
 	s->last_scan_ns = sampler_now_ns();
