@@ -10,7 +10,7 @@ hwspy runs with --ptrace --native -e cpu-clock (the target is not Python).
   handler   a target catching SIGURG and SIGWINCH (and ignoring SIGPIPE, as CPython does):
             its handlers never run, over 4 runs to their end and 12 in which hwspy gets SIGKILL
             mid-run at 1000 Hz (a signal of hwspy's left pending reached them), nor in 6 where
-            the target installs them mid-run, 0.5 s before hwspy is killed (hwspy moves to
+            the target installs them mid-run, 1 s before hwspy is killed (hwspy moves to
             SIGPIPE, which it ignores); a target that catches both and ignores nothing: hwspy
             falls back to --nonblocking and says why.
   tstp      SIGTSTP to hwspy mid-run (Ctrl-Z): while hwspy is stopped the target runs on,
@@ -121,7 +121,7 @@ def handler(opts):
         time.sleep(0.3)
         w.send('catch')
         check(w.readline() == 'ok', 'the target did not install its handlers')
-        time.sleep(0.5 + 0.05 * i)
+        time.sleep(1 + 0.05 * i)      # hwspy looks at the target's handlers every 0.1 s
         check(p.poll() is None, 'hwspy ended early (exit %s)' % p.returncode)
         p.kill()
         p.wait()
