@@ -669,7 +669,7 @@ int cmd_record(int argc, char **argv)
 				slice = duration_ns - elapsed;
 		}
 		r = sampler_run(rec.sampler, record_on_sample, &rec, &stop_flag, slice);
-		if (r >= 0 && tstp_flag)
+		if (r >= 0 && tstp_flag && !rec.fatal)
 			r = pause_for_tstp(rec.sampler);
 		if (r == -EBUSY) {
 			log_error("%s began to catch every signal hwspy could stop it with: sampling "
@@ -688,6 +688,10 @@ int cmd_record(int argc, char **argv)
 		progress(&rec, 0, 0, true);
 	/* stopping drains what is left in the rings through the callback */
 	sampler_stop(rec.sampler);
+	/* nothing is traced any more: Ctrl-Z may stop hwspy as it does any program */
+	signal(SIGTSTP, SIG_DFL);
+	if (tstp_flag)
+		(void) raise(SIGTSTP);
 	record_flush(&rec);
 	record_build_ids(&rec);
 	{
