@@ -32,12 +32,34 @@
 /* -c: perf's sample_period is a u64, but the kernel keeps periods in an s64 */
 #define PERIOD_MAX ((unsigned long long) INT64_MAX)
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag;
 
 static void on_signal(int sig)
 {
 	(void) sig;
+	quit_flag = 1;
 	stop_flag = 1;
+}
+
+/* Ctrl-Z: sampler_run() returns, the target is released, then hwspy stops (pause_for_tstp) */
+static void on_tstp(int sig)
+{
+	(void) sig;
+	tstp_flag = 1;
+	stop_flag = 1;
+}
+
+/* A stopped tracer would freeze every sampled thread of the target: let it go first, stop,
+ * and take it again on SIGCONT. */
+static int pause_for_tstp(struct sampler *sampler)
+{
+	tstp_flag = 0;
+	stop_flag = 0;
+	if (quit_flag)
+		stop_flag = 1;
+	(void) sampler_pause(sampler);
+	(void) raise(SIGSTOP);
+	return sampler_resume(sampler);
 }
 
 static void usage(FILE *out)
@@ -592,6 +614,8 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_tstp;
+	sigaction(SIGTSTP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	so = (struct sampler_opts) {
@@ -615,9 +639,13 @@ int cmd_record(int argc, char **argv)
 			log_errno(rec.capture_error, "cannot start the BPF capture of Python frames; "
 				  "reading each stack after its sample instead, as --nonblocking");
 	}
-	if (r == -EPERM && so.exact) {
-		log_info("cannot stop the target's threads (ptrace refused: another tracer, Yama "
-			 "ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+	if ((r == -EPERM || r == -EBUSY) && so.exact) {
+		if (r == -EBUSY)
+			log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
+				 "SIGWINCH and ignores no signal); falling back to --nonblocking");
+		else
+			log_info("cannot stop the target's threads (ptrace refused: another tracer, "
+				 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
 		o.nonblocking = true;
 		so.exact = false;
 		if (rec.pf)
@@ -670,6 +698,13 @@ int cmd_record(int argc, char **argv)
 				slice = duration_ns - elapsed;
 		}
 		r = sampler_run(rec.sampler, record_on_sample, &rec, &stop_flag, slice);
+		if (r >= 0 && tstp_flag && !rec.fatal)
+			r = pause_for_tstp(rec.sampler);
+		if (r == -EBUSY) {
+			log_error("%s began to catch every signal hwspy could stop it with: sampling "
+				  "ended early (--nonblocking never stops it)", target);
+			break;
+		}
 		if (r < 0) {
 			log_errno(r, "sampling stopped early");
 			break;
@@ -682,6 +717,10 @@ int cmd_record(int argc, char **argv)
 		progress(&rec, 0, 0, true);
 	/* stopping drains what is left in the rings through the callback */
 	sampler_stop(rec.sampler);
+	/* nothing is traced any more: Ctrl-Z may stop hwspy as it does any program */
+	signal(SIGTSTP, SIG_DFL);
+	if (tstp_flag)
+		(void) raise(SIGTSTP);
 	record_flush(&rec);
 	record_build_ids(&rec);
 	{

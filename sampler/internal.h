@@ -5,6 +5,7 @@
 #ifndef HWSPY_SAMPLER_INTERNAL_H
 #define HWSPY_SAMPLER_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,6 +41,20 @@ struct capture {
 	struct sample_capture out;
 };
 
+/* tracer.c: the thread that does every ptrace call of exact mode, one job at a time */
+enum { TRACER_IDLE, TRACER_POSTED, TRACER_DONE };
+struct tracer {
+	pthread_t thread;
+	pid_t tid;                      /* its thread id (what /proc's TracerPid shows) */
+	bool init, running, quit;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;
+	int (*job)(struct sampler *s, void *arg);
+	void *arg;
+	int ret;
+};
+
 struct sampler {
 	struct sampler_opts opts;
 	struct event_spec events[SAMPLER_MAX_EVENTS];
@@ -47,6 +62,9 @@ struct sampler {
 	pid_t pid;
 	bool launched;                  /* pid is our child */
 	int signo;                      /* exact mode: the signal our events raise */
+	int old_signo;                  /* the one before, if the target began to catch it */
+	struct tracer tracer;           /* exact mode */
+	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
 	int sigfd;                      /* signalfd for SIGCHLD (exact mode / launch) */
 	struct thread *threads;
 	size_t n_threads, cap_threads;
@@ -63,6 +81,39 @@ struct sampler {
 	bool stopped;                   /* sampler_stop() ran */
 	bool brk;                       /* sampler_break() asked sampler_run() to return */
 };
+
+/* target.c */
+struct thread *thread_find(struct sampler *s, pid_t tid);
+/* Adds tid and opens its events. The thread must already be traced in exact mode. */
+int thread_add(struct sampler *s, pid_t tid, bool traced);
+void thread_gone(struct sampler *s, struct thread *t);
+/* Finds threads not yet known and adds them (seizing them first in exact mode): how many,
+ * or -errno (fail_hard: the first failure; else failures are counted). */
+int scan_threads(struct sampler *s, bool fail_hard);
+bool proc_alive(pid_t pid);
+void target_ended(struct sampler *s, int status);
+void drain_all(struct sampler *s);
+
+/* tracer.c */
+int tracer_start(struct sampler *s);
+/* Runs job(s, arg) on the tracer thread and waits for it (directly, if none runs). */
+int tracer_call(struct sampler *s, int (*job)(struct sampler *s, void *arg), void *arg);
+/* Ends the tracer thread: the kernel detaches what it still traces. */
+void tracer_end(struct sampler *s);
+void tracer_release_resources(struct sampler *s);
+/* Jobs: sampler_run()'s loop (arg: struct tracer_run_args), the release of every traced
+ * thread (events left open, disabled), the re-attach after a pause. */
+struct tracer_run_args {
+	volatile sig_atomic_t *stop;
+	uint64_t duration_ns;
+};
+int tracer_run(struct sampler *s, void *arg);
+int tracer_release(struct sampler *s, void *arg);
+int tracer_reattach(struct sampler *s, void *arg);
+/* A signal that cannot hurt the target if it is delivered after all (not avoid), or 0. */
+int pick_signal(pid_t pid, int avoid);
+/* Who traces the live thread tid of pid (0: nobody): 0, or -ESRCH (gone or exiting). */
+int tracer_task_owner(pid_t pid, pid_t tid, pid_t *ret_tracer);
 
 /* perf.c */
 void perf_build_attrs(struct sampler *s);

@@ -2,7 +2,7 @@
  * sampler: perf events on every thread of a target process, and the samples they produce.
  *
  * Event names (events.c) -> struct perf_event_attr, exactly as perf itself encodes them.
- * The sampler (perf.c, ring.c, target.c, sync.c) attaches to a running process (every thread,
+ * The sampler (perf.c, ring.c, target.c, tracer.c) attaches to a running process (every thread,
  * and threads started later) or launches a command and starts counting at its exec, opens one
  * event group per thread (events[0] samples, the others are read with every sample), drains
  * the mmap rings and hands each decoded sample to a callback.
@@ -17,15 +17,24 @@
  *   the thread's frames at the overflow, in the kernel; the sample arrives with that copy
  *   (sample->capture). Nothing is stopped. Needs CAP_BPF + CAP_PERFMON (or root).
  * - stops (opts.exact): each sample also stops the thread that caused it (the event's fd
- *   signals that thread; hwspy, a PTRACE_SEIZE tracer, sees the signal-delivery-stop), the
- *   callback runs while the thread is stopped (sample->stopped), then the thread is resumed
- *   with the signal suppressed. No thread is ever left stopped: teardown disables every event,
- *   drains pending stops, then detaches.
+ *   signals that thread; a PTRACE_SEIZE tracer sees the signal-delivery-stop), the callback
+ *   runs while the thread is stopped (sample->stopped), then the thread is resumed with the
+ *   signal suppressed. Stops have no side effects: the signal is one the target does not
+ *   catch and whose delivery does nothing (SIGURG, SIGWINCH, or one it ignores),
+ *   so that one reaching it anyway (hwspy killed) is harmless; no thread is ever interrupted
+ *   or left stopped. Every ptrace call runs on a tracer thread of the sampler (sampler_new(),
+ *   sampler_run(), sampler_stop() hand it their work and wait: callbacks run on that thread
+ *   meanwhile, and the caller's signals are blocked so that they interrupt the tracer's wait).
+ *   Teardown disables every event, answers every stop of ours, then ends the tracer thread,
+ *   which lets every running thread go without waking it (no PTRACE_INTERRUPT: that makes
+ *   epoll_wait, recv with a timeout, sigtimedwait ... fail with EINTR in the target).
  *
  * Errors (negative errno): -ESRCH no such process, -EPERM ptrace refused (exact mode only:
- * another tracer, Yama, no CAP_SYS_PTRACE; retry with exact = false), -EACCES perf events not
- * allowed (perf_event_paranoid, CAP_PERFMON), -ENOENT event not supported by this machine (no PMU), -EINVAL bad
- * attr, -ENOEXEC/-ENOENT command could not be executed (launch). Library code never prints.
+ * another tracer, Yama, no CAP_SYS_PTRACE; retry with exact = false), -EBUSY no harmless
+ * signal to stop the target with (exact mode only: it catches SIGURG and SIGWINCH and ignores
+ * none; retry with exact = false), -EACCES perf events not allowed (perf_event_paranoid,
+ * CAP_PERFMON), -ENOENT event not supported by this machine (no PMU), -EINVAL bad attr,
+ * -ENOEXEC/-ENOENT command could not be executed (launch). Library code never prints.
  */
 #ifndef HWSPY_SAMPLER_H
 #define HWSPY_SAMPLER_H
@@ -156,6 +165,8 @@ struct sampler_stats {
 	uint64_t stops;                 /* exact mode: signal-delivery-stops handled */
 	uint64_t stops_without_sample;  /* stops that found no sample in the ring */
 	uint64_t signals_forwarded;     /* other signals passed on to the target unchanged */
+	uint64_t signal_changes;        /* exact mode: the target began to catch our signal,
+	                                 * and another harmless one took its place */
 	uint64_t threads_seen;          /* distinct threads that had events opened */
 	uint64_t threads_failed;        /* threads whose events could not be opened (exited early) */
 	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
@@ -177,9 +188,19 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
 /* The target's pid (the launched child's, in launch mode). */
 pid_t sampler_pid(const struct sampler *s);
 /* Samples until *stop is set, duration_ns (0: no limit) has passed, or the target exits.
- * Returns 0, or -errno on a failure that ended sampling early (samples so far were delivered). */
+ * Returns 0, or -errno on a failure that ended sampling early (samples so far were delivered;
+ * -EBUSY: exact mode, the target began to catch every harmless signal). */
 int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig_atomic_t *stop,
 		uint64_t duration_ns);
+/* Exact mode: releases the target completely, as sampler_stop() does but keeping the events
+ * (disabled): nothing of hwspy then stops or traces it, so hwspy itself may stop (SIGTSTP)
+ * without freezing it. sampler_resume() (or the next sampler_run()) re-attaches, threads
+ * started meanwhile included, and sampling goes on. No-ops in the other modes, where nothing
+ * is traced and a stopped hwspy costs the target nothing (a ring that fills loses samples,
+ * counted). Returns 0; sampler_resume() -errno as sampler_new() (-EBUSY: the target now
+ * catches every harmless signal). */
+int sampler_pause(struct sampler *s);
+int sampler_resume(struct sampler *s);
 /* From the callback: sampler_run() returns once the samples at hand are handed over (0), so
  * that its caller can act before sampling on (e.g. start a capture). */
 void sampler_break(struct sampler *s);

@@ -1,7 +1,7 @@
 /*
  * target: attaching to a process (every thread, and threads started later) or launching a
- * command, the run loop, and the exact-mode stops (a tracer that resumes each sampled thread
- * with the event's signal suppressed) and the teardown that never leaves a thread stopped.
+ * command, the nonblocking run loop, and the teardown. In exact mode every ptrace call runs
+ * on the tracer thread (tracer.c): attach and launch are handed to it as a job.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,12 +23,11 @@
  * (reads are late by half a tick on average; each tick costs us a wakeup) */
 #define READ_TICK_MIN_MS 1
 #define READ_TICK_MAX_MS 5
-#define TEARDOWN_TIMEOUT_NS 3000000000ULL
 #define MAX_THREADS 65536
 
 /* ---- threads ---- */
 
-static struct thread *thread_find(struct sampler *s, pid_t tid)
+struct thread *thread_find(struct sampler *s, pid_t tid)
 {
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].tid == tid && s->threads[i].alive)
@@ -36,8 +35,7 @@ static struct thread *thread_find(struct sampler *s, pid_t tid)
 	return NULL;
 }
 
-/* Adds tid and opens its events. The thread must already be traced in exact mode. */
-static int thread_add(struct sampler *s, pid_t tid, bool traced)
+int thread_add(struct sampler *s, pid_t tid, bool traced)
 {
 	struct thread *t;
 	int r;
@@ -66,7 +64,7 @@ static int thread_add(struct sampler *s, pid_t tid, bool traced)
 	return 0;
 }
 
-static void thread_gone(struct sampler *s, struct thread *t)
+void thread_gone(struct sampler *s, struct thread *t)
 {
 	perf_thread_drain(s, t, false);
 	perf_thread_close(s, t);
@@ -96,7 +94,7 @@ static int list_tasks(pid_t pid, pid_t *ret, size_t max)
 	return (int) n;
 }
 
-static bool proc_alive(pid_t pid)
+bool proc_alive(pid_t pid)
 {
 	char path[64], buf[512];
 	ssize_t n;
@@ -116,31 +114,27 @@ static bool proc_alive(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* A signal whose default action is to ignore it, and that the target does not catch: if
- * hwspy dies with one pending, the target is not harmed. */
-static int pick_signal(pid_t pid)
+/* PTRACE_SEIZE of thread tid: 0, -ESRCH (gone, or exiting: its EPERM is no refusal), -EPERM.
+ * A thread born of one we trace is already ours (auto-attached, its clone event not yet
+ * read): 0 too. */
+static int seize(struct sampler *s, pid_t tid)
 {
-	static const int candidates[] = { SIGURG, SIGWINCH };
-	unsigned long long caught = 0;
-	char path[64], line[256];
-	FILE *f;
+	pid_t tracer;
+	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "SigCgt: %llx", &caught) == 1)
-				break;
-		fclose(f);
-	}
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++)
-		if (!(caught & (1ULL << (candidates[i] - 1))))
-			return candidates[i];
-	return SIGURG;
+	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC) == 0)
+		return 0;
+	r = -errno;
+	if (r != -EPERM)
+		return r;
+	if (tracer_task_owner(s->pid, tid, &tracer) < 0)
+		return -ESRCH;
+	if (s->tracer.running && tracer == s->tracer.tid)
+		return 0;
+	return r;
 }
 
-/* Finds threads not yet known and adds them (seizing them first in exact mode). */
-static int scan_threads(struct sampler *s, bool fail_hard)
+int scan_threads(struct sampler *s, bool fail_hard)
 {
 	pid_t tids[4096];
 	int n, added = 0, r;
@@ -155,11 +149,10 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			if (thread_find(s, tids[i]))
 				continue;
 			if (s->opts.exact) {
-				if (ptrace(PTRACE_SEIZE, tids[i], 0,
-					   PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC) < 0) {
-					r = -errno;
-					if (r == -ESRCH)
-						continue;
+				r = seize(s, tids[i]);
+				if (r == -ESRCH)
+					continue;
+				if (r < 0) {
 					if (fail_hard)
 						return r == -EPERM || r == -EACCES ? -EPERM : r;
 					s->stats.threads_failed++;
@@ -169,8 +162,8 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			}
 			r = thread_add(s, tids[i], traced);
 			if (r < 0) {
-				if (traced)
-					(void) ptrace(PTRACE_DETACH, tids[i], 0, 0);
+				/* a seized thread runs: only the tracer thread's exit lets it go
+				 * without interrupting it (tracer.c) */
 				if (r == -ESRCH)
 					continue;
 				if (fail_hard)
@@ -189,11 +182,13 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 
 /* ---- launching ---- */
 
-static int launch(struct sampler *s)
+/* Forks the command, stopped before its exec; *ret_pipe then reads the exec's errno. On the
+ * caller's thread, not the tracer's: the command's parent thread must live as long as hwspy
+ * (a command with PR_SET_PDEATHSIG would get its signal when the tracer thread ends). */
+static int launch_fork(struct sampler *s, int *ret_pipe)
 {
 	int pipefd[2], err = 0, status, r;
 	pid_t pid;
-	ssize_t n;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
@@ -219,9 +214,24 @@ static int launch(struct sampler *s)
 	s->pid = pid;
 	s->launched = true;
 	if (waitpid(pid, &status, WUNTRACED) < 0 || !WIFSTOPPED(status)) {
-		r = -ECHILD;
-		goto fail;
+		(void) kill(pid, SIGKILL);
+		(void) waitpid(pid, &status, __WALL);
+		(void) close(pipefd[0]);
+		s->pid = 0;
+		return -ECHILD;
 	}
+	*ret_pipe = pipefd[0];
+	return 0;
+}
+
+/* Seizes the forked command and lets it run to its exec (the tracer's part of a launch).
+ * Closes exec_pipe. */
+static int launch_exec(struct sampler *s, int exec_pipe)
+{
+	int err = 0, status, r;
+	pid_t pid = s->pid;
+	ssize_t n;
+
 	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACEEXEC | PTRACE_O_TRACECLONE) < 0) {
 		r = -errno;
 		(void) kill(pid, SIGKILL);
@@ -234,14 +244,14 @@ static int launch(struct sampler *s)
 			goto fail;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			n = read(pipefd[0], &err, sizeof(err));
+			n = read(exec_pipe, &err, sizeof(err));
 			r = n == sizeof(err) && err ? -err : -ECHILD;
 			s->stats.target_exited = true;
 			s->stats.exit_status = status;
 			goto fail;
 		}
 		if ((status >> 16) == PTRACE_EVENT_EXEC) {
-			(void) close(pipefd[0]);
+			(void) close(exec_pipe);
 			return 0;
 		}
 		if ((status >> 16) == 0 && WSTOPSIG(status) != SIGSTOP)
@@ -252,7 +262,7 @@ static int launch(struct sampler *s)
 	r = -ECHILD;
 	(void) kill(pid, SIGKILL);
 fail:
-	(void) close(pipefd[0]);
+	(void) close(exec_pipe);
 	if (!s->stats.target_exited)
 		(void) waitpid(pid, &status, __WALL);
 	s->pid = 0;
@@ -261,11 +271,43 @@ fail:
 
 /* ---- setup ---- */
 
+/* Launches or attaches (in exact mode, on the tracer thread). */
+static int start_job(struct sampler *s, void *arg)
+{
+	int r;
+
+	if (s->opts.argv) {
+		r = launch_exec(s, *(int *) arg);
+		if (r < 0)
+			return r;
+		if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
+			return -EBUSY;
+		r = thread_add(s, s->pid, true);
+		if (r < 0)
+			return r == -EPERM ? -EACCES : r;
+		if (!s->opts.exact) {
+			s->threads[0].traced = false;
+			(void) ptrace(PTRACE_DETACH, s->pid, 0, 0);
+		} else {
+			(void) ptrace(PTRACE_CONT, s->pid, 0, 0);
+		}
+		/* counting runs from here; samples wait in the ring until sampler_run() */
+		return 0;
+	}
+	s->pid = s->opts.pid;
+	if ((kill(s->pid, 0) < 0 && errno == ESRCH) || !proc_alive(s->pid))
+		return -ESRCH;
+	if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
+		return -EBUSY;
+	r = scan_threads(s, true);
+	return r == 0 ? -ESRCH : r < 0 ? r : 0;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	struct sampler *s;
 	sigset_t chld;
-	int r;
+	int r, exec_pipe = -1;
 
 	*ret = NULL;
 	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
@@ -300,44 +342,19 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		goto fail;
 	}
 
-	if (opts->argv) {
-		r = launch(s);
+	if (opts->exact) {
+		r = tracer_start(s);
 		if (r < 0)
 			goto fail;
-		if (s->opts.exact)
-			s->signo = pick_signal(s->pid);
-		r = thread_add(s, s->pid, true);
-		if (r < 0) {
-			r = r == -EPERM ? -EACCES : r;
-			goto fail;
-		}
-		if (!s->opts.exact) {
-			s->threads[0].traced = false;
-			(void) ptrace(PTRACE_DETACH, s->pid, 0, 0);
-		} else {
-			(void) ptrace(PTRACE_CONT, s->pid, 0, 0);
-		}
-		/* counting runs from here; samples wait in the ring until sampler_run() */
-	} else {
-		s->pid = opts->pid;
-		if (kill(s->pid, 0) < 0 && errno == ESRCH) {
-			r = -ESRCH;
-			goto fail;
-		}
-		if (!proc_alive(s->pid)) {
-			r = -ESRCH;
-			goto fail;
-		}
-		if (s->opts.exact)
-			s->signo = pick_signal(s->pid);
-		r = scan_threads(s, true);
-		if (r < 0)
-			goto fail;
-		if (r == 0) {
-			r = -ESRCH;
-			goto fail;
-		}
 	}
+	if (opts->argv) {
+		r = launch_fork(s, &exec_pipe);
+		if (r < 0)
+			goto fail;
+	}
+	r = tracer_call(s, start_job, &exec_pipe);
+	if (r < 0)
+		goto fail;
 	s->last_scan_ns = sampler_now_ns();
 	*ret = s;
 	return 0;
@@ -373,111 +390,15 @@ const struct sampler_stats *sampler_stats(const struct sampler *s)
 	return &s->stats;
 }
 
-/* ---- exact mode: handling ptrace stops ---- */
-
-static bool our_signal(struct sampler *s, pid_t tid, struct thread *t)
-{
-	siginfo_t si;
-
-	if (!t || ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0)
-		return false;
-	if (si.si_signo != s->signo || si.si_code <= 0)
-		return false;
-	return si.si_fd == t->fds[0];
-}
-
-static void target_ended(struct sampler *s, int status)
+void target_ended(struct sampler *s, int status)
 {
 	s->stats.target_exited = true;
 	s->stats.exit_status = status;
 }
 
-static void handle_wait(struct sampler *s, pid_t tid, int status)
-{
-	struct thread *t = thread_find(s, tid);
-	int event = status >> 16;
-	unsigned long msg;
-
-	if (WIFEXITED(status) || WIFSIGNALED(status)) {
-		if (t)
-			thread_gone(s, t);
-		if (tid == s->pid)
-			target_ended(s, status);
-		return;
-	}
-	if (!WIFSTOPPED(status))
-		return;
-	switch (event) {
-	case PTRACE_EVENT_CLONE:
-		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(s, (pid_t) msg)) {
-			if (thread_add(s, (pid_t) msg, true) < 0)
-				s->stats.threads_failed++;
-		}
-		(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		return;
-	case PTRACE_EVENT_EXEC:
-		s->stats.execs++;
-		/* every other thread is gone; the events of the process restart on its new image */
-		for (size_t i = 0; i < s->n_threads; i++)
-			if (s->threads[i].alive)
-				thread_gone(s, &s->threads[i]);
-		if (thread_add(s, s->pid, true) < 0)
-			s->stats.threads_failed++;
-		else
-			s->stats.threads_seen--;        /* the same process, a new image */
-		(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		return;
-	case PTRACE_EVENT_STOP: {
-		int sig = WSTOPSIG(status);
-		if (!t && thread_add(s, tid, true) < 0)
-			s->stats.threads_failed++;
-		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
-			(void) ptrace(PTRACE_LISTEN, tid, 0, 0);      /* job control: stay stopped */
-		else
-			(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		return;
-	}
-	case 0:
-		break;
-	default:
-		(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		return;
-	}
-	/* signal-delivery-stop */
-	if (WSTOPSIG(status) == s->signo && our_signal(s, tid, t)) {
-		uint64_t before = s->stats.samples;
-		s->stats.stops++;
-		perf_thread_drain(s, t, true);
-		if (s->stats.samples == before)
-			s->stats.stops_without_sample++;
-		(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		if (s->resumed)
-			s->resumed(s->ctx);
-		return;
-	}
-	s->stats.signals_forwarded++;
-	(void) ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(status));
-}
-
-static void reap(struct sampler *s)
-{
-	struct signalfd_siginfo fdsi;
-	int status;
-	pid_t tid;
-
-	while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-		;
-	for (int i = 0; i < 4096; i++) {
-		tid = waitpid(-1, &status, __WALL | WNOHANG);
-		if (tid <= 0)
-			break;
-		handle_wait(s, tid, status);
-	}
-}
-
 /* ---- nonblocking mode ---- */
 
-static void drain_all(struct sampler *s)
+void drain_all(struct sampler *s)
 {
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
@@ -554,6 +475,12 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 	s->fn = fn;
 	s->ctx = ctx;
 	s->brk = false;
+	if (s->opts.exact) {
+		struct tracer_run_args a = { .stop = stop, .duration_ns = duration_ns };
+		int r = s->paused ? sampler_resume(s) : 0;
+
+		return r < 0 ? r : tracer_call(s, tracer_run, &a);
+	}
 	while (!*stop && !s->stats.target_exited && !s->brk) {
 		int timeout = 100;
 		now = sampler_now_ns();
@@ -563,23 +490,17 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 			if (duration_ns - (now - start) < 100000000ULL)
 				timeout = (int) ((duration_ns - (now - start)) / 1000000) + 1;
 		}
-		if (s->opts.exact) {
-			struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
-			(void) poll(&pfd, 1, timeout);
-			reap(s);
-		} else {
-			/* the rings wake us only when an eighth full: capture rings are read every
-			 * 100 ms, nonblocking ones every tick (reads late by up to a tick) */
-			int tick = s->opts.capture ? timeout : read_tick_ms(&s->opts);
-			bool chld = poll_rings(s, timeout < tick ? timeout : tick);
+		/* the rings wake us only when an eighth full: capture rings are read every
+		 * 100 ms, nonblocking ones every tick (reads late by up to a tick) */
+		int tick = s->opts.capture ? timeout : read_tick_ms(&s->opts);
+		bool chld = poll_rings(s, timeout < tick ? timeout : tick);
 
-			drain_all(s);
-			now = sampler_now_ns();
-			if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
-				s->last_scan_ns = now;
-				(void) scan_threads(s, false);
-				check_exit_nonblocking(s);
-			}
+		drain_all(s);
+		now = sampler_now_ns();
+		if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
+			s->last_scan_ns = now;
+			(void) scan_threads(s, false);
+			check_exit_nonblocking(s);
 		}
 	}
 	return 0;
@@ -587,90 +508,45 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 
 /* ---- teardown ---- */
 
-static size_t count_traced(const struct sampler *s)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < s->n_threads; i++)
-		n += s->threads[i].traced;
-	return n;
-}
-
-/* Stops every traced thread with PTRACE_INTERRUPT and detaches it from that stop; a pending
- * signal of ours is dropped, any other is passed on with the detach. */
-static void detach_all(struct sampler *s)
-{
-	uint64_t deadline = sampler_now_ns() + TEARDOWN_TIMEOUT_NS;
-	int status;
-
-	for (size_t i = 0; i < s->n_threads; i++)
-		if (s->threads[i].traced)
-			(void) ptrace(PTRACE_INTERRUPT, s->threads[i].tid, 0, 0);
-	while (count_traced(s) && sampler_now_ns() < deadline) {
-		pid_t tid = waitpid(-1, &status, __WALL | WNOHANG);
-		struct thread *t;
-		int sig = 0;
-
-		if (tid == 0) {
-			struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
-			struct signalfd_siginfo fdsi;
-			(void) poll(&pfd, 1, 10);
-			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-				;
-			continue;
-		}
-		if (tid < 0)
-			break;
-		t = NULL;
-		for (size_t i = 0; i < s->n_threads; i++)
-			if (s->threads[i].tid == tid && s->threads[i].traced)
-				t = &s->threads[i];
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			if (t)
-				t->traced = false;
-			if (tid == s->pid)
-				target_ended(s, status);
-			continue;
-		}
-		if (!WIFSTOPPED(status))
-			continue;
-		if ((status >> 16) == PTRACE_EVENT_CLONE) {
-			unsigned long msg;
-			/* a thread born during teardown: it is traced too, detach it as well */
-			if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && s->n_threads < s->cap_threads) {
-				struct thread *n = &s->threads[s->n_threads++];
-				memset(n, 0, sizeof(*n));
-				for (int k = 0; k < SAMPLER_MAX_EVENTS; k++)
-					n->fds[k] = -1;
-				n->tid = (pid_t) msg;
-				n->traced = true;
-				(void) ptrace(PTRACE_INTERRUPT, n->tid, 0, 0);
-			}
-		} else if ((status >> 16) == 0 && WSTOPSIG(status) != s->signo) {
-			sig = WSTOPSIG(status);
-		} else if ((status >> 16) == PTRACE_EVENT_STOP && !t) {
-			/* a new thread's first stop, not in our table (table full) */
-		}
-		if (ptrace(PTRACE_DETACH, tid, 0, sig) == 0 && t)
-			t->traced = false;
-		else if (t && errno == ESRCH && !proc_alive(tid))
-			t->traced = false;
-	}
-}
-
 void sampler_stop(struct sampler *s)
 {
 	if (s->stopped)
 		return;
 	s->stopped = true;
-	/* no new signals first, then the samples still waiting, then let every thread go */
-	for (size_t i = 0; i < s->n_threads; i++)
-		perf_thread_disable(&s->threads[i]);
-	if (s->fn)
-		drain_all(s);
+	if (s->tracer.running) {
+		/* no new signals first, then the samples still waiting, then every stop of ours
+		 * answered; the tracer thread's exit lets every thread go (tracer.c) */
+		(void) tracer_call(s, tracer_release, NULL);
+		tracer_end(s);
+	} else {
+		for (size_t i = 0; i < s->n_threads; i++)
+			perf_thread_disable(&s->threads[i]);
+		if (s->fn)
+			drain_all(s);
+	}
 	for (size_t i = 0; i < s->n_threads; i++)
 		perf_thread_close(s, &s->threads[i]);
-	detach_all(s);
+}
+
+int sampler_pause(struct sampler *s)
+{
+	if (!s->tracer.running || s->stopped)
+		return 0;
+	(void) tracer_call(s, tracer_release, NULL);
+	tracer_end(s);
+	s->paused = true;
+	return 0;
+}
+
+int sampler_resume(struct sampler *s)
+{
+	int r;
+
+	if (!s->paused || s->stopped)
+		return 0;
+	s->paused = false;
+	r = tracer_start(s);
+	return r < 0 ? r : tracer_call(s, tracer_reattach, NULL);
 }
 
 void sampler_free(struct sampler *s)
@@ -681,6 +557,7 @@ void sampler_free(struct sampler *s)
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
 	capture_close(&s->capture);
+	tracer_release_resources(s);
 	free(s->threads);
 	free(s->scratch);
 	free(s);

@@ -1,0 +1,531 @@
+/*
+ * tracer: exact mode by ptrace stops, all of it on one thread of ours, the tracer.
+ *
+ * Only the thread that seized a tracee may operate on it, and when that thread exits the
+ * kernel detaches every tracee without waking those that are not in a ptrace-stop. That is
+ * the one way to let a running or blocked thread go without a PTRACE_INTERRUPT, which makes
+ * calls the kernel does not restart (epoll_wait, recv with a timeout, sigtimedwait ...)
+ * return EINTR in the target. So every ptrace call (attach and launch, the stops of
+ * sampler_run(), the release) runs on a tracer thread, as a job the caller hands over and
+ * waits for (tracer_call()): callbacks then run on that thread while the caller waits, so
+ * callers see no concurrency. While a job runs the caller blocks every signal, so that the
+ * user's Ctrl-C or Ctrl-Z interrupts the tracer's wait at once.
+ *
+ * Release (sampler_stop(), sampler_pause()): no more signals of ours (events disabled, their
+ * O_ASYNC cleared), every stop waiting for us answered with a detach (ours suppressed,
+ * another signal passed on), the threads that still have a signal of ours pending given
+ * the time to stop for it, then the tracer thread exits and the kernel lets the rest go.
+ *
+ * The signal (pick_signal()) must be harmless wherever a stop cannot catch it (hwspy killed,
+ * a stop it did not reach in time): a signal whose default action is to ignore it and that
+ * the target does not catch (SIGURG, SIGWINCH), or one the target ignores (SIG_IGN). None:
+ * exact mode by stops is refused (-EBUSY). Re-checked as sampling goes: the target may
+ * install a handler later (SigBlk is no reason to move: glibc blocks every signal for an
+ * instant in each pthread_create).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sampler/internal.h"
+
+#define TEARDOWN_TIMEOUT_NS 3000000000ULL
+#define SIGNAL_CHECK_NS 100000000ULL    /* re-check the target's handlers this often */
+#define RESEIZE_TRIES 200               /* x 1 ms: the previous tracer thread still exiting */
+#define TRACER_EXIT_TRIES 1000          /* x 1 ms */
+
+/* ---- the tracer thread and its jobs ---- */
+
+static void *tracer_main(void *arg)
+{
+	struct sampler *s = arg;
+	struct tracer *tr = &s->tracer;
+
+	tr->tid = gettid();
+	pthread_mutex_lock(&tr->lock);
+	for (;;) {
+		while (tr->state != TRACER_POSTED && !tr->quit)
+			pthread_cond_wait(&tr->cond, &tr->lock);
+		if (tr->state != TRACER_POSTED)
+			break;
+		pthread_mutex_unlock(&tr->lock);
+		tr->ret = tr->job(s, tr->arg);
+		pthread_mutex_lock(&tr->lock);
+		tr->state = TRACER_DONE;
+		pthread_cond_broadcast(&tr->cond);
+	}
+	pthread_mutex_unlock(&tr->lock);
+	/* exiting detaches every tracee still attached, waking none that runs */
+	return NULL;
+}
+
+int tracer_start(struct sampler *s)
+{
+	struct tracer *tr = &s->tracer;
+	int r;
+
+	if (!tr->init) {
+		if (pthread_mutex_init(&tr->lock, NULL) || pthread_cond_init(&tr->cond, NULL))
+			return -ENOMEM;
+		tr->init = true;
+	}
+	tr->quit = false;
+	tr->state = TRACER_IDLE;
+	/* the new thread inherits our mask: SIGCHLD blocked (read through s->sigfd) */
+	r = pthread_create(&tr->thread, NULL, tracer_main, s);
+	if (r)
+		return -r;
+	tr->running = true;
+	return 0;
+}
+
+int tracer_call(struct sampler *s, int (*job)(struct sampler *s, void *arg), void *arg)
+{
+	struct tracer *tr = &s->tracer;
+	sigset_t all, old;
+	int r;
+
+	if (!tr->running)
+		return job(s, arg);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_mutex_lock(&tr->lock);
+	tr->job = job;
+	tr->arg = arg;
+	tr->state = TRACER_POSTED;
+	pthread_cond_broadcast(&tr->cond);
+	while (tr->state != TRACER_DONE)
+		pthread_cond_wait(&tr->cond, &tr->lock);
+	tr->state = TRACER_IDLE;
+	r = tr->ret;
+	pthread_mutex_unlock(&tr->lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+void tracer_end(struct sampler *s)
+{
+	struct tracer *tr = &s->tracer;
+
+	if (!tr->running)
+		return;
+	pthread_mutex_lock(&tr->lock);
+	tr->quit = true;
+	pthread_cond_broadcast(&tr->cond);
+	pthread_mutex_unlock(&tr->lock);
+	(void) pthread_join(tr->thread, NULL);
+	/* the join returns before the kernel has let the tracees go (exit_ptrace comes later in
+	 * the thread's exit): wait until the thread is gone, so that a new tracer (the retry of
+	 * sampler_new(), sampler_resume()) can seize them at once */
+	for (int i = 0; i < TRACER_EXIT_TRIES && tgkill(getpid(), tr->tid, 0) == 0; i++)
+		(void) usleep(1000);
+	tr->running = false;
+	for (size_t i = 0; i < s->n_threads; i++)
+		s->threads[i].traced = false;
+}
+
+void tracer_release_resources(struct sampler *s)
+{
+	if (s->tracer.init) {
+		pthread_mutex_destroy(&s->tracer.lock);
+		pthread_cond_destroy(&s->tracer.cond);
+		s->tracer.init = false;
+	}
+}
+
+/* ---- /proc reads ---- */
+
+/* Fields of /proc/PID/task/TID/status (tid 0: /proc/PID/status): the signal masks, the
+ * tracer, the state letter. -ESRCH if it is gone. */
+struct task_status {
+	unsigned long long pnd, shd_pnd, blk, ign, cgt;
+	long tracer;
+	char state;
+};
+
+static int task_status(pid_t pid, pid_t tid, struct task_status *ret)
+{
+	char path[80], line[256];
+	FILE *f;
+
+	memset(ret, 0, sizeof(*ret));
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "SigPnd: %llx", &ret->pnd) == 1 ||
+		    sscanf(line, "ShdPnd: %llx", &ret->shd_pnd) == 1 ||
+		    sscanf(line, "SigBlk: %llx", &ret->blk) == 1 ||
+		    sscanf(line, "SigIgn: %llx", &ret->ign) == 1 ||
+		    sscanf(line, "SigCgt: %llx", &ret->cgt) == 1 ||
+		    sscanf(line, "TracerPid: %ld", &ret->tracer) == 1)
+			continue;
+		(void) sscanf(line, "State: %c", &ret->state);
+	}
+	fclose(f);
+	return ret->state ? 0 : -ESRCH;
+}
+
+static unsigned long long sigbit(int sig)
+{
+	return sig >= 1 && sig <= 64 ? 1ULL << (sig - 1) : 0;
+}
+
+int tracer_task_owner(pid_t pid, pid_t tid, pid_t *ret_tracer)
+{
+	struct task_status st;
+	int r = task_status(pid, tid, &st);
+
+	if (r < 0)
+		return r;
+	if (st.state == 'Z' || st.state == 'X')
+		return -ESRCH;
+	*ret_tracer = (pid_t) st.tracer;
+	return 0;
+}
+
+/* ---- the signal ---- */
+
+int pick_signal(pid_t pid, int avoid)
+{
+	static const int default_ignored[] = { SIGURG, SIGWINCH };
+	struct task_status st;
+	unsigned long long bad;
+
+	if (task_status(pid, 0, &st) < 0)
+		return SIGURG;          /* gone: the attach fails anyway */
+	/* preferably one its main thread does not block (a blocked one stops the thread only
+	 * once unblocked); but a mask is per thread and often all blocked for an instant
+	 * (glibc's pthread_create, CPython's fork): not a reason to refuse */
+	for (int pass = 0; pass < 2; pass++) {
+		bad = st.cgt | (pass ? 0 : st.blk) | sigbit(avoid);
+		for (size_t i = 0; i < sizeof(default_ignored) / sizeof(default_ignored[0]); i++)
+			if (!(bad & sigbit(default_ignored[i])))
+				return default_ignored[i];
+		/* one the target ignores: delivered (hwspy gone), it is discarded */
+		for (int sig = 1; sig <= 64; sig++) {
+			if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGCONT ||
+			    sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGTRAP)
+				continue;
+			if ((st.ign & sigbit(sig)) && !(bad & sigbit(sig)))
+				return sig;
+		}
+	}
+	return 0;
+}
+
+/* O_ASYNC and the signal on t's sampling event: on with s->signo, or off. */
+static int thread_signal(struct sampler *s, struct thread *t, bool on)
+{
+	int fl;
+
+	if (t->fds[0] < 0)
+		return 0;
+	fl = fcntl(t->fds[0], F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (on && fcntl(t->fds[0], F_SETSIG, s->signo) < 0)
+		return -errno;
+	/* clearing O_ASYNC takes the fd off the fasync list: no signal is sent after this */
+	if (fcntl(t->fds[0], F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The target now catches our signal: move to another harmless one (stops for the old one
+ * still count as ours), or -EBUSY if there is none. */
+static int check_signal(struct sampler *s)
+{
+	struct task_status st;
+	int sig;
+
+	if (task_status(s->pid, 0, &st) < 0 || !(st.cgt & sigbit(s->signo)))
+		return 0;
+	sig = pick_signal(s->pid, s->signo);
+	if (!sig)
+		return -EBUSY;
+	s->old_signo = s->signo;
+	s->signo = sig;
+	s->stats.signal_changes++;
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].alive)
+			(void) thread_signal(s, &s->threads[i], true);
+	return 0;
+}
+
+/* ---- handling ptrace stops ---- */
+
+static bool our_signal(struct sampler *s, pid_t tid, struct thread *t, int sig)
+{
+	siginfo_t si;
+
+	if (!t || (sig != s->signo && sig != s->old_signo))
+		return false;
+	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0)
+		return false;
+	if (si.si_signo != sig || si.si_code <= 0)
+		return false;
+	return si.si_fd == t->fds[0];
+}
+
+static void handle_wait(struct sampler *s, pid_t tid, int status)
+{
+	struct thread *t = thread_find(s, tid);
+	int event = status >> 16;
+	unsigned long msg;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (t)
+			thread_gone(s, t);
+		if (tid == s->pid)
+			target_ended(s, status);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	switch (event) {
+	case PTRACE_EVENT_CLONE:
+		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(s, (pid_t) msg)) {
+			if (thread_add(s, (pid_t) msg, true) < 0)
+				s->stats.threads_failed++;
+		}
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	case PTRACE_EVENT_EXEC:
+		s->stats.execs++;
+		/* every other thread is gone; the events of the process restart on its new image */
+		for (size_t i = 0; i < s->n_threads; i++)
+			if (s->threads[i].alive)
+				thread_gone(s, &s->threads[i]);
+		if (thread_add(s, s->pid, true) < 0)
+			s->stats.threads_failed++;
+		else
+			s->stats.threads_seen--;        /* the same process, a new image */
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	case PTRACE_EVENT_STOP: {
+		int sig = WSTOPSIG(status);
+		if (!t && thread_add(s, tid, true) < 0)
+			s->stats.threads_failed++;
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+			(void) ptrace(PTRACE_LISTEN, tid, 0, 0);      /* job control: stay stopped */
+		else
+			(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	case 0:
+		break;
+	default:
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	/* signal-delivery-stop */
+	if (our_signal(s, tid, t, WSTOPSIG(status))) {
+		uint64_t before = s->stats.samples;
+		s->stats.stops++;
+		perf_thread_drain(s, t, true);
+		if (s->stats.samples == before)
+			s->stats.stops_without_sample++;
+		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		if (s->resumed)
+			s->resumed(s->ctx);
+		return;
+	}
+	s->stats.signals_forwarded++;
+	(void) ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(status));
+}
+
+static void read_sigfd(struct sampler *s)
+{
+	struct signalfd_siginfo fdsi;
+
+	while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+		;
+}
+
+static void reap(struct sampler *s)
+{
+	int status;
+	pid_t tid;
+
+	read_sigfd(s);
+	for (int i = 0; i < 4096; i++) {
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid <= 0)
+			break;
+		handle_wait(s, tid, status);
+	}
+}
+
+/* The job of sampler_run() in exact mode. */
+int tracer_run(struct sampler *s, void *arg)
+{
+	const struct tracer_run_args *a = arg;
+	uint64_t start = sampler_now_ns(), now, last_check = start;
+
+	while (!*a->stop && !s->stats.target_exited && !s->brk) {
+		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
+		int timeout = 100;
+
+		now = sampler_now_ns();
+		if (a->duration_ns) {
+			if (now - start >= a->duration_ns)
+				break;
+			if (a->duration_ns - (now - start) < 100000000ULL)
+				timeout = (int) ((a->duration_ns - (now - start)) / 1000000) + 1;
+		}
+		if (now - last_check >= SIGNAL_CHECK_NS) {
+			last_check = now;
+			if (check_signal(s) < 0)
+				return -EBUSY;
+		}
+		(void) poll(&pfd, 1, timeout);
+		reap(s);
+	}
+	return 0;
+}
+
+/* ---- release and re-attach ---- */
+
+static struct thread *traced_thread(struct sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].tid == tid && s->threads[i].traced)
+			return &s->threads[i];
+	return NULL;
+}
+
+/* Answers every stop waiting for us with a detach: ours suppressed, another signal passed
+ * on. A thread created meanwhile is let go by the tracer's exit. */
+static void detach_stopped(struct sampler *s)
+{
+	int status;
+	pid_t tid;
+
+	read_sigfd(s);
+	for (int i = 0; i < 4096; i++) {
+		struct thread *t;
+		int sig = 0;
+
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid <= 0)
+			break;
+		t = traced_thread(s, tid);
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			if (t)
+				t->traced = false;
+			if (tid == s->pid)
+				target_ended(s, status);
+			continue;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if ((status >> 16) == 0 && !our_signal(s, tid, t, WSTOPSIG(status))) {
+			sig = WSTOPSIG(status);
+			s->stats.signals_forwarded++;
+		}
+		if (ptrace(PTRACE_DETACH, tid, 0, sig) == 0 && t)
+			t->traced = false;
+	}
+}
+
+/* Whether a still traced thread has a signal of ours pending (it will stop for it). */
+static bool ours_pending(struct sampler *s)
+{
+	unsigned long long mask = sigbit(s->signo) | sigbit(s->old_signo);
+
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct task_status st;
+		if (!s->threads[i].traced)
+			continue;
+		if (task_status(s->pid, s->threads[i].tid, &st) < 0 || st.state == 'Z' ||
+		    st.state == 'X') {
+			s->threads[i].traced = false;
+			continue;
+		}
+		if ((st.pnd | st.shd_pnd) & mask)
+			return true;
+	}
+	return false;
+}
+
+/* The job of sampler_stop() and sampler_pause(): nothing of ours left to reach the target
+ * once the tracer thread exits. The events stay open (disabled). */
+int tracer_release(struct sampler *s, void *arg)
+{
+	uint64_t deadline = sampler_now_ns() + TEARDOWN_TIMEOUT_NS;
+
+	(void) arg;
+	for (size_t i = 0; i < s->n_threads; i++) {
+		perf_thread_disable(&s->threads[i]);
+		(void) thread_signal(s, &s->threads[i], false);
+	}
+	if (s->fn)
+		drain_all(s);
+	for (;;) {
+		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
+
+		detach_stopped(s);
+		if (!ours_pending(s) || sampler_now_ns() >= deadline)
+			break;
+		(void) poll(&pfd, 1, 5);
+	}
+	detach_stopped(s);
+	return 0;
+}
+
+/* The job of sampler_resume(): seize the known threads again, re-enable their events, and
+ * add the threads started meanwhile. */
+int tracer_reattach(struct sampler *s, void *arg)
+{
+	(void) arg;
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct thread *t = &s->threads[i];
+		int r = -EPERM;
+
+		if (!t->alive)
+			continue;
+		/* the previous tracer thread may not have let it go yet */
+		for (int k = 0; k < RESEIZE_TRIES && r == -EPERM; k++) {
+			r = ptrace(PTRACE_SEIZE, t->tid, 0, PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC) < 0
+				? -errno : 0;
+			if (r == -EPERM)
+				(void) usleep(1000);
+		}
+		if (r < 0) {
+			thread_gone(s, t);
+			continue;
+		}
+		t->traced = true;
+	}
+	if (!thread_find(s, s->pid) && !proc_alive(s->pid)) {
+		target_ended(s, 0);
+		return 0;
+	}
+	if (check_signal(s) < 0)
+		return -EBUSY;
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct thread *t = &s->threads[i];
+		if (!t->alive)
+			continue;
+		(void) thread_signal(s, t, true);
+		if (t->fds[0] >= 0)
+			(void) ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+	}
+	(void) scan_threads(s, false);
+	return 0;
+}
