@@ -679,17 +679,17 @@ static void test_fuzz(void **state)
 
 	(void) state;
 #if defined(__SANITIZE_ADDRESS__)
-	__sanitizer_set_death_callback(on_death);
-#else
+	__sanitizer_set_death_callback(on_death);   /* a sanitizer's report */
+#endif
 	{
-		/* over cmocka's own handlers, which would carry on after a crash */
+		/* a crash the sanitizers do not report: over cmocka's own handlers, which would
+		 * carry on with the next test */
 		struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
 
 		sigaction(SIGSEGV, &sa, NULL);
 		sigaction(SIGBUS, &sa, NULL);
 		sigaction(SIGABRT, &sa, NULL);
 	}
-#endif
 	run.seeds = calloc(N_SEEDS, sizeof(*run.seeds));
 	assert_non_null(run.seeds);
 	seeds_init(run.seeds);
