@@ -242,6 +242,48 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	return 0;
 }
 
+/* ---- selection ---- */
+
+int layout_select(const struct remote_mem *mem, int major, int minor, uint64_t runtime_addr,
+		  struct py_layout *ret, char *why, size_t why_size)
+{
+	unsigned char block[PY_DEBUG_OFFSETS_MAX];
+	char reason[PF_WHY_MAX];
+	const struct py_layout *st;
+	int r;
+
+	if (major != 3 || minor < 8)
+		return -ENOTSUP;
+	if (minor >= 13) {
+		if (!runtime_addr)
+			return -ENOTSUP;
+		r = mem->read(mem->ctx, runtime_addr, block, sizeof(block));
+		if (r < 0)
+			return r;
+		r = layout_from_debug_offsets(block, sizeof(block), ret, reason, sizeof(reason));
+		if (r == 0)
+			r = layout_check(ret, reason, sizeof(reason));
+		if (r == -EINVAL) {
+			if (why && why_size)
+				snprintf(why, why_size, "%s: the target's _Py_DebugOffsets is corrupt",
+					 reason);
+			return -EBADMSG;
+		}
+		return r;
+	}
+	st = layout_static(major, minor);
+	if (!st)
+		return -ENOTSUP;
+	if (layout_check(st, reason, sizeof(reason)) < 0) {
+		/* never: test_layout checks every table */
+		if (why && why_size)
+			snprintf(why, why_size, "%s: hwspy's own 3.%d table is wrong", reason, minor);
+		return -EBADMSG;
+	}
+	*ret = *st;
+	return 0;
+}
+
 /* ---- the one check of a layout ---- */
 
 enum lc_obj { LC_TSTATE, LC_FRAME, LC_CODE, LC_BYTES, LC_STR_SHORT, LC_STR };

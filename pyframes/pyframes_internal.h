@@ -100,6 +100,13 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
  * _Py_DebugOffsets names it ("'code_object.qualname' offset 5000 lies outside ..."). */
 int layout_check(const struct py_layout *l, char *why, size_t why_size);
 #define PY_DEBUG_OFFSETS_MAX 1024    /* bytes to copy for layout_from_debug_offsets() */
+/* The layout for CPython major.minor whose _PyRuntime is at runtime_addr: the static table
+ * (3.8-3.12), or the target's own _Py_DebugOffsets (3.13+, read through mem), passed through
+ * layout_check() either way. 0; -ENOTSUP (a version, block layout or build not supported);
+ * -EBADMSG (refused: why, if not NULL, gets one line naming the field and saying whose offsets
+ * they are); an error of mem->read(). */
+int layout_select(const struct remote_mem *mem, int major, int minor, uint64_t runtime_addr,
+		  struct py_layout *ret, char *why, size_t why_size);
 
 /* mem.c: counted, page-cached reads */
 struct pf_pagecache {

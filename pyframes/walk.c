@@ -725,29 +725,12 @@ static int scan_runtime(struct pyframes *pf, uint64_t start, uint64_t end, uint6
 	return -ENOENT;
 }
 
-/* A layout no walk may use: -EBADMSG, and why in ret_info->error. */
-static int layout_refused(int minor, bool from_debug_offsets, const char *why,
-			  struct pyframes_info *ret_info)
-{
-	if (ret_info) {
-		if (from_debug_offsets)
-			snprintf(ret_info->error, sizeof(ret_info->error),
-				 "%s: the target's _Py_DebugOffsets is corrupt", why);
-		else
-			snprintf(ret_info->error, sizeof(ret_info->error),
-				 "%s: hwspy's own 3.%d table is wrong", why, minor);
-	}
-	return -EBADMSG;
-}
-
 int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret,
 		  struct pyframes_info *ret_info)
 {
 	struct pf_detect d;
-	struct py_layout dl;
-	const struct py_layout *l = NULL;
+	struct py_layout l;
 	struct pyframes *pf = NULL;
-	char why[PF_WHY_MAX];
 	int r;
 
 	*ret = NULL;
@@ -758,30 +741,11 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 		*ret_info = d.info;
 	if (r < 0)
 		return r;
-	if (d.info.major != 3 || d.info.minor < 8)
-		return -ENOTSUP;
-	if (d.info.minor >= 13) {
-		unsigned char block[PY_DEBUG_OFFSETS_MAX];
-
-		if (!d.runtime_addr)
-			return -ENOTSUP;
-		r = mem->read(mem->ctx, d.runtime_addr, block, sizeof(block));
-		if (r < 0)
-			return r;
-		r = layout_from_debug_offsets(block, sizeof(block), &dl, why, sizeof(why));
-		if (r == -EINVAL)
-			return layout_refused(d.info.minor, true, why, ret_info);
-		if (r < 0)
-			return r;
-		l = &dl;
-	} else {
-		l = layout_static(d.info.major, d.info.minor);
-		if (!l)
-			return -ENOTSUP;
-	}
-	if (layout_check(l, why, sizeof(why)) < 0)
-		return layout_refused(l->minor, l->from_debug_offsets, why, ret_info);
-	r = pyframes_new_from_layout(mem, l, d.runtime_addr, d.code_type, pid, &pf);
+	r = layout_select(mem, d.info.major, d.info.minor, d.runtime_addr, &l,
+			  ret_info ? ret_info->error : NULL, ret_info ? sizeof(ret_info->error) : 0);
+	if (r < 0)
+		return r;
+	r = pyframes_new_from_layout(mem, &l, d.runtime_addr, d.code_type, pid, &pf);
 	if (r < 0)
 		return r;
 	pf->info = d.info;

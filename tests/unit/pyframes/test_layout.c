@@ -1,8 +1,11 @@
 /*
- * layout.c: the static tables and the _Py_DebugOffsets parser. The two blocks are the real
- * initial _PyRuntime bytes of pyenv's 3.13.0 libpython3.13.so.1.0 and Debian's 3.14.10
- * python3.14 (read from the file's section holding _PyRuntime), so the expected offsets below
- * are also those gdb prints for 3.13.0 (ptype/o struct _Py_DebugOffsets, _PyInterpreterFrame).
+ * layout.c: the static tables and the _Py_DebugOffsets parser. The two blocks (dbg_blocks.h)
+ * are the real initial _PyRuntime bytes of pyenv's 3.13.0 libpython3.13.so.1.0 and Debian's
+ * 3.14.10 python3.14 (read from the file's section holding _PyRuntime), so the expected offsets
+ * below are also those gdb prints for 3.13.0 (ptype/o struct _Py_DebugOffsets,
+ * _PyInterpreterFrame). layout_check(): every static table and both real blocks pass it;
+ * hostile blocks (offsets inside the struct sizes they declare, past the bytes hwspy copies of
+ * that object) are refused naming the field; layout_select(), pyframes_open's choice.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -267,6 +270,45 @@ static void test_check_fields(void **state)
 	assert_non_null(strstr(why, "'code_object.name'"));
 }
 
+static int block_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	if (addr != 0x10000 || len > PY_DEBUG_OFFSETS_MAX)
+		return -EFAULT;
+	memcpy(buf, ctx, len);
+	return 0;
+}
+
+/* pyframes_open's choice: a static table, or the target's block, checked; a refusal in one
+ * line for pyframes_info.error. */
+static void test_select(void **state)
+{
+	unsigned char b[PY_DEBUG_OFFSETS_MAX];
+	struct remote_mem rm = { .read = block_read, .ctx = b };
+	struct py_layout l;
+	char why[256];
+
+	(void) state;
+	assert_int_equal(layout_select(&rm, 3, 7, 0, &l, why, sizeof(why)), -ENOTSUP);
+	assert_int_equal(layout_select(&rm, 3, 10, 0, &l, why, sizeof(why)), 0);
+	assert_int_equal(l.minor, 10);
+	make_block(b, dbg314_words, sizeof(dbg314_words) / 8);
+	assert_int_equal(layout_select(&rm, 3, 14, 0x10000, &l, why, sizeof(why)), 0);
+	assert_int_equal(l.fr_owner, 74);
+	assert_int_equal(layout_select(&rm, 3, 14, 0x20000, &l, why, sizeof(why)), -EFAULT);
+	assert_int_equal(layout_select(&rm, 3, 14, 0, &l, why, sizeof(why)), -ENOTSUP);
+	/* pyobject (400): a 16 MiB object whose ob_type lies past the code header copy */
+	put_word(b, 400, 16u << 20);
+	put_word(b, 408, (16u << 20) - 8);
+	assert_int_equal(layout_select(&rm, 3, 14, 0x10000, &l, why, sizeof(why)), -EBADMSG);
+	print_message("# %s\n", why);
+	assert_string_equal(why, "'pyobject.ob_type' offset 16777208 lies outside the 216 bytes "
+			    "hwspy reads of a code object: the target's _Py_DebugOffsets is corrupt");
+	/* a free-threaded build: not supported, not corrupt */
+	make_block(b, dbg314_words, sizeof(dbg314_words) / 8);
+	put_word(b, 16, 1);
+	assert_int_equal(layout_select(&rm, 3, 14, 0x10000, &l, NULL, 0), -ENOTSUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_dbg_corrupt),
 		cmocka_unit_test(test_dbg_hostile),
 		cmocka_unit_test(test_check_fields),
+		cmocka_unit_test(test_select),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
