@@ -78,7 +78,7 @@ struct pyframes_info {
 	char binary[256];       /* path of the file that holds _PyRuntime, as mapped in the target */
 	uint64_t runtime_addr;  /* remote address of _PyRuntime (0 if not found) */
 	char error[256];        /* -EBADMSG: the field refused and why, one line, no newline:
-	                         * "'code_object.qualname' offset 5000 lies outside the 208 bytes
+	                         * "'pyobject.ob_type' offset 16777208 lies outside the 208 bytes
 	                         * hwspy reads of a code object: the target's _Py_DebugOffsets is
 	                         * corrupt"; else "" */
 };
