@@ -263,6 +263,8 @@ static int python_error(int r, const struct recorder *rec, const char *what)
 	else if (r == -ENOENT)
 		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
 			  "add --native to profile its native code alone", what);
+	else if (r == -EBADMSG)
+		log_error("cannot read the Python frames of %s: %s", what, rec->info.error);
 	else
 		log_errno(r, "cannot read the Python interpreter of %s", what);
 	return r;

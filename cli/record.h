@@ -92,7 +92,8 @@ struct recorder {
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
 	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
-	int fatal;                      /* set by the callback to stop: an unsupported Python */
+	int fatal;                      /* set by the callback to stop: an unsupported Python, or
+	                                 * a corrupt _Py_DebugOffsets (-EBADMSG) */
 	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */
 	struct pending *pending;        /* MAX_PENDING slots */
 	size_t n_pending;

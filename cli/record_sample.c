@@ -244,7 +244,7 @@ static void detect(struct recorder *rec, pid_t pid)
 	}
 	r = pyframes_open(pid, &rec->mem, &rec->pf, &rec->info);
 	rec->detect_error = r;
-	if (r == -ENOTSUP)
+	if (r == -ENOTSUP || r == -EBADMSG)   /* unsupported, or a corrupt layout */
 		rec->fatal = r;
 	else if (r >= 0) {
 		record_python_found(rec);

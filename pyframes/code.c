@@ -84,7 +84,7 @@ int pf_ucs_to_utf8(const void *data, size_t n, int kind, char *ret, size_t size)
 
 int pf_read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char *ret, size_t size)
 {
-	unsigned char head[128];
+	unsigned char head[PF_STR_HEAD_MAX];
 	unsigned char data[PF_MAX_STR * 4];
 	uint32_t state, hlen;
 	uint64_t length, data_addr;
@@ -482,7 +482,7 @@ static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_la
 	uint64_t name = pf_u64(head, co_name_off(l));
 	uint64_t file = pf_u64(head, l->co_filename);
 	uint64_t table = pf_u64(head, l->co_linetable);
-	unsigned char bh[64];
+	unsigned char bh[PF_BYTES_HEAD_MAX];
 	uint64_t tlen = 0;
 
 	free(c->table);
@@ -643,7 +643,7 @@ int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_l
 		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
 		    struct py_frame *ret, struct pyframes_stats *st)
 {
-	unsigned char head[4096];
+	unsigned char head[PF_CODE_READ_MAX];
 	struct pf_code *c;
 	bool fits;
 	int r;

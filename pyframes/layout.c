@@ -1,8 +1,14 @@
 /*
  * layout: the one selection point between the per-version tables (3.8-3.12) and the target's
- * own _Py_DebugOffsets (3.13+).
+ * own _Py_DebugOffsets (3.13+), and the one check (layout_check()) every layout passes before
+ * a walk uses it: the target's offsets are held against the buffers the walker indexes with
+ * them, not only against the struct sizes the target declares.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pyframes/pyframes_internal.h"
@@ -57,57 +63,100 @@ static const struct dbg_map dbg_maps[] = {
 struct dbg_reader {
 	const unsigned char *b;
 	int err;
+	char *why;
+	size_t why_size;
 };
 
-/* Field i (1-based, after the size) of the section at sec, checked to leave width bytes
- * inside the struct size. */
-static uint32_t dbg_field(struct dbg_reader *d, uint32_t sec, unsigned i, unsigned width)
-{
-	uint64_t size = pf_u64(d->b, sec), off = pf_u64(d->b, sec + 8 * i);
+static void dbg_fail(struct dbg_reader *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
-	if (size == 0 || size > DBG_STRUCT_MAX || off > size || size - off < width) {
-		d->err = -EINVAL;
-		return 0;
-	}
-	return (uint32_t) off;
+/* Records the first error, and its reason. */
+static void dbg_fail(struct dbg_reader *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->err)
+		return;
+	d->err = -EINVAL;
+	if (!d->why || !d->why_size)
+		return;
+	va_start(ap, fmt);
+	(void) vsnprintf(d->why, d->why_size, fmt, ap);
+	va_end(ap);
 }
 
-static uint32_t dbg_size(struct dbg_reader *d, uint32_t sec)
+/* The size of the struct of the section at sec (named name). */
+static uint32_t dbg_size(struct dbg_reader *d, uint32_t sec, const char *name)
 {
 	uint64_t size = pf_u64(d->b, sec);
 
 	if (size == 0 || size > DBG_STRUCT_MAX) {
-		d->err = -EINVAL;
+		dbg_fail(d, "'%s.size' %" PRIu64 " is no struct size", name, size);
 		return 0;
 	}
 	return (uint32_t) size;
 }
 
-int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret)
+/* Field i (1-based, after the size) of the section at sec, checked to leave width bytes
+ * inside the struct size. */
+static uint32_t dbg_field(struct dbg_reader *d, uint32_t sec, const char *name, unsigned i,
+			  const char *field, unsigned width)
+{
+	uint64_t size = pf_u64(d->b, sec), off = pf_u64(d->b, sec + 8 * i);
+
+	if (size == 0 || size > DBG_STRUCT_MAX) {
+		(void) dbg_size(d, sec, name);
+		return 0;
+	}
+	if (off > size || size - off < width) {
+		dbg_fail(d, "'%s.%s' offset %" PRIu64 " lies outside the %" PRIu64
+			 "-byte struct the target declares", name, field, off, size);
+		return 0;
+	}
+	return (uint32_t) off;
+}
+
+int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret,
+			      char *why, size_t why_size)
 {
 	const struct dbg_map *map = NULL;
-	struct dbg_reader d = { .b = block };
+	struct dbg_reader d = { .b = block, .why = why, .why_size = why_size };
 	struct py_layout l;
 	uint64_t version;
 	unsigned i;
 	int major, minor;
 
-	if (len < 24 || memcmp(block, "xdebugpy", 8) != 0)
-		return -EINVAL;
+	if (why && why_size)
+		why[0] = '\0';
+	if (len < 24 || memcmp(block, "xdebugpy", 8) != 0) {
+		dbg_fail(&d, "its cookie is not 'xdebugpy'");
+		return d.err;
+	}
 	version = pf_u64(block, 8);
 	major = (int) ((version >> 24) & 0xff);
 	minor = (int) ((version >> 16) & 0xff);
-	if (major != 3 || (version >> 32) != 0)
-		return -EINVAL;
+	if (major != 3 || (version >> 32) != 0) {
+		dbg_fail(&d, "'version' %#" PRIx64 " is no Python 3 version", version);
+		return d.err;
+	}
 	for (i = 0; i < sizeof(dbg_maps) / sizeof(dbg_maps[0]); i++)
 		if (dbg_maps[i].minor == minor)
 			map = &dbg_maps[i];
-	if (!map)
-		return minor >= 13 ? -ENOTSUP : -EINVAL;
-	if (len < map->total)
-		return -EINVAL;
-	if (pf_u64(block, 16) > 1)
-		return -EINVAL;
+	if (!map) {
+		if (minor >= 13)
+			return -ENOTSUP;
+		dbg_fail(&d, "'version' %#" PRIx64 " is older than the block (3.13)", version);
+		return d.err;
+	}
+	if (len < map->total) {
+		dbg_fail(&d, "its %zu bytes are short of the %u of a 3.%d block", len, map->total,
+			 minor);
+		return d.err;
+	}
+	if (pf_u64(block, 16) > 1) {
+		dbg_fail(&d, "'free_threaded' is %" PRIu64 ", neither 0 nor 1", pf_u64(block, 16));
+		return d.err;
+	}
 	if (pf_u64(block, 16) != 0)
 		return -ENOTSUP;   /* free-threaded build */
 
@@ -119,25 +168,25 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	l.from_debug_offsets = true;
 
 	/* runtime_state: size, finalizing, interpreters_head */
-	l.rt_interp_head = dbg_field(&d, map->runtime, 2, 8);
+	l.rt_interp_head = dbg_field(&d, map->runtime, "runtime_state", 2, "interpreters_head", 8);
 	/* interpreter_state: size, id, next, threads_head, ... */
-	l.is_next = dbg_field(&d, map->interp, 2, 8);
-	l.is_threads_head = dbg_field(&d, map->interp, 3, 8);
+	l.is_next = dbg_field(&d, map->interp, "interpreter_state", 2, "next", 8);
+	l.is_threads_head = dbg_field(&d, map->interp, "interpreter_state", 3, "threads_head", 8);
 	/* thread_state: size, prev, next, interp, current_frame, thread_id, native_thread_id */
-	l.ts_size = dbg_size(&d, map->thread);
-	l.ts_next = dbg_field(&d, map->thread, 2, 8);
-	l.ts_interp = dbg_field(&d, map->thread, 3, 8);
-	l.ts_frame = dbg_field(&d, map->thread, 4, 8);
-	l.ts_thread_id = dbg_field(&d, map->thread, 5, 8);
-	l.ts_native_thread_id = dbg_field(&d, map->thread, 6, 8);
+	l.ts_size = dbg_size(&d, map->thread, "thread_state");
+	l.ts_next = dbg_field(&d, map->thread, "thread_state", 2, "next", 8);
+	l.ts_interp = dbg_field(&d, map->thread, "thread_state", 3, "interp", 8);
+	l.ts_frame = dbg_field(&d, map->thread, "thread_state", 4, "current_frame", 8);
+	l.ts_thread_id = dbg_field(&d, map->thread, "thread_state", 5, "thread_id", 8);
+	l.ts_native_thread_id = dbg_field(&d, map->thread, "thread_state", 6, "native_thread_id", 8);
 	l.ts_cframe = PF_NONE;
 	l.cf_current_frame = PF_NONE;
 	/* interpreter_frame: size, previous, executable, instr_ptr, localsplus, owner */
-	l.fr_size = dbg_size(&d, map->frame);
-	l.fr_previous = dbg_field(&d, map->frame, 1, 8);
-	l.fr_code = dbg_field(&d, map->frame, 2, 8);
-	l.fr_instr = dbg_field(&d, map->frame, 3, 8);
-	l.fr_owner = dbg_field(&d, map->frame, 5, 1);
+	l.fr_size = dbg_size(&d, map->frame, "interpreter_frame");
+	l.fr_previous = dbg_field(&d, map->frame, "interpreter_frame", 1, "previous", 8);
+	l.fr_code = dbg_field(&d, map->frame, "interpreter_frame", 2, "executable", 8);
+	l.fr_instr = dbg_field(&d, map->frame, "interpreter_frame", 3, "instr_ptr", 8);
+	l.fr_owner = dbg_field(&d, map->frame, "interpreter_frame", 5, "owner", 1);
 	l.fr_is_entry = PF_NONE;
 	l.fr_gen = PF_NONE;
 	/* 3.14 f_executable is a _PyStackRef whose low bits are tags */
@@ -146,29 +195,30 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	l.owner_cstack_min = 3;
 	l.owner_generator = 1;
 	/* code_object: size, filename, name, qualname, linetable, firstlineno, ..., co_code_adaptive */
-	l.co_size = dbg_size(&d, map->code);
-	l.co_filename = dbg_field(&d, map->code, 1, 8);
-	l.co_name = dbg_field(&d, map->code, 2, 8);
-	l.co_qualname = dbg_field(&d, map->code, 3, 8);
-	l.co_linetable = dbg_field(&d, map->code, 4, 8);
-	l.co_firstlineno = dbg_field(&d, map->code, 5, 4);
-	l.co_code_adaptive = dbg_field(&d, map->code, 9, 0);
+	l.co_size = dbg_size(&d, map->code, "code_object");
+	l.co_filename = dbg_field(&d, map->code, "code_object", 1, "filename", 8);
+	l.co_name = dbg_field(&d, map->code, "code_object", 2, "name", 8);
+	l.co_qualname = dbg_field(&d, map->code, "code_object", 3, "qualname", 8);
+	l.co_linetable = dbg_field(&d, map->code, "code_object", 4, "linetable", 8);
+	l.co_firstlineno = dbg_field(&d, map->code, "code_object", 5, "firstlineno", 4);
+	l.co_code_adaptive = dbg_field(&d, map->code, "code_object", 9, "co_code_adaptive", 0);
 	l.co_firsttraceable = PF_NONE;
 	/* pyobject: size, ob_type; type_object: size, tp_name */
-	l.ob_type = dbg_field(&d, map->pyobject, 1, 8);
-	l.tp_name = dbg_field(&d, map->type, 1, 8);
+	l.ob_type = dbg_field(&d, map->pyobject, "pyobject", 1, "ob_type", 8);
+	l.tp_name = dbg_field(&d, map->type, "type_object", 1, "tp_name", 8);
 	/* bytes_object: size, ob_size, ob_sval */
-	l.ob_size = dbg_field(&d, map->bytes, 1, 8);
-	l.bytes_sval = dbg_field(&d, map->bytes, 2, 0);
+	l.ob_size = dbg_field(&d, map->bytes, "bytes_object", 1, "ob_size", 8);
+	l.bytes_sval = dbg_field(&d, map->bytes, "bytes_object", 2, "ob_sval", 0);
 	/* unicode_object: size, state, length, asciiobject_size */
-	l.str_state = dbg_field(&d, map->unicode, 1, 4);
-	l.str_length = dbg_field(&d, map->unicode, 2, 8);
+	l.str_state = dbg_field(&d, map->unicode, "unicode_object", 1, "state", 4);
+	l.str_length = dbg_field(&d, map->unicode, "unicode_object", 2, "length", 8);
 	{
 		uint64_t ascii = pf_u64(block, map->unicode + 24);
 		uint64_t usize = pf_u64(block, map->unicode);
 
 		if (ascii < 24 || ascii > usize || ascii > 4096)
-			d.err = -EINVAL;
+			dbg_fail(&d, "'unicode_object.asciiobject_size' %" PRIu64 " is no header size "
+				 "inside the %" PRIu64 "-byte struct the target declares", ascii, usize);
 		l.str_ascii_size = (uint32_t) ascii;
 		/* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12+) */
 		l.str_compact_size = (uint32_t) ascii + 16;
@@ -180,11 +230,209 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 
 	if (d.err)
 		return d.err;
-	/* the walker reads whole frames and the code header in one go: keep them sane */
-	if (l.fr_size > 4096 || l.co_size > 4096 || l.ts_size > 64 * 1024)
-		return -EINVAL;
-	if (l.co_code_adaptive < l.co_linetable || l.ob_size >= l.co_size)
-		return -EINVAL;
+	if (l.co_code_adaptive < l.co_linetable)
+		dbg_fail(&d, "'code_object.co_code_adaptive' offset %u lies before 'linetable' (%u)",
+			 l.co_code_adaptive, l.co_linetable);
+	else if (l.ob_size >= l.co_size)
+		dbg_fail(&d, "'bytes_object.ob_size' offset %u lies outside the %u-byte code object "
+			 "the target declares", l.ob_size, l.co_size);
+	if (d.err)
+		return d.err;
 	*ret = l;
+	return 0;
+}
+
+/* ---- selection ---- */
+
+int layout_select(const struct remote_mem *mem, int major, int minor, uint64_t runtime_addr,
+		  struct py_layout *ret, char *why, size_t why_size)
+{
+	unsigned char block[PY_DEBUG_OFFSETS_MAX];
+	char reason[PF_WHY_MAX];
+	const struct py_layout *st;
+	int r;
+
+	if (major != 3 || minor < 8)
+		return -ENOTSUP;
+	if (minor >= 13) {
+		if (!runtime_addr)
+			return -ENOTSUP;
+		r = mem->read(mem->ctx, runtime_addr, block, sizeof(block));
+		if (r < 0)
+			return r;
+		r = layout_from_debug_offsets(block, sizeof(block), ret, reason, sizeof(reason));
+		if (r == 0)
+			r = layout_check(ret, reason, sizeof(reason));
+		if (r == -EINVAL) {
+			if (why && why_size)
+				snprintf(why, why_size, "%s: the target's _Py_DebugOffsets is corrupt",
+					 reason);
+			return -EBADMSG;
+		}
+		return r;
+	}
+	st = layout_static(major, minor);
+	if (!st)
+		return -ENOTSUP;
+	if (layout_check(st, reason, sizeof(reason)) < 0) {
+		/* never: test_layout checks every table */
+		if (why && why_size)
+			snprintf(why, why_size, "%s: hwspy's own 3.%d table is wrong", reason, minor);
+		return -EBADMSG;
+	}
+	*ret = *st;
+	return 0;
+}
+
+/* ---- the one check of a layout ---- */
+
+enum lc_obj { LC_TSTATE, LC_FRAME, LC_CODE, LC_BYTES, LC_STR_SHORT, LC_STR };
+
+struct lc_field {
+	const char *name;       /* as _Py_DebugOffsets names it */
+	size_t at;              /* offsetof(struct py_layout, ...) */
+	unsigned width;
+	enum lc_obj obj;
+	bool optional;          /* PF_NONE allowed: the walker tests for it */
+};
+
+#define LC(n, f, w, o, opt) { n, offsetof(struct py_layout, f), w, o, opt }
+
+/* Every offset the walker indexes one of its own copies with. The header sizes come first:
+ * they bound the copies the fields after them index. */
+static const struct lc_field lc_fields[] = {
+	LC("bytes_object.ob_sval", bytes_sval, 0, LC_BYTES, false),
+	LC("unicode_object.asciiobject_size", str_ascii_size, 0, LC_STR, false),
+	LC("thread_state.next", ts_next, 8, LC_TSTATE, false),
+	LC("thread_state.interp", ts_interp, 8, LC_TSTATE, false),
+	LC("thread_state.current_frame", ts_frame, 8, LC_TSTATE, true),
+	LC("thread_state.cframe", ts_cframe, 8, LC_TSTATE, true),
+	LC("thread_state.thread_id", ts_thread_id, 8, LC_TSTATE, false),
+	LC("thread_state.native_thread_id", ts_native_thread_id, 8, LC_TSTATE, true),
+	LC("interpreter_frame.previous", fr_previous, 8, LC_FRAME, false),
+	LC("interpreter_frame.executable", fr_code, 8, LC_FRAME, false),
+	LC("interpreter_frame.owner", fr_owner, 1, LC_FRAME, true),
+	LC("interpreter_frame.is_entry", fr_is_entry, 1, LC_FRAME, true),
+	LC("interpreter_frame.f_gen", fr_gen, 8, LC_FRAME, true),
+	LC("pyobject.ob_type", ob_type, 8, LC_CODE, false),
+	LC("bytes_object.ob_size", ob_size, 8, LC_CODE, false),
+	LC("code_object.filename", co_filename, 8, LC_CODE, false),
+	LC("code_object.name", co_name, 8, LC_CODE, false),
+	LC("code_object.qualname", co_qualname, 8, LC_CODE, true),
+	LC("code_object.linetable", co_linetable, 8, LC_CODE, false),
+	LC("code_object.firstlineno", co_firstlineno, 4, LC_CODE, false),
+	LC("bytes_object.ob_size", ob_size, 8, LC_BYTES, false),
+	LC("unicode_object.state", str_state, 4, LC_STR_SHORT, false),
+	LC("unicode_object.length", str_length, 8, LC_STR_SHORT, false),
+};
+
+static const char *const lc_what[] = {
+	[LC_TSTATE] = "a thread state",
+	[LC_FRAME] = "a frame",
+	[LC_CODE] = "a code object",
+	[LC_BYTES] = "a bytes object's header",
+	[LC_STR_SHORT] = "an ASCII str object's header",
+	[LC_STR] = "a str object's header",
+};
+
+static uint32_t lc_u32(const struct py_layout *l, size_t at)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *) l + at, sizeof(v));
+	return v;
+}
+
+/* The bytes the walker copies of obj (walk.c, code.c). */
+static uint64_t lc_len(const struct py_layout *l, enum lc_obj obj)
+{
+	switch (obj) {
+	case LC_TSTATE:
+		return l->ts_size < PF_TSTATE_READ_MAX ? l->ts_size : PF_TSTATE_READ_MAX;
+	case LC_FRAME:
+		return PF_FRAME_READ_MAX;
+	case LC_CODE:
+		return l->co_size;
+	case LC_BYTES:
+		return l->bytes_sval;
+	case LC_STR_SHORT:
+		return l->str_ascii_size;
+	default:
+		return PF_STR_HEAD_MAX;
+	}
+}
+
+static int lc_fail(char *why, size_t why_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int lc_fail(char *why, size_t why_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && why_size) {
+		va_start(ap, fmt);
+		(void) vsnprintf(why, why_size, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int layout_check(const struct py_layout *l, char *why, size_t why_size)
+{
+	const uint32_t bits[] = { l->str_compact_bit, l->str_ascii_bit, l->str_ready_bit };
+	size_t i;
+
+	if (why && why_size)
+		why[0] = '\0';
+	if (l->frames != PY_FRAMES_OBJECT && l->frames != PY_FRAMES_INTERP)
+		return lc_fail(why, why_size, "its frame kind %d is unknown", (int) l->frames);
+	if (l->co_size > PF_CODE_READ_MAX)
+		return lc_fail(why, why_size, "'code_object.size' %u is over the %u bytes hwspy "
+			       "reads of a code object", l->co_size, PF_CODE_READ_MAX);
+	if (l->bytes_sval > PF_BYTES_HEAD_MAX)
+		return lc_fail(why, why_size, "'bytes_object.ob_sval' offset %u lies outside the "
+			       "%u bytes hwspy reads of a bytes object's header", l->bytes_sval,
+			       PF_BYTES_HEAD_MAX);
+	for (i = 0; i < sizeof(lc_fields) / sizeof(lc_fields[0]); i++) {
+		const struct lc_field *f = &lc_fields[i];
+		uint64_t off = lc_u32(l, f->at), len = lc_len(l, f->obj);
+
+		if (off == PF_NONE && f->optional)
+			continue;
+		if (off + f->width > len)
+			return lc_fail(why, why_size, "'%s' offset %" PRIu64 " lies outside the %"
+				       PRIu64 " bytes hwspy reads of %s", f->name, off, len,
+				       lc_what[f->obj]);
+	}
+	/* f_lasti (int) up to 3.10, instr_ptr / prev_instr (a pointer) after */
+	{
+		uint64_t off = l->fr_instr, width = l->frames == PY_FRAMES_OBJECT ? 4 : 8;
+
+		if (off + width > PF_FRAME_READ_MAX)
+			return lc_fail(why, why_size, "'interpreter_frame.instr_ptr' offset %" PRIu64
+				       " lies outside the %u bytes hwspy reads of a frame", off,
+				       PF_FRAME_READ_MAX);
+	}
+	/* the compact header (and a legacy str's data pointer after it): asciiobject_size + 16
+	 * from 3.12 on */
+	if ((uint64_t) l->str_compact_size + 8 > PF_STR_HEAD_MAX)
+		return lc_fail(why, why_size, "'unicode_object.asciiobject_size' %u leaves a compact "
+			       "str header of %u bytes, over the %u hwspy reads", l->str_ascii_size,
+			       l->str_compact_size + 8, PF_STR_HEAD_MAX);
+	if (l->ts_frame == PF_NONE && l->ts_cframe == PF_NONE)
+		return lc_fail(why, why_size, "'thread_state.current_frame' is missing");
+	if (l->ts_cframe != PF_NONE && l->cf_current_frame == PF_NONE)
+		return lc_fail(why, why_size, "'cframe.current_frame' is missing");
+	if (l->str_ascii_size > l->str_compact_size)
+		return lc_fail(why, why_size, "'unicode_object.asciiobject_size' %u is over the "
+			       "compact header's %u", l->str_ascii_size, l->str_compact_size);
+	/* state bits: kind is 3 bits from str_kind_shift */
+	if (l->str_kind_shift > 29)
+		return lc_fail(why, why_size, "'unicode_object.state' kind bits from %u lie outside "
+			       "its 32 bits", l->str_kind_shift);
+	for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++)
+		if (bits[i] > 31 && !(i == 2 && bits[i] == PF_NONE))
+			return lc_fail(why, why_size, "'unicode_object.state' bit %u lies outside "
+				       "its 32 bits", bits[i]);
 	return 0;
 }

@@ -4,8 +4,11 @@
  * pyframes_open() finds the CPython interpreter in a target (the _PyRuntime symbol of the
  * executable or of a libpython in /proc/PID/maps, opened through /proc/PID/map_files or
  * /proc/PID/root; else a scan of .PyRuntime / .bss), reads its version and picks the layout
- * for it: 3.13+ from the target's own _Py_DebugOffsets (validated), 3.8-3.12 from a static
- * table per version (layouts/py3XX.h, selected in layout.c only).
+ * for it: 3.13+ from the target's own _Py_DebugOffsets, 3.8-3.12 from a static table per
+ * version (layouts/py3XX.h, selected in layout.c only). Either is checked once, before any walk:
+ * each offset inside the struct size the target declares, and, with its width, inside the bytes
+ * pyframes copies of that object into a buffer of its own; a layout that fails is refused
+ * (-EBADMSG, info->error naming the field).
  *
  * pyframes_thread_stack() turns a thread (by its kernel TID) into frames, innermost first,
  * with names and line numbers resolved through a cache of code objects owned by the
@@ -27,6 +30,8 @@
  *   -ENOENT   no CPython interpreter found in the target (or: no thread state for that TID)
  *   -EINVAL   a capture that breaks its contract (stride, count), or a layout no capture fits
  *   -ENOTSUP  a CPython whose version hwspy does not support (info->version says which)
+ *   -EBADMSG  (pyframes_open) the target's _Py_DebugOffsets is corrupt: an offset outside its
+ *             struct or outside what pyframes reads of it (info->error says which, one line)
  *   -ESRCH    the target is gone
  *   -EFAULT   a remote pointer could not be read
  *   -EAGAIN   the stack changed under the read (torn); drop the sample or retry
@@ -72,6 +77,10 @@ struct pyframes_info {
 	char version[32];       /* "3.11.7"; filled whenever a version was recognised, even on -ENOTSUP */
 	char binary[256];       /* path of the file that holds _PyRuntime, as mapped in the target */
 	uint64_t runtime_addr;  /* remote address of _PyRuntime (0 if not found) */
+	char error[256];        /* -EBADMSG: the field refused and why, one line, no newline:
+	                         * "'pyobject.ob_type' offset 16777208 lies outside the 208 bytes
+	                         * hwspy reads of a code object: the target's _Py_DebugOffsets is
+	                         * corrupt"; else "" */
 };
 
 struct py_frame {

@@ -27,7 +27,17 @@
 #define PF_MAX_LINETABLE  (256 * 1024) /* bytes of line table read per code object */
 #define PF_PAGE           4096u
 #define PF_PAGE_SLOTS     64         /* pages cached per walk */
-#define PF_FRAME_READ_MAX 512        /* bytes of one frame the walker may read */
+
+/* The bytes the walker copies of each kind of object into a buffer of its own. Every offset it
+ * indexes such a copy with lies, with its width, inside these: layout_check() refuses a layout
+ * where one does not, once, before any walk. */
+#define PF_TSTATE_READ_MAX 4096      /* a thread state: min(ts_size, this) bytes */
+#define PF_FRAME_READ_MAX  512       /* a frame: the span of the fields the walker reads */
+#define PF_CODE_READ_MAX   4096      /* a code object's header: co_size (at most this) bytes */
+#define PF_BYTES_HEAD_MAX  64        /* a bytes object's header: bytes_sval (at most this) */
+#define PF_STR_HEAD_MAX    128       /* a str object's header: str_compact_size + 8, or
+                                      * str_ascii_size (at most this) */
+#define PF_WHY_MAX         192       /* a refused layout's one-line reason */
 
 enum py_frames_kind {
 	PY_FRAMES_OBJECT = 1,    /* 3.8-3.10: PyFrameObject chain through f_back */
@@ -77,9 +87,26 @@ const struct py_layout *layout_static(int major, int minor);
 /* Parses a _Py_DebugOffsets block (len bytes copied from the start of _PyRuntime). Checks the
  * cookie, that its version is hex_version's major.minor (3.13 or 3.14 block layout), that it is
  * not a free-threaded build, and that every offset lies inside the struct size it names.
- * 0, -EINVAL (corrupt), -ENOTSUP (a block layout this code does not know). */
-int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret);
+ * 0, -EINVAL (corrupt: why, if not NULL, says which field, in one line of at most why_size
+ * bytes), -ENOTSUP (a block layout this code does not know). A layout it returns must still
+ * pass layout_check(). */
+int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret,
+			      char *why, size_t why_size);
+/* The one check of a layout, static table or parsed _Py_DebugOffsets, before any walk uses it:
+ * every offset the walker indexes one of its own copies with (thread state, frame, code
+ * header, bytes and str headers: PF_*_READ_MAX above), plus its width, lies inside the bytes
+ * it copies of that object; the fields it must have are there; state bits fit their 32 bits.
+ * 0, or -EINVAL with why (if not NULL) naming the first field that does not, as
+ * _Py_DebugOffsets names it ("'code_object.qualname' offset 5000 lies outside ..."). */
+int layout_check(const struct py_layout *l, char *why, size_t why_size);
 #define PY_DEBUG_OFFSETS_MAX 1024    /* bytes to copy for layout_from_debug_offsets() */
+/* The layout for CPython major.minor whose _PyRuntime is at runtime_addr: the static table
+ * (3.8-3.12), or the target's own _Py_DebugOffsets (3.13+, read through mem), passed through
+ * layout_check() either way. 0; -ENOTSUP (a version, block layout or build not supported);
+ * -EBADMSG (refused: why, if not NULL, gets one line naming the field and saying whose offsets
+ * they are); an error of mem->read(). */
+int layout_select(const struct remote_mem *mem, int major, int minor, uint64_t runtime_addr,
+		  struct py_layout *ret, char *why, size_t why_size);
 
 /* mem.c: counted, page-cached reads */
 struct pf_pagecache {
@@ -199,7 +226,8 @@ int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret);
 /* Parses "3.11.7" or "3.11.7+" style strings at the start of s. */
 int pf_parse_version(const char *s, int *major, int *minor, int *micro);
 
-/* walk.c: building a struct pyframes without /proc (tests, fuzzers) */
+/* walk.c: building a struct pyframes without /proc (tests, fuzzers). -EBADMSG: a layout
+ * layout_check() refuses. */
 int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layout *l,
 			     uint64_t runtime_addr, uint64_t code_type, pid_t pid,
 			     struct pyframes **ret);

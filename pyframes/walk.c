@@ -91,8 +91,9 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 	struct pyframes *pf;
 	int r;
 
-	if (frame_read_len(l) > PF_FRAME_READ_MAX)
-		return -ENOTSUP;
+	/* every offset it indexes a copy with, inside that copy (frame_len included) */
+	if (layout_check(l, NULL, 0) < 0)
+		return -EBADMSG;
 	pf = calloc(1, sizeof(*pf));
 	if (!pf)
 		return -ENOMEM;
@@ -128,7 +129,7 @@ typedef int (*tstate_fn)(struct pyframes *pf, uint64_t tstate, const unsigned ch
 static int for_each_tstate(struct pyframes *pf, tstate_fn fn, void *arg)
 {
 	const struct py_layout *l = &pf->layout;
-	unsigned char ts[4096];
+	unsigned char ts[PF_TSTATE_READ_MAX];
 	uint64_t interp, n_interp = 0;
 	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
 	int r;
@@ -315,7 +316,7 @@ static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t
 int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate)
 {
 	const struct py_layout *l = &pf->layout;
-	unsigned char ts[4096];
+	unsigned char ts[PF_TSTATE_READ_MAX];
 	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
 
 	*ret_tstate = 0;
@@ -538,12 +539,12 @@ static int verify_leaf(struct pyframes *pf, uint64_t frame)
 	const struct py_layout *l = &pf->layout;
 	uint32_t lo = l->fr_code < l->fr_previous ? l->fr_code : l->fr_previous;
 	uint32_t hi = l->fr_code < l->fr_previous ? l->fr_previous : l->fr_code;
-	unsigned char now[64];
+	unsigned char now[PF_FRAME_READ_MAX];
 	uint64_t seen[2];
 
 	if (!frame)
 		return 0;
-	if (hi + 8 - lo > sizeof(now))
+	if (hi + 8 - lo > sizeof(now))   /* never: both fields lie inside a frame's copy */
 		return -EINVAL;
 	/* the walk's copy (cached), then one fresh read spanning both fields */
 	if (pf_read_u64(&pf->mem, frame + l->fr_code, &seen[0]) < 0 ||
@@ -595,7 +596,7 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 			  size_t max, size_t *ret_n)
 {
 	const struct py_layout *l = &pf->layout;
-	unsigned char ts[4096];
+	unsigned char ts[PF_TSTATE_READ_MAX];
 	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
 	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1, .verify = pf->verify };
 	uint64_t tstate, frame;
@@ -728,8 +729,7 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 		  struct pyframes_info *ret_info)
 {
 	struct pf_detect d;
-	struct py_layout dl;
-	const struct py_layout *l = NULL;
+	struct py_layout l;
 	struct pyframes *pf = NULL;
 	int r;
 
@@ -741,26 +741,11 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 		*ret_info = d.info;
 	if (r < 0)
 		return r;
-	if (d.info.major != 3 || d.info.minor < 8)
-		return -ENOTSUP;
-	if (d.info.minor >= 13) {
-		unsigned char block[PY_DEBUG_OFFSETS_MAX];
-
-		if (!d.runtime_addr)
-			return -ENOTSUP;
-		r = mem->read(mem->ctx, d.runtime_addr, block, sizeof(block));
-		if (r < 0)
-			return r;
-		r = layout_from_debug_offsets(block, sizeof(block), &dl);
-		if (r < 0)
-			return r == -EINVAL ? -ENOTSUP : r;
-		l = &dl;
-	} else {
-		l = layout_static(d.info.major, d.info.minor);
-		if (!l)
-			return -ENOTSUP;
-	}
-	r = pyframes_new_from_layout(mem, l, d.runtime_addr, d.code_type, pid, &pf);
+	r = layout_select(mem, d.info.major, d.info.minor, d.runtime_addr, &l,
+			  ret_info ? ret_info->error : NULL, ret_info ? sizeof(ret_info->error) : 0);
+	if (r < 0)
+		return r;
+	r = pyframes_new_from_layout(mem, &l, d.runtime_addr, d.code_type, pid, &pf);
 	if (r < 0)
 		return r;
 	pf->info = d.info;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README): builds and runs every test suite.
 #  1. build/      -Dwerror=true, all suites: unit, integration (every installed Python), ...
-#  2. build-asan/ AddressSanitizer + UBSan, the unit suite.
+#  2. build-asan/ AddressSanitizer + UBSan, the unit suite (the fuzzer among it) and the hostile
+#     targets (suite 'hostile': the ASan build's hwspy against a corrupt _Py_DebugOffsets).
 # Both steps always run; the exit status is non-zero if either failed.
 # Needs root for the integration suite (ptrace and perf events on other processes, and the
 # permission test runs hwspy as nobody); run tests/setup-pythons.sh first for Debian 3.13/3.14.
@@ -44,9 +45,9 @@ release() {
 asan() {
 	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false &&
 	meson compile -C build-asan &&
-	meson test -C build-asan --suite unit --print-errorlogs "$@"
+	meson test -C build-asan --suite unit --suite hostile --print-errorlogs "$@"
 }
 
 step 'build (-Dwerror=true), all suites' release "$@"
-step 'build-asan (address,undefined), unit suite' asan "$@"
+step 'build-asan (address,undefined), unit and hostile suites' asan "$@"
 exit $status
