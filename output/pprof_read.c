@@ -73,15 +73,73 @@ static size_t inflate_limit(size_t n)
 	return limit < PPROF_READ_MIN_INFLATE ? PPROF_READ_MIN_INFLATE : limit;
 }
 
+/* The top level of a Profile message as it inflates: *pos is where the next top-level field
+ * starts in out[0, len). Moves *pos past every field that out holds whole (a length-delimited
+ * field's payload is skipped, not read). 0; -1 where the bytes cannot be a Profile (a field
+ * number 0, a group or unknown wire type); -2 for a field whose length runs past limit, the
+ * most the stream may inflate to. So a gzip bomb of zeros (or of any other bytes that are no
+ * protobuf) is refused after its first chunk, not at the ratio cap. */
+static int scan_top(const unsigned char *out, size_t len, size_t *pos, size_t limit)
+{
+	while (*pos < len) {
+		size_t p = *pos;
+		uint64_t tag = 0, v = 0;
+		unsigned i;
+
+		for (i = 0; i < 10 && p < len; i++, p++) {
+			tag |= (uint64_t) (out[p] & 0x7f) << (7 * i);
+			if (!(out[p] & 0x80))
+				break;
+		}
+		if (i == 10)
+			return -1;
+		if (p == len)
+			return 0;                   /* the tag runs on in the next chunk */
+		p++;
+		if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+			return -1;
+		switch (tag & 7) {
+		case WIRE_VARINT:
+		case WIRE_LEN:
+			for (i = 0; i < 10 && p < len; i++, p++) {
+				v |= (uint64_t) (out[p] & 0x7f) << (7 * i);
+				if (!(out[p] & 0x80))
+					break;
+			}
+			if (i == 10)
+				return -1;
+			if (p == len)
+				return 0;
+			p++;
+			if ((tag & 7) == WIRE_LEN) {
+				if (v > limit - p)
+					return -2;
+				p += (size_t) v;
+			}
+			break;
+		case WIRE_I64:
+			p += 8;
+			break;
+		case WIRE_I32:
+			p += 4;
+			break;
+		default:
+			return -1;
+		}
+		*pos = p;
+	}
+	return 0;
+}
+
 /* Inflates a gzip stream (one or more members) into *ret (malloc'ed), at most inflate_limit(n)
- * bytes. */
+ * bytes, refusing at once bytes that cannot be a Profile (scan_top()). */
 static int gunzip(struct pprof_reader *r, const unsigned char *in, size_t n, unsigned char **ret,
 		  size_t *ret_len)
 {
 	z_stream zs = { 0 };
 	unsigned char *out = NULL;
-	size_t cap = 0, len = 0, limit = inflate_limit(n);
-	int z = Z_OK, e = 0;
+	size_t cap = 0, len = 0, top = 0, limit = inflate_limit(n);
+	int z = Z_OK, z_top, e = 0;
 
 	if (inflateInit2(&zs, 15 + 16) != Z_OK)
 		return -ENOMEM;
@@ -123,6 +181,17 @@ static int gunzip(struct pprof_reader *r, const unsigned char *in, size_t n, uns
 		zs.avail_out = (uInt) (cap - len < (1u << 30) ? cap - len : (1u << 30));
 		z = inflate(&zs, Z_NO_FLUSH);
 		len = (size_t) (zs.next_out - out);
+		z_top = scan_top(out, len, &top, limit);
+		if (z_top == -1) {
+			e = pprof_fail(r, "the inflated bytes are no protobuf message");
+			break;
+		}
+		if (z_top == -2) {
+			e = pprof_fail(r, limit == PPROF_READ_MAX_SIZE ? "over 1 GiB uncompressed"
+					: "inflates past its ratio cap: a gzip bomb?");
+			r->inflate_limit = limit;
+			break;
+		}
 		if (z == Z_MEM_ERROR) {
 			e = -ENOMEM;
 			break;

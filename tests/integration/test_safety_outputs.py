@@ -9,8 +9,9 @@
                    and the next run to the same OUT leaves no temporary file beside it
   sudo-owner       as root with SUDO_UID/SUDO_GID set (as sudo sets them), record's and
                    convert's outputs belong to that user
-  gzip-bomb        a 1.1 MB .pb.gz that inflates to 1.1 GB: convert refuses it ("gzip bomb")
-                   and its peak RSS (getrusage of the child) stays under 256 MB
+  gzip-bomb        .pb.gz files of ~1 MB that inflate to 1.1 GB, of zeros ("no protobuf": refused
+                   at the first chunk) and of string-table entries (refused at the ratio cap:
+                   "gzip bomb"): convert's peak RSS (wait4 of that child) stays under 256 MB
   options          -d 1e-300 / inf / nan / -1, -c -5, -F -5, -c 2^64, --stack-size
                    -18446744073709550592, diff --top -1: each refused at once (exit 2, one line
                    naming the value), nothing written
@@ -66,6 +67,28 @@ def run(argv, timeout=30, env=None, **kw):
     err = p.stderr.decode('utf-8', 'replace')
     log('exit %d; stderr:\n%s' % (p.returncode, err.rstrip()))
     return p.returncode, err
+
+
+def run_measured(argv, timeout=30):
+    """run() for one command, also returning its own peak RSS in KiB (wait4's rusage: that
+    child's alone, not the largest of every child so far)."""
+    log('$ %s' % ' '.join(argv))
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            p.kill()
+            os.wait4(p.pid, 0)
+            raise harness.Fail('%s did not end within %d s' % (' '.join(argv[:4]), timeout))
+        time.sleep(0.05)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode('utf-8', 'replace')
+    p.stderr.close()
+    return p.returncode, err, ru.ru_maxrss
 
 
 def record_argv(opts, py, out, extra=(), seconds='1'):
@@ -187,24 +210,25 @@ def sudo_owner(opts):
 
 @case
 def gzip_bomb(opts):
-    bomb = os.path.join(opts.tmp, 'bomb.pb.gz')
-    zeros = bytes(1 << 20)
-    with gzip.open(bomb, 'wb', 9) as f:
-        for _ in range(1100):
-            f.write(zeros)
-    size = os.path.getsize(bomb)
-    log('bomb: %d bytes, inflating to 1100 MiB' % size)
-    out = os.path.join(opts.tmp, 'bomb.folded')
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    rc, err = run([opts.hwspy, 'convert', bomb, '-o', out], timeout=60)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss    # KiB
-    log('peak RSS of hwspy convert: %d MiB (children before: %d MiB)'
-        % (peak >> 10, before >> 10))
-    check(peak < 256 << 10, 'hwspy convert peaked at %d MiB for a %d-byte input'
-          % (peak >> 10, size))
-    check(rc == 1, 'convert exited %d, expected 1' % rc)
-    check('gzip bomb' in err, 'the message does not say "gzip bomb"')
-    check(not os.path.exists(out), 'an output was written')
+    # zeros alone (no protobuf: refused at the first inflated chunk), then bytes that read as a
+    # Profile (string-table entries of 1 MiB of zeros: refused at the ratio cap)
+    entry = b'\x32\x80\x80\x40' + bytes(1 << 20)
+    for name, chunk, says in (('zeros', bytes(1 << 20), 'no protobuf'),
+                              ('strings', entry, 'gzip bomb')):
+        bomb = os.path.join(opts.tmp, name + '.pb.gz')
+        with gzip.open(bomb, 'wb', 9) as f:
+            for _ in range(1100):
+                f.write(chunk)
+        size = os.path.getsize(bomb)
+        log('%s bomb: %d bytes, inflating to 1100 MiB' % (name, size))
+        out = os.path.join(opts.tmp, name + '.folded')
+        rc, err, peak = run_measured([opts.hwspy, 'convert', bomb, '-o', out], timeout=60)
+        log('peak RSS of hwspy convert: %d MiB; stderr: %s' % (peak >> 10, err.strip()))
+        check(peak < 256 << 10, 'hwspy convert peaked at %d MiB for a %d-byte input'
+              % (peak >> 10, size))
+        check(rc == 1, 'convert exited %d, expected 1' % rc)
+        check(says in err, 'the message does not say "%s"' % says)
+        check(not os.path.exists(out), 'an output was written')
 
 
 @case

@@ -611,48 +611,76 @@ static void test_gzip_members(void **state)
 	profile_free(q);
 }
 
-/* n zero bytes, gzip-compressed (level 9) into a new buffer: *ret_len bytes. */
-static unsigned char *gzip_zeros(size_t n, size_t *ret_len)
+/* times copies of (head, hlen bytes, then n zero bytes), gzip-compressed (level 9) into a new
+ * buffer: *ret_len bytes. */
+static unsigned char *gzip_zeros(const void *head, size_t hlen, size_t n, size_t times,
+				 size_t *ret_len)
 {
 	static const unsigned char zeros[65536];
-	size_t cap = n / 512 + 65536;
+	size_t cap = (n + hlen) * times / 512 + 65536;
 	unsigned char *out = malloc(cap);
 	z_stream zs = { 0 };
-	int z = Z_OK;
 
 	assert_non_null(out);
 	assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
 	zs.next_out = out;
 	zs.avail_out = (uInt) cap;
-	while (z != Z_STREAM_END) {
-		size_t piece = n < sizeof(zeros) ? n : sizeof(zeros);
+	for (size_t t = 0; t < times; t++) {
+		size_t left = n;
 
-		zs.next_in = (Bytef *) zeros;
-		zs.avail_in = (uInt) piece;
-		n -= piece;
-		z = deflate(&zs, n ? Z_NO_FLUSH : Z_FINISH);
-		assert_true(z == Z_OK || z == Z_STREAM_END);
-		assert_int_equal(zs.avail_in, 0);
+		zs.next_in = (Bytef *) head;
+		zs.avail_in = (uInt) hlen;
+		assert_int_equal(deflate(&zs, Z_NO_FLUSH), Z_OK);
+		while (left) {
+			size_t piece = left < sizeof(zeros) ? left : sizeof(zeros);
+
+			zs.next_in = (Bytef *) zeros;
+			zs.avail_in = (uInt) piece;
+			left -= piece;
+			assert_int_equal(deflate(&zs, Z_NO_FLUSH), Z_OK);
+			assert_int_equal(zs.avail_in, 0);
+		}
 	}
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
 	*ret_len = cap - zs.avail_out;
 	deflateEnd(&zs);
 	return out;
 }
 
-/* A gzip bomb (80 MiB of zeros in ~80 kB) is refused once it inflates past the floor of the
- * ratio cap (64 MiB), not after 1 GiB, and says so. */
+/* Gzip bombs (80 MiB in ~80 kB). One of zeros alone is no protobuf: refused in its first
+ * inflated chunk. One that reads as a Profile (80 string-table entries of 1 MiB of zeros) is
+ * refused once it inflates past the floor of the ratio cap (64 MiB), not after 1 GiB, and says
+ * so; so is one whose first field claims more than the cap. */
 static void test_gzip_bomb(void **state)
 {
+	static const unsigned char string_1m[] = { 0x32, 0x80, 0x80, 0x40 };
+	static const unsigned char string_80m[] = { 0x32, 0x80, 0x80, 0x80, 0x28 };
 	struct pprof_read_error err = { NULL, 0 };
 	struct profile *q = NULL;
 	size_t len;
-	unsigned char *bomb = gzip_zeros((size_t) 80 << 20, &len);
+	unsigned char *bomb = gzip_zeros(NULL, 0, (size_t) 80 << 20, 1, &len);
 	(void) state;
 
 	assert_true(len < ((size_t) 1 << 20));
 	assert_int_equal(pprof_read_mem(bomb, len, &q, &err), -EINVAL);
 	assert_null(q);
 	assert_non_null(err.reason);
+	assert_non_null(strstr(err.reason, "no protobuf"));
+	free(bomb);
+
+	bomb = gzip_zeros(string_1m, sizeof(string_1m), (size_t) 1 << 20, 80, &len);
+	assert_true(len < ((size_t) 1 << 20));
+	err = (struct pprof_read_error) { NULL, 0 };
+	assert_int_equal(pprof_read_mem(bomb, len, &q, &err), -EINVAL);
+	assert_null(q);
+	assert_non_null(err.reason);
+	assert_non_null(strstr(err.reason, "gzip bomb"));
+	assert_int_equal(err.inflate_limit, PPROF_READ_MIN_INFLATE);
+	free(bomb);
+
+	bomb = gzip_zeros(string_80m, sizeof(string_80m), (size_t) 1 << 20, 1, &len);
+	err = (struct pprof_read_error) { NULL, 0 };
+	assert_int_equal(pprof_read_mem(bomb, len, &q, &err), -EINVAL);
 	assert_non_null(strstr(err.reason, "gzip bomb"));
 	assert_int_equal(err.inflate_limit, PPROF_READ_MIN_INFLATE);
 	free(bomb);
