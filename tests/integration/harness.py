@@ -43,6 +43,17 @@ def check(cond, msg):
         raise Fail(msg)
 
 
+def any_python(opts):
+    """The first supported interpreter installed here (debian311 is always present on CI);
+    Skip if there is none."""
+    for ident in ['debian311'] + pythons.SUPPORTED:
+        try:
+            return pythons.get(ident, os.path.realpath(opts.source_root))
+        except pythons.Missing:
+            pass
+    raise Skip('no supported Python installed')
+
+
 # ---------------------------------------------------------------------------- running a test
 
 def parser(description):

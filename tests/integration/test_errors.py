@@ -57,16 +57,6 @@ def expect_error(run, all_of=(), any_of=()):
           'hwspy failed but wrote a profile %s' % run.out_path)
 
 
-def any_python(opts):
-    """The first supported interpreter installed here (debian311 is always present on CI)."""
-    for ident in ['debian311'] + pythons.SUPPORTED:
-        try:
-            return pythons.get(ident, os.path.realpath(opts.source_root))
-        except pythons.Missing:
-            pass
-    raise Skip('no supported Python installed')
-
-
 def spinner(opts, py, seconds=120):
     w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), str(seconds)])
     w.expect_ready()
@@ -103,7 +93,7 @@ def unsupported(opts):
 
 
 def launch_refused(opts, event, **words):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     run = harness.record(opts, ['-e', event, '--'] + py.argv +
                          ['-c', 'print("the command ran")'], timeout=30)
     expect_error(run, **words)
@@ -132,7 +122,7 @@ def no_permission(opts):
     if os.geteuid() != 0:
         raise Skip('needs root, to run hwspy as nobody against a root-owned python')
     prefix, exe = harness.as_nobody(opts)
-    py = any_python(opts)
+    py = harness.any_python(opts)
     w = spinner(opts, py)
     check(os.stat('/proc/%d' % w.pid).st_uid == 0, 'the target is not owned by root')
     run = harness.record(opts, ['-p', str(w.pid), '-d', '2'], name='nobody/out', timeout=30,
@@ -158,7 +148,7 @@ def spin_weight(opts, profile):
 
 @case
 def target_exits(opts):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     w = spinner(opts, py, 1.5)
     run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '999', '-d', '10'],
                          timeout=60)
@@ -173,7 +163,7 @@ def target_exits(opts):
 def ptrace_refused(opts):
     if not shutil.which('strace'):
         raise Skip('strace is not installed (apt-get install strace)')
-    py = any_python(opts)
+    py = harness.any_python(opts)
     w = spinner(opts, py, 60)
     tracer = subprocess.Popen(['strace', '-qq', '-o', '/dev/null', '-p', str(w.pid)],
                               stdin=subprocess.DEVNULL)
@@ -209,7 +199,7 @@ def ptrace_refused(opts):
 
 @case
 def profiler_killed(opts):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     # both exact modes: the BPF capture (default where allowed) and ptrace stops
     for extra in ([], ['--ptrace']):
         w = spinner(opts, py, 60)
@@ -230,7 +220,7 @@ def profiler_killed(opts):
 
 @case
 def idle_profiler(opts):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     tick = os.sysconf('SC_CLK_TCK')
     for extra in ([], ['--nonblocking']):
         p = harness.start_record(opts, extra + ['-e', 'cpu-clock', '-d', '2.5', '--'] + py.argv +

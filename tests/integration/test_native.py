@@ -563,15 +563,6 @@ def not_python(opts):
 
 # ---------------------------------------------------------------------------- kernel frames
 
-def any_python(opts):
-    for ident in ['debian311'] + pythons.SUPPORTED:
-        try:
-            return pythons.get(ident, os.path.realpath(opts.source_root))
-        except pythons.Missing:
-            pass
-    raise Skip('no supported Python installed')
-
-
 def kernel_check(opts, profile, native):
     src = workload(opts)
     stacks = weights_by_python_leaf(profile, 'read_zero', src)
@@ -605,7 +596,7 @@ def kernel_check(opts, profile, native):
 def kernel(opts):
     if os.geteuid() != 0:
         raise Skip('needs root (or CAP_PERFMON) for kernel samples')
-    py = any_python(opts)
+    py = harness.any_python(opts)
     w = harness.Process(py.argv + [workload(opts), 'serve'])
     w.expect_ready()
     w.send('syscalls 3.6')
@@ -644,7 +635,7 @@ def kernel_nobody(opts):
     script = os.path.join(opts.tmp, 'native_work.py')
     shutil.copy(workload(opts), script)
     os.chmod(script, 0o644)
-    py = any_python(opts)
+    py = harness.any_python(opts)
     # nobody may profile its own command in user space (cpu-clock:u): hwspy works as nobody
     log('--- as nobody without --kernel (user space only): works')
     run = harness.record(opts, ['-e', 'cpu-clock:u', '--'] + py.argv +

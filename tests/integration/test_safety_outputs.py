@@ -43,15 +43,6 @@ def case(fn):
     return fn
 
 
-def any_python(opts):
-    for ident in ['debian311'] + pythons.SUPPORTED:
-        try:
-            return pythons.get(ident, os.path.realpath(opts.source_root))
-        except pythons.Missing:
-            pass
-    raise Skip('no supported Python installed')
-
-
 def need_root():
     if os.geteuid() != 0:
         raise Skip('needs root (the case is about what a root hwspy does)')
@@ -120,7 +111,7 @@ def temp_files(path):
 @case
 def planted_symlink(opts):
     need_root()
-    py = any_python(opts)
+    py = harness.any_python(opts)
     nobody = pwd.getpwnam('nobody')
     victim = os.path.join(opts.tmp, 'victim')
     write(victim, b'precious\n')
@@ -147,7 +138,7 @@ def planted_symlink(opts):
 
 @case
 def late_usage(opts):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     out = os.path.join(opts.tmp, 'keep.folded')
     for extra, word in [(['--weight', 'nope'], 'nope'),
                         (['--ptrace', '--nonblocking'], 'nonblocking')]:
@@ -162,7 +153,7 @@ def late_usage(opts):
 
 @case
 def sigkill(opts):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     out = os.path.join(opts.tmp, 'prof.folded')
     write(out, OLD)
     w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), '60'])
@@ -191,7 +182,7 @@ def sigkill(opts):
 @case
 def sudo_owner(opts):
     need_root()
-    py = any_python(opts)
+    py = harness.any_python(opts)
     nobody = pwd.getpwnam('nobody')
     env = {'SUDO_UID': str(nobody.pw_uid), 'SUDO_GID': str(nobody.pw_gid), 'SUDO_USER': 'nobody'}
     out = os.path.join(opts.tmp, 'sudo.folded')
@@ -233,7 +224,7 @@ def gzip_bomb(opts):
 
 @case
 def options(opts):
-    py = any_python(opts)
+    py = harness.any_python(opts)
     w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), '120'])
     w.expect_ready()
     out = os.path.join(opts.tmp, 'opt.folded')
@@ -290,7 +281,7 @@ def bpf_userns(opts):
     probe = subprocess.run(['unshare', '-Ur', 'true'], capture_output=True)
     if probe.returncode != 0:
         raise Skip('no user namespaces here: %s' % probe.stderr.decode().strip())
-    py = any_python(opts)
+    py = harness.any_python(opts)
     rc, err = run(['unshare', '-Ur', opts.hwspy, 'record', '-e', 'cpu-clock', '-d', '0.5',
                    '-o', os.path.join(opts.tmp, 'ns.folded'), '--'] + py.argv +
                   [os.path.join(opts.targets, 'spin.py'), '1'])
