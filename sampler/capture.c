@@ -363,10 +363,9 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	t->slot = r;
 	slot = (uint32_t) r;
 	r = (int) syscall(SYS_perf_event_open, &a, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (r < 0) {
-		r = -errno;
+	r = perf_fd_keep(s, r < 0 ? -errno : r);
+	if (r < 0)
 		goto fail;
-	}
 	t->out_fd = r;
 	if (ioctl(t->out_fd, PERF_EVENT_IOC_ID, &t->out_id) < 0 ||
 	    ioctl(t->out_fd, PERF_EVENT_IOC_SET_OUTPUT, t->fds[0]) < 0) {

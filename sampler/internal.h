@@ -60,13 +60,31 @@ struct sampler {
 	int capture_error;              /* of the capture started by sampler_new() */
 	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
 	void *capture_root_ctx;
+	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */
+	unsigned ring_floor;            /* the fewest data pages a ring may have */
+	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
+	pid_t *left_out;                /* sorted: threads counted in threads_failed, not retried */
+	size_t n_left_out, cap_left_out;
 	bool stopped;                   /* sampler_stop() ran */
 	bool brk;                       /* sampler_break() asked sampler_run() to return */
 };
 
 /* perf.c */
 void perf_build_attrs(struct sampler *s);
+/* Opens t's events and maps its ring (at s->ring_pages, halved down to s->ring_floor while the
+ * mmap goes over the locked-memory limit). 0, or -errno: -ENOBUFS the ring at the floor is
+ * still over the limit, -EMFILE, -ENOMEM, -ESRCH (t exited), ... */
 int perf_thread_open(struct sampler *s, struct thread *t);
+/* Counts thread tid as left out because of err (a perf_thread_open() or thread table error),
+ * once: it is remembered (up to MAX_LEFT_OUT threads) and not tried again. */
+void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err);
+bool perf_thread_left_out(const struct sampler *s, pid_t tid);
+enum sampler_fail perf_fail_reason(int err);
+/* Raises the soft RLIMIT_NOFILE to the hard limit, and keeps it in s->fd_limit. */
+void perf_raise_nofile(struct sampler *s);
+/* Takes a new event fd (or -errno) and keeps it, unless it eats into the reserve of fds that
+ * hwspy needs besides its events (/proc, the symbolizer's files): -EMFILE then, fd closed. */
+int perf_fd_keep(const struct sampler *s, int fd);
 void perf_thread_disable(struct thread *t);
 void perf_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every record waiting in t's ring; samples go to s->fn with stopped as given. */

@@ -1,10 +1,14 @@
-/* perf: one event group per thread: open, mmap, signal routing, drain. */
+/* perf: one event group per thread: open, mmap (shrinking the ring to fit the locked-memory
+ * limit), signal routing, drain; the accounting of threads left out. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +16,14 @@
 #include "sampler/internal.h"
 
 #define DEFAULT_RING_PAGES 64
+#define MIN_RING_PAGES 4
+#define MAX_LEFT_OUT 65536
+#define FD_RESERVE 32           /* fds left to hwspy itself when events run out of them */
+/* The largest records, for the ring's floor: a sample's fixed fields and group read, a kernel
+ * callchain (perf's default max depth), and a capture record of every node at its largest */
+#define SAMPLE_FIXED_BYTES 1024
+#define CALLCHAIN_BYTES (128 * 8)
+#define CAPTURE_RECORD_BYTES (64 + SAMPLER_CAPTURE_MAX_NODES * (8 + SAMPLER_CAPTURE_MAX_NODE_BYTES))
 
 uint64_t sampler_now_ns(void)
 {
@@ -31,9 +43,31 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
 /* x86-64 user registers for DWARF unwinding: AX..R15 and IP, as perf's PERF_REG_X86_* order. */
 #define X86_64_REGS_USER 0xff0fffULL
 
+/* The fewest data pages (a power of two, at most pages) that hold two of the largest records
+ * this sampler's rings receive. */
+static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
+{
+	size_t rec = SAMPLE_FIXED_BYTES + (o->kernel_callchain ? CALLCHAIN_BYTES : 0), need;
+	size_t psz = (size_t) sysconf(_SC_PAGESIZE);
+	unsigned floor = MIN_RING_PAGES;
+
+	if (o->stack_user_size)
+		rec += 64 * 8 + o->stack_user_size + 16;        /* regs, size, data, dyn_size */
+	if (o->capture)
+		rec += CAPTURE_RECORD_BYTES;
+	need = 2 * rec;
+	while ((size_t) floor * psz < need && floor < pages)
+		floor *= 2;
+	return floor < pages ? floor : pages;
+}
+
 void perf_build_attrs(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
+
+	s->ring_pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
+	s->ring_floor = ring_floor(o, s->ring_pages);
+	s->stats.ring_pages = s->ring_pages;
 
 	for (size_t i = 0; i < o->n_events; i++) {
 		struct perf_event_attr *a = &s->attrs[i];
@@ -74,46 +108,172 @@ void perf_build_attrs(struct sampler *s)
 			 * ~30 us more per sample on a VM (the wakeup's IPIs), the most of this
 			 * mode's cost. Either way the kernel wakes us only for every eighth of the
 			 * ring, so that a burst cannot overflow it */
-			size_t pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
-
 			if (o->capture)         /* capture records share the ring: told apart by id */
 				a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 			a->watermark = 1;
-			a->wakeup_watermark = (uint32_t) (pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
+			a->wakeup_watermark = (uint32_t) (s->ring_pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
 		}
 	}
 }
 
+enum sampler_fail perf_fail_reason(int err)
+{
+	switch (err) {
+	case -EMFILE:
+	case -ENFILE:
+		return SAMPLER_FAIL_FILES;
+	case -ENOBUFS:
+		return SAMPLER_FAIL_MEMLOCK;
+	case -ENOMEM:
+		return SAMPLER_FAIL_MEMORY;
+	case -E2BIG:
+		return SAMPLER_FAIL_TABLE;
+	default:
+		return SAMPLER_FAIL_OTHER;
+	}
+}
+
+/* The index of the first left-out tid >= tid. */
+static size_t left_out_at(const struct sampler *s, pid_t tid)
+{
+	size_t lo = 0, hi = s->n_left_out;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->left_out[mid] < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool perf_thread_left_out(const struct sampler *s, pid_t tid)
+{
+	size_t i = left_out_at(s, tid);
+
+	return i < s->n_left_out && s->left_out[i] == tid;
+}
+
+void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err)
+{
+	size_t i = left_out_at(s, tid);
+
+	if (i < s->n_left_out && s->left_out[i] == tid)
+		return;                 /* counted already */
+	if (s->n_left_out == s->cap_left_out && s->cap_left_out < MAX_LEFT_OUT) {
+		size_t cap = s->cap_left_out ? s->cap_left_out * 2 : 64;
+		pid_t *v = realloc(s->left_out, cap * sizeof(*v));
+		if (v) {
+			s->left_out = v;
+			s->cap_left_out = cap;
+		}
+	}
+	/* past the bound (or out of memory) it is counted each time it is tried */
+	if (s->n_left_out < s->cap_left_out) {
+		memmove(s->left_out + i + 1, s->left_out + i, (s->n_left_out - i) * sizeof(*s->left_out));
+		s->left_out[i] = tid;
+		s->n_left_out++;
+	}
+	s->stats.threads_failed++;
+	s->stats.threads_failed_by[why]++;
+	if (why == SAMPLER_FAIL_OTHER)
+		s->stats.threads_failed_errno = err;
+}
+
+void perf_raise_nofile(struct sampler *s)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			(void) getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	s->fd_limit = rl.rlim_cur > INT_MAX ? INT_MAX : (int) rl.rlim_cur;
+}
+
+int perf_fd_keep(const struct sampler *s, int fd)
+{
+	/* fds are given lowest first: fd N means N are in use below it */
+	if (fd >= 0 && s->fd_limit && fd >= s->fd_limit - FD_RESERVE) {
+		(void) close(fd);
+		return -EMFILE;
+	}
+	return fd;
+}
+
+/* Opens t's event group; the leader wakes us at an eighth of a ring of pages (not in exact
+ * mode, which wakes at each sample). */
+static int open_group(struct sampler *s, struct thread *t, size_t pages, long psz)
+{
+	struct perf_event_attr lead = s->attrs[0];
+	int r;
+
+	if (!s->opts.exact)
+		lead.wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8);
+	for (size_t i = 0; i < s->opts.n_events; i++) {
+		r = perf_fd_keep(s, perf_event_open(i ? &s->attrs[i] : &lead, t->tid, -1,
+						     i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC));
+		if (r < 0)
+			return r;
+		t->fds[i] = r;
+		if (ioctl(t->fds[i], PERF_EVENT_IOC_ID, &t->ids[i]) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Opens the group and maps its ring, halving the ring while the mmap is over the locked-memory
+ * limit (EPERM; ENOMEM alike), down to the floor. */
+static int open_mapped(struct sampler *s, struct thread *t, long psz)
+{
+	size_t pages = s->ring_pages;
+	int r;
+
+	for (;;) {
+		r = open_group(s, t, pages, psz);
+		if (r < 0)
+			return r;
+		t->map_size = (pages + 1) * (size_t) psz;
+		t->map = mmap(NULL, t->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fds[0], 0);
+		if (t->map != MAP_FAILED)
+			break;
+		r = -errno;
+		t->map = NULL;
+		if (r != -EPERM && r != -ENOMEM)
+			return r;
+		if (pages / 2 < s->ring_floor)
+			return r == -EPERM ? -ENOBUFS : r;
+		perf_thread_close(s, t);
+		pages /= 2;
+		s->ring_pages = (unsigned) pages;       /* the next threads start here */
+	}
+	if (pages < s->stats.ring_pages)
+		s->stats.threads_shrunk++;
+	if (!s->stats.ring_pages_min || pages < s->stats.ring_pages_min)
+		s->stats.ring_pages_min = (unsigned) pages;
+	ring_init(&t->ring, t->map, pages * (uint64_t) psz, s->scratch);
+	return 0;
+}
+
 int perf_thread_open(struct sampler *s, struct thread *t)
 {
-	size_t pages = s->opts.ring_pages ? s->opts.ring_pages : DEFAULT_RING_PAGES;
 	long psz = sysconf(_SC_PAGESIZE);
 	int r;
 
 	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
 		t->fds[i] = -1;
+	t->map = NULL;
 	t->out_fd = -1;
 	t->slot = -1;
 	t->prog = false;
 	memset(t->last, 0, sizeof(t->last));
-	for (size_t i = 0; i < s->opts.n_events; i++) {
-		r = perf_event_open(&s->attrs[i], t->tid, -1, i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC);
-		if (r < 0)
-			goto fail;
-		t->fds[i] = r;
-		if (ioctl(t->fds[i], PERF_EVENT_IOC_ID, &t->ids[i]) < 0) {
-			r = -errno;
-			goto fail;
-		}
-	}
-	t->map_size = (pages + 1) * (size_t) psz;
-	t->map = mmap(NULL, t->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fds[0], 0);
-	if (t->map == MAP_FAILED) {
-		r = -errno;
-		t->map = NULL;
+	r = open_mapped(s, t, psz);
+	if (r < 0)
 		goto fail;
-	}
-	ring_init(&t->ring, t->map, pages * (uint64_t) psz, s->scratch);
 	if (s->signo) {
 		struct f_owner_ex owner = { F_OWNER_TID, t->tid };
 		int fl = fcntl(t->fds[0], F_GETFL);

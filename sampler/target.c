@@ -39,10 +39,14 @@ static struct thread *thread_find(struct sampler *s, pid_t tid)
 /* Adds tid and opens its events. The thread must already be traced in exact mode. */
 static int thread_add(struct sampler *s, pid_t tid, bool traced)
 {
-	struct thread *t;
+	struct thread *t = NULL;
 	int r;
 
-	if (s->n_threads == s->cap_threads) {
+	/* the entry of a thread gone, if any (a target that churns threads never fills the table) */
+	for (size_t i = 0; i < s->n_threads && !t; i++)
+		if (!s->threads[i].alive && !s->threads[i].traced)
+			t = &s->threads[i];
+	if (!t && s->n_threads == s->cap_threads) {
 		size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
 		struct thread *v;
 		if (cap > MAX_THREADS)
@@ -53,7 +57,8 @@ static int thread_add(struct sampler *s, pid_t tid, bool traced)
 		s->threads = v;
 		s->cap_threads = cap;
 	}
-	t = &s->threads[s->n_threads];
+	if (!t)
+		t = &s->threads[s->n_threads];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->traced = traced;
@@ -61,7 +66,8 @@ static int thread_add(struct sampler *s, pid_t tid, bool traced)
 	if (r < 0)
 		return r;
 	t->alive = true;
-	s->n_threads++;
+	if (t == &s->threads[s->n_threads])
+		s->n_threads++;
 	s->stats.threads_seen++;
 	return 0;
 }
@@ -139,11 +145,19 @@ static int pick_signal(pid_t pid)
 	return SIGURG;
 }
 
-/* Finds threads not yet known and adds them (seizing them first in exact mode). */
+/* Whether thread_add() failed for want of a resource (the thread is counted and left out,
+ * the others are sampled), not for a reason that stops the whole attach. */
+static bool resource_error(int r)
+{
+	return perf_fail_reason(r) != SAMPLER_FAIL_OTHER;
+}
+
+/* Finds threads not yet known and adds them (seizing them first in exact mode). Returns how
+ * many were added; when none was and some were left out, the last one's error. */
 static int scan_threads(struct sampler *s, bool fail_hard)
 {
 	pid_t tids[4096];
-	int n, added = 0, r;
+	int n, added = 0, r, err = 0;
 
 	for (int round = 0; round < 8; round++) {
 		int new = 0;
@@ -152,7 +166,7 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			return n;
 		for (int i = 0; i < n; i++) {
 			bool traced = false;
-			if (thread_find(s, tids[i]))
+			if (thread_find(s, tids[i]) || perf_thread_left_out(s, tids[i]))
 				continue;
 			if (s->opts.exact) {
 				if (ptrace(PTRACE_SEIZE, tids[i], 0,
@@ -162,7 +176,7 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 						continue;
 					if (fail_hard)
 						return r == -EPERM || r == -EACCES ? -EPERM : r;
-					s->stats.threads_failed++;
+					perf_thread_failed(s, tids[i], SAMPLER_FAIL_PTRACE, r);
 					continue;
 				}
 				traced = true;
@@ -173,9 +187,10 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 					(void) ptrace(PTRACE_DETACH, tids[i], 0, 0);
 				if (r == -ESRCH)
 					continue;
-				if (fail_hard)
+				if (fail_hard && !resource_error(r))
 					return r == -EPERM ? -EACCES : r;
-				s->stats.threads_failed++;
+				perf_thread_failed(s, tids[i], perf_fail_reason(r), r);
+				err = r;
 				continue;
 			}
 			new++;
@@ -184,7 +199,7 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 		if (!new)
 			break;
 	}
-	return added;
+	return added || !err ? added : err;
 }
 
 /* ---- launching ---- */
@@ -304,6 +319,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		r = launch(s);
 		if (r < 0)
 			goto fail;
+		perf_raise_nofile(s);    /* not before: the command keeps its own limit */
 		if (s->opts.exact)
 			s->signo = pick_signal(s->pid);
 		r = thread_add(s, s->pid, true);
@@ -330,6 +346,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		}
 		if (s->opts.exact)
 			s->signo = pick_signal(s->pid);
+		perf_raise_nofile(s);
 		r = scan_threads(s, true);
 		if (r < 0)
 			goto fail;
@@ -395,7 +412,7 @@ static void target_ended(struct sampler *s, int status)
 static void handle_wait(struct sampler *s, pid_t tid, int status)
 {
 	struct thread *t = thread_find(s, tid);
-	int event = status >> 16;
+	int event = status >> 16, r;
 	unsigned long msg;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -410,8 +427,9 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 	switch (event) {
 	case PTRACE_EVENT_CLONE:
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(s, (pid_t) msg)) {
-			if (thread_add(s, (pid_t) msg, true) < 0)
-				s->stats.threads_failed++;
+			r = thread_add(s, (pid_t) msg, true);
+			if (r < 0 && r != -ESRCH)
+				perf_thread_failed(s, (pid_t) msg, perf_fail_reason(r), r);
 		}
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
@@ -421,16 +439,18 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 		for (size_t i = 0; i < s->n_threads; i++)
 			if (s->threads[i].alive)
 				thread_gone(s, &s->threads[i]);
-		if (thread_add(s, s->pid, true) < 0)
-			s->stats.threads_failed++;
+		r = thread_add(s, s->pid, true);
+		if (r < 0)
+			perf_thread_failed(s, s->pid, perf_fail_reason(r), r);
 		else
 			s->stats.threads_seen--;        /* the same process, a new image */
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
 	case PTRACE_EVENT_STOP: {
 		int sig = WSTOPSIG(status);
-		if (!t && thread_add(s, tid, true) < 0)
-			s->stats.threads_failed++;
+		r = t ? 0 : thread_add(s, tid, true);
+		if (r < 0 && r != -ESRCH)
+			perf_thread_failed(s, tid, perf_fail_reason(r), r);
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
 			(void) ptrace(PTRACE_LISTEN, tid, 0, 0);      /* job control: stay stopped */
 		else
@@ -681,6 +701,7 @@ void sampler_free(struct sampler *s)
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
 	capture_close(&s->capture);
+	free(s->left_out);
 	free(s->threads);
 	free(s->scratch);
 	free(s);
