@@ -334,8 +334,8 @@ static void summary(const struct recorder *rec, const char *target, double elaps
 			 (long) st->ring_pages_min * kib, (long) st->ring_pages * kib);
 	}
 	if (st->capture_threads_failed)
-		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot): its "
-			 "stacks were read after their samples", st->capture_threads_failed);
+		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot or "
+			 "fd): its stacks were read after their samples", st->capture_threads_failed);
 	if (st->lost)
 		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
 	if (rec->add_failed)

@@ -460,6 +460,13 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 			perf_thread_drain(s, t, false);
 			perf_thread_close(s, t);
 			r = perf_thread_open(s, t);
+			if (r < 0) {
+				/* no events any more: the thread is left out, and says why */
+				t->alive = false;
+				if (r != -ESRCH)
+					perf_thread_failed(s, t->tid, perf_fail_reason(r), r);
+				continue;
+			}
 		} else {
 			r = capture_thread_open(s, t);
 		}

@@ -79,6 +79,9 @@ int perf_thread_open(struct sampler *s, struct thread *t);
  * once: it is remembered (up to MAX_LEFT_OUT threads) and not tried again. */
 void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err);
 bool perf_thread_left_out(const struct sampler *s, pid_t tid);
+/* Forgets the left-out threads not in live (sorted: every thread of the target, now), so that
+ * a new thread that gets the number of one gone is tried (and counted) afresh. */
+void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);
 enum sampler_fail perf_fail_reason(int err);
 /* Raises the soft RLIMIT_NOFILE to the hard limit, and keeps it in s->fd_limit. */
 void perf_raise_nofile(struct sampler *s);

@@ -155,6 +155,23 @@ bool perf_thread_left_out(const struct sampler *s, pid_t tid)
 	return i < s->n_left_out && s->left_out[i] == tid;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n_left_out; i++)
+		if (bsearch(&s->left_out[i], live, n, sizeof(*live), cmp_pid))
+			s->left_out[k++] = s->left_out[i];
+	s->n_left_out = k;
+}
+
 void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err)
 {
 	size_t i = left_out_at(s, tid);

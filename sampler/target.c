@@ -145,6 +145,13 @@ static int pick_signal(pid_t pid)
 	return SIGURG;
 }
 
+static int cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* Whether thread_add() failed for want of a resource (the thread is counted and left out,
  * the others are sampled), not for a reason that stops the whole attach. */
 static bool resource_error(int r)
@@ -164,6 +171,10 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 		n = list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
 		if (n < 0)
 			return n;
+		if (round == 0 && s->n_left_out && (size_t) n < sizeof(tids) / sizeof(tids[0])) {
+			qsort(tids, (size_t) n, sizeof(*tids), cmp_tid);
+			perf_left_out_prune(s, tids, (size_t) n);
+		}
 		for (int i = 0; i < n; i++) {
 			bool traced = false;
 			if (thread_find(s, tids[i]) || perf_thread_left_out(s, tids[i]))
