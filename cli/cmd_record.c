@@ -326,6 +326,14 @@ static void summary(const struct recorder *rec, const char *target, double elaps
 			 st->threads_failed_by[SAMPLER_FAIL_MEMLOCK] ? "; raise the limit to profile them" : "");
 		buf_release(&why);
 	}
+	if (st->cpu_rings_shrunk) {
+		long kib = sysconf(_SC_PAGESIZE) / 1024;
+
+		log_info("%u of %u per-CPU rings are smaller, down to %ld KiB (not %ld KiB), to fit "
+			 "the locked-memory limit: at high rates they may lose samples",
+			 st->cpu_rings_shrunk, st->cpu_rings, (long) st->ring_pages_min * kib,
+			 (long) st->ring_pages * kib);
+	}
 	if (st->threads_shrunk) {
 		long kib = sysconf(_SC_PAGESIZE) / 1024;
 

@@ -27,6 +27,21 @@ struct thread {
 	uint64_t out_id;
 	int slot;
 	bool prog;                      /* the capture program is on fds[0] */
+	/* per-CPU layout (percpu.c): the thread's group on each CPU (ncpu * n_events fds, -1 when
+	 * closed), the running totals at its previous sample there; an inherited thread has no
+	 * fds of its own (its events came with its creation) */
+	int *cpu_fds;
+	int n_cpu_fds;
+	uint64_t *cpu_last;
+	bool inherited;
+};
+
+/* percpu.c: one ring per CPU, every thread's group on that CPU writing into it */
+struct cpu_ring {
+	int fd;                         /* a dummy event owning the ring; -1: CPU not used */
+	void *map;
+	size_t map_size;
+	struct ring ring;
 };
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
@@ -65,6 +80,13 @@ struct sampler {
 	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
 	pid_t *left_out;                /* sorted: threads counted in threads_failed, not retried */
 	size_t n_left_out, cap_left_out;
+	bool percpu;                    /* the per-CPU layout (see percpu.c), chosen in sampler_new() */
+	int ncpu;
+	struct cpu_ring *cpus;          /* ncpu rings, made with the first thread's events */
+	pid_t *unknown;                 /* sorted: threads the last scan found without a FORK
+	                                 * record (per CPU: a left-out thread's), added if the
+	                                 * next scan finds them unknown still */
+	size_t n_unknown;
 	bool stopped;                   /* sampler_stop() ran */
 	bool brk;                       /* sampler_break() asked sampler_run() to return */
 };
@@ -79,6 +101,10 @@ int perf_thread_open(struct sampler *s, struct thread *t);
  * once: it is remembered (up to MAX_LEFT_OUT threads) and not tried again. */
 void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err);
 bool perf_thread_left_out(const struct sampler *s, pid_t tid);
+/* perf_event_open() with CLOEXEC, through perf_fd_keep(): an fd or -errno. */
+int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group);
+void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
+		  bool stopped, uint64_t *last);
 /* Forgets the left-out threads not in live (sorted: every thread of the target, now), so that
  * a new thread that gets the number of one gone is tried (and counted) afresh. */
 void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);
@@ -94,6 +120,21 @@ void perf_thread_close(struct sampler *s, struct thread *t);
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped);
 
 uint64_t sampler_now_ns(void);
+
+/* percpu.c: the per-CPU layout, used where no per-thread signal or BPF output is needed
+ * (nonblocking mode): the same verbs as perf.c for one thread, and the rings' own */
+int percpu_init(struct sampler *s);
+int percpu_thread_open(struct sampler *s, struct thread *t);
+void percpu_thread_disable(struct thread *t);
+void percpu_thread_close(struct sampler *s, struct thread *t);
+/* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,
+ * exited ones (PERF_RECORD_EXIT) out of it. */
+void percpu_drain(struct sampler *s);
+/* The ring fds to poll: into ret (room for s->ncpu); how many. */
+size_t percpu_poll_fds(const struct sampler *s, int *ret);
+void percpu_free(struct sampler *s);
+/* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
+struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
 /* capture.c */
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);

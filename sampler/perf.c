@@ -78,6 +78,10 @@ void perf_build_attrs(struct sampler *s)
 		a->use_clockid = 1;
 		a->clockid = CLOCK_MONOTONIC;
 		a->read_format = o->n_events > 1 ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
+		/* per-CPU layout: threads created later carry the events; the leader tells us of
+		 * them (PERF_RECORD_FORK / EXIT) */
+		a->inherit = s->percpu;
+		a->task = s->percpu && i == 0;
 		if (i > 0)
 			continue;
 		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
@@ -222,6 +226,11 @@ int perf_fd_keep(const struct sampler *s, int fd)
 	return fd;
 }
 
+int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group)
+{
+	return perf_fd_keep(s, perf_event_open(a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC));
+}
+
 /* Opens t's event group; the leader wakes us at an eighth of a ring of pages (not in exact
  * mode, which wakes at each sample). */
 static int open_group(struct sampler *s, struct thread *t, size_t pages, long psz)
@@ -288,6 +297,8 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 	t->slot = -1;
 	t->prog = false;
 	memset(t->last, 0, sizeof(t->last));
+	if (s->percpu)
+		return percpu_thread_open(s, t);
 	r = open_mapped(s, t, psz);
 	if (r < 0)
 		goto fail;
@@ -316,6 +327,7 @@ fail:
 
 void perf_thread_disable(struct thread *t)
 {
+	percpu_thread_disable(t);
 	if (t->fds[0] >= 0)
 		(void) ioctl(t->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
 }
@@ -323,6 +335,7 @@ void perf_thread_disable(struct thread *t)
 void perf_thread_close(struct sampler *s, struct thread *t)
 {
 	perf_thread_disable(t);
+	percpu_thread_close(s, t);
 	capture_thread_close(s, t);
 	if (t->map)
 		(void) munmap(t->map, t->map_size);
@@ -334,13 +347,18 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 	}
 }
 
-static void deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h, bool stopped)
+/* Hands the sample h of thread t to the callback; last: the running totals of t's group at its
+ * previous sample (where the group read goes: group members in the group's order). */
+void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
+		  bool stopped, uint64_t *last)
 {
 	struct ring_group g = { 0 };
 	struct sample smp;
 
 	if (ring_parse_sample(&s->attrs[0], h, h->size, &smp, &g) < 0)
 		return;
+	if (s->percpu && smp.pid != s->pid)
+		return;                 /* a child process, which inherited the events */
 	smp.stopped = stopped && smp.tid == t->tid;
 	if (s->opts.capture) {
 		smp.capture = capture_match(s, t, &smp);
@@ -350,10 +368,12 @@ static void deliver(struct sampler *s, struct thread *t, const struct perf_event
 		/* group totals -> what each member counted since this thread's last sample */
 		for (size_t i = 1; i < s->opts.n_events; i++) {
 			for (uint64_t k = 0; k < g.nr; k++) {
-				if (g.id[k] != t->ids[i])
+				/* inherited events read their parent's ids: per-CPU groups go by
+				 * position, the group's order */
+				if (s->percpu ? k != i : g.id[k] != t->ids[i])
 					continue;
-				smp.values[i] = g.value[k] >= t->last[i] ? g.value[k] - t->last[i] : 0;
-				t->last[i] = g.value[k];
+				smp.values[i] = g.value[k] >= last[i] ? g.value[k] - last[i] : 0;
+				last[i] = g.value[k];
 			}
 		}
 		smp.n_values = s->opts.n_events;
@@ -377,7 +397,7 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 			    !memcmp(h + 1, &t->out_id, 8))
 				capture_hold(s, t, h);
 			else
-				deliver(s, t, h, stopped);
+				perf_deliver(s, t, h, stopped, t->last);
 			break;
 		case PERF_RECORD_LOST:
 			if (h->size >= sizeof(*h) + 16)

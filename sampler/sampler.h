@@ -7,6 +7,12 @@
  * event group per thread (events[0] samples, the others are read with every sample), drains
  * the mmap rings and hands each decoded sample to a callback.
  *
+ * Rings: one per thread in exact mode (each thread's fd signals that thread) and with the
+ * capture (each thread's BPF output goes to its own ring); one per CPU in nonblocking mode
+ * (percpu.c: perf's layout, every attached thread's group opened on each CPU with inherit=1, so
+ * that threads created later carry the events and are learned from PERF_RECORD_FORK; locked
+ * memory then follows the CPUs, while fds are CPUs x events per attached thread).
+ *
  * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
  * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled
  * thread far more (its interrupt sends the wakeup), so reads are late by half a tick on
@@ -185,6 +191,8 @@ struct sampler_stats {
 	uint64_t threads_failed_by[SAMPLER_FAIL_N]; /* ... by reason */
 	int threads_failed_errno;       /* the last SAMPLER_FAIL_OTHER error (negative errno) */
 	uint64_t threads_shrunk;        /* threads given a smaller ring than asked (memlock) */
+	unsigned cpu_rings;             /* per-CPU layout: rings mapped, one per CPU (else 0) */
+	unsigned cpu_rings_shrunk;      /* ... of which smaller than asked (memlock) */
 	unsigned ring_pages;            /* data pages per ring asked for */
 	unsigned ring_pages_min;        /* the fewest data pages a thread's ring got (0: none) */
 	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */

@@ -36,40 +36,83 @@ static struct thread *thread_find(struct sampler *s, pid_t tid)
 	return NULL;
 }
 
-/* Adds tid and opens its events. The thread must already be traced in exact mode. */
-static int thread_add(struct sampler *s, pid_t tid, bool traced)
+/* A free entry of the table (cleared, tid set, not counted yet), or NULL (-E2BIG / -ENOMEM in
+ * *ret_err). */
+static struct thread *thread_slot(struct sampler *s, pid_t tid, int *ret_err)
 {
 	struct thread *t = NULL;
-	int r;
 
-	/* the entry of a thread gone, if any (a target that churns threads never fills the table) */
+	/* the entry of a thread gone, if any (a target that churns threads never fills the table;
+	 * a per-CPU thread gone keeps its events, inherited by others, until the end) */
 	for (size_t i = 0; i < s->n_threads && !t; i++)
-		if (!s->threads[i].alive && !s->threads[i].traced)
+		if (!s->threads[i].alive && !s->threads[i].traced && !s->threads[i].cpu_fds)
 			t = &s->threads[i];
 	if (!t && s->n_threads == s->cap_threads) {
 		size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
 		struct thread *v;
+		*ret_err = cap > MAX_THREADS ? -E2BIG : -ENOMEM;
 		if (cap > MAX_THREADS)
-			return -E2BIG;
+			return NULL;
 		v = realloc(s->threads, cap * sizeof(*v));
 		if (!v)
-			return -ENOMEM;
+			return NULL;
 		s->threads = v;
 		s->cap_threads = cap;
 	}
-	if (!t)
+	if (t)
+		free(t->cpu_last);      /* an inherited thread's, gone */
+	else
 		t = &s->threads[s->n_threads];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
-	t->traced = traced;
-	r = perf_thread_open(s, t);
-	if (r < 0)
-		return r;
+	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
+		t->fds[i] = -1;
+	t->out_fd = -1;
+	t->slot = -1;
+	return t;
+}
+
+/* Makes t (from thread_slot()) a live entry of the table. */
+static void thread_live(struct sampler *s, struct thread *t)
+{
 	t->alive = true;
 	if (t == &s->threads[s->n_threads])
 		s->n_threads++;
 	s->stats.threads_seen++;
+}
+
+/* Adds tid and opens its events. The thread must already be traced in exact mode. */
+static int thread_add(struct sampler *s, pid_t tid, bool traced)
+{
+	struct thread *t;
+	int r = 0;
+
+	t = thread_slot(s, tid, &r);
+	if (!t)
+		return r;
+	t->traced = traced;
+	r = perf_thread_open(s, t);
+	if (r < 0)
+		return r;
+	thread_live(s, t);
 	return 0;
+}
+
+struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add)
+{
+	struct thread *t = NULL;
+	int r = 0;
+
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].tid == tid && s->threads[i].alive)
+			return &s->threads[i];
+	if (add)
+		t = thread_slot(s, tid, &r);
+	if (!t)
+		return NULL;
+	t->inherited = true;
+	thread_live(s, t);
+	return t;
 }
 
 static void thread_gone(struct sampler *s, struct thread *t)
@@ -165,12 +208,23 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 {
 	pid_t tids[4096];
 	int n, added = 0, r, err = 0;
+	/* per CPU, after the attach: new threads come with inherited events (and a FORK record,
+	 * written just after the thread shows in /proc); one unknown in two scans in a row has
+	 * none: it was started by a thread left out */
+	bool second_look = s->percpu && !fail_hard;
+	pid_t *unknown = second_look ? malloc(sizeof(tids)) : NULL;
+	size_t n_unknown = 0;
+
+	if (second_look && !unknown)
+		return -ENOMEM;
 
 	for (int round = 0; round < 8; round++) {
 		int new = 0;
 		n = list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
-		if (n < 0)
+		if (n < 0) {
+			free(unknown);
 			return n;
+		}
 		if (round == 0 && s->n_left_out && (size_t) n < sizeof(tids) / sizeof(tids[0])) {
 			qsort(tids, (size_t) n, sizeof(*tids), cmp_tid);
 			perf_left_out_prune(s, tids, (size_t) n);
@@ -179,6 +233,11 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			bool traced = false;
 			if (thread_find(s, tids[i]) || perf_thread_left_out(s, tids[i]))
 				continue;
+			if (second_look && !bsearch(&tids[i], s->unknown, s->n_unknown,
+						    sizeof(*tids), cmp_tid)) {
+				unknown[n_unknown++] = tids[i];
+				continue;
+			}
 			if (s->opts.exact) {
 				if (ptrace(PTRACE_SEIZE, tids[i], 0,
 					   PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC) < 0) {
@@ -207,8 +266,14 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			new++;
 		}
 		added += new;
-		if (!new)
+		if (!new || second_look)
 			break;
+	}
+	if (second_look) {
+		qsort(unknown, n_unknown, sizeof(*unknown), cmp_tid);
+		free(s->unknown);
+		s->unknown = unknown;
+		s->n_unknown = n_unknown;
 	}
 	return added || !err ? added : err;
 }
@@ -310,6 +375,13 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	if (!s->scratch) {
 		free(s);
 		return -ENOMEM;
+	}
+	/* the one selection point of the ring layout: per CPU where no per-thread signal or BPF
+	 * output is needed */
+	s->percpu = !opts->exact && !opts->capture;
+	if (s->percpu && (r = percpu_init(s)) < 0) {
+		sampler_free(s);
+		return r;
 	}
 	perf_build_attrs(s);
 	if (opts->capture && opts->capture_spec)
@@ -510,9 +582,40 @@ static void reap(struct sampler *s)
 
 static void drain_all(struct sampler *s)
 {
+	if (s->percpu) {
+		percpu_drain(s);
+		return;
+	}
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
 			perf_thread_drain(s, &s->threads[i], false);
+}
+
+/* poll_rings() of the per-CPU layout: every ring is read after the wait. */
+static bool poll_cpu_rings(struct sampler *s, int timeout_ms)
+{
+	struct pollfd *pfd = calloc((size_t) s->ncpu + 1, sizeof(*pfd));
+	int *fds = calloc((size_t) s->ncpu, sizeof(*fds));
+	struct signalfd_siginfo fdsi;
+	bool chld = false;
+	size_t n;
+
+	if (!pfd || !fds) {
+		(void) poll(NULL, 0, timeout_ms);
+	} else {
+		n = percpu_poll_fds(s, fds);
+		pfd[0] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
+		for (size_t i = 0; i < n; i++)
+			pfd[i + 1] = (struct pollfd) { .fd = fds[i], .events = POLLIN };
+		(void) poll(pfd, n + 1, timeout_ms);
+		if (pfd[0].revents & POLLIN)
+			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+				chld = true;
+	}
+	free(pfd);
+	free(fds);
+	percpu_drain(s);
+	return chld;
 }
 
 /* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us.
@@ -523,6 +626,9 @@ static bool poll_rings(struct sampler *s, int timeout_ms)
 	struct pollfd *pfd;
 	bool chld = false;
 	size_t n = 0;
+
+	if (s->percpu)
+		return poll_cpu_rings(s, timeout_ms);
 
 	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
 	if (!pfd) {
@@ -712,6 +818,10 @@ void sampler_free(struct sampler *s)
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
 	capture_close(&s->capture);
+	for (size_t i = 0; i < s->n_threads; i++)
+		free(s->threads[i].cpu_last);
+	percpu_free(s);
+	free(s->unknown);
 	free(s->left_out);
 	free(s->threads);
 	free(s->scratch);

@@ -11,14 +11,18 @@ same in its comments ("threads: T", "threads not profiled: K", "threads not prof
   nofile-raise  prlimit --nofile=256:4096: hwspy raises its soft limit to the hard one and
                 profiles every thread
   memlock       as root without CAP_IPC_LOCK (setpriv --bounding-set=-ipc_lock), prlimit
-                --memlock=2 MiB: threads whose ring does not fit are counted, "over the
-                locked-memory limit (RLIMIT_MEMLOCK 2048 KiB ... kernel.perf_event_mlock_kb ...)"
+                --memlock=2 MiB: with a ring per thread (the BPF capture), threads whose ring
+                does not fit are counted, "over the locked-memory limit (RLIMIT_MEMLOCK 2048 KiB
+                ... kernel.perf_event_mlock_kb ...)"; with --nonblocking (a ring per CPU) every
+                thread is profiled
   memlock-user  as a user of its own (uid 47235, so that no other process shares its
                 kernel.perf_event_mlock_kb allowance), a helper process of that user first fills
                 the allowance; then hwspy launches the workload (10 threads) with --memlock=0:
                 it fails, naming RLIMIT_MEMLOCK and kernel.perf_event_mlock_kb (it used to say
-                "run hwspy as root"); with --memlock=128 KiB: rings are shrunk ("threads got a
-                smaller ring") and the threads that still do not fit are counted
+                "run hwspy as root"); with --memlock=128 KiB and --ptrace (a ring per thread):
+                rings are shrunk ("threads got a smaller ring") and the threads that still do
+                not fit are counted; with --nonblocking (a ring per CPU): the per-CPU rings are
+                shrunk and every thread is profiled
 """
 import gzip
 import json
@@ -194,7 +198,10 @@ def case_memlock(opts):
                                        '--bounding-set=-ipc_lock'], mode_args(opts), 'memlock')
     seen, k = accounted(run, n, ['over the locked-memory limit', 'RLIMIT_MEMLOCK 2048 KiB',
                                  'kernel.perf_event_mlock_kb'])
-    check(k > 0, 'every thread got a ring within 2 MiB of locked memory: raise N_THREADS')
+    if opts.mode == 'nonblocking':
+        check(k == 0, '%d threads not profiled with a ring per CPU' % k)
+    else:
+        check(k > 0, 'every thread got a ring within 2 MiB of locked memory: raise N_THREADS')
     check('run hwspy as root' not in run.stderr, 'hwspy, as root, says to run it as root')
 
 
@@ -227,7 +234,7 @@ def case_memlock_user(opts):
                     re.M), 'the error does not name RLIMIT_MEMLOCK (0 KiB) and '
           'kernel.perf_event_mlock_kb')
 
-    run = record_pprof(opts, ['--nonblocking'] + cmd, 'small',
+    run = record_pprof(opts, ['--ptrace'] + cmd, 'small',
                        ['prlimit', '--memlock=%d' % (128 << 10)] + user, exe)
     m = re.search(r'\{"threads": (\d+)\}', run.stdout)
     check(m, 'the launched workload did not print its thread count')
@@ -239,6 +246,15 @@ def case_memlock_user(opts):
     check(int(s.group(2)) < int(s.group(3)) and int(s.group(2)) <= 128,
           'the rings were not made smaller than asked')
     check(seen >= 1 and k >= 1, 'expected some threads profiled and some left out in 128 KiB')
+
+    run = record_pprof(opts, ['--nonblocking'] + cmd, 'percpu',
+                       ['prlimit', '--memlock=%d' % (128 << 10)] + user, exe)
+    m = re.search(r'\{"threads": (\d+)\}', run.stdout)
+    check(m, 'the launched workload did not print its thread count')
+    seen, k = accounted(run, int(m.group(1)), [])
+    check(k == 0, '%d threads not profiled with a ring per CPU' % k)
+    check(re.search(r'^hwspy: \d+ of \d+ per-CPU rings are smaller', run.stderr, re.M),
+          'no "per-CPU rings are smaller" line: the rings were not shrunk to fit 128 KiB')
     holder.quit()
 
 
