@@ -42,11 +42,14 @@ struct cpu_ring {
 	void *map;
 	size_t map_size;
 	struct ring ring;
+	int out_fd;                     /* capture: the CPU's BPF_OUTPUT event, into this ring */
+	uint64_t out_id;
 };
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
+	bool percpu;                    /* the program outputs to the current CPU's ring */
 	struct sampler_capture_spec spec;
 	unsigned char *slots;           /* bitmap of the out map's slots in use */
 	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data */
@@ -101,6 +104,7 @@ int perf_thread_open(struct sampler *s, struct thread *t);
  * once: it is remembered (up to MAX_LEFT_OUT threads) and not tried again. */
 void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err);
 bool perf_thread_left_out(const struct sampler *s, pid_t tid);
+int perf_cmp_tid(const void *a, const void *b);        /* qsort / bsearch of pid_t */
 /* perf_event_open() with CLOEXEC, through perf_fd_keep(): an fd or -errno. */
 int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group);
 void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
@@ -130,8 +134,9 @@ void percpu_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,
  * exited ones (PERF_RECORD_EXIT) out of it. */
 void percpu_drain(struct sampler *s);
-/* The ring fds to poll: into ret (room for s->ncpu); how many. */
-size_t percpu_poll_fds(const struct sampler *s, int *ret);
+/* Waits up to timeout_ms for a ring to fill or a SIGCHLD (s->sigfd), then reads every ring.
+ * True if a SIGCHLD came. */
+bool percpu_poll(struct sampler *s, int timeout_ms);
 void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
@@ -144,8 +149,13 @@ size_t capture_stride(const struct sampler_capture_spec *spec);
  * program is loaded). */
 int capture_thread_open(struct sampler *s, struct thread *t);
 void capture_thread_close(struct sampler *s, struct thread *t);
-/* Keeps the capture record h (from t's ring) for the sample that follows it. */
-void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_header *h);
+/* Keeps the capture record h (from tid's ring; 0: a CPU's) for the sample that follows it. */
+void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *h);
+/* Per CPU: opens CPU c's BPF_OUTPUT event into its ring (no-op before the program is loaded). */
+int capture_cpu_open(struct sampler *s, int c);
+void capture_cpu_close(struct sampler *s, int c);
+/* Per CPU: puts thread t's root in the program's map (an inherited thread, at its FORK). */
+void capture_thread_root(struct sampler *s, struct thread *t);
 const struct sample_capture *capture_match(struct sampler *s, const struct thread *t,
 					   const struct sample *smp);
 

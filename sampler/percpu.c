@@ -13,10 +13,12 @@
  * samples are dropped (perf_deliver()).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,12 +40,15 @@ int percpu_init(struct sampler *s)
 		return -ENOMEM;
 	s->ncpu = (int) n;
 	for (int c = 0; c < s->ncpu; c++)
-		s->cpus[c].fd = -1;
+		s->cpus[c].fd = s->cpus[c].out_fd = -1;
 	return 0;
 }
 
-static void ring_close(struct cpu_ring *cr)
+static void ring_close(struct sampler *s, int c)
 {
+	struct cpu_ring *cr = &s->cpus[c];
+
+	capture_cpu_close(s, c);
 	if (cr->map)
 		(void) munmap(cr->map, cr->map_size);
 	cr->map = NULL;
@@ -79,7 +84,7 @@ static int ring_open(struct sampler *s, int c, pid_t tid)
 			break;
 		r = -errno;
 		cr->map = NULL;
-		ring_close(cr);
+		ring_close(s, c);
 		if (r != -EPERM && r != -ENOMEM)
 			return r;
 		if (pages / 2 < s->ring_floor)
@@ -93,6 +98,9 @@ static int ring_open(struct sampler *s, int c, pid_t tid)
 	if (pages < s->stats.ring_pages)
 		s->stats.cpu_rings_shrunk++;
 	ring_init(&cr->ring, cr->map, pages * (uint64_t) psz, s->scratch);
+	/* a CPU that cannot have the capture's output samples uncaptured */
+	if (capture_cpu_open(s, c) < 0)
+		s->stats.capture_threads_failed++;
 	return 0;
 }
 
@@ -136,6 +144,8 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 		r = -ENODEV;
 		goto fail;
 	}
+	if (capture_thread_open(s, t) < 0)
+		s->stats.capture_threads_failed++;
 	for (int c = 0; c < s->ncpu; c++) {
 		int fd = t->cpu_fds[(size_t) c * n];
 
@@ -192,14 +202,40 @@ static void task_record(struct sampler *s, const struct perf_event_header *h)
 	if ((pid_t) tr.pid != s->pid)
 		return;                 /* another process */
 	if (h->type == PERF_RECORD_FORK) {
-		(void) sampler_thread_get(s, (pid_t) tr.tid, true);
+		t = sampler_thread_get(s, (pid_t) tr.tid, true);
+		if (t && s->opts.capture)
+			capture_thread_root(s, t);
 		return;
 	}
 	/* an attached thread keeps its events until the end: closing them would take them
 	 * from the threads that inherited them */
 	t = sampler_thread_get(s, (pid_t) tr.tid, false);
-	if (t)
+	if (t) {
+		capture_thread_close(s, t);
 		t->alive = false;
+	}
+}
+
+/* A sample record of CPU c's ring: a capture (held for the sample after it) or a sample of
+ * one of the target's threads (the thread added if it is new: its FORK record was lost). */
+static void ring_sample(struct sampler *s, int c, const struct perf_event_header *h)
+{
+	struct cpu_ring *cr = &s->cpus[c];
+	struct sample peek;
+	struct ring_group g;
+	struct thread *t;
+	uint64_t *last;
+
+	if (cr->out_fd >= 0 && h->size >= sizeof(*h) + 8 && !memcmp(h + 1, &cr->out_id, 8)) {
+		capture_hold(s, 0, h);
+		return;
+	}
+	if (ring_parse_sample(&s->attrs[0], h, h->size, &peek, &g) < 0 || peek.pid != s->pid)
+		return;
+	t = sampler_thread_get(s, peek.tid, true);
+	last = t ? last_of(s, t, c) : NULL;
+	if (last)
+		perf_deliver(s, t, h, false, last);
 }
 
 static void drain_ring(struct sampler *s, int c)
@@ -213,21 +249,9 @@ static void drain_ring(struct sampler *s, int c)
 	ring_read_init(&cr->ring);
 	while (budget-- && (h = ring_read_event(&cr->ring))) {
 		switch (h->type) {
-		case PERF_RECORD_SAMPLE: {
-			struct sample peek;
-			struct ring_group g;
-			struct thread *t;
-			uint64_t *last;
-
-			if (ring_parse_sample(&s->attrs[0], h, h->size, &peek, &g) < 0 ||
-			    peek.pid != s->pid)
-				break;
-			t = sampler_thread_get(s, peek.tid, true);
-			last = t ? last_of(s, t, c) : NULL;
-			if (last)
-				perf_deliver(s, t, h, false, last);
+		case PERF_RECORD_SAMPLE:
+			ring_sample(s, c, h);
 			break;
-		}
 		case PERF_RECORD_FORK:
 		case PERF_RECORD_EXIT:
 			task_record(s, h);
@@ -252,20 +276,35 @@ void percpu_drain(struct sampler *s)
 		drain_ring(s, c);
 }
 
-size_t percpu_poll_fds(const struct sampler *s, int *ret)
+bool percpu_poll(struct sampler *s, int timeout_ms)
 {
-	size_t n = 0;
+	struct pollfd *pfd = calloc((size_t) s->ncpu + 1, sizeof(*pfd));
+	struct signalfd_siginfo fdsi;
+	bool chld = false;
+	size_t n = 1;
 
-	for (int c = 0; c < s->ncpu; c++)
-		if (s->cpus[c].fd >= 0)
-			ret[n++] = s->cpus[c].fd;
-	return n;
+	if (!pfd) {
+		(void) poll(NULL, 0, timeout_ms);
+	} else {
+		pfd[0] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
+		for (int c = 0; c < s->ncpu; c++)
+			if (s->cpus[c].fd >= 0)
+				pfd[n++] = (struct pollfd) { .fd = s->cpus[c].fd, .events = POLLIN };
+		(void) poll(pfd, n, timeout_ms);
+		/* a SIGCHLD left unread would keep the poll from ever sleeping again */
+		if (pfd[0].revents & POLLIN)
+			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+				chld = true;
+	}
+	free(pfd);
+	percpu_drain(s);
+	return chld;
 }
 
 void percpu_free(struct sampler *s)
 {
 	for (int c = 0; s->cpus && c < s->ncpu; c++)
-		ring_close(&s->cpus[c]);
+		ring_close(s, c);
 	free(s->cpus);
 	s->cpus = NULL;
 }

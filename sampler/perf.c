@@ -159,7 +159,7 @@ bool perf_thread_left_out(const struct sampler *s, pid_t tid)
 	return i < s->n_left_out && s->left_out[i] == tid;
 }
 
-static int cmp_pid(const void *a, const void *b)
+int perf_cmp_tid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
 
@@ -171,7 +171,7 @@ void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n)
 	size_t k = 0;
 
 	for (size_t i = 0; i < s->n_left_out; i++)
-		if (bsearch(&s->left_out[i], live, n, sizeof(*live), cmp_pid))
+		if (bsearch(&s->left_out[i], live, n, sizeof(*live), perf_cmp_tid))
 			s->left_out[k++] = s->left_out[i];
 	s->n_left_out = k;
 }
@@ -395,7 +395,7 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 		case PERF_RECORD_SAMPLE:
 			if (t->out_fd >= 0 && h->size >= sizeof(*h) + 8 &&
 			    !memcmp(h + 1, &t->out_id, 8))
-				capture_hold(s, t, h);
+				capture_hold(s, t->tid, h);
 			else
 				perf_deliver(s, t, h, stopped, t->last);
 			break;

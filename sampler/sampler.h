@@ -7,11 +7,11 @@
  * event group per thread (events[0] samples, the others are read with every sample), drains
  * the mmap rings and hands each decoded sample to a callback.
  *
- * Rings: one per thread in exact mode (each thread's fd signals that thread) and with the
- * capture (each thread's BPF output goes to its own ring); one per CPU in nonblocking mode
- * (percpu.c: perf's layout, every attached thread's group opened on each CPU with inherit=1, so
- * that threads created later carry the events and are learned from PERF_RECORD_FORK; locked
- * memory then follows the CPUs, while fds are CPUs x events per attached thread).
+ * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
+ * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
+ * thread's group opened on each CPU with inherit=1, so that threads created later carry the
+ * events, the capture program included, and are learned from PERF_RECORD_FORK; locked memory
+ * then follows the CPUs, while fds are CPUs x events per attached thread).
  *
  * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
  * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled

@@ -188,13 +188,6 @@ static int pick_signal(pid_t pid)
 	return SIGURG;
 }
 
-static int cmp_tid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Whether thread_add() failed for want of a resource (the thread is counted and left out,
  * the others are sampled), not for a reason that stops the whole attach. */
 static bool resource_error(int r)
@@ -226,7 +219,7 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			return n;
 		}
 		if (round == 0 && s->n_left_out && (size_t) n < sizeof(tids) / sizeof(tids[0])) {
-			qsort(tids, (size_t) n, sizeof(*tids), cmp_tid);
+			qsort(tids, (size_t) n, sizeof(*tids), perf_cmp_tid);
 			perf_left_out_prune(s, tids, (size_t) n);
 		}
 		for (int i = 0; i < n; i++) {
@@ -234,7 +227,7 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			if (thread_find(s, tids[i]) || perf_thread_left_out(s, tids[i]))
 				continue;
 			if (second_look && !bsearch(&tids[i], s->unknown, s->n_unknown,
-						    sizeof(*tids), cmp_tid)) {
+						    sizeof(*tids), perf_cmp_tid)) {
 				unknown[n_unknown++] = tids[i];
 				continue;
 			}
@@ -270,7 +263,7 @@ static int scan_threads(struct sampler *s, bool fail_hard)
 			break;
 	}
 	if (second_look) {
-		qsort(unknown, n_unknown, sizeof(*unknown), cmp_tid);
+		qsort(unknown, n_unknown, sizeof(*unknown), perf_cmp_tid);
 		free(s->unknown);
 		s->unknown = unknown;
 		s->n_unknown = n_unknown;
@@ -378,7 +371,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	}
 	/* the one selection point of the ring layout: per CPU where no per-thread signal or BPF
 	 * output is needed */
-	s->percpu = !opts->exact && !opts->capture;
+	s->percpu = !opts->exact;
+	s->capture.percpu = s->percpu;
 	if (s->percpu && (r = percpu_init(s)) < 0) {
 		sampler_free(s);
 		return r;
@@ -591,33 +585,6 @@ static void drain_all(struct sampler *s)
 			perf_thread_drain(s, &s->threads[i], false);
 }
 
-/* poll_rings() of the per-CPU layout: every ring is read after the wait. */
-static bool poll_cpu_rings(struct sampler *s, int timeout_ms)
-{
-	struct pollfd *pfd = calloc((size_t) s->ncpu + 1, sizeof(*pfd));
-	int *fds = calloc((size_t) s->ncpu, sizeof(*fds));
-	struct signalfd_siginfo fdsi;
-	bool chld = false;
-	size_t n;
-
-	if (!pfd || !fds) {
-		(void) poll(NULL, 0, timeout_ms);
-	} else {
-		n = percpu_poll_fds(s, fds);
-		pfd[0] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
-		for (size_t i = 0; i < n; i++)
-			pfd[i + 1] = (struct pollfd) { .fd = fds[i], .events = POLLIN };
-		(void) poll(pfd, n + 1, timeout_ms);
-		if (pfd[0].revents & POLLIN)
-			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-				chld = true;
-	}
-	free(pfd);
-	free(fds);
-	percpu_drain(s);
-	return chld;
-}
-
 /* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us.
  * True if a SIGCHLD came (a launched command changed state: look at it now). */
 static bool poll_rings(struct sampler *s, int timeout_ms)
@@ -628,7 +595,7 @@ static bool poll_rings(struct sampler *s, int timeout_ms)
 	size_t n = 0;
 
 	if (s->percpu)
-		return poll_cpu_rings(s, timeout_ms);
+		return percpu_poll(s, timeout_ms);
 
 	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
 	if (!pfd) {
