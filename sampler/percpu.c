@@ -130,6 +130,13 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 		}
 		for (size_t i = 0; i < n; i++) {
 			r = perf_open_fd(s, &s->attrs[i], t->tid, c, i ? fds[0] : -1);
+			if (r == -EINVAL && s->attrs[i].inherit_thread) {
+				/* a kernel before 5.13: child processes inherit the events too (their
+				 * samples are dropped) */
+				for (size_t k = 0; k < n; k++)
+					s->attrs[k].inherit_thread = 0;
+				r = perf_open_fd(s, &s->attrs[i], t->tid, c, i ? fds[0] : -1);
+			}
 			if (r < 0)
 				goto fail;
 			fds[i] = r;

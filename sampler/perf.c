@@ -81,6 +81,7 @@ void perf_build_attrs(struct sampler *s)
 		/* per-CPU layout: threads created later carry the events; the leader tells us of
 		 * them (PERF_RECORD_FORK / EXIT) */
 		a->inherit = s->percpu;
+		a->inherit_thread = s->percpu;  /* not into child processes (5.13+, else dropped) */
 		a->task = s->percpu && i == 0;
 		if (i > 0)
 			continue;

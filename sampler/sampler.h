@@ -11,7 +11,8 @@
  * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
  * thread's group opened on each CPU with inherit=1, so that threads created later carry the
  * events, the capture program included, and are learned from PERF_RECORD_FORK; locked memory
- * then follows the CPUs, while fds are CPUs x events per attached thread).
+ * then follows the CPUs, while fds are CPUs x events per attached thread: where those are more
+ * than RLIMIT_NOFILE leaves and more than a ring per thread takes, a ring per thread).
  *
  * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
  * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled
