@@ -5,8 +5,8 @@
  *
  * Each attached thread gets one event group per CPU (pid = tid, cpu = c) with inherit=1, so
  * that the threads it creates later carry the same events without a scan; every group's output
- * goes (PERF_EVENT_IOC_SET_OUTPUT) to CPU c's ring, which a dummy event on that CPU owns (an
- * inherited event can be mapped only when bound to one CPU). The leader has attr.task=1: the
+ * goes (PERF_EVENT_IOC_SET_OUTPUT) to CPU c's ring, which a dummy event of hwspy's own on that
+ * CPU owns (an inherited event can be mapped only when bound to one CPU). The leader has attr.task=1: the
  * ring says when a thread is created (PERF_RECORD_FORK) and when one exits (PERF_RECORD_EXIT).
  * Samples of inherited events come with the thread's own tid; their group read carries the
  * parent's ids, so the values go by position. Child processes inherit the events too: their
@@ -57,9 +57,10 @@ static void ring_close(struct sampler *s, int c)
 	cr->fd = -1;
 }
 
-/* CPU c's ring, owned by a dummy event of thread tid on c: at s->ring_pages, halved down to the
- * floor while the mmap is over the locked-memory limit. 0, -ENODEV (CPU offline), -errno. */
-static int ring_open(struct sampler *s, int c, pid_t tid)
+/* CPU c's ring, owned by a dummy event of hwspy itself on c (a target's thread would leave it
+ * hung up, always readable, once it exits): at s->ring_pages, halved down to the floor while
+ * the mmap is over the locked-memory limit. 0, -ENODEV (CPU offline), -errno. */
+static int ring_open(struct sampler *s, int c)
 {
 	struct cpu_ring *cr = &s->cpus[c];
 	long psz = sysconf(_SC_PAGESIZE);
@@ -74,7 +75,7 @@ static int ring_open(struct sampler *s, int c, pid_t tid)
 			.watermark = 1, .wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8),
 		};
 
-		r = perf_open_fd(s, &a, tid, c, -1);
+		r = perf_open_fd(s, &a, 0, c, -1);
 		if (r < 0)
 			return r;
 		cr->fd = r;
@@ -122,7 +123,7 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 		int *fds = &t->cpu_fds[(size_t) c * n];
 
 		if (s->cpus[c].fd < 0) {
-			r = ring_open(s, c, t->tid);
+			r = ring_open(s, c);
 			if (r == -ENODEV || r == -EINVAL)
 				continue;       /* an offline CPU */
 			if (r < 0)
