@@ -127,6 +127,8 @@ uint64_t sampler_now_ns(void);
 
 /* percpu.c: the per-CPU layout, used where no per-thread signal or BPF output is needed
  * (nonblocking mode): the same verbs as perf.c for one thread, and the rings' own */
+/* The one selection point of the ring layout (see sampler.h); raises RLIMIT_NOFILE to see it. */
+bool percpu_choose(struct sampler *s);
 int percpu_init(struct sampler *s);
 int percpu_thread_open(struct sampler *s, struct thread *t);
 void percpu_thread_disable(struct thread *t);

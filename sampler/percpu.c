@@ -12,8 +12,10 @@
  * parent's ids, so the values go by position. Child processes inherit the events too: their
  * samples are dropped (perf_deliver()).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -28,6 +30,44 @@ struct task_record {            /* PERF_RECORD_FORK / PERF_RECORD_EXIT */
 	uint32_t pid, ppid, tid, ptid;
 	uint64_t time;
 };
+
+/* How many threads process pid has now (0 if unknown), at most 1 << 20. */
+static uint64_t count_threads(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	uint64_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < (1u << 20))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Per CPU, unless exact by stops (each thread's own signal) or, attaching, the threads there now
+ * would need more fds per CPU (threads x CPUs x events) than the limit leaves and more than a
+ * ring per thread would. */
+bool percpu_choose(struct sampler *s)
+{
+	uint64_t ncpu = (uint64_t) sysconf(_SC_NPROCESSORS_CONF), n, per_cpu, per_thread;
+
+	if (s->opts.exact)
+		return false;
+	if (s->opts.argv)
+		return true;            /* one thread: the others inherit */
+	perf_raise_nofile(s);
+	n = count_threads(s->opts.pid);
+	if (!n || !s->fd_limit)
+		return true;
+	per_cpu = n * ncpu * s->opts.n_events + 2 * ncpu;
+	per_thread = n * (s->opts.n_events + s->opts.capture);
+	return per_cpu + 64 <= (uint64_t) s->fd_limit || per_cpu <= per_thread;
+}
 
 int percpu_init(struct sampler *s)
 {

@@ -345,31 +345,6 @@ fail:
 
 /* ---- setup ---- */
 
-/* The one selection point of the ring layout (see sampler.h): per CPU, unless exact by stops
- * (each thread's own signal) or, attaching, the threads there now would need more fds per CPU
- * (threads x CPUs x events) than the limit leaves and more than a ring per thread would. */
-static bool choose_percpu(struct sampler *s)
-{
-	uint64_t ncpu = (uint64_t) sysconf(_SC_NPROCESSORS_CONF), n, per_cpu, per_thread;
-	pid_t *tids;
-	int k;
-
-	if (s->opts.exact)
-		return false;
-	if (s->opts.argv)
-		return true;            /* one thread: the others inherit */
-	perf_raise_nofile(s);
-	tids = malloc(MAX_THREADS * sizeof(*tids));
-	k = tids ? list_tasks(s->opts.pid, tids, MAX_THREADS) : -ENOMEM;
-	free(tids);
-	if (k <= 0 || !s->fd_limit)
-		return true;
-	n = (uint64_t) k;
-	per_cpu = n * ncpu * s->opts.n_events + 2 * ncpu;
-	per_thread = n * (s->opts.n_events + s->opts.capture);
-	return per_cpu + 64 <= (uint64_t) s->fd_limit || per_cpu <= per_thread;
-}
-
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	struct sampler *s;
@@ -394,7 +369,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		free(s);
 		return -ENOMEM;
 	}
-	s->percpu = choose_percpu(s);
+	s->percpu = percpu_choose(s);
 	s->capture.percpu = s->percpu;
 	if (s->percpu && (r = percpu_init(s)) < 0) {
 		sampler_free(s);
