@@ -193,6 +193,28 @@ static int default_event(struct record_opts *o)
 	return 0;
 }
 
+/* sampler_new() could set up no thread of target: which limit stopped it, else the error. */
+static void limit_error(int r, const char *target)
+{
+	struct buf b;
+
+	buf_init(&b);
+	if (r == -ENOBUFS) {
+		(void) record_memlock_limits(&b);
+		log_error("cannot map a perf ring for %s: over the locked-memory limit, %s; raise "
+			  "'ulimit -l' or the sysctl, or run hwspy with CAP_IPC_LOCK", target,
+			  b.len ? b.data : "RLIMIT_MEMLOCK");
+	} else if (r == -EMFILE || r == -ENFILE) {
+		(void) record_nofile_limit(&b);
+		log_error("cannot open perf events for %s: out of file descriptors (%s%s); raise "
+			  "'ulimit -n'", target, b.len ? b.data : "ulimit -n",
+			  r == -ENFILE ? ", or the system's fs.file-max" : "");
+	} else {
+		log_errno(r, "cannot start sampling %s", target);
+	}
+	buf_release(&b);
+}
+
 static void permission_hint(const char *target, pid_t pid, bool kernel)
 {
 	int paranoid = -1;
@@ -331,6 +353,35 @@ static void summary(const struct recorder *rec, const char *target, double elaps
 			 rec->late_us[rec->n_late / 2], rec->late_us[rec->n_late * 99 / 100],
 			 rec->late_us[rec->n_late - 1]);
 	}
+	if (st->threads_failed) {
+		struct buf why;
+
+		buf_init(&why);
+		(void) record_threads_missed(st, &why);
+		log_info("%" PRIu64 " of %" PRIu64 " threads not profiled: %s%s", st->threads_failed,
+			 st->threads_seen + st->threads_failed, why.len ? why.data : "",
+			 st->threads_failed_by[SAMPLER_FAIL_FILES] ||
+			 st->threads_failed_by[SAMPLER_FAIL_MEMLOCK] ? "; raise the limit to profile them" : "");
+		buf_release(&why);
+	}
+	if (st->cpu_rings_shrunk) {
+		long kib = sysconf(_SC_PAGESIZE) / 1024;
+
+		log_info("%u of %u per-CPU rings are smaller, down to %ld KiB (not %ld KiB), to fit "
+			 "the locked-memory limit: at high rates they may lose samples",
+			 st->cpu_rings_shrunk, st->cpu_rings, (long) st->ring_pages_min * kib,
+			 (long) st->ring_pages * kib);
+	}
+	if (st->threads_shrunk) {
+		long kib = sysconf(_SC_PAGESIZE) / 1024;
+
+		log_info("%" PRIu64 " threads got a smaller ring, down to %ld KiB (not %ld KiB), to fit "
+			 "the locked-memory limit: at high rates they may lose samples", st->threads_shrunk,
+			 (long) st->ring_pages_min * kib, (long) st->ring_pages * kib);
+	}
+	if (st->capture_threads_failed)
+		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot or "
+			 "fd): its stacks were read after their samples", st->capture_threads_failed);
 	if (st->lost)
 		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
 	if (rec->add_failed)
@@ -668,7 +719,7 @@ int cmd_record(int argc, char **argv)
 		else if (r == -ENOENT)
 			log_error("event '%s' cannot be opened on this machine", o.events[0].name);
 		else
-			log_errno(r, "cannot start sampling %s", target);
+			limit_error(r, target);
 		goto out;
 	}
 	sampler_set_resumed_fn(rec.sampler, record_flush);
@@ -734,6 +785,15 @@ int cmd_record(int argc, char **argv)
 		meta->lost = st->lost;
 		meta->dropped = rec.dropped_torn + rec.dropped_unreadable;
 		meta->threads = st->threads_seen;
+		if (st->threads_failed) {
+			struct buf why;
+
+			buf_init(&why);
+			(void) record_threads_missed(st, &why);
+			(void) profile_set_threads_missed(rec.prof, st->threads_failed,
+							  why.len ? why.data : NULL);
+			buf_release(&why);
+		}
 		if (rec.fatal) {
 			python_error(rec.fatal, &rec, target);
 			goto out;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/buf.h"
 #include "cli/format.h"
 #include "cli/merge.h"
 #include "output/profile.h"
@@ -128,6 +129,13 @@ void record_flush(void *ctx);
  * for it (before the symbolizer goes: at the end, and at an exec). Soft: a failure leaves a
  * module without build-id. */
 void record_build_ids(struct recorder *rec);
+/* record_limits.c: why st's threads were left out, appended to out: "12 out of file descriptors
+ * (ulimit -n 256), 3 over the locked-memory limit (RLIMIT_MEMLOCK ...)"; nothing when none
+ * was. The limits as they are now: "RLIMIT_MEMLOCK 8192 KiB ('ulimit -l') beyond
+ * kernel.perf_event_mlock_kb 516 KiB per CPU", "ulimit -n 256". 0 or -ENOMEM. */
+int record_threads_missed(const struct sampler_stats *st, struct buf *out);
+int record_memlock_limits(struct buf *out);
+int record_nofile_limit(struct buf *out);
 /* Allocates the pending slots (stack copies of stack_size bytes). 0 or -ENOMEM. */
 int record_pending_init(struct recorder *rec, size_t stack_size);
 void record_pending_free(struct recorder *rec);

@@ -14,8 +14,9 @@
 #include "output/profile.h"
 #include "output/utf8.h"
 
-/* "hwspy VERSION", the command line, target, python, lost, dropped, threads, one per event */
-#define PPROF_MAX_COMMENTS (7 + PROFILE_MAX_EVENTS)
+/* "hwspy VERSION", the command line, target, python, lost, dropped, threads, threads not
+ * profiled and why, one per event */
+#define PPROF_MAX_COMMENTS (9 + PROFILE_MAX_EVENTS)
 
 #define BATCH_SIZE 65536
 
@@ -295,6 +296,10 @@ static int add_comments(struct pprof *pp, const struct pprof_opts *opts)
 		r = add_comment(pp, "dropped: %" PRIu64, meta->dropped);
 	if (r >= 0 && meta->threads)
 		r = add_comment(pp, "threads: %" PRIu64, meta->threads);
+	if (r >= 0 && meta->threads_missed)
+		r = add_comment(pp, "threads not profiled: %" PRIu64, meta->threads_missed);
+	if (r >= 0 && meta->threads_missed_why)
+		r = add_comment(pp, "threads not profiled, why: %s", meta->threads_missed_why);
 	for (size_t i = 0; r >= 0 && i < profile_n_events(p); i++) {
 		const struct profile_event *ev = profile_event(p, i);
 		char freq[48] = "", period[48] = "";

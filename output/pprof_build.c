@@ -270,6 +270,10 @@ static int make_meta(struct pprof_reader *r, struct profile *p)
 			meta->dropped = v;
 		else if (strncmp(s, "threads: ", 9) == 0 && parse_u64(s + 9, &v))
 			meta->threads = v;
+		else if (strncmp(s, "threads not profiled: ", 22) == 0 && parse_u64(s + 22, &v))
+			meta->threads_missed = v;
+		else if (strncmp(s, "threads not profiled, why: ", 27) == 0)
+			e = profile_set_threads_missed(p, meta->threads_missed, s + 27);
 		else if (strncmp(s, "event ", 6) == 0)
 			event_comment(p, s + 6);
 	}

@@ -415,6 +415,12 @@ int profile_set_python(struct profile *p, const char *version)
 	return intern(p, version, &p->meta.python);
 }
 
+int profile_set_threads_missed(struct profile *p, uint64_t n, const char *why)
+{
+	p->meta.threads_missed = n;
+	return intern(p, why, &p->meta.threads_missed_why);
+}
+
 struct profile_meta *profile_meta(struct profile *p)
 {
 	return &p->meta;

@@ -57,6 +57,9 @@ struct profile_meta {
 	uint64_t lost;          /* samples the kernel lost */
 	uint64_t dropped;       /* samples recorded without a usable stack */
 	uint64_t threads;       /* threads seen */
+	uint64_t threads_missed;/* threads left out (not profiled at all) */
+	const char *threads_missed_why; /* why, for a person ("12 out of file descriptors
+	                         * (ulimit -n 256)"), or NULL */
 	uint64_t start_time_ns; /* wall clock, ns since the epoch (0 if unknown) */
 };
 
@@ -74,6 +77,7 @@ int profile_set_event_rate(struct profile *p, size_t i, uint64_t freq, uint64_t 
 /* Metadata: strings are copied. */
 int profile_set_target(struct profile *p, const char *target);
 int profile_set_python(struct profile *p, const char *version);
+int profile_set_threads_missed(struct profile *p, uint64_t n, const char *why);
 struct profile_meta *profile_meta(struct profile *p);
 const struct profile_meta *profile_meta_const(const struct profile *p);
 
@@ -318,7 +322,8 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
  *   comment              "hwspy VERSION", then opts->command_line if not NULL, then what pprof
  *                        has no field for, one "key: value" each (left out when unset or 0):
  *                        "target: TEXT", "python: VERSION", "lost: N", "dropped: N",
- *                        "threads: N", and for each event whose rate or sampling flag is not
+ *                        "threads: N", "threads not profiled: N", "threads not profiled,
+ *                        why: TEXT", and for each event whose rate or sampling flag is not
  *                        profile_new()'s default (event 0 samples, the others are counted, no
  *                        rate): "event INDEX: sampling|counted[, frequency N Hz][, period N]"
  * string_table[0] is ""; strings are the profile's bytes, each invalid UTF-8 sequence replaced

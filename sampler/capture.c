@@ -3,8 +3,11 @@
  * sampling event runs at every overflow, in the kernel, in the sampled thread's context: from
  * the thread's root pointer (its PyThreadState, set by the caller per thread) it follows a
  * chain of nodes (Python frames) and copies the first node_bytes of each into a record that
- * goes, through a per-thread BPF_OUTPUT event redirected into the thread's own ring, just
- * before the sample itself. perf.c pairs the two; the sample then carries the capture.
+ * goes, through a BPF_OUTPUT event redirected into the ring the sample goes to, just before the
+ * sample itself: per thread (a thread's own event and ring, its slot in the out map) or, in the
+ * per-CPU layout (percpu.c), the current CPU's (a CPU-wide event per CPU, BPF_F_CURRENT_CPU;
+ * the roots map, keyed by tid, gets each thread as hwspy learns of it). perf.c / percpu.c pair
+ * the two; the sample then carries the capture.
  *
  * The program is generated here for one spec, its loop unrolled with every offset an
  * immediate, so the verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it
@@ -110,7 +113,7 @@ static void read_head(struct prog *p, uint32_t off, struct fixup *to_emit, size_
 
 /* The program for spec (see the top of this file); p->overflow if it did not fit. */
 static void generate(struct prog *p, const struct sampler_capture_spec *spec, int roots, int scratch,
-		     int out)
+		     int out, bool percpu)
 {
 	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[2];
 	size_t ne = 0, stride = capture_stride(spec);
@@ -176,8 +179,12 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_CUT);
 	for (size_t i = 0; i < ne; i++)
 		land(p, to_emit[i]);
-	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9) */
-	ldx(p, BPF_W, R3, R7, 12);
+	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are
+	 * BPF_F_CURRENT_CPU (a 32-bit move of -1: zero-extended) */
+	if (percpu)
+		emit(p, BPF_ALU | BPF_MOV | BPF_K, R3, 0, 0, -1);
+	else
+		ldx(p, BPF_W, R3, R7, 12);
 	mov_reg(p, R1, R6);
 	ld_map(p, R2, out);
 	mov_reg(p, R4, R7);
@@ -287,7 +294,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd);
+	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd, c->percpu);
 	r = p->overflow ? -E2BIG : prog_load(p);
 	free(p);
 	if (r < 0)
@@ -343,6 +350,84 @@ static void slot_put(struct capture *c, int slot)
 		c->slots[slot / 8] &= (unsigned char) ~(1u << (slot % 8));
 }
 
+/* A BPF_OUTPUT event's attr: its records are told apart from samples by their id. */
+static const struct perf_event_attr out_attr = {
+	.size = sizeof(out_attr), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT,
+	.sample_period = 1, .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_RAW,
+	.use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+};
+
+int capture_cpu_open(struct sampler *s, int c)
+{
+	struct cpu_ring *cr = &s->cpus[c];
+	struct perf_event_attr a = out_attr;
+	uint32_t key = (uint32_t) c;
+	int r;
+
+	if (s->capture.prog_fd < 0 || cr->fd < 0 || cr->out_fd >= 0)
+		return 0;
+	/* bpf_perf_event_output() writes only to an event on the current CPU: a CPU-wide one */
+	r = perf_open_fd(s, &a, -1, c, -1);
+	if (r < 0)
+		return r;
+	cr->out_fd = r;
+	if (ioctl(cr->out_fd, PERF_EVENT_IOC_ID, &cr->out_id) < 0 ||
+	    ioctl(cr->out_fd, PERF_EVENT_IOC_SET_OUTPUT, cr->fd) < 0) {
+		r = -errno;
+		capture_cpu_close(s, c);
+		return r;
+	}
+	r = map_update(s->capture.out_fd, &key, &cr->out_fd);
+	if (r < 0)
+		capture_cpu_close(s, c);
+	return r;
+}
+
+void capture_cpu_close(struct sampler *s, int c)
+{
+	struct cpu_ring *cr = &s->cpus[c];
+	uint32_t key = (uint32_t) c;
+
+	if (cr->out_fd < 0)
+		return;
+	if (s->capture.out_fd >= 0)
+		(void) map_delete(s->capture.out_fd, &key);
+	(void) close(cr->out_fd);
+	cr->out_fd = -1;
+	cr->out_id = 0;
+}
+
+void capture_thread_root(struct sampler *s, struct thread *t)
+{
+	struct root_value v = { 0 };
+	uint32_t key = (uint32_t) t->tid;
+
+	if (s->capture.prog_fd < 0)
+		return;
+	if (s->capture_root_fn)
+		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
+	if (map_update(s->capture.roots_fd, &key, &v) == 0)
+		t->slot = 0;            /* per CPU: it has an entry in the roots map */
+}
+
+/* Per CPU: the program on each of t's groups (inherited by the threads it starts), its root. */
+static int capture_thread_open_percpu(struct sampler *s, struct thread *t)
+{
+	size_t n = s->opts.n_events;
+
+	if (s->capture.prog_fd < 0 || t->prog)
+		return 0;
+	for (int c = 0; t->cpu_fds && c < s->ncpu; c++) {
+		int fd = t->cpu_fds[(size_t) c * n];
+
+		if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->capture.prog_fd) < 0)
+			return -errno;
+	}
+	t->prog = t->cpu_fds != NULL;
+	capture_thread_root(s, t);
+	return t->slot == 0 ? 0 : -E2BIG;
+}
+
 int capture_thread_open(struct sampler *s, struct thread *t)
 {
 	struct capture *c = &s->capture;
@@ -355,6 +440,8 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	uint32_t key = (uint32_t) t->tid, slot;
 	int r;
 
+	if (s->percpu)
+		return capture_thread_open_percpu(s, t);
 	if (c->prog_fd < 0 || t->fds[0] < 0 || t->out_fd >= 0)
 		return 0;
 	r = slot_take(c);
@@ -363,10 +450,9 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	t->slot = r;
 	slot = (uint32_t) r;
 	r = (int) syscall(SYS_perf_event_open, &a, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (r < 0) {
-		r = -errno;
+	r = perf_fd_keep(s, r < 0 ? -errno : r);
+	if (r < 0)
 		goto fail;
-	}
 	t->out_fd = r;
 	if (ioctl(t->out_fd, PERF_EVENT_IOC_ID, &t->out_id) < 0 ||
 	    ioctl(t->out_fd, PERF_EVENT_IOC_SET_OUTPUT, t->fds[0]) < 0) {
@@ -401,7 +487,7 @@ void capture_thread_close(struct sampler *s, struct thread *t)
 	if (t->slot >= 0) {
 		uint32_t slot = (uint32_t) t->slot;
 
-		if (c->out_fd >= 0)
+		if (c->out_fd >= 0 && !s->percpu)     /* per CPU: the out map is the CPUs' */
 			(void) map_delete(c->out_fd, &slot);
 		if (c->roots_fd >= 0)
 			(void) map_delete(c->roots_fd, &key);
@@ -451,16 +537,30 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		return r;
 	s->capture_root_fn = root_fn;
 	s->capture_root_ctx = ctx;
+	for (int c = 0; s->percpu && c < s->ncpu; c++)
+		if (capture_cpu_open(s, c) < 0)
+			s->stats.capture_threads_failed++;
 	for (size_t i = 0; i < s->n_threads; i++) {
 		struct thread *t = &s->threads[i];
 
 		if (!t->alive)
 			continue;
+		if (s->percpu && !t->cpu_fds) {         /* inherited: it has the program */
+			capture_thread_root(s, t);
+			continue;
+		}
 		if (again && t->prog) {
 			/* a program stays on its event until the event is closed: open them anew */
 			perf_thread_drain(s, t, false);
 			perf_thread_close(s, t);
 			r = perf_thread_open(s, t);
+			if (r < 0) {
+				/* no events any more: the thread is left out, and says why */
+				t->alive = false;
+				if (r != -ESRCH)
+					perf_thread_failed(s, t->tid, perf_fail_reason(r), r);
+				continue;
+			}
 		} else {
 			r = capture_thread_open(s, t);
 		}
@@ -482,7 +582,7 @@ int sampler_capture_error(const struct sampler *s)
 
 /* ---- records ---- */
 
-void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_header *h)
+void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *h)
 {
 	struct capture *c = &s->capture;
 	const unsigned char *p = (const unsigned char *) (h + 1) + 8;   /* past the identifier */
@@ -497,7 +597,7 @@ void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_h
 		return;
 	memcpy(c->held, p + 4, len);
 	c->held_len = len;
-	c->held_tid = t->tid;
+	c->held_tid = tid;
 }
 
 /* The capture made at this sample's overflow, if the record before it was one. */
@@ -509,7 +609,8 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	uint64_t ip, period;
 	size_t stride = capture_stride(&c->spec);
 
-	if (!c->held_len || c->held_tid != t->tid)
+	/* a CPU's ring: the record right before the sample is its capture (checked below) */
+	if (!c->held_len || (c->held_tid && c->held_tid != t->tid))
 		return NULL;
 	memcpy(&magic, c->held, 4);
 	memcpy(&status, c->held + 4, 4);

@@ -28,11 +28,29 @@ struct thread {
 	uint64_t out_id;
 	int slot;
 	bool prog;                      /* the capture program is on fds[0] */
+	/* per-CPU layout (percpu.c): the thread's group on each CPU (ncpu * n_events fds, -1 when
+	 * closed), the running totals at its previous sample there; an inherited thread has no
+	 * fds of its own (its events came with its creation) */
+	int *cpu_fds;
+	int n_cpu_fds;
+	uint64_t *cpu_last;
+	bool inherited;
+};
+
+/* percpu.c: one ring per CPU, every thread's group on that CPU writing into it */
+struct cpu_ring {
+	int fd;                         /* a dummy event owning the ring; -1: CPU not used */
+	void *map;
+	size_t map_size;
+	struct ring ring;
+	int out_fd;                     /* capture: the CPU's BPF_OUTPUT event, into this ring */
+	uint64_t out_id;
 };
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
+	bool percpu;                    /* the program outputs to the current CPU's ring */
 	struct sampler_capture_spec spec;
 	unsigned char *slots;           /* bitmap of the out map's slots in use */
 	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data */
@@ -78,6 +96,18 @@ struct sampler {
 	int capture_error;              /* of the capture started by sampler_new() */
 	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
 	void *capture_root_ctx;
+	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */
+	unsigned ring_floor;            /* the fewest data pages a ring may have */
+	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
+	pid_t *left_out;                /* sorted: threads counted in threads_failed, not retried */
+	size_t n_left_out, cap_left_out;
+	bool percpu;                    /* the per-CPU layout (see percpu.c), chosen in sampler_new() */
+	int ncpu;
+	struct cpu_ring *cpus;          /* ncpu rings, made with the first thread's events */
+	pid_t *unknown;                 /* sorted: threads the last scan found without a FORK
+	                                 * record (per CPU: a left-out thread's), added if the
+	                                 * next scan finds them unknown still */
+	size_t n_unknown;
 	bool stopped;                   /* sampler_stop() ran */
 	bool brk;                       /* sampler_break() asked sampler_run() to return */
 };
@@ -117,13 +147,52 @@ int tracer_task_owner(pid_t pid, pid_t tid, pid_t *ret_tracer);
 
 /* perf.c */
 void perf_build_attrs(struct sampler *s);
+/* Opens t's events and maps its ring (at s->ring_pages, halved down to s->ring_floor while the
+ * mmap goes over the locked-memory limit). 0, or -errno: -ENOBUFS the ring at the floor is
+ * still over the limit, -EMFILE, -ENOMEM, -ESRCH (t exited), ... */
 int perf_thread_open(struct sampler *s, struct thread *t);
+/* Counts thread tid as left out because of err (a perf_thread_open() or thread table error),
+ * once: it is remembered (up to MAX_LEFT_OUT threads) and not tried again. */
+void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err);
+bool perf_thread_left_out(const struct sampler *s, pid_t tid);
+int perf_cmp_tid(const void *a, const void *b);        /* qsort / bsearch of pid_t */
+/* perf_event_open() with CLOEXEC, through perf_fd_keep(): an fd or -errno. */
+int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group);
+void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
+		  bool stopped, uint64_t *last);
+/* Forgets the left-out threads not in live (sorted: every thread of the target, now), so that
+ * a new thread that gets the number of one gone is tried (and counted) afresh. */
+void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);
+enum sampler_fail perf_fail_reason(int err);
+/* Raises the soft RLIMIT_NOFILE to the hard limit, and keeps it in s->fd_limit. */
+void perf_raise_nofile(struct sampler *s);
+/* Takes a new event fd (or -errno) and keeps it, unless it eats into the reserve of fds that
+ * hwspy needs besides its events (/proc, the symbolizer's files): -EMFILE then, fd closed. */
+int perf_fd_keep(const struct sampler *s, int fd);
 void perf_thread_disable(struct thread *t);
 void perf_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every record waiting in t's ring; samples go to s->fn with stopped as given. */
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped);
 
 uint64_t sampler_now_ns(void);
+
+/* percpu.c: the per-CPU layout, used where no per-thread signal or BPF output is needed
+ * (nonblocking mode): the same verbs as perf.c for one thread, and the rings' own */
+/* The one selection point of the ring layout (see sampler.h); raises RLIMIT_NOFILE to see it. */
+bool percpu_choose(struct sampler *s);
+int percpu_init(struct sampler *s);
+int percpu_thread_open(struct sampler *s, struct thread *t);
+void percpu_thread_disable(struct thread *t);
+void percpu_thread_close(struct sampler *s, struct thread *t);
+/* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,
+ * exited ones (PERF_RECORD_EXIT) out of it. */
+void percpu_drain(struct sampler *s);
+/* Waits up to timeout_ms for a ring to fill or a SIGCHLD (s->sigfd), then reads every ring.
+ * True if a SIGCHLD came. */
+bool percpu_poll(struct sampler *s, int timeout_ms);
+void percpu_free(struct sampler *s);
+/* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
+struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
 /* capture.c */
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
@@ -133,8 +202,13 @@ size_t capture_stride(const struct sampler_capture_spec *spec);
  * program is loaded). */
 int capture_thread_open(struct sampler *s, struct thread *t);
 void capture_thread_close(struct sampler *s, struct thread *t);
-/* Keeps the capture record h (from t's ring) for the sample that follows it. */
-void capture_hold(struct sampler *s, struct thread *t, const struct perf_event_header *h);
+/* Keeps the capture record h (from tid's ring; 0: a CPU's) for the sample that follows it. */
+void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *h);
+/* Per CPU: opens CPU c's BPF_OUTPUT event into its ring (no-op before the program is loaded). */
+int capture_cpu_open(struct sampler *s, int c);
+void capture_cpu_close(struct sampler *s, int c);
+/* Per CPU: puts thread t's root in the program's map (an inherited thread, at its FORK). */
+void capture_thread_root(struct sampler *s, struct thread *t);
 const struct sample_capture *capture_match(struct sampler *s, const struct thread *t,
 					   const struct sample *smp);
 

@@ -1,10 +1,14 @@
-/* perf: one event group per thread: open, mmap, signal routing, drain. */
+/* perf: one event group per thread: open, mmap (shrinking the ring to fit the locked-memory
+ * limit), signal routing, drain; the accounting of threads left out. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +16,14 @@
 #include "sampler/internal.h"
 
 #define DEFAULT_RING_PAGES 64
+#define MIN_RING_PAGES 4
+#define MAX_LEFT_OUT 65536
+#define FD_RESERVE 32           /* fds left to hwspy itself when events run out of them */
+/* The largest records, for the ring's floor: a sample's fixed fields and group read, a kernel
+ * callchain (perf's default max depth), and a capture record of every node at its largest */
+#define SAMPLE_FIXED_BYTES 1024
+#define CALLCHAIN_BYTES (128 * 8)
+#define CAPTURE_RECORD_BYTES (64 + SAMPLER_CAPTURE_MAX_NODES * (8 + SAMPLER_CAPTURE_MAX_NODE_BYTES))
 
 uint64_t sampler_now_ns(void)
 {
@@ -31,9 +43,31 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
 /* x86-64 user registers for DWARF unwinding: AX..R15 and IP, as perf's PERF_REG_X86_* order. */
 #define X86_64_REGS_USER 0xff0fffULL
 
+/* The fewest data pages (a power of two, at most pages) that hold two of the largest records
+ * this sampler's rings receive. */
+static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
+{
+	size_t rec = SAMPLE_FIXED_BYTES + (o->kernel_callchain ? CALLCHAIN_BYTES : 0), need;
+	size_t psz = (size_t) sysconf(_SC_PAGESIZE);
+	unsigned floor = MIN_RING_PAGES;
+
+	if (o->stack_user_size)
+		rec += 64 * 8 + o->stack_user_size + 16;        /* regs, size, data, dyn_size */
+	if (o->capture)
+		rec += CAPTURE_RECORD_BYTES;
+	need = 2 * rec;
+	while ((size_t) floor * psz < need && floor < pages)
+		floor *= 2;
+	return floor < pages ? floor : pages;
+}
+
 void perf_build_attrs(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
+
+	s->ring_pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
+	s->ring_floor = ring_floor(o, s->ring_pages);
+	s->stats.ring_pages = s->ring_pages;
 
 	for (size_t i = 0; i < o->n_events; i++) {
 		struct perf_event_attr *a = &s->attrs[i];
@@ -44,6 +78,11 @@ void perf_build_attrs(struct sampler *s)
 		a->use_clockid = 1;
 		a->clockid = CLOCK_MONOTONIC;
 		a->read_format = o->n_events > 1 ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
+		/* per-CPU layout: threads created later carry the events; the leader tells us of
+		 * them (PERF_RECORD_FORK / EXIT) */
+		a->inherit = s->percpu;
+		a->inherit_thread = s->percpu;  /* not into child processes (5.13+, else dropped) */
+		a->task = s->percpu && i == 0;
 		if (i > 0)
 			continue;
 		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
@@ -74,46 +113,196 @@ void perf_build_attrs(struct sampler *s)
 			 * ~30 us more per sample on a VM (the wakeup's IPIs), the most of this
 			 * mode's cost. Either way the kernel wakes us only for every eighth of the
 			 * ring, so that a burst cannot overflow it */
-			size_t pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
-
 			if (o->capture)         /* capture records share the ring: told apart by id */
 				a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 			a->watermark = 1;
-			a->wakeup_watermark = (uint32_t) (pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
+			a->wakeup_watermark = (uint32_t) (s->ring_pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
 		}
 	}
 }
 
+enum sampler_fail perf_fail_reason(int err)
+{
+	switch (err) {
+	case -EMFILE:
+	case -ENFILE:
+		return SAMPLER_FAIL_FILES;
+	case -ENOBUFS:
+		return SAMPLER_FAIL_MEMLOCK;
+	case -ENOMEM:
+		return SAMPLER_FAIL_MEMORY;
+	case -E2BIG:
+		return SAMPLER_FAIL_TABLE;
+	default:
+		return SAMPLER_FAIL_OTHER;
+	}
+}
+
+/* The index of the first left-out tid >= tid. */
+static size_t left_out_at(const struct sampler *s, pid_t tid)
+{
+	size_t lo = 0, hi = s->n_left_out;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->left_out[mid] < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool perf_thread_left_out(const struct sampler *s, pid_t tid)
+{
+	size_t i = left_out_at(s, tid);
+
+	return i < s->n_left_out && s->left_out[i] == tid;
+}
+
+int perf_cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n_left_out; i++)
+		if (bsearch(&s->left_out[i], live, n, sizeof(*live), perf_cmp_tid))
+			s->left_out[k++] = s->left_out[i];
+	s->n_left_out = k;
+}
+
+void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int err)
+{
+	size_t i = left_out_at(s, tid);
+
+	if (i < s->n_left_out && s->left_out[i] == tid)
+		return;                 /* counted already */
+	if (s->n_left_out == s->cap_left_out && s->cap_left_out < MAX_LEFT_OUT) {
+		size_t cap = s->cap_left_out ? s->cap_left_out * 2 : 64;
+		pid_t *v = realloc(s->left_out, cap * sizeof(*v));
+		if (v) {
+			s->left_out = v;
+			s->cap_left_out = cap;
+		}
+	}
+	/* past the bound (or out of memory) it is counted each time it is tried */
+	if (s->n_left_out < s->cap_left_out) {
+		memmove(s->left_out + i + 1, s->left_out + i, (s->n_left_out - i) * sizeof(*s->left_out));
+		s->left_out[i] = tid;
+		s->n_left_out++;
+	}
+	s->stats.threads_failed++;
+	s->stats.threads_failed_by[why]++;
+	if (why == SAMPLER_FAIL_OTHER)
+		s->stats.threads_failed_errno = err;
+}
+
+void perf_raise_nofile(struct sampler *s)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			(void) getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	s->fd_limit = rl.rlim_cur > INT_MAX ? INT_MAX : (int) rl.rlim_cur;
+}
+
+int perf_fd_keep(const struct sampler *s, int fd)
+{
+	/* fds are given lowest first: fd N means N are in use below it */
+	if (fd >= 0 && s->fd_limit && fd >= s->fd_limit - FD_RESERVE) {
+		(void) close(fd);
+		return -EMFILE;
+	}
+	return fd;
+}
+
+int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group)
+{
+	return perf_fd_keep(s, perf_event_open(a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC));
+}
+
+/* Opens t's event group; the leader wakes us at an eighth of a ring of pages (not in exact
+ * mode, which wakes at each sample). */
+static int open_group(struct sampler *s, struct thread *t, size_t pages, long psz)
+{
+	struct perf_event_attr lead = s->attrs[0];
+	int r;
+
+	if (!s->opts.exact)
+		lead.wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8);
+	for (size_t i = 0; i < s->opts.n_events; i++) {
+		r = perf_fd_keep(s, perf_event_open(i ? &s->attrs[i] : &lead, t->tid, -1,
+						     i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC));
+		if (r < 0)
+			return r;
+		t->fds[i] = r;
+		if (ioctl(t->fds[i], PERF_EVENT_IOC_ID, &t->ids[i]) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Opens the group and maps its ring, halving the ring while the mmap is over the locked-memory
+ * limit (EPERM; ENOMEM alike), down to the floor. */
+static int open_mapped(struct sampler *s, struct thread *t, long psz)
+{
+	size_t pages = s->ring_pages;
+	int r;
+
+	for (;;) {
+		r = open_group(s, t, pages, psz);
+		if (r < 0)
+			return r;
+		t->map_size = (pages + 1) * (size_t) psz;
+		t->map = mmap(NULL, t->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fds[0], 0);
+		if (t->map != MAP_FAILED)
+			break;
+		r = -errno;
+		t->map = NULL;
+		if (r != -EPERM && r != -ENOMEM)
+			return r;
+		if (pages / 2 < s->ring_floor)
+			return r == -EPERM ? -ENOBUFS : r;
+		perf_thread_close(s, t);
+		pages /= 2;
+		s->ring_pages = (unsigned) pages;       /* the next threads start here */
+	}
+	if (pages < s->stats.ring_pages)
+		s->stats.threads_shrunk++;
+	if (!s->stats.ring_pages_min || pages < s->stats.ring_pages_min)
+		s->stats.ring_pages_min = (unsigned) pages;
+	ring_init(&t->ring, t->map, pages * (uint64_t) psz, s->scratch);
+	return 0;
+}
+
 int perf_thread_open(struct sampler *s, struct thread *t)
 {
-	size_t pages = s->opts.ring_pages ? s->opts.ring_pages : DEFAULT_RING_PAGES;
 	long psz = sysconf(_SC_PAGESIZE);
 	int r;
 
 	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
 		t->fds[i] = -1;
+	t->map = NULL;
 	t->out_fd = -1;
 	t->slot = -1;
 	t->prog = false;
 	memset(t->last, 0, sizeof(t->last));
-	for (size_t i = 0; i < s->opts.n_events; i++) {
-		r = perf_event_open(&s->attrs[i], t->tid, -1, i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC);
-		if (r < 0)
-			goto fail;
-		t->fds[i] = r;
-		if (ioctl(t->fds[i], PERF_EVENT_IOC_ID, &t->ids[i]) < 0) {
-			r = -errno;
-			goto fail;
-		}
-	}
-	t->map_size = (pages + 1) * (size_t) psz;
-	t->map = mmap(NULL, t->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fds[0], 0);
-	if (t->map == MAP_FAILED) {
-		r = -errno;
-		t->map = NULL;
+	if (s->percpu)
+		return percpu_thread_open(s, t);
+	r = open_mapped(s, t, psz);
+	if (r < 0)
 		goto fail;
-	}
-	ring_init(&t->ring, t->map, pages * (uint64_t) psz, s->scratch);
 	if (s->signo) {
 		struct f_owner_ex owner = { F_OWNER_TID, t->tid };
 		int fl = fcntl(t->fds[0], F_GETFL);
@@ -139,6 +328,7 @@ fail:
 
 void perf_thread_disable(struct thread *t)
 {
+	percpu_thread_disable(t);
 	if (t->fds[0] >= 0)
 		(void) ioctl(t->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
 }
@@ -146,6 +336,7 @@ void perf_thread_disable(struct thread *t)
 void perf_thread_close(struct sampler *s, struct thread *t)
 {
 	perf_thread_disable(t);
+	percpu_thread_close(s, t);
 	capture_thread_close(s, t);
 	if (t->map)
 		(void) munmap(t->map, t->map_size);
@@ -157,13 +348,18 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 	}
 }
 
-static void deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h, bool stopped)
+/* Hands the sample h of thread t to the callback; last: the running totals of t's group at its
+ * previous sample (where the group read goes: group members in the group's order). */
+void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
+		  bool stopped, uint64_t *last)
 {
 	struct ring_group g = { 0 };
 	struct sample smp;
 
 	if (ring_parse_sample(&s->attrs[0], h, h->size, &smp, &g) < 0)
 		return;
+	if (s->percpu && smp.pid != s->pid)
+		return;                 /* a child process, which inherited the events */
 	smp.stopped = stopped && smp.tid == t->tid;
 	if (s->opts.capture) {
 		smp.capture = capture_match(s, t, &smp);
@@ -173,10 +369,12 @@ static void deliver(struct sampler *s, struct thread *t, const struct perf_event
 		/* group totals -> what each member counted since this thread's last sample */
 		for (size_t i = 1; i < s->opts.n_events; i++) {
 			for (uint64_t k = 0; k < g.nr; k++) {
-				if (g.id[k] != t->ids[i])
+				/* inherited events read their parent's ids: per-CPU groups go by
+				 * position, the group's order */
+				if (s->percpu ? k != i : g.id[k] != t->ids[i])
 					continue;
-				smp.values[i] = g.value[k] >= t->last[i] ? g.value[k] - t->last[i] : 0;
-				t->last[i] = g.value[k];
+				smp.values[i] = g.value[k] >= last[i] ? g.value[k] - last[i] : 0;
+				last[i] = g.value[k];
 			}
 		}
 		smp.n_values = s->opts.n_events;
@@ -198,9 +396,9 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 		case PERF_RECORD_SAMPLE:
 			if (t->out_fd >= 0 && h->size >= sizeof(*h) + 8 &&
 			    !memcmp(h + 1, &t->out_id, 8))
-				capture_hold(s, t, h);
+				capture_hold(s, t->tid, h);
 			else
-				deliver(s, t, h, stopped);
+				perf_deliver(s, t, h, stopped, t->last);
 			break;
 		case PERF_RECORD_LOST:
 			if (h->size >= sizeof(*h) + 16)

@@ -7,6 +7,13 @@
  * event group per thread (events[0] samples, the others are read with every sample), drains
  * the mmap rings and hands each decoded sample to a callback.
  *
+ * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
+ * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
+ * thread's group opened on each CPU with inherit=1, so that threads created later carry the
+ * events, the capture program included, and are learned from PERF_RECORD_FORK; locked memory
+ * then follows the CPUs, while fds are CPUs x events per attached thread: where those are more
+ * than RLIMIT_NOFILE leaves and more than a ring per thread takes, a ring per thread).
+ *
  * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
  * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled
  * thread far more (its interrupt sends the wakeup), so reads are late by half a tick on
@@ -29,12 +36,25 @@
  *   which lets every running thread go without waking it (no PTRACE_INTERRUPT: that makes
  *   epoll_wait, recv with a timeout, sigtimedwait ... fail with EINTR in the target).
  *
+ * No thread is left out silently. sampler_new() raises the soft RLIMIT_NOFILE to the hard one
+ * (after a launched command is forked: the command keeps its own limit). A thread whose events
+ * cannot be opened or mapped for lack of a resource (file descriptors, locked memory, memory,
+ * room in the thread table) is counted in stats.threads_failed_by[] under its reason and the
+ * others are sampled on; sampler_new() fails only when no thread at all could be set up. A ring
+ * whose mmap goes over the locked-memory limit is retried at half its size, down to a floor
+ * that still holds two of the largest records (sample with its stack copy, capture record);
+ * the threads given a smaller ring are counted in stats.threads_shrunk, and threads opened
+ * after that start at the smaller size.
+ *
  * Errors (negative errno): -ESRCH no such process, -EPERM ptrace refused (exact mode only:
  * another tracer, Yama, no CAP_SYS_PTRACE; retry with exact = false), -EBUSY no harmless
  * signal to stop the target with (exact mode only: it catches SIGURG and SIGWINCH and ignores
  * none; retry with exact = false), -EACCES perf events not allowed (perf_event_paranoid,
  * CAP_PERFMON), -ENOENT event not supported by this machine (no PMU), -EINVAL bad attr,
- * -ENOEXEC/-ENOENT command could not be executed (launch). Library code never prints.
+ * -ENOEXEC/-ENOENT command could not be executed (launch), and when no thread could be set
+ * up: -ENOBUFS its ring, even at the floor, is over the locked-memory limit (RLIMIT_MEMLOCK
+ * beyond kernel.perf_event_mlock_kb; mmap says EPERM), -EMFILE / -ENFILE out of file
+ * descriptors, -ENOMEM. Library code never prints.
  */
 #ifndef HWSPY_SAMPLER_H
 #define HWSPY_SAMPLER_H
@@ -158,6 +178,17 @@ struct sample {
 	                                 * overflow; NULL if it did not run for it */
 };
 
+/* Why a thread was left out (not sampled at all). */
+enum sampler_fail {
+	SAMPLER_FAIL_FILES,             /* out of file descriptors (RLIMIT_NOFILE; -EMFILE/-ENFILE) */
+	SAMPLER_FAIL_MEMLOCK,           /* its ring, even at the floor, over the locked-memory limit */
+	SAMPLER_FAIL_MEMORY,            /* -ENOMEM */
+	SAMPLER_FAIL_TABLE,             /* more threads than the sampler tracks (-E2BIG) */
+	SAMPLER_FAIL_PTRACE,            /* exact mode: it could not be seized */
+	SAMPLER_FAIL_OTHER,             /* another error: threads_failed_errno */
+	SAMPLER_FAIL_N
+};
+
 struct sampler_stats {
 	uint64_t samples;               /* samples handed to the callback */
 	uint64_t lost;                  /* samples the kernel lost (PERF_RECORD_LOST) */
@@ -168,7 +199,14 @@ struct sampler_stats {
 	uint64_t signal_changes;        /* exact mode: the target began to catch our signal,
 	                                 * and another harmless one took its place */
 	uint64_t threads_seen;          /* distinct threads that had events opened */
-	uint64_t threads_failed;        /* threads whose events could not be opened (exited early) */
+	uint64_t threads_failed;        /* threads left out: the sum of threads_failed_by[] */
+	uint64_t threads_failed_by[SAMPLER_FAIL_N]; /* ... by reason */
+	int threads_failed_errno;       /* the last SAMPLER_FAIL_OTHER error (negative errno) */
+	uint64_t threads_shrunk;        /* threads given a smaller ring than asked (memlock) */
+	unsigned cpu_rings;             /* per-CPU layout: rings mapped, one per CPU (else 0) */
+	unsigned cpu_rings_shrunk;      /* ... of which smaller than asked (memlock) */
+	unsigned ring_pages;            /* data pages per ring asked for */
+	unsigned ring_pages_min;        /* the fewest data pages a thread's ring got (0: none) */
 	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */

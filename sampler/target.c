@@ -35,33 +35,83 @@ struct thread *thread_find(struct sampler *s, pid_t tid)
 	return NULL;
 }
 
-int thread_add(struct sampler *s, pid_t tid, bool traced)
+/* A free entry of the table (cleared, tid set, not counted yet), or NULL (-E2BIG / -ENOMEM in
+ * *ret_err). */
+static struct thread *thread_slot(struct sampler *s, pid_t tid, int *ret_err)
 {
-	struct thread *t;
-	int r;
+	struct thread *t = NULL;
 
-	if (s->n_threads == s->cap_threads) {
+	/* the entry of a thread gone, if any (a target that churns threads never fills the table;
+	 * a per-CPU thread gone keeps its events, inherited by others, until the end) */
+	for (size_t i = 0; i < s->n_threads && !t; i++)
+		if (!s->threads[i].alive && !s->threads[i].traced && !s->threads[i].cpu_fds)
+			t = &s->threads[i];
+	if (!t && s->n_threads == s->cap_threads) {
 		size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
 		struct thread *v;
+		*ret_err = cap > MAX_THREADS ? -E2BIG : -ENOMEM;
 		if (cap > MAX_THREADS)
-			return -E2BIG;
+			return NULL;
 		v = realloc(s->threads, cap * sizeof(*v));
 		if (!v)
-			return -ENOMEM;
+			return NULL;
 		s->threads = v;
 		s->cap_threads = cap;
 	}
-	t = &s->threads[s->n_threads];
+	if (t)
+		free(t->cpu_last);      /* an inherited thread's, gone */
+	else
+		t = &s->threads[s->n_threads];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
+	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
+		t->fds[i] = -1;
+	t->out_fd = -1;
+	t->slot = -1;
+	return t;
+}
+
+/* Makes t (from thread_slot()) a live entry of the table. */
+static void thread_live(struct sampler *s, struct thread *t)
+{
+	t->alive = true;
+	if (t == &s->threads[s->n_threads])
+		s->n_threads++;
+	s->stats.threads_seen++;
+}
+
+/* Adds tid and opens its events. The thread must already be traced in exact mode. */
+int thread_add(struct sampler *s, pid_t tid, bool traced)
+{
+	struct thread *t;
+	int r = 0;
+
+	t = thread_slot(s, tid, &r);
+	if (!t)
+		return r;
 	t->traced = traced;
 	r = perf_thread_open(s, t);
 	if (r < 0)
 		return r;
-	t->alive = true;
-	s->n_threads++;
-	s->stats.threads_seen++;
+	thread_live(s, t);
 	return 0;
+}
+
+struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add)
+{
+	struct thread *t = NULL;
+	int r = 0;
+
+	for (size_t i = 0; i < s->n_threads; i++)
+		if (s->threads[i].tid == tid && s->threads[i].alive)
+			return &s->threads[i];
+	if (add)
+		t = thread_slot(s, tid, &r);
+	if (!t)
+		return NULL;
+	t->inherited = true;
+	thread_live(s, t);
+	return t;
 }
 
 void thread_gone(struct sampler *s, struct thread *t)
@@ -134,20 +184,49 @@ static int seize(struct sampler *s, pid_t tid)
 	return r;
 }
 
+/* Whether thread_add() failed for want of a resource (the thread is counted and left out,
+ * the others are sampled), not for a reason that stops the whole attach. */
+static bool resource_error(int r)
+{
+	return perf_fail_reason(r) != SAMPLER_FAIL_OTHER;
+}
+
+/* Finds threads not yet known and adds them (seizing them first in exact mode). Returns how
+ * many were added; when none was and some were left out, the last one's error. */
 int scan_threads(struct sampler *s, bool fail_hard)
 {
 	pid_t tids[4096];
-	int n, added = 0, r;
+	int n, added = 0, r, err = 0;
+	/* per CPU, after the attach: new threads come with inherited events (and a FORK record,
+	 * written just after the thread shows in /proc); one unknown in two scans in a row has
+	 * none: it was started by a thread left out */
+	bool second_look = s->percpu && !fail_hard;
+	pid_t *unknown = second_look ? malloc(sizeof(tids)) : NULL;
+	size_t n_unknown = 0;
+
+	if (second_look && !unknown)
+		return -ENOMEM;
 
 	for (int round = 0; round < 8; round++) {
 		int new = 0;
 		n = list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
-		if (n < 0)
+		if (n < 0) {
+			free(unknown);
 			return n;
+		}
+		if (round == 0 && s->n_left_out && (size_t) n < sizeof(tids) / sizeof(tids[0])) {
+			qsort(tids, (size_t) n, sizeof(*tids), perf_cmp_tid);
+			perf_left_out_prune(s, tids, (size_t) n);
+		}
 		for (int i = 0; i < n; i++) {
 			bool traced = false;
-			if (thread_find(s, tids[i]))
+			if (thread_find(s, tids[i]) || perf_thread_left_out(s, tids[i]))
 				continue;
+			if (second_look && !bsearch(&tids[i], s->unknown, s->n_unknown,
+						    sizeof(*tids), perf_cmp_tid)) {
+				unknown[n_unknown++] = tids[i];
+				continue;
+			}
 			if (s->opts.exact) {
 				r = seize(s, tids[i]);
 				if (r == -ESRCH)
@@ -155,7 +234,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 				if (r < 0) {
 					if (fail_hard)
 						return r == -EPERM || r == -EACCES ? -EPERM : r;
-					s->stats.threads_failed++;
+					perf_thread_failed(s, tids[i], SAMPLER_FAIL_PTRACE, r);
 					continue;
 				}
 				traced = true;
@@ -166,18 +245,25 @@ int scan_threads(struct sampler *s, bool fail_hard)
 				 * without interrupting it (tracer.c) */
 				if (r == -ESRCH)
 					continue;
-				if (fail_hard)
+				if (fail_hard && !resource_error(r))
 					return r == -EPERM ? -EACCES : r;
-				s->stats.threads_failed++;
+				perf_thread_failed(s, tids[i], perf_fail_reason(r), r);
+				err = r;
 				continue;
 			}
 			new++;
 		}
 		added += new;
-		if (!new)
+		if (!new || second_look)
 			break;
 	}
-	return added;
+	if (second_look) {
+		qsort(unknown, n_unknown, sizeof(*unknown), perf_cmp_tid);
+		free(s->unknown);
+		s->unknown = unknown;
+		s->n_unknown = n_unknown;
+	}
+	return added || !err ? added : err;
 }
 
 /* ---- launching ---- */
@@ -327,6 +413,12 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		free(s);
 		return -ENOMEM;
 	}
+	s->percpu = percpu_choose(s);
+	s->capture.percpu = s->percpu;
+	if (s->percpu && (r = percpu_init(s)) < 0) {
+		sampler_free(s);
+		return r;
+	}
 	perf_build_attrs(s);
 	if (opts->capture && opts->capture_spec)
 		s->capture_error = sampler_capture_start(s, opts->capture_spec, opts->capture_root_fn,
@@ -352,6 +444,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		if (r < 0)
 			goto fail;
 	}
+	perf_raise_nofile(s);    /* not before the fork: the command keeps its own limit */
 	r = tracer_call(s, start_job, &exec_pipe);
 	if (r < 0)
 		goto fail;
@@ -400,6 +493,10 @@ void target_ended(struct sampler *s, int status)
 
 void drain_all(struct sampler *s)
 {
+	if (s->percpu) {
+		percpu_drain(s);
+		return;
+	}
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
 			perf_thread_drain(s, &s->threads[i], false);
@@ -413,6 +510,9 @@ static bool poll_rings(struct sampler *s, int timeout_ms)
 	struct pollfd *pfd;
 	bool chld = false;
 	size_t n = 0;
+
+	if (s->percpu)
+		return percpu_poll(s, timeout_ms);
 
 	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
 	if (!pfd) {
@@ -558,6 +658,11 @@ void sampler_free(struct sampler *s)
 		(void) close(s->sigfd);
 	capture_close(&s->capture);
 	tracer_release_resources(s);
+	for (size_t i = 0; i < s->n_threads; i++)
+		free(s->threads[i].cpu_last);
+	percpu_free(s);
+	free(s->unknown);
+	free(s->left_out);
 	free(s->threads);
 	free(s->scratch);
 	free(s);

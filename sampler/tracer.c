@@ -285,7 +285,7 @@ static bool our_signal(struct sampler *s, pid_t tid, struct thread *t, int sig)
 static void handle_wait(struct sampler *s, pid_t tid, int status)
 {
 	struct thread *t = thread_find(s, tid);
-	int event = status >> 16;
+	int event = status >> 16, r;
 	unsigned long msg;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -300,8 +300,9 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 	switch (event) {
 	case PTRACE_EVENT_CLONE:
 		if (ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg) == 0 && !thread_find(s, (pid_t) msg)) {
-			if (thread_add(s, (pid_t) msg, true) < 0)
-				s->stats.threads_failed++;
+			r = thread_add(s, (pid_t) msg, true);
+			if (r < 0 && r != -ESRCH)
+				perf_thread_failed(s, (pid_t) msg, perf_fail_reason(r), r);
 		}
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
@@ -311,16 +312,18 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 		for (size_t i = 0; i < s->n_threads; i++)
 			if (s->threads[i].alive)
 				thread_gone(s, &s->threads[i]);
-		if (thread_add(s, s->pid, true) < 0)
-			s->stats.threads_failed++;
+		r = thread_add(s, s->pid, true);
+		if (r < 0)
+			perf_thread_failed(s, s->pid, perf_fail_reason(r), r);
 		else
 			s->stats.threads_seen--;        /* the same process, a new image */
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
 	case PTRACE_EVENT_STOP: {
 		int sig = WSTOPSIG(status);
-		if (!t && thread_add(s, tid, true) < 0)
-			s->stats.threads_failed++;
+		r = t ? 0 : thread_add(s, tid, true);
+		if (r < 0 && r != -ESRCH)
+			perf_thread_failed(s, tid, perf_fail_reason(r), r);
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
 			(void) ptrace(PTRACE_LISTEN, tid, 0, 0);      /* job control: stay stopped */
 		else

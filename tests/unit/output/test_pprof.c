@@ -83,6 +83,7 @@ static struct profile *build_profile(void)
 	profile_meta(p)->duration_ns = 2500000000ull;
 	profile_meta(p)->lost = 3;
 	profile_meta(p)->threads = 2;
+	assert_int_equal(profile_set_threads_missed(p, 5, "5 out of file descriptors (ulimit -n 256)"), 0);
 	assert_int_equal(profile_set_target(p, "'python3' (pid 1234)"), 0);
 	assert_int_equal(profile_set_python(p, "3.12.1"), 0);
 	assert_int_equal(profile_set_build_id(p, "libz.so.1", LIBZ_BUILD_ID), 0);
@@ -426,7 +427,7 @@ static void test_header(void **state)
 	assert_int_equal(d.period, 4000000);    /* 1e9 / 250 Hz */
 	assert_int_equal(d.time, 1700000000123456789ull);
 	assert_int_equal(d.duration, 2500000000ull);
-	assert_int_equal(d.n_comments, 7);
+	assert_int_equal(d.n_comments, 9);
 	assert_string_equal(str(&d, d.comments[0]), "hwspy " HWSPY_VERSION);
 	assert_string_equal(str(&d, d.comments[1]), "hwspy record -e cpu-clock -- python3 x" FFFD ".py");
 	/* what pprof has no field for, as pprof_read() reads it back */
@@ -434,7 +435,10 @@ static void test_header(void **state)
 	assert_string_equal(str(&d, d.comments[3]), "python: 3.12.1");
 	assert_string_equal(str(&d, d.comments[4]), "lost: 3");
 	assert_string_equal(str(&d, d.comments[5]), "threads: 2");
-	assert_string_equal(str(&d, d.comments[6]), "event 0: sampling, frequency 250 Hz");
+	assert_string_equal(str(&d, d.comments[6]), "threads not profiled: 5");
+	assert_string_equal(str(&d, d.comments[7]),
+			    "threads not profiled, why: 5 out of file descriptors (ulimit -n 256)");
+	assert_string_equal(str(&d, d.comments[8]), "event 0: sampling, frequency 250 Hz");
 	pp_free(&d);
 	profile_free(p);
 }
@@ -448,7 +452,7 @@ static void test_samples(void **state)
 	(void) state;
 
 	write_and_decode(p, NULL, &d);
-	assert_int_equal(d.n_comments, 6);              /* no command line */
+	assert_int_equal(d.n_comments, 8);              /* no command line */
 	assert_int_equal(d.n_samples, N_ELEMS(stacks) - 1);
 	for (size_t s = 0; s < N_ELEMS(stacks); s++) {
 		const struct tstack *ts = &stacks[s];

@@ -70,6 +70,7 @@ static struct profile *build_profile(void)
 	meta->lost = 4;
 	meta->dropped = 5;
 	meta->threads = 3;
+	assert_int_equal(profile_set_threads_missed(p, 2, "2 out of memory"), 0);
 	assert_int_equal(profile_set_target(p, "'python3' (pid 1234)"), 0);
 	assert_int_equal(profile_set_python(p, "3.12.1"), 0);
 	assert_int_equal(profile_set_build_id(p, "libz.so.1", "0123456789abcdef0123456789abcdef01234567"), 0);
@@ -139,9 +140,11 @@ static char *dump(const struct profile *p)
 			(unsigned long long) e->period, e->sampling ? " sampling" : "");
 	}
 	fprintf(f, "target %s python %s duration %llu lost %llu dropped %llu threads %llu "
-		"start %llu\n", m->target ? m->target : "-", m->python ? m->python : "-",
-		(unsigned long long) m->duration_ns, (unsigned long long) m->lost,
-		(unsigned long long) m->dropped, (unsigned long long) m->threads,
+		"missed %llu (%s) start %llu\n", m->target ? m->target : "-",
+		m->python ? m->python : "-", (unsigned long long) m->duration_ns,
+		(unsigned long long) m->lost, (unsigned long long) m->dropped,
+		(unsigned long long) m->threads, (unsigned long long) m->threads_missed,
+		m->threads_missed_why ? m->threads_missed_why : "-",
 		(unsigned long long) m->start_time_ns);
 	for (size_t i = 0; i < N_ELEMS(mods); i++) {
 		const char *b = profile_build_id(p, mods[i]);

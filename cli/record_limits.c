@@ -1,0 +1,93 @@
+/*
+ * record_limits: the words for threads the sampler left out and for the limits that made it
+ * (see record.h): RLIMIT_NOFILE, RLIMIT_MEMLOCK and kernel.perf_event_mlock_kb.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli/record.h"
+
+static int put_limit(struct buf *out, rlim_t v, rlim_t unit, const char *suffix)
+{
+	if (v == RLIM_INFINITY)
+		return buf_puts(out, "unlimited");
+	return buf_printf(out, "%llu%s", (unsigned long long) (v / unit), suffix);
+}
+
+int record_memlock_limits(struct buf *out)
+{
+	struct rlimit rl = { 0, 0 };
+	long kb = -1;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_mlock_kb", "re");
+	int r;
+
+	if (f) {
+		if (fscanf(f, "%ld", &kb) != 1)
+			kb = -1;
+		fclose(f);
+	}
+	(void) getrlimit(RLIMIT_MEMLOCK, &rl);
+	r = buf_puts(out, "RLIMIT_MEMLOCK ");
+	if (r >= 0)
+		r = put_limit(out, rl.rlim_cur, 1024, " KiB");
+	if (r >= 0)
+		r = buf_puts(out, " ('ulimit -l') beyond kernel.perf_event_mlock_kb ");
+	if (r >= 0)
+		r = kb >= 0 ? buf_printf(out, "%ld KiB", kb) : buf_puts(out, "(unreadable)");
+	if (r >= 0)
+		r = buf_puts(out, " per CPU");
+	return r;
+}
+
+int record_nofile_limit(struct buf *out)
+{
+	struct rlimit rl = { 0, 0 };
+	int r;
+
+	(void) getrlimit(RLIMIT_NOFILE, &rl);
+	r = buf_puts(out, "ulimit -n ");
+	if (r >= 0)
+		r = put_limit(out, rl.rlim_cur, 1, "");
+	return r;
+}
+
+int record_threads_missed(const struct sampler_stats *st, struct buf *out)
+{
+	static const char *const what[SAMPLER_FAIL_N] = {
+		[SAMPLER_FAIL_FILES] = "out of file descriptors",
+		[SAMPLER_FAIL_MEMLOCK] = "over the locked-memory limit",
+		[SAMPLER_FAIL_MEMORY] = "out of memory",
+		[SAMPLER_FAIL_TABLE] = "over hwspy's table of threads",
+		[SAMPLER_FAIL_PTRACE] = "could not be stopped (ptrace refused)",
+		[SAMPLER_FAIL_OTHER] = "failed",
+	};
+	int r = 0, n = 0;
+
+	for (int i = 0; r >= 0 && i < SAMPLER_FAIL_N; i++) {
+		uint64_t k = st->threads_failed_by[i];
+
+		if (!k)
+			continue;
+		r = buf_printf(out, "%s%" PRIu64 " %s", n++ ? ", " : "", k, what[i]);
+		if (r < 0)
+			break;
+		if (i == SAMPLER_FAIL_FILES) {
+			r = buf_puts(out, " (");
+			if (r >= 0)
+				r = record_nofile_limit(out);
+			if (r >= 0)
+				r = buf_putc(out, ')');
+		} else if (i == SAMPLER_FAIL_MEMLOCK) {
+			r = buf_puts(out, " (");
+			if (r >= 0)
+				r = record_memlock_limits(out);
+			if (r >= 0)
+				r = buf_putc(out, ')');
+		} else if (i == SAMPLER_FAIL_OTHER) {
+			r = buf_printf(out, " (%s)", strerror(-st->threads_failed_errno));
+		}
+	}
+	return r;
+}
