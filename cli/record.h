@@ -136,6 +136,13 @@ void record_build_ids(struct recorder *rec);
 int record_threads_missed(const struct sampler_stats *st, struct buf *out);
 int record_memlock_limits(struct buf *out);
 int record_nofile_limit(struct buf *out);
+/* record_report.c: the progress line (\r-rewritten on stderr; final clears it), the summary
+ * of a run written to path, and the one line for sampler_new()'s r when it could set up no
+ * thread of target (which limit stopped it: RLIMIT_MEMLOCK, RLIMIT_NOFILE; else the error). */
+void record_progress(const struct recorder *rec, double elapsed, double duration, bool final);
+void record_summary(const struct recorder *rec, const char *target, double elapsed,
+		    const char *path);
+void record_limit_error(int r, const char *target);
 /* Allocates the pending slots (stack copies of stack_size bytes). 0 or -ENOMEM. */
 int record_pending_init(struct recorder *rec, size_t stack_size);
 void record_pending_free(struct recorder *rec);

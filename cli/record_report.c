@@ -1,0 +1,135 @@
+/*
+ * record_report: what hwspy record says on stderr about a run (see record.h): the progress line,
+ * the summary at the end, and the words for a sampler that could set up no thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "cli/record.h"
+#include "output/profile.h"
+#include "sampler/sampler.h"
+
+/* sampler_new() could set up no thread of target: which limit stopped it, else the error. */
+void record_limit_error(int r, const char *target)
+{
+	struct buf b;
+
+	buf_init(&b);
+	if (r == -ENOBUFS) {
+		(void) record_memlock_limits(&b);
+		log_error("cannot map a perf ring for %s: over the locked-memory limit, %s; raise "
+			  "'ulimit -l' or the sysctl, or run hwspy with CAP_IPC_LOCK", target,
+			  b.len ? b.data : "RLIMIT_MEMLOCK");
+	} else if (r == -EMFILE || r == -ENFILE) {
+		(void) record_nofile_limit(&b);
+		log_error("cannot open perf events for %s: out of file descriptors (%s%s); raise "
+			  "'ulimit -n'", target, b.len ? b.data : "ulimit -n",
+			  r == -ENFILE ? ", or the system's fs.file-max" : "");
+	} else {
+		log_errno(r, "cannot start sampling %s", target);
+	}
+	buf_release(&b);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+void record_progress(const struct recorder *rec, double elapsed, double duration, bool final)
+{
+	const struct sampler_stats *st = sampler_stats(rec->sampler);
+
+	if (duration > 0)
+		fprintf(stderr, "\r\033[Khwspy: %.1f / %.0f s  %" PRIu64 " samples  %" PRIu64 " lost",
+			elapsed, duration, st->samples, st->lost);
+	else
+		fprintf(stderr, "\r\033[Khwspy: %.1f s  %" PRIu64 " samples  %" PRIu64 " lost  (Ctrl-C stops)",
+			elapsed, st->samples, st->lost);
+	if (final)
+		fprintf(stderr, "\r\033[K");
+}
+
+void record_summary(const struct recorder *rec, const char *target, double elapsed,
+		    const char *path)
+{
+	const struct record_opts *o = rec->opts;
+	const struct sampler_stats *st = sampler_stats(rec->sampler);
+	const struct profile_event *ev = profile_event(rec->prof, 0);
+	uint64_t dropped = rec->dropped_torn + rec->dropped_unreadable;
+
+	log_info("sampled %s%s%s for %.2f s: '%s' at %s%" PRIu64 "%s", target,
+		 rec->pf ? ", Python " : "", rec->pf ? rec->info.version : "", elapsed, ev->name,
+		 o->freq ? "" : "every ", o->freq ? o->freq : o->period, o->freq ? " Hz" : " events");
+	log_info("%" PRIu64 " samples, weight %" PRIu64 ", %" PRIu64 " lost, %" PRIu64
+		 " dropped, %" PRIu64 " threads", st->samples, profile_total(rec->prof, 1), st->lost,
+		 dropped, st->threads_seen);
+	if (dropped)
+		log_info("dropped: %" PRIu64 " torn Python stacks, %" PRIu64
+			 " unreadable (kept as [unknown])", rec->dropped_torn, rec->dropped_unreadable);
+	if (o->native)
+		log_info("native: %" PRIu64 " stacks unwound, %.1f frames on average",
+			 rec->unwound, rec->unwound ? (double) rec->unwound_frames / (double) rec->unwound : 0.0);
+	if (rec->merge_failed)
+		log_info("%" PRIu64 " samples whose native and Python stacks could not be merged "
+			 "(kept with their Python frames only)", rec->merge_failed);
+	if (o->kernel && !rec->kernel_frames)
+		log_info("no kernel frames were recorded (the event counts user space only?)");
+	if (rec->no_python)
+		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
+			 rec->no_python);
+	if (rec->capture)
+		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
+			 " read after it (before the capture started, or a thread's first samples)",
+			 rec->captured, rec->uncaptured);
+	else if (!o->nonblocking)
+		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops)", st->stops);
+	if (rec->n_late) {
+		qsort(rec->late_us, rec->n_late, sizeof(*rec->late_us), cmp_u32);
+		log_info("%s were late by median %u us, p99 %u us, max %u us",
+			 rec->capture ? "reads without a capture" : "nonblocking: reads",
+			 rec->late_us[rec->n_late / 2], rec->late_us[rec->n_late * 99 / 100],
+			 rec->late_us[rec->n_late - 1]);
+	}
+	if (st->threads_failed) {
+		struct buf why;
+
+		buf_init(&why);
+		(void) record_threads_missed(st, &why);
+		log_info("%" PRIu64 " of %" PRIu64 " threads not profiled: %s%s", st->threads_failed,
+			 st->threads_seen + st->threads_failed, why.len ? why.data : "",
+			 st->threads_failed_by[SAMPLER_FAIL_FILES] ||
+			 st->threads_failed_by[SAMPLER_FAIL_MEMLOCK] ? "; raise the limit to profile them" : "");
+		buf_release(&why);
+	}
+	if (st->cpu_rings_shrunk) {
+		long kib = sysconf(_SC_PAGESIZE) / 1024;
+
+		log_info("%u of %u per-CPU rings are smaller, down to %ld KiB (not %ld KiB), to fit "
+			 "the locked-memory limit: at high rates they may lose samples",
+			 st->cpu_rings_shrunk, st->cpu_rings, (long) st->ring_pages_min * kib,
+			 (long) st->ring_pages * kib);
+	}
+	if (st->threads_shrunk) {
+		long kib = sysconf(_SC_PAGESIZE) / 1024;
+
+		log_info("%" PRIu64 " threads got a smaller ring, down to %ld KiB (not %ld KiB), to fit "
+			 "the locked-memory limit: at high rates they may lose samples", st->threads_shrunk,
+			 (long) st->ring_pages_min * kib, (long) st->ring_pages * kib);
+	}
+	if (st->capture_threads_failed)
+		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot or "
+			 "fd): its stacks were read after their samples", st->capture_threads_failed);
+	if (st->lost)
+		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
+	if (rec->add_failed)
+		log_info("%" PRIu64 " samples could not be stored (out of memory)", rec->add_failed);
+	log_info("wrote %s", path);
+}
