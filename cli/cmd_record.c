@@ -73,7 +73,8 @@ static void usage(FILE *out)
 		"  -e, --event EV[,EV]    event to sample (default: cycles, or cpu-clock without a\n"
 		"                         hardware PMU); more events are counted with every sample\n"
 		"  -F, --rate HZ          samples per second per thread (default 100)\n"
-		"  -c, --period N         sample every N events instead of a rate\n"
+		"  -c, --period N         sample every N events instead of a rate (the reliable\n"
+		"                         choice for page-faults, context-switches ...)\n"
 		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
 		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded; -:\n"
 		"                         standard output), replaced only once complete; its\n"
@@ -175,6 +176,18 @@ static int check_events(struct record_opts *o)
 		return r;
 	}
 	return 0;
+}
+
+/* Whether the sampling event can overflow while its thread sleeps in a system call (a switch
+ * out, a scheduler tracepoint): a stop there would wake the call early, and epoll_wait, recv
+ * with a timeout, sigtimedwait ... would return EINTR in the target. Exact mode by stops is
+ * refused for such an event; a clock or fault event overflows only while its thread runs. */
+static bool samples_asleep(const struct event_spec *e)
+{
+	return e->kind == EVENT_TRACEPOINT ||
+	       (e->attr.type == PERF_TYPE_SOFTWARE &&
+		(e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+		 e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS));
 }
 
 static int default_event(struct record_opts *o)
@@ -443,6 +456,12 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	if (check_events(&o) < 0)
 		return 1;
+	if (o.ptrace && samples_asleep(&o.events[0])) {
+		log_error("'%s' samples threads as they go to sleep: --ptrace would stop them there "
+			  "and interrupt their system calls; leave --ptrace out (the BPF capture) or "
+			  "use --nonblocking", o.events[0].name);
+		return 2;
+	}
 	for (size_t i = 0; i < o.n_events; i++)
 		names[i] = o.events[i].name;
 	rec.prof = profile_new(names, o.n_events);
@@ -533,8 +552,15 @@ int cmd_record(int argc, char **argv)
 			char why[320];
 
 			diag_bpf_refused(r, why, sizeof(why));
-			log_info("no BPF capture here (%s): exact mode stops each sampled thread "
-				 "instead", why);
+			if (samples_asleep(&o.events[0])) {
+				log_info("no BPF capture here (%s), and stopping a thread as it goes "
+					 "to sleep would interrupt its system call: reading each stack "
+					 "after its sample instead, as --nonblocking", why);
+				o.nonblocking = true;
+			} else {
+				log_info("no BPF capture here (%s): exact mode stops each sampled "
+					 "thread instead", why);
+			}
 		}
 	}
 	if (rec.pf)

@@ -89,6 +89,10 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
 			 " read after it (before the capture started, or a thread's first samples)",
 			 rec->captured, rec->uncaptured);
+	else if (!o->nonblocking && st->eintr_undone)
+		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops; %"
+			 PRIu64 " system calls they interrupted were made again, unseen)", st->stops,
+			 st->eintr_undone);
 	else if (!o->nonblocking)
 		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops)", st->stops);
 	if (rec->n_late) {
@@ -129,6 +133,10 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 			 "fd): its stacks were read after their samples", st->capture_threads_failed);
 	if (st->lost)
 		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
+	if (st->throttled)
+		log_info("the kernel throttled the sampling event %" PRIu64 " times (more samples at "
+			 "once than kernel.perf_event_max_sample_rate allows): samples are missing "
+			 "there; lower the rate (-F) or use a period (-c)", st->throttled);
 	if (rec->add_failed)
 		log_info("%" PRIu64 " samples could not be stored (out of memory)", rec->add_failed);
 	log_info("wrote %s", path);

@@ -619,7 +619,9 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	memcpy(&period, c->held + 24, 8);
 	c->held_len_used = c->held_len;
 	c->held_len = 0;
-	if (magic != CAPTURE_MAGIC || ip != smp->ip || period != smp->values[0] ||
+	/* a count event's sample carries no period (perf.c): its ip and place must do */
+	if (magic != CAPTURE_MAGIC || ip != smp->ip ||
+	    ((s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) && period != smp->values[0]) ||
 	    n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + n * stride > c->held_len_used ||
 	    status > SAMPLE_CAPTURE_CUT) {
 		s->stats.capture_mismatched++;

@@ -22,6 +22,8 @@ struct thread {
 	size_t map_size;
 	struct ring ring;
 	bool traced;                    /* PTRACE_SEIZE'd by us */
+	bool forwarded;                 /* a signal of the target's own was passed on to it at
+	                                 * its last signal-delivery-stop (tracer.c undo_eintr()) */
 	bool alive;
 	/* capture: the BPF_OUTPUT event feeding this ring, its slot in the program's maps */
 	int out_fd;
@@ -102,6 +104,8 @@ struct sampler {
 	pid_t *left_out;                /* sorted: threads counted in threads_failed, not retried */
 	size_t n_left_out, cap_left_out;
 	bool percpu;                    /* the per-CPU layout (see percpu.c), chosen in sampler_new() */
+	bool weigh_by_count;            /* events[0] counts occurrences: a sample weighs its count's
+	                                 * delta, not its period (perf_build_attrs()) */
 	int ncpu;
 	struct cpu_ring *cpus;          /* ncpu rings, made with the first thread's events */
 	pid_t *unknown;                 /* sorted: threads the last scan found without a FORK

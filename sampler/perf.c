@@ -61,13 +61,29 @@ static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
 	return floor < pages ? floor : pages;
 }
 
+/* A software event that counts occurrences (faults, switches, migrations), not time. In
+ * frequency mode its sample periods do not add up to its count: the kernel sizes each period
+ * from the rate so far, and a burst of faults after a quiet spell comes as a few samples with
+ * huge periods (perf reports 225,902 faults for 9,127). Its samples are weighed by the count
+ * itself, read at each sample (and it is sampled without PERF_SAMPLE_PERIOD, which makes the
+ * kernel ignore a fixed period for a software event). */
+static bool counts_occurrences(const struct perf_event_attr *a)
+{
+	return a->type == PERF_TYPE_SOFTWARE && a->config != PERF_COUNT_SW_CPU_CLOCK &&
+	       a->config != PERF_COUNT_SW_TASK_CLOCK && a->config != PERF_COUNT_SW_DUMMY &&
+	       a->config != PERF_COUNT_SW_BPF_OUTPUT;
+}
+
 void perf_build_attrs(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
+	bool read_group;
 
 	s->ring_pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
 	s->ring_floor = ring_floor(o, s->ring_pages);
 	s->stats.ring_pages = s->ring_pages;
+	s->weigh_by_count = counts_occurrences(&s->events[0].attr);
+	read_group = o->n_events > 1 || s->weigh_by_count;
 
 	for (size_t i = 0; i < o->n_events; i++) {
 		struct perf_event_attr *a = &s->attrs[i];
@@ -77,7 +93,7 @@ void perf_build_attrs(struct sampler *s)
 		a->disabled = i == 0;           /* the leader enables the group */
 		a->use_clockid = 1;
 		a->clockid = CLOCK_MONOTONIC;
-		a->read_format = o->n_events > 1 ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
+		a->read_format = read_group ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
 		/* per-CPU layout: threads created later carry the events; the leader tells us of
 		 * them (PERF_RECORD_FORK / EXIT) */
 		a->inherit = s->percpu;
@@ -85,8 +101,12 @@ void perf_build_attrs(struct sampler *s)
 		a->task = s->percpu && i == 0;
 		if (i > 0)
 			continue;
-		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD;
-		if (o->n_events > 1)
+		/* no PERF_SAMPLE_PERIOD for a count event: its weight is its count's delta, and
+		 * with a fixed period the kernel samples a software event that has it at every
+		 * single occurrence (period 1), whatever the period asked */
+		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+				 (s->weigh_by_count ? 0 : PERF_SAMPLE_PERIOD);
+		if (read_group)
 			a->sample_type |= PERF_SAMPLE_READ;
 		if (o->kernel_callchain) {
 			/* the user part comes from our own unwinding of the stack copy */
@@ -365,9 +385,10 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 		smp.capture = capture_match(s, t, &smp);
 		s->stats.captured += smp.capture != NULL;
 	}
-	if (s->opts.n_events > 1) {
-		/* group totals -> what each member counted since this thread's last sample */
-		for (size_t i = 1; i < s->opts.n_events; i++) {
+	if (s->opts.n_events > 1 || s->weigh_by_count) {
+		/* group totals -> what each member (and the leader, if it weighs by its count)
+		 * counted since this thread's last sample */
+		for (size_t i = s->weigh_by_count ? 0 : 1; i < s->opts.n_events; i++) {
 			for (uint64_t k = 0; k < g.nr; k++) {
 				/* inherited events read their parent's ids: per-CPU groups go by
 				 * position, the group's order */

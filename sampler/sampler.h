@@ -163,8 +163,13 @@ struct sample {
 	pid_t pid, tid;
 	uint64_t time_ns;               /* CLOCK_MONOTONIC, as clock_gettime gives it */
 	uint64_t ip;
-	uint64_t values[SAMPLER_MAX_EVENTS]; /* values[0] = period of this sample; values[i] = what
-	                                      * event i counted on this thread since its last sample */
+	uint64_t values[SAMPLER_MAX_EVENTS]; /* values[0] = period of this sample, or for a
+	                                      * software event that counts occurrences (faults,
+	                                      * switches, migrations) what it counted on this thread
+	                                      * since its last sample (periods of such an event do
+	                                      * not add up to its count in frequency mode, in perf
+	                                      * neither); values[i] = what event i counted on this
+	                                      * thread since its last sample */
 	size_t n_values;
 	bool stopped;                   /* the thread is stopped while the callback runs (exact) */
 	bool user;                      /* the sample IP is in user space */
@@ -196,6 +201,9 @@ struct sampler_stats {
 	uint64_t stops;                 /* exact mode: signal-delivery-stops handled */
 	uint64_t stops_without_sample;  /* stops that found no sample in the ring */
 	uint64_t signals_forwarded;     /* other signals passed on to the target unchanged */
+	uint64_t eintr_undone;          /* exact mode: system calls our signal made fail with
+	                                 * EINTR (a sample as they were about to sleep), made
+	                                 * again at the stop */
 	uint64_t signal_changes;        /* exact mode: the target began to catch our signal,
 	                                 * and another harmless one took its place */
 	uint64_t threads_seen;          /* distinct threads that had events opened */

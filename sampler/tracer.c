@@ -34,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -282,6 +283,56 @@ static bool our_signal(struct sampler *s, pid_t tid, struct thread *t, int sig)
 	return si.si_fd == t->fds[0];
 }
 
+/* System calls that fail with EINTR, and are not restarted by the kernel, when a signal is
+ * pending as they would sleep, having done nothing: x86-64 numbers. (Not close(): its EINTR
+ * comes after the descriptor is gone; nor connect(), which goes on without the caller.) */
+static bool eintr_restartable(long nr)
+{
+	switch (nr) {
+	case 0: case 1: case 19: case 20:        /* read write readv writev (timeouts) */
+	case 43: case 44: case 45: case 46: case 47: /* accept sendto recvfrom sendmsg recvmsg */
+	case 65: case 69: case 70:               /* semop msgsnd msgrcv */
+	case 128:                                /* rt_sigtimedwait */
+	case 202: case 208:                      /* futex io_getevents */
+	case 220: case 232:                      /* semtimedop epoll_wait */
+	case 242: case 243:                      /* mq_timedsend mq_timedreceive */
+	case 281: case 288: case 299: case 307:  /* epoll_pwait accept4 recvmmsg sendmmsg */
+	case 333: case 441:                      /* io_pgetevents epoll_pwait2 */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* At a stop for our signal: if that signal made the system call the thread was in fail with
+ * EINTR (it came as the call was about to sleep: a sample in its kernel entry), the call is
+ * made again, as the kernel itself does for ERESTARTNOINTR, so the target never sees an EINTR
+ * it did not cause. Only where the call is one of eintr_restartable(), the thread is back at
+ * the instruction after its `syscall`, and no signal of the target's own was passed on at this
+ * same exit (its EINTR is then the target's, and a handler frame may be set up). Counted in
+ * stats.eintr_undone. */
+static void undo_eintr(struct sampler *s, pid_t tid, struct thread *t)
+{
+	struct user_regs_struct regs;
+	bool forwarded = t->forwarded;
+	long word;
+
+	t->forwarded = false;
+	if (forwarded || ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
+		return;
+	if ((long long) regs.rax != -EINTR || (long long) regs.orig_rax < 0 ||
+	    !eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
+		return;
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, tid, (void *) (regs.rip - 2), 0);
+	if (errno || (word & 0xffff) != 0x050f)          /* syscall: 0f 05 */
+		return;
+	regs.rax = regs.orig_rax;
+	regs.rip -= 2;
+	if (ptrace(PTRACE_SETREGS, tid, 0, &regs) == 0)
+		s->stats.eintr_undone++;
+}
+
 static void handle_wait(struct sampler *s, pid_t tid, int status)
 {
 	struct thread *t = thread_find(s, tid);
@@ -343,12 +394,15 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 		perf_thread_drain(s, t, true);
 		if (s->stats.samples == before)
 			s->stats.stops_without_sample++;
+		undo_eintr(s, tid, t);
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
 		if (s->resumed)
 			s->resumed(s->ctx);
 		return;
 	}
 	s->stats.signals_forwarded++;
+	if (t)
+		t->forwarded = true;
 	(void) ptrace(PTRACE_CONT, tid, 0, WSTOPSIG(status));
 }
 
@@ -440,6 +494,8 @@ static void detach_stopped(struct sampler *s)
 		if ((status >> 16) == 0 && !our_signal(s, tid, t, WSTOPSIG(status))) {
 			sig = WSTOPSIG(status);
 			s->stats.signals_forwarded++;
+		} else if ((status >> 16) == 0 && t) {
+			undo_eintr(s, tid, t);
 		}
 		if (ptrace(PTRACE_DETACH, tid, 0, sig) == 0 && t)
 			t->traced = false;

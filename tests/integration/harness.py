@@ -54,6 +54,15 @@ def any_python(opts):
     raise Skip('no supported Python installed')
 
 
+def steal_seconds():
+    """CPU time this VM's vCPUs were ready to run but the host ran something else (steal, all
+    CPUs, from /proc/stat), in seconds. cpu-clock counts it in the task that was "running";
+    thread_time does not."""
+    with open('/proc/stat') as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf('SC_CLK_TCK') if len(fields) > 8 else 0.0
+
+
 # ---------------------------------------------------------------------------- running a test
 
 def parser(description):

@@ -2,13 +2,14 @@
 memory and writes one byte per page, compute only computes; they take turns.
 
 --kind pagefaults (turns of a few ms, 256 pages against ~4 ms of compute; default exact mode):
-  -e page-faults: touch_pages has >= 90% of the weight, at its write line, and the counts are
-  page faults (the weight is no more than the faults the workload caused in the window);
+  -e page-faults -c 50: touch_pages has >= 90% of the weight, at its write line, and the counts
+  are page faults (the weight is 75-110% of the faults the workload caused in the window, and
+  there is about one sample per 50 faults);
   -e cpu-clock on the same process: the split matches the workload's thread_time split within
   5 points.
 --kind exact --mode exact|ptrace|nonblocking (turns of ~100 us: 6 pages against ~100 us of
   compute; exact: the default, a BPF capture where allowed, checked to be one; ptrace: --ptrace)
-  -e page-faults: in exact modes touch_pages has >= 95% of the weight (a late read would smear
+  -e page-faults -c 50: in exact modes touch_pages has >= 95% of the weight (a late read would smear
   it over compute); with --nonblocking the share is printed, not asserted, and the summary
   says how late the reads were. -e cpu-clock: exact mode matches the time split within 5 points
   (nonblocking: printed only; see exact() for why and for the 5 points)
@@ -59,9 +60,14 @@ def window(w, opts, args, name):
     return run, profile, got, at_line, measured, after['pages'] - before['pages']
 
 
+PERIOD = 50     # one sample every 50 faults: ~1000 samples/s of this workload
+
+
 def fault_run(w, opts, extra):
-    run, profile, got, at_line, _, pages = window(w, opts, ['-e', 'page-faults', '-F', '999'] +
-                                                  extra, 'page-faults')
+    # a fixed period: the kernel's frequency mode stalls on bursts of faults (a few samples
+    # in a 2 s window, seen once in 9 runs), which is issue 10's to fix
+    run, profile, got, at_line, _, pages = window(w, opts, ['-e', 'page-faults', '-c',
+                                                            str(PERIOD)] + extra, 'page-faults')
     share = 100.0 * got['touch_pages'] / profile.total
     log('page-faults: touch_pages %.1f%%, compute %.1f%% of %d faults sampled (the workload '
         'caused about %d in the window)' % (share, 100.0 * got['compute'] / profile.total,
@@ -69,9 +75,17 @@ def fault_run(w, opts, extra):
     check(profile.total <= 1.1 * pages + 2000,
           'the profile weighs %d page faults, but the workload caused only about %d in the '
           'window: page-fault counts must be faults' % (profile.total, pages))
-    check(profile.total >= 0.2 * pages,
+    # the window is the workload's, around hwspy's whole run (attach included): a little more
+    check(profile.total >= 0.75 * pages,
           'the profile weighs %d page faults, the workload caused about %d in the window'
           % (profile.total, pages))
+    # the period is honoured: a software event sampled with PERF_SAMPLE_PERIOD at a fixed
+    # period gives a sample at every fault (weight 1 each) whatever the period asked
+    n = run.samples()
+    log('%d samples for %d faults at -c %d' % (n, profile.total, PERIOD))
+    check(n <= 1.2 * profile.total / PERIOD + 10,
+          '%d samples for %d page faults at -c %d: the period was not honoured'
+          % (n, profile.total, PERIOD))
     return run, share, got, at_line
 
 

@@ -138,12 +138,18 @@ def analyse(opts, profile, measured):
     return covered
 
 
-def check_rate(run, covered_ns, measured_s, attach):
-    """Counts are nanoseconds of CPU time, and -F 999 gives about 999 samples per CPU second."""
-    ratio = covered_ns / 1e9 / sum(measured_s.values())
-    log('task weight %.3f s of CPU, the workload measured %.3f s (ratio %.2f)'
-        % (covered_ns / 1e9, sum(measured_s.values()), ratio))
+def check_rate(run, covered_ns, measured_s, attach, steal_s):
+    """Counts are nanoseconds of CPU time, and -F 999 gives about 999 samples per CPU second.
+    cpu-clock also counts the time the host stole from the vCPU while the task was on it, which
+    thread_time leaves out: the upper bound grows by the steal of the window (all CPUs', so at
+    most what the task can have had; seen: 0.1-2.4 s in 3 s windows with --ptrace on a busy
+    host, ratios up to 1.13 on a build that gives 0.97-1.02 without steal)."""
+    measured = sum(measured_s.values())
+    ratio = covered_ns / 1e9 / measured
+    log('task weight %.3f s of CPU, the workload measured %.3f s (ratio %.2f); the host stole '
+        '%.2f s of CPU meanwhile' % (covered_ns / 1e9, measured, ratio, steal_s))
     lo, hi = (0.3, 1.1) if attach else (0.8, 1.2)
+    hi += steal_s / measured
     check(lo <= ratio <= hi,
           'the profile weighs %.3f s of CPU in the tasks where the workload measured %.3f s: '
           'cpu-clock counts must be nanoseconds' % (covered_ns / 1e9, sum(measured_s.values())))
@@ -155,8 +161,10 @@ def check_rate(run, covered_ns, measured_s, attach):
 
 def launch(opts):
     script = os.path.join(opts.targets, 'shares.py')
+    steal = harness.steal_seconds()
     run = harness.record(opts, ['-e', 'cpu-clock', '-F', str(RATE), '--'] + opts.py.argv +
                          [script, 'run', '2.5'])
+    steal = harness.steal_seconds() - steal
     lines = run.stdout.splitlines()
     log('workload stdout: %s' % run.stdout.strip())
     check(lines and lines[0] == 'ready' and lines[-1].startswith('{'),
@@ -166,7 +174,7 @@ def launch(opts):
     harness.check_exact(run, 'capture')
     profile = run.expect_profile()
     covered = analyse(opts, profile, measured)
-    check_rate(run, covered, measured, attach=False)
+    check_rate(run, covered, measured, attach=False, steal_s=steal)
 
 
 def attach(opts):
@@ -174,6 +182,7 @@ def attach(opts):
     w = harness.Process(opts.py.argv + [script, 'serve'])
     w.expect_ready()
     before = w.ask('snap')['times']
+    steal = harness.steal_seconds()
     run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', str(RATE), '-d', '3'] +
                          (['--nonblocking'] if opts.nonblocking else []) +
                          (['--ptrace'] if opts.ptrace else []))
@@ -182,12 +191,13 @@ def attach(opts):
     else:
         harness.check_exact(run, 'ptrace' if opts.ptrace else 'capture', 0.01)
     after = w.ask('snap')['times']
+    steal = harness.steal_seconds() - steal
     harness.check_untouched(w.pid)
     w.quit()
     measured = harness.delta(after, before)
     profile = run.expect_profile()
     covered = analyse(opts, profile, measured)
-    check_rate(run, covered, measured, attach=True)
+    check_rate(run, covered, measured, attach=True, steal_s=steal)
 
 
 def test(opts):

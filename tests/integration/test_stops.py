@@ -18,6 +18,10 @@ hwspy runs with --ptrace --native -e cpu-clock (the target is not Python).
   nobody    as user nobody, hwspy profiles a process of nobody's (-e cpu-clock: refused in
             kernel mode, retried user space only): a profile, not "not allowed" (the
             first try left a thread seized that the retry could not seize again).
+  asleep    --ptrace with an event that samples threads as they go to sleep (-e
+            context-switches): refused at once (exit 2, one line), the target untouched and
+            without EINTR (a stop there woke epoll_wait, recv, sigtimedwait and semtimedop
+            early: each failed with EINTR at nearly every sample).
   churn     15 --ptrace attaches of 0.3 s to a process that creates a short thread every
             ~1 ms: none falls back to --nonblocking blaming another tracer (seizing an exiting
             thread, or one already ours through its parent's clone, fails with EPERM).
@@ -190,6 +194,26 @@ def nobody(opts):
         run.expect_profile()
         harness.check_untouched(w.pid)
         check_clean(w, 'as nobody %s' % ' '.join(extra))
+    w.quit()
+
+
+@case
+def asleep(opts):
+    w = start(opts, 'plain')
+    for ev in ('context-switches', 'cs'):
+        argv = [opts.hwspy, 'record', '--ptrace', '--native', '-e', ev, '-c', '1', '-d', '1',
+                '-p', str(w.pid), '-o', os.path.join(opts.tmp, 'asleep.folded')]
+        log('$ %s' % ' '.join(argv))
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        log('exit %d; stderr:\n%s' % (r.returncode, r.stderr.rstrip()))
+        check(r.returncode == 2, 'hwspy --ptrace -e %s exited %d, expected 2 (refused)'
+              % (ev, r.returncode))
+        lines = r.stderr.strip().splitlines()
+        check(len(lines) == 1 and 'go to sleep' in lines[0],
+              'expected one line saying why --ptrace is refused for %s' % ev)
+        check(not os.path.exists(os.path.join(opts.tmp, 'asleep.folded')), 'a profile was written')
+        harness.check_untouched(w.pid)
+        check_clean(w, ev)
     w.quit()
 
 
