@@ -93,6 +93,8 @@ struct recorder {
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
 	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
+	uint64_t merge_failed_late;     /* of merge_failed: samples whose Python stack was read
+	                                 * after the sample (no capture, no stop): a later one */
 	int fatal;                      /* set by the callback to stop: an unsupported Python, or
 	                                 * a corrupt _Py_DebugOffsets (-EBADMSG) */
 	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */

@@ -256,7 +256,7 @@ static void detect(struct recorder *rec, pid_t pid)
 
 /* Everything after the Python walk: native and kernel frames, merge, the profile. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, bool py_truncated)
+		   size_t n, bool py_truncated, bool late)
 {
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -280,6 +280,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		if (rm == -EPROTO) {
 			/* never a mis-ordered stack: keep the Python frames alone */
 			rec->merge_failed++;
+			rec->merge_failed_late += late;
 			mi.n_native = 0;
 			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
 		}
@@ -312,7 +313,7 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated);
+		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated, false);
 	}
 	rec->n_pending = 0;
 }
@@ -407,7 +408,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	struct recorder *rec = ctx;
 	size_t n = 0;
 	uint64_t truncated_before, captured_before = rec->captured;
-	bool truncated;
+	bool truncated, late;
 	int r = -ENOENT;
 
 	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
@@ -428,13 +429,14 @@ void record_on_sample(void *ctx, const struct sample *s)
 	if (rec->pf)
 		r = python_walk(rec, s, &n);
 	truncated = r == 0 && rec->pf && pyframes_stats(rec->pf)->truncated != truncated_before;
-	if (!s->stopped && rec->captured == captured_before && rec->late_us && rec->n_late < LATE_MAX) {
+	late = !s->stopped && rec->captured == captured_before;
+	if (late && rec->late_us && rec->n_late < LATE_MAX) {
 		uint64_t t = record_now_ns();
 		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, truncated))
-		finish(rec, s, r, rec->pyf, n, truncated);
+		finish(rec, s, r, rec->pyf, n, truncated, late);
 	if (rec->fatal)
 		*rec->stop = 1;
 }

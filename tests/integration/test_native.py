@@ -147,15 +147,22 @@ def check_frames(profile, kernel=False):
 
 
 def merge_failures(run):
-    m = re.search(r'(\d+) samples? whose native and Python stacks could not be merged', run.stderr)
-    return int(m.group(1)) if m else 0
+    """(failed merges, those of them whose Python stack was read after the sample)."""
+    m = re.search(r'(\d+) samples? whose native and Python stacks could not be merged'
+                  r'(?: \(kept with their Python frames only; (\d+) of them read after)?',
+                  run.stderr)
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0)
 
 
 def check_merged(run, limit=0.05):
-    n, bad = run.samples(), merge_failures(run)
-    log('merge failures: %d of %d samples' % (bad, n))
-    check(bad <= limit * n, '%d of %d samples (%.0f%%) could not be merged (at most %.0f%% '
-          'allowed)' % (bad, n, pct(bad, n), 100 * limit))
+    """At most limit of the samples read exactly (captured, or read in a stop) fail to merge.
+    A stack read after its sample (no capture yet: a launched command before its interpreter
+    is found, seen at 188 of 739 samples beside a CPU hog) may be a later one, whose Python
+    frames rightly do not fit the native stack copied at the sample: counted apart."""
+    n, (bad, late) = run.samples(), merge_failures(run)
+    log('merge failures: %d of %d samples (%d of them read late)' % (bad, n, late))
+    check(bad - late <= limit * n, '%d of %d samples (%.0f%%) read exactly could not be merged '
+          '(at most %.0f%% allowed)' % (bad - late, n, pct(bad - late, n), 100 * limit))
 
 
 def leaf_only_shape(profile):
