@@ -754,5 +754,6 @@ out:
 	profile_free(rec.prof);
 	free(rec.names);
 	free(rec.late_us);
+	free(rec.bid_ambiguous);
 	return status;
 }

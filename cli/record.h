@@ -93,6 +93,10 @@ struct recorder {
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
 	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
+	const char **bid_ambiguous;     /* module names two files with other build-ids had in this
+	                                 * run (a wrapper script's loader, then the target's): no
+	                                 * build-id is better than a wrong one (record_build_ids) */
+	size_t n_bid_ambiguous;
 	uint64_t merge_failed_late;     /* of merge_failed: samples whose Python stack was read
 	                                 * after the sample (no capture, no stop): a later one */
 	int fatal;                      /* set by the callback to stop: an unsupported Python, or

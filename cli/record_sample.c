@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cli/record.h"
@@ -367,6 +368,31 @@ void record_pending_free(struct recorder *rec)
 	rec->pending = NULL;
 }
 
+/* Module's build-id is bid in the image the symbolizer reads now. A module name that another
+ * file had earlier in the run (an exec: a wrapper script's system loader, then the target's
+ * own ld-linux-x86-64.so.2) gets none: its frames come from both files. */
+static void set_build_id(struct recorder *rec, const char *module, const char *bid)
+{
+	const char *have = profile_build_id(rec->prof, module);
+	const char **v;
+
+	for (size_t i = 0; i < rec->n_bid_ambiguous; i++)
+		if (rec->bid_ambiguous[i] == module)
+			return;
+	if (!have) {
+		(void) profile_set_build_id(rec->prof, module, bid);
+		return;
+	}
+	if (!strcasecmp(have, bid))
+		return;
+	profile_drop_build_id(rec->prof, module);
+	v = realloc(rec->bid_ambiguous, (rec->n_bid_ambiguous + 1) * sizeof(*v));
+	if (!v)
+		return;         /* dropped now; a later image may give it one again */
+	rec->bid_ambiguous = v;
+	rec->bid_ambiguous[rec->n_bid_ambiguous++] = module;
+}
+
 void record_build_ids(struct recorder *rec)
 {
 	const char **seen = NULL;
@@ -397,8 +423,8 @@ void record_build_ids(struct recorder *rec)
 		}
 		seen[n_seen++] = f->module;
 		bid = symbolizer_build_id(rec->sym, f->module);
-		if (bid && !profile_build_id(rec->prof, f->module))
-			(void) profile_set_build_id(rec->prof, f->module, bid);
+		if (bid)
+			set_build_id(rec, f->module, bid);
 	}
 	free(seen);
 }

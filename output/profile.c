@@ -491,6 +491,18 @@ int profile_set_build_id(struct profile *p, const char *module, const char *buil
 	return 0;
 }
 
+void profile_drop_build_id(struct profile *p, const char *module)
+{
+	const char *m = module ? interned(p, module) : NULL;
+
+	for (size_t i = 0; m && i < p->n_bids; i++)
+		if (p->bids[i].module == m) {
+			memmove(&p->bids[i], &p->bids[i + 1], (p->n_bids - i - 1) * sizeof(*p->bids));
+			p->n_bids--;
+			return;
+		}
+}
+
 const char *profile_build_id(const struct profile *p, const char *module)
 {
 	const char *m = module ? interned(p, module) : NULL;

@@ -110,6 +110,8 @@ int profile_find_event(const struct profile *p, const char *name);
  */
 #define PROFILE_MAX_BUILD_ID 128        /* hex digits: a 64-byte build-id */
 int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex);
+/* Removes module's build-id, if it has one (the others keep their order). */
+void profile_drop_build_id(struct profile *p, const char *module);
 /* The build-id of module, or NULL when none was set. Valid until profile_free(). */
 const char *profile_build_id(const struct profile *p, const char *module);
 /* The modules with a build-id, in the order they were first set: i < profile_n_build_ids(). */

@@ -131,6 +131,19 @@ static void test_build_ids(void **state)
 	assert_string_equal(profile_build_id_at(p, 1, &mod), "00ff");
 	assert_string_equal(mod, "libc.so.6");
 	assert_null(profile_build_id_at(p, 2, &mod));
+	/* dropped: the others keep their order; dropping what has none changes nothing */
+	assert_int_equal(profile_set_build_id(p, "ld.so", "beef"), 0);
+	profile_drop_build_id(p, "libc.so.6");
+	profile_drop_build_id(p, "libc.so.6");
+	profile_drop_build_id(p, "nosuchmodule");
+	profile_drop_build_id(p, NULL);
+	assert_null(profile_build_id(p, "libc.so.6"));
+	assert_int_equal(profile_n_build_ids(p), 2);
+	assert_string_equal(profile_build_id_at(p, 0, &mod), "abcd");
+	assert_string_equal(profile_build_id_at(p, 1, &mod), "beef");
+	assert_string_equal(mod, "ld.so");
+	profile_drop_build_id(p, "ld.so");
+	assert_int_equal(profile_set_build_id(p, "libc.so.6", "00ff"), 0);
 	/* not hex, odd, empty, too long, no module */
 	assert_int_equal(profile_set_build_id(p, "m", "abcg"), -EINVAL);
 	assert_int_equal(profile_set_build_id(p, "m", "abc"), -EINVAL);
