@@ -177,6 +177,8 @@ void perf_thread_disable(struct thread *t);
 void perf_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every record waiting in t's ring; samples go to s->fn with stopped as given. */
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped);
+/* Counts what a ring's PERF_RECORD_LOST or PERF_RECORD_THROTTLE record says; others: nothing. */
+void perf_note_record(struct sampler *s, const struct perf_event_header *h);
 
 uint64_t sampler_now_ns(void);
 

@@ -304,14 +304,8 @@ static void drain_ring(struct sampler *s, int c)
 		case PERF_RECORD_EXIT:
 			task_record(s, h);
 			break;
-		case PERF_RECORD_LOST:
-			if (h->size >= sizeof(*h) + 16)
-				s->stats.lost += ((const uint64_t *) (h + 1))[1];
-			break;
-		case PERF_RECORD_THROTTLE:
-			s->stats.throttled++;
-			break;
 		default:
+			perf_note_record(s, h);
 			break;
 		}
 	}

@@ -404,6 +404,14 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	s->fn(s->ctx, &smp);
 }
 
+void perf_note_record(struct sampler *s, const struct perf_event_header *h)
+{
+	if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
+		s->stats.lost += ((const uint64_t *) (h + 1))[1];
+	else if (h->type == PERF_RECORD_THROTTLE)
+		s->stats.throttled++;
+}
+
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 {
 	const struct perf_event_header *h;
@@ -421,14 +429,8 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 			else
 				perf_deliver(s, t, h, stopped, t->last);
 			break;
-		case PERF_RECORD_LOST:
-			if (h->size >= sizeof(*h) + 16)
-				s->stats.lost += ((const uint64_t *) (h + 1))[1];
-			break;
-		case PERF_RECORD_THROTTLE:
-			s->stats.throttled++;
-			break;
 		default:
+			perf_note_record(s, h);
 			break;
 		}
 	}
