@@ -124,6 +124,9 @@ void thread_gone(struct sampler *s, struct thread *t);
 /* Finds threads not yet known and adds them (seizing them first in exact mode): how many,
  * or -errno (fail_hard: the first failure; else failures are counted). */
 int scan_threads(struct sampler *s, bool fail_hard);
+/* The TIDs of /proc/PID/task into ret (at most max; ret NULL: only counted): how many, or
+ * -errno (-ESRCH: no such process). */
+int target_list_tasks(pid_t pid, pid_t *ret, size_t max);
 bool proc_alive(pid_t pid);
 void target_ended(struct sampler *s, int status);
 void drain_all(struct sampler *s);
@@ -173,6 +176,9 @@ void perf_raise_nofile(struct sampler *s);
 /* Takes a new event fd (or -errno) and keeps it, unless it eats into the reserve of fds that
  * hwspy needs besides its events (/proc, the symbolizer's files): -EMFILE then, fd closed. */
 int perf_fd_keep(const struct sampler *s, int fd);
+/* O_ASYNC and s->signo on t's sampling event (its owner, the thread, set already): on, or off
+ * (no signal of ours is sent after that). 0 or -errno. */
+int perf_thread_signal(struct sampler *s, struct thread *t, bool on);
 void perf_thread_disable(struct thread *t);
 void perf_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every record waiting in t's ring; samples go to s->fn with stopped as given. */
@@ -181,6 +187,9 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped);
 void perf_note_record(struct sampler *s, const struct perf_event_header *h);
 
 uint64_t sampler_now_ns(void);
+/* A run loop's wait: how long to poll (ms, at most 100, no further than the end of a run that
+ * began at start_ns and lasts duration_ns, 0: no limit), or -1 once it is over. */
+int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns);
 
 /* percpu.c: the per-CPU layout, used where no per-thread signal or BPF output is needed
  * (nonblocking mode): the same verbs as perf.c for one thread, and the rings' own */
@@ -193,8 +202,8 @@ void percpu_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,
  * exited ones (PERF_RECORD_EXIT) out of it. */
 void percpu_drain(struct sampler *s);
-/* Waits up to timeout_ms for a ring to fill or a SIGCHLD (s->sigfd), then reads every ring.
- * True if a SIGCHLD came. */
+/* Waits up to timeout_ms for a ring to fill or a SIGCHLD (s->sigfd); the caller then drains
+ * (drain_all()). True if a SIGCHLD came. */
 bool percpu_poll(struct sampler *s, int timeout_ms);
 void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */

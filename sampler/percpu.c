@@ -12,7 +12,6 @@
  * parent's ids, so the values go by position. Child processes inherit the events too: their
  * samples are dropped (perf_deliver()).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -31,37 +30,21 @@ struct task_record {            /* PERF_RECORD_FORK / PERF_RECORD_EXIT */
 	uint64_t time;
 };
 
-/* How many threads process pid has now (0 if unknown), at most 1 << 20. */
-static uint64_t count_threads(pid_t pid)
-{
-	char path[64];
-	struct dirent *de;
-	uint64_t n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((de = readdir(d)) && n < (1u << 20))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 /* Per CPU, unless exact by stops (each thread's own signal) or, attaching, the threads there now
  * would need more fds per CPU (threads x CPUs x events) than the limit leaves and more than a
  * ring per thread would. */
 bool percpu_choose(struct sampler *s)
 {
 	uint64_t ncpu = (uint64_t) sysconf(_SC_NPROCESSORS_CONF), n, per_cpu, per_thread;
+	int r;
 
 	if (s->opts.exact)
 		return false;
 	if (s->opts.argv)
 		return true;            /* one thread: the others inherit */
 	perf_raise_nofile(s);
-	n = count_threads(s->opts.pid);
+	r = target_list_tasks(s->opts.pid, NULL, 1u << 20);
+	n = r > 0 ? (uint64_t) r : 0;
 	if (!n || !s->fd_limit)
 		return true;
 	per_cpu = n * ncpu * s->opts.n_events + 2 * ncpu;
@@ -339,7 +322,6 @@ bool percpu_poll(struct sampler *s, int timeout_ms)
 				chld = true;
 	}
 	free(pfd);
-	percpu_drain(s);
 	return chld;
 }
 

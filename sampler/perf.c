@@ -33,6 +33,17 @@ uint64_t sampler_now_ns(void)
 	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
+int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns)
+{
+	uint64_t spent = sampler_now_ns() - start_ns;
+
+	if (!duration_ns)
+		return 100;
+	if (spent >= duration_ns)
+		return -1;
+	return duration_ns - spent < 100000000ULL ? (int) ((duration_ns - spent) / 1000000) + 1 : 100;
+}
+
 static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
 {
 	long fd = syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
@@ -262,8 +273,7 @@ static int open_group(struct sampler *s, struct thread *t, size_t pages, long ps
 	if (!s->opts.exact)
 		lead.wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8);
 	for (size_t i = 0; i < s->opts.n_events; i++) {
-		r = perf_fd_keep(s, perf_event_open(i ? &s->attrs[i] : &lead, t->tid, -1,
-						     i ? t->fds[0] : -1, PERF_FLAG_FD_CLOEXEC));
+		r = perf_open_fd(s, i ? &s->attrs[i] : &lead, t->tid, -1, i ? t->fds[0] : -1);
 		if (r < 0)
 			return r;
 		t->fds[i] = r;
@@ -325,13 +335,13 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 		goto fail;
 	if (s->signo) {
 		struct f_owner_ex owner = { F_OWNER_TID, t->tid };
-		int fl = fcntl(t->fds[0], F_GETFL);
-		if (fl < 0 || fcntl(t->fds[0], F_SETSIG, s->signo) < 0 ||
-		    fcntl(t->fds[0], F_SETOWN_EX, &owner) < 0 ||
-		    fcntl(t->fds[0], F_SETFL, fl | O_ASYNC) < 0) {
+		if (fcntl(t->fds[0], F_SETOWN_EX, &owner) < 0) {
 			r = -errno;
 			goto fail;
 		}
+		r = perf_thread_signal(s, t, true);
+		if (r < 0)
+			goto fail;
 	}
 	/* a thread that cannot have the program (no free slot) is still sampled, uncaptured */
 	if (capture_thread_open(s, t) < 0)
@@ -344,6 +354,23 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 fail:
 	perf_thread_close(s, t);
 	return r;
+}
+
+int perf_thread_signal(struct sampler *s, struct thread *t, bool on)
+{
+	int fl;
+
+	if (t->fds[0] < 0)
+		return 0;
+	fl = fcntl(t->fds[0], F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (on && fcntl(t->fds[0], F_SETSIG, s->signo) < 0)
+		return -errno;
+	/* clearing O_ASYNC takes the fd off the fasync list: no signal is sent after this */
+	if (fcntl(t->fds[0], F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC) < 0)
+		return -errno;
+	return 0;
 }
 
 void perf_thread_disable(struct thread *t)

@@ -122,8 +122,7 @@ void thread_gone(struct sampler *s, struct thread *t)
 	t->traced = false;
 }
 
-/* Reads the TIDs of /proc/PID/task into ret (at most max); returns how many, or -errno. */
-static int list_tasks(pid_t pid, pid_t *ret, size_t max)
+int target_list_tasks(pid_t pid, pid_t *ret, size_t max)
 {
 	char path[64];
 	struct dirent *de;
@@ -137,8 +136,11 @@ static int list_tasks(pid_t pid, pid_t *ret, size_t max)
 	while ((de = readdir(d)) && n < max) {
 		char *end;
 		long v = strtol(de->d_name, &end, 10);
-		if (*end == '\0' && v > 0)
-			ret[n++] = (pid_t) v;
+		if (*end != '\0' || v <= 0)
+			continue;
+		if (ret)
+			ret[n] = (pid_t) v;
+		n++;
 	}
 	closedir(d);
 	return (int) n;
@@ -209,7 +211,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 
 	for (int round = 0; round < 8; round++) {
 		int new = 0;
-		n = list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
+		n = target_list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
 		if (n < 0) {
 			free(unknown);
 			return n;
@@ -502,8 +504,9 @@ void drain_all(struct sampler *s)
 			perf_thread_drain(s, &s->threads[i], false);
 }
 
-/* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us.
- * True if a SIGCHLD came (a launched command changed state: look at it now). */
+/* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us
+ * (the caller then drains them all: drain_all()). True if a SIGCHLD came (a launched command
+ * changed state: look at it now). */
 static bool poll_rings(struct sampler *s, int timeout_ms)
 {
 	struct signalfd_siginfo fdsi;
@@ -516,8 +519,7 @@ static bool poll_rings(struct sampler *s, int timeout_ms)
 
 	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
 	if (!pfd) {
-		(void) poll(NULL, 0, timeout_ms);
-		drain_all(s);
+		(void) poll(NULL, 0, timeout_ms);       /* the caller drains every ring */
 		return false;
 	}
 	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
@@ -582,14 +584,10 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		return r < 0 ? r : tracer_call(s, tracer_run, &a);
 	}
 	while (!*stop && !s->stats.target_exited && !s->brk) {
-		int timeout = 100;
-		now = sampler_now_ns();
-		if (duration_ns) {
-			if (now - start >= duration_ns)
-				break;
-			if (duration_ns - (now - start) < 100000000ULL)
-				timeout = (int) ((duration_ns - (now - start)) / 1000000) + 1;
-		}
+		int timeout = sampler_wait_ms(start, duration_ns);
+
+		if (timeout < 0)
+			break;
 		/* the rings wake us only when an eighth full: capture rings are read every
 		 * 100 ms, nonblocking ones every tick (reads late by up to a tick) */
 		int tick = s->opts.capture ? timeout : read_tick_ms(&s->opts);
@@ -658,8 +656,6 @@ void sampler_free(struct sampler *s)
 		(void) close(s->sigfd);
 	capture_close(&s->capture);
 	tracer_release_resources(s);
-	for (size_t i = 0; i < s->n_threads; i++)
-		free(s->threads[i].cpu_last);
 	percpu_free(s);
 	free(s->unknown);
 	free(s->left_out);

@@ -229,24 +229,6 @@ int pick_signal(pid_t pid, int avoid)
 	return 0;
 }
 
-/* O_ASYNC and the signal on t's sampling event: on with s->signo, or off. */
-static int thread_signal(struct sampler *s, struct thread *t, bool on)
-{
-	int fl;
-
-	if (t->fds[0] < 0)
-		return 0;
-	fl = fcntl(t->fds[0], F_GETFL);
-	if (fl < 0)
-		return -errno;
-	if (on && fcntl(t->fds[0], F_SETSIG, s->signo) < 0)
-		return -errno;
-	/* clearing O_ASYNC takes the fd off the fasync list: no signal is sent after this */
-	if (fcntl(t->fds[0], F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC) < 0)
-		return -errno;
-	return 0;
-}
-
 /* The target now catches our signal: move to another harmless one (stops for the old one
  * still count as ours), or -EBUSY if there is none. */
 static int check_signal(struct sampler *s)
@@ -264,7 +246,7 @@ static int check_signal(struct sampler *s)
 	s->stats.signal_changes++;
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
-			(void) thread_signal(s, &s->threads[i], true);
+			(void) perf_thread_signal(s, &s->threads[i], true);
 	return 0;
 }
 
@@ -436,15 +418,11 @@ int tracer_run(struct sampler *s, void *arg)
 
 	while (!*a->stop && !s->stats.target_exited && !s->brk) {
 		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
-		int timeout = 100;
+		int timeout = sampler_wait_ms(start, a->duration_ns);
 
+		if (timeout < 0)
+			break;
 		now = sampler_now_ns();
-		if (a->duration_ns) {
-			if (now - start >= a->duration_ns)
-				break;
-			if (a->duration_ns - (now - start) < 100000000ULL)
-				timeout = (int) ((a->duration_ns - (now - start)) / 1000000) + 1;
-		}
 		if (now - last_check >= SIGNAL_CHECK_NS) {
 			last_check = now;
 			if (check_signal(s) < 0)
@@ -531,7 +509,7 @@ int tracer_release(struct sampler *s, void *arg)
 	(void) arg;
 	for (size_t i = 0; i < s->n_threads; i++) {
 		perf_thread_disable(&s->threads[i]);
-		(void) thread_signal(s, &s->threads[i], false);
+		(void) perf_thread_signal(s, &s->threads[i], false);
 	}
 	if (s->fn)
 		drain_all(s);
@@ -581,7 +559,7 @@ int tracer_reattach(struct sampler *s, void *arg)
 		struct thread *t = &s->threads[i];
 		if (!t->alive)
 			continue;
-		(void) thread_signal(s, t, true);
+		(void) perf_thread_signal(s, t, true);
 		if (t->fds[0] >= 0)
 			(void) ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
 	}
