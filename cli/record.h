@@ -143,7 +143,8 @@ int record_threads_missed(const struct sampler_stats *st, struct buf *out);
 int record_memlock_limits(struct buf *out);
 int record_nofile_limit(struct buf *out);
 /* record_report.c: the progress line (\r-rewritten on stderr; final clears it), the summary
- * of a run written to path, and the one line for sampler_new()'s r when it could set up no
+ * of a run written to path (after cmd_record has set the profile's metadata: the reasons threads
+ * were left out are read from it), and the one line for sampler_new()'s r when it could set up no
  * thread of target (which limit stopped it: RLIMIT_MEMLOCK, RLIMIT_NOFILE; else the error). */
 void record_progress(const struct recorder *rec, double elapsed, double duration, bool final);
 void record_summary(const struct recorder *rec, const char *target, double elapsed,

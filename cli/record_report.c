@@ -94,12 +94,15 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
 			 " read after it (before the capture started, or a thread's first samples)",
 			 rec->captured, rec->uncaptured);
-	else if (!o->nonblocking && st->eintr_undone)
-		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops; %"
-			 PRIu64 " system calls they interrupted were made again, unseen)", st->stops,
-			 st->eintr_undone);
-	else if (!o->nonblocking)
-		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops)", st->stops);
+	else if (!o->nonblocking) {
+		char undone[96] = "";
+
+		if (st->eintr_undone)
+			snprintf(undone, sizeof(undone), "; %" PRIu64 " system calls they interrupted "
+				 "were made again, unseen", st->eintr_undone);
+		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops%s)",
+			 st->stops, undone);
+	}
 	if (rec->n_late) {
 		qsort(rec->late_us, rec->n_late, sizeof(*rec->late_us), cmp_u32);
 		log_info("%s were late by median %u us, p99 %u us, max %u us",
@@ -108,15 +111,13 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 			 rec->late_us[rec->n_late - 1]);
 	}
 	if (st->threads_failed) {
-		struct buf why;
+		/* the reasons, as cmd_record put them in the profile's metadata */
+		const char *why = profile_meta_const(rec->prof)->threads_missed_why;
 
-		buf_init(&why);
-		(void) record_threads_missed(st, &why);
 		log_info("%" PRIu64 " of %" PRIu64 " threads not profiled: %s%s", st->threads_failed,
-			 st->threads_seen + st->threads_failed, why.len ? why.data : "",
+			 st->threads_seen + st->threads_failed, why ? why : "",
 			 st->threads_failed_by[SAMPLER_FAIL_FILES] ||
 			 st->threads_failed_by[SAMPLER_FAIL_MEMLOCK] ? "; raise the limit to profile them" : "");
-		buf_release(&why);
 	}
 	if (st->cpu_rings_shrunk) {
 		long kib = sysconf(_SC_PAGESIZE) / 1024;
