@@ -431,11 +431,7 @@ static int capture_thread_open_percpu(struct sampler *s, struct thread *t)
 int capture_thread_open(struct sampler *s, struct thread *t)
 {
 	struct capture *c = &s->capture;
-	struct perf_event_attr a = {
-		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT,
-		.sample_period = 1, .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_RAW,
-		.use_clockid = 1, .clockid = CLOCK_MONOTONIC,
-	};
+	struct perf_event_attr a = out_attr;
 	struct root_value v = { 0 };
 	uint32_t key = (uint32_t) t->tid, slot;
 	int r;
@@ -449,8 +445,7 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 		return r;
 	t->slot = r;
 	slot = (uint32_t) r;
-	r = (int) syscall(SYS_perf_event_open, &a, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	r = perf_fd_keep(s, r < 0 ? -errno : r);
+	r = perf_open_fd(s, &a, t->tid, -1, -1);
 	if (r < 0)
 		goto fail;
 	t->out_fd = r;
