@@ -7,6 +7,7 @@
  * earlier stays valid when its cache entry is reused.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,10 +142,18 @@ int pf_read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char
 
 /* ---- line tables ---- */
 
+/* A line reached by adding the table's deltas, as the caller's int: a table
+ * from a hostile target can walk it anywhere, and a line outside 0..INT_MAX is
+ * no line (-1). The sums are kept in 64 bits: at most 2^31 per entry, and a
+ * table holds far fewer than 2^32 entries. */
+static int line_out(int64_t line)
+{
+	return line < 0 || line > INT_MAX ? -1 : (int) line;
+}
+
 int pf_line_lnotab(const uint8_t *tab, size_t len, int first_line, int64_t byte_offset)
 {
-	int64_t addr = 0;
-	int line = first_line;
+	int64_t addr = 0, line = first_line;
 	size_t i;
 
 	/* pairs (bytecode delta, signed line delta): the line holds from addr on */
@@ -154,13 +163,12 @@ int pf_line_lnotab(const uint8_t *tab, size_t len, int first_line, int64_t byte_
 			break;
 		line += (int8_t) tab[i + 1];
 	}
-	return line;
+	return line_out(line);
 }
 
 int pf_line_310(const uint8_t *tab, size_t len, int first_line, int64_t byte_offset)
 {
-	int64_t start = 0, end = 0;
-	int line = first_line, cur = first_line;
+	int64_t start = 0, end = 0, line = first_line, cur = first_line;
 	size_t i;
 
 	if (byte_offset < 0)
@@ -178,7 +186,7 @@ int pf_line_310(const uint8_t *tab, size_t len, int first_line, int64_t byte_off
 			cur = line;
 		}
 		if (byte_offset >= start && byte_offset < end)
-			return cur;
+			return line_out(cur);
 	}
 	return -1;
 }
@@ -226,8 +234,7 @@ static void loc_skip(struct loc_reader *r, size_t n)
 int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t unit_index)
 {
 	struct loc_reader r = { .p = tab, .end = tab + len };
-	int64_t addr = 0;
-	int line = first_line;
+	int64_t addr = 0, line = first_line;
 
 	if (unit_index < 0)
 		return first_line;
@@ -238,7 +245,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 	while (r.p < r.end && !r.bad) {
 		uint8_t h = *r.p++;
 		unsigned code = (h >> 3) & 15, n = (h & 7) + 1;
-		int entry_line;
+		int64_t entry_line;
 		bool none = false;
 
 		if (!(h & 0x80))
@@ -259,7 +266,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 		case 10:
 		case 11:
 		case 12:
-			line += (int) code - 10;
+			line += (int64_t) code - 10;
 			loc_skip(&r, 2);
 			break;
 		default:
@@ -268,7 +275,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 		}
 		entry_line = none ? -1 : line;
 		if (unit_index >= addr && unit_index < addr + n)
-			return r.bad ? -1 : entry_line;
+			return r.bad ? -1 : line_out(entry_line);
 		addr += n;
 	}
 	return -1;

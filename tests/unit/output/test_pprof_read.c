@@ -832,7 +832,7 @@ static void test_bad_references(void **state)
 	profile_free(p);
 	for (size_t i = 0; i < N_ELEMS(cases); i++) {
 		broken(m, cases[i].what);
-		print_message("case %d: %s\n", cases[i].what, cases[i].reason);
+		print_message("# case %d: %s\n", cases[i].what, cases[i].reason);
 		expect_bad_pb(m, cases[i].reason);
 	}
 	free(m);
@@ -879,7 +879,7 @@ static void test_mutations(void **state)
 		}
 		profile_free(q);
 	}
-	print_message("%zu damaged copies read, %zu rejected\n", ok, bad);
+	print_message("# %zu damaged copies read, %zu rejected\n", ok, bad);
 	assert_true(ok > 0 && bad > 0);
 	free(copy);
 	free(plain);

@@ -3,6 +3,7 @@
  * decoding (ASCII, UCS1/2/4 -> UTF-8, over-long, bad kinds) through fake remote memory.
  */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +85,25 @@ static void test_locations_garbage(void **state)
 	(void) state;
 	assert_int_equal(pf_line_locations(bad1, sizeof(bad1), 1, 0), -1);
 	assert_int_equal(pf_line_locations(bad2, sizeof(bad2), 1, 0), -1);
+}
+
+static void test_line_out_of_range(void **state)
+{
+	/* deltas from a hostile table walk the line past int: no line, never a wrapped one
+	 * (UBSan: signed overflow in the old int sums) */
+	static const uint8_t far_down[] = { 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x03,
+					    0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x03 };
+	static const uint8_t up5[] = { 0xe8, 0x0a };
+	static const uint8_t pair_up[] = { 2, 127 };
+
+	(void) state;
+	assert_int_equal(pf_line_locations(far_down, sizeof(far_down), 1, 0), -1);
+	assert_int_equal(pf_line_locations(far_down, sizeof(far_down), 1, 1), -1);
+	assert_int_equal(pf_line_locations(up5, sizeof(up5), INT_MAX - 5, 0), INT_MAX);
+	assert_int_equal(pf_line_locations(up5, sizeof(up5), INT_MAX, 0), -1);
+	assert_int_equal(pf_line_lnotab(pair_up, sizeof(pair_up), INT_MAX, 4), -1);
+	assert_int_equal(pf_line_310(pair_up, sizeof(pair_up), INT_MAX, 0), -1);
+	assert_int_equal(pf_line_310(pair_up, sizeof(pair_up), 3, 0), 130);
 }
 
 static void test_ucs_to_utf8(void **state)
@@ -215,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_locations_313),
 		cmocka_unit_test(test_locations_314),
 		cmocka_unit_test(test_locations_garbage),
+		cmocka_unit_test(test_line_out_of_range),
 		cmocka_unit_test(test_ucs_to_utf8),
 		cmocka_unit_test(test_str_38),
 		cmocka_unit_test(test_str_312),
