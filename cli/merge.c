@@ -174,6 +174,8 @@ static int plan(const struct merge_in *in, struct plan *p)
 			p->n_segments++;
 	if (in->n_native == 0)
 		return 0;
+	if (in->py_unknown)
+		return 0;       /* each entry becomes MERGE_PY_UNKNOWN (walk) */
 	for (k = in->n_native; k-- > 0;) {
 		const struct native_frame *f = &in->native[k];
 		enum frame_class cls = classify(in, f);
@@ -194,12 +196,14 @@ static int plan(const struct merge_in *in, struct plan *p)
 		return 0;
 	py_cut = in->py_truncated || (in->n_py > 0 && !in->py[in->n_py - 1].entry);
 	if (p->n_entries > p->n_segments) {
-		if (unnamed)
-			return -EPROTO;
 		if (py_cut) {
+			if (unnamed)
+				return -EPROTO;
 			p->skip_outer = p->n_entries - p->n_segments;
 			return 0;
 		}
+		/* a nameless eval frame would make S + 2 entries, which no whole Python stack
+		 * leaves: so here none is, and the innermost entry has no frame */
 		if (p->n_entries == p->n_segments + 1) {
 			p->skip_inner = 1;
 			return 0;
@@ -222,6 +226,7 @@ struct out {
 	size_t skip;            /* outermost frames not written (second walk) */
 	size_t n;               /* frames produced so far */
 	bool write;
+	bool unknown_open;      /* the last frame produced is MERGE_PY_UNKNOWN */
 	char *scratch;
 	size_t scratch_left;
 };
@@ -231,6 +236,18 @@ static void put(struct out *o, const struct profile_frame *f)
 	if (o->write && o->n >= o->skip)
 		o->ret[o->n - o->skip] = *f;
 	o->n++;
+	o->unknown_open = false;
+}
+
+/* One MERGE_PY_UNKNOWN frame for a run of entries with no kept frame between them. */
+static void put_unknown(struct out *o)
+{
+	const struct profile_frame f = { .kind = FRAME_SPECIAL, .name = MERGE_PY_UNKNOWN };
+
+	if (o->unknown_open)
+		return;
+	put(o, &f);
+	o->unknown_open = true;
 }
 
 static bool will_write(const struct out *o)
@@ -300,7 +317,9 @@ static void walk(const struct merge_in *in, const struct plan *p, struct out *o)
 		enum frame_class cls = classify(in, &in->native[k]);
 
 		if (starts_entry(in, k, cls, &open)) {
-			if (entry >= p->skip_outer && entry < p->n_entries - p->skip_inner)
+			if (in->py_unknown)
+				put_unknown(o);
+			else if (entry >= p->skip_outer && entry < p->n_entries - p->skip_inner)
 				put_segment(in, o, &cursor);
 			entry++;
 		}
@@ -316,7 +335,8 @@ int merge_stacks(const struct merge_in *in, struct profile_frame *ret, size_t ma
 	int r;
 
 	*ret_n = 0;
-	if ((in->n_native && !in->native) || (in->n_py && !in->py) || (max && !ret))
+	if ((in->n_native && !in->native) || (in->n_py && !in->py) || (max && !ret) ||
+	    (in->py_unknown && in->n_py))
 		return -EINVAL;
 	r = plan(in, &p);
 	if (r < 0)
@@ -326,6 +346,7 @@ int merge_stacks(const struct merge_in *in, struct profile_frame *ret, size_t ma
 		return 0;
 	o.skip = o.n > max ? o.n - max : 0;
 	o.n = 0;
+	o.unknown_open = false;
 	o.write = true;
 	o.scratch = in->scratch_size ? in->scratch : NULL;
 	o.scratch_left = in->scratch_size;

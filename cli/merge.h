@@ -51,11 +51,21 @@
  *   - anything else: -EPROTO, never a mis-ordered stack.
  * The lenient cases also need every frame of the interpreter's module to be named (a nameless
  * one may be an eval frame: Debian's stripped python3.13/3.14 export the hot part of
- * _PyEval_EvalFrameDefault but its large .cold part has no symbol), except E == 0 < S when
- * every nameless interpreter frame lies outside every kept frame (e.g. only the leaf frame
- * was passed): then the Python stack goes at the root and the native frames after it.
+ * _PyEval_EvalFrameDefault but its large .cold part has no symbol), except
+ *   - E == S + 1 with the Python stack not truncated: a nameless eval frame would make it
+ *     S + 2 or more entries, which no Python stack read whole leaves, so none is one (the
+ *     innermost entry is dropped as above; Debian's python3.14 entering or leaving a ctypes
+ *     callback);
+ *   - E == 0 < S when every nameless interpreter frame lies outside every kept frame (e.g.
+ *     only the leaf frame was passed): then the Python stack goes at the root and the native
+ *     frames after it.
  *
  * Without native frames (n_native == 0) the result is the Python stack alone.
+ *
+ * Python frames unknown (py_unknown, n_py == 0: a Python stack read after its sample that did
+ * not fit, so a later one). The native frames are kept as above and each entry becomes one
+ * MERGE_PY_UNKNOWN frame (FRAME_SPECIAL), entries with no kept frame between them one frame
+ * together: the sample ran Python code there, which no one can name any more. Never -EPROTO.
  */
 #ifndef HWSPY_CLI_MERGE_H
 #define HWSPY_CLI_MERGE_H
@@ -71,6 +81,9 @@
  * basename is at most 255 bytes). A scratch of max * MERGE_SCRATCH_PER_FRAME never runs out. */
 #define MERGE_SCRATCH_PER_FRAME 280
 
+/* The frame that stands for the Python code of an entry when py_unknown is set. */
+#define MERGE_PY_UNKNOWN "[python]"
+
 struct merge_in {
 	const struct native_frame *native;  /* innermost first (inline frames included) */
 	size_t n_native;
@@ -80,6 +93,7 @@ struct merge_in {
 	int py_major, py_minor;
 	bool function_lines;                /* Python frames at their first line (--function) */
 	bool py_truncated;                  /* pyframes cut the Python stack at its outer end */
+	bool py_unknown;                    /* no Python frames for this sample (n_py must be 0) */
 	char *scratch;                      /* texts of nameless native frames; may be NULL */
 	size_t scratch_size;
 };
@@ -89,7 +103,8 @@ struct merge_in {
  * profile_frame_id() before the next merge). When the scratch runs out, a nameless frame
  * reads as its module's name alone.
  * 0, -EPROTO (entries and segments do not match; *ret_n = 0), -E2BIG (more than max frames:
- * the innermost max are kept and the result is still usable), -EINVAL (NULL arrays). */
+ * the innermost max are kept and the result is still usable), -EINVAL (NULL arrays, or
+ * py_unknown with Python frames). */
 int merge_stacks(const struct merge_in *in, struct profile_frame *ret, size_t max, size_t *ret_n);
 
 /* True for names of the interpreter's eval-loop functions in any supported version

@@ -30,6 +30,10 @@
 #define DEFAULT_STACK_SIZE 32768
 #define DETECT_INTERVAL_NS 20000000ULL
 #define LATE_MAX 1000000
+/* --native: a Python stack read this long after its sample (no capture, no stop) is taken for
+ * a later one, not the sample's: its native frames are kept instead. Nonblocking reads are late
+ * by a tick (at most 5 ms), a launched command's first ones by up to a second on a busy machine. */
+#define STALE_READ_NS 50000000ULL
 
 struct record_opts {
 	pid_t pid;
@@ -97,8 +101,10 @@ struct recorder {
 	                                 * run (a wrapper script's loader, then the target's): no
 	                                 * build-id is better than a wrong one (record_build_ids) */
 	size_t n_bid_ambiguous;
-	uint64_t merge_failed_late;     /* of merge_failed: samples whose Python stack was read
-	                                 * after the sample (no capture, no stop): a later one */
+	uint64_t late_unfit;            /* samples whose Python stack, read after the sample (no
+	                                 * capture, no stop), was read more than STALE_READ_NS
+	                                 * later or did not fit their native one: kept with their
+	                                 * native frames (not in merge_failed) */
 	int fatal;                      /* set by the callback to stop: an unsupported Python, or
 	                                 * a corrupt _Py_DebugOffsets (-EBADMSG) */
 	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */

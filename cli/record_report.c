@@ -77,14 +77,14 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 	if (o->native)
 		log_info("native: %" PRIu64 " stacks unwound, %.1f frames on average",
 			 rec->unwound, rec->unwound ? (double) rec->unwound_frames / (double) rec->unwound : 0.0);
-	if (rec->merge_failed && rec->merge_failed_late)
-		log_info("%" PRIu64 " samples whose native and Python stacks could not be merged "
-			 "(kept with their Python frames only; %" PRIu64 " of them read after their "
-			 "sample, without a capture, so their Python stack may be a later one)",
-			 rec->merge_failed, rec->merge_failed_late);
-	else if (rec->merge_failed)
+	if (rec->merge_failed)
 		log_info("%" PRIu64 " samples whose native and Python stacks could not be merged "
 			 "(kept with their Python frames only)", rec->merge_failed);
+	if (rec->late_unfit)
+		log_info("%" PRIu64 " samples whose Python stack, read after the sample without a "
+			 "capture, was a later one (read over %llu ms late, or not fitting their native "
+			 "stack): kept with their native frames, " MERGE_PY_UNKNOWN " where Python code "
+			 "ran", rec->late_unfit, STALE_READ_NS / 1000000ULL);
 	if (o->kernel && !rec->kernel_frames)
 		log_info("no kernel frames were recorded (the event counts user space only?)");
 	if (rec->no_python)

@@ -255,9 +255,10 @@ static void detect(struct recorder *rec, pid_t pid)
 	}
 }
 
-/* Everything after the Python walk: native and kernel frames, merge, the profile. */
+/* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
+ * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, bool py_truncated, bool late)
+		   size_t n, bool py_truncated, uint64_t late_ns)
 {
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -276,12 +277,27 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
 		};
 		size_t nm = 0, nk;
-		int rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+		int rm;
 
-		if (rm == -EPROTO) {
+		/* a Python stack read long after the sample is a later one, not this sample's
+		 * (a launched command's first samples wait while hwspy loads symbols, and may
+		 * even fit a later stack by chance): the native frames are the sample's own */
+		if (o->native && mi.n_py && late_ns > STALE_READ_NS) {
+			rec->late_unfit++;
+			mi.n_py = 0;
+			mi.py_unknown = true;
+		}
+		rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+		if (rm == -EPROTO && late_ns) {
+			/* so is one read a little late that does not fit: keep the native frames and
+			 * mark where Python code ran */
+			rec->late_unfit++;
+			mi.n_py = 0;
+			mi.py_unknown = true;
+			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+		} else if (rm == -EPROTO) {
 			/* never a mis-ordered stack: keep the Python frames alone */
 			rec->merge_failed++;
-			rec->merge_failed_late += late;
 			mi.n_native = 0;
 			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
 		}
@@ -314,7 +330,7 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated, false);
+		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated, 0);
 	}
 	rec->n_pending = 0;
 }
@@ -434,6 +450,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	struct recorder *rec = ctx;
 	size_t n = 0;
 	uint64_t truncated_before, captured_before = rec->captured;
+	uint64_t late_ns = 0;
 	bool truncated, late;
 	int r = -ENOENT;
 
@@ -456,13 +473,16 @@ void record_on_sample(void *ctx, const struct sample *s)
 		r = python_walk(rec, s, &n);
 	truncated = r == 0 && rec->pf && pyframes_stats(rec->pf)->truncated != truncated_before;
 	late = !s->stopped && rec->captured == captured_before;
-	if (late && rec->late_us && rec->n_late < LATE_MAX) {
+	if (late) {
 		uint64_t t = record_now_ns();
-		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
+
+		late_ns = t > s->time_ns ? t - s->time_ns : 1;
+		if (rec->late_us && rec->n_late < LATE_MAX)
+			rec->late_us[rec->n_late++] = (uint32_t) (late_ns / 1000);
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, truncated))
-		finish(rec, s, r, rec->pyf, n, truncated, late);
+		finish(rec, s, r, rec->pyf, n, truncated, late_ns);
 	if (rec->fatal)
 		*rec->stop = 1;
 }

@@ -43,7 +43,7 @@ struct tc {
 	size_t n_nat;
 	const struct py_frame *py;              /* root first */
 	size_t n_py;
-	bool function_lines, py_truncated;
+	bool function_lines, py_truncated, py_unknown;
 	size_t max;                             /* 0: MAX_FRAMES */
 	size_t scratch;                         /* 0: 4096 */
 };
@@ -81,7 +81,7 @@ static void check_r(const struct tc *t, const char *const *want, size_t n_want, 
 	struct merge_in in = {
 		.native = nat, .n_native = t->n_nat, .py = py, .n_py = t->n_py,
 		.interp_module = t->interp, .function_lines = t->function_lines,
-		.py_truncated = t->py_truncated, .scratch = scratch,
+		.py_truncated = t->py_truncated, .py_unknown = t->py_unknown, .scratch = scratch,
 		.scratch_size = t->scratch ? t->scratch : sizeof(scratch),
 	};
 	int r;
@@ -631,6 +631,76 @@ static void test_entering_loop_spare_innermost_entry(void **state)
 	CHECK(&t, want);
 }
 
+static void test_stripped_spare_innermost_entry(void **state)
+{
+	/* Debian's stripped python3.14 entering a ctypes callback (seen under hwspy): the
+	 * callback's eval frame has not started its Python frame yet; nameless interpreter frames
+	 * around. E == S + 1: a nameless eval frame would make it S + 2, so none is one. */
+	static const struct native_frame nat[] = {
+		NAT("_start", "python3.14"), NAT("__libc_start_main", LIBC),
+		NAT(NULL, "python3.14"), NAT("Py_RunMain", "python3.14"),
+		NAT(NULL, "python3.14"), NAT("_PyEval_EvalFrameDefault.cold", "python3.14"),
+		NAT(NULL, "python3.14"), NAT("ffi_call", "libffi.so.8"), NAT("qsort_r", LIBC),
+		NAT(NULL, "libffi.so.8"), NAT("PyObject_Vectorcall", "python3.14"),
+		NAT(NULL, "python3.14"), NAT(EFD, "python3.14"),
+	};
+	static const struct py_frame py[] = {
+		PYF("<module>", "n.py", 50, true), PYF("sort_with_callback", "n.py", 20, false),
+	};
+	static const char *const want[] = {
+		"c __libc_start_main libc.so.6",
+		"py <module> n.py:50", "py sort_with_callback n.py:20",
+		"c ffi_call libffi.so.8", "c qsort_r libc.so.6", "c libffi.so.8+0x0 libffi.so.8",
+	};
+	struct tc t = TC("python3.14", nat, py);
+
+	(void) state;
+	CHECK(&t, want);
+	/* a truncated Python stack: its missing outer frames could pair with a nameless one */
+	t.py_truncated = true;
+	check_eproto(&t);
+}
+
+/* ---- Python frames unknown (a late read that was not the sample's) -------------------- */
+
+static void test_py_unknown_marks_entries(void **state)
+{
+	/* native frames kept; each run of entries with no kept frame between is one [python];
+	 * nameless interpreter frames are dropped as ever, and nothing is -EPROTO */
+	static const struct native_frame nat[] = {
+		NAT("__libc_start_main", LIBC), NAT("Py_BytesMain", LIB312),
+		NAT(EFD, LIB312), NAT("import_name", LIB312), NAT(EFD, LIB312),
+		NAT("PyCFuncPtr_call", "_ctypes.so"), NAT("qsort_r", LIBC),
+		NAT(NULL, LIB312), NAT(EFD, LIB312), NAT("gc_collect_main", LIB312),
+		NAT("visit_reachable", LIB312),
+	};
+	static const char *const want[] = {
+		"c __libc_start_main libc.so.6", "sp " MERGE_PY_UNKNOWN,
+		"c PyCFuncPtr_call _ctypes.so", "c qsort_r libc.so.6", "sp " MERGE_PY_UNKNOWN,
+		"c gc_collect_main libpython3.12.so.1.0",
+	};
+	static const char *const none[] = { "c __libc_start_main libc.so.6" };
+	static const struct py_frame py[] = { PYF("f", "u.py", 1, true) };
+	struct profile_frame out[4];
+	struct tc t = { .interp = LIB312, .nat = nat, .n_nat = N_OF(nat), .py_unknown = true };
+	struct merge_in in = { .native = nat, .n_native = 1, .py = py, .n_py = 1,
+			       .interp_module = LIB312, .py_unknown = true };
+	size_t n = 3;
+
+	(void) state;
+	CHECK(&t, want);
+	/* no entry: no [python] */
+	t.n_nat = 2;
+	CHECK(&t, none);
+	/* the innermost max frames: a [python] frame counts as one */
+	t.n_nat = N_OF(nat);
+	t.max = 2;
+	check_r(&t, want + 4, 2, -E2BIG);
+	/* Python frames and py_unknown together: a caller's mistake */
+	assert_int_equal(merge_stacks(&in, out, 4, &n), -EINVAL);
+	assert_int_equal(n, 0);
+}
+
 /* ---- truncation ------------------------------------------------------------------------- */
 
 static void test_native_unwind_truncated(void **state)
@@ -861,6 +931,8 @@ int main(void)
 		cmocka_unit_test(test_stripped_cold_part_eproto),
 		cmocka_unit_test(test_stripped_matching_counts),
 		cmocka_unit_test(test_entering_loop_spare_innermost_entry),
+		cmocka_unit_test(test_stripped_spare_innermost_entry),
+		cmocka_unit_test(test_py_unknown_marks_entries),
 		cmocka_unit_test(test_native_unwind_truncated),
 		cmocka_unit_test(test_native_leaf_only),
 		cmocka_unit_test(test_python_stack_truncated),
