@@ -163,10 +163,10 @@ def merge_failures(run):
 
 
 def check_merged(run, limit=0.05):
-    """At most limit of the samples read exactly (captured, or read in a stop) fail to merge.
-    A stack read after its sample (no capture yet: a launched command before its interpreter
-    is found, seen at 188 of 739 samples beside a CPU hog) may be a later one, whose Python
-    frames rightly do not fit the native stack copied at the sample: counted apart."""
+    """At most limit of the samples fail to merge. A stack read after its sample (no capture
+    yet: a launched command's first samples, seen at 188 of 739 samples beside a CPU hog) that
+    does not fit is a later one: hwspy keeps its native frames and counts it apart, not as a
+    failure (older builds counted it as one, "N of them read after their sample")."""
     n, (bad, late) = run.samples(), merge_failures(run)
     log('merge failures: %d of %d samples (%d of them read late)' % (bad, n, late))
     check(bad - late <= limit * n, '%d of %d samples (%.0f%%) read exactly could not be merged '
@@ -278,10 +278,17 @@ def callback(opts, xopts=()):
           % pct(sum(wrong.values()), profile.total))
     cb = weights_by_python_leaf(profile, 'cmp', src)
     cb_weight = sum(c for _, c, _ in cb)
-    log('cmp() is the leaf Python frame in %.1f%% of the weight' % pct(cb_weight, profile.total))
-    check(cb_weight >= 0.5 * profile.total,
-          'cmp() is the leaf Python frame in only %.1f%% of the weight (it burns most of the CPU)'
-          % pct(cb_weight, profile.total))
+    # samples whose Python stack was read too late to be theirs have none ([python] marks it):
+    # the share of cmp() is judged among the others (a busy machine left half of a launch's
+    # samples so under -X perf, where hwspy's start is slow)
+    unknown = sum(c for frames, c in profile.stacks if '[python]' in frames)
+    known = profile.total - unknown
+    log('cmp() is the leaf Python frame in %.1f%% of the weight, %.1f%% of the weight with '
+        'Python frames ([python], read too late, in %.1f%%)'
+        % (pct(cb_weight, profile.total), pct(cb_weight, known), pct(unknown, profile.total)))
+    check(cb_weight >= 0.5 * known,
+          'cmp() is the leaf Python frame in only %.1f%% of the weight with Python frames (it '
+          'burns most of the CPU)' % pct(cb_weight, known))
     good = at_hot = 0
     shown = 0
     for frames, c, i in cb:
