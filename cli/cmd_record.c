@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -32,12 +31,20 @@
 /* -c: perf's sample_period is a u64, but the kernel keeps periods in an s64 */
 #define PERIOD_MAX ((unsigned long long) INT64_MAX)
 
-static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag;
+/* --grace: a launched command's time to end after SIGINT, then after SIGTERM */
+#define GRACE_DEFAULT 5.0
+#define GRACE_MAX 3600.0
 
-static void on_signal(int sig)
+/* quit_flag counts SIGINT/SIGTERM/SIGHUP (the second one kills a launched command at once);
+ * tty_int_flag: a SIGINT came from the terminal, so the foreground command got it too */
+static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag, tty_int_flag;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	(void) sig;
-	quit_flag = 1;
+	(void) uc;
+	if (sig == SIGINT && si && si->si_code == SI_KERNEL)
+		tty_int_flag = 1;
+	quit_flag = quit_flag + 1;
 	stop_flag = 1;
 }
 
@@ -75,7 +82,11 @@ static void usage(FILE *out)
 		"  -F, --rate HZ          samples per second per thread (default 100)\n"
 		"  -c, --period N         sample every N events instead of a rate (the reliable\n"
 		"                         choice for page-faults, context-switches ...)\n"
-		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
+		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C);\n"
+		"                         a launched command still running then gets SIGINT,\n"
+		"                         SIGTERM after the grace period, then SIGKILL\n"
+		"      --grace SECS       that grace period (default 5; a second Ctrl-C: SIGKILL now)\n"
+		"      --keep-running     leave a launched command running when sampling ends\n"
 		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded; -:\n"
 		"                         standard output), replaced only once complete; its\n"
 		"                         name picks the format: .folded / .txt, .svg (a flame\n"
@@ -94,7 +105,10 @@ static void usage(FILE *out)
 		"      --kernel           kernel frames at the leaf (needs root or CAP_PERFMON)\n"
 		"  -q, --quiet            no progress line and no summary\n"
 		"  -h, --help             this text\n\n"
-		"'hwspy list' shows the events that work on this machine.\n");
+		"'hwspy list' shows the events that work on this machine.\n\n"
+		"Exit status: 2 for a usage error, 1 when no profile was written (hwspy failed, or\n"
+		"took no sample: it says why); else, with a launched command, the command's own\n"
+		"status (128+N if signal N ended it; 0 with --keep-running), and 0 with -p.\n");
 }
 
 static int parse_events(struct record_opts *o, const char *arg)
@@ -293,6 +307,25 @@ static void capture_start(struct recorder *rec)
 			  "after its sample instead, as --nonblocking");
 }
 
+/* Sampling is over: the launched command ends (record_child_end), or is left running. */
+static void end_command(struct recorder *rec, const struct record_opts *o,
+			struct record_child *c)
+{
+	const struct sampler_stats *st;
+	struct record_child_opts co = {
+		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = tty_int_flag,
+		.quits = &quit_flag,
+	};
+
+	sampler_stop(rec->sampler);
+	st = sampler_stats(rec->sampler);
+	if (st->target_exited && !c->ended) {
+		c->ended = true;        /* the sampler reaped it */
+		c->status = st->exit_status;
+	}
+	record_child_end(c, &co);
+}
+
 static int parse_args(int argc, char **argv, struct record_opts *o)
 {
 	static const struct option longopts[] = {
@@ -313,6 +346,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' },
 		{ "stack-size", required_argument, NULL, 'S' },
+		{ "grace", required_argument, NULL, 'G' },
+		{ "keep-running", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -321,6 +356,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 
 	o->freq = 100;
 	o->stack_size = DEFAULT_STACK_SIZE;
+	o->grace = GRACE_DEFAULT;
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
@@ -365,6 +401,18 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 					  DURATION_MIN, DURATION_MAX);
 				return -EINVAL;
 			}
+			break;
+		case 'G':
+			o->grace = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->grace >= 0 && o->grace <= GRACE_MAX)) {
+				log_error("grace period '%s' must be a number of seconds, 0 to %.0f",
+					  optarg, GRACE_MAX);
+				return -EINVAL;
+			}
+			o->grace_given = true;
+			break;
+		case 'k':
+			o->keep_running = true;
 			break;
 		case 'o':
 			o->output = optarg;
@@ -427,6 +475,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
 		return -EINVAL;
 	}
+	if (o->pid && (o->keep_running || o->grace_given)) {
+		log_error("--%s applies to a launched command (-- COMMAND), not to -p",
+			  o->keep_running ? "keep-running" : "grace");
+		return -EINVAL;
+	}
 	if (o->nonblocking && o->ptrace) {
 		log_error("--ptrace and --nonblocking exclude each other");
 		return -EINVAL;
@@ -442,7 +495,8 @@ int cmd_record(int argc, char **argv)
 	struct sampler_capture_spec cspec;
 	char target[320], defpath[64];
 	const char *names[SAMPLER_MAX_EVENTS];
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
+	struct record_child child = { 0 };
 	uint64_t start, duration_ns;
 	bool tty = isatty(STDERR_FILENO);
 	struct outfile out = { 0 };
@@ -574,7 +628,7 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_tstp;
+	sa = (struct sigaction) { .sa_handler = on_tstp };
 	sigaction(SIGTSTP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -630,8 +684,10 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	sampler_set_resumed_fn(rec.sampler, record_flush);
-	if (o.argv)
+	if (o.argv) {
 		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], sampler_pid(rec.sampler));
+		child = (struct record_child) { .pid = sampler_pid(rec.sampler), .name = o.argv[0] };
+	}
 	(void) profile_set_target(rec.prof, target);
 	profile_meta(rec.prof)->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
 	if (o.nonblocking || rec.capture)
@@ -712,6 +768,11 @@ int cmd_record(int argc, char **argv)
 				     &rec, target);
 			goto out;
 		}
+		if (!st->samples) {
+			/* an empty profile is nothing useful: the previous output stays */
+			record_no_samples(&rec, target, elapsed);
+			goto out;
+		}
 		struct buf cmdline;
 
 		/* the command line, for the formats that keep it (pprof's comments) */
@@ -730,19 +791,20 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		if (st->target_exited && o.pid)
 			log_info("pid %d exited; writing what was sampled", o.pid);
+		/* the profile is safe: now the command (its end goes in the summary) */
+		if (o.argv)
+			end_command(&rec, &o, &child);
 		record_summary(&rec, target, elapsed, out.is_stdout ? "to standard output" : o.output);
+		if (o.argv)
+			record_child_say(&child);
 	}
-	status = 0;
+	status = o.argv ? record_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	if (rec.sampler && o.argv && !sampler_stats(rec.sampler)->target_exited) {
-		/* the command goes on after sampling ends: wait for it, as a shell would */
-		int ws;
-		sampler_stop(rec.sampler);
-		if (!o.quiet)
-			log_info("sampling ended; waiting for '%s' to exit", o.argv[0]);
-		while (waitpid(sampler_pid(rec.sampler), &ws, 0) < 0 && errno == EINTR)
-			;
+	if (rec.sampler && o.argv && !child.ended && !child.kept) {
+		/* hwspy failed: the command ends too (its status is not hwspy's: that stays 1) */
+		end_command(&rec, &o, &child);
+		record_child_say(&child);
 	}
 	sampler_free(rec.sampler);
 	pyframes_free(rec.pf);
