@@ -111,6 +111,14 @@ static void usage(FILE *out)
 		"status (128+N if signal N ended it; 0 with --keep-running), and 0 with -p.\n");
 }
 
+/* subsys:name[:modifiers]: a tracepoint, unless subsys is an event name with modifiers */
+static bool is_tracepoint_form(const char *text)
+{
+	const char *colon = strchr(text, ':');
+
+	return colon && colon != text && colon[1] && !strchr(text, '/');
+}
+
 static int parse_events(struct record_opts *o, const char *arg)
 {
 	char items[SAMPLER_MAX_EVENTS][96];
@@ -127,10 +135,21 @@ static int parse_events(struct record_opts *o, const char *arg)
 	}
 	for (int i = 0; i < n; i++) {
 		int r = events_parse(items[i], &o->events[o->n_events]);
+		if (r == -ENOENT && is_tracepoint_form(items[i])) {
+			int t = events_tracefs();
+
+			if (t < 0) {
+				log_error("cannot look up tracepoint '%s': %s", items[i], diag_tracefs(t, false));
+				return r;
+			}
+		}
 		if (r == -ENOENT) {
 			const char *near[3];
 			size_t k = events_suggest(items[i], near, 3);
-			if (k)
+			if (!k && is_tracepoint_form(items[i]))
+				log_error("no tracepoint '%s' here: /sys/kernel/tracing/available_events "
+					  "lists them (as subsys:name)", items[i]);
+			else if (k)
 				log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
 					  items[i], near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
 					  k > 2 ? ", " : "", k > 2 ? near[2] : "");
@@ -598,6 +617,14 @@ int cmd_record(int argc, char **argv)
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
 	}
 
+	if (!o.nonblocking && !o.ptrace && o.events[0].kind == EVENT_TRACEPOINT) {
+		/* the capture is a perf-event program, which the kernel attaches to software and
+		 * hardware events only; a stop where a thread goes to sleep would interrupt its call */
+		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
+			 "interrupt the system call it samples; reading each stack after its sample, "
+			 "as --nonblocking", o.events[0].name);
+		o.nonblocking = true;
+	}
 	if (!o.nonblocking && !o.ptrace) {
 		/* exact without stopping anything where BPF is allowed */
 		r = sampler_capture_probe();
