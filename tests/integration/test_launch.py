@@ -63,16 +63,19 @@ def command_pid(run):
 @case
 def sigint(opts):
     # ends on the SIGINT at the end of -d, well within the grace period (5 s)
-    m = os.path.join(opts.tmp, 'marker')
-    run = harness.record(opts, ['-e', 'cpu-clock', '-d', '1', '--'] +
-                         sleeper(opts, m), timeout=30)
-    log('marker: %s' % marks(m))
-    check(marks(m) == ['started', 'SIGINT'], 'the command got no SIGINT alone: %s' % marks(m))
-    check(run.elapsed < 8, 'hwspy took %.1f s: -d 1 and a command that ends at SIGINT' % run.elapsed)
-    check(run.rc == 7, 'hwspy exited %s, not the command\'s 7' % run.rc)
-    check("exited with status 7 after hwspy's SIGINT" in run.stderr,
-          'the summary does not say how the command ended')
-    check(run.samples() and os.path.exists(run.out_path), 'no profile written')
+    # (and with --ptrace, where the tracer thread held the command until sampling ended)
+    for extra in ([], ['--ptrace']):
+        m = os.path.join(opts.tmp, 'marker%s' % ''.join(extra))
+        run = harness.record(opts, extra + ['-e', 'cpu-clock', '-d', '1', '--'] +
+                             sleeper(opts, m), name='out%s' % ''.join(extra), timeout=30)
+        log('marker: %s' % marks(m))
+        check(marks(m) == ['started', 'SIGINT'], 'the command got no SIGINT alone: %s' % marks(m))
+        check(run.elapsed < 8, 'hwspy took %.1f s: -d 1 and a command that ends at SIGINT'
+              % run.elapsed)
+        check(run.rc == 7, 'hwspy exited %s, not the command\'s 7' % run.rc)
+        check("exited with status 7 after hwspy's SIGINT" in run.stderr,
+              'the summary does not say how the command ended')
+        check(run.samples() and os.path.exists(run.out_path), 'no profile written')
 
 
 @case
