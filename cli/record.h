@@ -155,6 +155,9 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 void record_limit_error(int r, const char *target);
 /* The one line for a run that took no sample (nothing is written then): why, and what to use. */
 void record_no_samples(const struct recorder *rec, const char *target, double elapsed);
+/* record_args.c: parses hwspy record's command line into o (zeroed by the caller): 0, 1 after
+ * --help (printed), -EINVAL on a usage error (said). */
+int record_parse_args(int argc, char **argv, struct record_opts *o);
 /* record_child.c: a launched command, once sampling has ended. record_child_end() waits for it
  * to end, and ends it if it does not: SIGINT (not sent again where a Ctrl-C on the terminal
  * reached it already), SIGTERM after grace seconds, SIGKILL after grace more, SIGKILL at once when
