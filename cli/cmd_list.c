@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 
 #include "base/log.h"
+#include "cli/diagnose.h"
 #include "sampler/sampler.h"
 
 #include <errno.h>
@@ -114,8 +115,10 @@ static void print_syntax(bool hw_pmu)
 	print_row("rNNNN", "raw", status, "raw hardware event code in hex, e.g. r01c2");
 	print_row("PMU/term=value,.../", "pmu", "see the PMUs below",
 		  "terms from PMU/format in sysfs, e.g. cpu/event=0x3c,umask=0x0/");
-	if (events_parse("sched:sched_switch", &spec) < 0)
-		status = "tracefs not readable here";
+	if (events_tracefs() < 0)
+		status = diag_tracefs(events_tracefs(), true);
+	else if (events_parse("sched:sched_switch", &spec) < 0)
+		status = "no sched:sched_switch in tracefs";
 	else
 		status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
 	print_row("subsys:name", "tracepoint", status,

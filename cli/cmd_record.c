@@ -5,14 +5,12 @@
  * the sample is drained (--nonblocking).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -26,18 +24,16 @@
 #include "sampler/sampler.h"
 #include "symbolizer/symbolizer.h"
 
-/* -d: at least a millisecond, at most about three years (nanoseconds in a uint64_t, with room) */
-#define DURATION_MIN 0.001
-#define DURATION_MAX 1e8
-/* -c: perf's sample_period is a u64, but the kernel keeps periods in an s64 */
-#define PERIOD_MAX ((unsigned long long) INT64_MAX)
+/* quit_flag counts SIGINT/SIGTERM/SIGHUP (the second one kills a launched command at once);
+ * tty_int_flag: a SIGINT came from the terminal, so the foreground command got it too */
+static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag, tty_int_flag;
 
-static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag;
-
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	(void) sig;
-	quit_flag = 1;
+	(void) uc;
+	if (sig == SIGINT && si && si->si_code == SI_KERNEL)
+		tty_int_flag = 1;
+	quit_flag = quit_flag + 1;
 	stop_flag = 1;
 }
 
@@ -60,78 +56,6 @@ static int pause_for_tstp(struct sampler *sampler)
 	(void) sampler_pause(sampler);
 	(void) raise(SIGSTOP);
 	return sampler_resume(sampler);
-}
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy record [OPTIONS] -p PID\n"
-		"       hwspy record [OPTIONS] -- COMMAND [ARGS...]\n\n"
-		"Samples every thread of a Python process with a perf event and writes the Python\n"
-		"stacks, weighted by the event, as a folded flame-graph file.\n\n"
-		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
-		"  -e, --event EV[,EV]    event to sample (default: cycles, or cpu-clock without a\n"
-		"                         hardware PMU); more events are counted with every sample\n"
-		"  -F, --rate HZ          samples per second per thread (default 100)\n"
-		"  -c, --period N         sample every N events instead of a rate (the reliable\n"
-		"                         choice for page-faults, context-switches ...)\n"
-		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
-		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded; -:\n"
-		"                         standard output), replaced only once complete; its\n"
-		"                         name picks the format: .folded / .txt, .svg (a flame\n"
-		"                         graph), .speedscope.json, .pb.gz / .pprof\n"
-		"      --format NAME      folded, svg, speedscope or pprof, whatever the output's\n"
-		"                         name says\n"
-		FORMAT_USAGE
-		"      --function         one frame per function (its first line), not per line\n"
-		"      --threads          a root frame per thread: [thread TID NAME]\n"
-		"      --nonblocking      never stop the target; read stacks just after the sample\n"
-		"      --ptrace           exact mode by stopping each sampled thread (ptrace), even\n"
-		"                         where a BPF capture is allowed (it costs the target more)\n"
-		"      --native           native frames too (DWARF unwinding of a copy of the user\n"
-		"                         stack), merged with the Python frames\n"
-		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
-		"      --kernel           kernel frames at the leaf (needs root or CAP_PERFMON)\n"
-		"  -q, --quiet            no progress line and no summary\n"
-		"  -h, --help             this text\n\n"
-		"'hwspy list' shows the events that work on this machine.\n");
-}
-
-static int parse_events(struct record_opts *o, const char *arg)
-{
-	char items[SAMPLER_MAX_EVENTS][96];
-	size_t room = SAMPLER_MAX_EVENTS - o->n_events;
-	int n = events_split(arg, items, room);
-
-	if (n == -E2BIG) {
-		log_error("at most %d events at once", SAMPLER_MAX_EVENTS);
-		return n;
-	}
-	if (n < 0) {
-		log_error("cannot read the event list '%s': give names separated by commas", arg);
-		return n;
-	}
-	for (int i = 0; i < n; i++) {
-		int r = events_parse(items[i], &o->events[o->n_events]);
-		if (r == -ENOENT) {
-			const char *near[3];
-			size_t k = events_suggest(items[i], near, 3);
-			if (k)
-				log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
-					  items[i], near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
-					  k > 2 ? ", " : "", k > 2 ? near[2] : "");
-			else
-				log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows",
-					  items[i]);
-			return r;
-		}
-		if (r < 0) {
-			log_error("cannot parse event '%s'; 'hwspy list' shows the accepted forms", items[i]);
-			return r;
-		}
-		o->n_events++;
-	}
-	return 0;
 }
 
 /* The names of the events that open here, for a message. */
@@ -293,145 +217,23 @@ static void capture_start(struct recorder *rec)
 			  "after its sample instead, as --nonblocking");
 }
 
-static int parse_args(int argc, char **argv, struct record_opts *o)
+/* Sampling is over: the launched command ends (record_child_end), or is left running. */
+static void end_command(struct recorder *rec, const struct record_opts *o,
+			struct record_child *c)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "rate", required_argument, NULL, 'F' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "period", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "function", no_argument, NULL, 'f' },
-		{ "format", required_argument, NULL, 'R' },
-		FORMAT_LONGOPTS,
-		{ "threads", no_argument, NULL, 't' },
-		{ "nonblocking", no_argument, NULL, 'n' },
-		{ "ptrace", no_argument, NULL, 'P' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "native", no_argument, NULL, 'N' },
-		{ "kernel", no_argument, NULL, 'K' },
-		{ "stack-size", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
+	const struct sampler_stats *st;
+	struct record_child_opts co = {
+		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = tty_int_flag,
+		.quits = &quit_flag,
 	};
-	int c, r;
-	char *end;
 
-	o->freq = 100;
-	o->stack_size = DEFAULT_STACK_SIZE;
-	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p': {
-			long v = strtol(optarg, &end, 10);
-			if (*end || v <= 0 || v > 0x7fffffff) {
-				log_error("'%s' is not a process id", optarg);
-				return -EINVAL;
-			}
-			o->pid = (pid_t) v;
-			break;
-		}
-		case 'e':
-			if ((r = parse_events(o, optarg)) < 0)
-				return r;
-			break;
-		case 'F': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1, 100000, &v) < 0) {
-				log_error("rate '%s' must be a number of samples per second, 1-100000", optarg);
-				return -EINVAL;
-			}
-			o->freq = v;
-			o->period = 0;
-			break;
-		}
-		case 'c': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1, PERIOD_MAX, &v) < 0) {
-				log_error("period '%s' must be a whole number of events, 1-%llu", optarg,
-					  PERIOD_MAX);
-				return -EINVAL;
-			}
-			o->period = v;
-			o->freq = 0;
-			break;
-		}
-		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || end == optarg || !(o->duration >= DURATION_MIN &&
-						       o->duration <= DURATION_MAX)) {
-				log_error("duration '%s' must be a number of seconds, %g to %.0f", optarg,
-					  DURATION_MIN, DURATION_MAX);
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'f':
-			o->function = true;
-			break;
-		case 'R':
-			if (format_parse(optarg, &o->format) < 0)
-				return -EINVAL;
-			o->format_given = true;
-			break;
-		case FORMAT_OPT_WEIGHT:
-		case FORMAT_OPT_TITLE:
-		case FORMAT_OPT_ICICLE:
-		case FORMAT_OPT_MIN_WIDTH:
-			if (format_opt(&o->fmt, c, optarg) < 0)
-				return -EINVAL;
-			break;
-		case 't':
-			o->threads = true;
-			break;
-		case 'n':
-			o->nonblocking = true;
-			break;
-		case 'P':
-			o->ptrace = true;
-			break;
-		case 'N':
-			o->native = true;
-			break;
-		case 'K':
-			o->kernel = true;
-			break;
-		case 'S': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1024, 65528, &v) < 0) {
-				log_error("stack size '%s' must be a number of bytes, 1024-65528", optarg);
-				return -EINVAL;
-			}
-			o->stack_size = (uint32_t) (v & ~7ULL);
-			break;
-		}
-		case 'q':
-			o->quiet = true;
-			log_level = LOG_QUIET;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			usage(stderr);
-			return -EINVAL;
-		}
+	sampler_stop(rec->sampler);
+	st = sampler_stats(rec->sampler);
+	if (st->target_exited && !c->ended) {
+		c->ended = true;        /* the sampler reaped it */
+		c->status = st->exit_status;
 	}
-	if (optind < argc)
-		o->argv = argv + optind;
-	if (!o->pid == !o->argv) {
-		log_error(o->pid ? "give either -p PID or a command, not both"
-				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
-		return -EINVAL;
-	}
-	if (o->nonblocking && o->ptrace) {
-		log_error("--ptrace and --nonblocking exclude each other");
-		return -EINVAL;
-	}
-	return 0;
+	record_child_end(c, &co);
 }
 
 int cmd_record(int argc, char **argv)
@@ -442,14 +244,15 @@ int cmd_record(int argc, char **argv)
 	struct sampler_capture_spec cspec;
 	char target[320], defpath[64];
 	const char *names[SAMPLER_MAX_EVENTS];
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
+	struct record_child child = { 0 };
 	uint64_t start, duration_ns;
 	bool tty = isatty(STDERR_FILENO);
 	struct outfile out = { 0 };
 	int r, status = 1;
 
 	/* every option is checked before anything is opened, attached or written */
-	r = parse_args(argc, argv, &o);
+	r = record_parse_args(argc, argv, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
 	if (!o.n_events && default_event(&o) < 0)
@@ -544,6 +347,14 @@ int cmd_record(int argc, char **argv)
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
 	}
 
+	if (!o.nonblocking && !o.ptrace && o.events[0].kind == EVENT_TRACEPOINT) {
+		/* the capture is a perf-event program, which the kernel attaches to software and
+		 * hardware events only; a stop where a thread goes to sleep would interrupt its call */
+		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
+			 "interrupt the system call it samples; reading each stack after its sample, "
+			 "as --nonblocking", o.events[0].name);
+		o.nonblocking = true;
+	}
 	if (!o.nonblocking && !o.ptrace) {
 		/* exact without stopping anything where BPF is allowed */
 		r = sampler_capture_probe();
@@ -574,7 +385,7 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = on_tstp;
+	sa = (struct sigaction) { .sa_handler = on_tstp };
 	sigaction(SIGTSTP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -630,8 +441,10 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	sampler_set_resumed_fn(rec.sampler, record_flush);
-	if (o.argv)
+	if (o.argv) {
 		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], sampler_pid(rec.sampler));
+		child = (struct record_child) { .pid = sampler_pid(rec.sampler), .name = o.argv[0] };
+	}
 	(void) profile_set_target(rec.prof, target);
 	profile_meta(rec.prof)->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
 	if (o.nonblocking || rec.capture)
@@ -712,6 +525,11 @@ int cmd_record(int argc, char **argv)
 				     &rec, target);
 			goto out;
 		}
+		if (!st->samples) {
+			/* an empty profile is nothing useful: the previous output stays */
+			record_no_samples(&rec, target, elapsed);
+			goto out;
+		}
 		struct buf cmdline;
 
 		/* the command line, for the formats that keep it (pprof's comments) */
@@ -730,19 +548,20 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		if (st->target_exited && o.pid)
 			log_info("pid %d exited; writing what was sampled", o.pid);
+		/* the profile is safe: now the command (its end goes in the summary) */
+		if (o.argv)
+			end_command(&rec, &o, &child);
 		record_summary(&rec, target, elapsed, out.is_stdout ? "to standard output" : o.output);
+		if (o.argv)
+			record_child_say(&child);
 	}
-	status = 0;
+	status = o.argv ? record_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	if (rec.sampler && o.argv && !sampler_stats(rec.sampler)->target_exited) {
-		/* the command goes on after sampling ends: wait for it, as a shell would */
-		int ws;
-		sampler_stop(rec.sampler);
-		if (!o.quiet)
-			log_info("sampling ended; waiting for '%s' to exit", o.argv[0]);
-		while (waitpid(sampler_pid(rec.sampler), &ws, 0) < 0 && errno == EINTR)
-			;
+	if (rec.sampler && o.argv && !child.ended && !child.kept) {
+		/* hwspy failed: the command ends too (its status is not hwspy's: that stays 1) */
+		end_command(&rec, &o, &child);
+		record_child_say(&child);
 	}
 	sampler_free(rec.sampler);
 	pyframes_free(rec.pf);

@@ -153,3 +153,24 @@ void diag_bpf_refused(int r, char *buf, size_t size)
 			 "kernel's verifier?)", strerror(-r));
 	}
 }
+
+const char *diag_tracefs(int r, bool list_form)
+{
+	switch (r) {
+	case -EACCES:
+		return list_form ? "tracefs unreadable (root reads it)"
+				 : "tracefs (/sys/kernel/tracing) is not readable by this user: run hwspy as root";
+	case -EPERM:
+		return list_form ? "no tracefs mounted (root mounts it)"
+				 : "no tracefs is mounted and this user may not mount one: run hwspy as root "
+				   "(it mounts /sys/kernel/tracing), or mount it: 'mount -t tracefs nodev "
+				   "/sys/kernel/tracing'";
+	case -ENOENT:
+		return list_form ? "no tracefs mount point"
+				 : "no tracefs is mounted and there is no /sys/kernel/tracing to mount it on";
+	default:
+		return list_form ? "tracefs does not mount"
+				 : "no tracefs is mounted and mounting one at /sys/kernel/tracing failed (a "
+				   "kernel without CONFIG_TRACING?)";
+	}
+}

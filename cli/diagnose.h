@@ -6,6 +6,7 @@
 #ifndef HWSPY_CLI_DIAGNOSE_H
 #define HWSPY_CLI_DIAGNOSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,5 +21,9 @@ void diag_root_denied(pid_t pid, char *buf, size_t size);
  * user namespace, no CAP_BPF (with kernel.unprivileged_bpf_disabled), kernel lockdown, a
  * security module or seccomp filter, or the kernel's verifier rejecting the program. */
 void diag_bpf_refused(int r, char *buf, size_t size);
+
+/* Why tracepoints (subsys:name) cannot be looked up, for events_tracefs()'s r < 0: words for
+ * a message ("tracefs ... : run hwspy as root"); list_form: the short form for 'hwspy list'. */
+const char *diag_tracefs(int r, bool list_form);
 
 #endif

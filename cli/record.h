@@ -42,6 +42,9 @@ struct record_opts {
 	size_t n_events;
 	uint64_t freq, period;
 	double duration;
+	double grace;                   /* --grace: between SIGINT, SIGTERM and SIGKILL */
+	bool keep_running;              /* --keep-running: a launched command outlives sampling */
+	bool grace_given;
 	const char *output;
 	bool function, threads, nonblocking, quiet, native, kernel;
 	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
@@ -156,6 +159,34 @@ void record_progress(const struct recorder *rec, double elapsed, double duration
 void record_summary(const struct recorder *rec, const char *target, double elapsed,
 		    const char *path);
 void record_limit_error(int r, const char *target);
+/* The one line for a run that took no sample (nothing is written then): why, and what to use. */
+void record_no_samples(const struct recorder *rec, const char *target, double elapsed);
+/* record_args.c: parses hwspy record's command line into o (zeroed by the caller): 0, 1 after
+ * --help (printed), -EINVAL on a usage error (said). */
+int record_parse_args(int argc, char **argv, struct record_opts *o);
+/* record_child.c: a launched command, once sampling has ended. record_child_end() waits for it
+ * to end, and ends it if it does not: SIGINT (not sent again where a Ctrl-C on the terminal
+ * reached it already), SIGTERM after grace seconds, SIGKILL after grace more, SIGKILL at once when
+ * *quits changes (hwspy got another SIGINT/SIGTERM/SIGHUP); with keep_running it is left as it
+ * is. record_child_exit_code(): its exit status, 128+N if signal N killed it, 0 if it was kept
+ * running. record_child_say(): one line, how it ended. */
+struct record_child {
+	pid_t pid;
+	const char *name;
+	bool ended;                     /* status is its wait status */
+	int status;
+	int sent;                       /* the last signal hwspy sent it (0: none) */
+	bool kept;                      /* left running (--keep-running) */
+};
+struct record_child_opts {
+	double grace;
+	bool keep_running;
+	bool tty_sigint;                /* hwspy got a SIGINT from the terminal */
+	volatile sig_atomic_t *quits;   /* counts hwspy's SIGINT/SIGTERM/SIGHUP */
+};
+void record_child_end(struct record_child *c, const struct record_child_opts *o);
+int record_child_exit_code(const struct record_child *c);
+void record_child_say(const struct record_child *c);
 /* Allocates the pending slots (stack copies of stack_size bytes). 0 or -ENOMEM. */
 int record_pending_init(struct recorder *rec, size_t stack_size);
 void record_pending_free(struct recorder *rec);

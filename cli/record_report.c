@@ -57,6 +57,29 @@ void record_progress(const struct recorder *rec, double elapsed, double duration
 		fprintf(stderr, "\r\033[K");
 }
 
+/* Whether the event counts only while its thread runs (time or instructions on a CPU). */
+static bool counts_on_cpu(const struct event_spec *e)
+{
+	if (e->kind == EVENT_HARDWARE || e->kind == EVENT_HW_CACHE || e->kind == EVENT_RAW)
+		return true;
+	return e->attr.type == PERF_TYPE_SOFTWARE &&
+	       (e->attr.config == PERF_COUNT_SW_CPU_CLOCK || e->attr.config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
+void record_no_samples(const struct recorder *rec, const char *target, double elapsed)
+{
+	const struct event_spec *e = &rec->opts->events[0];
+
+	if (counts_on_cpu(e))
+		log_error("no samples: %s did not run on a CPU long enough for one in %.2f s ('%s' "
+			  "samples running threads only), so nothing was written; to see where its "
+			  "threads wait, record '-e context-switches -c 1' (a sample as each one goes "
+			  "to sleep)", target, elapsed, e->name);
+	else
+		log_error("no samples: %s had %s '%s' event in %.2f s, so nothing was written",
+			  target, rec->opts->period > 1 ? "too few of the" : "no", e->name, elapsed);
+}
+
 void record_summary(const struct recorder *rec, const char *target, double elapsed,
 		    const char *path)
 {

@@ -340,6 +340,28 @@ int pmu_tracepoint_id(const char *sys, size_t sys_len, const char *name, size_t 
 	return -ENOENT;
 }
 
+int events_tracefs(void)
+{
+	static const char *const roots[] = { "kernel/tracing", "kernel/debug/tracing" };
+	char buf[32];
+	int r = -ENOENT, m;
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		int e = read_sysfs(buf, sizeof(buf), "%s/events/header_page", roots[i]);
+
+		if (e >= 0)
+			return 0;
+		if (e == -EACCES || e == -EPERM)
+			r = -EACCES;    /* there, but not ours to read */
+	}
+	if (r == -EACCES)
+		return r;
+	m = mount_tracefs();
+	if (m == 0 || m == -EEXIST)
+		return read_sysfs(buf, sizeof(buf), "kernel/tracing/events/header_page") >= 0 ? 0 : -EACCES;
+	return m == -EPERM || m == -EACCES ? -EPERM : m == -ENOENT ? -ENOENT : -ENODEV;
+}
+
 static int cmp_pmu(const void *a, const void *b)
 {
 	return strcmp(a, b);

@@ -113,6 +113,12 @@ bool events_have_hw_pmu(void);
  * list or item, unclosed '/'), -E2BIG (more than max items), -ENAMETOOLONG (an item of 96 bytes
  * or more). Each item is then given to events_parse(). */
 int events_split(const char *list, char (*ret)[96], size_t max);
+/* Whether tracepoints can be looked up here (subsys:name): 0 where tracefs is readable (as root,
+ * mounted at /sys/kernel/tracing first where none is), -EACCES mounted but not readable by
+ * this user, -EPERM not mounted and this user may not mount it, -ENODEV not mounted and the
+ * mount failed (no tracefs in this kernel?), -ENOENT no /sys/kernel/tracing to mount it on (or a
+ * test tree without it). */
+int events_tracefs(void);
 /* Tests only: read PMUs (DIR/bus/event_source/devices) and tracepoints (DIR/kernel/tracing)
  * under DIR instead of /sys; NULL restores /sys. The string is copied. Not thread-safe. */
 void events_set_sysfs_root(const char *dir);

@@ -82,9 +82,10 @@ def run_measured(argv, timeout=30):
     return p.returncode, err, ru.ru_maxrss
 
 
-def record_argv(opts, py, out, extra=(), seconds='1'):
+def record_argv(opts, py, out, extra=(), seconds='10'):
+    # the command ends by itself, long before -d would end it (hwspy exits with its status 0)
     return ([opts.hwspy, 'record', '-q', '-e', 'cpu-clock', '-d', seconds, '-o', out] +
-            list(extra) + ['--'] + py.argv + [os.path.join(opts.targets, 'spin.py'), '2'])
+            list(extra) + ['--'] + py.argv + [os.path.join(opts.targets, 'spin.py'), '1'])
 
 
 def read(path):

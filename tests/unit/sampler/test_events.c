@@ -515,7 +515,15 @@ static void test_real_tracepoint(void **state)
 	/* mounted once: a second name reads the same tree */
 	assert_int_equal(events_parse("sched:sched_wakeup", &spec), 0);
 	assert_int_equal(events_parse("sched:nosuchtracepoint", &spec), -ENOENT);
+	/* events_tracefs() mounts it too, where it is gone */
+	while (umount2("/sys/kernel/tracing", MNT_DETACH) == 0)
+		;
+	assert_int_equal(events_tracefs(), 0);
+	f = fopen("/sys/kernel/tracing/events/header_page", "re");
+	assert_non_null(f);
+	(void) fclose(f);
 }
+
 
 static void write_file(const char *dir, const char *rel, const char *text)
 {
@@ -535,6 +543,26 @@ static void make_dir(const char *dir, const char *rel)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
 	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+/* events_tracefs() on a test tree: readable where events/header_page is, never a mount */
+static void test_tracefs_tree(void **state)
+{
+	char root[] = "/tmp/hwspy-test-tracefs-XXXXXX";
+	char cmd[PATH_MAX + 16];
+
+	(void) state;
+	assert_non_null(mkdtemp(root));
+	events_set_sysfs_root(root);
+	assert_int_equal(events_tracefs(), -ENOENT);
+	make_dir(root, "kernel");
+	make_dir(root, "kernel/tracing");
+	make_dir(root, "kernel/tracing/events");
+	write_file(root, "kernel/tracing/events/header_page", "field: u64 timestamp;\n");
+	assert_int_equal(events_tracefs(), 0);
+	events_set_sysfs_root(NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_hw_pmu_detection(void **state)
@@ -698,6 +726,7 @@ int main(int argc, char **argv)
 						use_real_sysfs),
 		cmocka_unit_test(test_real_tracepoint),
 		cmocka_unit_test(test_hw_pmu_detection),
+		cmocka_unit_test(test_tracefs_tree),
 		cmocka_unit_test(test_real_pmus),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_probe_other_process),

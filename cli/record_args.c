@@ -1,0 +1,286 @@
+/*
+ * record_args: the command line of hwspy record (see record.h): its options, checked before
+ * anything is opened, attached or written, and its help text.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/diagnose.h"
+#include "cli/format.h"
+#include "cli/record.h"
+#include "sampler/sampler.h"
+
+/* -d: at least a millisecond, at most about three years (nanoseconds in a uint64_t, with room) */
+#define DURATION_MIN 0.001
+#define DURATION_MAX 1e8
+/* -c: perf's sample_period is a u64, but the kernel keeps periods in an s64 */
+#define PERIOD_MAX ((unsigned long long) INT64_MAX)
+
+/* --grace: a launched command's time to end after SIGINT, then after SIGTERM */
+#define GRACE_DEFAULT 5.0
+#define GRACE_MAX 3600.0
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy record [OPTIONS] -p PID\n"
+		"       hwspy record [OPTIONS] -- COMMAND [ARGS...]\n\n"
+		"Samples every thread of a Python process with a perf event and writes the Python\n"
+		"stacks, weighted by the event, as a folded flame-graph file.\n\n"
+		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
+		"  -e, --event EV[,EV]    event to sample (default: cycles, or cpu-clock without a\n"
+		"                         hardware PMU); more events are counted with every sample\n"
+		"  -F, --rate HZ          samples per second per thread (default 100)\n"
+		"  -c, --period N         sample every N events instead of a rate (the reliable\n"
+		"                         choice for page-faults, context-switches ...)\n"
+		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C);\n"
+		"                         a launched command still running then gets SIGINT,\n"
+		"                         SIGTERM after the grace period, then SIGKILL\n"
+		"      --grace SECS       that grace period (default 5; a second Ctrl-C: SIGKILL now)\n"
+		"      --keep-running     leave a launched command running when sampling ends\n"
+		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded; -:\n"
+		"                         standard output), replaced only once complete; its\n"
+		"                         name picks the format: .folded / .txt, .svg (a flame\n"
+		"                         graph), .speedscope.json, .pb.gz / .pprof\n"
+		"      --format NAME      folded, svg, speedscope or pprof, whatever the output's\n"
+		"                         name says\n"
+		FORMAT_USAGE
+		"      --function         one frame per function (its first line), not per line\n"
+		"      --threads          a root frame per thread: [thread TID NAME]\n"
+		"      --nonblocking      never stop the target; read stacks just after the sample\n"
+		"      --ptrace           exact mode by stopping each sampled thread (ptrace), even\n"
+		"                         where a BPF capture is allowed (it costs the target more)\n"
+		"      --native           native frames too (DWARF unwinding of a copy of the user\n"
+		"                         stack), merged with the Python frames\n"
+		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
+		"      --kernel           kernel frames at the leaf (needs root or CAP_PERFMON)\n"
+		"  -q, --quiet            no progress line and no summary\n"
+		"  -h, --help             this text\n\n"
+		"'hwspy list' shows the events that work on this machine.\n\n"
+		"Exit status: 2 for a usage error, 1 when no profile was written (hwspy failed, or\n"
+		"took no sample: it says why); else, with a launched command, the command's own\n"
+		"status (128+N if signal N ended it; 0 with --keep-running), and 0 with -p.\n");
+}
+
+/* subsys:name[:modifiers]: a tracepoint, unless subsys is an event name with modifiers */
+static bool is_tracepoint_form(const char *text)
+{
+	const char *colon = strchr(text, ':');
+
+	return colon && colon != text && colon[1] && !strchr(text, '/');
+}
+
+static int parse_events(struct record_opts *o, const char *arg)
+{
+	char items[SAMPLER_MAX_EVENTS][96];
+	size_t room = SAMPLER_MAX_EVENTS - o->n_events;
+	int n = events_split(arg, items, room);
+
+	if (n == -E2BIG) {
+		log_error("at most %d events at once", SAMPLER_MAX_EVENTS);
+		return n;
+	}
+	if (n < 0) {
+		log_error("cannot read the event list '%s': give names separated by commas", arg);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		int r = events_parse(items[i], &o->events[o->n_events]);
+		if (r == -ENOENT && is_tracepoint_form(items[i])) {
+			int t = events_tracefs();
+
+			if (t < 0) {
+				log_error("cannot look up tracepoint '%s': %s", items[i], diag_tracefs(t, false));
+				return r;
+			}
+		}
+		if (r == -ENOENT) {
+			const char *near[3];
+			size_t k = events_suggest(items[i], near, 3);
+			if (!k && is_tracepoint_form(items[i]))
+				log_error("no tracepoint '%s' here: /sys/kernel/tracing/available_events "
+					  "lists them (as subsys:name)", items[i]);
+			else if (k)
+				log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
+					  items[i], near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
+					  k > 2 ? ", " : "", k > 2 ? near[2] : "");
+			else
+				log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows",
+					  items[i]);
+			return r;
+		}
+		if (r < 0) {
+			log_error("cannot parse event '%s'; 'hwspy list' shows the accepted forms", items[i]);
+			return r;
+		}
+		o->n_events++;
+	}
+	return 0;
+}
+
+int record_parse_args(int argc, char **argv, struct record_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "rate", required_argument, NULL, 'F' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "period", required_argument, NULL, 'c' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "function", no_argument, NULL, 'f' },
+		{ "format", required_argument, NULL, 'R' },
+		FORMAT_LONGOPTS,
+		{ "threads", no_argument, NULL, 't' },
+		{ "nonblocking", no_argument, NULL, 'n' },
+		{ "ptrace", no_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "native", no_argument, NULL, 'N' },
+		{ "kernel", no_argument, NULL, 'K' },
+		{ "stack-size", required_argument, NULL, 'S' },
+		{ "grace", required_argument, NULL, 'G' },
+		{ "keep-running", no_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c, r;
+	char *end;
+
+	o->freq = 100;
+	o->stack_size = DEFAULT_STACK_SIZE;
+	o->grace = GRACE_DEFAULT;
+	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v <= 0 || v > 0x7fffffff) {
+				log_error("'%s' is not a process id", optarg);
+				return -EINVAL;
+			}
+			o->pid = (pid_t) v;
+			break;
+		}
+		case 'e':
+			if ((r = parse_events(o, optarg)) < 0)
+				return r;
+			break;
+		case 'F': {
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1, 100000, &v) < 0) {
+				log_error("rate '%s' must be a number of samples per second, 1-100000", optarg);
+				return -EINVAL;
+			}
+			o->freq = v;
+			o->period = 0;
+			break;
+		}
+		case 'c': {
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1, PERIOD_MAX, &v) < 0) {
+				log_error("period '%s' must be a whole number of events, 1-%llu", optarg,
+					  PERIOD_MAX);
+				return -EINVAL;
+			}
+			o->period = v;
+			o->freq = 0;
+			break;
+		}
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->duration >= DURATION_MIN &&
+						       o->duration <= DURATION_MAX)) {
+				log_error("duration '%s' must be a number of seconds, %g to %.0f", optarg,
+					  DURATION_MIN, DURATION_MAX);
+				return -EINVAL;
+			}
+			break;
+		case 'G':
+			o->grace = strtod(optarg, &end);
+			if (*end || end == optarg || !(o->grace >= 0 && o->grace <= GRACE_MAX)) {
+				log_error("grace period '%s' must be a number of seconds, 0 to %.0f",
+					  optarg, GRACE_MAX);
+				return -EINVAL;
+			}
+			o->grace_given = true;
+			break;
+		case 'k':
+			o->keep_running = true;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'f':
+			o->function = true;
+			break;
+		case 'R':
+			if (format_parse(optarg, &o->format) < 0)
+				return -EINVAL;
+			o->format_given = true;
+			break;
+		case FORMAT_OPT_WEIGHT:
+		case FORMAT_OPT_TITLE:
+		case FORMAT_OPT_ICICLE:
+		case FORMAT_OPT_MIN_WIDTH:
+			if (format_opt(&o->fmt, c, optarg) < 0)
+				return -EINVAL;
+			break;
+		case 't':
+			o->threads = true;
+			break;
+		case 'n':
+			o->nonblocking = true;
+			break;
+		case 'P':
+			o->ptrace = true;
+			break;
+		case 'N':
+			o->native = true;
+			break;
+		case 'K':
+			o->kernel = true;
+			break;
+		case 'S': {
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1024, 65528, &v) < 0) {
+				log_error("stack size '%s' must be a number of bytes, 1024-65528", optarg);
+				return -EINVAL;
+			}
+			o->stack_size = (uint32_t) (v & ~7ULL);
+			break;
+		}
+		case 'q':
+			o->quiet = true;
+			log_level = LOG_QUIET;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->argv = argv + optind;
+	if (!o->pid == !o->argv) {
+		log_error(o->pid ? "give either -p PID or a command, not both"
+				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
+		return -EINVAL;
+	}
+	if (o->pid && (o->keep_running || o->grace_given)) {
+		log_error("--%s applies to a launched command (-- COMMAND), not to -p",
+			  o->keep_running ? "keep-running" : "grace");
+		return -EINVAL;
+	}
+	if (o->nonblocking && o->ptrace) {
+		log_error("--ptrace and --nonblocking exclude each other");
+		return -EINVAL;
+	}
+	return 0;
+}
