@@ -115,6 +115,8 @@ void pf_mem_release(struct pf_mem *m)
 	free(m->spans);
 	m->spans = NULL;
 	m->n_spans = 0;
+	free(m->seen);
+	m->seen = NULL;
 }
 
 void pf_mem_invalidate(struct pf_mem *m)
@@ -133,14 +135,34 @@ static int span_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
+/* Whether an earlier node's piece had addr and len: it hides this one whole (the earlier node
+ * wins). A recursive stack's frames point to one code object, its pieces copied again with each:
+ * sorting them all would cost more than the rest of the walk. */
+static bool span_seen(struct pf_mem *m, uint64_t addr, size_t len)
+{
+	size_t h = (size_t) ((addr * 0x9E3779B97F4A7C15ull) >> 52) & (PF_SEEN_SLOTS - 1);
+
+	for (size_t probe = 0; probe < 8; probe++, h = (h + 1) & (PF_SEEN_SLOTS - 1)) {
+		struct pf_seen *e = &m->seen[h];
+
+		if (e->gen != m->gen) {
+			*e = (struct pf_seen) { .addr = addr, .len = (uint32_t) len, .gen = m->gen };
+			return false;
+		}
+		if (e->addr == addr && e->len == len)
+			return true;
+	}
+	return false;
+}
+
 /* The piece of a node that starts at body (an address, then len bytes), if it has one. */
 static void span_add(struct pf_mem *m, size_t *k, const unsigned char *at, size_t len,
-		     uint32_t order)
+		     uint32_t order, bool dedup)
 {
 	uint64_t addr;
 
 	memcpy(&addr, at, sizeof(addr));
-	if (addr == 0 || addr > UINT64_MAX - len)
+	if (addr == 0 || addr > UINT64_MAX - len || (dedup && span_seen(m, addr, len)))
 		return;
 	m->spans[(*k)++] = (struct pf_span) { .addr = addr, .data = at + 8, .len = (uint32_t) len,
 					      .node = order };
@@ -161,6 +183,16 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 			return -EINVAL;
 		need += 8 + extra_len[j];
 	}
+	if (n_extras && !m->seen) {
+		m->seen = calloc(PF_SEEN_SLOTS, sizeof(*m->seen));
+		if (!m->seen)
+			return -ENOMEM;
+	}
+	if (++m->gen == 0) {            /* wrapped: no slot may look current */
+		if (m->seen)
+			memset(m->seen, 0, PF_SEEN_SLOTS * sizeof(*m->seen));
+		m->gen = 1;
+	}
 	/* no nodes: neither where they are nor their size matter */
 	if (n > 0 && (!nodes || stride < need || stride > SIZE_MAX / PYFRAMES_CAPTURE_MAX_NODES))
 		return -EINVAL;
@@ -168,9 +200,9 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 		const unsigned char *node = nodes + i * stride, *at = node + 8 + frame_bytes;
 		uint32_t order = (uint32_t) (i * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS));
 
-		span_add(m, &k, node, frame_bytes, order);
+		span_add(m, &k, node, frame_bytes, order, false);
 		for (j = 0; j < n_extras; at += 8 + extra_len[j], j++)
-			span_add(m, &k, at, extra_len[j], order + 1 + (uint32_t) j);
+			span_add(m, &k, at, extra_len[j], order + 1 + (uint32_t) j, true);
 	}
 	qsort(m->spans, k, sizeof(*m->spans), span_cmp);
 	/* disjoint: each span keeps only the bytes past the end of the ones before it */

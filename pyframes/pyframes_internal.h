@@ -133,6 +133,15 @@ struct pf_mem {
 	size_t n_spans;                 /* spans in use, sorted by address, disjoint; 0: no overlay */
 	bool overlay_only;              /* with an overlay: what it does not hold fails (-EFAULT,
 	                                 * no remote read): the bytes of objects freed since */
+	struct pf_seen *seen;           /* PF_SEEN_SLOTS: the extras pieces of this overlay */
+	uint32_t gen;                   /* which overlay a seen slot belongs to */
+};
+
+#define PF_SEEN_SLOTS 4096
+
+struct pf_seen {
+	uint64_t addr;
+	uint32_t len, gen;
 };
 
 #define PF_SPANS_MAX (PYFRAMES_CAPTURE_MAX_NODES * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS))
