@@ -11,7 +11,8 @@
  * included (a code object freed since, whose address, name and file pointers all went to
  * another one, differs in its names). A code object freed since the sample is named from the
  * capture alone (overlay_only: no read of memory that another object may hold now): a name
- * longer than the capture holds ends in "...", and its line is its first line.
+ * longer than the capture holds ends in "...", and its line is its first line unless the
+ * capture happens to hold its line table too.
  */
 #include <errno.h>
 #include <limits.h>
@@ -497,8 +498,6 @@ static uint32_t co_name_off(const struct py_layout *l)
 	return l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
 }
 
-static uint32_t co_name_off(const struct py_layout *l);
-
 /* Reads the code header; fails with -EINVAL if it is not a code object of code_type. A
  * captured walk whose capture holds the identifying fields has them even where the memory is
  * gone (an arena freed since, the target exited): the rest reads as zeros. */
@@ -790,17 +789,14 @@ int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_l
 		return -EINVAL;   /* the frame points outside its code: torn */
 	if (c->addr == 0)
 		cc->n++;
-	/* freed since the sample: its names from the capture alone, its line table gone */
+	/* freed since the sample: named from the capture alone */
 	gone = cc_gone(m, l, addr, head);
 	st->gone_named += gone;
 	m->overlay_only = gone;
 	r = cc_fill(cc, m, l, head, addr, c);
 	m->overlay_only = false;
-	if (r == 0 && gone) {
+	if (r == 0)
 		c->names_checked = walk;
-		/* never a hit in a later walk that reads memory: its fields are the capture's */
-		c->checked = walk;
-	}
 	if (r < 0) {
 		c->addr = 0;
 		return r;
