@@ -394,7 +394,7 @@ int cmd_record(int argc, char **argv)
 		.freq = o.freq, .period = o.period, .exact = !o.nonblocking && !rec.capture,
 		.capture = rec.capture,
 		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
-		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 128 : 0,
+		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 256 : 0,
 	};
 	/* attach: the interpreter is known, so every sample can be captured from the first */
 	if (rec.capture && rec.pf && record_capture_spec(&rec, &cspec) == 0) {
@@ -406,6 +406,13 @@ int cmd_record(int argc, char **argv)
 	if (r >= 0 && so.capture_spec) {
 		rec.capture_gen = rec.pf_gen;
 		rec.capture_error = sampler_capture_error(rec.sampler);
+		if (rec.capture_error && rec.capture_error != -EPERM && cspec.n_extras) {
+			/* a kernel that refuses the larger program: the frames alone */
+			cspec.n_extras = 0;
+			rec.capture_error = sampler_capture_start(rec.sampler, &cspec,
+								  record_capture_root, &rec);
+		}
+		rec.capture_extras = rec.capture_error ? 0 : cspec.n_extras;
 		if (rec.capture_error)
 			log_errno(rec.capture_error, "cannot start the BPF capture of Python frames; "
 				  "reading each stack after its sample instead, as --nonblocking");

@@ -23,7 +23,7 @@
 #include "sampler/sampler.h"
 #include "symbolizer/symbolizer.h"
 
-#define MAX_PY_FRAMES 512
+#define MAX_PY_FRAMES 4096         /* the innermost kept; a deeper stack is marked cut */
 #define MAX_NATIVE 256
 #define MAX_KERNEL 128
 #define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
@@ -59,13 +59,20 @@ struct thread_name {
 	uint32_t frame;
 };
 
+/* Where a Python stack was cut at its root end (pyframes_last_cut()): n frames left out, or
+ * more than n (more). */
+struct py_cut {
+	uint64_t n;
+	bool more;
+};
+
 /* A sample read while its thread was stopped, to be finished once it runs again: everything
  * the sample pointed into (ring, stack copy) is copied here. */
 struct pending {
 	struct sample s;
 	int r;                          /* pyframes result */
 	size_t n_py;
-	bool py_truncated;
+	struct py_cut cut;
 	struct py_frame py[MAX_PY_FRAMES];
 	uint64_t regs[32];
 	uint64_t callchain[MAX_KERNEL + 8];
@@ -118,7 +125,14 @@ struct recorder {
 	uint64_t pf_gen;                /* bumped by each record_python_found() */
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	int capture_error;              /* sampler_capture_start()'s last failure */
+	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
 	uint64_t captured, uncaptured;  /* Python walks from a capture / from live memory */
+	uint64_t captured_cut;          /* of captured: deeper than the capture, the outer frames
+	                                 * read from memory after the sample */
+	uint64_t truncated;             /* stacks cut at the root end, deeper than MAX_PY_FRAMES
+	                                 * (marked [truncated: N frames]) */
+	uint64_t truncated_gone;        /* captured stacks cut where the capture ends, the frames
+	                                 * past it gone when read (marked [truncated]) */
 };
 
 uint64_t record_now_ns(void);

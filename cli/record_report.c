@@ -110,13 +110,28 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 			 "ran", rec->late_unfit, STALE_READ_NS / 1000000ULL);
 	if (o->kernel && !rec->kernel_frames)
 		log_info("no kernel frames were recorded (the event counts user space only?)");
+	if (rec->truncated)
+		log_info("%" PRIu64 " stacks deeper than %d Python frames: their outer frames left out, "
+			 "marked '[truncated: N frames]' at the root", rec->truncated, MAX_PY_FRAMES);
+	if (rec->truncated_gone)
+		log_info("%" PRIu64 " captured stacks deeper than the capture's %d frames whose outer "
+			 "frames were gone when read (the thread had returned, or the target exited): "
+			 "kept as captured, marked '[truncated]' at the root", rec->truncated_gone,
+			 SAMPLER_CAPTURE_MAX_NODES);
 	if (rec->no_python)
 		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
 			 rec->no_python);
-	if (rec->capture)
+	if (rec->capture) {
+		char deep[128] = "";
+
+		if (rec->captured_cut)
+			snprintf(deep, sizeof(deep), "; %" PRIu64 " captured stacks were deeper than the "
+				 "capture's %d frames: their outer frames were read after the sample",
+				 rec->captured_cut, SAMPLER_CAPTURE_MAX_NODES);
 		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
-			 " read after it (before the capture started, or a thread's first samples)",
-			 rec->captured, rec->uncaptured);
+			 " read after it (before the capture started, or a thread's first samples)%s",
+			 rec->captured, rec->uncaptured, deep);
+	}
 	else if (!o->nonblocking) {
 		char undone[96] = "";
 

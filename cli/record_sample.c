@@ -4,6 +4,7 @@
  * user stack copy, kernel frames from the callchain; cli/merge.c puts them in one order.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,13 @@
 #include <time.h>
 
 #include "cli/record.h"
+
+/* a pyframes capture spec fits the sampler's program as it is */
+_Static_assert(PYFRAMES_CAPTURE_STRIDE_MAX == SAMPLER_CAPTURE_MAX_STRIDE &&
+	       PYFRAMES_CAPTURE_MAX_EXTRAS == SAMPLER_CAPTURE_MAX_EXTRAS &&
+	       PYFRAMES_CAPTURE_EXTRA_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES &&
+	       PYFRAMES_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES,
+	       "pyframes' capture limits are the sampler's");
 
 uint64_t record_now_ns(void)
 {
@@ -170,7 +178,13 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 		.head_off2 = ps.head_off2 == PYFRAMES_NO_OFF ? SAMPLER_CAPTURE_NO_OFF : ps.head_off2,
 		.node_bytes = ps.frame_bytes,
 		.next_off = ps.next_off,
+		.n_extras = ps.n_extras,
 	};
+	for (uint32_t i = 0; i < ps.n_extras; i++)
+		ret->extra[i] = (struct sampler_capture_extra) {
+			.from = ps.extra[i].from, .off = ps.extra[i].off, .len = ps.extra[i].len,
+			.mask = ps.extra[i].mask,
+		};
 	return 0;
 }
 
@@ -185,6 +199,12 @@ int record_capture_start(struct recorder *rec)
 	r = record_capture_spec(rec, &ss);
 	if (r >= 0)
 		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+	rec->capture_extras = r >= 0 ? ss.n_extras : 0;
+	if (r < 0 && r != -EPERM && ss.n_extras) {
+		/* a kernel that refuses the larger program: the frames alone */
+		ss.n_extras = 0;
+		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+	}
 	rec->capture_error = r < 0 ? r : 0;
 	return r;
 }
@@ -197,9 +217,12 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 	int r;
 
 	if (c && rec->capture_gen == rec->pf_gen && c->status != SAMPLE_CAPTURE_NO_ROOT) {
-		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride };
+		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride,
+						rec->capture_extras };
 
 		rec->captured++;
+		/* the frames past the capture's last come from memory, after the sample */
+		rec->captured_cut += c->status == SAMPLE_CAPTURE_CUT;
 		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n);
 	}
 	if (rec->capture) {
@@ -255,17 +278,39 @@ static void detect(struct recorder *rec, pid_t pid)
 	}
 }
 
+/* The frame that marks a Python stack cut at its root end: how many frames were left out, more
+ * than how many, or (a capture whose outer frames were gone when read) only that some were. */
+static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *depth)
+{
+	char name[64];
+
+	if (more && cut == 0)
+		snprintf(name, sizeof(name), "[truncated]");
+	else
+		snprintf(name, sizeof(name), "[truncated: %s%" PRIu64 " frames]", more ? "over " : "",
+			 cut);
+	if (record_special_frame(rec, name, &rec->ids[*depth]) >= 0)
+		(*depth)++;
+	if (more && cut == 0)
+		rec->truncated_gone++;
+	else
+		rec->truncated++;
+}
+
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, bool py_truncated, uint64_t late_ns)
+		   size_t n, const struct py_cut *cut, uint64_t late_ns)
 {
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
 	size_t depth = 0;
+	bool py_truncated = r == 0 && (cut->n > 0 || cut->more);
 
 	if (o->threads)
 		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
+	if (py_truncated)
+		cut_frame(rec, cut->n, cut->more, &depth);
 	if (r == 0 || r == -ENOENT) {
 		struct merge_in mi = {
 			.native = rec->nat, .n_native = native_frames(rec, s),
@@ -330,13 +375,14 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated, 0);
+		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0);
 	}
 	rec->n_pending = 0;
 }
 
 /* Copies what finish() needs from s, whose pointers go into the ring: false if no slot. */
-static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n, bool truncated)
+static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
+		  const struct py_cut *cut)
 {
 	struct pending *p;
 
@@ -346,7 +392,7 @@ static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
 	p->s = *s;
 	p->r = r;
 	p->n_py = r == 0 ? n : 0;
-	p->py_truncated = truncated;
+	p->cut = *cut;
 	memcpy(p->py, rec->pyf, p->n_py * sizeof(*p->py));
 	p->s.n_regs = s->n_regs < 32 ? s->n_regs : 32;
 	p->s.regs = s->regs ? memcpy(p->regs, s->regs, p->s.n_regs * sizeof(*s->regs)) : NULL;
@@ -449,9 +495,10 @@ void record_on_sample(void *ctx, const struct sample *s)
 {
 	struct recorder *rec = ctx;
 	size_t n = 0;
-	uint64_t truncated_before, captured_before = rec->captured;
+	uint64_t captured_before = rec->captured;
 	uint64_t late_ns = 0;
-	bool truncated, late;
+	struct py_cut cut = { 0 };
+	bool late;
 	int r = -ENOENT;
 
 	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
@@ -468,10 +515,10 @@ void record_on_sample(void *ctx, const struct sample *s)
 	}
 	if (!rec->pf)
 		detect(rec, sampler_pid(rec->sampler));
-	truncated_before = rec->pf ? pyframes_stats(rec->pf)->truncated : 0;
 	if (rec->pf)
 		r = python_walk(rec, s, &n);
-	truncated = r == 0 && rec->pf && pyframes_stats(rec->pf)->truncated != truncated_before;
+	if (r == 0 && rec->pf)
+		cut.n = pyframes_last_cut(rec->pf, &cut.more);
 	late = !s->stopped && rec->captured == captured_before;
 	if (late) {
 		uint64_t t = record_now_ns();
@@ -481,8 +528,8 @@ void record_on_sample(void *ctx, const struct sample *s)
 			rec->late_us[rec->n_late++] = (uint32_t) (late_ns / 1000);
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
-	if (!s->stopped || !defer(rec, s, r, n, truncated))
-		finish(rec, s, r, rec->pyf, n, truncated, late_ns);
+	if (!s->stopped || !defer(rec, s, r, n, &cut))
+		finish(rec, s, r, rec->pyf, n, &cut, late_ns);
 	if (rec->fatal)
 		*rec->stop = 1;
 }

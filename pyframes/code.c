@@ -5,6 +5,14 @@
  * header fields of all of them in one vectored read, and pf_code_resolve() fills afresh what no
  * longer matches. Names are interned for the life of the cache, so a struct py_frame handed out
  * earlier stays valid when its cache entry is reused.
+ *
+ * In a captured walk the identifying fields and the first bytes of the name and file name come
+ * from the capture (the overlay), as they were at the sample: an entry must match those, names
+ * included (a code object freed since, whose address, name and file pointers all went to
+ * another one, differs in its names). A code object freed since the sample is named from the
+ * capture alone (overlay_only: no read of memory that another object may hold now): a name
+ * longer than the capture holds ends in "...", and its line is its first line unless the
+ * capture happens to hold its line table too.
  */
 #include <errno.h>
 #include <limits.h>
@@ -83,7 +91,20 @@ int pf_ucs_to_utf8(const void *data, size_t n, int kind, char *ret, size_t size)
 	return (int) o;
 }
 
+static int read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char *ret,
+		    size_t size, bool *ret_cut);
+
 int pf_read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char *ret, size_t size)
+{
+	bool cut;
+
+	return read_str(m, l, addr, ret, size, &cut);
+}
+
+/* As pf_read_str(); with m->overlay_only, a compact string longer than the overlay holds is
+ * cut to what it holds (*ret_cut). */
+static int read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char *ret,
+		    size_t size, bool *ret_cut)
 {
 	unsigned char head[PF_STR_HEAD_MAX];
 	unsigned char data[PF_MAX_STR * 4];
@@ -131,6 +152,13 @@ int pf_read_str(struct pf_mem *m, const struct py_layout *l, uint64_t addr, char
 	}
 	if (length > PF_MAX_STR)
 		length = PF_MAX_STR;
+	*ret_cut = false;
+	if (m->overlay_only && compact) {
+		size_t have = pf_mem_covered(m, data_addr, length * (size_t) kind) / (size_t) kind;
+
+		*ret_cut = have < length;
+		length = have;
+	}
 	if (length == 0)
 		return 0;
 	r = pf_read(m, data_addr, data, length * (size_t) kind);
@@ -361,6 +389,7 @@ struct pf_code {
 	uint64_t units;                 /* 3.11+: code units (ob_size) */
 	uint64_t checked;               /* number of the last walk that found it current */
 	uint64_t queued;                /* number of the last walk that asked to check it */
+	uint64_t names_checked;         /* number of the last walk whose capture its names match */
 	const char *name, *file;
 	uint8_t *table;
 	size_t table_len;
@@ -427,11 +456,41 @@ int pf_code_check_type(struct pf_mem *m, const struct py_layout *l, uint64_t typ
 static const char *cc_str(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 			  uint64_t addr)
 {
-	char s[PF_MAX_STR];
+	char s[PF_MAX_STR + 4];
+	bool cut = false;
 
-	if (pf_read_str(m, l, addr, s, sizeof(s)) < 0)
+	if (read_str(m, l, addr, s, PF_MAX_STR, &cut) < 0)
 		return intern_get(&cc->strs, "<unknown>");
+	if (cut)
+		strcat(s, "...");
 	return intern_get(&cc->strs, s);
+}
+
+/* Whether the string the capture holds at addr (its start, at least) is cached, a name of an
+ * entry: true where the capture holds too little of it to tell. */
+static bool str_captured_is(struct pf_mem *m, const struct py_layout *l, uint64_t addr,
+			    const char *cached)
+{
+	char s[PF_MAX_STR];
+	bool cut = false, cached_cut, only = m->overlay_only;
+	size_t n, k;
+	int r;
+
+	m->overlay_only = true;
+	r = read_str(m, l, addr, s, sizeof(s), &cut);
+	m->overlay_only = only;
+	if (r < 0)
+		return true;
+	n = strlen(s);
+	k = strlen(cached);
+	/* a name cut in an earlier capture ends in "...", after what that one held: the two agree
+	 * as far as both go */
+	cached_cut = k > 3 && !strcmp(cached + k - 3, "...");
+	if (cached_cut)
+		k -= 3;
+	if (!cut && !cached_cut)
+		return !strcmp(s, cached);
+	return !strncmp(s, cached, n < k ? n : k) && (cut || n >= k) && (cached_cut || k >= n);
 }
 
 static uint32_t co_name_off(const struct py_layout *l)
@@ -439,12 +498,20 @@ static uint32_t co_name_off(const struct py_layout *l)
 	return l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
 }
 
-/* Reads the code header; fails with -EINVAL if it is not a code object of code_type. */
+/* Reads the code header; fails with -EINVAL if it is not a code object of code_type. A
+ * captured walk whose capture holds the identifying fields has them even where the memory is
+ * gone (an arena freed since, the target exited): the rest reads as zeros. */
 static int code_header(struct pf_mem *m, const struct py_layout *l, uint64_t code_type,
 		       uint64_t addr, unsigned char *head)
 {
 	int r = pf_read(m, addr, head, l->co_size);
 
+	if ((r == -EFAULT || r == -ESRCH) && m->n_spans > 0 &&
+	    pf_mem_covered(m, addr + co_name_off(l), 8) == 8 &&
+	    pf_mem_covered(m, addr + l->ob_type, 8) == 8) {
+		pf_read_overlay(m, addr, head, l->co_size);
+		r = 0;
+	}
 	if (r < 0)
 		return r;
 	if (code_type && pf_u64(head, l->ob_type) != code_type)
@@ -646,13 +713,49 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 	return k ? cc_check_round(cc, m, l, walk, k, lo, hi) : 0;
 }
 
+/* A captured walk whose capture holds addr's identifying fields: do the names the capture
+ * holds match entry c's? Once per walk (a recursive stack names one code object many times). */
+static bool cc_names_match(struct pf_mem *m, const struct py_layout *l, uint64_t walk,
+			   uint64_t addr, struct pf_code *c)
+{
+	if (m->n_spans == 0 || c->names_checked == walk ||
+	    pf_mem_covered(m, addr + co_name_off(l), 8) < 8 ||
+	    pf_mem_covered(m, addr + l->co_filename, 8) < 8)
+		return true;
+	if (!str_captured_is(m, l, c->r_name, c->name) || !str_captured_is(m, l, c->r_file, c->file))
+		return false;
+	c->names_checked = walk;
+	return true;
+}
+
+/* A captured walk: is the code object at addr, as the capture holds its header (head), still
+ * there now? Else it was freed since the sample, and only the capture may name it. */
+static bool cc_gone(struct pf_mem *m, const struct py_layout *l, uint64_t addr,
+		    const unsigned char *head)
+{
+	unsigned char now[PF_CODE_READ_MAX];
+	struct pf_code c = { 0 };
+
+	if (m->n_spans == 0 || pf_mem_covered(m, addr + co_name_off(l), 8) < 8)
+		return false;
+	if (pf_read_live(m, addr, now, l->co_size) < 0)
+		return true;
+	c.r_type = pf_u64(head, l->ob_type);
+	c.r_name = pf_u64(head, co_name_off(l));
+	c.r_file = pf_u64(head, l->co_filename);
+	c.r_table = pf_u64(head, l->co_linetable);
+	c.first_line = (int) pf_u32(head, l->co_firstlineno);
+	c.units = l->co_code_adaptive != PF_NONE ? pf_u64(head, l->ob_size) : 0;
+	return !cc_current(l, &c, now, 0);
+}
+
 int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
 		    struct py_frame *ret, struct pyframes_stats *st)
 {
 	unsigned char head[PF_CODE_READ_MAX];
 	struct pf_code *c;
-	bool fits;
+	bool fits, gone;
 	int r;
 
 	if (!pf_ptr_ok(addr))
@@ -668,14 +771,14 @@ int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_l
 	/* free check: the instruction must lie inside this code object */
 	fits = c->addr == addr &&
 	       (l->co_code_adaptive == PF_NONE || instr < 0 || (uint64_t) instr < c->units);
-	if (fits && c->checked == walk) {
+	if (fits && c->checked == walk && cc_names_match(m, l, walk, addr, c)) {
 		st->code_cache_hits++;
 		goto out;
 	}
 	r = code_header(m, l, code_type, addr, head);
 	if (r < 0)
 		return r;
-	if (fits && cc_current(l, c, head, 0)) {
+	if (fits && cc_current(l, c, head, 0) && cc_names_match(m, l, walk, addr, c)) {
 		c->checked = walk;
 		st->code_cache_hits++;
 		goto out;
@@ -686,7 +789,14 @@ int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_l
 		return -EINVAL;   /* the frame points outside its code: torn */
 	if (c->addr == 0)
 		cc->n++;
+	/* freed since the sample: named from the capture alone */
+	gone = cc_gone(m, l, addr, head);
+	st->gone_named += gone;
+	m->overlay_only = gone;
 	r = cc_fill(cc, m, l, head, addr, c);
+	m->overlay_only = false;
+	if (r == 0)
+		c->names_checked = walk;
 	if (r < 0) {
 		c->addr = 0;
 		return r;

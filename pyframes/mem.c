@@ -99,7 +99,7 @@ int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads)
 	m->mem = mem;
 	m->reads = reads;
 	m->pc.data = malloc((size_t) PF_PAGE_SLOTS * PF_PAGE);
-	m->spans = calloc(PYFRAMES_CAPTURE_MAX_NODES, sizeof(*m->spans));
+	m->spans = calloc(PF_SPANS_MAX, sizeof(*m->spans));
 	if (!m->pc.data || !m->spans) {
 		pf_mem_release(m);
 		return -ENOMEM;
@@ -115,6 +115,8 @@ void pf_mem_release(struct pf_mem *m)
 	free(m->spans);
 	m->spans = NULL;
 	m->n_spans = 0;
+	free(m->seen);
+	m->seen = NULL;
 }
 
 void pf_mem_invalidate(struct pf_mem *m)
@@ -133,28 +135,74 @@ static int span_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
+/* Whether an earlier node's piece had addr and len: it hides this one whole (the earlier node
+ * wins). A recursive stack's frames point to one code object, its pieces copied again with each:
+ * sorting them all would cost more than the rest of the walk. */
+static bool span_seen(struct pf_mem *m, uint64_t addr, size_t len)
+{
+	size_t h = (size_t) ((addr * 0x9E3779B97F4A7C15ull) >> 52) & (PF_SEEN_SLOTS - 1);
+
+	for (size_t probe = 0; probe < 8; probe++, h = (h + 1) & (PF_SEEN_SLOTS - 1)) {
+		struct pf_seen *e = &m->seen[h];
+
+		if (e->gen != m->gen) {
+			*e = (struct pf_seen) { .addr = addr, .len = (uint32_t) len, .gen = m->gen };
+			return false;
+		}
+		if (e->addr == addr && e->len == len)
+			return true;
+	}
+	return false;
+}
+
+/* The piece of a node that starts at body (an address, then len bytes), if it has one. */
+static void span_add(struct pf_mem *m, size_t *k, const unsigned char *at, size_t len,
+		     uint32_t order, bool dedup)
+{
+	uint64_t addr;
+
+	memcpy(&addr, at, sizeof(addr));
+	if (addr == 0 || addr > UINT64_MAX - len || (dedup && span_seen(m, addr, len)))
+		return;
+	m->spans[(*k)++] = (struct pf_span) { .addr = addr, .data = at + 8, .len = (uint32_t) len,
+					      .node = order };
+}
+
 int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
-		       size_t frame_bytes)
+		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras)
 {
 	uint64_t end = 0;
-	size_t i, k = 0, kept = 0;
+	size_t i, j, k = 0, kept = 0, need = 8 + frame_bytes;
 
 	if (!m->spans || frame_bytes == 0 || frame_bytes > PYFRAMES_CAPTURE_FRAME_MAX ||
-	    n > PYFRAMES_CAPTURE_MAX_NODES)
+	    n > PYFRAMES_CAPTURE_MAX_NODES || n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS ||
+	    (n_extras && !extra_len))
 		return -EINVAL;
+	for (j = 0; j < n_extras; j++) {
+		if (extra_len[j] == 0 || extra_len[j] > PYFRAMES_CAPTURE_EXTRA_MAX)
+			return -EINVAL;
+		need += 8 + extra_len[j];
+	}
+	if (n_extras && !m->seen) {
+		m->seen = calloc(PF_SEEN_SLOTS, sizeof(*m->seen));
+		if (!m->seen)
+			return -ENOMEM;
+	}
+	if (++m->gen == 0) {            /* wrapped: no slot may look current */
+		if (m->seen)
+			memset(m->seen, 0, PF_SEEN_SLOTS * sizeof(*m->seen));
+		m->gen = 1;
+	}
 	/* no nodes: neither where they are nor their size matter */
-	if (n > 0 && (!nodes || stride < 8 + frame_bytes ||
-		      stride > SIZE_MAX / PYFRAMES_CAPTURE_MAX_NODES))
+	if (n > 0 && (!nodes || stride < need || stride > SIZE_MAX / PYFRAMES_CAPTURE_MAX_NODES))
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		const unsigned char *node = nodes + i * stride;
-		uint64_t addr;
+		const unsigned char *node = nodes + i * stride, *at = node + 8 + frame_bytes;
+		uint32_t order = (uint32_t) (i * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS));
 
-		memcpy(&addr, node, sizeof(addr));
-		if (addr == 0 || addr > UINT64_MAX - frame_bytes)
-			continue;
-		m->spans[k++] = (struct pf_span) { .addr = addr, .data = node + 8,
-						   .len = (uint32_t) frame_bytes, .node = (uint32_t) i };
+		span_add(m, &k, node, frame_bytes, order, false);
+		for (j = 0; j < n_extras; at += 8 + extra_len[j], j++)
+			span_add(m, &k, at, extra_len[j], order + 1 + (uint32_t) j, true);
 	}
 	qsort(m->spans, k, sizeof(*m->spans), span_cmp);
 	/* disjoint: each span keeps only the bytes past the end of the ones before it */
@@ -179,7 +227,36 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 void pf_mem_overlay_clear(struct pf_mem *m)
 {
 	m->n_spans = 0;
+	m->overlay_only = false;
 	pf_mem_invalidate(m);
+}
+
+static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size_t len);
+
+void pf_read_overlay(const struct pf_mem *m, uint64_t addr, void *buf, size_t len)
+{
+	memset(buf, 0, len);
+	if (m->n_spans > 0 && addr + len >= addr)
+		(void) overlay_patch(m, addr, buf, len);
+}
+
+size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
+{
+	size_t lo = 0, hi = m->n_spans;
+	uint64_t at = addr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->spans[mid].addr + m->spans[mid].len > addr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	/* disjoint and sorted: contiguous spans follow each other */
+	for (; lo < m->n_spans && m->spans[lo].addr <= at && at - addr < max; lo++)
+		at = m->spans[lo].addr + m->spans[lo].len;
+	return at - addr < max ? (size_t) (at - addr) : max;
 }
 
 /* Copies the overlay's bytes of [addr, addr + len) into buf; true if they are all of them. The
@@ -222,6 +299,8 @@ int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 		return -EFAULT;
 	if (m->n_spans > 0 && overlay_patch(m, addr, buf, len))
 		return 0;
+	if (m->overlay_only && m->n_spans > 0)
+		return -EFAULT;
 	if (m->reads)
 		(*m->reads)++;
 	r = m->mem->read(m->mem->ctx, addr, buf, len);
@@ -230,9 +309,25 @@ int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 	return r;
 }
 
+int pf_read_live(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
+{
+	if (addr + len < addr)
+		return -EFAULT;
+	if (m->reads)
+		(*m->reads)++;
+	return m->mem->read(m->mem->ctx, addr, buf, len);
+}
+
 int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret_ok)
 {
 	size_t i = 0;
+
+	if (m->overlay_only && m->n_spans > 0) {
+		for (i = 0; i < n; i++)
+			ret_ok[i] = r[i].addr + r[i].len >= r[i].addr &&
+				    overlay_patch(m, r[i].addr, r[i].buf, r[i].len);
+		return 0;
+	}
 
 	while (i < n) {
 		size_t chunk = n - i < REMOTE_MEM_READV_MAX ? n - i : REMOTE_MEM_READV_MAX;
@@ -243,23 +338,33 @@ int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret
 				(*m->reads)++;
 			k = m->mem->readv(m->mem->ctx, r + i, chunk);
 			if (k == -ESRCH)
-				return k;
+				break;
 		}
 		if (k < 0 || (size_t) k > chunk) {
 			/* no readv, or it failed as a whole: one read per range */
 			for (; chunk > 0; chunk--, i++) {
 				int e = pf_read_raw(m, r[i].addr, r[i].buf, r[i].len);
 
-				if (e == -ESRCH)
-					return e;
+				if (e == -ESRCH) {
+					k = e;
+					break;
+				}
 				ret_ok[i] = e == 0;
 			}
+			if (k == -ESRCH)
+				break;
 			continue;
 		}
 		memset(ret_ok + i, true, (size_t) k * sizeof(*ret_ok));
 		i += (size_t) k;
 		if ((size_t) k < chunk)
 			ret_ok[i++] = false;   /* range k failed; go on after it */
+	}
+	/* the target gone: what the overlay holds in full is all there is */
+	if (i < n) {
+		if (m->n_spans == 0)
+			return -ESRCH;
+		memset(ret_ok + i, false, (n - i) * sizeof(*ret_ok));
 	}
 	/* the overlay over what was read, and in place of what it holds in full */
 	for (i = 0; m->n_spans > 0 && i < n; i++)
@@ -301,6 +406,8 @@ int pf_read(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 	/* a captured frame: no page read for it */
 	if (m->n_spans > 0 && overlay_patch(m, addr, buf, len))
 		return 0;
+	if (m->overlay_only && m->n_spans > 0)
+		return -EFAULT;
 	if (!m->cache_on || !m->pc.data || len > 4 * PF_PAGE)
 		return pf_read_raw(m, addr, buf, len);
 	while (len > 0) {

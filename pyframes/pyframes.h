@@ -20,8 +20,10 @@
  * pyframes_thread_stack_captured() walks a stack whose frames a capture program copied at a
  * sample (sampler's BPF program, at each perf event overflow, following
  * pyframes_capture_spec()): those frames' bytes come from the capture, exact as they were at
- * that instant, and everything else (code objects, strings, line tables, frames past the last
- * captured one) from the target's memory as it is now.
+ * that instant, and with them (the spec's extras) each frame's code object's identifying
+ * fields and the first bytes of its name and file name, so that a code object freed or
+ * replaced since the sample is still named as it was; everything else (line tables, long
+ * names' tails, frames past the last captured one) from the target's memory as it is now.
  *
  * Every byte comes through a struct remote_mem, so tests feed fake memory. Remote memory is
  * untrusted: every pointer, length and count is checked and every loop is bounded.
@@ -98,6 +100,8 @@ struct pyframes_stats {
 	uint64_t unreadable;     /* -EFAULT results of walks */
 	uint64_t no_thread;      /* -ENOENT of pyframes_thread_stack: TID without a PyThreadState */
 	uint64_t truncated;      /* stacks deeper than max, cut at the outermost end */
+	uint64_t gone_named;     /* captured walks' code objects freed or replaced since their
+	                          * sample, named from the capture */
 	uint64_t code_cache_hits, code_cache_misses;
 	uint64_t remote_reads;   /* read() and readv() calls made (a readv() counts once) */
 };
@@ -111,10 +115,17 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 void pyframes_free(struct pyframes *pf);
 const struct pyframes_info *pyframes_info(const struct pyframes *pf);
 
-/* Frames of thread tid, innermost first, at most max (the innermost max are kept).
- * 0 with *ret_n == 0 means the thread has a PyThreadState but runs no Python code now. */
+/* Frames of thread tid, innermost first, at most max (the innermost max are kept; a walk keeps
+ * at most 4096). The outer frames past those are counted (pyframes_last_cut()), up to 16384
+ * frames walked in all. 0 with *ret_n == 0 means the thread has a PyThreadState but runs no
+ * Python code now. */
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
 			  size_t max, size_t *ret_n);
+/* How many outer frames the last successful walk (pyframes_thread_stack(_captured)) left out,
+ * 0 if none; *ret_more: there are more than that: it stopped counting them (16384 frames
+ * walked), or a captured walk ended with the capture, its outer frames no longer readable
+ * (the thread returned from them, the target exited). */
+uint64_t pyframes_last_cut(const struct pyframes *pf, bool *ret_more);
 
 /* For threads that keep running during the read (--nonblocking), checks of each
  * pyframes_thread_stack() walk: afterwards, the leaf frame's code object and caller link are
@@ -140,19 +151,33 @@ int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate);
  *   frame = head_off2 != PYFRAMES_NO_OFF ? (P ? *(u64 *) (P + head_off2) : 0) : P;
  *   head = frame;
  *   while (frame && n < cap)
- *           copy frame_bytes bytes at frame, then frame = *(u64 *) (frame + next_off);
+ *           copy frame_bytes bytes at frame, then the extras, then
+ *           frame = *(u64 *) (frame + next_off);
  *
  * frame_bytes holds every field the walker reads from a frame, so a walk never reads a captured
- * frame from the target.
+ * frame from the target. Each extra i copies len bytes at (*(u64 *) (body + from) & mask) + off,
+ * where body is the node past its address (its frame bytes, then extras 0..i-1, each an
+ * address (0: not read) and its bytes): the code object's header fields that identify it, then
+ * the start of its name and file name strings (see struct pyframes_capture).
  */
 #define PYFRAMES_NO_OFF             UINT32_MAX
 #define PYFRAMES_CAPTURE_FRAME_MAX  128u     /* most frame_bytes a spec asks for */
 #define PYFRAMES_CAPTURE_MAX_NODES  4096u    /* most frames one capture may hold */
+#define PYFRAMES_CAPTURE_MAX_EXTRAS 8u
+#define PYFRAMES_CAPTURE_EXTRA_MAX  128u     /* most bytes of one extra */
+#define PYFRAMES_CAPTURE_STRIDE_MAX 496u     /* most bytes of a node with its extras */
+
+struct pyframes_capture_extra {
+	uint32_t from, off, len;        /* len a multiple of 8; from a multiple of 8 */
+	uint64_t mask;
+};
 
 struct pyframes_capture_spec {
 	uint32_t head_off1, head_off2;
 	uint32_t frame_bytes;   /* a multiple of 8, <= PYFRAMES_CAPTURE_FRAME_MAX */
 	uint32_t next_off;      /* the caller link (f_back / previous); next_off + 8 <= frame_bytes */
+	uint32_t n_extras;      /* <= PYFRAMES_CAPTURE_MAX_EXTRAS */
+	struct pyframes_capture_extra extra[PYFRAMES_CAPTURE_MAX_EXTRAS];
 };
 
 /* The spec for this target's CPython. 0, or -EINVAL: its frames cannot fit
@@ -167,6 +192,8 @@ struct pyframes_capture {
 	uint64_t head;
 	const unsigned char *nodes;
 	size_t n, stride;
+	size_t n_extras;        /* how many of the spec's extras each node carries after its frame
+	                         * bytes (0: none, or all of them; stride holds them) */
 };
 
 /* As pyframes_thread_stack(), from a capture: no thread-state lookup, no verify. The walk starts

@@ -20,7 +20,8 @@
 #include "pyframes/pyframes.h"
 
 #define PF_NONE           UINT32_MAX /* offset of a field this version does not have */
-#define PF_MAX_DEPTH      4096       /* frames followed before a chain is called torn */
+#define PF_MAX_DEPTH      4096       /* frames a walk keeps at most (the innermost) */
+#define PF_MAX_WALK       16384      /* frames a walk follows (counting those past its max) */
 #define PF_MAX_THREADS    4096       /* thread states followed per interpreter list walk */
 #define PF_MAX_INTERPS    256        /* interpreters followed */
 #define PF_MAX_STR        1024       /* bytes of UTF-8 kept of a name or file name */
@@ -128,13 +129,28 @@ struct pf_mem {
 	struct pf_pagecache pc;
 	uint64_t *reads;                /* where reads are counted (stats.remote_reads) */
 	bool cache_on;
-	struct pf_span *spans;          /* the overlay (PYFRAMES_CAPTURE_MAX_NODES slots) */
+	struct pf_span *spans;          /* the overlay (PF_SPANS_MAX slots) */
 	size_t n_spans;                 /* spans in use, sorted by address, disjoint; 0: no overlay */
+	bool overlay_only;              /* with an overlay: what it does not hold fails (-EFAULT,
+	                                 * no remote read): the bytes of objects freed since */
+	struct pf_seen *seen;           /* PF_SEEN_SLOTS: the extras pieces of this overlay */
+	uint32_t gen;                   /* which overlay a seen slot belongs to */
 };
+
+#define PF_SEEN_SLOTS 4096
+
+struct pf_seen {
+	uint64_t addr;
+	uint32_t len, gen;
+};
+
+#define PF_SPANS_MAX (PYFRAMES_CAPTURE_MAX_NODES * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS))
 
 int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads);
 void pf_mem_release(struct pf_mem *m);
 void pf_mem_invalidate(struct pf_mem *m);
+/* The target's bytes as they are now, past the overlay and the cache (counted). */
+int pf_read_live(struct pf_mem *m, uint64_t addr, void *buf, size_t len);
 /* Uncached read of exactly len bytes. */
 int pf_read_raw(struct pf_mem *m, uint64_t addr, void *buf, size_t len);
 /* Read through the page cache (if on); len may span pages. */
@@ -145,15 +161,22 @@ int pf_read_u64(struct pf_mem *m, uint64_t addr, uint64_t *ret);
 int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret_ok);
 /* Until pf_mem_overlay_clear(), every read of m sees the frames of a capture in place of the
  * target's bytes at their addresses: n nodes of stride bytes, each a u64 remote address and
- * then frame_bytes bytes copied from there (struct pyframes_capture). Where nodes overlap, the
- * one at the lower address wins, then the earlier node; nodes at address 0 or running past the
- * address space are left out. A read the overlay covers in full makes no remote read (nor
- * counts one); one it covers in part is read and then patched. The nodes must outlive the
- * overlay. Both drop the page cache. 0 or -EINVAL (n > PYFRAMES_CAPTURE_MAX_NODES, frame_bytes
- * 0 or > PYFRAMES_CAPTURE_FRAME_MAX; with n > 0: nodes NULL, stride < 8 + frame_bytes). */
+ * then frame_bytes bytes copied from there, then n_extras pieces, each a u64 address (0: none)
+ * and extra_len[j] bytes copied from there (struct pyframes_capture). Where pieces overlap, the
+ * one at the lower address wins, then the earlier node's, then the earlier piece of a node;
+ * pieces at address 0 or running past the address space are left out. A read the overlay
+ * covers in full makes no remote read (nor counts one); one it covers in part is read and then
+ * patched. The nodes must outlive the overlay. Both drop the page cache (and clear ends
+ * overlay_only). 0 or -EINVAL (n > PYFRAMES_CAPTURE_MAX_NODES, frame_bytes 0 or >
+ * PYFRAMES_CAPTURE_FRAME_MAX, n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS, an extra_len 0 or >
+ * PYFRAMES_CAPTURE_EXTRA_MAX; with n > 0: nodes NULL, stride under what a node holds). */
 int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
-		       size_t frame_bytes);
+		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras);
 void pf_mem_overlay_clear(struct pf_mem *m);
+/* The overlay's bytes of [addr, addr + len) into buf, zeros where it holds none. */
+void pf_read_overlay(const struct pf_mem *m, uint64_t addr, void *buf, size_t len);
+/* How many bytes from addr on (at most max) the overlay holds, without a gap. */
+size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max);
 
 static inline bool pf_ptr_ok(uint64_t p)
 {

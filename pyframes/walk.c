@@ -35,6 +35,8 @@ struct pyframes {
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
 	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
 	bool verify;                /* re-read the leaf after the walk (threads that run) */
+	uint64_t last_cut;          /* frames the last walk counted past its max */
+	bool last_cut_more;         /* and it stopped counting at PF_MAX_WALK */
 	struct tid_slot tids[TID_SLOTS];
 	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
 };
@@ -47,6 +49,12 @@ const struct pyframes_info *pyframes_info(const struct pyframes *pf)
 const struct pyframes_stats *pyframes_stats(const struct pyframes *pf)
 {
 	return &pf->stats;
+}
+
+uint64_t pyframes_last_cut(const struct pyframes *pf, bool *ret_more)
+{
+	*ret_more = pf->last_cut_more;
+	return pf->last_cut;
 }
 
 void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off)
@@ -330,9 +338,27 @@ struct walk {
 	struct pyframes *pf;
 	struct py_frame *out;
 	size_t max, n, total;
+	bool more;                       /* stopped at PF_MAX_WALK frames: more than total */
+	bool capture_end;                /* stop where the capture ends (its frames alone) */
+	bool unknown;                    /* stopped there: how many more frames is not known */
 	uint64_t tortoise, power, lam;   /* Brent's cycle detection */
 	bool verify;                     /* the checks of a walk over a running thread */
 };
+
+/* Whether the walk ends before frame: PF_MAX_WALK frames followed, or (capture_end) a frame
+ * the capture does not hold. */
+static bool walk_stop(struct walk *w, uint64_t frame, size_t depth)
+{
+	if (depth >= PF_MAX_WALK) {
+		w->more = true;
+		return true;
+	}
+	if (w->capture_end && pf_mem_covered(&w->pf->mem, frame, w->pf->frame_len) < w->pf->frame_len) {
+		w->unknown = true;
+		return true;
+	}
+	return false;
+}
 
 static int walk_loop_check(struct walk *w, uint64_t addr)
 {
@@ -346,15 +372,13 @@ static int walk_loop_check(struct walk *w, uint64_t addr)
 	return 0;
 }
 
-/* Adds one frame; once max are kept, later (outer) ones are counted and dropped. Names come
- * later, from walk_resolve(). */
+/* Adds one frame; once max (at most PF_MAX_DEPTH) are kept, later (outer) ones are counted and
+ * dropped. Names come later, from walk_resolve(). */
 static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
 {
 	w->total++;
-	if (w->n >= w->max)
+	if (w->n >= w->max || w->n >= PF_MAX_DEPTH)
 		return 0;
-	if (w->n >= PF_MAX_DEPTH)
-		return -EAGAIN;
 	memset(&w->out[w->n], 0, sizeof(w->out[w->n]));
 	w->out[w->n].code = code;
 	w->out[w->n].entry = entry;
@@ -409,7 +433,9 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		uint64_t code, prev;
 		int32_t lasti;
 
-		if (depth >= PF_MAX_DEPTH || !pf_ptr_ok(frame))
+		if (walk_stop(w, frame, depth))
+			break;
+		if (!pf_ptr_ok(frame))
 			return -EAGAIN;
 		r = walk_loop_check(w, frame);
 		if (r < 0)
@@ -448,7 +474,9 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		unsigned owner = 0;
 		bool shim, is_entry = false;
 
-		if (depth >= PF_MAX_DEPTH || !pf_ptr_ok(frame))
+		if (walk_stop(w, frame, depth))
+			break;
+		if (!pf_ptr_ok(frame))
 			return -EAGAIN;
 		r = walk_loop_check(w, frame);
 		if (r < 0)
@@ -577,6 +605,8 @@ static int walk_done(struct walk *w, int r, size_t *ret_n)
 {
 	struct pyframes_stats *st = &w->pf->stats;
 
+	w->pf->last_cut = 0;
+	w->pf->last_cut_more = false;
 	if (r < 0) {
 		if (r == -EAGAIN)
 			st->torn++;
@@ -588,6 +618,10 @@ static int walk_done(struct walk *w, int r, size_t *ret_n)
 	}
 	if (w->total > w->n)
 		st->truncated++;
+	if (w->unknown)
+		st->truncated++;
+	w->pf->last_cut = w->total - w->n;
+	w->pf->last_cut_more = w->more || w->unknown;
 	*ret_n = w->n;
 	return 0;
 }
@@ -633,6 +667,82 @@ static uint32_t round8(uint32_t n)
 	return (n + 7) & ~7u;
 }
 
+static uint32_t round8_down(uint32_t n)
+{
+	return n & ~7u;
+}
+
+/* Where extra i's address lies in a node's body (past the node's own address). */
+static uint32_t extra_at(const struct pyframes_capture_spec *sp, uint32_t i)
+{
+	uint32_t at = sp->frame_bytes;
+
+	for (uint32_t k = 0; k < i; k++)
+		at += 8 + sp->extra[k].len;
+	return at;
+}
+
+static int cmp_u32pair(const void *a, const void *b)
+{
+	const uint32_t *x = a, *y = b;
+
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The body position of the u64 field at code offset off, in the code pieces of sp; 0 if none
+ * holds it (0 is a frame's own bytes, never a code piece's). */
+static uint32_t code_field_at(const struct pyframes_capture_spec *sp, uint32_t n_pieces, uint32_t off)
+{
+	for (uint32_t i = 0; i < n_pieces; i++)
+		if (off >= sp->extra[i].off && off + 8 <= sp->extra[i].off + sp->extra[i].len)
+			return extra_at(sp, i) + 8 + off - sp->extra[i].off;
+	return 0;
+}
+
+/* The extras: the code object's fields that identify it (code.c's cc_current), in as few
+ * pieces as they allow, then the start of its name and of its file name (str objects, from
+ * their header on), as much of them as the stride leaves room for. */
+static void capture_extras(const struct py_layout *l, struct pyframes_capture_spec *sp)
+{
+	uint32_t name_off = l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
+	uint32_t f[6][2] = { { l->ob_type, 8 }, { name_off, 8 }, { l->co_filename, 8 },
+			     { l->co_linetable, 8 }, { l->co_firstlineno, 4 }, { l->ob_size, 8 } };
+	uint32_t nf = l->co_code_adaptive != PF_NONE ? 6 : 5, used, room, name_at, file_at, n;
+
+	qsort(f, nf, sizeof(f[0]), cmp_u32pair);
+	sp->n_extras = 0;
+	for (uint32_t i = 0; i < nf; i++) {
+		uint32_t lo = round8_down(f[i][0]), hi = round8(f[i][0] + f[i][1]);
+		struct pyframes_capture_extra *e = sp->n_extras ? &sp->extra[sp->n_extras - 1] : NULL;
+
+		/* a gap of up to 16 bytes costs less than a piece's address and instructions */
+		if (e && lo <= e->off + e->len + 16 && hi - e->off <= PYFRAMES_CAPTURE_EXTRA_MAX) {
+			if (hi > e->off + e->len)
+				e->len = hi - e->off;
+			continue;
+		}
+		sp->extra[sp->n_extras++] = (struct pyframes_capture_extra) {
+			.from = l->fr_code, .off = lo, .len = hi - lo, .mask = l->fr_code_mask,
+		};
+	}
+	n = sp->n_extras;
+	used = extra_at(sp, n) + 8;
+	name_at = code_field_at(sp, n, name_off);
+	file_at = code_field_at(sp, n, l->co_filename);
+	if (!name_at || !file_at || used + 2 * 8 + 2 * 64 > PYFRAMES_CAPTURE_STRIDE_MAX ||
+	    n + 2 > PYFRAMES_CAPTURE_MAX_EXTRAS)
+		return;
+	room = PYFRAMES_CAPTURE_STRIDE_MAX - used - 2 * 8;
+	/* the name: up to 96 bytes; the file name (a path, longer): the rest, up to 128 */
+	sp->extra[n] = (struct pyframes_capture_extra) { .from = name_at, .off = 0,
+		.len = round8_down(room / 2 < 96 ? room / 2 : 96), .mask = UINT64_MAX };
+	room -= sp->extra[n].len;
+	sp->extra[n + 1] = (struct pyframes_capture_extra) { .from = file_at, .off = 0,
+		.len = round8_down(room < PYFRAMES_CAPTURE_EXTRA_MAX ? room : PYFRAMES_CAPTURE_EXTRA_MAX),
+		.mask = UINT64_MAX };
+	sp->n_extras = n + 2;
+}
+
 int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spec *ret)
 {
 	const struct py_layout *l = &pf->layout;
@@ -654,6 +764,7 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	}
 	ret->frame_bytes = bytes;
 	ret->next_off = l->fr_previous;
+	capture_extras(l, ret);
 	return 0;
 }
 
@@ -662,17 +773,33 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 {
 	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
 	struct pyframes_capture_spec spec;
+	uint32_t extra_len[PYFRAMES_CAPTURE_MAX_EXTRAS];
 	int r;
 
 	*ret_n = 0;
 	r = pyframes_capture_spec(pf, &spec);
 	if (r < 0)
 		return r;
-	r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes);
+	if (cap->n_extras && cap->n_extras != spec.n_extras)
+		return -EINVAL;
+	for (size_t i = 0; i < cap->n_extras; i++)
+		extra_len[i] = spec.extra[i].len;
+	r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes,
+			       extra_len, cap->n_extras);
 	if (r < 0)
 		return r;
 	pf->stats.walks++;
 	r = walk_chain(&w, cap->head);
+	if (r < 0 && r != -ENOMEM && cap->n > 0) {
+		/* the frames past the capture's last, read from memory now, failed (the thread
+		 * returned from them, or the target is gone): the captured ones, cut there */
+		struct walk again = { .pf = pf, .out = ret_frames, .max = max, .power = 1,
+				      .capture_end = true };
+
+		r = walk_chain(&again, cap->head);
+		if (r >= 0)
+			w = again;
+	}
 	pf_mem_overlay_clear(&pf->mem);
 	return walk_done(&w, r, ret_n);
 }

@@ -13,7 +13,10 @@
  * immediate, so the verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it
  * cannot read out of its buffer. The record (all little-endian):
  *   u32 magic, u32 status, u32 n, u32 slot, u64 ip, u64 period, u64 head, u64 root,
- *   then n nodes of 8 + node_bytes bytes: the node's address and its copied bytes.
+ *   then n nodes of capture_stride() bytes: the node's address and its copied bytes, then per
+ *   extra (what the node points to: a frame's code object and its names, which may be freed
+ *   soon after the sample) the address read (0: none) and its bytes. A failed extra read
+ *   leaves its address 0 and the node whole.
  */
 #include <errno.h>
 #include <linux/bpf.h>
@@ -22,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +34,8 @@
 #define CAPTURE_MAGIC 0x70737768u       /* "hwsp" */
 #define CAPTURE_HDR 48
 #define CAPTURE_MAX_THREADS 4096
-#define MAX_INSNS 4096
+#define MAX_INSNS 16384         /* a privileged program may have 1M */
+#define CTX_SAVE (-16)          /* the stack slot holding ctx (r6 walks the nodes) */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
 #define CTX_IP (16 * 8)
@@ -89,7 +94,49 @@ static void land(struct prog *p, struct fixup f)
 
 size_t capture_stride(const struct sampler_capture_spec *spec)
 {
-	return 8 + spec->node_bytes;
+	size_t n = 8 + spec->node_bytes;
+
+	for (uint32_t i = 0; i < spec->n_extras && i < SAMPLER_CAPTURE_MAX_EXTRAS; i++)
+		n += 8 + spec->extra[i].len;
+	return n;
+}
+
+/* Where extra i's address lies in a node's body (past the node's own address). */
+static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
+{
+	uint32_t at = spec->node_bytes;
+
+	for (uint32_t k = 0; k < i; k++)
+		at += 8 + spec->extra[k].len;
+	return at;
+}
+
+/* r6 = the node: its extras. Without a branch (the verifier would follow each way of each):
+ * a null pointer's read fails like any other, and the address kept is the one read, masked to
+ * 0 where the read failed (r0 < 0). */
+static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	for (uint32_t i = 0; i < spec->n_extras; i++) {
+		const struct sampler_capture_extra *e = &spec->extra[i];
+		int16_t at = (int16_t) (8 + extra_at(spec, i));
+
+		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+		if (e->mask != UINT64_MAX)
+			emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+		if (e->off)
+			add_imm(p, R3, (int32_t) e->off);
+		stx(p, BPF_DW, R6, R3, at);
+		mov_reg(p, R1, R6);
+		add_imm(p, R1, at + 8);
+		mov_imm(p, R2, (int32_t) e->len);
+		call(p, BPF_FUNC_probe_read_user);
+		mov_reg(p, R1, R0);                       /* r1 = r0 < 0 ? 0 : ~0 */
+		emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
+		add_imm(p, R1, -1);
+		ldx(p, BPF_DW, R2, R6, at);
+		emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
+		stx(p, BPF_DW, R6, R2, at);
+	}
 }
 
 static size_t capture_value_size(const struct sampler_capture_spec *spec)
@@ -121,6 +168,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	p->n = 0;
 	p->overflow = false;
 	mov_reg(p, R6, R1);                               /* r6 = ctx */
+	stx(p, BPF_DW, R10, R1, CTX_SAVE);
 	call(p, BPF_FUNC_get_current_pid_tgid);
 	stx(p, BPF_W, R10, R0, -4);                       /* key: the thread id */
 	mov_reg(p, R2, R10);
@@ -129,7 +177,11 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	call(p, BPF_FUNC_map_lookup_elem);
 	no_emit[0] = jump_imm(p, BPF_JEQ, R0, 0);         /* not one of our threads */
 	mov_reg(p, R8, R0);                               /* r8 = { root, slot } */
-	st(p, BPF_W, R10, -8, 0);
+	/* the record is built in this CPU's slot of the scratch map (an array with a slot per
+	 * CPU: a per-CPU map's values are at most 32 KiB); a program does not run twice at once
+	 * on one CPU */
+	call(p, BPF_FUNC_get_smp_processor_id);
+	stx(p, BPF_W, R10, R0, -8);
 	mov_reg(p, R2, R10);
 	add_imm(p, R2, -8);
 	ld_map(p, R1, scratch);
@@ -159,21 +211,24 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	}
 	ldx(p, BPF_DW, R8, R7, 32);                       /* r8 = the node to copy */
 	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
-		int16_t at = (int16_t) (CAPTURE_HDR + k * stride);
+		int32_t at = (int32_t) (CAPTURE_HDR + k * stride);
 
 		to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
-		stx(p, BPF_DW, R7, R8, at);
+		mov_reg(p, R6, R7);                       /* r6 = the node in the record */
+		add_imm(p, R6, at);
+		stx(p, BPF_DW, R6, R8, 0);
 		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
-		mov_reg(p, R1, R7);
-		add_imm(p, R1, at + 8);
+		mov_reg(p, R1, R6);
+		add_imm(p, R1, 8);
 		mov_imm(p, R2, (int32_t) spec->node_bytes);
 		mov_reg(p, R3, R8);
 		call(p, BPF_FUNC_probe_read_user);
 		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
 		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
 		st(p, BPF_W, R7, 8, (int32_t) k + 1);
-		mov_imm(p, R9, (int32_t) (at + stride));
-		ldx(p, BPF_DW, R8, R7, (int16_t) (at + 8 + spec->next_off));
+		mov_imm(p, R9, (int32_t) (at + (int32_t) stride));
+		ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
+		copy_extras(p, spec);
 	}
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
 	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_CUT);
@@ -185,7 +240,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 		emit(p, BPF_ALU | BPF_MOV | BPF_K, R3, 0, 0, -1);
 	else
 		ldx(p, BPF_W, R3, R7, 12);
-	mov_reg(p, R1, R6);
+	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
 	ld_map(p, R2, out);
 	mov_reg(p, R4, R7);
 	mov_reg(p, R5, R9);
@@ -251,10 +306,22 @@ static int prog_load(const struct prog *p)
 
 static bool spec_ok(const struct sampler_capture_spec *spec)
 {
-	return spec->node_bytes >= 8 && spec->node_bytes <= SAMPLER_CAPTURE_MAX_NODE_BYTES &&
-	       spec->node_bytes % 8 == 0 && spec->next_off + 8 <= spec->node_bytes &&
-	       spec->head_off1 < 65536 &&
-	       (spec->head_off2 == SAMPLER_CAPTURE_NO_OFF || spec->head_off2 < 65536);
+	if (!(spec->node_bytes >= 8 && spec->node_bytes <= SAMPLER_CAPTURE_MAX_NODE_BYTES &&
+	      spec->node_bytes % 8 == 0 && spec->next_off + 8 <= spec->node_bytes &&
+	      spec->head_off1 < 65536 &&
+	      (spec->head_off2 == SAMPLER_CAPTURE_NO_OFF || spec->head_off2 < 65536) &&
+	      spec->n_extras <= SAMPLER_CAPTURE_MAX_EXTRAS))
+		return false;
+	for (uint32_t i = 0; i < spec->n_extras; i++) {
+		const struct sampler_capture_extra *e = &spec->extra[i];
+
+		/* the pointer: 8 aligned bytes of the body before it; the mask an immediate */
+		if (e->len < 8 || e->len > SAMPLER_CAPTURE_MAX_NODE_BYTES || e->len % 8 ||
+		    e->off >= 65536 || e->from % 8 || e->from + 8 > extra_at(spec, i) ||
+		    (e->mask != UINT64_MAX && (uint64_t) (int64_t) (int32_t) e->mask != e->mask))
+			return false;
+	}
+	return capture_stride(spec) <= SAMPLER_CAPTURE_MAX_STRIDE;
 }
 
 int sampler_capture_probe(void)
@@ -287,7 +354,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	if (c->scratch_fd >= 0)
 		(void) close(c->scratch_fd);
 	c->scratch_fd = -1;
-	r = map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, (uint32_t) capture_value_size(spec), 1);
+	r = map_create(BPF_MAP_TYPE_ARRAY, 4, (uint32_t) capture_value_size(spec),
+		       (uint32_t) (get_nprocs_conf() > 0 ? get_nprocs_conf() : 1));
 	if (r < 0)
 		return r;
 	c->scratch_fd = r;

@@ -23,7 +23,7 @@
  * callchain (perf's default max depth), and a capture record of every node at its largest */
 #define SAMPLE_FIXED_BYTES 1024
 #define CALLCHAIN_BYTES (128 * 8)
-#define CAPTURE_RECORD_BYTES (64 + SAMPLER_CAPTURE_MAX_NODES * (8 + SAMPLER_CAPTURE_MAX_NODE_BYTES))
+#define CAPTURE_RECORD_BYTES (64 + SAMPLER_CAPTURE_MAX_NODES * SAMPLER_CAPTURE_MAX_STRIDE)
 
 uint64_t sampler_now_ns(void)
 {

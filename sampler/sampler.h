@@ -161,7 +161,8 @@ struct sample_capture {
 	uint64_t root;                  /* the thread's root pointer, as set */
 	uint64_t head;                  /* the first node's address (0: an empty chain) */
 	const unsigned char *nodes;     /* n nodes, stride bytes apart: the node's address (u64),
-	                                 * then node_bytes bytes copied from it */
+	                                 * then node_bytes bytes copied from it, then its extras
+	                                 * (struct sampler_capture_spec) */
 	size_t n, stride;
 };
 
@@ -272,14 +273,33 @@ const struct sampler_stats *sampler_stats(const struct sampler *s);
 #define SAMPLER_CAPTURE_NO_OFF UINT32_MAX
 #define SAMPLER_CAPTURE_MAX_NODES 128
 #define SAMPLER_CAPTURE_MAX_NODE_BYTES 128
+#define SAMPLER_CAPTURE_MAX_EXTRAS 8
+#define SAMPLER_CAPTURE_MAX_STRIDE 496   /* 128 nodes of it and the header: one perf record */
+
+/* Per node, after its bytes: len bytes at *(u64 *) (body + from) & mask, plus off, where body
+ * is what the node holds after its address (its node_bytes, then the extras before this one,
+ * each an address and its bytes): the objects a node points to (a frame's code object, that
+ * one's name), copied at the same instant. mask: ~0, or one that clears low tag bits (a
+ * sign-extended 32-bit immediate, e.g. ~7). */
+struct sampler_capture_extra {
+	uint32_t from;                  /* from + 8 <= the body bytes before this extra */
+	uint32_t off;                   /* < 65536 */
+	uint32_t len;                   /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
+	uint64_t mask;
+};
 
 /* How the program finds and copies a thread's chain at an overflow: P = *(root + head_off1);
  * head = head_off2 == NO_OFF ? P : *(P + head_off2); then for each node (until a 0 link, at most
- * SAMPLER_CAPTURE_MAX_NODES): copy node_bytes bytes at it; next = *(node + next_off). */
+ * SAMPLER_CAPTURE_MAX_NODES): copy node_bytes bytes at it, then its extras; next =
+ * *(node + next_off). A node in the record: its address (u64), its node_bytes bytes, then per
+ * extra the address read (u64; 0 where the pointer was 0 or the read failed) and len bytes. */
 struct sampler_capture_spec {
 	uint32_t head_off1, head_off2;
 	uint32_t node_bytes;            /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
 	uint32_t next_off;              /* next_off + 8 <= node_bytes */
+	uint32_t n_extras;              /* <= SAMPLER_CAPTURE_MAX_EXTRAS; the node's stride at
+	                                 * most SAMPLER_CAPTURE_MAX_STRIDE */
+	struct sampler_capture_extra extra[SAMPLER_CAPTURE_MAX_EXTRAS];
 };
 
 /* Whether this process may load and attach a capture program: 0, or -EPERM (no CAP_BPF /

@@ -472,17 +472,23 @@ static void check_walk(int r, const struct py_frame *out, size_t n, size_t max,
 	c->frames += n;
 }
 
-/* The capture the BPF program would take of TID's stack, from this memory. */
+/* The capture the BPF program would take of TID's stack, from this memory; with the spec's
+ * extras (n_extras of them: 0 or all) after each frame. */
 static size_t take_capture(struct rng *r, struct pyframes *pf, struct image *im,
 			   uint64_t tstate, unsigned char *nodes, size_t stride, size_t cap,
-			   uint64_t *ret_head)
+			   size_t n_extras, uint64_t *ret_head)
 {
 	struct pyframes_capture_spec sp;
 	uint64_t p = 0, frame = 0;
-	size_t n = 0;
+	size_t n = 0, need;
 
 	*ret_head = 0;
-	if (pyframes_capture_spec(pf, &sp) < 0 || 8 + sp.frame_bytes > stride)
+	if (pyframes_capture_spec(pf, &sp) < 0 || (n_extras && n_extras != sp.n_extras))
+		return 0;
+	need = 8 + sp.frame_bytes;
+	for (size_t j = 0; j < n_extras; j++)
+		need += 8 + sp.extra[j].len;
+	if (need > stride)
 		return 0;
 	if (img_read(im, tstate + sp.head_off1, &p, 8) < 0)
 		return 0;
@@ -498,6 +504,15 @@ static size_t take_capture(struct rng *r, struct pyframes *pf, struct image *im,
 			break;
 		n++;
 		memcpy(&frame, node + 8 + sp.next_off, 8);
+		for (size_t j = 0, at = 8 + sp.frame_bytes; j < n_extras; at += 8 + sp.extra[j].len, j++) {
+			uint64_t ptr, addr;
+
+			memcpy(&ptr, node + 8 + sp.extra[j].from, 8);
+			addr = (ptr & sp.extra[j].mask) + sp.extra[j].off;
+			if (img_read(im, addr, node + at + 8, sp.extra[j].len) < 0)
+				addr = 0;
+			memcpy(node + at, &addr, 8);
+		}
 	}
 	/* the capture itself, torn */
 	if (n && below(r, 4) == 0)
@@ -537,7 +552,7 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 	struct py_frame out[64];
 	struct py_layout l = s->l;
 	struct pyframes *pf = NULL;
-	unsigned char nodes[32 * (8 + PYFRAMES_CAPTURE_FRAME_MAX + 8)];
+	unsigned char nodes[32 * PYFRAMES_CAPTURE_STRIDE_MAX];
 	size_t n, max = 1 + below(&r, 64), stride;
 	uint64_t ts = 0, head;
 	int rr;
@@ -594,10 +609,17 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 	check_walk(rr, out, n, max, c);
 	/* a capture of the same stack, as the BPF program takes it */
 	if (pyframes_thread_state(pf, TID, &ts) == 0) {
-		struct pyframes_capture cap;
+		struct pyframes_capture cap = { 0 };
+		struct pyframes_capture_spec sp;
 
-		stride = 8 + PYFRAMES_CAPTURE_FRAME_MAX + 8 * below(&r, 2);
-		cap.n = take_capture(&r, pf, im, ts, nodes, stride, 32, &head);
+		/* the frames alone, or with the extras (code objects, names) */
+		if (below(&r, 2) && pyframes_capture_spec(pf, &sp) == 0) {
+			cap.n_extras = sp.n_extras;
+			stride = PYFRAMES_CAPTURE_STRIDE_MAX;
+		} else {
+			stride = 8 + PYFRAMES_CAPTURE_FRAME_MAX + 8 * below(&r, 2);
+		}
+		cap.n = take_capture(&r, pf, im, ts, nodes, stride, 32, cap.n_extras, &head);
 		cap.head = below(&r, 8) ? head : some_obj(&r, im);
 		cap.nodes = nodes;
 		cap.stride = stride;

@@ -331,9 +331,10 @@ static void test_walk_bad_pointers(void **state)
 static void test_walk_too_deep(void **state)
 {
 	struct world w;
-	struct py_frame out[8];
-	uint64_t co, prev = 0, top = 0;
+	struct py_frame out[8], *out_all;
+	uint64_t co, prev = 0, top = 0, frames[8];
 	size_t n, i;
+	bool more;
 
 	(void) state;
 	world_init(&w, 11);
@@ -341,6 +342,8 @@ static void test_walk_too_deep(void **state)
 	for (i = 0; i < PF_MAX_DEPTH + 10; i++) {
 		uint64_t f = mk_frame(&w, co, 0, 0, false);
 
+		if (i < 8)
+			frames[i] = f;
 		if (prev)
 			link_frames(&w, prev, f);
 		else
@@ -348,7 +351,26 @@ static void test_walk_too_deep(void **state)
 		prev = f;
 	}
 	set_top(&w, top);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	/* the innermost 8 kept, the rest counted: a stack cut at its root end, not a torn one */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 8);
+	assert_string_equal(out[7].name, "deep");
+	assert_int_equal(pyframes_last_cut(w.pf, &more), PF_MAX_DEPTH + 10 - 8);
+	assert_false(more);
+	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
+	/* asked for more than a walk keeps: PF_MAX_DEPTH */
+	out_all = calloc(PF_MAX_DEPTH + 100, sizeof(*out_all));
+	assert_non_null(out_all);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out_all, PF_MAX_DEPTH + 100, &n), 0);
+	assert_int_equal(n, PF_MAX_DEPTH);
+	assert_int_equal(pyframes_last_cut(w.pf, &more), 10);
+	assert_false(more);
+	/* a chain of exactly what is kept: nothing cut */
+	link_frames(&w, frames[7], 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 8);
+	assert_int_equal(pyframes_last_cut(w.pf, &more), 0);
+	free(out_all);
 	world_free(&w);
 }
 
@@ -852,6 +874,7 @@ static void captured_cut_cases(int minor)
 	struct pyframes_capture cap;
 	uint64_t fr[3], co[3];
 	size_t n;
+	bool more;
 
 	world_init(&w, minor);
 	(void) chain3_shim(&w, fr, co);
@@ -867,11 +890,22 @@ static void captured_cut_cases(int minor)
 	assert_string_equal(out[2].name, "f2");
 	assert_int_equal(out[2].line, 33);   /* live: was 31 */
 	assert_int_equal(out[2].entry, was[2].entry);
-	/* the live rest loops back into the captured frames: torn */
+	/* the live rest loops back into the captured frames (the thread moved on): the captured
+	 * frames, cut where the capture ends, how many more not known */
 	link_frames(&w, fr[2], fr[0]);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
-	assert_int_equal(n, 0);
-	assert_int_equal(pyframes_stats(w.pf)->torn, 1);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_frames_equal(out, was, 2);
+	assert_int_equal(pyframes_last_cut(w.pf, &more), 0);
+	assert_true(more);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 0);
+	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
+	/* or unreadable now */
+	link_frames(&w, fr[1], GONE);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(pyframes_last_cut(w.pf, &more), 0);
+	assert_true(more);
 	world_free(&w);
 }
 
@@ -881,6 +915,116 @@ static void test_captured_cut(void **state)
 	captured_cut_cases(8);
 	captured_cut_cases(11);
 	captured_cut_cases(12);
+}
+
+/* What the capture program does with the spec's extras too: per node, after its frame, each
+ * extra's bytes at its pointer (address 0 where that leads outside the world's memory). */
+static struct pyframes_capture capture_x(struct world *w, unsigned char *nodes, size_t max_nodes)
+{
+	struct pyframes_capture_spec s = spec_of(w);
+	struct pyframes_capture cap;
+	size_t stride = 8 + s.frame_bytes, i, j;
+
+	for (j = 0; j < s.n_extras; j++)
+		stride += 8 + s.extra[j].len;
+	assert_true(stride <= PYFRAMES_CAPTURE_STRIDE_MAX);
+	cap = capture(w, nodes, stride, max_nodes);
+	cap.n_extras = s.n_extras;
+	for (i = 0; i < cap.n; i++) {
+		unsigned char *body = nodes + i * stride + 8, *at = body + s.frame_bytes;
+
+		for (j = 0; j < s.n_extras; at += 8 + s.extra[j].len, j++) {
+			uint64_t p = pf_u64(body, s.extra[j].from) & s.extra[j].mask;
+			uint64_t a = p ? p + s.extra[j].off : 0;
+
+			if (a < BASE || a + s.extra[j].len > BASE + SIZE)
+				a = 0;
+			else
+				memcpy(at + 8, w->f.mem + (a - BASE), s.extra[j].len);
+			memcpy(at, &a, 8);
+		}
+	}
+	return cap;
+}
+
+static uint32_t name_field(const struct py_layout *l)
+{
+	return l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
+}
+
+/* Rewrites the text of the str object at a in place (same length). */
+static void str_set(struct world *w, uint64_t a, const char *s)
+{
+	assert_int_equal(get64(w, a + w->l->str_length), strlen(s));
+	memcpy(w->f.mem + (a - BASE) + w->l->str_ascii_size, s, strlen(s));
+}
+
+/* Code objects freed after the sample: named as they were then, from the capture. */
+static void captured_gone_cases(int minor)
+{
+	struct world w;
+	struct py_frame was[8], out[8];
+	unsigned char nodes[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	unsigned char nodes2[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	struct pyframes_capture cap, cap2;
+	uint64_t fr[3], co[3];
+	size_t n, i;
+	static const char *const names[3] = { "A.f0", "f1", "f2" };      /* chain3() */
+
+	/* freed, and the address taken by another code object whose name and file pointers are
+	 * the same (their strings freed and taken by others too): the cache, which holds the
+	 * first, must not name the second's capture by it, nor the first's by the second */
+	world_init(&w, minor);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	cap = capture_x(&w, nodes, 8);
+	assert_int_equal(cap.n, 3);
+	assert_true(cap.n_extras >= 3);
+	str_set(&w, get64(&w, co[0] + name_field(w.l)), "B.g0");
+	str_set(&w, get64(&w, co[0] + w.l->co_filename), "u.py");
+	cap2 = capture_x(&w, nodes2, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap2, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "B.g0");
+	assert_string_equal(out[0].file, "u.py");
+	assert_frames_equal(out + 1, was + 1, 2);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	world_free(&w);
+
+	/* freed, the memory now another object's (zeros here): the capture alone names them */
+	world_init(&w, minor);
+	chain3(&w, fr, co);
+	cap = capture_x(&w, nodes, 8);
+	for (i = 0; i < 3; i++) {
+		char other[16] = "XXXXXXXXXXXXXXX";
+
+		other[strlen(names[i])] = '\0';
+		str_set(&w, get64(&w, co[i] + name_field(w.l)), other);
+		memset(w.f.mem + (co[i] - BASE), 0, w.l->co_size);
+	}
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	for (i = 0; i < 3; i++) {
+		assert_string_equal(out[i].name, names[i]);
+		assert_string_equal(out[i].file, "t.py");
+		assert_int_equal(out[i].first_line, 10 * (int) (i + 1));
+		/* the line table's bytes, where a capture happens to hold them (next to the
+		 * file name here), else the first line */
+		assert_in_range(out[i].line, 10 * (i + 1), 10 * (i + 1) + 3);
+	}
+	assert_int_equal(pyframes_stats(w.pf)->gone_named, 3);
+	world_free(&w);
+}
+
+static void test_captured_gone(void **state)
+{
+	(void) state;
+	captured_gone_cases(8);
+	captured_gone_cases(10);
+	captured_gone_cases(11);
+	captured_gone_cases(12);
 }
 
 static void test_captured_bad(void **state)
@@ -928,10 +1072,11 @@ static void test_captured_bad(void **state)
 	/* the loop within the first 3 nodes alone */
 	cap.n = 3;
 	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
-	/* a captured caller link into nowhere */
+	/* a captured caller link into nowhere: the frames before it, cut there */
 	memcpy(nodes + STRIDE + 8 + w.l->fr_previous, &junk, 8);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
-	assert_int_equal(pyframes_stats(w.pf)->torn, 3);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(pyframes_stats(w.pf)->torn, 2);
 	assert_int_equal(pyframes_stats(w.pf)->walks, 6);
 	/* no verify: an outermost generator frame is what the capture saw, not a torn read */
 	link_frames(&w, fr[2], 0);
@@ -1073,6 +1218,7 @@ int main(void)
 		cmocka_unit_test(test_captured),
 		cmocka_unit_test(test_captured_cut),
 		cmocka_unit_test(test_captured_bad),
+		cmocka_unit_test(test_captured_gone),
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
 	};

@@ -22,20 +22,33 @@
 
 #include "sampler/internal.h"
 
-/* The child's chain, at the same addresses in parent and child (fork, no exec). */
+/* The child's chain, at the same addresses in parent and child (fork, no exec). Each node
+ * points to a payload (the extras: a frame's code object), which points, with tag bits, to a
+ * tag (that one's name); node 2 has none, node 4's points nowhere. */
+struct payload {
+	uint64_t w[4];          /* w[1]: the tag's address | 3 */
+};
+
 struct node {
 	uint64_t marker;
 	struct node *next;      /* next_off 8 */
 	uint64_t a, b;
+	volatile struct payload *payload;       /* at 32 */
 };
 
 /* volatile: the child writes them for the kernel's eyes only */
 #define NODES 300
 static volatile struct node nodes[NODES];
+static volatile struct payload payloads[NODES];
+static volatile uint64_t tags[NODES];
 static volatile struct { char pad[24]; volatile void *cframe; } root;       /* head_off1 = 24 */
 static volatile struct { char pad[8]; volatile struct node *head; } cframe; /* head_off2 = 8 */
 
-static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8 };
+/* extra 0: payload w[1..2]; extra 1: the tag, through w[1] masked (body 48: extra 0's data) */
+static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8, 2, {
+	{ .from = 32, .off = 8, .len = 16, .mask = UINT64_MAX },
+	{ .from = sizeof(struct node) + 8, .off = 0, .len = 8, .mask = ~(uint64_t) 7 } } };
+#define STRIDE (8 + sizeof(struct node) + 8 + 16 + 8 + 8)
 
 static bool capture_allowed(void)
 {
@@ -59,6 +72,12 @@ static void test_capture_specs(void **state)
 		{ 56, 0, 80, 8 },
 		{ 72, SAMPLER_CAPTURE_NO_OFF, 80, 8 },
 		{ 0, SAMPLER_CAPTURE_NO_OFF, SAMPLER_CAPTURE_MAX_NODE_BYTES, 120 },
+		/* pyframes' extras for 3.11: code fields, then the name and file name */
+		{ 56, 8, 80, 48, 5, { { 32, 8, 16, UINT64_MAX }, { 32, 72, 8, UINT64_MAX },
+				      { 32, 112, 32, UINT64_MAX }, { 144, 0, 96, UINT64_MAX },
+				      { 128, 0, 128, UINT64_MAX } } },
+		/* 3.14's tagged code pointer */
+		{ 72, SAMPLER_CAPTURE_NO_OFF, 80, 8, 1, { { 0, 0, 64, ~(uint64_t) 7 } } },
 	};
 	static const struct sampler_capture_spec bad[] = {
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 0, 0 },          /* no bytes */
@@ -66,6 +85,15 @@ static void test_capture_specs(void **state)
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 136, 24 },       /* too big */
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 32 },        /* link outside the node */
 		{ 1u << 20, SAMPLER_CAPTURE_NO_OFF, 32, 8 },   /* offset out of range */
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 32, 0, 8, UINT64_MAX } } },  /* from past */
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 4, 0, 8, UINT64_MAX } } },   /* unaligned */
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 0, 0, 12, UINT64_MAX } } },  /* length */
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 0, 0, 8, 1ull << 40 } } },   /* mask */
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 0, 1u << 16, 8, UINT64_MAX } } },
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, SAMPLER_CAPTURE_MAX_EXTRAS + 1 },
+		/* a node over SAMPLER_CAPTURE_MAX_STRIDE */
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 128, 8, 3, { { 0, 0, 128, UINT64_MAX },
+				{ 0, 0, 128, UINT64_MAX }, { 0, 0, 128, UINT64_MAX } } },
 	};
 
 	(void) state;
@@ -79,7 +107,7 @@ static void test_capture_specs(void **state)
 		assert_int_equal(capture_load(&c, &good[i]), 0);
 		assert_true(c.prog_fd >= 0);
 		/* loading again replaces the program */
-		assert_int_equal(capture_load(&c, &good[(i + 1) % 6]), 0);
+		assert_int_equal(capture_load(&c, &good[(i + 1) % (sizeof(good) / sizeof(good[0]))]), 0);
 		capture_close(&c);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -99,6 +127,11 @@ static void child(size_t len, size_t bad_at)
 		nodes[i].a = i * 3;
 		nodes[i].b = ~(uint64_t) i;
 		nodes[i].next = i + 1 < len ? (struct node *) &nodes[i + 1] : NULL;
+		tags[i] = 0x7a90000u + i;
+		payloads[i].w[1] = (uintptr_t) &tags[i] | 3;
+		payloads[i].w[2] = 0xfeed0000u + i;
+		nodes[i].payload = i == 2 ? NULL : i == 4 ? (struct payload *) (uintptr_t) 0x10 :
+				   &payloads[i];
 	}
 	if (bad_at < len)
 		nodes[bad_at].next = (struct node *) (uintptr_t) 0x10;
@@ -112,6 +145,7 @@ struct seen {
 	size_t samples, captured, by_status[4];
 	size_t n_min, n_max;
 	bool bytes_ok, fields_ok;       /* every capture's bytes, and its other fields */
+	bool extras_ok;                 /* every node's extras */
 	int set_root_ret;
 	size_t late_uncaptured;         /* samples without a capture after one with */
 	size_t late_no_root;            /* captures without a root after one with */
@@ -130,6 +164,14 @@ static int root_fn(void *ctx, pid_t tid, uint64_t *ret_root)
 		return -ENOENT;
 	*ret_root = (uintptr_t) &root;
 	return 0;
+}
+
+static uint64_t pf64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
 }
 
 static void on_sample(void *ctx, const struct sample *smp)
@@ -155,7 +197,7 @@ static void on_sample(void *ctx, const struct sample *smp)
 		return;
 	}
 	if (c->root != (uintptr_t) &root || c->head != (uintptr_t) &nodes[0] ||
-	    c->stride != 8 + sizeof(struct node)) {
+	    c->stride != STRIDE) {
 		fprintf(stderr, "# status %d n %zu root %#lx head %#lx stride %zu\n", c->status, c->n,
 			(unsigned long) c->root, (unsigned long) c->head, c->stride);
 		v->fields_ok = false;
@@ -174,6 +216,17 @@ static void on_sample(void *ctx, const struct sample *smp)
 		if (addr != (uintptr_t) &nodes[i] || got.marker != 0xc0de0000u + i ||
 		    got.a != i * 3 || got.b != ~(uint64_t) i)
 			v->bytes_ok = false;
+		/* the extras: a payload's words and its tag; none where the pointer leads nowhere */
+		p += 8 + sizeof(struct node);
+		if (i == 2 || i == 4) {
+			if (pf64(p) != 0 || pf64(p + 24) != 0)
+				v->extras_ok = false;
+			continue;
+		}
+		if (pf64(p) != (uintptr_t) &payloads[i].w[1] ||
+		    pf64(p + 8) != ((uintptr_t) &tags[i] | 3) || pf64(p + 16) != 0xfeed0000u + i ||
+		    pf64(p + 24) != (uintptr_t) &tags[i] || pf64(p + 32) != 0x7a90000u + i)
+			v->extras_ok = false;
 	}
 }
 
@@ -182,7 +235,9 @@ static void on_sample(void *ctx, const struct sample *smp)
 static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, struct seen *v)
 {
 	struct event_spec ev;
-	struct sampler_opts o = { .n_events = 1, .freq = 1000, .capture = true };
+	/* 4x the default ring: 128-node captures (11 KiB each, 1000 a second) fill the default one
+	 * before a late drain on a busy machine */
+	struct sampler_opts o = { .n_events = 1, .freq = 1000, .capture = true, .ring_pages = 256 };
 	volatile sig_atomic_t stop = 0;
 	int status, r_new, r_start = -1, r_run = -1;
 	uint64_t mismatched = 0;
@@ -191,7 +246,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(events_parse("cpu-clock", &ev), 0);
 	memset(v, 0, sizeof(*v));
 	v->n_min = SIZE_MAX;
-	v->bytes_ok = v->fields_ok = true;
+	v->bytes_ok = v->fields_ok = v->extras_ok = true;
 	v->late_root = late_root;
 	pid = fork();
 	assert_true(pid >= 0);
@@ -238,6 +293,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 		assert_int_equal(v->captured, v->samples);
 	assert_int_equal(v->late_uncaptured, 0);
 	assert_true(v->bytes_ok);
+	assert_true(v->extras_ok);
 }
 
 static void test_capture_live(void **state)

@@ -1,0 +1,135 @@
+"""Samples of short-lived code and of deep stacks, on tests/targets/churn_code.py (launched).
+
+--case exec    (default mode, -F 1000) a loop of exec(compile(...)) of fresh code, each calling
+               functions work_i / outer_i defined in it: at most 1% of the samples dropped (the
+               BPF capture copies each frame's code object's identity and names, which are freed
+               ~ms later, before hwspy reads them), and every work_i / outer_i frame named with
+               its own file gen_i.py (never another's whose code object took the same address)
+--case import  (default mode, -F 1000) rounds of importing ~60 stdlib modules: at most 1% dropped
+--case deep --mode exact|ptrace|nonblocking  recursions 1000 and 5000 frames deep: the 1000-deep
+               stack whole (<module> at the root, 1000 rec frames); the 5000-deep one keeps its
+               4096 innermost rec frames under a root frame '[truncated: 906 frames]' (904 rec,
+               deep and <module>), and the summary counts the truncated stacks. Samples at the
+               bottom of the recursion are checked (those on the way down have fewer frames).
+               With the capture, a stack's frames past the 128th are read after the sample: one
+               read after the thread returned from them (in the last ~100 ms of the spin) is kept
+               as captured, under '[truncated]'; those are allowed, up to 20% and 2 samples.
+"""
+import os
+import re
+
+import harness
+from harness import check, log, py_frames
+
+TARGET = 'churn_code.py'
+SUMMARY = re.compile(r'(\d+) samples, weight \d+, (\d+) lost, (\d+) dropped')
+GEN = re.compile(r'^(?:work|outer)_(\d+)$')
+DEEP = re.compile(r'^hwspy: (\d+) stacks deeper than 4096 Python frames', re.M)
+
+
+def launch(opts, args, name, extra=()):
+    target = os.path.join(opts.targets, TARGET)
+    run = harness.record(opts, list(extra) + ['--'] + opts.py.argv + [target] + list(args),
+                         name=name, timeout=240)
+    # not run.expect_profile(): it logs the heaviest stacks, 5000 frames each here
+    check(run.rc == 0, 'hwspy exited %s, expected 0' % run.rc)
+    profile = harness.Profile.read(run.out_path)
+    check(profile.stacks, 'empty profile')
+    m = SUMMARY.search(run.stderr)
+    check(m, 'no "N samples, ..., N lost, N dropped" in the summary')
+    n, lost, dropped = map(int, m.groups())
+    log('%s: %d samples, %d lost, %d dropped (%.2f%%)' % (name, n, lost, dropped,
+                                                          100.0 * dropped / n))
+    return run, profile, n, dropped
+
+
+def churn(opts, what, rounds):
+    run, profile, n, dropped = launch(opts, [what, str(rounds)], what, ['-F', '1000'])
+    harness.check_exact(run, 'capture')
+    check(n >= 300, 'only %d samples: the run was too short to tell' % n)
+    check(dropped <= 0.01 * n, '%d of %d samples dropped (%.1f%%), more than 1%%: the code '
+          'objects of their frames were freed before hwspy read them'
+          % (dropped, n, 100.0 * dropped / n))
+    return profile
+
+
+def case_exec(opts):
+    profile = churn(opts, 'exec', 3000)
+    named = wrong = 0
+    for frames, c in profile.stacks:
+        for name, f, line in py_frames(frames):
+            m = GEN.match(name)
+            if not m and not re.match(r'^gen_\d+\.py$', f):
+                continue
+            if m and f == 'gen_%s.py' % m.group(1):
+                named += c
+            elif name != '<module>' or not re.match(r'^gen_\d+\.py$', f):
+                wrong += c
+                log('misnamed: %s (%s:%d)' % (name, f, line))
+    log('frames of generated code: %d named right, %d wrong' % (named, wrong))
+    check(named > 0, 'no work_i / outer_i frame in the profile')
+    check(wrong == 0, '%d samples have a frame of generated code named by another code object '
+          '(its function and file do not match)' % wrong)
+
+
+def case_import(opts):
+    churn(opts, 'import', 3)
+
+
+def case_deep(opts):
+    extra = {'exact': [], 'ptrace': ['--ptrace'], 'nonblocking': ['--nonblocking']}[opts.mode]
+    with open(os.path.join(opts.targets, TARGET)) as f:
+        bottom = {no for no, text in enumerate(f, 1)
+                  if 'range(6000000)' in text or 'x += i' in text}
+    check(len(bottom) == 2, 'the spin loop of rec() not found in %s' % TARGET)
+    for depth in (1000, 5000):
+        run, profile, n, dropped = launch(opts, ['deep', str(depth), '1'], 'deep%d' % depth,
+                                          extra)
+        if opts.mode != 'nonblocking':
+            harness.check_exact(run, 'capture' if opts.mode == 'exact' else 'ptrace')
+        whole = cut_gone = 0
+        for frames, c in profile.stacks:
+            pf = py_frames(frames)
+            recs = sum(1 for name, _, _ in pf if name == 'rec')
+            root = frames[0]
+            # samples at the bottom of the recursion (its spin loop); those on the way down or
+            # up have fewer rec frames (a read after the sample, too: --nonblocking)
+            if not pf or pf[-1][0] != 'rec' or pf[-1][2] not in bottom:
+                check(recs <= 4096 or root.startswith('[truncated'), 'a stack of %d rec '
+                      'frames under %r: not cut at 4096' % (recs, root))
+                continue
+            if depth == 1000:
+                ok = recs == 1000 and py_frames(frames)[0][0] == '<module>'
+            else:
+                ok = recs == 4096 and root == '[truncated: 906 frames]'
+            if ok:
+                whole += c
+            elif opts.mode == 'exact' and root == '[truncated]' and recs >= 128:
+                cut_gone += c
+            else:
+                check(False, '%d-deep: a stack of %d rec frames under %r (%d frames)'
+                      % (depth, recs, root, len(frames)))
+        total = whole + cut_gone
+        log('%d-deep: %d right, %d captured stacks cut where their outer frames were gone'
+            % (depth, whole, cut_gone))
+        check(whole > 0, 'no %d-deep stack in the profile' % depth)
+        per_sample = profile.total / n
+        check(cut_gone <= 0.2 * total + 2 * per_sample, 'too many stacks cut at the capture: '
+              '%d of %d samples' % (cut_gone / per_sample, total / per_sample))
+        check(dropped <= 0.02 * n + 1, '%d of %d samples dropped' % (dropped, n))
+        if depth == 5000:
+            m = DEEP.search(run.stderr)
+            check(m, 'the summary does not count the truncated stacks')
+            check(int(m.group(1)) * profile.total >= whole * n,
+                  'the summary counts %s truncated stacks, the profile has more' % m.group(1))
+
+
+def test(opts):
+    {'exec': case_exec, 'import': case_import, 'deep': case_deep}[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=['exec', 'import', 'deep'], required=True)
+    p.add_argument('--mode', choices=['exact', 'ptrace', 'nonblocking'], default='exact')
+    harness.main(test, p)

@@ -1,0 +1,74 @@
+"""Code objects that live a few milliseconds, for test_capture.py.
+
+  exec N     N rounds of exec(compile(SRC_i, 'gen_i.py', 'exec'), {}): fresh code each time,
+             whose functions work_i and outer_i (outer_i calls work_i, which loops) run and are
+             freed with it
+  import N   N rounds of importing ~60 stdlib modules and forgetting them again (their module
+             code objects are freed as each import ends)
+  deep D R   R times: a recursion D frames deep (rec, D frames) that spins at its bottom
+             (~0.3-1 s)
+"""
+import importlib
+import sys
+
+MODULES = ['json', 'decimal', 'fractions', 'statistics', 'email.mime.text', 'http.client',
+           'urllib.request', 'xml.dom.minidom', 'xml.etree.ElementTree', 'sqlite3', 'csv',
+           'argparse', 'logging.handlers', 'asyncio', 'concurrent.futures', 'unittest',
+           'doctest', 'pydoc', 'difflib', 'tarfile', 'zipfile', 'configparser', 'smtplib',
+           'imaplib', 'ftplib', 'poplib', 'ssl', 'uuid', 'ipaddress', 'pickletools', 'inspect',
+           'dataclasses', 'typing', 'enum', 'calendar', 'mailbox', 'plistlib', 'shelve',
+           'tomllib', 'trace', 'wave', 'xmlrpc.client', 'xmlrpc.server', 'http.server',
+           'socketserver', 'pdb', 'profile', 'pstats', 'timeit', 'cProfile', 'optparse',
+           'getopt', 'gettext', 'locale', 'multiprocessing', 'sched', 'secrets', 'selectors',
+           'shlex', 'string', 'textwrap', 'tokenize', 'ast', 'dis']
+
+
+def churn_exec(n):
+    for i in range(n):
+        src = ("def work_%d(n):\n"
+               "    s = 0\n"
+               "    for k in range(n):\n"
+               "        s += k * k\n"
+               "    return s\n"
+               "def outer_%d():\n"
+               "    return work_%d(3000)\n"
+               "outer_%d()\n") % (i, i, i, i)
+        exec(compile(src, 'gen_%d.py' % i, 'exec'), {})
+
+
+def churn_import(n):
+    roots = {m.split('.')[0] for m in MODULES}
+    for _ in range(n):
+        for m in MODULES:
+            try:
+                importlib.import_module(m)
+            except Exception:
+                pass
+        for m in list(sys.modules):
+            if m.split('.')[0] in roots:
+                del sys.modules[m]
+
+
+def rec(n):
+    if n == 0:
+        x = 0
+        for i in range(6000000):
+            x += i
+        return x
+    return rec(n - 1)
+
+
+def deep(d, rounds):
+    sys.setrecursionlimit(d + 1000)
+    for _ in range(rounds):
+        rec(d - 1)
+
+
+if __name__ == '__main__':
+    what = sys.argv[1]
+    if what == 'exec':
+        churn_exec(int(sys.argv[2]))
+    elif what == 'import':
+        churn_import(int(sys.argv[2]))
+    else:
+        deep(int(sys.argv[2]), int(sys.argv[3]))
