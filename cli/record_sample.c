@@ -161,6 +161,7 @@ int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root)
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret)
 {
 	struct pyframes_capture_spec ps;
+	struct pyframes_search_spec srch;
 	int r = rec->pf ? pyframes_capture_spec(rec->pf, &ps) : -ENOENT;
 
 	if (r < 0)
@@ -171,6 +172,15 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 		.node_bytes = ps.frame_bytes,
 		.next_off = ps.next_off,
 	};
+	/* threads started later: the program finds their state at their first sample */
+	if (pyframes_search_spec(rec->pf, &srch) == 0) {
+		ret->search_at = srch.interp_at;
+		ret->search_list_off = srch.threads_off;
+		ret->search_next_off = srch.next_off;
+		ret->search_id_off1 = srch.tid_off1;
+		ret->search_id_off2 = srch.tid_off2 == PYFRAMES_NO_OFF ? SAMPLER_CAPTURE_NO_OFF
+								       : srch.tid_off2;
+	}
 	return 0;
 }
 
