@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/record.h"
 
@@ -267,7 +268,7 @@ static void detect(struct recorder *rec, pid_t pid)
 
 /* Everything after the Python walk: native and kernel frames, merge, the profile. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, bool py_truncated, bool late)
+		   size_t n, bool py_truncated, bool late, bool gone)
 {
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -298,7 +299,9 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		if (rm < 0 && rm != -E2BIG)
 			nm = 0;
 		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
-		if (nm == 0 && mi.n_py == 0)
+		if (nm == 0 && mi.n_py == 0 && gone)
+			rec->read_after_exit++;
+		else if (nm == 0 && mi.n_py == 0)
 			rec->no_python++;
 		if (nm == 0)
 			rec->ids[depth++] = rec->native_frame;
@@ -324,7 +327,7 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated, false);
+		finish(rec, &p->s, p->r, p->py, p->n_py, p->py_truncated, false, false);
 	}
 	rec->n_pending = 0;
 }
@@ -444,7 +447,8 @@ void record_on_sample(void *ctx, const struct sample *s)
 	struct recorder *rec = ctx;
 	size_t n = 0;
 	uint64_t truncated_before, captured_before = rec->captured;
-	bool truncated, late;
+	bool truncated, late, gone;
+	char task[64];
 	int r = -ENOENT;
 
 	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
@@ -470,9 +474,15 @@ void record_on_sample(void *ctx, const struct sample *s)
 		uint64_t t = record_now_ns();
 		rec->late_us[rec->n_late++] = t > s->time_ns ? (uint32_t) ((t - s->time_ns) / 1000) : 0;
 	}
+	/* no thread state: a thread that runs no Python, or one that has exited since */
+	gone = false;
+	if (late && r == -ENOENT && rec->pf) {
+		snprintf(task, sizeof(task), "/proc/%d/task/%d", (int) s->pid, (int) s->tid);
+		gone = access(task, F_OK) < 0;
+	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, truncated))
-		finish(rec, s, r, rec->pyf, n, truncated, late);
+		finish(rec, s, r, rec->pyf, n, truncated, late, gone);
 	if (rec->fatal)
 		*rec->stop = 1;
 }
