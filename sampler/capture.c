@@ -6,7 +6,8 @@
  * goes, through a BPF_OUTPUT event redirected into the ring the sample goes to, just before the
  * sample itself: per thread (a thread's own event and ring, its slot in the out map) or, in the
  * per-CPU layout (percpu.c), the current CPU's (a CPU-wide event per CPU, BPF_F_CURRENT_CPU;
- * the roots map, keyed by tid, gets each thread as hwspy learns of it). perf.c / percpu.c pair
+ * the roots map, keyed by tid, gets each thread as hwspy learns of it, or as the program finds
+ * a new thread's root itself at its first sample: generate_search()). perf.c / percpu.c pair
  * the two; the sample then carries the capture.
  *
  * The program is generated here for one spec, its loop unrolled with every offset an
@@ -144,6 +145,8 @@ static void read_stack(struct prog *p, int16_t at, struct fixup *fail, size_t *n
 static void generate_search(struct prog *p, const struct sampler_capture_spec *spec, int roots,
 			    pid_t pid, struct fixup *ret_none)
 {
+	/* fail: two jumps per node, four before the first; skip: an id's read, its 0, its
+	 * second read */
 	struct fixup cont[3], fail[2 * SAMPLER_CAPTURE_SEARCH + 8], found[SAMPLER_CAPTURE_SEARCH];
 	struct fixup f, skip[3];
 	size_t nf = 0, nfound = 0;
@@ -658,6 +661,12 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
 		return r;
+	/* the roots of the image before an exec, the program's included, are no roots now */
+	for (size_t i = 0; again && i < s->n_threads; i++) {
+		uint32_t key = (uint32_t) s->threads[i].tid;
+
+		(void) map_delete(s->capture.roots_fd, &key);
+	}
 	s->capture_root_fn = root_fn;
 	s->capture_root_ctx = ctx;
 	for (int c = 0; s->percpu && c < s->ncpu; c++)
