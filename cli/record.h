@@ -106,6 +106,7 @@ struct recorder {
 	uint32_t *late_us;              /* nonblocking: how late each read was */
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
+	uint64_t read_after_exit;       /* read late, the thread gone by then: no stack to read */
 	uint64_t merge_failed, unwound, unwound_frames, kernel_frames;
 	const char **bid_ambiguous;     /* module names two files with other build-ids had in this
 	                                 * run (a wrapper script's loader, then the target's): no

@@ -121,6 +121,9 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 	if (rec->no_python)
 		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
 			 rec->no_python);
+	if (rec->read_after_exit)
+		log_info("%" PRIu64 " samples read after their thread had exited, their Python stack "
+			 "gone (kept as [native])", rec->read_after_exit);
 	if (rec->capture) {
 		char deep[128] = "";
 

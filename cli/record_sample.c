@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/record.h"
 
@@ -169,6 +170,7 @@ int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root)
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret)
 {
 	struct pyframes_capture_spec ps;
+	struct pyframes_search_spec srch;
 	int r = rec->pf ? pyframes_capture_spec(rec->pf, &ps) : -ENOENT;
 
 	if (r < 0)
@@ -185,6 +187,15 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 			.from = ps.extra[i].from, .off = ps.extra[i].off, .len = ps.extra[i].len,
 			.mask = ps.extra[i].mask,
 		};
+	/* threads started later: the program finds their state at their first sample */
+	if (pyframes_search_spec(rec->pf, &srch) == 0) {
+		ret->search_at = srch.interp_at;
+		ret->search_list_off = srch.threads_off;
+		ret->search_next_off = srch.next_off;
+		ret->search_id_off1 = srch.tid_off1;
+		ret->search_id_off2 = srch.tid_off2 == PYFRAMES_NO_OFF ? SAMPLER_CAPTURE_NO_OFF
+								       : srch.tid_off2;
+	}
 	return 0;
 }
 
@@ -300,7 +311,7 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, const struct py_cut *cut, uint64_t late_ns)
+		   size_t n, const struct py_cut *cut, uint64_t late_ns, bool gone)
 {
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -349,7 +360,9 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		if (rm < 0 && rm != -E2BIG)
 			nm = 0;
 		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
-		if (nm == 0 && mi.n_py == 0)
+		if (nm == 0 && mi.n_py == 0 && gone)
+			rec->read_after_exit++;
+		else if (nm == 0 && mi.n_py == 0)
 			rec->no_python++;
 		if (nm == 0)
 			rec->ids[depth++] = rec->native_frame;
@@ -375,7 +388,7 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0);
+		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false);
 	}
 	rec->n_pending = 0;
 }
@@ -499,6 +512,8 @@ void record_on_sample(void *ctx, const struct sample *s)
 	uint64_t late_ns = 0;
 	struct py_cut cut = { 0 };
 	bool late;
+	bool gone;
+	char task[64];
 	int r = -ENOENT;
 
 	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
@@ -527,9 +542,15 @@ void record_on_sample(void *ctx, const struct sample *s)
 		if (rec->late_us && rec->n_late < LATE_MAX)
 			rec->late_us[rec->n_late++] = (uint32_t) (late_ns / 1000);
 	}
+	/* no thread state: a thread that runs no Python, or one that has exited since */
+	gone = false;
+	if (late && r == -ENOENT && rec->pf) {
+		snprintf(task, sizeof(task), "/proc/%d/task/%d", (int) s->pid, (int) s->tid);
+		gone = access(task, F_OK) < 0;
+	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, &cut))
-		finish(rec, s, r, rec->pyf, n, &cut, late_ns);
+		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone);
 	if (rec->fatal)
 		*rec->stop = 1;
 }

@@ -184,6 +184,25 @@ struct pyframes_capture_spec {
  * PYFRAMES_CAPTURE_FRAME_MAX (no captured walks for it). */
 int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spec *ret);
 
+/* How a capture program finds, by itself, the state of a thread it has none for (a thread
+ * started since hwspy last looked), in the thread's own context at its sample:
+ *
+ *   interp = *(u64 *) interp_at;  tstate = *(u64 *) (interp + threads_off);
+ *   while (tstate): id = *(u64 *) (tstate + tid_off1);
+ *                   if tid_off2 != PYFRAMES_NO_OFF: id = *(u64 *) (id + tid_off2);
+ *                   if ((u32) id == the thread's kernel tid) it is the state;
+ *                   tstate = *(u64 *) (tstate + next_off);
+ *
+ * (3.11+: the state's native_thread_id; before: its pthread_t, then the kernel tid glibc keeps
+ * in struct pthread.) Only the first interpreter's list; CPython puts a new thread first.
+ * 0, or -ENOENT (the tid's place in struct pthread is not known: no thread found yet),
+ * -ESRCH, -EAGAIN, -EFAULT as pyframes_thread_state(). */
+struct pyframes_search_spec {
+	uint64_t interp_at;
+	uint32_t threads_off, next_off, tid_off1, tid_off2;
+};
+int pyframes_search_spec(struct pyframes *pf, struct pyframes_search_spec *ret);
+
 /* One captured frame chain. head: the frame the thread ran at the sample (0: no Python code).
  * nodes: n nodes, each stride bytes: the frame's remote address (u64, native byte order, any
  * alignment), then the spec's frame_bytes bytes copied from there; innermost first, as the

@@ -768,6 +768,25 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	return 0;
 }
 
+int pyframes_search_spec(struct pyframes *pf, struct pyframes_search_spec *ret)
+{
+	const struct py_layout *l = &pf->layout;
+	int r;
+
+	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off &&
+	    (r = discover_pthread_tid(pf)) < 0)
+		return r;
+	*ret = (struct pyframes_search_spec) {
+		.interp_at = pf->runtime + l->rt_interp_head, .threads_off = l->is_threads_head,
+		.next_off = l->ts_next, .tid_off1 = l->ts_native_thread_id, .tid_off2 = PYFRAMES_NO_OFF,
+	};
+	if (l->ts_native_thread_id == PF_NONE) {
+		ret->tid_off1 = l->ts_thread_id;
+		ret->tid_off2 = pf->pthread_tid_off;
+	}
+	return 0;
+}
+
 int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
 				   struct py_frame *ret_frames, size_t max, size_t *ret_n)
 {

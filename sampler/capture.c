@@ -6,7 +6,8 @@
  * goes, through a BPF_OUTPUT event redirected into the ring the sample goes to, just before the
  * sample itself: per thread (a thread's own event and ring, its slot in the out map) or, in the
  * per-CPU layout (percpu.c), the current CPU's (a CPU-wide event per CPU, BPF_F_CURRENT_CPU;
- * the roots map, keyed by tid, gets each thread as hwspy learns of it). perf.c / percpu.c pair
+ * the roots map, keyed by tid, gets each thread as hwspy learns of it, or as the program finds
+ * a new thread's root itself at its first sample: generate_search()). perf.c / percpu.c pair
  * the two; the sample then carries the capture.
  *
  * The program is generated here for one spec, its loop unrolled with every offset an
@@ -35,7 +36,9 @@
 #define CAPTURE_HDR 48
 #define CAPTURE_MAX_THREADS 4096
 #define MAX_INSNS 16384         /* a privileged program may have 1M */
-#define CTX_SAVE (-16)          /* the stack slot holding ctx (r6 walks the nodes) */
+#define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
+				 * uses -48..-4) */
+#define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
 #define CTX_IP (16 * 8)
@@ -70,6 +73,11 @@ static void ldx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off)
 static void stx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off) { emit(p, BPF_STX | BPF_MEM | size, d, s, off, 0); }
 static void st(struct prog *p, uint8_t size, uint8_t d, int16_t off, int32_t i) { emit(p, BPF_ST | BPF_MEM | size, d, 0, off, i); }
 static void call(struct prog *p, int32_t fn) { emit(p, BPF_JMP | BPF_CALL, 0, 0, 0, fn); }
+static void ld_imm64(struct prog *p, uint8_t d, uint64_t v)
+{
+	emit(p, BPF_LD | BPF_DW | BPF_IMM, d, 0, 0, (int32_t) (uint32_t) v);
+	emit(p, 0, 0, 0, 0, (int32_t) (uint32_t) (v >> 32));
+}
 
 static void ld_map(struct prog *p, uint8_t d, int fd)
 {
@@ -83,6 +91,14 @@ static struct fixup jump_imm(struct prog *p, uint8_t op, uint8_t d, int32_t i)
 	struct fixup f = { p->n };
 
 	emit(p, BPF_JMP | op | BPF_K, d, 0, 0, i);
+	return f;
+}
+
+static struct fixup jump_reg(struct prog *p, uint8_t op, uint8_t d, uint8_t s)
+{
+	struct fixup f = { p->n };
+
+	emit(p, BPF_JMP | op | BPF_X, d, s, 0, 0);
 	return f;
 }
 
@@ -158,9 +174,106 @@ static void read_head(struct prog *p, uint32_t off, struct fixup *to_emit, size_
 	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
 }
 
+/* u64 at fp+at := *(r3) (r3 set by the caller); a failed read jumps to a fixup in fail. */
+static void read_stack(struct prog *p, int16_t at, struct fixup *fail, size_t *nf)
+{
+	mov_reg(p, R1, R10);
+	add_imm(p, R1, at);
+	mov_imm(p, R2, 8);
+	call(p, BPF_FUNC_probe_read_user);
+	fail[(*nf)++] = jump_imm(p, BPF_JNE, R0, 0);
+}
+
+/* After the roots lookup (r8 = the entry or 0): a thread with no root looks for it (see
+ * sampler_capture_spec) and keeps what it finds in the roots map; r8 then points to
+ * { root, slot, tries } (the entry, or the stack). An entry whose search failed counts the
+ * try (CAPTURE_SEARCH_TRIES at most: a thread that runs no Python) and goes on rootless;
+ * a thread with no entry and no root found is left to *ret_none (no capture). Stack: fp-4
+ * the tid, fp-24 the value, fp-32 the node, fp-40 its id, fp-48 pid_tgid. */
+static void generate_search(struct prog *p, const struct sampler_capture_spec *spec, int roots,
+			    pid_t pid, struct fixup *ret_none)
+{
+	/* fail: two jumps per node, four before the first; skip: an id's read, its 0, its
+	 * second read */
+	struct fixup cont[3], fail[2 * SAMPLER_CAPTURE_SEARCH + 8], found[SAMPLER_CAPTURE_SEARCH];
+	struct fixup f, skip[3];
+	size_t nf = 0, nfound = 0;
+
+	f = jump_imm(p, BPF_JEQ, R8, 0);
+	ldx(p, BPF_DW, R1, R8, 0);
+	cont[0] = jump_imm(p, BPF_JNE, R1, 0);            /* it has its root */
+	ldx(p, BPF_W, R1, R8, 12);
+	cont[1] = jump_imm(p, BPF_JGE, R1, CAPTURE_SEARCH_TRIES);
+	land(p, f);
+	if (pid > 0) {                                    /* not a child process's thread */
+		ldx(p, BPF_DW, R1, R10, -48);
+		emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 32);
+		fail[nf++] = jump_imm(p, BPF_JNE, R1, pid);
+	}
+	ld_imm64(p, R3, spec->search_at);
+	read_stack(p, -32, fail, &nf);
+	ldx(p, BPF_DW, R3, R10, -32);
+	fail[nf++] = jump_imm(p, BPF_JEQ, R3, 0);
+	add_imm(p, R3, (int32_t) spec->search_list_off);
+	read_stack(p, -32, fail, &nf);
+	for (size_t k = 0; k < SAMPLER_CAPTURE_SEARCH; k++) {
+		size_t ns = 0;
+
+		ldx(p, BPF_DW, R7, R10, -32);             /* r7 = the node */
+		fail[nf++] = jump_imm(p, BPF_JEQ, R7, 0);
+		mov_reg(p, R3, R7);
+		add_imm(p, R3, (int32_t) spec->search_id_off1);
+		read_stack(p, -40, fail, &nf);
+		nf--;                                     /* an unreadable id: the next node */
+		skip[ns++] = fail[nf];
+		if (spec->search_id_off2 != SAMPLER_CAPTURE_NO_OFF) {
+			ldx(p, BPF_DW, R3, R10, -40);
+			skip[ns++] = jump_imm(p, BPF_JEQ, R3, 0);
+			add_imm(p, R3, (int32_t) spec->search_id_off2);
+			read_stack(p, -40, skip, &ns);
+		}
+		ldx(p, BPF_W, R1, R10, -40);
+		ldx(p, BPF_W, R2, R10, -4);
+		found[nfound++] = jump_reg(p, BPF_JEQ, R1, R2);
+		for (size_t i = 0; i < ns; i++)
+			land(p, skip[i]);
+		mov_reg(p, R3, R7);
+		add_imm(p, R3, (int32_t) spec->search_next_off);
+		read_stack(p, -32, fail, &nf);
+	}
+	for (size_t i = 0; i < nf; i++)
+		land(p, fail[i]);
+	*ret_none = jump_imm(p, BPF_JEQ, R8, 0);
+	ldx(p, BPF_W, R1, R8, 12);
+	add_imm(p, R1, 1);
+	stx(p, BPF_W, R8, R1, 12);
+	cont[2] = (struct fixup) { p->n };
+	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+	for (size_t i = 0; i < nfound; i++)
+		land(p, found[i]);
+	stx(p, BPF_DW, R10, R7, -24);                     /* { root, slot (kept), 0 tries } */
+	st(p, BPF_W, R10, -16, 0);
+	st(p, BPF_W, R10, -12, 0);
+	f = jump_imm(p, BPF_JEQ, R8, 0);
+	ldx(p, BPF_W, R1, R8, 8);
+	stx(p, BPF_W, R10, R1, -16);
+	land(p, f);
+	ld_map(p, R1, roots);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, -4);
+	mov_reg(p, R3, R10);
+	add_imm(p, R3, -24);
+	mov_imm(p, R4, BPF_ANY);
+	call(p, BPF_FUNC_map_update_elem);
+	mov_reg(p, R8, R10);
+	add_imm(p, R8, -24);
+	for (size_t i = 0; i < 3; i++)
+		land(p, cont[i]);
+}
+
 /* The program for spec (see the top of this file); p->overflow if it did not fit. */
 static void generate(struct prog *p, const struct sampler_capture_spec *spec, int roots, int scratch,
-		     int out, bool percpu)
+		     int out, bool percpu, pid_t pid)
 {
 	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[2];
 	size_t ne = 0, stride = capture_stride(spec);
@@ -171,12 +284,16 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	stx(p, BPF_DW, R10, R1, CTX_SAVE);
 	call(p, BPF_FUNC_get_current_pid_tgid);
 	stx(p, BPF_W, R10, R0, -4);                       /* key: the thread id */
+	stx(p, BPF_DW, R10, R0, -48);
 	mov_reg(p, R2, R10);
 	add_imm(p, R2, -4);
 	ld_map(p, R1, roots);
 	call(p, BPF_FUNC_map_lookup_elem);
-	no_emit[0] = jump_imm(p, BPF_JEQ, R0, 0);         /* not one of our threads */
-	mov_reg(p, R8, R0);                               /* r8 = { root, slot } */
+	mov_reg(p, R8, R0);                               /* r8 = { root, slot, tries } */
+	if (spec->search_at)
+		generate_search(p, spec, roots, pid, &no_emit[0]);
+	else
+		no_emit[0] = jump_imm(p, BPF_JEQ, R8, 0); /* not one of our threads */
 	/* the record is built in this CPU's slot of the scratch map (an array with a slot per
 	 * CPU: a per-CPU map's values are at most 32 KiB); a program does not run twice at once
 	 * on one CPU */
@@ -270,7 +387,7 @@ static int map_create(uint32_t type, uint32_t key, uint32_t value, uint32_t entr
 	return sys_bpf(BPF_MAP_CREATE, &a);
 }
 
-static int map_update(int fd, const void *key, const void *value)
+static int map_update_flags(int fd, const void *key, const void *value, uint64_t flags)
 {
 	union bpf_attr a;
 
@@ -278,7 +395,13 @@ static int map_update(int fd, const void *key, const void *value)
 	a.map_fd = (uint32_t) fd;
 	a.key = (uintptr_t) key;
 	a.value = (uintptr_t) value;
+	a.flags = flags;
 	return sys_bpf(BPF_MAP_UPDATE_ELEM, &a);
+}
+
+static int map_update(int fd, const void *key, const void *value)
+{
+	return map_update_flags(fd, key, value, BPF_ANY);
 }
 
 static int map_delete(int fd, const void *key)
@@ -321,6 +444,11 @@ static bool spec_ok(const struct sampler_capture_spec *spec)
 		    (e->mask != UINT64_MAX && (uint64_t) (int64_t) (int32_t) e->mask != e->mask))
 			return false;
 	}
+	if (spec->search_at &&
+	    !(spec->search_list_off < 65536 && spec->search_next_off < 65536 &&
+	      spec->search_id_off1 < 65536 &&
+	      (spec->search_id_off2 == SAMPLER_CAPTURE_NO_OFF || spec->search_id_off2 < 65536)))
+		return false;
 	return capture_stride(spec) <= SAMPLER_CAPTURE_MAX_STRIDE;
 }
 
@@ -362,7 +490,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd, c->percpu);
+	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd, c->percpu, c->pid);
 	r = p->overflow ? -E2BIG : prog_load(p);
 	free(p);
 	if (r < 0)
@@ -393,7 +521,7 @@ void capture_close(struct capture *c)
 
 struct root_value {
 	uint64_t root;
-	uint32_t slot, pad;
+	uint32_t slot, tries;           /* tries: the program's searches for the root, failed */
 };
 
 static int slot_take(struct capture *c)
@@ -469,12 +597,15 @@ void capture_thread_root(struct sampler *s, struct thread *t)
 {
 	struct root_value v = { 0 };
 	uint32_t key = (uint32_t) t->tid;
+	int r;
 
 	if (s->capture.prog_fd < 0)
 		return;
 	if (s->capture_root_fn)
 		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
-	if (map_update(s->capture.roots_fd, &key, &v) == 0)
+	/* a root not found yet leaves the one the program may have found in place */
+	r = map_update_flags(s->capture.roots_fd, &key, &v, v.root ? BPF_ANY : BPF_NOEXIST);
+	if (r == 0 || r == -EEXIST)
 		t->slot = 0;            /* per CPU: it has an entry in the roots map */
 }
 
@@ -552,10 +683,11 @@ void capture_thread_close(struct sampler *s, struct thread *t)
 
 		if (c->out_fd >= 0 && !s->percpu)     /* per CPU: the out map is the CPUs' */
 			(void) map_delete(c->out_fd, &slot);
-		if (c->roots_fd >= 0)
-			(void) map_delete(c->roots_fd, &key);
 		slot_put(c, t->slot);
 	}
+	/* per CPU, the program may have made the entry of a thread learned late */
+	if (c->roots_fd >= 0 && (t->slot >= 0 || s->percpu))
+		(void) map_delete(c->roots_fd, &key);
 	t->slot = -1;
 	if (t->out_fd >= 0)
 		(void) close(t->out_fd);
@@ -595,9 +727,16 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		if (!s->capture.held)
 			return -ENOMEM;
 	}
+	s->capture.pid = s->pid ? s->pid : s->opts.pid;
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
 		return r;
+	/* the roots of the image before an exec, the program's included, are no roots now */
+	for (size_t i = 0; again && i < s->n_threads; i++) {
+		uint32_t key = (uint32_t) s->threads[i].tid;
+
+		(void) map_delete(s->capture.roots_fd, &key);
+	}
 	s->capture_root_fn = root_fn;
 	s->capture_root_ctx = ctx;
 	for (int c = 0; s->percpu && c < s->ncpu; c++)

@@ -53,6 +53,7 @@ struct cpu_ring {
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
+	pid_t pid;                      /* the target: the program searches only its threads */
 	struct sampler_capture_spec spec;
 	unsigned char *slots;           /* bitmap of the out map's slots in use */
 	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data */

@@ -300,7 +300,16 @@ struct sampler_capture_spec {
 	uint32_t n_extras;              /* <= SAMPLER_CAPTURE_MAX_EXTRAS; the node's stride at
 	                                 * most SAMPLER_CAPTURE_MAX_STRIDE */
 	struct sampler_capture_extra extra[SAMPLER_CAPTURE_MAX_EXTRAS];
+	/* A thread with no root yet (started since the sampler learned of its threads; its root
+	 * looked up too early): the program looks for it at the sample, and keeps what it finds
+	 * as the thread's root. search_at 0: no search. Else list = *(search_at); node =
+	 * *(list + search_list_off); while node (at most SAMPLER_CAPTURE_SEARCH nodes): id =
+	 * *(node + search_id_off1), then *(id + search_id_off2) unless that is NO_OFF; the node
+	 * whose (u32) id is the thread's tid is the root; node = *(node + search_next_off). */
+	uint64_t search_at;
+	uint32_t search_list_off, search_next_off, search_id_off1, search_id_off2;
 };
+#define SAMPLER_CAPTURE_SEARCH 32
 
 /* Whether this process may load and attach a capture program: 0, or -EPERM (no CAP_BPF /
  * CAP_PERFMON), -EINVAL / -ENOSYS (a kernel without BPF perf-event programs). */

@@ -1200,6 +1200,39 @@ static void test_thread_state(void **state)
 	}
 }
 
+/* The search spec, followed as a capture program follows it, finds TID's state in a list where
+ * another thread's state comes first; before 3.11 through struct pthread. */
+static void test_search_spec(void **state)
+{
+	static const int minors[] = { 8, 10, 11, 12 };
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(minors) / sizeof(minors[0]); i++) {
+		struct pyframes_search_spec sp;
+		struct world w;
+		uint64_t other, ts, found = 0;
+
+		world_init(&w, minors[i]);
+		other = alloc(&w.f, w.l->ts_size);
+		put64(&w.f, other + w.l->ts_next, w.tstate);
+		put64(&w.f, w.interp + w.l->is_threads_head, other);
+		assert_int_equal(pyframes_search_spec(w.pf, &sp), 0);
+		ts = get64(&w, get64(&w, sp.interp_at) + sp.threads_off);
+		for (int n = 0; ts && n < 4 && !found; n++) {
+			uint64_t id = get64(&w, ts + sp.tid_off1);
+
+			if (sp.tid_off2 != PYFRAMES_NO_OFF)
+				id = id ? get64(&w, id + sp.tid_off2) : 0;
+			if ((uint32_t) id == TID)
+				found = ts;
+			ts = get64(&w, ts + sp.next_off);
+		}
+		assert_int_equal(found, w.tstate);
+		assert_int_equal(sp.tid_off2 == PYFRAMES_NO_OFF, minors[i] >= 11);
+		world_free(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1221,6 +1254,7 @@ int main(void)
 		cmocka_unit_test(test_captured_gone),
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
+		cmocka_unit_test(test_search_spec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * produces (and bad specs are refused before it), and, live on a forked child that holds a
  * known chain of nodes in memory and spins, every sample arrives with that chain copied at
  * its overflow: whole, cut at SAMPLER_CAPTURE_MAX_NODES, up to an unreadable node, or nothing
- * before the thread has a root. Needs CAP_BPF + CAP_PERFMON (root): skipped, saying so,
+ * before the thread has a root, or the root the program found itself in a list of states by the
+ * thread's id (directly, or through a pointer as in glibc's struct pthread). Needs CAP_BPF + CAP_PERFMON (root): skipped, saying so,
  * without them.
  */
 #include <errno.h>
@@ -41,8 +42,18 @@ struct node {
 static volatile struct node nodes[NODES];
 static volatile struct payload payloads[NODES];
 static volatile uint64_t tags[NODES];
-static volatile struct { char pad[24]; volatile void *cframe; } root;       /* head_off1 = 24 */
+static volatile struct {
+	char pad[24];
+	volatile void *cframe;  /* head_off1 = 24 */
+	volatile void *next;    /* search: the next state, search_next_off 32 */
+	uint64_t id;            /* search_id_off1 40: the tid, or a "struct pthread" */
+} root, decoy;
 static volatile struct { char pad[8]; volatile struct node *head; } cframe; /* head_off2 = 8 */
+/* search: *(&interp) = the interpreter, whose list (search_list_off 16) is decoy, root */
+static volatile struct { char pad[16]; volatile void *first; } interp_state;
+static volatile void *volatile interp;
+#define PTHREAD_TID_OFF 0x2d0
+static volatile uint32_t pthread_fake[256];
 
 /* extra 0: payload w[1..2]; extra 1: the tag, through w[1] masked (body 48: extra 0's data) */
 static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8, 2, {
@@ -60,6 +71,15 @@ static bool capture_allowed(void)
 		return false;
 	}
 	return true;
+}
+
+static void search_spec(struct sampler_capture_spec *sp, bool indirect)
+{
+	sp->search_at = (uintptr_t) &interp;
+	sp->search_list_off = 16;
+	sp->search_next_off = 32;
+	sp->search_id_off1 = 40;
+	sp->search_id_off2 = indirect ? PTHREAD_TID_OFF : SAMPLER_CAPTURE_NO_OFF;
 }
 
 static void test_capture_specs(void **state)
@@ -116,11 +136,23 @@ static void test_capture_specs(void **state)
 		assert_int_equal(capture_load(&c, &bad[i]), -EINVAL);
 		capture_close(&c);
 	}
+	/* with the search for a thread's root, both ways, in both ring layouts */
+	for (int i = 0; i < 8; i++) {
+		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1,
+				     .percpu = i & 1, .pid = i & 2 ? 4242 : 0 };
+		struct sampler_capture_spec sp = good[(i % 3) * 3];     /* 6: with extras */
+
+		search_spec(&sp, i & 4);
+		assert_int_equal(capture_load(&c, &sp), 0);
+		sp.search_next_off = 1u << 20;
+		assert_int_equal(capture_load(&c, &sp), -EINVAL);
+		capture_close(&c);
+	}
 }
 
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
  * bad_at < len, and spins. */
-static void child(size_t len, size_t bad_at)
+static void child(size_t len, size_t bad_at, int search)
 {
 	for (size_t i = 0; i < len; i++) {
 		nodes[i].marker = 0xc0de0000u + i;
@@ -137,6 +169,13 @@ static void child(size_t len, size_t bad_at)
 		nodes[bad_at].next = (struct node *) (uintptr_t) 0x10;
 	cframe.head = len ? &nodes[0] : NULL;
 	root.cframe = &cframe;
+	/* the list the search walks: decoy (another thread's id) first, then root */
+	pthread_fake[PTHREAD_TID_OFF / 4] = (uint32_t) getpid();
+	root.id = search == 2 ? (uintptr_t) pthread_fake : (uint64_t) getpid();
+	decoy.id = search == 2 ? 0 : (uint64_t) getpid() + 1;
+	decoy.next = &root;
+	interp_state.first = &decoy;
+	interp = &interp_state;
 	for (volatile uint64_t x = 0;; x++)
 		;
 }
@@ -232,8 +271,11 @@ static void on_sample(void *ctx, const struct sample *smp)
 
 /* Samples a child holding a chain of len nodes for 300 ms; the capture starts with the sampler
  * (opts.capture_spec), or with sampler_capture_start() once it runs (late_start). */
-static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, struct seen *v)
+static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, int search,
+		      struct seen *v)
 {
+	struct sampler_capture_spec sp = spec;
+
 	struct event_spec ev;
 	/* 4x the default ring: 128-node captures (11 KiB each, 1000 a second) fill the default one
 	 * before a late drain on a busy machine */
@@ -247,23 +289,25 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	memset(v, 0, sizeof(*v));
 	v->n_min = SIZE_MAX;
 	v->bytes_ok = v->fields_ok = v->extras_ok = true;
-	v->late_root = late_root;
+	v->late_root = late_root || search;
+	if (search)
+		search_spec(&sp, search == 2);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		child(len, bad_at);
+		child(len, bad_at, search);
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
 	if (!late_start) {
-		o.capture_spec = &spec;
+		o.capture_spec = &sp;
 		o.capture_root_fn = root_fn;
 		o.capture_root_ctx = v;
 	}
 	usleep(20000);                  /* let the child build its chain */
 	r_new = sampler_new(&o, &v->s);
 	if (r_new == 0) {
-		r_start = late_start ? sampler_capture_start(v->s, &spec, root_fn, v)
+		r_start = late_start ? sampler_capture_start(v->s, &sp, root_fn, v)
 				     : sampler_capture_error(v->s);
 		if (r_start == 0 && sampler_capturing(v->s) && late_root) {
 			r_run = sampler_run(v->s, on_sample, v, &stop, 150000000ULL);
@@ -306,29 +350,36 @@ static void test_capture_live(void **state)
 		return;
 	}
 	/* a whole chain */
-	run_child(5, SIZE_MAX, false, false, &v);
+	run_child(5, SIZE_MAX, false, false, 0, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 	assert_int_equal(v.n_max, 5);
 	/* longer than the program copies */
-	run_child(NODES, SIZE_MAX, false, false, &v);
+	run_child(NODES, SIZE_MAX, false, false, 0, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
 	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
 	/* node 3 links to an unmapped address: nodes 0-3 copied, then a fault */
-	run_child(10, 3, false, false, &v);
+	run_child(10, 3, false, false, 0, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
 	assert_int_equal(v.n_min, 4);
 	assert_int_equal(v.n_max, 4);
 	/* no root for 150 ms: nothing copied, then the chain */
-	run_child(5, SIZE_MAX, true, false, &v);
+	run_child(5, SIZE_MAX, true, false, 0, &v);
 	assert_true(v.by_status[SAMPLE_CAPTURE_NO_ROOT] >= 50);
 	assert_true(v.by_status[SAMPLE_CAPTURE_OK] >= 50);
 	assert_int_equal(v.late_no_root, 0);
 	assert_int_equal(v.n_min, 5);
 	/* the program put on the running sampler's events */
-	run_child(5, SIZE_MAX, false, true, &v);
+	run_child(5, SIZE_MAX, false, true, 0, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
+	/* no root from hwspy ever: the program finds it at the first sample, by the thread's id
+	 * in its state, and through a "struct pthread" */
+	for (int search = 1; search <= 2; search++) {
+		run_child(5, SIZE_MAX, false, false, search, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+		assert_int_equal(v.n_min, 5);
+	}
 }
 
 int main(void)
