@@ -168,7 +168,8 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot or "
 			 "fd): its stacks were read after their samples", st->capture_threads_failed);
 	if (st->lost)
-		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
+		log_info("%" PRIu64 " samples were lost by the kernel: %s", st->lost,
+			 o->freq ? "lower the rate (-F)" : "sample less often (a larger -c)");
 	if (st->throttled)
 		log_info("the kernel throttled the sampling event %" PRIu64 " times (more samples at "
 			 "once than kernel.perf_event_max_sample_rate allows): samples are missing "
