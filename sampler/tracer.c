@@ -270,7 +270,6 @@ static int check_signal(struct sampler *s)
 static bool budget_over(const struct sampler *s, const struct stop_budget *b, uint64_t now)
 {
 	unsigned pct = s->opts.stop_budget_pct ? s->opts.stop_budget_pct : SAMPLER_STOP_BUDGET_PCT;
-
 	uint64_t cur = now / BUCKET_NS, stopped = 0, span = now > b->since_ns ? now - b->since_ns : 0;
 
 	for (size_t i = 0; i < STOP_BUCKETS; i++)
@@ -331,6 +330,7 @@ static bool budget_tick(struct sampler *s, bool *ret_more)
 		*ret_more |= more;
 		if (!more && !budget_over(s, &t->budget, now) && perf_thread_signal(s, t, true) == 0) {
 			t->budget.over = false;
+			t->budget.resumed_ns = now;     /* its ring was read up to here */
 			continue;
 		}
 		any = true;
@@ -458,16 +458,16 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 		return;
 	}
 	/* signal-delivery-stop */
-	if (our_signal(s, tid, t, WSTOPSIG(status)) && t->budget.over) {
-		/* sent before its thread went over budget: its samples are read late */
-		s->stats.stops++;
-		undo_eintr(s, tid, t);
-		(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		return;
-	}
 	if (our_signal(s, tid, t, WSTOPSIG(status))) {
 		uint64_t before = s->stats.samples, seen = sampler_now_ns(), start;
+
 		s->stats.stops++;
+		if (t->budget.over) {
+			/* sent before its thread went over budget: its samples are read late */
+			undo_eintr(s, tid, t);
+			(void) ptrace(PTRACE_CONT, tid, 0, 0);
+			return;
+		}
 		t->budget.first_sample_ns = 0;
 		perf_thread_drain(s, t, true);
 		if (s->stats.samples == before)
