@@ -114,6 +114,26 @@ static bool samples_asleep(const struct event_spec *e)
 		 e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS));
 }
 
+/* A count event (faults, switches) samples at a fixed period: its own default where no -c was
+ * given; -F is refused (the kernel's rate control sizes periods from bursts and stalls on
+ * them, and the totals come out wrong). */
+static int count_event_period(struct record_opts *o)
+{
+	uint64_t period = events_default_period(&o->events[0].attr);
+
+	if (!period || !o->freq)
+		return 0;
+	if (o->freq_given) {
+		log_error("'%s' counts occurrences: -F would let the kernel size its periods from "
+			  "bursts and stall on them; give a period instead, '-c N' (its default, "
+			  "-c %" PRIu64 ", needs neither)", o->events[0].name, period);
+		return -EINVAL;
+	}
+	o->freq = 0;
+	o->period = period;
+	return 0;
+}
+
 static int default_event(struct record_opts *o)
 {
 	struct event_spec *e = &o->events[0];
@@ -259,6 +279,8 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	if (check_events(&o) < 0)
 		return 1;
+	if (count_event_period(&o) < 0)
+		return 2;
 	if (o.ptrace && samples_asleep(&o.events[0])) {
 		log_error("'%s' samples threads as they go to sleep: --ptrace would stop them there "
 			  "and interrupt their system calls; leave --ptrace out (the BPF capture) or "
@@ -392,6 +414,7 @@ int cmd_record(int argc, char **argv)
 	so = (struct sampler_opts) {
 		.pid = o.pid, .argv = o.argv, .events = o.events, .n_events = o.n_events,
 		.freq = o.freq, .period = o.period, .exact = !o.nonblocking && !rec.capture,
+		.stop_budget_pct = o.stop_budget,
 		.capture = rec.capture,
 		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
 		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 256 : 0,
@@ -454,8 +477,8 @@ int cmd_record(int argc, char **argv)
 	}
 	(void) profile_set_target(rec.prof, target);
 	profile_meta(rec.prof)->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
-	if (o.nonblocking || rec.capture)
-		rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
+	/* exact mode by stops reads late too: samples past a thread's stop budget */
+	rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
 	capture_start(&rec);
 
 	start = record_now_ns();

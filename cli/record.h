@@ -41,6 +41,7 @@ struct record_opts {
 	struct event_spec events[SAMPLER_MAX_EVENTS];
 	size_t n_events;
 	uint64_t freq, period;
+	bool freq_given;                /* -F was given (a count event refuses it) */
 	double duration;
 	double grace;                   /* --grace: between SIGINT, SIGTERM and SIGKILL */
 	bool keep_running;              /* --keep-running: a launched command outlives sampling */
@@ -48,6 +49,7 @@ struct record_opts {
 	const char *output;
 	bool function, threads, nonblocking, quiet, native, kernel;
 	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
+	unsigned stop_budget;           /* --stop-budget PCT (0: the sampler's default) */
 	enum out_format format;
 	struct format_opts fmt;         /* --weight, --title, --icicle, --min-width */
 	bool format_given;              /* --format, else the output's name decides */

@@ -36,9 +36,14 @@ static void usage(FILE *out)
 		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
 		"  -e, --event EV[,EV]    event to sample (default: cycles, or cpu-clock without a\n"
 		"                         hardware PMU); more events are counted with every sample\n"
-		"  -F, --rate HZ          samples per second per thread (default 100)\n"
-		"  -c, --period N         sample every N events instead of a rate (the reliable\n"
-		"                         choice for page-faults, context-switches ...)\n"
+		"  -F, --rate HZ          samples per second per thread (default 100); not for\n"
+		"                         events that count occurrences (faults, switches)\n"
+		"  -c, --period N         sample every N events instead of a rate; events that\n"
+		"                         count occurrences always sample at a period: by default\n"
+		"                         page-faults and minor-faults -c 100, context-switches\n"
+		"                         -c 10, major-faults and cpu-migrations -c 1, and each\n"
+		"                         sample weighs what the counter counted since the last,\n"
+		"                         so totals are the faults or switches that happened\n"
 		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C);\n"
 		"                         a launched command still running then gets SIGINT,\n"
 		"                         SIGTERM after the grace period, then SIGKILL\n"
@@ -56,6 +61,9 @@ static void usage(FILE *out)
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
 		"      --ptrace           exact mode by stopping each sampled thread (ptrace), even\n"
 		"                         where a BPF capture is allowed (it costs the target more)\n"
+		"      --stop-budget PCT  the most of a thread's time the stops may take (default\n"
+		"                         5, over a 1 s window); past it its samples are read\n"
+		"                         late, without a stop, and counted; 100: no limit\n"
 		"      --native           native frames too (DWARF unwinding of a copy of the user\n"
 		"                         stack), merged with the Python frames\n"
 		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
@@ -140,6 +148,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		{ "threads", no_argument, NULL, 't' },
 		{ "nonblocking", no_argument, NULL, 'n' },
 		{ "ptrace", no_argument, NULL, 'P' },
+		{ "stop-budget", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' },
@@ -178,6 +187,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 			}
 			o->freq = v;
 			o->period = 0;
+			o->freq_given = true;
 			break;
 		}
 		case 'c': {
@@ -189,6 +199,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 			}
 			o->period = v;
 			o->freq = 0;
+			o->freq_given = false;
 			break;
 		}
 		case 'd':
@@ -239,6 +250,15 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		case 'P':
 			o->ptrace = true;
 			break;
+		case 'B': {
+			unsigned long long v;
+			if (cli_parse_count(optarg, 1, 100, &v) < 0) {
+				log_error("stop budget '%s' must be a whole percentage, 1-100", optarg);
+				return -EINVAL;
+			}
+			o->stop_budget = (unsigned) v;
+			break;
+		}
 		case 'N':
 			o->native = true;
 			break;

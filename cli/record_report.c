@@ -143,11 +143,18 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 				 "were made again, unseen", st->eintr_undone);
 		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops%s)",
 			 st->stops, undone);
+		if (st->budget_late)
+			log_info("%" PRIu64 " samples read late, without a stop: their thread had spent "
+				 "over %u%% of its time stopped (%d ms window; over %" PRIu64 " times; "
+				 "--stop-budget)", st->budget_late,
+				 o->stop_budget ? o->stop_budget : SAMPLER_STOP_BUDGET_PCT,
+				 SAMPLER_STOP_WINDOW_MS, st->budget_trips);
 	}
 	if (rec->n_late) {
 		qsort(rec->late_us, rec->n_late, sizeof(*rec->late_us), cmp_u32);
 		log_info("%s were late by median %u us, p99 %u us, max %u us",
-			 rec->capture ? "reads without a capture" : "nonblocking: reads",
+			 rec->capture ? "reads without a capture" :
+			 o->nonblocking ? "nonblocking: reads" : "reads without a stop",
 			 rec->late_us[rec->n_late / 2], rec->late_us[rec->n_late * 99 / 100],
 			 rec->late_us[rec->n_late - 1]);
 	}
@@ -179,7 +186,8 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot or "
 			 "fd): its stacks were read after their samples", st->capture_threads_failed);
 	if (st->lost)
-		log_info("%" PRIu64 " samples were lost by the kernel: lower the rate (-F)", st->lost);
+		log_info("%" PRIu64 " samples were lost by the kernel: %s", st->lost,
+			 o->freq ? "lower the rate (-F)" : "sample less often (a larger -c)");
 	if (st->throttled)
 		log_info("the kernel throttled the sampling event %" PRIu64 " times (more samples at "
 			 "once than kernel.perf_event_max_sample_rate allows): samples are missing "

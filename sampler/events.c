@@ -543,3 +543,31 @@ int events_probe(const struct event_spec *spec, pid_t pid)
 	(void) close(fd);
 	return 0;
 }
+
+bool events_counts_occurrences(const struct perf_event_attr *attr)
+{
+	return attr->type == PERF_TYPE_SOFTWARE && attr->config != PERF_COUNT_SW_CPU_CLOCK &&
+	       attr->config != PERF_COUNT_SW_TASK_CLOCK && attr->config != PERF_COUNT_SW_DUMMY &&
+	       attr->config != PERF_COUNT_SW_BPF_OUTPUT;
+}
+
+uint64_t events_default_period(const struct perf_event_attr *attr)
+{
+	if (!events_counts_occurrences(attr))
+		return 0;
+	switch (attr->config) {
+	case PERF_COUNT_SW_PAGE_FAULTS:
+	case PERF_COUNT_SW_PAGE_FAULTS_MIN:
+		/* a program that allocates faults 10^3 to 10^5 times a second: 10 to 1000
+		 * samples/s; CPython's own start-up (~3,000-10,000 faults) 30 to 100 samples */
+		return 100;
+	case PERF_COUNT_SW_CONTEXT_SWITCHES:
+	case PERF_COUNT_SW_CGROUP_SWITCHES:
+		/* a thread that waits on I/O or locks switches ~10^3 times a second */
+		return 10;
+	default:
+		/* major faults (each is disk I/O), migrations, alignment and emulation faults:
+		 * rare, each one worth a sample */
+		return 1;
+	}
+}

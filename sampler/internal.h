@@ -13,6 +13,18 @@
 #include "sampler/ring.h"
 #include "sampler/sampler.h"
 
+/* tracer.c: the share of a thread's time spent in our stops, over a sliding window of
+ * STOP_BUCKETS buckets (SAMPLER_STOP_WINDOW_MS in all), CLOCK_MONOTONIC */
+#define STOP_BUCKETS 10
+struct stop_budget {
+	uint64_t since_ns;              /* the thread's events opened: the window starts no earlier */
+	uint64_t resumed_ns;            /* its last stop of ours ended */
+	uint64_t first_sample_ns;       /* the first sample drained at the stop at hand (0: none) */
+	uint64_t stopped_ns[STOP_BUCKETS]; /* time stopped, by the bucket its stop ended in */
+	uint64_t bucket[STOP_BUCKETS];  /* which bucket (time / bucket length) each slot holds */
+	bool over;                      /* over budget: its signal is off, its samples read late */
+};
+
 struct thread {
 	pid_t tid;
 	int fds[SAMPLER_MAX_EVENTS];    /* -1 when closed; fds[0] is the group leader */
@@ -25,6 +37,7 @@ struct thread {
 	bool forwarded;                 /* a signal of the target's own was passed on to it at
 	                                 * its last signal-delivery-stop (tracer.c undo_eintr()) */
 	bool alive;
+	struct stop_budget budget;      /* exact mode by stops */
 	/* capture: the BPF_OUTPUT event feeding this ring, its slot in the program's maps */
 	int out_fd;
 	uint64_t out_id;
@@ -184,6 +197,8 @@ void perf_thread_disable(struct thread *t);
 void perf_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every record waiting in t's ring; samples go to s->fn with stopped as given. */
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped);
+/* The same, at most max records: whether more are waiting (as of the read's start). */
+bool perf_thread_drain_some(struct sampler *s, struct thread *t, bool stopped, unsigned max);
 /* Counts what a ring's PERF_RECORD_LOST or PERF_RECORD_THROTTLE record says; others: nothing. */
 void perf_note_record(struct sampler *s, const struct perf_event_header *h);
 

@@ -72,19 +72,6 @@ static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
 	return floor < pages ? floor : pages;
 }
 
-/* A software event that counts occurrences (faults, switches, migrations), not time. In
- * frequency mode its sample periods do not add up to its count: the kernel sizes each period
- * from the rate so far, and a burst of faults after a quiet spell comes as a few samples with
- * huge periods (perf reports 225,902 faults for 9,127). Its samples are weighed by the count
- * itself, read at each sample (and it is sampled without PERF_SAMPLE_PERIOD, which makes the
- * kernel ignore a fixed period for a software event). */
-static bool counts_occurrences(const struct perf_event_attr *a)
-{
-	return a->type == PERF_TYPE_SOFTWARE && a->config != PERF_COUNT_SW_CPU_CLOCK &&
-	       a->config != PERF_COUNT_SW_TASK_CLOCK && a->config != PERF_COUNT_SW_DUMMY &&
-	       a->config != PERF_COUNT_SW_BPF_OUTPUT;
-}
-
 void perf_build_attrs(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
@@ -93,7 +80,8 @@ void perf_build_attrs(struct sampler *s)
 	s->ring_pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
 	s->ring_floor = ring_floor(o, s->ring_pages);
 	s->stats.ring_pages = s->ring_pages;
-	s->weigh_by_count = counts_occurrences(&s->events[0].attr);
+	/* its samples weigh its count's delta, read with each sample (events_counts_occurrences()) */
+	s->weigh_by_count = events_counts_occurrences(&s->events[0].attr);
 	read_group = o->n_events > 1 || s->weigh_by_count;
 
 	for (size_t i = 0; i < o->n_events; i++) {
@@ -328,6 +316,8 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 	t->slot = -1;
 	t->prog = false;
 	memset(t->last, 0, sizeof(t->last));
+	memset(&t->budget, 0, sizeof(t->budget));
+	t->budget.since_ns = sampler_now_ns();
 	if (s->percpu)
 		return percpu_thread_open(s, t);
 	r = open_mapped(s, t, psz);
@@ -427,6 +417,8 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 		}
 		smp.n_values = s->opts.n_events;
 	}
+	if (!t->budget.first_sample_ns)
+		t->budget.first_sample_ns = smp.time_ns;
 	s->stats.samples++;
 	s->fn(s->ctx, &smp);
 }
@@ -441,13 +433,19 @@ void perf_note_record(struct sampler *s, const struct perf_event_header *h)
 
 void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 {
-	const struct perf_event_header *h;
-	unsigned budget = 1u << 16;
+	(void) perf_thread_drain_some(s, t, stopped, 1u << 16);
+}
+
+bool perf_thread_drain_some(struct sampler *s, struct thread *t, bool stopped, unsigned max)
+{
+	const struct perf_event_header *h = NULL;
+	unsigned budget = max;
 
 	if (!t->map)
-		return;
+		return false;
 	ring_read_init(&t->ring);
-	while (budget-- && (h = ring_read_event(&t->ring))) {
+	while (budget && (h = ring_read_event(&t->ring))) {
+		budget--;
 		switch (h->type) {
 		case PERF_RECORD_SAMPLE:
 			if (t->out_fd >= 0 && h->size >= sizeof(*h) + 8 &&
@@ -462,4 +460,5 @@ void perf_thread_drain(struct sampler *s, struct thread *t, bool stopped)
 		}
 	}
 	ring_read_done(&t->ring);
+	return !budget && t->ring.tail != t->ring.head;
 }

@@ -108,6 +108,16 @@ int events_probe(const struct event_spec *spec, pid_t pid);
 size_t events_list_pmus(char (*ret)[64], size_t max);
 /* True if the machine exposes a hardware PMU (sysfs "cpu" / "cpu_core" / "armv8_*" ...). */
 bool events_have_hw_pmu(void);
+/* A software event that counts occurrences (faults, switches, migrations), not time. In
+ * frequency mode its sample periods do not add up to its count (the kernel sizes each period
+ * from the rate so far: a burst after a quiet spell comes as a few samples with huge periods,
+ * and the rate control can stall, leaving a burst with a handful of samples): it is sampled
+ * at a fixed period and its samples weigh what the counter counted (see struct sample). */
+bool events_counts_occurrences(const struct perf_event_attr *attr);
+/* The fixed period such an event is sampled at when none is asked for (about 100 samples a
+ * second at a typical rate: 100 for page and minor faults, 10 for context switches, 1 for the
+ * rare ones); 0 for any other event (time and hardware events sample at a rate). */
+uint64_t events_default_period(const struct perf_event_attr *attr);
 /* Splits a comma-separated event list ("cycles,cpu/event=0x3c,umask=0/,page-faults:u"; commas
  * inside pmu/.../ belong to that event) into ret[0..max). Returns the count, or -EINVAL (empty
  * list or item, unclosed '/'), -E2BIG (more than max items), -ENAMETOOLONG (an item of 96 bytes
@@ -135,6 +145,8 @@ struct sampler_opts {
 	uint64_t freq;                  /* samples per second (frequency mode), or 0 */
 	uint64_t period;                /* fixed period, used when freq == 0 */
 	bool exact;                     /* stop the sampled thread at each sample (needs ptrace) */
+	unsigned stop_budget_pct;       /* exact: the stop budget, 1-100 (100: none; 0: the default,
+	                                 * SAMPLER_STOP_BUDGET_PCT) */
 	bool capture;                   /* ready the events for sampler_capture_start() (not with
 	                                 * exact); rings are then read in batches, not per sample */
 	const struct sampler_capture_spec *capture_spec; /* and start it at once (the interpreter
@@ -211,6 +223,10 @@ struct sampler_stats {
 	uint64_t eintr_undone;          /* exact mode: system calls our signal made fail with
 	                                 * EINTR (a sample as they were about to sleep), made
 	                                 * again at the stop */
+	uint64_t budget_late;           /* exact mode: samples read late, without a stop, because
+	                                 * their thread had spent more than the stop budget of the
+	                                 * last SAMPLER_STOP_WINDOW_MS stopped by us */
+	uint64_t budget_trips;          /* ... times a thread went over that budget */
 	uint64_t signal_changes;        /* exact mode: the target began to catch our signal,
 	                                 * and another harmless one took its place */
 	uint64_t threads_seen;          /* distinct threads that had events opened */
@@ -230,6 +246,16 @@ struct sampler_stats {
 	bool target_exited;             /* the target process ended during the run */
 	int exit_status;                /* its wait status, if it was our child */
 };
+
+/* Exact mode by stops: the most of a thread's time its stops may take (by default; see
+ * opts.stop_budget_pct), measured per thread
+ * over a sliding window (CLOCK_MONOTONIC time stopped, from its sample to its resume, against
+ * the time elapsed, since the thread's events opened if that is shorter). Past it the thread's
+ * signal is off and its samples are read late, without a stop (stats.budget_late), until the
+ * share is back under the budget: a stop can cause the next sample (a page fault that our
+ * pending signal makes the kernel retry) and would otherwise hold the target at one spot. */
+#define SAMPLER_STOP_BUDGET_PCT 5
+#define SAMPLER_STOP_WINDOW_MS 1000
 
 struct sampler;
 

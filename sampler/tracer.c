@@ -22,6 +22,15 @@
  * exact mode by stops is refused (-EBUSY). Re-checked as sampling goes: the target may
  * install a handler later (SigBlk is no reason to move: glibc blocks every signal for an
  * instant in each pthread_create).
+ *
+ * The stop budget (SAMPLER_STOP_BUDGET_PCT, sampler.h): each stop of ours is timed, from the
+ * first sample it finds in the thread's ring (the overflow that raised our signal; or from when
+ * the tracer saw the stop, if none) to the thread's resume, into per-thread buckets of a
+ * sliding window. A thread past the budget has its signal turned off: its samples wait in its
+ * ring and are read late, on a short tick, without stopping it, until its share of time
+ * stopped is back under the budget. Without it a stop can feed itself: a page fault during
+ * which our signal arrives is abandoned and retried by the kernel, which counts it again, and
+ * at -c 1 every retry is the next sample and the next stop (a 0.2 s start-up took minutes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +53,10 @@
 #define SIGNAL_CHECK_NS 100000000ULL    /* re-check the target's handlers this often */
 #define RESEIZE_TRIES 200               /* x 1 ms: the previous tracer thread still exiting */
 #define TRACER_EXIT_TRIES 1000          /* x 1 ms */
+#define WINDOW_NS (SAMPLER_STOP_WINDOW_MS * 1000000ULL)
+#define BUCKET_NS (WINDOW_NS / STOP_BUCKETS)
+#define LATE_TICK_MS 2                  /* an over-budget thread's ring is read this often */
+#define LATE_CHUNK 16                   /* ... this many samples at a time, between stops */
 
 /* ---- the tracer thread and its jobs ---- */
 
@@ -245,9 +258,84 @@ static int check_signal(struct sampler *s)
 	s->signo = sig;
 	s->stats.signal_changes++;
 	for (size_t i = 0; i < s->n_threads; i++)
-		if (s->threads[i].alive)
+		if (s->threads[i].alive && !s->threads[i].budget.over)
 			(void) perf_thread_signal(s, &s->threads[i], true);
 	return 0;
+}
+
+/* ---- the stop budget ---- */
+
+/* Whether the thread has spent more than the budget of the window that ends at now stopped
+ * by us (the window starts no earlier than its events opened). */
+static bool budget_over(const struct sampler *s, const struct stop_budget *b, uint64_t now)
+{
+	unsigned pct = s->opts.stop_budget_pct ? s->opts.stop_budget_pct : SAMPLER_STOP_BUDGET_PCT;
+	uint64_t cur = now / BUCKET_NS, stopped = 0, span = now > b->since_ns ? now - b->since_ns : 0;
+
+	for (size_t i = 0; i < STOP_BUCKETS; i++)
+		if (b->bucket[i] <= cur && b->bucket[i] + STOP_BUCKETS > cur)
+			stopped += b->stopped_ns[i];
+	if (span > WINDOW_NS)
+		span = WINDOW_NS;
+	return pct < 100 && stopped * 100 > span * pct;
+}
+
+/* A stop of t from start to end: counted, and t's signal turned off if that puts it over. */
+static void budget_stop(struct sampler *s, struct thread *t, uint64_t start, uint64_t end)
+{
+	struct stop_budget *b = &t->budget;
+	uint64_t n = end / BUCKET_NS;
+	size_t slot = (size_t) (n % STOP_BUCKETS);
+
+	if (b->bucket[slot] != n) {
+		b->bucket[slot] = n;
+		b->stopped_ns[slot] = 0;
+	}
+	b->stopped_ns[slot] += end > start ? end - start : 0;
+	b->resumed_ns = end;
+	if (!b->over && budget_over(s, b, end) && perf_thread_signal(s, t, false) == 0) {
+		b->over = true;
+		s->stats.budget_trips++;
+	}
+}
+
+/* Hands over (up to max of) the samples waiting in the ring of t, a thread over budget: read
+ * late. Whether more are waiting. */
+static bool budget_drain(struct sampler *s, struct thread *t, unsigned max)
+{
+	uint64_t before = s->stats.samples;
+	bool more = perf_thread_drain_some(s, t, false, max);
+
+	s->stats.budget_late += s->stats.samples - before;
+	return more;
+}
+
+/* Reads the rings of the threads over budget, a few samples each, so that a stop waiting
+ * meanwhile (a signal sent before the thread went over) is not kept waiting long; turns their
+ * signal on again once their share is back under the budget and their ring is read. Whether a
+ * thread is still over; *ret_more: samples still wait in a ring. */
+static bool budget_tick(struct sampler *s, bool *ret_more)
+{
+	uint64_t now = sampler_now_ns();
+	bool any = false;
+
+	*ret_more = false;
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct thread *t = &s->threads[i];
+		bool more;
+
+		if (!t->alive || !t->budget.over)
+			continue;
+		more = budget_drain(s, t, LATE_CHUNK);
+		*ret_more |= more;
+		if (!more && !budget_over(s, &t->budget, now) && perf_thread_signal(s, t, true) == 0) {
+			t->budget.over = false;
+			t->budget.resumed_ns = now;     /* its ring was read up to here */
+			continue;
+		}
+		any = true;
+	}
+	return any;
 }
 
 /* ---- handling ptrace stops ---- */
@@ -371,13 +459,28 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 	}
 	/* signal-delivery-stop */
 	if (our_signal(s, tid, t, WSTOPSIG(status))) {
-		uint64_t before = s->stats.samples;
+		uint64_t before = s->stats.samples, seen = sampler_now_ns(), start;
+
 		s->stats.stops++;
+		if (t->budget.over) {
+			/* sent before its thread went over budget: its samples are read late */
+			undo_eintr(s, tid, t);
+			(void) ptrace(PTRACE_CONT, tid, 0, 0);
+			return;
+		}
+		t->budget.first_sample_ns = 0;
 		perf_thread_drain(s, t, true);
 		if (s->stats.samples == before)
 			s->stats.stops_without_sample++;
+		/* stopped since the overflow that signalled, if this stop found its sample (not
+		 * before its last resume: older samples waited in the ring) */
+		start = t->budget.first_sample_ns && t->budget.first_sample_ns < seen
+			? t->budget.first_sample_ns : seen;
+		if (start < t->budget.resumed_ns)
+			start = t->budget.resumed_ns;
 		undo_eintr(s, tid, t);
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
+		budget_stop(s, t, start, sampler_now_ns());
 		if (s->resumed)
 			s->resumed(s->ctx);
 		return;
@@ -415,6 +518,7 @@ int tracer_run(struct sampler *s, void *arg)
 {
 	const struct tracer_run_args *a = arg;
 	uint64_t start = sampler_now_ns(), now, last_check = start;
+	bool late = false, more = false;
 
 	while (!*a->stop && !s->stats.target_exited && !s->brk) {
 		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
@@ -422,6 +526,8 @@ int tracer_run(struct sampler *s, void *arg)
 
 		if (timeout < 0)
 			break;
+		if (late && timeout > LATE_TICK_MS)
+			timeout = more ? 0 : LATE_TICK_MS;
 		now = sampler_now_ns();
 		if (now - last_check >= SIGNAL_CHECK_NS) {
 			last_check = now;
@@ -430,6 +536,7 @@ int tracer_run(struct sampler *s, void *arg)
 		}
 		(void) poll(&pfd, 1, timeout);
 		reap(s);
+		late = budget_tick(s, &more);
 	}
 	return 0;
 }
@@ -511,8 +618,12 @@ int tracer_release(struct sampler *s, void *arg)
 		perf_thread_disable(&s->threads[i]);
 		(void) perf_thread_signal(s, &s->threads[i], false);
 	}
-	if (s->fn)
+	if (s->fn) {
+		for (size_t i = 0; i < s->n_threads; i++)
+			if (s->threads[i].alive && s->threads[i].budget.over)
+				(void) budget_drain(s, &s->threads[i], 1u << 16);
 		drain_all(s);
+	}
 	for (;;) {
 		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
 
@@ -559,7 +670,8 @@ int tracer_reattach(struct sampler *s, void *arg)
 		struct thread *t = &s->threads[i];
 		if (!t->alive)
 			continue;
-		(void) perf_thread_signal(s, t, true);
+		if (!t->budget.over)
+			(void) perf_thread_signal(s, t, true);
 		if (t->fds[0] >= 0)
 			(void) ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
 	}

@@ -708,6 +708,28 @@ static void test_kind_names(void **state)
 	assert_string_equal(event_kind_name((enum event_kind) 99), "unknown");
 }
 
+/* Count events sample at a fixed period of their own (the kernel's frequency mode stalls on
+ * their bursts); time and hardware events have none and sample at a rate. */
+static void test_default_periods(void **state)
+{
+	static const struct { const char *name; bool counts; uint64_t period; } cases[] = {
+		{ "page-faults", true, 100 }, { "faults:u", true, 100 }, { "minor-faults", true, 100 },
+		{ "major-faults", true, 1 }, { "context-switches", true, 10 }, { "cs", true, 10 },
+		{ "cpu-migrations", true, 1 }, { "alignment-faults", true, 1 },
+		{ "cpu-clock", false, 0 }, { "task-clock", false, 0 }, { "dummy", false, 0 },
+		{ "bpf-output", false, 0 }, { "cycles", false, 0 }, { "cache-misses", false, 0 },
+		{ "L1-dcache-load-misses", false, 0 }, { "r01c2", false, 0 },
+	};
+	struct event_spec e;
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(events_parse(cases[i].name, &e), 0);
+		assert_int_equal(events_counts_occurrences(&e.attr), cases[i].counts);
+		assert_int_equal(events_default_period(&e.attr), cases[i].period);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct CMUnitTest fixed[] = {
@@ -732,6 +754,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_probe_other_process),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_kind_names),
+		cmocka_unit_test(test_default_periods),
 	};
 	size_t n_fixed = sizeof(fixed) / sizeof(fixed[0]);
 	struct CMUnitTest *tests;
