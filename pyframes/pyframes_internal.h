@@ -74,7 +74,7 @@ struct py_layout {
 	/* PyCodeObject */
 	uint32_t co_size, co_name, co_qualname, co_filename, co_firstlineno, co_linetable;
 	uint32_t co_code_adaptive;   /* 3.11+ */
-	uint32_t co_firsttraceable;  /* 3.11-3.12 */
+	uint32_t co_firsttraceable;  /* 3.11+ (3.13+: co_code_adaptive - 16, not in _Py_DebugOffsets) */
 	/* objects */
 	uint32_t ob_type, ob_size, tp_name;
 	uint32_t bytes_sval;
@@ -206,7 +206,10 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 /* Resolves code object addr (instr: byte offset / code unit index as the layout counts it,
  * -1 if unknown) into ret (name, file, first_line, line). A cached entry not checked in this
  * walk (pf_code_validate) has its header read and compared first; one that changed is filled
- * afresh. 0, -EFAULT, -EINVAL (not a code object: torn), -ENOMEM. */
+ * afresh. 0; 1 where instr lies before the code's _co_firsttraceable (3.11+: the frame has not
+ * reached its RESUME, or is a shim such as 3.13+'s _Py_InitCleanup, whose first traceable
+ * instruction lies past its end), which CPython's _PyFrame_IsIncomplete() calls incomplete
+ * unless a generator owns it; -EFAULT, -EINVAL (not a code object: torn), -ENOMEM. */
 int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
 		    struct py_frame *ret, struct pyframes_stats *st);

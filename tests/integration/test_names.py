@@ -1,0 +1,73 @@
+"""Names of frames and threads.
+
+shim: tests/targets/names_shim.py calls work() from A.__init__, reached through `A()`. 3.13+
+runs that __init__ behind CPython's _Py_InitCleanup shim frame (a code object named __init__ in
+file __init__) that CPython's tracebacks leave out, as an incomplete frame: every stack with
+work has the chain <module>/main -> A.__init__ -> work, no frame in between, and no frame of
+file __init__ anywhere.
+firstline: tests/targets/names_firstline.py burns CPU in a profile function on the 'call' event
+of a module, whose frame is then at its first instruction: that frame carries its first line
+(names_firstline_mod.py:1), as every Python frame carries a line.
+"""
+import os
+
+import harness
+from harness import PY_FRAME, check, log, py_frames
+
+
+def test_shim(opts):
+    src = os.path.join(opts.targets, 'names_shim.py')
+    mk = harness.markers(src)
+    init = 'A.__init__' if opts.py.has_qualname_frames else '__init__'
+    run = harness.record(opts, ['-e', 'cpu-clock', '-F', '499', '--', *opts.py.argv, src, '2'])
+    profile = run.expect_profile()
+    shims = [f for frames, _ in profile.stacks for f in frames if f.endswith(' (__init__)')
+             or (PY_FRAME.match(f) and PY_FRAME.match(f).group('file') == '__init__')]
+    check(not shims, 'CPython\'s shim frames show: %s' % sorted(set(shims))[:3])
+    with_work = 0
+    for frames, c in profile.stacks:
+        pf = py_frames(frames)
+        names = [f[0] for f in pf]
+        if 'work' not in names:
+            continue
+        with_work += c
+        i = names.index('work')
+        check(i >= 2 and pf[i - 1] == (init, src, mk['CALL:work']) and
+              pf[i - 2] == ('main', src, mk['CALL:A']),
+              'work not called by %s (line %d) called by main (line %d): %s'
+              % (init, mk['CALL:work'], mk['CALL:A'], ';'.join(frames)))
+    log('stacks with work: %.1f%% of the weight' % (100.0 * with_work / profile.total))
+    check(with_work >= 0.5 * profile.total, 'work has only %.1f%% of the weight'
+          % (100.0 * with_work / profile.total))
+
+
+def test_firstline(opts):
+    src = os.path.join(opts.targets, 'names_firstline.py')
+    mod = os.path.join(opts.targets, 'names_firstline_mod.py')
+    run = harness.record(opts, ['-e', 'cpu-clock', '-F', '499', '--', *opts.py.argv, src, '1'])
+    profile = run.expect_profile()
+    in_prof = 0
+    for frames, c in profile.stacks:
+        if not any(f.startswith('prof (') for f in frames):
+            continue
+        in_prof += c
+        mods = [f for f in frames if f.startswith('<module> (' + mod)]
+        check(mods == ['<module> (%s:1)' % mod],
+              'under prof, the module frame is %s, expected <module> (%s:1): %s'
+              % (mods, mod, ';'.join(frames)))
+    log('stacks in prof: %.1f%% of the weight' % (100.0 * in_prof / profile.total))
+    check(in_prof >= 0.5 * profile.total, 'prof has only %.1f%% of the weight'
+          % (100.0 * in_prof / profile.total))
+
+
+CASES = {'shim': test_shim, 'firstline': test_firstline}
+
+
+def test(opts):
+    CASES[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', required=True, choices=sorted(CASES))
+    harness.main(test, p)
