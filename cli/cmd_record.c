@@ -303,6 +303,9 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!o.format_given)
 		o.format = format_of_path(o.output);
+	/* speedscope shows samples in time order: keep it, within a budget (see README) */
+	if (o.format == FORMAT_SPEEDSCOPE)
+		(void) profile_log_start(rec.prof, RECORD_LOG_BYTES);
 	/* the output's temporary file, before attaching: a bad -o is found now */
 	if (cli_output_open(&out, o.output) < 0)
 		goto out;

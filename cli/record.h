@@ -56,7 +56,7 @@ struct record_opts {
 
 struct thread_name {
 	pid_t tid;
-	uint32_t frame;
+	uint32_t frame;                 /* its root frame (--threads), else unknown_frame */
 };
 
 /* A sample read while its thread was stopped, to be finished once it runs again: everything
@@ -73,6 +73,9 @@ struct pending {
 };
 
 #define MAX_PENDING 4
+/* bytes of the time-ordered sample log (speedscope): with one event 20 bytes a sample, 1.6 M
+ * samples (100 Hz for 10 minutes on 27 threads); past it, the merged stacks alone */
+#define RECORD_LOG_BYTES (32u << 20)
 
 struct recorder {
 	const struct record_opts *opts;
@@ -95,7 +98,7 @@ struct recorder {
 	uint32_t ids[MAX_FRAMES + 1];
 	uint32_t native_frame, unknown_frame;
 	struct thread_name *names;
-	size_t n_names, cap_names;
+	size_t n_names, cap_names, last_name;
 	uint32_t *late_us;              /* nonblocking: how late each read was */
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;

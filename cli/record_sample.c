@@ -27,16 +27,31 @@ int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)
 	return profile_frame_id(rec->prof, &f, ret);
 }
 
-static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
+/* The thread's record: its name (profile_set_thread_name) and, with --threads, its root frame
+ * `[thread TID NAME]`, made at its first sample: NAME is its /proc comm. NULL: out of memory. */
+static struct thread_name *thread_known(struct recorder *rec, pid_t pid, pid_t tid)
 {
 	char path[64], comm[64] = "", name[128];
 	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
-	uint32_t id = 0;
+	struct thread_name *t;
 	FILE *fp;
 
-	for (size_t i = 0; i < rec->n_names; i++)
-		if (rec->names[i].tid == tid)
-			return rec->names[i].frame;
+	if (rec->last_name < rec->n_names && rec->names[rec->last_name].tid == tid)
+		return &rec->names[rec->last_name];
+	for (size_t i = 0; i < rec->n_names; i++) {
+		if (rec->names[i].tid == tid) {
+			rec->last_name = i;
+			return &rec->names[i];
+		}
+	}
+	if (rec->n_names == rec->cap_names) {
+		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
+		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		rec->names = v;
+		rec->cap_names = cap;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
 	fp = fopen(path, "re");
 	if (fp) {
@@ -44,19 +59,24 @@ static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
 			comm[strcspn(comm, "\n")] = '\0';
 		fclose(fp);
 	}
-	snprintf(name, sizeof(name), "[thread %d%s%s]", tid, comm[0] ? " " : "", comm);
-	if (profile_frame_id(rec->prof, &f, &id) < 0)
-		return rec->unknown_frame;
-	if (rec->n_names == rec->cap_names) {
-		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
-		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
-		if (!v)
-			return id;
-		rec->names = v;
-		rec->cap_names = cap;
+	t = &rec->names[rec->n_names];
+	*t = (struct thread_name) { .tid = tid, .frame = rec->unknown_frame };
+	if (comm[0])
+		(void) profile_set_thread_name(rec->prof, (uint32_t) tid, comm);
+	if (rec->opts->threads) {
+		snprintf(name, sizeof(name), "[thread %d%s%s]", tid, comm[0] ? " " : "", comm);
+		if (profile_frame_id(rec->prof, &f, &t->frame) < 0)
+			return NULL;
 	}
-	rec->names[rec->n_names++] = (struct thread_name) { tid, id };
-	return id;
+	rec->last_name = rec->n_names++;
+	return t;
+}
+
+static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
+{
+	struct thread_name *t = thread_known(rec, pid, tid);
+
+	return t ? t->frame : rec->unknown_frame;
 }
 
 void record_python_found(struct recorder *rec)
@@ -266,6 +286,8 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 
 	if (o->threads)
 		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
+	else
+		(void) thread_known(rec, sampler_pid(rec->sampler), s->tid);
 	if (r == 0 || r == -ENOENT) {
 		struct merge_in mi = {
 			.native = rec->nat, .n_native = native_frames(rec, s),
@@ -320,7 +342,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 	}
 	for (size_t i = 0; i < s->n_values && i < SAMPLER_MAX_EVENTS; i++)
 		values[i + 1] = s->values[i];
-	if (profile_add(rec->prof, (uint32_t) s->tid, rec->ids, depth, values) < 0)
+	if (profile_add_at(rec->prof, (uint32_t) s->tid, rec->ids, depth, values, s->time_ns) < 0)
 		rec->add_failed++;
 }
 

@@ -8,7 +8,11 @@ file __init__ anywhere.
 firstline: tests/targets/names_firstline.py burns CPU in a profile function on the 'call' event
 of a module, whose frame is then at its first instruction: that frame carries its first line
 (names_firstline_mod.py:1), as every Python frame carries a line.
+order: tests/targets/names_phases.py runs phase_a, phase_b, phase_a on its main thread; the
+speedscope file's profile of that thread holds one sample per sample recorded, in time order:
+phase_a's, then phase_b's, then phase_a's again.
 """
+import json
 import os
 
 import harness
@@ -60,7 +64,49 @@ def test_firstline(opts):
           % (100.0 * in_prof / profile.total))
 
 
-CASES = {'shim': test_shim, 'firstline': test_firstline}
+def phases(seq, least=3):
+    """The phases of a sequence, each run of one letter once, runs shorter than least left out
+    (a stray sample, such as a thread's first read late): 'AAAABAAABBBBAAA' -> 'ABA'."""
+    out, i = '', 0
+    while i < len(seq):
+        j = i
+        while j < len(seq) and seq[j] == seq[i]:
+            j += 1
+        if j - i >= least and (not out or out[-1] != seq[i]):
+            out += seq[i]
+        i = j
+    return out
+
+
+def test_order(opts):
+    src = os.path.join(opts.targets, 'names_phases.py')
+    out = os.path.join(opts.tmp, 'order.speedscope.json')
+    run = harness.record(opts, ['-e', 'cpu-clock', '-F', '199', '-o', out, '--',
+                                *opts.py.argv, src, '0.6'], name='order-unused')
+    check(run.rc == 0, 'hwspy exited %s' % run.rc)
+    n = run.samples()
+    with open(out, encoding='utf-8') as f:
+        doc = json.load(f)
+    frames = doc['shared']['frames']
+    profiles = [p for p in doc['profiles'] if p['name'].startswith('cpu-clock, thread ')]
+    log('profiles: %s' % [(p['name'], len(p['samples'])) for p in doc['profiles']])
+    total = sum(len(p['samples']) for p in profiles)
+    check(n and total >= 0.95 * n, '%d samples in the threads\' profiles, %s recorded: samples '
+          'are merged by stack' % (total, n))
+    main = None
+    for p in profiles:
+        names = [frames[s[-1]]['name'] for s in p['samples'] if s]
+        seq = ''.join({'phase_a': 'A', 'phase_b': 'B'}.get(x, '') for x in names)
+        log('%s: %d samples, phases in order %s' % (p['name'], len(p['samples']), phases(seq)))
+        if 'A' in seq:
+            main = (p, seq)
+    check(main, 'no thread profile has phase_a')
+    blocks = phases(main[1])
+    check(blocks == 'ABA', '%s: phases %s in its samples, expected A then B then A (time order)'
+          % (main[0]['name'], blocks))
+
+
+CASES = {'shim': test_shim, 'firstline': test_firstline, 'order': test_order}
 
 
 def test(opts):
