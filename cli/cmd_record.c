@@ -535,6 +535,7 @@ int cmd_record(int argc, char **argv)
 		}
 		struct buf cmdline;
 
+		record_thread_names_final(&rec);
 		/* the command line, for the formats that keep it (pprof's comments) */
 		buf_init(&cmdline);
 		(void) buf_puts(&cmdline, "hwspy");
@@ -575,6 +576,7 @@ out:
 	free(rec.scratch);
 	profile_free(rec.prof);
 	free(rec.names);
+	free(rec.pynames);
 	free(rec.late_us);
 	free(rec.bid_ambiguous);
 	return status;

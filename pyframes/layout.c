@@ -225,6 +225,12 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 		/* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12+) */
 		l.str_compact_size = (uint32_t) ascii + 16;
 	}
+	/* interpreter_state: size, id, next, threads_head, (3.14: threads_main), gc, imports_modules;
+	 * ht_cached_keys is not in the block: 880 in pyenv 3.13.0, Debian 3.13 and 3.14 (measured) */
+	l.objs = PY_OBJS_313;
+	l.is_modules = dbg_field(&d, map->interp, "interpreter_state", minor >= 14 ? 6 : 5,
+				 "imports_modules", 8);
+	l.ht_cached_keys = 880;
 	l.str_kind_shift = 2;
 	l.str_compact_bit = 5;
 	l.str_ascii_bit = 6;

@@ -50,6 +50,14 @@ enum py_line_format {
 	PY_LINES_LOCATIONS = 3,  /* 3.11+ location table, code units */
 };
 
+/* How dicts and instance attributes are laid out (threads.c). */
+enum py_objs_kind {
+	PY_OBJS_38 = 1,          /* 3.8-3.10: dict keys with dk_size; __dict__ at tp_dictoffset */
+	PY_OBJS_311 = 2,         /* 3.11: dk_log2_size keys; managed dict, values at obj - 32 */
+	PY_OBJS_312 = 3,         /* 3.12: managed dict-or-values (tagged) at obj - 24 */
+	PY_OBJS_313 = 4,         /* 3.13+: inline values at obj + tp_basicsize, dict at obj - 24 */
+};
+
 struct py_layout {
 	int major, minor;
 	enum py_frames_kind frames;
@@ -80,6 +88,10 @@ struct py_layout {
 	uint32_t bytes_sval;
 	uint32_t str_length, str_state, str_ascii_size, str_compact_size;
 	uint32_t str_kind_shift, str_compact_bit, str_ascii_bit, str_ready_bit; /* ready: PF_NONE from 3.12 */
+	/* threading's registry of threads (threads.c), read only for thread names */
+	enum py_objs_kind objs;
+	uint32_t is_modules;         /* PyInterpreterState: sys.modules (PF_NONE: unknown) */
+	uint32_t ht_cached_keys;     /* PyHeapTypeObject: the shared keys of split instance dicts */
 };
 
 /* layout.c */
@@ -228,6 +240,11 @@ struct pf_detect {
 int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret);
 /* Parses "3.11.7" or "3.11.7+" style strings at the start of s. */
 int pf_parse_version(const char *s, int *major, int *minor, int *micro);
+
+/* threads.c: Python's names of the threads (pyframes_thread_names()), from the interpreter
+ * whose _PyRuntime is at runtime. */
+int pf_thread_names(struct pf_mem *m, const struct py_layout *l, uint64_t runtime,
+		    struct pyframes_thread_name *ret, size_t max, size_t *ret_n);
 
 /* walk.c: building a struct pyframes without /proc (tests, fuzzers). -EBADMSG: a layout
  * layout_check() refuses. */

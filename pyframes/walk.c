@@ -325,6 +325,13 @@ int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate)
 	return find_tstate(pf, tid, ts, tlen, ret_tstate);
 }
 
+int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret, size_t max,
+			  size_t *ret_n)
+{
+	pf_mem_invalidate(&pf->mem);
+	return pf_thread_names(&pf->mem, &pf->layout, pf->runtime, ret, max, ret_n);
+}
+
 /* ---- frames ---- */
 
 struct walk {

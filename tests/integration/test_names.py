@@ -10,13 +10,16 @@ of a module, whose frame is then at its first instruction: that frame carries it
 (names_firstline_mod.py:1), as every Python frame carries a line.
 order: tests/targets/names_phases.py runs phase_a, phase_b, phase_a on its main thread; the
 speedscope file's profile of that thread holds one sample per sample recorded, in time order:
-phase_a's, then phase_b's, then phase_a's again.
+phase_a's, then phase_b's, then phase_a's again; the profiles are named by the threads'
+Python names: MainThread, and CustomThreadNameLong (in full) for a thread that exited.
+threads: the same workload with --threads: roots [thread TID MainThread] and
+[thread TID CustomThreadNameLong], Python's names, not the OS's.
 """
 import json
 import os
 
 import harness
-from harness import PY_FRAME, check, log, py_frames
+from harness import PY_FRAME, THREAD_FRAME, check, log, py_frames
 
 
 def test_shim(opts):
@@ -101,12 +104,39 @@ def test_order(opts):
         if 'A' in seq:
             main = (p, seq)
     check(main, 'no thread profile has phase_a')
+    names = [p['name'] for p in profiles]
+    check(main[0]['name'].endswith(' MainThread'), 'the main thread\'s profile is named %r, '
+          'expected "cpu-clock, thread TID MainThread"' % main[0]['name'])
+    check(any(n.endswith(' CustomThreadNameLong') for n in names),
+          'no profile named after the thread CustomThreadNameLong (it exits before the end): %s'
+          % names)
     blocks = phases(main[1])
     check(blocks == 'ABA', '%s: phases %s in its samples, expected A then B then A (time order)'
           % (main[0]['name'], blocks))
 
 
-CASES = {'shim': test_shim, 'firstline': test_firstline, 'order': test_order}
+def test_threads(opts):
+    src = os.path.join(opts.targets, 'names_phases.py')
+    run = harness.record(opts, ['--threads', '-e', 'cpu-clock', '-F', '199', '--',
+                                *opts.py.argv, src, '0.5'])
+    profile = run.expect_profile()
+    roots = {}
+    for frames, c in profile.stacks:
+        m = THREAD_FRAME.match(frames[0])
+        check(m, 'with --threads, a stack without a [thread TID NAME] root: %s' % ';'.join(frames))
+        funcs = {f[0] for f in py_frames(frames)}
+        e = roots.setdefault(m.group('name'), {'weight': 0, 'funcs': set()})
+        e['weight'] += c
+        e['funcs'] |= funcs
+    log('thread roots: %s' % {k: (v['weight'], sorted(v['funcs'])) for k, v in roots.items()})
+    for name, func in (('MainThread', 'phase_b'), ('CustomThreadNameLong', 'phase_c')):
+        check(name in roots and func in roots[name]['funcs'],
+              'no thread root named %s holding %s (roots: %s); the second thread exits before '
+              'the end' % (name, func, sorted(roots)))
+
+
+CASES = {'shim': test_shim, 'firstline': test_firstline, 'order': test_order,
+         'threads': test_threads}
 
 
 def test(opts):
