@@ -410,6 +410,7 @@ static int walk_resolve(struct walk *w)
 		if (r == 1 && !pf->by_gen[i]) {
 			if (w->out[i].entry && kept > 0)
 				w->out[kept - 1].entry = true;
+			w->total--;     /* not a frame of the stack: no truncation */
 			continue;
 		}
 		if (kept != i)

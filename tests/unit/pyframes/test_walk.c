@@ -430,6 +430,7 @@ static void test_walk_incomplete(void **state)
 		assert_string_equal(out[2].name, "gen");
 		assert_string_equal(out[3].name, "<module>");
 		assert_true(out[3].entry);
+		assert_int_equal(pyframes_stats(w.pf)->truncated, 0);  /* left out, not cut */
 		world_free(&w);
 	}
 }
