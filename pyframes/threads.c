@@ -4,7 +4,10 @@
  * _native_id. A small reader of dicts (combined, split, 3.11+ managed dicts and 3.13+ inline
  * values), str and int objects, for the layouts of 3.8-3.14. Memory of the target is
  * untrusted: counts are bounded, every index is checked against what it indexes, every pointer
- * goes through pf_ptr_ok(); a wrong answer is a wrong name, never a wrong read.
+ * goes through pf_ptr_ok(); a wrong answer is a wrong name, never a wrong read. The work is
+ * bounded too: PYFRAMES_NAMES_MAX_ENTRIES entries of sys.modules, a module's dict and _active,
+ * ATTRS_MAX of an instance's attributes, and READS_MAX remote reads in all (then the names
+ * found so far).
  */
 #include <errno.h>
 #include <string.h>
@@ -28,6 +31,8 @@
 #define BASICSIZE_MAX  4096
 #define KEY_MAX        64     /* bytes of a key compared */
 #define CHUNK          64     /* dict entries read at once */
+#define ATTRS_MAX      256    /* entries of an instance's attributes looked at */
+#define READS_MAX      16384  /* remote reads of one registry read: then the names so far */
 
 /* A dict keys object, parsed: its entries and where a key and a value lie in one. */
 struct dkeys {
@@ -36,7 +41,8 @@ struct dkeys {
 	uint32_t esize, key_off, value_off;
 };
 
-static int keys_read(struct pf_mem *m, const struct py_layout *l, uint64_t addr, struct dkeys *k)
+static int keys_read(struct pf_mem *m, const struct py_layout *l, uint64_t addr, uint64_t limit,
+		     struct dkeys *k)
 {
 	unsigned char h[40];
 	uint64_t size, nent, index_bytes;
@@ -75,7 +81,7 @@ static int keys_read(struct pf_mem *m, const struct py_layout *l, uint64_t addr,
 	}
 	if (nent > size)
 		return -EAGAIN;
-	k->n = nent < PYFRAMES_NAMES_MAX_ENTRIES ? nent : PYFRAMES_NAMES_MAX_ENTRIES;
+	k->n = nent < limit ? nent : limit;
 	return 0;
 }
 
@@ -141,9 +147,9 @@ static int split_value(struct pf_mem *m, uint64_t base, uint64_t index, uint64_t
 	return r < 0 ? (r == -ESRCH ? r : -EAGAIN) : 0;
 }
 
-/* dict[want] for a dict object at dict with str keys. */
-static int dict_get(struct pf_mem *m, const struct py_layout *l, uint64_t dict, const char *want,
-		    uint64_t *ret)
+/* dict[want] for a dict object at dict with str keys (its first limit entries). */
+static int dict_get(struct pf_mem *m, const struct py_layout *l, uint64_t dict, uint64_t limit,
+		    const char *want, uint64_t *ret)
 {
 	unsigned char h[48];
 	struct dkeys k;
@@ -155,7 +161,7 @@ static int dict_get(struct pf_mem *m, const struct py_layout *l, uint64_t dict, 
 	r = pf_read(m, dict, h, sizeof(h));
 	if (r < 0)
 		return r == -ESRCH ? r : -EAGAIN;
-	r = keys_read(m, l, pf_u64(h, MA_KEYS), &k);
+	r = keys_read(m, l, pf_u64(h, MA_KEYS), limit, &k);
 	if (r < 0)
 		return r;
 	r = keys_find(m, l, &k, want, &index, &value);
@@ -184,7 +190,7 @@ static int cached_get(struct pf_mem *m, const struct py_layout *l, uint64_t type
 	r = pf_read_u64(m, type + l->ht_cached_keys, &keys);
 	if (r < 0)
 		return r == -ESRCH ? r : -EAGAIN;
-	r = keys_read(m, l, keys, &k);
+	r = keys_read(m, l, keys, ATTRS_MAX, &k);
 	if (r < 0)
 		return r;
 	r = keys_find(m, l, &k, want, &index, &unused);
@@ -243,14 +249,14 @@ static int attr_get(struct pf_mem *m, const struct py_layout *l, uint64_t obj, c
 		/* tagged: values - 1 (odd: values are aligned), not a dict */
 		if (l->objs == PY_OBJS_312 && (v & 1))
 			return cached_get(m, l, type, v + 1, PYFRAMES_NAMES_MAX_ENTRIES, want, ret);
-		return v ? dict_get(m, l, v, want, ret) : -ENOENT;
+		return v ? dict_get(m, l, v, ATTRS_MAX, want, ret) : -ENOENT;
 	}
 	if (dictoff <= 0 || dictoff > BASICSIZE_MAX)
 		return -ENOENT;
 	r = pf_read_u64(m, obj + (uint64_t) dictoff, &v);
 	if (r < 0)
 		return r == -ESRCH ? r : -EAGAIN;
-	return v ? dict_get(m, l, v, want, ret) : -ENOENT;
+	return v ? dict_get(m, l, v, ATTRS_MAX, want, ret) : -ENOENT;
 }
 
 /* A small non-negative int object (at most two 30-bit digits). */
@@ -323,6 +329,7 @@ int pf_thread_names(struct pf_mem *m, const struct py_layout *l, uint64_t runtim
 	unsigned char buf[CHUNK * 24];
 	uint64_t interp, modules, mod, md, active;
 	struct dkeys k;
+	uint64_t reads0;
 	size_t n = 0;
 	int r;
 
@@ -339,13 +346,13 @@ int pf_thread_names(struct pf_mem *m, const struct py_layout *l, uint64_t runtim
 		return r == -ESRCH ? r : -EAGAIN;
 	if (!modules)
 		return -ENOENT;
-	r = dict_get(m, l, modules, "threading", &mod);
+	r = dict_get(m, l, modules, PYFRAMES_NAMES_MAX_ENTRIES, "threading", &mod);
 	if (r < 0)
 		return r;
 	r = pf_read_u64(m, mod + MD_DICT, &md);
 	if (r < 0)
 		return r == -ESRCH ? r : -EAGAIN;
-	r = dict_get(m, l, md, "_active", &active);
+	r = dict_get(m, l, md, PYFRAMES_NAMES_MAX_ENTRIES, "_active", &active);
 	if (r < 0)
 		return r;
 	{
@@ -356,12 +363,17 @@ int pf_thread_names(struct pf_mem *m, const struct py_layout *l, uint64_t runtim
 			return r == -ESRCH ? r : -EAGAIN;
 		if (pf_u64(h, MA_VALUES))       /* _active is never a split table */
 			return -EAGAIN;
-		r = keys_read(m, l, pf_u64(h, MA_KEYS), &k);
+		r = keys_read(m, l, pf_u64(h, MA_KEYS), PYFRAMES_NAMES_MAX_ENTRIES, &k);
 		if (r < 0)
 			return r;
 	}
+	reads0 = m->reads ? *m->reads : 0;
 	for (uint64_t first = 0; first < k.n && n < max; first += CHUNK) {
 		size_t got;
+
+		/* a registry built to be slow to read (hostile): the names found so far */
+		if (m->reads && *m->reads - reads0 > READS_MAX)
+			break;
 
 		r = keys_chunk(m, &k, first, buf, &got);
 		if (r < 0)
