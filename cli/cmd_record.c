@@ -325,6 +325,9 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!o.format_given)
 		o.format = format_of_path(o.output);
+	/* speedscope shows samples in time order: keep it, within a budget (see README) */
+	if (o.format == FORMAT_SPEEDSCOPE)
+		(void) profile_log_start(rec.prof, RECORD_LOG_BYTES);
 	/* the output's temporary file, before attaching: a bad -o is found now */
 	if (cli_output_open(&out, o.output) < 0)
 		goto out;
@@ -562,6 +565,7 @@ int cmd_record(int argc, char **argv)
 		}
 		struct buf cmdline;
 
+		record_thread_names_final(&rec);
 		/* the command line, for the formats that keep it (pprof's comments) */
 		buf_init(&cmdline);
 		(void) buf_puts(&cmdline, "hwspy");
@@ -602,6 +606,7 @@ out:
 	free(rec.scratch);
 	profile_free(rec.prof);
 	free(rec.names);
+	free(rec.pynames);
 	free(rec.late_us);
 	free(rec.bid_ambiguous);
 	return status;

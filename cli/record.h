@@ -58,7 +58,9 @@ struct record_opts {
 
 struct thread_name {
 	pid_t tid;
-	uint32_t frame;
+	uint32_t frame;                 /* its root frame (--threads), else unknown_frame */
+	bool from_comm;                 /* named by /proc comm: Python's name not seen yet */
+	unsigned tries;                 /* registry reads that looked for its Python name since */
 };
 
 /* Where a Python stack was cut at its root end (pyframes_last_cut()): n frames left out, or
@@ -67,6 +69,13 @@ struct py_cut {
 	uint64_t n;
 	bool more;
 };
+
+/* Python's thread names (pyframes_thread_names): read when a thread is new, then at most every
+ * RECORD_PYNAMES_MS while a thread still goes by its comm (RECORD_PYNAMES_TRIES times for each
+ * thread), and at the end */
+#define RECORD_PYNAMES_MAX 1024
+#define RECORD_PYNAMES_MS 200
+#define RECORD_PYNAMES_TRIES 10
 
 /* A sample read while its thread was stopped, to be finished once it runs again: everything
  * the sample pointed into (ring, stack copy) is copied here. */
@@ -82,6 +91,9 @@ struct pending {
 };
 
 #define MAX_PENDING 4
+/* bytes of the time-ordered sample log (speedscope): with one event 20 bytes a sample, 1.6 M
+ * samples (100 Hz for 10 minutes on 27 threads); past it, the merged stacks alone */
+#define RECORD_LOG_BYTES (32u << 20)
 
 struct recorder {
 	const struct record_opts *opts;
@@ -104,7 +116,10 @@ struct recorder {
 	uint32_t ids[MAX_FRAMES + 1];
 	uint32_t native_frame, unknown_frame;
 	struct thread_name *names;
-	size_t n_names, cap_names;
+	size_t n_names, cap_names, last_name;
+	struct pyframes_thread_name *pynames;   /* RECORD_PYNAMES_MAX, the last registry read */
+	size_t n_pynames;
+	uint64_t pynames_ns;            /* when it was read (0: never) */
 	uint32_t *late_us;              /* nonblocking: how late each read was */
 	size_t n_late;
 	uint64_t dropped_torn, dropped_unreadable, no_python, add_failed;
@@ -142,6 +157,9 @@ uint64_t record_now_ns(void);
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
 /* The interpreter was found (rec->pf, rec->info set): note it in the profile. */
 void record_python_found(struct recorder *rec);
+/* At the end of a run: threads still named by their comm take Python's name if the target's
+ * registry has it now (a thread that exited keeps the last name it had). */
+void record_thread_names_final(struct recorder *rec);
 /* Capture mode: makes and attaches the capture program for the interpreter found, if not
  * done for it yet. 0, or the failure (kept in rec->capture_error). Not from the callback. */
 int record_capture_start(struct recorder *rec);

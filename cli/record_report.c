@@ -97,6 +97,9 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 	if (dropped)
 		log_info("dropped: %" PRIu64 " torn Python stacks, %" PRIu64
 			 " unreadable (kept as [unknown])", rec->dropped_torn, rec->dropped_unreadable);
+	if (o->format == FORMAT_SPEEDSCOPE && !profile_log_complete(rec->prof))
+		log_info("speedscope: samples merged by stack, not in time order: their log passed "
+			 "its %u MiB (record for less time, or at a lower rate)", RECORD_LOG_BYTES >> 20);
 	if (o->native)
 		log_info("native: %" PRIu64 " stacks unwound, %.1f frames on average",
 			 rec->unwound, rec->unwound ? (double) rec->unwound_frames / (double) rec->unwound : 0.0);

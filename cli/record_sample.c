@@ -36,36 +36,135 @@ int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)
 	return profile_frame_id(rec->prof, &f, ret);
 }
 
-static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
+/* Reads Python's thread names (at most every RECORD_PYNAMES_MS unless force): true if read. */
+static bool pynames_refresh(struct recorder *rec, bool force)
 {
-	char path[64], comm[64] = "", name[128];
+	uint64_t now = record_now_ns();
+
+	if (!rec->pf || (!force && rec->pynames_ns &&
+			 now - rec->pynames_ns < RECORD_PYNAMES_MS * 1000000ull))
+		return false;
+	if (!rec->pynames) {
+		rec->pynames = calloc(RECORD_PYNAMES_MAX, sizeof(*rec->pynames));
+		if (!rec->pynames)
+			return false;
+	}
+	rec->pynames_ns = now;
+	if (pyframes_thread_names(rec->pf, rec->pynames, RECORD_PYNAMES_MAX, &rec->n_pynames) < 0)
+		rec->n_pynames = 0;
+	return true;
+}
+
+static const char *pyname_of(const struct recorder *rec, pid_t tid)
+{
+	for (size_t i = 0; i < rec->n_pynames; i++)
+		if (rec->pynames[i].tid == tid && rec->pynames[i].name[0])
+			return rec->pynames[i].name;
+	return NULL;
+}
+
+/* Names thread t name: the profile's thread name, and its root frame with --threads (renamed
+ * if it had one: the stacks recorded so far read the new name). */
+static void thread_rename(struct recorder *rec, struct thread_name *t, const char *name)
+{
+	char text[256];
+
+	(void) profile_set_thread_name(rec->prof, (uint32_t) t->tid, name);
+	if (!rec->opts->threads)
+		return;
+	snprintf(text, sizeof(text), "[thread %d%s%s]", t->tid, name[0] ? " " : "", name);
+	(void) profile_frame_rename(rec->prof, t->frame, text);
+}
+
+/* The thread's record: its name (profile_set_thread_name) and, with --threads, its root frame
+ * `[thread TID NAME]`, made at its first sample: NAME is the thread's name in Python's
+ * threading registry, else its /proc comm (then looked for again, see RECORD_PYNAMES_MS).
+ * NULL: out of memory. */
+static struct thread_name *thread_known(struct recorder *rec, pid_t pid, pid_t tid)
+{
+	char path[64], comm[64] = "", name[256];
 	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
-	uint32_t id = 0;
+	const char *py;
+	struct thread_name *t;
 	FILE *fp;
 
-	for (size_t i = 0; i < rec->n_names; i++)
-		if (rec->names[i].tid == tid)
-			return rec->names[i].frame;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	fp = fopen(path, "re");
-	if (fp) {
-		if (fgets(comm, sizeof(comm), fp))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(fp);
+	if (rec->last_name < rec->n_names && rec->names[rec->last_name].tid == tid)
+		t = &rec->names[rec->last_name];
+	else
+		t = NULL;
+	for (size_t i = 0; !t && i < rec->n_names; i++) {
+		if (rec->names[i].tid == tid) {
+			rec->last_name = i;
+			t = &rec->names[i];
+		}
 	}
-	snprintf(name, sizeof(name), "[thread %d%s%s]", tid, comm[0] ? " " : "", comm);
-	if (profile_frame_id(rec->prof, &f, &id) < 0)
-		return rec->unknown_frame;
+	if (t) {
+		if (t->from_comm && t->tries < RECORD_PYNAMES_TRIES && pynames_refresh(rec, false)) {
+			t->tries++;
+			py = pyname_of(rec, tid);
+			if (py) {
+				thread_rename(rec, t, py);
+				t->from_comm = false;
+			}
+		}
+		return t;
+	}
 	if (rec->n_names == rec->cap_names) {
 		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
 		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
 		if (!v)
-			return id;
+			return NULL;
 		rec->names = v;
 		rec->cap_names = cap;
 	}
-	rec->names[rec->n_names++] = (struct thread_name) { tid, id };
-	return id;
+	(void) pynames_refresh(rec, false);
+	py = pyname_of(rec, tid);
+	if (!py) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+		fp = fopen(path, "re");
+		if (fp) {
+			if (fgets(comm, sizeof(comm), fp))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(fp);
+		}
+	}
+	t = &rec->names[rec->n_names];
+	*t = (struct thread_name) { .tid = tid, .frame = rec->unknown_frame, .from_comm = !py };
+	if (py || comm[0])
+		(void) profile_set_thread_name(rec->prof, (uint32_t) tid, py ? py : comm);
+	if (rec->opts->threads) {
+		snprintf(name, sizeof(name), "[thread %d%s%s]", tid, py || comm[0] ? " " : "",
+			 py ? py : comm);
+		if (profile_frame_id(rec->prof, &f, &t->frame) < 0)
+			return NULL;
+	}
+	rec->last_name = rec->n_names++;
+	return t;
+}
+
+void record_thread_names_final(struct recorder *rec)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < rec->n_names; i++)
+		any |= rec->names[i].from_comm;
+	if (!any || !pynames_refresh(rec, true))
+		return;
+	for (size_t i = 0; i < rec->n_names; i++) {
+		const char *py = rec->names[i].from_comm ? pyname_of(rec, rec->names[i].tid) : NULL;
+
+		if (py) {
+			thread_rename(rec, &rec->names[i], py);
+			rec->names[i].from_comm = false;
+		}
+	}
+}
+
+static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
+{
+	struct thread_name *t = thread_known(rec, pid, tid);
+
+	return t ? t->frame : rec->unknown_frame;
 }
 
 void record_python_found(struct recorder *rec)
@@ -320,6 +419,8 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 
 	if (o->threads)
 		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
+	else
+		(void) thread_known(rec, sampler_pid(rec->sampler), s->tid);
 	if (py_truncated)
 		cut_frame(rec, cut->n, cut->more, &depth);
 	if (r == 0 || r == -ENOENT) {
@@ -378,7 +479,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 	}
 	for (size_t i = 0; i < s->n_values && i < SAMPLER_MAX_EVENTS; i++)
 		values[i + 1] = s->values[i];
-	if (profile_add(rec->prof, (uint32_t) s->tid, rec->ids, depth, values) < 0)
+	if (profile_add_at(rec->prof, (uint32_t) s->tid, rec->ids, depth, values, s->time_ns) < 0)
 		rec->add_failed++;
 }
 

@@ -52,11 +52,26 @@ struct profile {
 
 	struct stack_rec *stacks;
 	size_t n_stacks, cap_stacks;
+	size_t last_stack;      /* the stack of the last profile_add() */
 	struct idtab stack_tab;
 	uint64_t *values;       /* n_stacks * (n_events + 1) */
 
 	struct build_id *bids;  /* interned module and build-id */
 	size_t n_bids, cap_bids;
+
+	/* the time-ordered log (profile_log_start) */
+	bool log_on, log_cut;
+	size_t log_max;         /* entries that fit the bytes asked for */
+	size_t n_log, cap_log;
+	uint32_t *log_stack;
+	uint64_t *log_time;
+	uint64_t *log_values;   /* n_log * n_events */
+
+	struct thread_name_rec {
+		uint32_t tid;
+		const char *name;
+	} *tnames;
+	size_t n_tnames, cap_tnames;
 };
 
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -309,6 +324,145 @@ int profile_add(struct profile *p, uint32_t tid, const uint32_t *frames, size_t 
 	}
 	for (size_t i = 0; i < nv; i++)
 		p->values[id * nv + i] += values[i];
+	p->last_stack = id;
+	return 0;
+}
+
+int profile_log_start(struct profile *p, size_t max_bytes)
+{
+	p->log_on = true;
+	p->log_cut = false;
+	p->log_max = max_bytes / (4 + 8 + 8 * p->n_events);
+	return 0;
+}
+
+static int log_grow(struct profile *p)
+{
+	size_t cap = p->cap_log ? p->cap_log * 2 : 1024, ne = p->n_events;
+	uint32_t *st;
+	uint64_t *t, *v;
+
+	if (cap > p->log_max)
+		cap = p->log_max;
+	if (cap <= p->n_log)
+		return -ENOSPC;
+	st = realloc(p->log_stack, cap * sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	p->log_stack = st;
+	t = realloc(p->log_time, cap * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	p->log_time = t;
+	v = realloc(p->log_values, cap * ne * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->log_values = v;
+	p->cap_log = cap;
+	return 0;
+}
+
+int profile_add_at(struct profile *p, uint32_t tid, const uint32_t *frames, size_t depth,
+		   const uint64_t *values, uint64_t time_ns)
+{
+	int r = profile_add(p, tid, frames, depth, values);
+
+	if (r < 0 || !p->log_on || p->log_cut)
+		return r;
+	if (p->n_log == p->cap_log && log_grow(p) < 0) {
+		p->log_cut = true;   /* the stacks still hold this sample */
+		return 0;
+	}
+	p->log_stack[p->n_log] = (uint32_t) p->last_stack;
+	p->log_time[p->n_log] = time_ns;
+	memcpy(&p->log_values[p->n_log * p->n_events], values + 1, p->n_events * sizeof(*values));
+	p->n_log++;
+	return 0;
+}
+
+bool profile_log_complete(const struct profile *p)
+{
+	return p->log_on && !p->log_cut;
+}
+
+size_t profile_log_len(const struct profile *p)
+{
+	return profile_log_complete(p) ? p->n_log : 0;
+}
+
+size_t profile_log_stack(const struct profile *p, size_t i)
+{
+	return i < p->n_log ? p->log_stack[i] : SIZE_MAX;
+}
+
+uint64_t profile_log_time(const struct profile *p, size_t i)
+{
+	return i < p->n_log ? p->log_time[i] : 0;
+}
+
+const uint64_t *profile_log_values(const struct profile *p, size_t i)
+{
+	return i < p->n_log ? &p->log_values[i * p->n_events] : NULL;
+}
+
+/* ---- thread names ---- */
+
+int profile_set_thread_name(struct profile *p, uint32_t tid, const char *name)
+{
+	const char *s;
+	int r = intern(p, name, &s);
+
+	if (r < 0)
+		return r;
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < p->n_tnames; i++) {
+		if (p->tnames[i].tid == tid) {
+			p->tnames[i].name = s;
+			return 0;
+		}
+	}
+	r = grow((void **) &p->tnames, &p->cap_tnames, p->n_tnames + 1, sizeof(*p->tnames));
+	if (r < 0)
+		return r;
+	p->tnames[p->n_tnames++] = (struct thread_name_rec) { tid, s };
+	return 0;
+}
+
+const char *profile_thread_name(const struct profile *p, uint32_t tid)
+{
+	for (size_t i = 0; i < p->n_tnames; i++)
+		if (p->tnames[i].tid == tid)
+			return p->tnames[i].name;
+	return NULL;
+}
+
+int profile_frame_rename(struct profile *p, uint32_t id, const char *name)
+{
+	struct profile_frame key;
+	uint64_t h;
+	size_t slot;
+	int r;
+
+	if (id >= p->n_frames || !name)
+		return -EINVAL;
+	key = p->frames[id].f;
+	r = intern(p, name, &key.name);
+	if (r < 0)
+		return r;
+	if (key.name == p->frames[id].f.name)
+		return 0;
+	h = frame_hash_of(&key);
+	if (p->frame_tab.slots[idtab_probe(&p->frame_tab, h, p, frame_eq, &key)] != SLOT_EMPTY)
+		return -EEXIST;
+	p->frames[id].f = key;
+	p->frames[id].hash = h;
+	/* the table again, every frame at its slot for its (new) hash */
+	memset(p->frame_tab.slots, 0xff, p->frame_tab.cap * sizeof(*p->frame_tab.slots));
+	for (size_t i = 0; i < p->n_frames; i++) {
+		slot = idtab_probe(&p->frame_tab, p->frames[i].hash, p, frame_eq, &p->frames[i].f);
+		p->frame_tab.slots[slot] = slot_of(p->frames[i].hash, (uint32_t) i);
+	}
 	return 0;
 }
 
@@ -377,6 +531,10 @@ void profile_free(struct profile *p)
 	free(p->stack_tab.slots);
 	free(p->values);
 	free(p->bids);
+	free(p->log_stack);
+	free(p->log_time);
+	free(p->log_values);
+	free(p->tnames);
 	free(p);
 }
 

@@ -97,6 +97,34 @@ const uint64_t *profile_values(const struct profile *p, size_t i);
 /* Sum of column col (0 = samples, 1 + i = event i) over all stacks. */
 uint64_t profile_total(const struct profile *p, size_t col);
 
+/*
+ * The time order of samples (speedscope's time-ordered views), off until profile_log_start().
+ * Then each profile_add_at() also appends an entry to a log: its stack's index, its time and
+ * its event values (values[1..], profile_n_events() of them; 12 + 8 x events bytes). An add that
+ * would take the log past max_bytes, and every add after it, is left out of the log (not of the
+ * stacks) and profile_log_complete() turns false: writers then use the merged stacks alone.
+ * Entries keep the order they were added in; their times need not ascend.
+ */
+int profile_log_start(struct profile *p, size_t max_bytes);
+/* profile_add(), then the log entry (when the log is on and complete). */
+int profile_add_at(struct profile *p, uint32_t tid, const uint32_t *frames, size_t depth,
+		   const uint64_t *values, uint64_t time_ns);
+/* Entries in the log: 0 when it is off or incomplete. */
+size_t profile_log_len(const struct profile *p);
+bool profile_log_complete(const struct profile *p);
+/* Entry i < profile_log_len(): its stack (an index for profile_stack()), time, event values. */
+size_t profile_log_stack(const struct profile *p, size_t i);
+uint64_t profile_log_time(const struct profile *p, size_t i);
+const uint64_t *profile_log_values(const struct profile *p, size_t i);
+
+/* Thread names: tid's name (copied; set again to replace it), or NULL when none was set. */
+int profile_set_thread_name(struct profile *p, uint32_t tid, const char *name);
+const char *profile_thread_name(const struct profile *p, uint32_t tid);
+/* Gives frame id the name name (copied): every stack that holds it reads the new name (a thread
+ * frame named before the thread's own name was known). 0; -EINVAL (no such frame); -EEXIST
+ * (another frame already reads so); -ENOMEM. */
+int profile_frame_rename(struct profile *p, uint32_t id, const char *name);
+
 /* Looks up an event by name (exact, then without ":modifiers"): its index or -ENOENT. */
 int profile_find_event(const struct profile *p, const char *name);
 
@@ -280,10 +308,14 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
  * (line left out when 0), native frames with their module as "file" (no line), kernel frames with
  * "file" "[kernel.kallsyms]" as perf names the kernel, thread and special frames a name only.
  * Then one "sampled" profile per event x thread, event-major, threads by ascending tid (tid 0:
- * "all threads"): name "EVENT, thread TID", unit "nanoseconds" for cpu-clock and task-clock
- * (modifiers ignored) else "none", startValue 0, endValue the total weight, samples (frame ids,
- * root first) and integer weights (the event's column), one per stack of that thread with a
- * non-zero weight. A profile whose weight is 0 is left out, so "profiles" may be empty.
+ * "all threads"): name "EVENT, thread TID NAME" (NAME: profile_thread_name(), left out when
+ * none), unit "nanoseconds" for cpu-clock and task-clock (modifiers ignored) else "none",
+ * startValue 0, endValue the total weight, samples (frame ids, root first) and integer weights
+ * (the event's column): where the profile holds a complete time-ordered log
+ * (profile_log_start), one per logged sample of that thread, by time (ties in the order
+ * logged), so speedscope's time-ordered views show the run as it went; else one per stack of
+ * that thread. Samples of weight 0 are left out, and a profile whose weight is 0, so
+ * "profiles" may be empty.
  * activeProfileIndex is 0, exporter "hwspy VERSION", name opts->name, else the target, else
  * left out. Strings are escaped (control characters as \u00XX) and each invalid UTF-8 sequence
  * becomes one U+FFFD (as Python and browsers decode), so the file is valid JSON and UTF-8

@@ -1,5 +1,5 @@
 /* speedscope: the JSON file format of https://www.speedscope.app, one sampled profile per
- * event x thread over shared frames. */
+ * event x thread over shared frames; its samples in time order where the profile logged it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,18 +77,34 @@ static const char *event_unit(const char *event)
 	return "none";
 }
 
+/* One sample as written: a merged stack (entry SIZE_MAX), or an entry of the time-ordered log. */
 struct by_tid {
 	uint32_t tid;
 	size_t stack;
+	uint64_t time;
+	size_t entry;
 };
 
+/* Thread by thread; in a thread, by time, then in the order added (or by stack) */
 static int cmp_by_tid(const void *a, const void *b)
 {
 	const struct by_tid *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->entry != y->entry)
+		return x->entry < y->entry ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The weight of item k in event column col. */
+static uint64_t item_weight(const struct profile *p, const struct by_tid *it, size_t col)
+{
+	if (it->entry != SIZE_MAX)
+		return profile_log_values(p, it->entry)[col - 1];
+	return profile_values(p, it->stack)[col];
 }
 
 /* Writes the profile of event column col over the stacks idx[0..n) (one thread, n > 0) if its
@@ -96,7 +112,7 @@ static int cmp_by_tid(const void *a, const void *b)
 static int write_profile(FILE *out, const struct profile *p, size_t col, const struct by_tid *idx,
 			 size_t n, bool first)
 {
-	const char *event = profile_event(p, col - 1)->name;
+	const char *event = profile_event(p, col - 1)->name, *tname;
 	uint32_t tid = idx[0].tid;
 	uint64_t total = 0;
 	bool sep = false;
@@ -104,7 +120,7 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 	int r = 0;
 
 	for (size_t k = 0; k < n; k++) {
-		uint64_t w = profile_values(p, idx[k].stack)[col];
+		uint64_t w = item_weight(p, &idx[k], col);
 		if (w > UINT64_MAX - total)
 			return -EOVERFLOW;
 		total += w;
@@ -112,8 +128,10 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 	if (total == 0)
 		return 0;
 	buf_init(&name);
-	if ((tid ? buf_printf(&name, "%s, thread %u", event, tid) :
-		   buf_printf(&name, "%s, all threads", event)) < 0) {
+	tname = tid ? profile_thread_name(p, tid) : NULL;
+	if ((!tid ? buf_printf(&name, "%s, all threads", event) :
+	     tname ? buf_printf(&name, "%s, thread %u %s", event, tid, tname) :
+		     buf_printf(&name, "%s, thread %u", event, tid)) < 0) {
 		buf_release(&name);
 		return -ENOMEM;
 	}
@@ -128,7 +146,7 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 	for (size_t k = 0; k < n && r >= 0; k++) {
 		const struct profile_stack *st = profile_stack(p, idx[k].stack);
 
-		if (profile_values(p, idx[k].stack)[col] == 0)
+		if (item_weight(p, &idx[k], col) == 0)
 			continue;
 		buf_reset(&line);
 		r = buf_puts(&line, sep ? ",[" : "[");
@@ -148,7 +166,7 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 		fputs("],\n\"weights\":[", out);
 	sep = false;
 	for (size_t k = 0; k < n && r >= 0; k++) {
-		uint64_t w = profile_values(p, idx[k].stack)[col];
+		uint64_t w = item_weight(p, &idx[k], col);
 
 		if (w == 0)
 			continue;
@@ -170,7 +188,7 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 int speedscope_write(const struct profile *p, const struct speedscope_opts *opts, FILE *out)
 {
 	const char *name = opts && opts->name ? opts->name : profile_meta_const(p)->target;
-	size_t n = profile_n_stacks(p);
+	size_t n_log = profile_log_len(p), n = n_log ? n_log : profile_n_stacks(p);
 	struct by_tid *idx;
 	bool first = true;
 	int r = 0;
@@ -178,8 +196,12 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
 	idx = malloc((n ? n : 1) * sizeof(*idx));
 	if (!idx)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		idx[i] = (struct by_tid) { profile_stack(p, i)->tid, i };
+	for (size_t i = 0; i < n; i++) {
+		size_t st = n_log ? profile_log_stack(p, i) : i;
+
+		idx[i] = (struct by_tid) { profile_stack(p, st)->tid, st,
+					   n_log ? profile_log_time(p, i) : 0, n_log ? i : SIZE_MAX };
+	}
 	qsort(idx, n, sizeof(*idx), cmp_by_tid);
 
 	fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":", out);

@@ -394,6 +394,7 @@ struct pf_code {
 	uint8_t *table;
 	size_t table_len;
 	int first_line;
+	int64_t first_traceable;        /* 3.11+ _co_firsttraceable (0 where unknown or absurd) */
 };
 
 struct pf_codecache {
@@ -568,6 +569,13 @@ static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_la
 	c->r_table = table;
 	c->first_line = (int) pf_u32(head, l->co_firstlineno);
 	c->units = l->co_code_adaptive != PF_NONE ? pf_u64(head, l->ob_size) : 0;
+	if (l->co_firsttraceable != PF_NONE) {
+		int32_t ft = (int32_t) pf_u32(head, l->co_firsttraceable);
+
+		/* a code-unit index, only ever compared; past the end in a shim (3.13+'s
+		 * _Py_InitCleanup: 4 of its 3 units), so that none of it is traceable */
+		c->first_traceable = ft > 0 ? ft : 0;
+	}
 	c->name = cc_str(cc, m, l, name);
 	c->file = cc_str(cc, m, l, file);
 	if (!c->name || !c->file)
@@ -598,6 +606,7 @@ static int code_line(const struct py_layout *l, const struct pf_code *c, int64_t
 
 	if (instr < 0 || !c->table)
 		return c->first_line;
+	/* line 0: a module's RESUME (3.12+), the line before its first; the code's first line */
 	switch (l->lines) {
 	case PY_LINES_LNOTAB:
 		line = pf_line_lnotab(c->table, c->table_len, c->first_line, instr);
@@ -609,7 +618,7 @@ static int code_line(const struct py_layout *l, const struct pf_code *c, int64_t
 		line = pf_line_locations(c->table, c->table_len, c->first_line, instr);
 		break;
 	}
-	return line < 0 ? c->first_line : line;
+	return line <= 0 ? c->first_line : line;
 }
 
 /* The slot that holds addr, else the first empty one on its probe path; NULL if all are taken. */
@@ -808,5 +817,5 @@ out:
 	ret->file = c->file;
 	ret->first_line = c->first_line;
 	ret->line = code_line(l, c, instr);
-	return 0;
+	return c->first_traceable > 0 && instr < c->first_traceable ? 1 : 0;
 }

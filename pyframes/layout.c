@@ -202,7 +202,9 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	l.co_linetable = dbg_field(&d, map->code, "code_object", 4, "linetable", 8);
 	l.co_firstlineno = dbg_field(&d, map->code, "code_object", 5, "firstlineno", 4);
 	l.co_code_adaptive = dbg_field(&d, map->code, "code_object", 9, "co_code_adaptive", 0);
-	l.co_firsttraceable = PF_NONE;
+	/* not in the block: _co_firsttraceable (int) and co_extra (pointer) end the header before
+	 * co_code_adaptive in 3.12-3.14 default builds (measured on pyenv 3.13.0, Debian 3.13/3.14) */
+	l.co_firsttraceable = l.co_code_adaptive >= 16 ? l.co_code_adaptive - 16 : PF_NONE;
 	/* pyobject: size, ob_type; type_object: size, tp_name */
 	l.ob_type = dbg_field(&d, map->pyobject, "pyobject", 1, "ob_type", 8);
 	l.tp_name = dbg_field(&d, map->type, "type_object", 1, "tp_name", 8);
@@ -223,6 +225,12 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 		/* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12+) */
 		l.str_compact_size = (uint32_t) ascii + 16;
 	}
+	/* interpreter_state: size, id, next, threads_head, (3.14: threads_main), gc, imports_modules;
+	 * ht_cached_keys is not in the block: 880 in pyenv 3.13.0, Debian 3.13 and 3.14 (measured) */
+	l.objs = PY_OBJS_313;
+	l.is_modules = dbg_field(&d, map->interp, "interpreter_state", minor >= 14 ? 6 : 5,
+				 "imports_modules", 8);
+	l.ht_cached_keys = 880;
 	l.str_kind_shift = 2;
 	l.str_compact_bit = 5;
 	l.str_ascii_bit = 6;
@@ -321,6 +329,7 @@ static const struct lc_field lc_fields[] = {
 	LC("code_object.qualname", co_qualname, 8, LC_CODE, true),
 	LC("code_object.linetable", co_linetable, 8, LC_CODE, false),
 	LC("code_object.firstlineno", co_firstlineno, 4, LC_CODE, false),
+	LC("code_object._co_firsttraceable", co_firsttraceable, 4, LC_CODE, true),
 	LC("bytes_object.ob_size", ob_size, 8, LC_BYTES, false),
 	LC("unicode_object.state", str_state, 4, LC_STR_SHORT, false),
 	LC("unicode_object.length", str_length, 8, LC_STR_SHORT, false),

@@ -143,6 +143,27 @@ void pyframes_set_verify(struct pyframes *pf, bool on);
 int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate);
 
 /*
+ * Python's own names of the threads: threading's registry of live threads (threading._active,
+ * found through sys.modules of the main interpreter), each Thread's _name and _native_id (the
+ * kernel TID, as the target's PID namespace numbers it). Reads Python objects of the target:
+ * dicts (their keys objects, split values, 3.11+ managed dicts and 3.13+ inline values), str and
+ * int; every count, index and pointer is bounded, at most PYFRAMES_NAMES_MAX_ENTRIES entries of
+ * each dict are looked at. A registry that changes under the read can give a wrong name or
+ * leave one out, never more. Fills ret[0..*ret_n) (at most max); a thread without a readable
+ * name or native id is left out. 0; -ENOENT (threading not imported, no _active: a program
+ * without threading, or one still starting); -ENOTSUP (a layout that does not know where
+ * sys.modules is); -EAGAIN (a dict unreadable or not one: torn); -ESRCH.
+ */
+#define PYFRAMES_THREAD_NAME_MAX 128
+#define PYFRAMES_NAMES_MAX_ENTRIES 4096
+struct pyframes_thread_name {
+	pid_t tid;                               /* Thread._native_id */
+	char name[PYFRAMES_THREAD_NAME_MAX];     /* Thread._name, UTF-8, cut at a character */
+};
+int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret, size_t max,
+			  size_t *ret_n);
+
+/*
  * Exact stacks of threads that keep running: a capture program (sampler's BPF program, run at
  * each sample's overflow in the sampled thread's context) copies the thread's frames at that
  * instant, following this spec from the thread state:

@@ -51,6 +51,14 @@ enum py_line_format {
 	PY_LINES_LOCATIONS = 3,  /* 3.11+ location table, code units */
 };
 
+/* How dicts and instance attributes are laid out (threads.c). */
+enum py_objs_kind {
+	PY_OBJS_38 = 1,          /* 3.8-3.10: dict keys with dk_size; __dict__ at tp_dictoffset */
+	PY_OBJS_311 = 2,         /* 3.11: dk_log2_size keys; managed dict, values at obj - 32 */
+	PY_OBJS_312 = 3,         /* 3.12: managed dict-or-values (tagged) at obj - 24 */
+	PY_OBJS_313 = 4,         /* 3.13+: inline values at obj + tp_basicsize, dict at obj - 24 */
+};
+
 struct py_layout {
 	int major, minor;
 	enum py_frames_kind frames;
@@ -75,12 +83,16 @@ struct py_layout {
 	/* PyCodeObject */
 	uint32_t co_size, co_name, co_qualname, co_filename, co_firstlineno, co_linetable;
 	uint32_t co_code_adaptive;   /* 3.11+ */
-	uint32_t co_firsttraceable;  /* 3.11-3.12 */
+	uint32_t co_firsttraceable;  /* 3.11+ (3.13+: co_code_adaptive - 16, not in _Py_DebugOffsets) */
 	/* objects */
 	uint32_t ob_type, ob_size, tp_name;
 	uint32_t bytes_sval;
 	uint32_t str_length, str_state, str_ascii_size, str_compact_size;
 	uint32_t str_kind_shift, str_compact_bit, str_ascii_bit, str_ready_bit; /* ready: PF_NONE from 3.12 */
+	/* threading's registry of threads (threads.c), read only for thread names */
+	enum py_objs_kind objs;
+	uint32_t is_modules;         /* PyInterpreterState: sys.modules (PF_NONE: unknown) */
+	uint32_t ht_cached_keys;     /* PyHeapTypeObject: the shared keys of split instance dicts */
 };
 
 /* layout.c */
@@ -229,7 +241,10 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 /* Resolves code object addr (instr: byte offset / code unit index as the layout counts it,
  * -1 if unknown) into ret (name, file, first_line, line). A cached entry not checked in this
  * walk (pf_code_validate) has its header read and compared first; one that changed is filled
- * afresh. 0, -EFAULT, -EINVAL (not a code object: torn), -ENOMEM. */
+ * afresh. 0; 1 where instr lies before the code's _co_firsttraceable (3.11+: the frame has not
+ * reached its RESUME, or is a shim such as 3.13+'s _Py_InitCleanup, whose first traceable
+ * instruction lies past its end), which CPython's _PyFrame_IsIncomplete() calls incomplete
+ * unless a generator owns it; -EFAULT, -EINVAL (not a code object: torn), -ENOMEM. */
 int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		    uint64_t code_type, uint64_t walk, uint64_t addr, int64_t instr,
 		    struct py_frame *ret, struct pyframes_stats *st);
@@ -248,6 +263,11 @@ struct pf_detect {
 int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret);
 /* Parses "3.11.7" or "3.11.7+" style strings at the start of s. */
 int pf_parse_version(const char *s, int *major, int *minor, int *micro);
+
+/* threads.c: Python's names of the threads (pyframes_thread_names()), from the interpreter
+ * whose _PyRuntime is at runtime. */
+int pf_thread_names(struct pf_mem *m, const struct py_layout *l, uint64_t runtime,
+		    struct pyframes_thread_name *ret, size_t max, size_t *ret_n);
 
 /* walk.c: building a struct pyframes without /proc (tests, fuzzers). -EBADMSG: a layout
  * layout_check() refuses. */

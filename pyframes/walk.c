@@ -39,6 +39,7 @@ struct pyframes {
 	bool last_cut_more;         /* and it stopped counting at PF_MAX_WALK */
 	struct tid_slot tids[TID_SLOTS];
 	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
+	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */
 };
 
 const struct pyframes_info *pyframes_info(const struct pyframes *pf)
@@ -332,6 +333,13 @@ int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate)
 	return find_tstate(pf, tid, ts, tlen, ret_tstate);
 }
 
+int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret, size_t max,
+			  size_t *ret_n)
+{
+	pf_mem_invalidate(&pf->mem);
+	return pf_thread_names(&pf->mem, &pf->layout, pf->runtime, ret, max, ret_n);
+}
+
 /* ---- frames ---- */
 
 struct walk {
@@ -374,7 +382,7 @@ static int walk_loop_check(struct walk *w, uint64_t addr)
 
 /* Adds one frame; once max (at most PF_MAX_DEPTH) are kept, later (outer) ones are counted and
  * dropped. Names come later, from walk_resolve(). */
-static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
+static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry, bool by_gen)
 {
 	w->total++;
 	if (w->n >= w->max || w->n >= PF_MAX_DEPTH)
@@ -383,6 +391,7 @@ static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
 	w->out[w->n].code = code;
 	w->out[w->n].entry = entry;
 	w->pf->instr[w->n] = instr;
+	w->pf->by_gen[w->n] = by_gen;
 	w->n++;
 	return 0;
 }
@@ -392,7 +401,7 @@ static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry)
 static int walk_resolve(struct walk *w)
 {
 	struct pyframes *pf = w->pf;
-	size_t i;
+	size_t i, kept = 0;
 	int r;
 
 	if (w->n == 0)
@@ -418,7 +427,21 @@ static int walk_resolve(struct walk *w)
 				    w->out[i].code, pf->instr[i], &w->out[i], &pf->stats);
 		if (r < 0)
 			return r;
+		/* an incomplete frame (CPython's _PyFrame_IsIncomplete: before its first traceable
+		 * instruction, not a generator's) is left out, as CPython's tracebacks leave it:
+		 * 3.13+'s _Py_InitCleanup shim between a class call and its __init__, a frame still
+		 * in its prelude. An entry flag it carries stays with its eval-loop entry. */
+		if (r == 1 && !pf->by_gen[i]) {
+			if (w->out[i].entry && kept > 0)
+				w->out[kept - 1].entry = true;
+			w->total--;     /* not a frame of the stack: no truncation */
+			continue;
+		}
+		if (kept != i)
+			w->out[kept] = w->out[i];
+		kept++;
 	}
+	w->n = kept;
 	return 0;
 }
 
@@ -445,7 +468,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 			return r;
 		code = pf_u64(buf, l->fr_code);
 		lasti = (int32_t) pf_u32(buf, l->fr_instr);
-		r = walk_emit(w, code, lasti, true);
+		r = walk_emit(w, code, lasti, true, false);
 		if (r < 0)
 			return r;
 		prev = pf_u64(buf, l->fr_previous);
@@ -462,7 +485,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 	const struct py_layout *l = &w->pf->layout;
 	unsigned char buf[PF_FRAME_READ_MAX];
 	size_t depth;
-	bool have_pending = false;
+	bool have_pending = false, p_gen = false;
 	uint64_t p_code = 0;
 	int64_t p_instr = 0;
 	int r;
@@ -494,7 +517,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		shim = l->owner_cstack_min != PF_NONE && owner >= l->owner_cstack_min;
 		if (shim) {
 			if (have_pending) {
-				r = walk_emit(w, p_code, p_instr, true);
+				r = walk_emit(w, p_code, p_instr, true, p_gen);
 				if (r < 0)
 					return r;
 				have_pending = false;
@@ -505,7 +528,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		if (owner > 4)
 			return -EAGAIN;
 		if (have_pending) {
-			r = walk_emit(w, p_code, p_instr, false);
+			r = walk_emit(w, p_code, p_instr, false, p_gen);
 			if (r < 0)
 				return r;
 			have_pending = false;
@@ -528,13 +551,14 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 				idx = (int64_t) ((instr - start) / 2);
 			}
 			if (l->fr_is_entry != PF_NONE) {
-				r = walk_emit(w, code, idx, is_entry);
+				r = walk_emit(w, code, idx, is_entry, owner == l->owner_generator);
 				if (r < 0)
 					return r;
 			} else {
 				have_pending = true;
 				p_code = code;
 				p_instr = idx;
+				p_gen = owner == l->owner_generator;
 			}
 		}
 		/* the outermost frame of a running thread is never a suspended generator's: this one
@@ -545,7 +569,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		frame = prev;
 	}
 	if (have_pending) {
-		r = walk_emit(w, p_code, p_instr, true);
+		r = walk_emit(w, p_code, p_instr, true, p_gen);
 		if (r < 0)
 			return r;
 	}

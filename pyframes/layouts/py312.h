@@ -21,4 +21,6 @@ static const struct py_layout py312_layout = {
 	/* 3.12 dropped wstr (PyASCIIObject 40, PyCompactUnicodeObject 56) and the ready bit */
 	.str_length = 16, .str_state = 32, .str_ascii_size = 40, .str_compact_size = 56,
 	.str_kind_shift = 2, .str_compact_bit = 5, .str_ascii_bit = 6, .str_ready_bit = PF_NONE,
+	/* threading's registry (threads.c): PyInterpreterState.modules, ht_cached_keys */
+	.objs = PY_OBJS_312, .is_modules = 944, .ht_cached_keys = 880,
 };

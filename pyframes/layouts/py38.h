@@ -21,4 +21,6 @@ static const struct py_layout py38_layout = {
 	.ob_type = 8, .ob_size = 16, .tp_name = 24, .bytes_sval = 32,
 	.str_length = 16, .str_state = 32, .str_ascii_size = 48, .str_compact_size = 72,
 	.str_kind_shift = 2, .str_compact_bit = 5, .str_ascii_bit = 6, .str_ready_bit = 7,
+	/* threading's registry (threads.c): PyInterpreterState.modules, ht_cached_keys */
+	.objs = PY_OBJS_38, .is_modules = 56, .ht_cached_keys = 872,
 };

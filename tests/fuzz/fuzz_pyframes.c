@@ -11,7 +11,8 @@
  * then runs layout acceptance (layout_from_debug_offsets, pyframes_new_from_layout, which
  * calls layout_check) and, for a layout accepted, thread-state lookup, a walk with code
  * resolution twice (the second from the code cache), with verify on or off, and a walk of a
- * capture taken from that memory as the BPF program would take it (its bytes mutated too).
+ * capture taken from that memory as the BPF program would take it (its bytes mutated too),
+ * and a read of Python's thread names from the threading registry every seed holds.
  * Memory safety is what is checked (run it under ASan: tests/run-all.sh does), plus that every
  * walk returns a documented result with its frames' names readable.
  *
@@ -238,6 +239,101 @@ static void set_top(struct seed *s, uint64_t ts, uint64_t frame)
 	}
 }
 
+/* ---- the threading registry (threads.c): sys.modules -> threading -> _active -> Threads ---- */
+
+static uint64_t mk_int(struct seed *s, uint64_t v)
+{
+	uint64_t a = alloc(&s->img, 32);
+
+	put64(&s->img, a + 16, s->l.objs >= PY_OBJS_312 ? 1u << 3 : 1);
+	put32(&s->img, a + 24, (uint32_t) v);
+	return a;
+}
+
+/* A keys object of n <= 3 entries (values NULL: a split table's shared keys). */
+static uint64_t mk_keys(struct seed *s, const uint64_t *keys, const uint64_t *values, size_t n)
+{
+	bool old = s->l.objs == PY_OBJS_38;
+	uint64_t a = alloc(&s->img, 48 + 3 * 24), e = old ? a + 48 : a + 40;
+	uint32_t es = old ? 24 : 16, ko = old ? 8 : 0;
+
+	if (old) {
+		put64(&s->img, a + 8, 8);
+		put64(&s->img, a + 32, n);
+	} else {
+		put8(&s->img, a + 8, 3);
+		put8(&s->img, a + 9, 3);
+		put8(&s->img, a + 10, values ? 1 : 2);
+		put64(&s->img, a + 24, n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		put64(&s->img, e + i * es + ko, keys[i]);
+		put64(&s->img, e + i * es + ko + 8, values ? values[i] : 0);
+	}
+	return a;
+}
+
+static uint64_t mk_dict(struct seed *s, const uint64_t *keys, const uint64_t *values, size_t n)
+{
+	uint64_t d = alloc(&s->img, 48);
+
+	put64(&s->img, d + 32, mk_keys(s, keys, values, n));
+	return d;
+}
+
+static uint64_t mk_thread(struct seed *s, uint64_t type, const char *name, pid_t tid)
+{
+	uint64_t keys[2] = { mk_str(s, "_name", false), mk_str(s, "_native_id", false) };
+	uint64_t vals[2] = { mk_str(s, name, tid == TID2), mk_int(s, (uint64_t) tid) };
+	uint64_t obj = alloc(&s->img, 96) + 32, v = alloc(&s->img, 16);
+
+	put64(&s->img, obj + 8, type);
+	put64(&s->img, v, vals[0]);
+	put64(&s->img, v + 8, vals[1]);
+	if (s->l.objs == PY_OBJS_38) {
+		put64(&s->img, obj + 16, mk_dict(s, keys, vals, 2));
+	} else if (s->l.objs == PY_OBJS_311) {
+		put64(&s->img, obj - 32, v);
+	} else if (s->l.objs == PY_OBJS_312) {
+		put64(&s->img, obj - 24, v - 1);
+	} else if (tid == TID2) {
+		put64(&s->img, obj - 24, mk_dict(s, keys, vals, 2));   /* values moved to a dict */
+	} else {
+		put8(&s->img, obj + 16, 2);
+		put8(&s->img, obj + 17, 2);
+		put8(&s->img, obj + 19, 1);
+		put64(&s->img, obj + 24, vals[0]);
+		put64(&s->img, obj + 32, vals[1]);
+	}
+	return obj;
+}
+
+static void mk_registry(struct seed *s, uint64_t interp)
+{
+	const struct py_layout *l = &s->l;
+	uint64_t type = alloc(&s->img, l->ht_cached_keys + 8), mod = alloc(&s->img, 32);
+	uint64_t tk[2] = { mk_str(s, "_name", false), mk_str(s, "_native_id", false) };
+	uint64_t ids[2] = { mk_int(s, 0x7f0000001000), mk_int(s, 0x7f0000002000) };
+	uint64_t th[2], mk[2], mv[2], ak[2], av[2];
+
+	put64(&s->img, type + 32, 16);
+	put64(&s->img, type + 168, l->objs == PY_OBJS_38 ? 0 : l->objs == PY_OBJS_313 ? 0x14 : 0x10);
+	put64(&s->img, type + 288, l->objs == PY_OBJS_38 ? 16 : (uint64_t) -1);
+	put64(&s->img, type + l->ht_cached_keys, mk_keys(s, tk, NULL, 2));
+	th[0] = mk_thread(s, type, "MainThread", TID);
+	th[1] = mk_thread(s, type, "CustomThreadNameLong", TID2);
+	ak[0] = mk_str(s, "_limbo", false);
+	ak[1] = mk_str(s, "_active", false);
+	av[0] = alloc(&s->img, 48);
+	av[1] = mk_dict(s, ids, th, 2);
+	put64(&s->img, mod + 16, mk_dict(s, ak, av, 2));
+	mk[0] = mk_str(s, "sys", false);
+	mk[1] = mk_str(s, "threading", false);
+	mv[0] = alloc(&s->img, 32);
+	mv[1] = mod;
+	put64(&s->img, interp + l->is_modules, mk_dict(s, mk, mv, 2));
+}
+
 static void seed_build(struct seed *s)
 {
 	const struct py_layout *l = &s->l;
@@ -250,7 +346,8 @@ static void seed_build(struct seed *s)
 	s->img.next = BASE + 0x1000;
 	s->img.limit = BASE + SIZE;
 	s->runtime = alloc(&s->img, 1024);
-	interp = alloc(&s->img, l->is_threads_head + 64);
+	interp = alloc(&s->img, (l->is_modules > l->is_threads_head ? l->is_modules :
+				 l->is_threads_head) + 64);
 	s->type = alloc(&s->img, 64);
 	name = alloc(&s->img, 16);
 	put(&s->img, name, "code", 5);
@@ -276,6 +373,7 @@ static void seed_build(struct seed *s)
 	}
 	set_top(s, s->tstate, prev);
 	set_top(s, ts2, frames[1]);
+	mk_registry(s, interp);
 }
 
 static void seeds_init(struct seed *seeds)
@@ -449,7 +547,7 @@ static void mutate_mem(struct rng *r, struct image *im)
 /* ---- one execution ---- */
 
 struct counts {
-	uint64_t execs, refused, accepted, walks_ok, walks_err, frames, captured;
+	uint64_t execs, refused, accepted, walks_ok, walks_err, frames, captured, named;
 };
 
 /* A result a walk may return, and frames whose strings are readable. */
@@ -627,6 +725,21 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 		check_walk(rr, out, n, max, c);
 		c->captured++;
 	}
+	/* Python's thread names: bounded results, NUL-terminated names */
+	{
+		struct pyframes_thread_name names[4];
+		size_t nmax = 1 + below(&r, 4);
+
+		rr = pyframes_thread_names(pf, names, nmax, &n);
+		assert_true(rr == 0 || rr == -ENOENT || rr == -EAGAIN || rr == -ENOTSUP ||
+			    rr == -EFAULT || rr == -EINVAL);
+		assert_true(n <= nmax && (rr == 0 || n == 0));
+		for (size_t i = 0; i < n; i++) {
+			assert_true(memchr(names[i].name, '\0', sizeof(names[i].name)) != NULL);
+			assert_true(names[i].tid > 0);
+		}
+		c->named += n;
+	}
 	if (own)
 		pyframes_free(pf);
 }
@@ -744,11 +857,13 @@ static void test_fuzz(void **state)
 	dt = now_s() - t0;
 	print_message("# fuzz_pyframes: %" PRIu64 " executions in %.1f s (%.0f/s): %" PRIu64
 		      " layouts refused, %" PRIu64 " accepted; walks %" PRIu64 " ok (%" PRIu64
-		      " frames), %" PRIu64 " errors; %" PRIu64 " captured walks\n", c->execs, dt,
+		      " frames), %" PRIu64 " errors; %" PRIu64 " captured walks; %" PRIu64
+		      " thread names\n", c->execs, dt,
 		      dt > 0 ? (double) c->execs / dt : 0.0, c->refused, c->accepted, c->walks_ok,
-		      c->frames, c->walks_err, c->captured);
-	/* the seeds are walked, not refused: the fuzzer reaches the walker */
+		      c->frames, c->walks_err, c->captured, c->named);
+	/* the seeds are walked, not refused: the fuzzer reaches the walker, and the registry */
 	assert_true(c->execs < 100 || c->walks_ok > 0);
+	assert_true(c->execs < 100 || c->named > 0);
 	for (int i = 0; i < N_SEEDS; i++)
 		free(run.seeds[i].img.mem);
 	free(run.seeds);

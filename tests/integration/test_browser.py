@@ -24,6 +24,13 @@
                   format" for an unknown file, and its error view "Something went wrong." for a
                   broken .speedscope.json; the served index.html records alerts in the DOM
                   instead of blocking on them).
+  speedscope-recorded  hwspy record --function of tests/targets/names_phases.py (phases A, B, A
+                  and a named thread) to .speedscope.json, whose samples are in time order, one per
+                  sample: the app imports it, and its sandwich table for the first profile (the
+                  main thread) lists every function of its samples, the one with the most self
+                  weight first
+                  (cpu-clock's nanoseconds show as rounded durations: weights not compared); its
+                  list of profiles names MainThread and CustomThreadNameLong.
 
 Each case runs Chromium twice (about 2 s each on an idle 2-core machine).
 """
@@ -363,6 +370,59 @@ def speedscope_app(opts):
             raise Fail('a truncated speedscope file passed the check: it cannot fail')
         check(bad_app.failure, 'speedscope shows neither an alert nor its error view for the '
               'truncated file: the failure signal this test relies on changed')
+
+
+def app_page(opts):
+    """speedscope's app folder and its index.html with ALERT_TO_DOM, in opts.tmp."""
+    schema = check_speedscope.find_schema()
+    if schema is None:
+        raise Skip('the npm package speedscope is not installed (.ci/run installs it)')
+    app = os.path.dirname(schema)
+    with open(os.path.join(app, 'index.html'), encoding='utf-8') as f:
+        page = f.read()
+    check('<head>' in page, "speedscope's index.html has no <head>")
+    index = os.path.join(opts.tmp, 'index.html')
+    with open(index, 'w', encoding='utf-8') as f:
+        f.write(page.replace('<head>', '<head>' + ALERT_TO_DOM, 1))
+    return app, index
+
+
+@case
+def speedscope_recorded(opts):
+    app, index = app_page(opts)
+    py = harness.any_python(opts)
+    src = os.path.join(opts.targets, 'names_phases.py')
+    out = os.path.join(opts.tmp, 'rec.speedscope.json')
+    run = harness.record(opts, ['--function', '-e', 'cpu-clock', '-F', '199', '-o', out, '--',
+                                *py.argv, src, '0.3'], name='rec-unused')
+    check(run.rc == 0, 'hwspy record exited %s' % run.rc)
+    with open(out, encoding='utf-8') as f:
+        doc = json.load(f)
+    frames, first = doc['shared']['frames'], doc['profiles'][0]
+    log('profile 0: %r, %d samples in time order' % (first['name'], len(first['samples'])))
+    stacks = [(';'.join(frames[i]['name'] for i in s), w)
+              for s, w in zip(first['samples'], first['weights'])]
+    expected = sandwich_expected(stacks)
+    with browser.Server(app, {'/index.html': index, '/rec.speedscope.json': out}) as base:
+        page = AppDom(browser.dump_dom('%s/index.html#profileURL=%s/rec.speedscope.json'
+                                       '&view=sandwich' % (base, base), budget_ms=2000))
+    # cpu-clock is in nanoseconds, which speedscope shows as rounded durations: compare the
+    # functions, and the heaviest (the table is sorted by self weight)
+    log('speedscope: title %r, failure %r, %d table rows: %s' % (
+        page.title, page.failure, len(page.rows), page.rows[:4]))
+    check(page.failure is None, 'speedscope could not import the file: %s' % page.failure)
+    check(page.title == '%s - speedscope' % doc['name'], 'the page title is %r' % page.title)
+    listed = [r[1] for r in page.rows if len(r) == 3 and r[0].isdigit()]   # profile selector
+    check(any(n.endswith(' MainThread') for n in listed) and
+          any(n.endswith(' CustomThreadNameLong') for n in listed),
+          'the profiles listed are %s: no MainThread and CustomThreadNameLong' % listed)
+    got = [r[2] for r in page.rows if len(r) == 3 and not r[0].isdigit()]
+    # (rows of other threads' functions may show too: only the first profile's are required)
+    check(got and set(expected) <= set(got), 'the sandwich table lists %s, not every function '
+          'of the first profile\'s samples %s' % (sorted(set(got)), sorted(expected)))
+    heaviest = max(own for _, own in expected.values())
+    check(expected[got[0]][1] == heaviest, 'the first row %r is not the function with the most '
+          'self weight (%s)' % (got[0], expected))
 
 
 def test(opts):

@@ -3,8 +3,9 @@
 
 Run 1: hwspy record -p PID --threads -e cpu-clock -F 999 -d 3, "late" started once hwspy holds
 its perf events: every thread's function appears, each stack has a root [thread TID NAME] with
-exactly the workload's three native thread ids, NAME is the thread's /proc comm, and each
-thread's stacks hold its own function (at the hot line).
+exactly the workload's three native thread ids, NAME is the thread's name in Python's threading
+module (MainThread, alpha, late), and each thread's stacks hold its own function (at the hot
+line).
 Run 2: the same without --threads, with --function, all threads running: all three functions
 appear, no thread roots, and each function's line is its `def` line (co_firstlineno).
 """
@@ -39,8 +40,8 @@ def test(opts):
     else:
         log('hwspy holds no perf event per thread after 15 s; starting the late thread anyway')
     tids['late'] = w.ask('late')['late']
-    names = {k: comm(w.pid, t) for k, t in tids.items()}
-    log('threads %s, comm %s' % (tids, names))
+    names = {'main': 'MainThread', 'alpha': 'alpha', 'late': 'late'}
+    log('threads %s, comm %s' % (tids, {k: comm(w.pid, t) for k, t in tids.items()}))
     run = harness.finish_record(p)
     harness.check_untouched(w.pid)
     profile = run.expect_profile()
@@ -63,7 +64,7 @@ def test(opts):
           % (sorted(by_tid), sorted(tids.values())))
     for key, tid in tids.items():
         e = by_tid[tid]
-        check(e['names'] == {names[key]}, 'thread %d (%s): root names %s, its comm is %r'
+        check(e['names'] == {names[key]}, 'thread %d (%s): root names %s, its Python name is %r'
               % (tid, key, sorted(e['names']), names[key]))
         func = WORK[key]
         hot = (func, src, mk['HOT:' + func])

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks hwspy's speedscope output: runs `TEST_EXE --write DIR`, then checks
-DIR/out.speedscope.json against DIR/expected.txt (every frame, index, stack, weight and total,
-which speedscope's schema does not check) and validates it against speedscope's schema.
+DIR/TAG.speedscope.json against DIR/TAG.txt for TAG out (merged stacks) and logged (samples in
+time order: a .txt starting with ORDERED compares them in order) (every frame, index, stack,
+weight and total, which speedscope's schema does not check) and validates each against
+speedscope's schema.
 
 The schema comes from $SPEEDSCOPE_SCHEMA or the npm package `speedscope`
 (dist/release/file-format-schema.json, found under `npm root -g` and the usual prefixes).
@@ -31,11 +33,13 @@ def unhex(field):
 
 
 def read_expected(path):
-    frames, profiles = [], []
+    frames, profiles, ordered = [], [], False
     with open(path, encoding="ascii") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
-            if parts[0] == "F":
+            if parts[0] == "ORDERED":
+                ordered = True
+            elif parts[0] == "F":
                 _, fid, kind, lineno, name, file = parts
                 if int(fid) != len(frames):
                     fail("expected.txt: frame ids out of order")
@@ -45,10 +49,10 @@ def read_expected(path):
             elif parts[0] == "S":
                 ids = tuple(int(x) for x in parts[2].split(","))
                 profiles[-1]["stacks"].append((ids, int(parts[1])))
-    return frames, profiles
+    return frames, profiles, ordered
 
 
-def check_structure(doc, frames, profiles):
+def check_structure(doc, frames, profiles, ordered):
     if doc.get("$schema") != SCHEMA_URL:
         fail("$schema is %r" % doc.get("$schema"))
     if not str(doc.get("exporter", "")).startswith("hwspy "):
@@ -89,7 +93,10 @@ def check_structure(doc, frames, profiles):
         if p["startValue"] != 0 or p["endValue"] != sum(weights) or sum(weights) != want["total"]:
             fail("%s: start %r end %r sum %d, want total %d" % (
                 name, p["startValue"], p["endValue"], sum(weights), want["total"]))
-        if sorted(zip(map(tuple, samples), weights)) != sorted(want["stacks"]):
+        got_stacks = list(zip(map(tuple, samples), weights))
+        if ordered and got_stacks != want["stacks"]:
+            fail("%s: samples %r, want in time order %r" % (name, got_stacks, want["stacks"]))
+        if sorted(got_stacks) != sorted(want["stacks"]):
             fail("%s: stacks differ from the profile's" % name)
 
 
@@ -140,19 +147,22 @@ def main():
         r = subprocess.run([sys.argv[1], "--write", d])
         if r.returncode != 0:
             fail("%s --write exited %d" % (sys.argv[1], r.returncode))
-        out = os.path.join(d, "out.speedscope.json")
-        with open(out, "rb") as f:
-            raw = f.read()
-        try:
-            doc = json.loads(raw.decode("utf-8", "strict"),
-                             parse_constant=lambda c: fail("non-JSON constant " + c))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            fail("not valid UTF-8 JSON: %s" % e)
-        frames, profiles = read_expected(os.path.join(d, "expected.txt"))
-        check_structure(doc, frames, profiles)
-        print("structure: %d frames, %d profiles, every stack and total as in the profile"
-              % (len(frames), len(profiles)))
-        sys.exit(validate_schema(out))
+        code = 0
+        for tag in ("out", "logged"):
+            out = os.path.join(d, tag + ".speedscope.json")
+            with open(out, "rb") as f:
+                raw = f.read()
+            try:
+                doc = json.loads(raw.decode("utf-8", "strict"),
+                                 parse_constant=lambda c: fail("non-JSON constant " + c))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                fail("%s: not valid UTF-8 JSON: %s" % (tag, e))
+            frames, profiles, ordered = read_expected(os.path.join(d, tag + ".txt"))
+            check_structure(doc, frames, profiles, ordered)
+            print("%s: %d frames, %d profiles, every stack and total as in the profile%s"
+                  % (tag, len(frames), len(profiles), ", samples in time order" if ordered else ""))
+            code = max(code, validate_schema(out))
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,48 @@ static void test_frames_interned(void **state)
 	profile_free(p);
 }
 
+/* Thread names, and a thread frame renamed once the thread's own name is known. */
+static void test_thread_names(void **state)
+{
+	const char *ev[] = { "cpu-clock" };
+	struct profile *p = profile_new(ev, 1);
+	struct profile_frame t = { FRAME_THREAD, "[thread 7 python3]", NULL, 0, NULL };
+	struct profile_frame g = { FRAME_PYTHON, "g", "x.py", 1, NULL };
+	struct profile_frame o = { FRAME_THREAD, "[thread 8 other]", NULL, 0, NULL };
+	uint32_t a, b, c, d, e;
+	char name[32];
+	(void) state;
+
+	assert_non_null(p);
+	assert_null(profile_thread_name(p, 7));
+	strcpy(name, "python3");
+	assert_int_equal(profile_set_thread_name(p, 7, name), 0);
+	strcpy(name, "x");      /* copied */
+	assert_string_equal(profile_thread_name(p, 7), "python3");
+	assert_int_equal(profile_set_thread_name(p, 7, "MainThread"), 0);
+	assert_string_equal(profile_thread_name(p, 7), "MainThread");
+	assert_null(profile_thread_name(p, 8));
+
+	assert_int_equal(profile_frame_id(p, &t, &a), 0);
+	assert_int_equal(profile_frame_id(p, &g, &b), 0);
+	assert_int_equal(profile_frame_id(p, &o, &e), 0);
+	assert_int_equal(profile_frame_rename(p, a, "[thread 7 MainThread]"), 0);
+	assert_string_equal(profile_frame(p, a)->name, "[thread 7 MainThread]");
+	/* found by its new name, not by its old one; the others still found */
+	t.name = "[thread 7 MainThread]";
+	assert_int_equal(profile_frame_id(p, &t, &c), 0);
+	assert_int_equal(c, a);
+	assert_int_equal(profile_frame_id(p, &g, &d), 0);
+	assert_int_equal(d, b);
+	t.name = "[thread 7 python3]";
+	assert_int_equal(profile_frame_id(p, &t, &c), 0);
+	assert_int_not_equal(c, a);
+	assert_int_equal(profile_frame_rename(p, e, "[thread 7 MainThread]"), -EEXIST);
+	assert_int_equal(profile_frame_rename(p, 99, "x"), -EINVAL);
+	assert_int_equal(profile_n_frames(p), 4);
+	profile_free(p);
+}
+
 static void test_stacks_and_values(void **state)
 {
 	const char *ev[] = { "cpu-clock", "page-faults" };
@@ -166,6 +208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_frames_interned),
 		cmocka_unit_test(test_stacks_and_values),
+		cmocka_unit_test(test_thread_names),
 		cmocka_unit_test(test_many_stacks),
 		cmocka_unit_test(test_build_ids),
 	};

@@ -1,8 +1,9 @@
-/* The speedscope writer: escaping, UTF-8 repair, which profiles are written.
+/* The speedscope writer: escaping, UTF-8 repair, which profiles are written, time order.
  *
- * `test_output_speedscope --write DIR` writes DIR/out.speedscope.json and DIR/expected.txt for
- * check_speedscope.py, which validates the file against speedscope's schema and checks every
- * index, stack and total against expected.txt (frame texts there are hex: no escaping). */
+ * `test_output_speedscope --write DIR` writes DIR/out.speedscope.json and DIR/out.txt (merged
+ * stacks), DIR/logged.speedscope.json and DIR/logged.txt (a time-ordered log, thread names) for
+ * check_speedscope.py, which validates each file against speedscope's schema and checks every
+ * index, stack and total against its .txt (frame texts there are hex: no escaping). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -144,6 +145,84 @@ static void test_profiles_chosen(void **state)
 	profile_free(p);
 }
 
+/* Events cpu-clock and page-faults, the time-ordered log on: thread 1234 ("CustomThreadNameLong")
+ * runs stack A at t=30, B at 10, A at 20, B at 10 (a tie: in the order logged); thread 5678 (no
+ * name) runs A at 5; one page fault at B (t=10, the first). Added out of time order. */
+static struct profile *build_logged(void)
+{
+	const char *ev[] = { "cpu-clock", "page-faults" };
+	struct profile *p = profile_new(ev, 2);
+	uint32_t m, fa, fb;
+
+	assert_non_null(p);
+	assert_int_equal(profile_log_start(p, 1 << 20), 0);
+	assert_int_equal(profile_set_thread_name(p, 1234, "CustomThreadNameLong"), 0);
+	m = frame(p, FRAME_PYTHON, "main", "m.py", 1, NULL);
+	fa = frame(p, FRAME_PYTHON, "phase_a", "m.py", 5, NULL);
+	fb = frame(p, FRAME_PYTHON, "phase_b", "m.py", 9, NULL);
+	uint32_t a[] = { m, fa }, b[] = { m, fb };
+	uint64_t v1[] = { 1, 100, 0 }, v2[] = { 1, 200, 1 }, v3[] = { 1, 300, 0 }, v4[] = { 1, 400, 0 };
+
+	assert_int_equal(profile_add_at(p, 1234, a, 2, v1, 30), 0);
+	assert_int_equal(profile_add_at(p, 1234, b, 2, v2, 10), 0);
+	assert_int_equal(profile_add_at(p, 5678, a, 2, v3, 5), 0);
+	assert_int_equal(profile_add_at(p, 1234, a, 2, v3, 20), 0);
+	assert_int_equal(profile_add_at(p, 1234, b, 2, v4, 10), 0);
+	return p;
+}
+
+static void test_time_order(void **state)
+{
+	struct profile *p = build_logged();
+	char *text = write_speedscope(p, NULL);
+	char want[256];
+	const char *t;
+	(void) state;
+
+	assert_int_equal(profile_log_len(p), 5);
+	assert_int_equal(profile_n_stacks(p), 3);
+	t = strstr(text, "\"cpu-clock, thread 1234 CustomThreadNameLong\"");
+	assert_non_null(t);
+	/* frames: main 0, phase_a 1, phase_b 2; by time B(10) B(10) A(20) A(30) */
+	snprintf(want, sizeof(want), "\"samples\":[[0,2],[0,2],[0,1],[0,1]],\n\"weights\":"
+		 "[200,400,300,100]");
+	assert_non_null(strstr(t, want));
+	assert_non_null(strstr(text, "\"cpu-clock, thread 5678\""));
+	t = strstr(text, "\"page-faults, thread 1234 CustomThreadNameLong\"");
+	assert_non_null(t);
+	assert_non_null(strstr(t, "\"samples\":[[0,2]],\n\"weights\":[1]"));
+	assert_null(strstr(text, "page-faults, thread 5678"));
+	free(text);
+	profile_free(p);
+}
+
+/* A log past its bytes: the stacks hold every sample, the writer the merged stacks alone. */
+static void test_log_cut(void **state)
+{
+	const char *ev[] = { "cpu-clock" };
+	struct profile *p = profile_new(ev, 1);
+	uint32_t f;
+	uint64_t v[] = { 1, 5 };
+	char *text;
+	(void) state;
+
+	assert_non_null(p);
+	assert_int_equal(profile_log_start(p, 3 * 20), 0);    /* 3 entries of 20 bytes */
+	f = frame(p, FRAME_PYTHON, "f", "m.py", 1, NULL);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(profile_add_at(p, 7, &f, 1, v, (uint64_t) i), 0);
+	assert_true(profile_log_complete(p));
+	assert_int_equal(profile_log_len(p), 3);
+	assert_int_equal(profile_add_at(p, 7, &f, 1, v, 3), 0);
+	assert_false(profile_log_complete(p));
+	assert_int_equal(profile_log_len(p), 0);
+	assert_int_equal(profile_values(p, 0)[1], 20);
+	text = write_speedscope(p, NULL);
+	assert_non_null(strstr(text, "\"samples\":[[0]],\n\"weights\":[20]"));
+	free(text);
+	profile_free(p);
+}
+
 static void test_empty(void **state)
 {
 	const char *ev[] = { "task-clock" };
@@ -214,27 +293,79 @@ static int write_expected(const struct profile *p, FILE *f)
 	return ferror(f) ? 1 : 0;
 }
 
-static int write_files(const char *dir)
+/* The logged profile as check_speedscope.py expects it: "ORDERED", then samples in time order. */
+static int write_expected_logged(const struct profile *p, FILE *f)
 {
-	struct profile *p = build_profile();
+	static const struct { uint32_t tid; const char *name; } th[] = {
+		{ 1234, "thread 1234 CustomThreadNameLong" }, { 5678, "thread 5678" },
+	};
+	/* log entries by thread, then time: 1234 at 10, 10, 20, 30 (entries 1, 4, 3, 0); 5678: 2 */
+	static const size_t order[][4] = { { 1, 4, 3, 0 }, { 2, SIZE_MAX } };
+
+	fputs("ORDERED\n", f);
+	for (uint32_t id = 0; id < profile_n_frames(p); id++) {
+		const struct profile_frame *fr = profile_frame(p, id);
+
+		fprintf(f, "F\t%u\tpython\t%d\t", id, fr->line);
+		put_hex(f, fr->name);
+		fputs("\t", f);
+		put_hex(f, fr->file);
+		fputs("\n", f);
+	}
+	for (size_t col = 1; col < profile_n_values(p); col++) {
+		for (size_t t = 0; t < N_ELEMS(th); t++) {
+			uint64_t total = 0;
+
+			for (size_t k = 0; k < 4 && order[t][k] != SIZE_MAX; k++)
+				total += profile_log_values(p, order[t][k])[col - 1];
+			if (!total)
+				continue;
+			fprintf(f, "P\t%s, %s\t%llu\n", profile_event(p, col - 1)->name, th[t].name,
+				(unsigned long long) total);
+			for (size_t k = 0; k < 4 && order[t][k] != SIZE_MAX; k++) {
+				const struct profile_stack *st =
+					profile_stack(p, profile_log_stack(p, order[t][k]));
+				uint64_t w = profile_log_values(p, order[t][k])[col - 1];
+
+				if (!w)
+					continue;
+				fprintf(f, "S\t%llu\t", (unsigned long long) w);
+				for (uint32_t d = 0; d < st->depth; d++)
+					fprintf(f, d ? ",%u" : "%u", st->frames[d]);
+				fputs("\n", f);
+			}
+		}
+	}
+	return ferror(f) ? 1 : 0;
+}
+
+static int write_pair(const char *dir, const char *tag, struct profile *p,
+		      int (*expected)(const struct profile *, FILE *))
+{
 	char path[4096];
 	FILE *f;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/out.speedscope.json", dir);
+	snprintf(path, sizeof(path), "%s/%s.speedscope.json", dir, tag);
 	f = fopen(path, "w");
 	if (!f)
 		return 1;
 	r = speedscope_write(p, NULL, f) < 0;
 	r |= fclose(f) != 0;
-	snprintf(path, sizeof(path), "%s/expected.txt", dir);
+	snprintf(path, sizeof(path), "%s/%s.txt", dir, tag);
 	f = fopen(path, "w");
 	if (!f)
 		return 1;
-	r |= write_expected(p, f);
+	r |= expected(p, f);
 	r |= fclose(f) != 0;
 	profile_free(p);
 	return r;
+}
+
+static int write_files(const char *dir)
+{
+	return write_pair(dir, "out", build_profile(), write_expected) |
+	       write_pair(dir, "logged", build_logged(), write_expected_logged);
 }
 
 int main(int argc, char **argv)
@@ -244,6 +375,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_frames),
 		cmocka_unit_test(test_profiles_chosen),
 		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_time_order),
+		cmocka_unit_test(test_log_cut),
 	};
 
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)

@@ -52,3 +52,15 @@ echo "== 3.11 only: is_entry"
 off "$root/versions/3.11.7/lib/libpython3.11.so.1.0" '&((_PyInterpreterFrame*)0)->is_entry'
 echo "== 3.12 only: FRAME_OWNED_BY_CSTACK"
 off "$root/versions/3.12.1/lib/libpython3.12.so.1.0" 'FRAME_OWNED_BY_CSTACK'
+# threads.c: sys.modules, the shared keys of instances, and the fixed object offsets it assumes
+# (tp_basicsize 32, tp_flags 168, tp_dictoffset 288, md_dict 16, ma_keys 32, ma_values 40)
+for v in 3.8.18:3.8:modules 3.9.18:3.9:modules 3.10.13:3.10:modules 3.11.7:3.11:modules \
+	 3.12.1:3.12:imports.modules 3.13.0:3.13:imports.modules; do
+	full=${v%%:*}; rest=${v#*:}; short=${rest%%:*}; field=${rest#*:}
+	echo "== $full: objects"
+	off "$root/versions/$full/lib/libpython$short.so.1.0" \
+		"&((PyInterpreterState*)0)->$field" '&((PyHeapTypeObject*)0)->ht_cached_keys' \
+		'&((PyTypeObject*)0)->tp_basicsize' '&((PyTypeObject*)0)->tp_flags' \
+		'&((PyTypeObject*)0)->tp_dictoffset' '&((PyModuleObject*)0)->md_dict' \
+		'&((PyDictObject*)0)->ma_keys' '&((PyDictObject*)0)->ma_values'
+done

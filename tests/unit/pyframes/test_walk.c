@@ -409,6 +409,54 @@ static void test_walk_312_shim(void **state)
 	world_free(&w);
 }
 
+/* CPython's _PyFrame_IsIncomplete(): a frame before its code's _co_firsttraceable, unless a
+ * generator owns it, is left out: the 3.13+ _Py_InitCleanup shim (first traceable 4 of its 3
+ * units) between a class call and its __init__, and a frame in its prelude. */
+static void test_walk_incomplete(void **state)
+{
+	static const int minors[] = { 11, 12 };
+	size_t k;
+
+	(void) state;
+	for (k = 0; k < sizeof(minors) / sizeof(minors[0]); k++) {
+		struct world w;
+		struct py_frame out[8];
+		uint64_t co_work, co_init, co_shim, co_gen, co_mod, co_pre, fr[6];
+		size_t n;
+
+		world_init(&w, minors[k]);
+		co_pre = mk_code(&w, "prelude", 5);
+		co_work = mk_code(&w, "work", 10);
+		co_init = mk_code(&w, "A.__init__", 20);
+		co_shim = mk_code(&w, "__init__", 0);
+		co_gen = mk_code(&w, "gen", 30);
+		co_mod = mk_code(&w, "<module>", 40);
+		put64(&w.f, co_shim + w.l->ob_size, 3);
+		put32(&w.f, co_shim + w.l->co_firsttraceable, 4);
+		put32(&w.f, co_pre + w.l->co_firsttraceable, 2);
+		put32(&w.f, co_gen + w.l->co_firsttraceable, 2);
+		put32(&w.f, co_mod + w.l->co_firsttraceable, (uint32_t) -5);   /* hostile: as 0 */
+		fr[0] = mk_frame(&w, co_pre, 1, 0, false);     /* MAKE_CELL before RESUME */
+		fr[1] = mk_frame(&w, co_work, 1, 0, false);
+		fr[2] = mk_frame(&w, co_init, 5, 0, false);
+		fr[3] = mk_frame(&w, co_shim, 0, 0, false);    /* EXIT_INIT_CHECK, waiting */
+		fr[4] = mk_frame(&w, co_gen, 0, 1, false);     /* a generator's: never incomplete */
+		fr[5] = mk_frame(&w, co_mod, 0, 0, true);
+		for (n = 0; n + 1 < 6; n++)
+			link_frames(&w, fr[n], fr[n + 1]);
+		set_top(&w, fr[0]);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+		assert_int_equal(n, 4);
+		assert_string_equal(out[0].name, "work");
+		assert_string_equal(out[1].name, "A.__init__");
+		assert_string_equal(out[2].name, "gen");
+		assert_string_equal(out[3].name, "<module>");
+		assert_true(out[3].entry);
+		assert_int_equal(pyframes_stats(w.pf)->truncated, 0);  /* left out, not cut */
+		world_free(&w);
+	}
+}
+
 static void test_walk_38(void **state)
 {
 	struct world w;
@@ -1241,6 +1289,7 @@ int main(void)
 		cmocka_unit_test(test_walk_bad_pointers),
 		cmocka_unit_test(test_walk_too_deep),
 		cmocka_unit_test(test_walk_312_shim),
+		cmocka_unit_test(test_walk_incomplete),
 		cmocka_unit_test(test_walk_38),
 		cmocka_unit_test(test_walk_verify),
 		cmocka_unit_test(test_code_reuse),
