@@ -233,5 +233,8 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 			     struct pyframes **ret);
 /* Overrides the discovered offset of the kernel tid in glibc's struct pthread (<=3.10). */
 void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off);
+/* Reads the target's thread ids (NSpid) under proc instead of "/proc" (a fake tree; the
+ * string must outlive pf). */
+void pyframes_set_proc(struct pyframes *pf, const char *proc);
 
 #endif

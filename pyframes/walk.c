@@ -8,16 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/procfs.h"
 #include "pyframes/pyframes_internal.h"
 
 #define TID_SLOTS 1024          /* tid -> thread state cache, power of two */
 #define PTHREAD_SCAN 2048       /* bytes of glibc's struct pthread searched for the tid */
+#define PTHREAD_TIDS 4096       /* threads listed to confirm a tid offset */
 
 _Static_assert(PYFRAMES_CAPTURE_MAX_NODES <= PF_MAX_DEPTH,
 	       "a capture holds no more frames than a walk follows");
 
 struct tid_slot {
 	pid_t tid;                  /* 0 = empty */
+	pid_t target_tid;           /* tid as the target knows it (its own PID namespace's) */
 	uint64_t tstate;
 	uint64_t pthread;           /* <=3.10: thread_id the tstate had when it was matched */
 };
@@ -30,6 +33,8 @@ struct pyframes {
 	struct pyframes_stats stats;
 	struct pf_codecache *codes;
 	pid_t pid;
+	const char *proc;           /* the procfs mount the tids are read from */
+	enum { PF_NS_UNKNOWN, PF_NS_SAME, PF_NS_OWN } ns;  /* the target's PID namespace vs proc's */
 	uint64_t runtime;
 	uint64_t code_type;         /* PyCode_Type, 0 until known */
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
@@ -52,6 +57,12 @@ const struct pyframes_stats *pyframes_stats(const struct pyframes *pf)
 void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off)
 {
 	pf->pthread_tid_off = off;
+}
+
+void pyframes_set_proc(struct pyframes *pf, const char *proc)
+{
+	pf->proc = proc;
+	pf->ns = PF_NS_UNKNOWN;
 }
 
 void pyframes_free(struct pyframes *pf)
@@ -102,6 +113,7 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 	pf->runtime = runtime_addr;
 	pf->code_type = code_type;
 	pf->pid = pid;
+	pf->proc = "/proc";
 	pf->info.major = l->major;
 	pf->info.minor = l->minor;
 	pf->info.runtime_addr = runtime_addr;
@@ -166,17 +178,21 @@ static int for_each_tstate(struct pyframes *pf, tstate_fn fn, void *arg)
 	return 0;
 }
 
-static bool tid_alive(pid_t pid, pid_t tid)
+/* tid (as perf and proc give it) as the target knows it: in a PID namespace of its own
+ * (containers), its threads' ids there, which native_thread_id and struct pthread hold. */
+static int target_tid(struct pyframes *pf, pid_t tid, pid_t *ret)
 {
-	char path[64];
-	FILE *f;
+	int levels;
+	pid_t id;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	fclose(f);
-	return true;
+	if (pf->ns == PF_NS_UNKNOWN &&
+	    procfs_ns_tid(pf->proc, pf->pid, pf->pid, &id, &levels) == 0)
+		pf->ns = levels > 1 ? PF_NS_OWN : PF_NS_SAME;
+	if (pf->ns != PF_NS_OWN) {
+		*ret = tid;
+		return 0;
+	}
+	return procfs_ns_tid(pf->proc, pf->pid, tid, ret, NULL) < 0 ? -ENOENT : 0;
 }
 
 struct ptscan {
@@ -184,7 +200,17 @@ struct ptscan {
 	unsigned hits[PTHREAD_SCAN / 4];
 	int main_found;
 	int others;
+	pid_t main;                 /* the target's pid, as it knows it */
+	pid_t live[PTHREAD_TIDS];   /* its threads' ids, as it knows them, sorted */
+	size_t nlive;
 };
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+	return (x > y) - (x < y);
+}
 
 /* Offsets in struct pthread holding the pid (main thread) or a live tid (others). */
 static int ptscan_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
@@ -198,10 +224,13 @@ static int ptscan_one(struct pyframes *pf, uint64_t tstate, const unsigned char 
 	if (!pf_ptr_ok(pt) || pf_read_raw(&pf->mem, pt, buf, sizeof(buf)) < 0)
 		return 0;
 	for (i = 0; i < PTHREAD_SCAN / 4; i++) {
-		if (buf[i] == (uint32_t) pf->pid) {
+		pid_t v = (pid_t) buf[i];
+
+		if (buf[i] == (uint32_t) s->main) {
 			s->cand[i]++;
 			s->main_found = 1;
-		} else if (buf[i] > 0 && buf[i] < (1u << 22) && tid_alive(pf->pid, (pid_t) buf[i])) {
+		} else if (buf[i] > 0 && buf[i] < (1u << 22) &&
+			   bsearch(&v, s->live, s->nlive, sizeof(v), cmp_pid)) {
 			s->hits[i]++;
 		}
 	}
@@ -217,7 +246,12 @@ static int discover_pthread_tid(struct pyframes *pf)
 
 	if (!s)
 		return -ENOMEM;
-	r = for_each_tstate(pf, ptscan_one, s);
+	r = target_tid(pf, pf->pid, &s->main);
+	if (r >= 0) {
+		/* none listed (the target exits): only the main thread's pid can confirm */
+		(void) procfs_ns_tids(pf->proc, pf->pid, s->live, PTHREAD_TIDS, &s->nlive);
+		r = for_each_tstate(pf, ptscan_one, s);
+	}
 	if (r >= 0 && s->main_found) {
 		/* the pid in the main thread's struct pthread, confirmed by other threads' tids */
 		for (i = 1; i < PTHREAD_SCAN / 4; i++) {
@@ -276,7 +310,7 @@ static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t
 {
 	const struct py_layout *l = &pf->layout;
 	struct tid_slot *slot = tid_slot(pf, tid);
-	struct tid_find f = { .tid = tid };
+	struct tid_find f = { 0 };
 	int r;
 
 	if (slot->tid == tid && pf_ptr_ok(slot->tstate)) {
@@ -285,7 +319,7 @@ static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t
 			return r;
 		if (r == 0) {
 			if (l->ts_native_thread_id != PF_NONE ?
-			    (pid_t) pf_u64(ts, l->ts_native_thread_id) == tid :
+			    (pid_t) pf_u64(ts, l->ts_native_thread_id) == slot->target_tid :
 			    pf_u64(ts, l->ts_thread_id) == slot->pthread) {
 				*ret = slot->tstate;
 				return 0;
@@ -293,6 +327,9 @@ static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t
 		}
 		slot->tid = 0;
 	}
+	r = target_tid(pf, tid, &f.tid);
+	if (r < 0)
+		return r;
 	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off) {
 		r = discover_pthread_tid(pf);
 		if (r < 0)
@@ -307,6 +344,7 @@ static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t
 	if (r < 0)
 		return r == -ESRCH ? r : -EAGAIN;
 	slot->tid = tid;
+	slot->target_tid = f.tid;
 	slot->tstate = f.tstate;
 	slot->pthread = f.pthread;
 	*ret = f.tstate;

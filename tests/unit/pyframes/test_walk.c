@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -1031,6 +1032,69 @@ static void test_captured_big_frame(void **state)
 	world_free(&w);
 }
 
+/* A fake /proc under dir: task tid of pid 1 (the world's pid) with the NSpid line nspid. */
+static void fake_task(const char *dir, pid_t tid, const char *nspid)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/1", dir);
+	(void) mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/task", dir);
+	(void) mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/task/%d", dir, (int) tid);
+	(void) mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/task/%d/status", dir, (int) tid);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fprintf(f, "Name:\tpython3\nPid:\t%d\nNSpid:\t%s\n", (int) tid, nspid);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A target in a PID namespace of its own: it knows its threads by that namespace's ids (its
+ * native_thread_id, its struct pthread's tid), perf and /proc by the host's; pyframes maps the
+ * one to the other through NSpid. Process 1 is 5 in its namespace, thread TID is 7. */
+static void test_pid_namespace(void **state)
+{
+	char dir[64], cmd[96];
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3];
+	size_t n;
+
+	(void) state;
+	snprintf(dir, sizeof(dir), "/tmp/test_walk_ns.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	fake_task(dir, 1, "1\t5");
+	fake_task(dir, TID, "1234\t7");
+	/* 3.11+: native_thread_id */
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 7);
+	pyframes_set_proc(w.pf, dir);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);   /* cached */
+	assert_int_equal(n, 3);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), -ENOENT);
+	assert_int_equal(pyframes_thread_stack(w.pf, 7, out, 8, &n), -ENOENT);  /* no such host tid */
+	world_free(&w);
+	/* <= 3.10: the tid in struct pthread, its offset found from the main thread's pid (5) */
+	world_init(&w, 8);
+	chain3(&w, fr, co);
+	put32(&w.f, get64(&w, w.tstate + w.l->ts_thread_id) + 0x2d0, 5);
+	pyframes_set_pthread_tid_offset(w.pf, 0);
+	pyframes_set_proc(w.pf, dir);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[2].name, "f2");
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -ENOENT);
+	world_free(&w);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* The thread state a capture program starts from; no walk counted. */
 static void test_thread_state(void **state)
 {
@@ -1075,6 +1139,7 @@ int main(void)
 		cmocka_unit_test(test_captured_bad),
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
+		cmocka_unit_test(test_pid_namespace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
