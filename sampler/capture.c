@@ -18,9 +18,12 @@
 #include <errno.h>
 #include <linux/bpf.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +34,7 @@
 #define CAPTURE_HDR 48
 #define CAPTURE_MAX_THREADS 4096
 #define MAX_INSNS 4096
+#define PROC_PID_INIT_INO 0xEFFFFFFCu   /* the initial PID namespace's inode (fixed) */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
 #define CTX_IP (16 * 8)
@@ -65,6 +69,12 @@ static void ldx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off)
 static void stx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off) { emit(p, BPF_STX | BPF_MEM | size, d, s, off, 0); }
 static void st(struct prog *p, uint8_t size, uint8_t d, int16_t off, int32_t i) { emit(p, BPF_ST | BPF_MEM | size, d, 0, off, i); }
 static void call(struct prog *p, int32_t fn) { emit(p, BPF_JMP | BPF_CALL, 0, 0, 0, fn); }
+
+static void ld_imm64(struct prog *p, uint8_t d, uint64_t v)
+{
+	emit(p, BPF_LD | BPF_DW | BPF_IMM, d, 0, 0, (int32_t) (uint32_t) v);
+	emit(p, 0, 0, 0, 0, (int32_t) (uint32_t) (v >> 32));
+}
 
 static void ld_map(struct prog *p, uint8_t d, int fd)
 {
@@ -112,16 +122,31 @@ static void read_head(struct prog *p, uint32_t off, struct fixup *to_emit, size_
 }
 
 /* The program for spec (see the top of this file); p->overflow if it did not fit. */
-static void generate(struct prog *p, const struct sampler_capture_spec *spec, int roots, int scratch,
-		     int out, bool percpu)
+static void generate(struct prog *p, const struct sampler_capture_spec *spec, const struct capture *c)
 {
-	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[2];
+	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[3] = {
+		{ SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
 	size_t ne = 0, stride = capture_stride(spec);
+	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
+	bool percpu = c->percpu;
 
 	p->n = 0;
 	p->overflow = false;
 	mov_reg(p, R6, R1);                               /* r6 = ctx */
-	call(p, BPF_FUNC_get_current_pid_tgid);
+	if (c->pidns) {
+		/* struct bpf_pidns_info at r10 - 16: the thread's ids in our namespace; a thread
+		 * not in it (the helper fails) is not one of ours */
+		ld_imm64(p, R1, c->pidns_dev);
+		ld_imm64(p, R2, c->pidns_ino);
+		mov_reg(p, R3, R10);
+		add_imm(p, R3, -16);
+		mov_imm(p, R4, (int32_t) sizeof(struct bpf_pidns_info));
+		call(p, BPF_FUNC_get_ns_current_pid_tgid);
+		no_emit[2] = jump_imm(p, BPF_JNE, R0, 0);
+		ldx(p, BPF_W, R0, R10, (int16_t) (-16 + offsetof(struct bpf_pidns_info, pid)));
+	} else {
+		call(p, BPF_FUNC_get_current_pid_tgid);
+	}
 	stx(p, BPF_W, R10, R0, -4);                       /* key: the thread id */
 	mov_reg(p, R2, R10);
 	add_imm(p, R2, -4);
@@ -192,6 +217,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	call(p, BPF_FUNC_perf_event_output);
 	land(p, no_emit[0]);
 	land(p, no_emit[1]);
+	land(p, no_emit[2]);
 	mov_imm(p, R0, 1);                                /* and the sample itself, as usual */
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 }
@@ -267,6 +293,21 @@ int sampler_capture_probe(void)
 	return r;
 }
 
+int capture_pidns(struct capture *c)
+{
+	struct stat st;
+
+	c->pidns_chosen = true;
+	c->pidns = false;
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -errno;          /* no procfs: taken for the initial namespace */
+	c->pidns = st.st_ino != PROC_PID_INIT_INO;
+	/* the kernel compares its own dev_t encoding (MKDEV: major << 20 | minor) */
+	c->pidns_dev = ((uint64_t) major(st.st_dev) << 20) | minor(st.st_dev);
+	c->pidns_ino = st.st_ino;
+	return 0;
+}
+
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
 	struct prog *p;
@@ -274,6 +315,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 
 	if (!spec_ok(spec))
 		return -EINVAL;
+	if (!c->pidns_chosen)
+		(void) capture_pidns(c);
 	if (c->roots_fd < 0) {
 		r = map_create(BPF_MAP_TYPE_HASH, 4, 16, CAPTURE_MAX_THREADS);
 		if (r < 0)
@@ -294,7 +337,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd, c->percpu);
+	generate(p, spec, c);
 	r = p->overflow ? -E2BIG : prog_load(p);
 	free(p);
 	if (r < 0)
