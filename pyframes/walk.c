@@ -1,48 +1,16 @@
 /*
- * walk: struct pyframes, thread states (kernel TID -> PyThreadState) and frame chains, read
- * live or from a capture (the frames' bytes from the capture, through mem.c's overlay).
+ * walk: struct pyframes and frame chains, read live or from a capture (the frames' bytes from
+ * the capture, through mem.c's overlay). Thread states (kernel TID -> PyThreadState): tstate.c.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/procfs.h"
 #include "pyframes/pyframes_internal.h"
-
-#define TID_SLOTS 1024          /* tid -> thread state cache, power of two */
-#define PTHREAD_SCAN 2048       /* bytes of glibc's struct pthread searched for the tid */
-#define PTHREAD_TIDS 4096       /* threads listed to confirm a tid offset */
 
 _Static_assert(PYFRAMES_CAPTURE_MAX_NODES <= PF_MAX_DEPTH,
 	       "a capture holds no more frames than a walk follows");
-
-struct tid_slot {
-	pid_t tid;                  /* 0 = empty */
-	pid_t target_tid;           /* tid as the target knows it (its own PID namespace's) */
-	uint64_t tstate;
-	uint64_t pthread;           /* <=3.10: thread_id the tstate had when it was matched */
-};
-
-struct pyframes {
-	const struct remote_mem *remote;
-	struct pf_mem mem;
-	struct py_layout layout;
-	struct pyframes_info info;
-	struct pyframes_stats stats;
-	struct pf_codecache *codes;
-	pid_t pid;
-	const char *proc;           /* the procfs mount the tids are read from */
-	enum { PF_NS_UNKNOWN, PF_NS_SAME, PF_NS_OWN } ns;  /* the target's PID namespace vs proc's */
-	uint64_t runtime;
-	uint64_t code_type;         /* PyCode_Type, 0 until known */
-	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
-	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
-	bool verify;                /* re-read the leaf after the walk (threads that run) */
-	struct tid_slot tids[TID_SLOTS];
-	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
-};
 
 const struct pyframes_info *pyframes_info(const struct pyframes *pf)
 {
@@ -52,17 +20,6 @@ const struct pyframes_info *pyframes_info(const struct pyframes *pf)
 const struct pyframes_stats *pyframes_stats(const struct pyframes *pf)
 {
 	return &pf->stats;
-}
-
-void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off)
-{
-	pf->pthread_tid_off = off;
-}
-
-void pyframes_set_proc(struct pyframes *pf, const char *proc)
-{
-	pf->proc = proc;
-	pf->ns = PF_NS_UNKNOWN;
 }
 
 void pyframes_free(struct pyframes *pf)
@@ -131,235 +88,6 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 fail:
 	pyframes_free(pf);
 	return r;
-}
-
-/* ---- thread states ---- */
-
-typedef int (*tstate_fn)(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg);
-
-/* Calls fn for every thread state of every interpreter (bounded); fn returns > 0 to stop. */
-static int for_each_tstate(struct pyframes *pf, tstate_fn fn, void *arg)
-{
-	const struct py_layout *l = &pf->layout;
-	unsigned char ts[PF_TSTATE_READ_MAX];
-	uint64_t interp, n_interp = 0;
-	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
-	int r;
-
-	r = pf_read_u64(&pf->mem, pf->runtime + l->rt_interp_head, &interp);
-	if (r < 0)
-		return r;
-	while (interp && n_interp++ < PF_MAX_INTERPS) {
-		uint64_t tstate, next_interp, n = 0;
-
-		if (!pf_ptr_ok(interp))
-			return -EAGAIN;
-		r = pf_read_u64(&pf->mem, interp + l->is_threads_head, &tstate);
-		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
-		r = pf_read_u64(&pf->mem, interp + l->is_next, &next_interp);
-		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
-		while (tstate && n++ < PF_MAX_THREADS) {
-			if (!pf_ptr_ok(tstate))
-				return -EAGAIN;
-			r = pf_read(&pf->mem, tstate, ts, tlen);
-			if (r < 0)
-				return r == -ESRCH ? r : -EAGAIN;
-			if (pf_u64(ts, l->ts_interp) != interp)
-				return -EAGAIN;
-			r = fn(pf, tstate, ts, arg);
-			if (r != 0)
-				return r;
-			tstate = pf_u64(ts, l->ts_next);
-		}
-		interp = next_interp;
-	}
-	return 0;
-}
-
-/* tid (as perf and proc give it) as the target knows it: in a PID namespace of its own
- * (containers), its threads' ids there, which native_thread_id and struct pthread hold. */
-static int target_tid(struct pyframes *pf, pid_t tid, pid_t *ret)
-{
-	int levels;
-	pid_t id;
-
-	if (pf->ns == PF_NS_UNKNOWN &&
-	    procfs_ns_tid(pf->proc, pf->pid, pf->pid, &id, &levels) == 0)
-		pf->ns = levels > 1 ? PF_NS_OWN : PF_NS_SAME;
-	if (pf->ns != PF_NS_OWN) {
-		*ret = tid;
-		return 0;
-	}
-	return procfs_ns_tid(pf->proc, pf->pid, tid, ret, NULL) < 0 ? -ENOENT : 0;
-}
-
-struct ptscan {
-	unsigned cand[PTHREAD_SCAN / 4];
-	unsigned hits[PTHREAD_SCAN / 4];
-	int main_found;
-	int others;
-	pid_t main;                 /* the target's pid, as it knows it */
-	pid_t live[PTHREAD_TIDS];   /* its threads' ids, as it knows them, sorted */
-	size_t nlive;
-};
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-
-	return (x > y) - (x < y);
-}
-
-/* Offsets in struct pthread holding the pid (main thread) or a live tid (others). */
-static int ptscan_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
-{
-	struct ptscan *s = arg;
-	uint32_t buf[PTHREAD_SCAN / 4];
-	uint64_t pt = pf_u64(ts, pf->layout.ts_thread_id);
-	unsigned i;
-
-	(void) tstate;
-	if (!pf_ptr_ok(pt) || pf_read_raw(&pf->mem, pt, buf, sizeof(buf)) < 0)
-		return 0;
-	for (i = 0; i < PTHREAD_SCAN / 4; i++) {
-		pid_t v = (pid_t) buf[i];
-
-		if (buf[i] == (uint32_t) s->main) {
-			s->cand[i]++;
-			s->main_found = 1;
-		} else if (buf[i] > 0 && buf[i] < (1u << 22) &&
-			   bsearch(&v, s->live, s->nlive, sizeof(v), cmp_pid)) {
-			s->hits[i]++;
-		}
-	}
-	s->others++;
-	return 0;
-}
-
-static int discover_pthread_tid(struct pyframes *pf)
-{
-	struct ptscan *s = calloc(1, sizeof(*s));
-	unsigned i, best = 0, best_score = 0;
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	r = target_tid(pf, pf->pid, &s->main);
-	if (r >= 0) {
-		/* none listed (the target exits): only the main thread's pid can confirm */
-		(void) procfs_ns_tids(pf->proc, pf->pid, s->live, PTHREAD_TIDS, &s->nlive);
-		r = for_each_tstate(pf, ptscan_one, s);
-	}
-	if (r >= 0 && s->main_found) {
-		/* the pid in the main thread's struct pthread, confirmed by other threads' tids */
-		for (i = 1; i < PTHREAD_SCAN / 4; i++) {
-			unsigned score = s->cand[i] ? 2 * s->cand[i] + s->hits[i] : 0;
-
-			if (score > best_score) {
-				best = i;
-				best_score = score;
-			}
-		}
-	}
-	free(s);
-	if (r < 0)
-		return r;
-	if (!best_score)
-		return -ENOENT;
-	pf->pthread_tid_off = best * 4;
-	return 0;
-}
-
-static struct tid_slot *tid_slot(struct pyframes *pf, pid_t tid)
-{
-	return &pf->tids[((uint32_t) tid * 2654435761u) & (TID_SLOTS - 1)];
-}
-
-struct tid_find {
-	pid_t tid;
-	uint64_t tstate, pthread;
-};
-
-static int tid_find_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
-{
-	const struct py_layout *l = &pf->layout;
-	struct tid_find *f = arg;
-
-	if (l->ts_native_thread_id != PF_NONE) {
-		if ((pid_t) pf_u64(ts, l->ts_native_thread_id) != f->tid)
-			return 0;
-	} else {
-		uint64_t pt = pf_u64(ts, l->ts_thread_id);
-		uint32_t v;
-
-		if (!pf_ptr_ok(pt) || pf_read(&pf->mem, pt + pf->pthread_tid_off, &v, 4) < 0)
-			return 0;
-		if ((pid_t) v != f->tid)
-			return 0;
-		f->pthread = pt;
-	}
-	f->tstate = tstate;
-	return 1;
-}
-
-/* Finds tid's thread state; copies it into ts. */
-static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tlen,
-		       uint64_t *ret)
-{
-	const struct py_layout *l = &pf->layout;
-	struct tid_slot *slot = tid_slot(pf, tid);
-	struct tid_find f = { 0 };
-	int r;
-
-	if (slot->tid == tid && pf_ptr_ok(slot->tstate)) {
-		r = pf_read(&pf->mem, slot->tstate, ts, tlen);
-		if (r == -ESRCH)
-			return r;
-		if (r == 0) {
-			if (l->ts_native_thread_id != PF_NONE ?
-			    (pid_t) pf_u64(ts, l->ts_native_thread_id) == slot->target_tid :
-			    pf_u64(ts, l->ts_thread_id) == slot->pthread) {
-				*ret = slot->tstate;
-				return 0;
-			}
-		}
-		slot->tid = 0;
-	}
-	r = target_tid(pf, tid, &f.tid);
-	if (r < 0)
-		return r;
-	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off) {
-		r = discover_pthread_tid(pf);
-		if (r < 0)
-			return r;
-	}
-	r = for_each_tstate(pf, tid_find_one, &f);
-	if (r < 0)
-		return r;
-	if (!f.tstate)
-		return -ENOENT;
-	r = pf_read(&pf->mem, f.tstate, ts, tlen);
-	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
-	slot->tid = tid;
-	slot->target_tid = f.tid;
-	slot->tstate = f.tstate;
-	slot->pthread = f.pthread;
-	*ret = f.tstate;
-	return 0;
-}
-
-int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate)
-{
-	const struct py_layout *l = &pf->layout;
-	unsigned char ts[PF_TSTATE_READ_MAX];
-	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
-
-	*ret_tstate = 0;
-	pf_mem_invalidate(&pf->mem);
-	return find_tstate(pf, tid, ts, tlen, ret_tstate);
 }
 
 /* ---- frames ---- */
@@ -643,7 +371,7 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	*ret_n = 0;
 	pf->stats.walks++;
 	pf_mem_invalidate(&pf->mem);
-	r = find_tstate(pf, tid, ts, tlen, &tstate);
+	r = pf_find_tstate(pf, tid, ts, tlen, &tstate);
 	if (r < 0)
 		return walk_done(&w, r, ret_n);
 	if (l->ts_cframe != PF_NONE) {

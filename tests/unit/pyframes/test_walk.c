@@ -1051,26 +1051,42 @@ static void fake_task(const char *dir, pid_t tid, const char *nspid)
 	assert_int_equal(fclose(f), 0);
 }
 
+/* A second thread state, thread TID's (ns tid 2), running fr; its struct pthread holds 2 at
+ * tid_off and a 1 (a flag, say) at 0x18, as the main thread's does. */
+static void second_thread_38(struct world *w, uint64_t fr, uint32_t tid_off)
+{
+	const struct py_layout *l = w->l;
+	uint64_t b = alloc(&w->f, l->ts_size), pb = alloc(&w->f, 2048);
+
+	put64(&w->f, b + l->ts_interp, w->interp);
+	put64(&w->f, b + l->ts_thread_id, pb);
+	put32(&w->f, pb + tid_off, 2);
+	put32(&w->f, pb + 0x18, 1);
+	put64(&w->f, b + l->ts_frame, fr);
+	put64(&w->f, w->tstate + l->ts_next, b);
+}
+
 /* A target in a PID namespace of its own: it knows its threads by that namespace's ids (its
  * native_thread_id, its struct pthread's tid), perf and /proc by the host's; pyframes maps the
- * one to the other through NSpid. Process 1 is 5 in its namespace, thread TID is 7. */
+ * one to the other through NSpid. Process 1 is 1 in its namespace, thread TID is 2: ids so
+ * small that other words of struct pthread hold them too. */
 static void test_pid_namespace(void **state)
 {
 	char dir[64], cmd[96];
 	struct world w;
 	struct py_frame out[8];
-	uint64_t fr[3], co[3];
+	uint64_t fr[3], co[3], pa;
 	size_t n;
 
 	(void) state;
 	snprintf(dir, sizeof(dir), "/tmp/test_walk_ns.XXXXXX");
 	assert_non_null(mkdtemp(dir));
-	fake_task(dir, 1, "1\t5");
-	fake_task(dir, TID, "1234\t7");
+	fake_task(dir, 1, "1\t1");
+	fake_task(dir, TID, "1234\t2");
 	/* 3.11+: native_thread_id */
 	world_init(&w, 11);
 	chain3(&w, fr, co);
-	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 7);
+	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 2);
 	pyframes_set_proc(w.pf, dir);
 	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
 	assert_int_equal(n, 3);
@@ -1078,18 +1094,41 @@ static void test_pid_namespace(void **state)
 	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);   /* cached */
 	assert_int_equal(n, 3);
 	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), -ENOENT);
-	assert_int_equal(pyframes_thread_stack(w.pf, 7, out, 8, &n), -ENOENT);  /* no such host tid */
+	assert_int_equal(pyframes_thread_stack(w.pf, 2, out, 8, &n), -ENOENT);  /* no such host tid */
 	world_free(&w);
-	/* <= 3.10: the tid in struct pthread, its offset found from the main thread's pid (5) */
+	/* <= 3.10, two threads: the tid's offset in struct pthread (not glibc's here: another
+	 * libc) is the word that holds both threads' ids, not the flag that holds the main
+	 * thread's pid (1) in both */
 	world_init(&w, 8);
 	chain3(&w, fr, co);
-	put32(&w.f, get64(&w, w.tstate + w.l->ts_thread_id) + 0x2d0, 5);
+	pa = get64(&w, w.tstate + w.l->ts_thread_id);
+	put32(&w.f, pa + 0x2d8, 1);
+	put32(&w.f, pa + 0x18, 1);
+	second_thread_38(&w, fr[1], 0x2d8);
+	pyframes_set_pthread_tid_offset(w.pf, 0);
+	pyframes_set_proc(w.pf, dir);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].name, "f1");
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	world_free(&w);
+	/* the main thread alone when the offset is found: both words tie, glibc's wins; the
+	 * thread started later is found by it */
+	world_init(&w, 8);
+	chain3(&w, fr, co);
+	pa = get64(&w, w.tstate + w.l->ts_thread_id);
+	put32(&w.f, pa + 0x2d0, 1);
+	put32(&w.f, pa + 0x18, 1);
 	pyframes_set_pthread_tid_offset(w.pf, 0);
 	pyframes_set_proc(w.pf, dir);
 	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
 	assert_int_equal(n, 3);
-	assert_string_equal(out[2].name, "f2");
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -ENOENT);
+	second_thread_38(&w, fr[2], 0x2d0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0].name, "f2");
 	world_free(&w);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
