@@ -10,6 +10,10 @@ ptrace: --ptrace; nonblocking: --nonblocking; native: the default with --native)
           Debian 3.13/3.14 builds) lives at /opt/hwspy-ct-python and the script at
           /hwspy-ct/spin.py: paths that do not exist on the host, so hwspy must read the
           target's files through /proc/PID/map_files or /proc/PID/root.
+  threads tests/targets/threads.py under `unshare -p -f --mount-proc`, attached from the host
+          with --threads; its thread "late" starts after hwspy attached: three thread roots,
+          each thread's own function (main_work, alpha_work, late_work) at its hot line carries
+          >= 50% of its thread's weight and >= 10% of all.
   inside  hwspy itself under `unshare -p -f --mount-proc`, the target started in the same
           namespace: perf's tids are that namespace's, and the BPF capture must key its
           threads by them (not by the initial namespace's ids).
@@ -167,6 +171,39 @@ def rootfs(opts):
     attach_from_host(opts, argv, script)
 
 
+def threads(opts):
+    src = os.path.join(opts.targets, 'threads.py')
+    mk = harness.markers(src)
+    w = harness.Process(['unshare', '-p', '-f', '--mount-proc'] + opts.py.argv + [src])
+    log('workload threads, as its namespace knows them: %s' % w.readline())
+    pid = child_of(w.pid)
+    log('target: host pid %d, NSpid %s' % (pid, harness.proc_status(pid).get('NSpid')))
+    p = harness.start_record(opts, ['-p', str(pid), '--threads', '-e', 'cpu-clock', '-d', '3'] +
+                             mode_args(opts.mode), name='threads')
+    check(harness.wait_attached(p.pid, pid), 'hwspy holds no perf event per thread after 15 s')
+    log('late thread: %s' % w.ask('late'))
+    run = harness.finish_record(p)
+    harness.check_untouched(pid)
+    profile = run.expect_profile()
+    by_root = {}
+    for frames, c in profile.stacks:
+        m = harness.THREAD_FRAME.match(frames[0])
+        check(m, 'with --threads, a stack without a [thread TID NAME] root: %s' % ';'.join(frames))
+        e = by_root.setdefault(int(m.group('tid')), {})
+        leaf = py_frames(frames)[-1][:3] if py_frames(frames) else None
+        e[leaf] = e.get(leaf, 0) + c
+    check(len(by_root) == 3, 'thread roots %s, expected three threads' % sorted(by_root))
+    for func in ('main_work', 'alpha_work', 'late_work'):
+        hot = (func, src, mk['HOT:' + func])
+        tids = [t for t, e in by_root.items() if e.get(hot, 0) >= 0.5 * sum(e.values())]
+        mine = sum(by_root[t].get(hot, 0) for t in tids)
+        log('%s at its hot line: %.1f%% of all, the leaf of threads %s'
+            % (func, 100.0 * mine / profile.total, tids))
+        check(len(tids) == 1 and mine >= 0.1 * profile.total,
+              '%s at line %d is not the main work of exactly one thread with >= 10%% of all: '
+              'leaves per thread %s' % (func, hot[2], by_root))
+
+
 def inside(opts):
     script = os.path.join(opts.targets, 'spin.py')
     ready = os.path.join(opts.tmp, 'ready')
@@ -182,7 +219,7 @@ def inside(opts):
     check_profile(opts, run, opts.mode, script)
 
 
-CASES = {'pidns': pidns, 'rootfs': rootfs, 'inside': inside}
+CASES = {'pidns': pidns, 'rootfs': rootfs, 'threads': threads, 'inside': inside}
 
 
 def test(opts):
