@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/procfs.h"
 #include "symbolizer/symbolizer_internal.h"
 
 int symbolizer_new(pid_t pid, struct symbolizer **ret)
 {
+	struct stat st_root, st_self;
 	struct symbolizer *sym;
 	int r;
 
@@ -24,6 +26,13 @@ int symbolizer_new(pid_t pid, struct symbolizer **ret)
 	if (procfs_ns_tid("/proc", pid, pid, &sym->nspid, NULL) < 0)
 		sym->nspid = pid;
 	(void) snprintf(sym->root, sizeof(sym->root), "/proc/%d/root", (int)pid);
+	if (stat(sym->root, &st_root) == 0 && stat("/", &st_self) == 0 &&
+	    (st_root.st_dev != st_self.st_dev || st_root.st_ino != st_self.st_ino)) {
+		/* a container: debug files by build-id from its own /usr/lib/debug first */
+		(void) snprintf(sym->debug_dirs, sizeof(sym->debug_dirs),
+				":.debug:%s/usr/lib/debug:/usr/lib/debug", sym->root);
+		sym->debuginfo_path = sym->debug_dirs;
+	}
 	(void) snprintf(sym->perfmap_path, sizeof(sym->perfmap_path), "/proc/%d/root/tmp/perf-%d.map",
 			(int)pid, (int)sym->nspid);
 	(void) snprintf(sym->perfmap_path2, sizeof(sym->perfmap_path2), "/tmp/perf-%d.map", (int)pid);

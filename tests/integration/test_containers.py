@@ -14,6 +14,10 @@ ptrace: --ptrace; nonblocking: --nonblocking; native: the default with --native)
           with --threads; its thread "late" starts after hwspy attached: three thread roots,
           each thread's own function (main_work, alpha_work, late_work) at its hot line carries
           >= 50% of its thread's weight and >= 10% of all.
+  debuginfo  (no --python, with --native) tests/targets/native/hot.c built with -g, stripped,
+          its debug file only in the container's /usr/lib/debug/.build-id (a tmpfs-like bind
+          over the bound /usr): run as the rootfs case, its functions (hot_leaf ...) are named
+          from the container's debug file, not hot+0x... .
   inside  hwspy itself under `unshare -p -f --mount-proc`, the target started in the same
           namespace: perf's tids are that namespace's, and the BPF capture must key its
           threads by them (not by the initial namespace's ids).
@@ -28,6 +32,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import time
 
 import harness
@@ -204,6 +209,54 @@ def threads(opts):
               'leaves per thread %s' % (func, hot[2], by_root))
 
 
+def debuginfo(opts):
+    cc = shutil.which('cc') or shutil.which('gcc')
+    tools = [shutil.which(t) for t in ('objcopy', 'strip', 'readelf')]
+    if not cc or not all(tools):
+        raise Skip('needs cc, objcopy, strip and readelf (binutils) to build a stripped target')
+    root = os.path.join(opts.tmp, 'root')
+    inner = '/opt/hwspy-ct-native/hot'
+    exe = os.path.join(root, inner.lstrip('/'))
+    dbg = os.path.join(opts.tmp, 'debug')
+    for d in ('usr', os.path.dirname(inner).lstrip('/')):
+        os.makedirs(os.path.join(root, d))
+    for link in ('bin', 'lib', 'lib64', 'sbin'):
+        os.symlink('usr/' + link, os.path.join(root, link))
+    for argv in ([cc, '-g', '-O1', '-o', exe, os.path.join(opts.targets, 'native', 'hot.c')],
+                 ['objcopy', '--only-keep-debug', exe, exe + '.debug'],
+                 ['strip', '--strip-all', exe]):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, '%s failed: %s' % (argv[0], r.stderr))
+    notes = subprocess.run(['readelf', '-n', exe], capture_output=True, text=True).stdout
+    m = re.search(r'Build ID: ([0-9a-f]{4,})', notes)
+    check(m, 'cc made no build-id note (readelf -n %s)' % exe)
+    bid = m.group(1)
+    os.makedirs(os.path.join(dbg, '.build-id', bid[:2]))
+    os.rename(exe + '.debug', os.path.join(dbg, '.build-id', bid[:2], bid[2:] + '.debug'))
+    sh = ('mount --bind /usr {r}/usr && mount --bind {d} {r}/usr/lib/debug && '
+          'exec chroot {r} {inner} {secs}').format(r=shlex.quote(root), d=shlex.quote(dbg),
+                                                   inner=inner, secs=SECONDS)
+    w = harness.Process(['unshare', '-p', '-f', '-m', '--mount-proc', 'sh', '-c', sh])
+    pid = child_of(w.pid)
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not os.path.exists('/proc/%d/root%s' % (pid, inner)):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    log('target: host pid %d, NSpid %s, build-id %s'
+        % (pid, harness.proc_status(pid).get('NSpid'), bid))
+    run = harness.record(opts, ['-p', str(pid), '-e', 'cpu-clock', '-d', '2', '--native'],
+                         name='debuginfo')
+    profile = run.expect_profile()
+    leaf = profile.weight(lambda f: f[-1] == 'hot_leaf [hot]')
+    nameless = profile.weight(lambda f: any(x.startswith('hot+0x') for x in f))
+    log('hot_leaf [hot] is the leaf in %.1f%%, nameless hot+0x... frames in %.1f%% of the weight'
+        % (100.0 * leaf / profile.total, 100.0 * nameless / profile.total))
+    check(leaf >= 0.8 * profile.total, 'hot_leaf [hot] is the leaf in only %.1f%% of the weight: '
+          'the container\'s debug file was not used' % (100.0 * leaf / profile.total))
+    check(nameless <= 0.05 * profile.total, 'nameless hot+0x... frames in %.1f%% of the weight'
+          % (100.0 * nameless / profile.total))
+
+
 def inside(opts):
     script = os.path.join(opts.targets, 'spin.py')
     ready = os.path.join(opts.tmp, 'ready')
@@ -219,7 +272,8 @@ def inside(opts):
     check_profile(opts, run, opts.mode, script)
 
 
-CASES = {'pidns': pidns, 'rootfs': rootfs, 'threads': threads, 'inside': inside}
+CASES = {'pidns': pidns, 'rootfs': rootfs, 'threads': threads, 'debuginfo': debuginfo,
+         'inside': inside}
 
 
 def test(opts):
