@@ -18,6 +18,9 @@ ptrace: --ptrace; nonblocking: --nonblocking; native: the default with --native)
           its debug file only in the container's /usr/lib/debug/.build-id (a tmpfs-like bind
           over the bound /usr): run as the rootfs case, its functions (hot_leaf ...) are named
           from the container's debug file, not hot+0x... .
+  perfmap  (no --python, with --native) tests/targets/native/jit.c, run as the rootfs case,
+          runs code from anonymous memory named in its /tmp/perf-1.map (its pid there is 1, its
+          /tmp the container's): jit_spin names >= 80% of the weight.
   inside  hwspy itself under `unshare -p -f --mount-proc`, the target started in the same
           namespace: perf's tids are that namespace's, and the BPF capture must key its
           threads by them (not by the initial namespace's ids).
@@ -209,19 +212,65 @@ def threads(opts):
               'leaves per thread %s' % (func, hot[2], by_root))
 
 
+def bare_root(opts, inner):
+    """A root under opts.tmp with the host's /usr (bound later), its own /tmp, and the
+    directory of inner; returns (root, inner's path on the host side)."""
+    root = os.path.join(opts.tmp, 'root')
+    for d in ('usr', 'tmp', os.path.dirname(inner).lstrip('/')):
+        os.makedirs(os.path.join(root, d))
+    for link in ('bin', 'lib', 'lib64', 'sbin'):
+        os.symlink('usr/' + link, os.path.join(root, link))
+    return root, os.path.join(root, inner.lstrip('/'))
+
+
+def start_in_root(root, inner, binds=()):
+    """Starts inner (SECONDS) chroot-ed into root, in new PID and mount namespaces, with /usr and
+    binds ((source, path inside)) mounted; returns (the workload, the target's host pid)."""
+    mounts = [('/usr', '/usr')] + list(binds)
+    sh = ' && '.join('mount --bind %s %s' % (shlex.quote(src), shlex.quote(root + at))
+                     for src, at in mounts)
+    sh += ' && exec chroot %s %s %s' % (shlex.quote(root), inner, SECONDS)
+    w = harness.Process(['unshare', '-p', '-f', '-m', '--mount-proc', 'sh', '-c', sh])
+    return w, child_of(w.pid)
+
+
+def exe_is(pid, path):
+    try:
+        return os.readlink('/proc/%d/exe' % pid).endswith(path)   # seen from our root
+    except OSError:
+        return False
+
+
+def perfmap(opts):
+    inner = '/opt/hwspy-ct-native/jit'
+    root, exe = bare_root(opts, inner)
+    cc = shutil.which('cc') or shutil.which('gcc')
+    if not cc:
+        raise Skip('no C compiler (cc) to build tests/targets/native/jit.c')
+    r = subprocess.run([cc, '-O1', '-o', exe, os.path.join(opts.targets, 'native', 'jit.c')],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, 'cc failed: %s' % r.stderr)
+    w, pid = start_in_root(root, inner)
+    w.expect_ready()
+    log('target: host pid %d, NSpid %s; its perf maps: %s'
+        % (pid, harness.proc_status(pid).get('NSpid'), os.listdir(os.path.join(root, 'tmp'))))
+    run = harness.record(opts, ['-p', str(pid), '-e', 'cpu-clock', '-d', '2', '--native'],
+                         name='perfmap')
+    profile = run.expect_profile()
+    jit = profile.weight(lambda f: f[-1] == 'jit_spin')
+    log('jit_spin is the leaf in %.1f%% of the weight' % (100.0 * jit / profile.total))
+    check(jit >= 0.8 * profile.total, 'jit_spin is the leaf in only %.1f%% of the weight: the '
+          'container\'s /tmp/perf-1.map was not read' % (100.0 * jit / profile.total))
+
+
 def debuginfo(opts):
     cc = shutil.which('cc') or shutil.which('gcc')
     tools = [shutil.which(t) for t in ('objcopy', 'strip', 'readelf')]
     if not cc or not all(tools):
         raise Skip('needs cc, objcopy, strip and readelf (binutils) to build a stripped target')
-    root = os.path.join(opts.tmp, 'root')
     inner = '/opt/hwspy-ct-native/hot'
-    exe = os.path.join(root, inner.lstrip('/'))
+    root, exe = bare_root(opts, inner)
     dbg = os.path.join(opts.tmp, 'debug')
-    for d in ('usr', os.path.dirname(inner).lstrip('/')):
-        os.makedirs(os.path.join(root, d))
-    for link in ('bin', 'lib', 'lib64', 'sbin'):
-        os.symlink('usr/' + link, os.path.join(root, link))
     for argv in ([cc, '-g', '-O1', '-o', exe, os.path.join(opts.targets, 'native', 'hot.c')],
                  ['objcopy', '--only-keep-debug', exe, exe + '.debug'],
                  ['strip', '--strip-all', exe]):
@@ -233,14 +282,11 @@ def debuginfo(opts):
     bid = m.group(1)
     os.makedirs(os.path.join(dbg, '.build-id', bid[:2]))
     os.rename(exe + '.debug', os.path.join(dbg, '.build-id', bid[:2], bid[2:] + '.debug'))
-    sh = ('mount --bind /usr {r}/usr && mount --bind {d} {r}/usr/lib/debug && '
-          'exec chroot {r} {inner} {secs}').format(r=shlex.quote(root), d=shlex.quote(dbg),
-                                                   inner=inner, secs=SECONDS)
-    w = harness.Process(['unshare', '-p', '-f', '-m', '--mount-proc', 'sh', '-c', sh])
-    pid = child_of(w.pid)
+    w, pid = start_in_root(root, inner, [(dbg, '/usr/lib/debug')])
     end = time.monotonic() + 10
-    while time.monotonic() < end and not os.path.exists('/proc/%d/root%s' % (pid, inner)):
+    while time.monotonic() < end and not exe_is(pid, inner):
         time.sleep(0.05)
+    check(exe_is(pid, inner), 'the target did not exec %s within 10 s' % inner)
     time.sleep(0.3)
     log('target: host pid %d, NSpid %s, build-id %s'
         % (pid, harness.proc_status(pid).get('NSpid'), bid))
@@ -273,7 +319,7 @@ def inside(opts):
 
 
 CASES = {'pidns': pidns, 'rootfs': rootfs, 'threads': threads, 'debuginfo': debuginfo,
-         'inside': inside}
+         'perfmap': perfmap, 'inside': inside}
 
 
 def test(opts):
