@@ -244,7 +244,8 @@ void pyframes_set_proc(struct pyframes *pf, const char *proc);
 struct tid_slot {
 	pid_t tid;                  /* 0 = empty */
 	pid_t target_tid;           /* tid as the target knows it (its own PID namespace's) */
-	uint64_t tstate;
+	uint64_t mapped_at;         /* CLOCK_MONOTONIC_COARSE ns when target_tid was read */
+	uint64_t tstate;            /* 0: none found (yet) */
 	uint64_t pthread;           /* <=3.10: thread_id the tstate had when it was matched */
 };
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/procfs.h"
 #include "pyframes/pyframes_internal.h"
@@ -16,6 +17,7 @@
 #define PTHREAD_TIDS 4096       /* threads listed to confirm a tid offset */
 #define PTHREAD_STATES 64       /* thread states whose struct pthread is searched */
 #define PTHREAD_TID_GLIBC 0x2d0 /* offsetof(struct pthread, tid) in x86-64 glibc */
+#define TID_MAP_TTL_NS 1000000000ull  /* a tid's mapped id is read from /proc again after */
 
 void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off)
 {
@@ -211,6 +213,32 @@ static int tid_find_one(struct pyframes *pf, uint64_t tstate, const unsigned cha
 }
 
 /* Finds tid's thread state; copies it into ts. */
+/* tid as the target knows it, kept in its slot for TID_MAP_TTL_NS: a thread without a thread
+ * state (a native worker) is looked up at every one of its samples, and reading NSpid costs
+ * ~20 us; after that time it is read again, so a host tid reused by a new thread is not left
+ * mapped to the old thread's id. Leaves the slot holding tid and no thread state. */
+static int slot_target_tid(struct pyframes *pf, struct tid_slot *slot, pid_t tid, pid_t *ret)
+{
+	struct timespec now;
+	uint64_t t = 0;
+	int r;
+
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &now) == 0)
+		t = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
+	if (slot->tid == tid && slot->target_tid > 0 && t && t - slot->mapped_at < TID_MAP_TTL_NS) {
+		*ret = slot->target_tid;
+		return 0;
+	}
+	r = target_tid(pf, tid, ret);
+	if (r < 0)
+		return r;
+	slot->tid = tid;
+	slot->target_tid = *ret;
+	slot->tstate = 0;
+	slot->mapped_at = t;
+	return 0;
+}
+
 int pf_find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tlen,
 		   uint64_t *ret)
 {
@@ -233,7 +261,7 @@ int pf_find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tle
 		}
 		slot->tid = 0;
 	}
-	r = target_tid(pf, tid, &f.tid);
+	r = slot_target_tid(pf, slot, tid, &f.tid);
 	if (r < 0)
 		return r;
 	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off) {
@@ -249,8 +277,6 @@ int pf_find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tle
 	r = pf_read(&pf->mem, f.tstate, ts, tlen);
 	if (r < 0)
 		return r == -ESRCH ? r : -EAGAIN;
-	slot->tid = tid;
-	slot->target_tid = f.tid;
 	slot->tstate = f.tstate;
 	slot->pthread = f.pthread;
 	*ret = f.tstate;

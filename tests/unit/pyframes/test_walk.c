@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1095,6 +1096,14 @@ static void test_pid_namespace(void **state)
 	assert_int_equal(n, 3);
 	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), -ENOENT);
 	assert_int_equal(pyframes_thread_stack(w.pf, 2, out, 8, &n), -ENOENT);  /* no such host tid */
+	/* a thread without a thread state (1, just now) keeps its mapped id for a while: no /proc
+	 * read at each of its samples */
+	snprintf(cmd, sizeof(cmd), "%s/1/task/1/status", dir);
+	assert_int_equal(unlink(cmd), 0);
+	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 1);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	fake_task(dir, 1, "1\t1");
 	world_free(&w);
 	/* <= 3.10, two threads: the tid's offset in struct pthread (not glibc's here: another
 	 * libc) is the word that holds both threads' ids, not the flag that holds the main
