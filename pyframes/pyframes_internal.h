@@ -276,5 +276,46 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 			     struct pyframes **ret);
 /* Overrides the discovered offset of the kernel tid in glibc's struct pthread (<=3.10). */
 void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off);
+/* Reads the target's thread ids (NSpid) under proc instead of "/proc" (a fake tree; the
+ * string must outlive pf). */
+void pyframes_set_proc(struct pyframes *pf, const char *proc);
+
+/* ---- struct pyframes (walk.c: lifecycle and frames; tstate.c: thread states) ---- */
+
+#define TID_SLOTS 1024          /* tid -> thread state cache, power of two */
+
+struct tid_slot {
+	pid_t tid;                  /* 0 = empty */
+	pid_t target_tid;           /* tid as the target knows it (its own PID namespace's) */
+	uint64_t mapped_at;         /* CLOCK_MONOTONIC_COARSE ns when target_tid was read */
+	uint64_t tstate;            /* 0: none found (yet) */
+	uint64_t pthread;           /* <=3.10: thread_id the tstate had when it was matched */
+};
+
+struct pyframes {
+	const struct remote_mem *remote;
+	struct pf_mem mem;
+	struct py_layout layout;
+	struct pyframes_info info;
+	struct pyframes_stats stats;
+	struct pf_codecache *codes;
+	pid_t pid;
+	const char *proc;           /* the procfs mount the tids are read from */
+	enum { PF_NS_UNKNOWN, PF_NS_SAME, PF_NS_OWN } ns;  /* the target's PID namespace vs proc's */
+	uint64_t runtime;
+	uint64_t code_type;         /* PyCode_Type, 0 until known */
+	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
+	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
+	bool verify;                /* re-read the leaf after the walk (threads that run) */
+	uint64_t last_cut;          /* frames the last walk counted past its max */
+	bool last_cut_more;         /* and it stopped counting at PF_MAX_WALK */
+	struct tid_slot tids[TID_SLOTS];
+	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
+	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */
+};
+
+/* tstate.c: thread tid's (as perf and proc give it) thread state, copied into ts (tlen bytes),
+ * its address into *ret; errors as pyframes_thread_state(). */
+int pf_find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tlen, uint64_t *ret);
 
 #endif

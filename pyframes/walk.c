@@ -1,8 +1,7 @@
 /*
- * walk: struct pyframes, thread states (kernel TID -> PyThreadState) and frame chains, read
- * live or from a capture (the frames' bytes from the capture, through mem.c's overlay).
+ * walk: struct pyframes and frame chains, read live or from a capture (the frames' bytes from
+ * the capture, through mem.c's overlay). Thread states (kernel TID -> PyThreadState): tstate.c.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,37 +9,8 @@
 
 #include "pyframes/pyframes_internal.h"
 
-#define TID_SLOTS 1024          /* tid -> thread state cache, power of two */
-#define PTHREAD_SCAN 2048       /* bytes of glibc's struct pthread searched for the tid */
-
 _Static_assert(PYFRAMES_CAPTURE_MAX_NODES <= PF_MAX_DEPTH,
 	       "a capture holds no more frames than a walk follows");
-
-struct tid_slot {
-	pid_t tid;                  /* 0 = empty */
-	uint64_t tstate;
-	uint64_t pthread;           /* <=3.10: thread_id the tstate had when it was matched */
-};
-
-struct pyframes {
-	const struct remote_mem *remote;
-	struct pf_mem mem;
-	struct py_layout layout;
-	struct pyframes_info info;
-	struct pyframes_stats stats;
-	struct pf_codecache *codes;
-	pid_t pid;
-	uint64_t runtime;
-	uint64_t code_type;         /* PyCode_Type, 0 until known */
-	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
-	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
-	bool verify;                /* re-read the leaf after the walk (threads that run) */
-	uint64_t last_cut;          /* frames the last walk counted past its max */
-	bool last_cut_more;         /* and it stopped counting at PF_MAX_WALK */
-	struct tid_slot tids[TID_SLOTS];
-	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
-	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */
-};
 
 const struct pyframes_info *pyframes_info(const struct pyframes *pf)
 {
@@ -56,11 +26,6 @@ uint64_t pyframes_last_cut(const struct pyframes *pf, bool *ret_more)
 {
 	*ret_more = pf->last_cut_more;
 	return pf->last_cut;
-}
-
-void pyframes_set_pthread_tid_offset(struct pyframes *pf, uint32_t off)
-{
-	pf->pthread_tid_off = off;
 }
 
 void pyframes_free(struct pyframes *pf)
@@ -111,6 +76,7 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 	pf->runtime = runtime_addr;
 	pf->code_type = code_type;
 	pf->pid = pid;
+	pf->proc = "/proc";
 	pf->info.major = l->major;
 	pf->info.minor = l->minor;
 	pf->info.runtime_addr = runtime_addr;
@@ -128,209 +94,6 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 fail:
 	pyframes_free(pf);
 	return r;
-}
-
-/* ---- thread states ---- */
-
-typedef int (*tstate_fn)(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg);
-
-/* Calls fn for every thread state of every interpreter (bounded); fn returns > 0 to stop. */
-static int for_each_tstate(struct pyframes *pf, tstate_fn fn, void *arg)
-{
-	const struct py_layout *l = &pf->layout;
-	unsigned char ts[PF_TSTATE_READ_MAX];
-	uint64_t interp, n_interp = 0;
-	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
-	int r;
-
-	r = pf_read_u64(&pf->mem, pf->runtime + l->rt_interp_head, &interp);
-	if (r < 0)
-		return r;
-	while (interp && n_interp++ < PF_MAX_INTERPS) {
-		uint64_t tstate, next_interp, n = 0;
-
-		if (!pf_ptr_ok(interp))
-			return -EAGAIN;
-		r = pf_read_u64(&pf->mem, interp + l->is_threads_head, &tstate);
-		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
-		r = pf_read_u64(&pf->mem, interp + l->is_next, &next_interp);
-		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
-		while (tstate && n++ < PF_MAX_THREADS) {
-			if (!pf_ptr_ok(tstate))
-				return -EAGAIN;
-			r = pf_read(&pf->mem, tstate, ts, tlen);
-			if (r < 0)
-				return r == -ESRCH ? r : -EAGAIN;
-			if (pf_u64(ts, l->ts_interp) != interp)
-				return -EAGAIN;
-			r = fn(pf, tstate, ts, arg);
-			if (r != 0)
-				return r;
-			tstate = pf_u64(ts, l->ts_next);
-		}
-		interp = next_interp;
-	}
-	return 0;
-}
-
-static bool tid_alive(pid_t pid, pid_t tid)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	fclose(f);
-	return true;
-}
-
-struct ptscan {
-	unsigned cand[PTHREAD_SCAN / 4];
-	unsigned hits[PTHREAD_SCAN / 4];
-	int main_found;
-	int others;
-};
-
-/* Offsets in struct pthread holding the pid (main thread) or a live tid (others). */
-static int ptscan_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
-{
-	struct ptscan *s = arg;
-	uint32_t buf[PTHREAD_SCAN / 4];
-	uint64_t pt = pf_u64(ts, pf->layout.ts_thread_id);
-	unsigned i;
-
-	(void) tstate;
-	if (!pf_ptr_ok(pt) || pf_read_raw(&pf->mem, pt, buf, sizeof(buf)) < 0)
-		return 0;
-	for (i = 0; i < PTHREAD_SCAN / 4; i++) {
-		if (buf[i] == (uint32_t) pf->pid) {
-			s->cand[i]++;
-			s->main_found = 1;
-		} else if (buf[i] > 0 && buf[i] < (1u << 22) && tid_alive(pf->pid, (pid_t) buf[i])) {
-			s->hits[i]++;
-		}
-	}
-	s->others++;
-	return 0;
-}
-
-static int discover_pthread_tid(struct pyframes *pf)
-{
-	struct ptscan *s = calloc(1, sizeof(*s));
-	unsigned i, best = 0, best_score = 0;
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	r = for_each_tstate(pf, ptscan_one, s);
-	if (r >= 0 && s->main_found) {
-		/* the pid in the main thread's struct pthread, confirmed by other threads' tids */
-		for (i = 1; i < PTHREAD_SCAN / 4; i++) {
-			unsigned score = s->cand[i] ? 2 * s->cand[i] + s->hits[i] : 0;
-
-			if (score > best_score) {
-				best = i;
-				best_score = score;
-			}
-		}
-	}
-	free(s);
-	if (r < 0)
-		return r;
-	if (!best_score)
-		return -ENOENT;
-	pf->pthread_tid_off = best * 4;
-	return 0;
-}
-
-static struct tid_slot *tid_slot(struct pyframes *pf, pid_t tid)
-{
-	return &pf->tids[((uint32_t) tid * 2654435761u) & (TID_SLOTS - 1)];
-}
-
-struct tid_find {
-	pid_t tid;
-	uint64_t tstate, pthread;
-};
-
-static int tid_find_one(struct pyframes *pf, uint64_t tstate, const unsigned char *ts, void *arg)
-{
-	const struct py_layout *l = &pf->layout;
-	struct tid_find *f = arg;
-
-	if (l->ts_native_thread_id != PF_NONE) {
-		if ((pid_t) pf_u64(ts, l->ts_native_thread_id) != f->tid)
-			return 0;
-	} else {
-		uint64_t pt = pf_u64(ts, l->ts_thread_id);
-		uint32_t v;
-
-		if (!pf_ptr_ok(pt) || pf_read(&pf->mem, pt + pf->pthread_tid_off, &v, 4) < 0)
-			return 0;
-		if ((pid_t) v != f->tid)
-			return 0;
-		f->pthread = pt;
-	}
-	f->tstate = tstate;
-	return 1;
-}
-
-/* Finds tid's thread state; copies it into ts. */
-static int find_tstate(struct pyframes *pf, pid_t tid, unsigned char *ts, size_t tlen,
-		       uint64_t *ret)
-{
-	const struct py_layout *l = &pf->layout;
-	struct tid_slot *slot = tid_slot(pf, tid);
-	struct tid_find f = { .tid = tid };
-	int r;
-
-	if (slot->tid == tid && pf_ptr_ok(slot->tstate)) {
-		r = pf_read(&pf->mem, slot->tstate, ts, tlen);
-		if (r == -ESRCH)
-			return r;
-		if (r == 0) {
-			if (l->ts_native_thread_id != PF_NONE ?
-			    (pid_t) pf_u64(ts, l->ts_native_thread_id) == tid :
-			    pf_u64(ts, l->ts_thread_id) == slot->pthread) {
-				*ret = slot->tstate;
-				return 0;
-			}
-		}
-		slot->tid = 0;
-	}
-	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off) {
-		r = discover_pthread_tid(pf);
-		if (r < 0)
-			return r;
-	}
-	r = for_each_tstate(pf, tid_find_one, &f);
-	if (r < 0)
-		return r;
-	if (!f.tstate)
-		return -ENOENT;
-	r = pf_read(&pf->mem, f.tstate, ts, tlen);
-	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
-	slot->tid = tid;
-	slot->tstate = f.tstate;
-	slot->pthread = f.pthread;
-	*ret = f.tstate;
-	return 0;
-}
-
-int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate)
-{
-	const struct py_layout *l = &pf->layout;
-	unsigned char ts[PF_TSTATE_READ_MAX];
-	size_t tlen = l->ts_size < sizeof(ts) ? l->ts_size : sizeof(ts);
-
-	*ret_tstate = 0;
-	pf_mem_invalidate(&pf->mem);
-	return find_tstate(pf, tid, ts, tlen, ret_tstate);
 }
 
 int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret, size_t max,
@@ -663,7 +426,7 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	*ret_n = 0;
 	pf->stats.walks++;
 	pf_mem_invalidate(&pf->mem);
-	r = find_tstate(pf, tid, ts, tlen, &tstate);
+	r = pf_find_tstate(pf, tid, ts, tlen, &tstate);
 	if (r < 0)
 		return walk_done(&w, r, ret_n);
 	if (l->ts_cframe != PF_NONE) {
@@ -789,25 +552,6 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	ret->frame_bytes = bytes;
 	ret->next_off = l->fr_previous;
 	capture_extras(l, ret);
-	return 0;
-}
-
-int pyframes_search_spec(struct pyframes *pf, struct pyframes_search_spec *ret)
-{
-	const struct py_layout *l = &pf->layout;
-	int r;
-
-	if (l->ts_native_thread_id == PF_NONE && !pf->pthread_tid_off &&
-	    (r = discover_pthread_tid(pf)) < 0)
-		return r;
-	*ret = (struct pyframes_search_spec) {
-		.interp_at = pf->runtime + l->rt_interp_head, .threads_off = l->is_threads_head,
-		.next_off = l->ts_next, .tid_off1 = l->ts_native_thread_id, .tid_off2 = PYFRAMES_NO_OFF,
-	};
-	if (l->ts_native_thread_id == PF_NONE) {
-		ret->tid_off1 = l->ts_thread_id;
-		ret->tid_off2 = pf->pthread_tid_off;
-	}
 	return 0;
 }
 

@@ -22,9 +22,12 @@
 #include <errno.h>
 #include <linux/bpf.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -39,6 +42,7 @@
 #define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
 				 * uses -48..-4) */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu   /* the initial PID namespace's inode (fixed) */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
 #define CTX_IP (16 * 8)
@@ -272,17 +276,33 @@ static void generate_search(struct prog *p, const struct sampler_capture_spec *s
 }
 
 /* The program for spec (see the top of this file); p->overflow if it did not fit. */
-static void generate(struct prog *p, const struct sampler_capture_spec *spec, int roots, int scratch,
-		     int out, bool percpu, pid_t pid)
+static void generate(struct prog *p, const struct sampler_capture_spec *spec, const struct capture *c)
 {
-	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[2];
+	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[3] = {
+		{ SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
 	size_t ne = 0, stride = capture_stride(spec);
+	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
+	bool percpu = c->percpu;
 
 	p->n = 0;
 	p->overflow = false;
 	mov_reg(p, R6, R1);                               /* r6 = ctx */
 	stx(p, BPF_DW, R10, R1, CTX_SAVE);
-	call(p, BPF_FUNC_get_current_pid_tgid);
+	if (c->pidns) {
+		/* struct bpf_pidns_info at r10 - 16: the thread's ids in our namespace, { u32 pid,
+		 * u32 tgid }: as one u64, what bpf_get_current_pid_tgid gives; a thread not in it
+		 * (the helper fails) is not one of ours */
+		ld_imm64(p, R1, c->pidns_dev);
+		ld_imm64(p, R2, c->pidns_ino);
+		mov_reg(p, R3, R10);
+		add_imm(p, R3, -16);
+		mov_imm(p, R4, (int32_t) sizeof(struct bpf_pidns_info));
+		call(p, BPF_FUNC_get_ns_current_pid_tgid);
+		no_emit[2] = jump_imm(p, BPF_JNE, R0, 0);
+		ldx(p, BPF_DW, R0, R10, -16);
+	} else {
+		call(p, BPF_FUNC_get_current_pid_tgid);
+	}
 	stx(p, BPF_W, R10, R0, -4);                       /* key: the thread id */
 	stx(p, BPF_DW, R10, R0, -48);
 	mov_reg(p, R2, R10);
@@ -291,7 +311,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	call(p, BPF_FUNC_map_lookup_elem);
 	mov_reg(p, R8, R0);                               /* r8 = { root, slot, tries } */
 	if (spec->search_at)
-		generate_search(p, spec, roots, pid, &no_emit[0]);
+		generate_search(p, spec, roots, c->pid, &no_emit[0]);
 	else
 		no_emit[0] = jump_imm(p, BPF_JEQ, R8, 0); /* not one of our threads */
 	/* the record is built in this CPU's slot of the scratch map (an array with a slot per
@@ -364,6 +384,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, in
 	call(p, BPF_FUNC_perf_event_output);
 	land(p, no_emit[0]);
 	land(p, no_emit[1]);
+	land(p, no_emit[2]);
 	mov_imm(p, R0, 1);                                /* and the sample itself, as usual */
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 }
@@ -462,6 +483,21 @@ int sampler_capture_probe(void)
 	return r;
 }
 
+int capture_pidns(struct capture *c)
+{
+	struct stat st;
+
+	c->pidns_chosen = true;
+	c->pidns = false;
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -errno;          /* no procfs: taken for the initial namespace */
+	c->pidns = st.st_ino != PROC_PID_INIT_INO;
+	/* the kernel compares its own dev_t encoding (MKDEV: major << 20 | minor) */
+	c->pidns_dev = ((uint64_t) major(st.st_dev) << 20) | minor(st.st_dev);
+	c->pidns_ino = st.st_ino;
+	return 0;
+}
+
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
 	struct prog *p;
@@ -469,6 +505,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 
 	if (!spec_ok(spec))
 		return -EINVAL;
+	if (!c->pidns_chosen)
+		(void) capture_pidns(c);
 	if (c->roots_fd < 0) {
 		r = map_create(BPF_MAP_TYPE_HASH, 4, 16, CAPTURE_MAX_THREADS);
 		if (r < 0)
@@ -490,7 +528,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	generate(p, spec, c->roots_fd, c->scratch_fd, c->out_fd, c->percpu, c->pid);
+	generate(p, spec, c);
 	r = p->overflow ? -E2BIG : prog_load(p);
 	free(p);
 	if (r < 0)

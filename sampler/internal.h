@@ -67,6 +67,12 @@ struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
 	pid_t pid;                      /* the target: the program searches only its threads */
+	/* The ids the roots map is keyed by are perf's: those of hwspy's own PID namespace. Outside
+	 * the initial one (hwspy in a container) the program gets them with the namespace-aware
+	 * helper, for this namespace (pidns: its nsfs device, kernel encoding, and inode). */
+	bool pidns_chosen;              /* capture_load() chose (once; a test may choose first) */
+	bool pidns;
+	uint64_t pidns_dev, pidns_ino;
 	struct sampler_capture_spec spec;
 	unsigned char *slots;           /* bitmap of the out map's slots in use */
 	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data */
@@ -226,6 +232,9 @@ void percpu_free(struct sampler *s);
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
 /* capture.c */
+/* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's
+ * device and inode; -errno (the initial namespace taken) when /proc/self/ns/pid is unreadable. */
+int capture_pidns(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
 void capture_close(struct capture *c);
 size_t capture_stride(const struct sampler_capture_spec *spec);

@@ -5,42 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "base/procfs.h"
 #include "symbolizer/symbolizer_internal.h"
-
-static pid_t read_nspid(pid_t pid)
-{
-	char path[64], *text = NULL, *p;
-	size_t len;
-	pid_t ns = pid;
-
-	(void) snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (sym_read_file(path, &text, &len, 1 << 20) < 0)
-		return pid;
-	p = strstr(text, "\nNSpid:");
-	if (p) {
-		char *end = strchr(p + 1, '\n');
-		char *last = NULL;
-
-		if (end)
-			*end = '\0';
-		p += 7;
-		for (char *save = NULL, *tok = strtok_r(p, " \t", &save); tok;
-		     tok = strtok_r(NULL, " \t", &save))
-			last = tok;
-		if (last) {
-			long v = strtol(last, NULL, 10);
-
-			if (v > 0 && v < (1L << 30))
-				ns = (pid_t)v;
-		}
-	}
-	free(text);
-	return ns;
-}
 
 int symbolizer_new(pid_t pid, struct symbolizer **ret)
 {
+	struct stat st_root, st_self;
 	struct symbolizer *sym;
 	int r;
 
@@ -50,8 +22,17 @@ int symbolizer_new(pid_t pid, struct symbolizer **ret)
 	if (!sym)
 		return -ENOMEM;
 	sym->pid = pid;
-	sym->nspid = read_nspid(pid);
+	/* the target's pid in its own PID namespace: the name of its perf map there */
+	if (procfs_ns_tid("/proc", pid, pid, &sym->nspid, NULL) < 0)
+		sym->nspid = pid;
 	(void) snprintf(sym->root, sizeof(sym->root), "/proc/%d/root", (int)pid);
+	if (stat(sym->root, &st_root) == 0 && stat("/", &st_self) == 0 &&
+	    (st_root.st_dev != st_self.st_dev || st_root.st_ino != st_self.st_ino)) {
+		/* a container: debug files by build-id from its own /usr/lib/debug first */
+		(void) snprintf(sym->debug_dirs, sizeof(sym->debug_dirs),
+				":.debug:%s/usr/lib/debug:/usr/lib/debug", sym->root);
+		sym->debuginfo_path = sym->debug_dirs;
+	}
 	(void) snprintf(sym->perfmap_path, sizeof(sym->perfmap_path), "/proc/%d/root/tmp/perf-%d.map",
 			(int)pid, (int)sym->nspid);
 	(void) snprintf(sym->perfmap_path2, sizeof(sym->perfmap_path2), "/tmp/perf-%d.map", (int)pid);

@@ -273,7 +273,8 @@ struct symbolizer {
 
 	Dwfl *dwfl;
 	Dwfl_Callbacks dwfl_cb;
-	char *debuginfo_path;
+	char *debuginfo_path;    /* libdw's debug file search path: debug_dirs, or NULL (its own) */
+	char debug_dirs[128];    /* a target with another root: its /usr/lib/debug, then ours */
 	bool dwfl_attached;
 
 	struct sym_region *regions;   /* sorted by start */

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1224,6 +1226,116 @@ static void test_captured_big_frame(void **state)
 	world_free(&w);
 }
 
+/* A fake /proc under dir: task tid of pid 1 (the world's pid) with the NSpid line nspid. */
+static void fake_task(const char *dir, pid_t tid, const char *nspid)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/1", dir);
+	(void) mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/task", dir);
+	(void) mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/task/%d", dir, (int) tid);
+	(void) mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/task/%d/status", dir, (int) tid);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fprintf(f, "Name:\tpython3\nPid:\t%d\nNSpid:\t%s\n", (int) tid, nspid);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A second thread state, thread TID's (ns tid 2), running fr; its struct pthread holds 2 at
+ * tid_off and a 1 (a flag, say) at 0x18, as the main thread's does. */
+static void second_thread_38(struct world *w, uint64_t fr, uint32_t tid_off)
+{
+	const struct py_layout *l = w->l;
+	uint64_t b = alloc(&w->f, l->ts_size), pb = alloc(&w->f, 2048);
+
+	put64(&w->f, b + l->ts_interp, w->interp);
+	put64(&w->f, b + l->ts_thread_id, pb);
+	put32(&w->f, pb + tid_off, 2);
+	put32(&w->f, pb + 0x18, 1);
+	put64(&w->f, b + l->ts_frame, fr);
+	put64(&w->f, w->tstate + l->ts_next, b);
+}
+
+/* A target in a PID namespace of its own: it knows its threads by that namespace's ids (its
+ * native_thread_id, its struct pthread's tid), perf and /proc by the host's; pyframes maps the
+ * one to the other through NSpid. Process 1 is 1 in its namespace, thread TID is 2: ids so
+ * small that other words of struct pthread hold them too. */
+static void test_pid_namespace(void **state)
+{
+	char dir[64], cmd[96];
+	struct world w;
+	struct py_frame out[8];
+	uint64_t fr[3], co[3], pa;
+	size_t n;
+
+	(void) state;
+	snprintf(dir, sizeof(dir), "/tmp/test_walk_ns.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	fake_task(dir, 1, "1\t1");
+	fake_task(dir, TID, "1234\t2");
+	/* 3.11+: native_thread_id */
+	world_init(&w, 11);
+	chain3(&w, fr, co);
+	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 2);
+	pyframes_set_proc(w.pf, dir);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);   /* cached */
+	assert_int_equal(n, 3);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), -ENOENT);
+	assert_int_equal(pyframes_thread_stack(w.pf, 2, out, 8, &n), -ENOENT);  /* no such host tid */
+	/* a thread without a thread state (1, just now) keeps its mapped id for a while: no /proc
+	 * read at each of its samples */
+	snprintf(cmd, sizeof(cmd), "%s/1/task/1/status", dir);
+	assert_int_equal(unlink(cmd), 0);
+	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 1);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	fake_task(dir, 1, "1\t1");
+	world_free(&w);
+	/* <= 3.10, two threads: the tid's offset in struct pthread (not glibc's here: another
+	 * libc) is the word that holds both threads' ids, not the flag that holds the main
+	 * thread's pid (1) in both */
+	world_init(&w, 8);
+	chain3(&w, fr, co);
+	pa = get64(&w, w.tstate + w.l->ts_thread_id);
+	put32(&w.f, pa + 0x2d8, 1);
+	put32(&w.f, pa + 0x18, 1);
+	second_thread_38(&w, fr[1], 0x2d8);
+	pyframes_set_pthread_tid_offset(w.pf, 0);
+	pyframes_set_proc(w.pf, dir);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].name, "f1");
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].name, "A.f0");
+	world_free(&w);
+	/* the main thread alone when the offset is found: both words tie, glibc's wins; the
+	 * thread started later is found by it */
+	world_init(&w, 8);
+	chain3(&w, fr, co);
+	pa = get64(&w, w.tstate + w.l->ts_thread_id);
+	put32(&w.f, pa + 0x2d0, 1);
+	put32(&w.f, pa + 0x18, 1);
+	pyframes_set_pthread_tid_offset(w.pf, 0);
+	pyframes_set_proc(w.pf, dir);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(n, 3);
+	second_thread_38(&w, fr[2], 0x2d0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0].name, "f2");
+	world_free(&w);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* The thread state a capture program starts from; no walk counted. */
 static void test_thread_state(void **state)
 {
@@ -1304,6 +1416,7 @@ int main(void)
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
 		cmocka_unit_test(test_search_spec),
+		cmocka_unit_test(test_pid_namespace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,6 +130,19 @@ static void test_capture_specs(void **state)
 		assert_int_equal(capture_load(&c, &good[(i + 1) % (sizeof(good) / sizeof(good[0]))]), 0);
 		capture_close(&c);
 	}
+	/* hwspy in a PID namespace of its own keys threads by that namespace's ids (the
+	 * namespace-aware helper): forced here, in whichever namespace this runs */
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+
+		assert_int_equal(capture_pidns(&c), 0);
+		assert_true(c.pidns_chosen);
+		assert_true(c.pidns_ino != 0);
+		c.pidns = true;
+		assert_int_equal(capture_load(&c, &good[i]), 0);
+		assert_true(c.prog_fd >= 0);
+		capture_close(&c);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
 
