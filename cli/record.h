@@ -71,10 +71,12 @@ struct py_cut {
 };
 
 /* Python's thread names (pyframes_thread_names): read when a thread is new, then at most every
- * RECORD_PYNAMES_MS while a thread still goes by its comm (RECORD_PYNAMES_TRIES times for each
+ * RECORD_PYNAMES_MS while a thread still goes by its comm (at a new thread's first sample, again
+ * after RECORD_PYNAMES_NEW_MS if the last read lacks it) (RECORD_PYNAMES_TRIES times for each
  * thread), and at the end */
 #define RECORD_PYNAMES_MAX 1024
 #define RECORD_PYNAMES_MS 200
+#define RECORD_PYNAMES_NEW_MS 10        /* at a thread's first sample, if the last read lacks it */
 #define RECORD_PYNAMES_TRIES 10
 
 /* A sample read while its thread was stopped, to be finished once it runs again: everything

@@ -36,13 +36,12 @@ int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)
 	return profile_frame_id(rec->prof, &f, ret);
 }
 
-/* Reads Python's thread names (at most every RECORD_PYNAMES_MS unless force): true if read. */
-static bool pynames_refresh(struct recorder *rec, bool force)
+/* Reads Python's thread names, unless they were read less than min_ms ago: true if read. */
+static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
 {
 	uint64_t now = record_now_ns();
 
-	if (!rec->pf || (!force && rec->pynames_ns &&
-			 now - rec->pynames_ns < RECORD_PYNAMES_MS * 1000000ull))
+	if (!rec->pf || (rec->pynames_ns && now - rec->pynames_ns < min_ms * 1000000ull))
 		return false;
 	if (!rec->pynames) {
 		rec->pynames = calloc(RECORD_PYNAMES_MAX, sizeof(*rec->pynames));
@@ -99,7 +98,8 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t pid, pid_t t
 		}
 	}
 	if (t) {
-		if (t->from_comm && t->tries < RECORD_PYNAMES_TRIES && pynames_refresh(rec, false)) {
+		if (t->from_comm && t->tries < RECORD_PYNAMES_TRIES &&
+		    pynames_refresh(rec, RECORD_PYNAMES_MS)) {
 			t->tries++;
 			py = pyname_of(rec, tid);
 			if (py) {
@@ -117,8 +117,12 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t pid, pid_t t
 		rec->names = v;
 		rec->cap_names = cap;
 	}
-	(void) pynames_refresh(rec, false);
+	/* a new thread: the last read may be from before it started (a thread that lives 200 ms
+	 * would be gone at the next) */
+	(void) pynames_refresh(rec, RECORD_PYNAMES_MS);
 	py = pyname_of(rec, tid);
+	if (!py && pynames_refresh(rec, RECORD_PYNAMES_NEW_MS))
+		py = pyname_of(rec, tid);
 	if (!py) {
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
 		fp = fopen(path, "re");
@@ -148,7 +152,7 @@ void record_thread_names_final(struct recorder *rec)
 
 	for (size_t i = 0; i < rec->n_names; i++)
 		any |= rec->names[i].from_comm;
-	if (!any || !pynames_refresh(rec, true))
+	if (!any || !pynames_refresh(rec, 0))
 		return;
 	for (size_t i = 0; i < rec->n_names; i++) {
 		const char *py = rec->names[i].from_comm ? pyname_of(rec, rec->names[i].tid) : NULL;

@@ -189,7 +189,7 @@ def launched(opts, target, args, record_args, name, timeout=120):
 
 
 def totals(opts):
-    for mode in ('exact', 'ptrace', 'nonblocking'):
+    for mode in opts.modes.split(','):
         for period in (None, 1000):
             args = ['-e', 'page-faults'] + MODE_ARGS[mode] + (['-c', str(period)] if period else [])
             run, ru = launched(opts, 'bursts.py', ['20', '2000'], args,
@@ -256,5 +256,7 @@ if __name__ == '__main__':
     p = harness.parser(__doc__)
     p.add_argument('--kind', choices=['pagefaults', 'exact', 'totals', 'budget'],
                    required=True)
+    p.add_argument('--modes', default='exact,ptrace,nonblocking',
+                   help='totals: the modes to check, comma-separated')
     p.add_argument('--mode', choices=['exact', 'ptrace', 'nonblocking'], default='exact')
     harness.main(test, p)
