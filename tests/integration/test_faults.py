@@ -23,7 +23,7 @@ memory and writes one byte per page, compute only computes; they take turns.
   the last sample, less than a period); the default gives one sample per 100 faults. -F with
   a count event is refused (exit 2, one line naming -c). Before, the default was -F 100, and
   a burst stalled the kernel's rate control: 185 faults weighed for 41,976.
---kind budget (launch; tests/targets/startup.py: imports, a table, 0.8 s of compute): --ptrace
+--kind budget (launch; tests/targets/startup.py: imports, a table, 0.5 s of compute): --ptrace
   -e page-faults -c 1 finishes within 2x of the program's unprofiled time (median of 3 runs,
   measured here), and the summary says how many samples were read late, without a stop,
   because of the stop budget. Before, each stop caused the next fault (our pending signal makes
@@ -220,7 +220,7 @@ def totals(opts):
 
 
 def budget(opts):
-    secs = '0.8'
+    secs = '0.5'
     plain = []
     for i in range(3):
         out = os.path.join(opts.tmp, 'plain.json')
