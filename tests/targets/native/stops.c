@@ -50,8 +50,19 @@ static void catch(bool all)
 
 	sigaction(SIGURG, &sa, NULL);
 	sigaction(SIGWINCH, &sa, NULL);
-	if (!all)
+	if (!all) {
 		signal(SIGPIPE, SIG_IGN);
+		return;
+	}
+	/* none ignored, whatever came with the exec (a shell's background job ignores SIGINT and
+	 * SIGQUIT, which hwspy would rightly take as harmless) */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction old;
+
+		if (sig != SIGURG && sig != SIGWINCH && sigaction(sig, NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
+			signal(sig, SIG_DFL);
+	}
 }
 
 static void done(int call, int r)
