@@ -801,6 +801,12 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 					perf_thread_failed(s, t->tid, perf_fail_reason(r), r);
 				continue;
 			}
+			/* per CPU, the old events' last samples may still wait in the CPUs' rings
+			 * (not drained here: this may run from a sample's callback): no total to
+			 * count from, so each CPU's next sample weighs nothing, rather than the old
+			 * counter's whole count (a weight-by-count event read 2x the faults) */
+			for (int k = 0; s->percpu && t->cpu_last && k < t->n_cpu_fds; k++)
+				t->cpu_last[k] = UINT64_MAX;
 		} else {
 			r = capture_thread_open(s, t);
 		}

@@ -105,6 +105,17 @@ struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add)
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].tid == tid && s->threads[i].alive)
 			return &s->threads[i];
+	/* a thread taken for gone (its exit record read before its last samples): the same
+	 * entry again, with its counters' last totals, never a fresh one that would weigh its
+	 * next samples by the whole count since the events opened */
+	for (size_t i = 0; add && i < s->n_threads; i++) {
+		t = &s->threads[i];
+		if (t->tid == tid && !t->traced && t->cpu_last) {
+			t->alive = true;
+			return t;
+		}
+	}
+	t = NULL;
 	if (add)
 		t = thread_slot(s, tid, &r);
 	if (!t)
