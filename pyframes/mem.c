@@ -240,10 +240,11 @@ void pf_read_overlay(const struct pf_mem *m, uint64_t addr, void *buf, size_t le
 		(void) overlay_patch(m, addr, buf, len);
 }
 
-size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
+/* The first span that ends after addr (disjoint and sorted: their ends are sorted too), or
+ * n_spans. */
+static size_t span_after(const struct pf_mem *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m->n_spans;
-	uint64_t at = addr;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -253,6 +254,14 @@ size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
 		else
 			lo = mid + 1;
 	}
+	return lo;
+}
+
+size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
+{
+	size_t lo = span_after(m, addr);
+	uint64_t at = addr;
+
 	/* disjoint and sorted: contiguous spans follow each other */
 	for (; lo < m->n_spans && m->spans[lo].addr <= at && at - addr < max; lo++)
 		at = m->spans[lo].addr + m->spans[lo].len;
@@ -264,19 +273,10 @@ size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
 static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size_t len)
 {
 	uint64_t end = addr + len, at = addr;
-	size_t lo = 0, hi = m->n_spans, i;
 	bool whole = true;
+	size_t i;
 
-	/* the first span that ends after addr (disjoint and sorted: their ends are sorted too) */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->spans[mid].addr + m->spans[mid].len > addr)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	for (i = lo; i < m->n_spans && m->spans[i].addr < end; i++) {
+	for (i = span_after(m, addr); i < m->n_spans && m->spans[i].addr < end; i++) {
 		const struct pf_span *s = &m->spans[i];
 		uint64_t from = s->addr > addr ? s->addr : addr;
 		uint64_t to = s->addr + s->len < end ? s->addr + s->len : end;
