@@ -34,6 +34,26 @@
 #define ATTRS_MAX      256    /* entries of an instance's attributes looked at */
 #define READS_MAX      16384  /* remote reads of one registry read: then the names so far */
 
+/* Reads of the target's objects: a read that fails is a torn one (-EAGAIN), unless the target
+ * is gone (-ESRCH). */
+static int obj_read(struct pf_mem *m, uint64_t addr, void *buf, size_t len)
+{
+	int r = pf_read(m, addr, buf, len);
+
+	if (r < 0)
+		return r == -ESRCH ? r : -EAGAIN;
+	return 0;
+}
+
+static int word_read(struct pf_mem *m, uint64_t addr, uint64_t *ret)
+{
+	int r = pf_read_u64(m, addr, ret);
+
+	if (r < 0)
+		return r == -ESRCH ? r : -EAGAIN;
+	return 0;
+}
+
 /* A dict keys object, parsed: its entries and where a key and a value lie in one. */
 struct dkeys {
 	uint64_t entries;
@@ -50,9 +70,9 @@ static int keys_read(struct pf_mem *m, const struct py_layout *l, uint64_t addr,
 
 	if (!pf_ptr_ok(addr))
 		return -EAGAIN;
-	r = pf_read(m, addr, h, sizeof(h));
+	r = obj_read(m, addr, h, sizeof(h));
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	if (l->objs == PY_OBJS_38) {
 		/* dk_refcnt, dk_size, dk_lookup, dk_usable, dk_nentries, dk_indices[] */
 		size = pf_u64(h, 8);
@@ -91,10 +111,10 @@ static int keys_chunk(struct pf_mem *m, const struct dkeys *k, uint64_t first,
 		      unsigned char *buf, size_t *ret_n)
 {
 	size_t n = k->n - first < CHUNK ? (size_t) (k->n - first) : CHUNK;
-	int r = pf_read(m, k->entries + first * k->esize, buf, n * k->esize);
+	int r = obj_read(m, k->entries + first * k->esize, buf, n * k->esize);
 
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	*ret_n = n;
 	return 0;
 }
@@ -139,12 +159,9 @@ static uint64_t values_base(const struct py_layout *l, uint64_t values)
 /* Value index of a split table whose values start at base. */
 static int split_value(struct pf_mem *m, uint64_t base, uint64_t index, uint64_t *ret)
 {
-	int r;
-
 	if (!pf_ptr_ok(base) || index >= PYFRAMES_NAMES_MAX_ENTRIES)
 		return -EAGAIN;
-	r = pf_read_u64(m, base + 8 * index, ret);
-	return r < 0 ? (r == -ESRCH ? r : -EAGAIN) : 0;
+	return word_read(m, base + 8 * index, ret);
 }
 
 /* dict[want] for a dict object at dict with str keys (its first limit entries). */
@@ -158,9 +175,9 @@ static int dict_get(struct pf_mem *m, const struct py_layout *l, uint64_t dict, 
 
 	if (!pf_ptr_ok(dict))
 		return -EAGAIN;
-	r = pf_read(m, dict, h, sizeof(h));
+	r = obj_read(m, dict, h, sizeof(h));
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	r = keys_read(m, l, pf_u64(h, MA_KEYS), limit, &k);
 	if (r < 0)
 		return r;
@@ -187,9 +204,9 @@ static int cached_get(struct pf_mem *m, const struct py_layout *l, uint64_t type
 	uint64_t keys, index, unused;
 	int r;
 
-	r = pf_read_u64(m, type + l->ht_cached_keys, &keys);
+	r = word_read(m, type + l->ht_cached_keys, &keys);
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	r = keys_read(m, l, keys, ATTRS_MAX, &k);
 	if (r < 0)
 		return r;
@@ -215,12 +232,14 @@ static int attr_get(struct pf_mem *m, const struct py_layout *l, uint64_t obj, c
 
 	if (!pf_ptr_ok(obj))
 		return -EAGAIN;
-	r = pf_read_u64(m, obj + 8, &type);
-	if (r < 0 || !pf_ptr_ok(type))
-		return r == -ESRCH ? r : -EAGAIN;
-	r = pf_read(m, type, t, sizeof(t));
+	r = word_read(m, obj + 8, &type);
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
+	if (!pf_ptr_ok(type))
+		return -EAGAIN;
+	r = obj_read(m, type, t, sizeof(t));
+	if (r < 0)
+		return r;
 	basic = pf_u64(t, TP_BASICSIZE);
 	flags = pf_u64(t, TP_FLAGS);
 	dictoff = (int64_t) pf_u64(t, TP_DICTOFFSET);
@@ -229,23 +248,23 @@ static int attr_get(struct pf_mem *m, const struct py_layout *l, uint64_t obj, c
 	if (l->objs == PY_OBJS_313 && (flags & TPFLAGS_INLINE_VALUES)) {
 		unsigned char vh[8];
 
-		r = pf_read(m, obj + basic, vh, sizeof(vh));
+		r = obj_read(m, obj + basic, vh, sizeof(vh));
 		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
+			return r;
 		if (vh[3])    /* valid: the attributes live here, not in a dict */
 			return cached_get(m, l, type, obj + basic + 8, vh[0], want, ret);
 	}
 	if (l->objs != PY_OBJS_38 && (flags & TPFLAGS_MANAGED_DICT)) {
 		if (l->objs == PY_OBJS_311) {
-			r = pf_read_u64(m, obj + MANAGED_VALUES, &v);
+			r = word_read(m, obj + MANAGED_VALUES, &v);
 			if (r < 0)
-				return r == -ESRCH ? r : -EAGAIN;
+				return r;
 			if (v)
 				return cached_get(m, l, type, v, PYFRAMES_NAMES_MAX_ENTRIES, want, ret);
 		}
-		r = pf_read_u64(m, obj + MANAGED_DICT, &v);
+		r = word_read(m, obj + MANAGED_DICT, &v);
 		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
+			return r;
 		/* tagged: values - 1 (odd: values are aligned), not a dict */
 		if (l->objs == PY_OBJS_312 && (v & 1))
 			return cached_get(m, l, type, v + 1, PYFRAMES_NAMES_MAX_ENTRIES, want, ret);
@@ -253,9 +272,9 @@ static int attr_get(struct pf_mem *m, const struct py_layout *l, uint64_t obj, c
 	}
 	if (dictoff <= 0 || dictoff > BASICSIZE_MAX)
 		return -ENOENT;
-	r = pf_read_u64(m, obj + (uint64_t) dictoff, &v);
+	r = word_read(m, obj + (uint64_t) dictoff, &v);
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	return v ? dict_get(m, l, v, ATTRS_MAX, want, ret) : -ENOENT;
 }
 
@@ -268,9 +287,9 @@ static int long_get(struct pf_mem *m, const struct py_layout *l, uint64_t addr, 
 
 	if (!pf_ptr_ok(addr))
 		return -EAGAIN;
-	r = pf_read(m, addr, h, sizeof(h));
+	r = obj_read(m, addr, h, sizeof(h));
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	if (l->objs == PY_OBJS_312 || l->objs == PY_OBJS_313) {
 		uint64_t tag = pf_u64(h, LONG_SIZE);
 
@@ -341,26 +360,26 @@ int pf_thread_names(struct pf_mem *m, const struct py_layout *l, uint64_t runtim
 		return r;
 	if (!pf_ptr_ok(interp))
 		return -EAGAIN;
-	r = pf_read_u64(m, interp + l->is_modules, &modules);
+	r = word_read(m, interp + l->is_modules, &modules);
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	if (!modules)
 		return -ENOENT;
 	r = dict_get(m, l, modules, PYFRAMES_NAMES_MAX_ENTRIES, "threading", &mod);
 	if (r < 0)
 		return r;
-	r = pf_read_u64(m, mod + MD_DICT, &md);
+	r = word_read(m, mod + MD_DICT, &md);
 	if (r < 0)
-		return r == -ESRCH ? r : -EAGAIN;
+		return r;
 	r = dict_get(m, l, md, PYFRAMES_NAMES_MAX_ENTRIES, "_active", &active);
 	if (r < 0)
 		return r;
 	{
 		unsigned char h[48];
 
-		r = pf_read(m, active, h, sizeof(h));
+		r = obj_read(m, active, h, sizeof(h));
 		if (r < 0)
-			return r == -ESRCH ? r : -EAGAIN;
+			return r;
 		if (pf_u64(h, MA_VALUES))       /* _active is never a split table */
 			return -EAGAIN;
 		r = keys_read(m, l, pf_u64(h, MA_KEYS), PYFRAMES_NAMES_MAX_ENTRIES, &k);
