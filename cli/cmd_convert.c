@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/format.h"
@@ -37,10 +38,7 @@ static void usage(FILE *out)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+	return (double) clock_now_ns() / 1e9;
 }
 
 /* "1,234,567" into buf (at least 27 bytes): buf. */

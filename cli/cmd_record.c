@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
@@ -484,10 +485,10 @@ int cmd_record(int argc, char **argv)
 	rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
 	capture_start(&rec);
 
-	start = record_now_ns();
+	start = clock_now_ns();
 	duration_ns = (uint64_t) (o.duration * 1e9);
 	while (!stop_flag && !sampler_stats(rec.sampler)->target_exited) {
-		uint64_t slice = 250000000ULL, elapsed = record_now_ns() - start;
+		uint64_t slice = 250000000ULL, elapsed = clock_now_ns() - start;
 
 		/* a launched command's interpreter: look for it often, not only when samples come
 		 * in (every 100 ms in capture mode), so that the capture starts with its first
@@ -517,7 +518,7 @@ int cmd_record(int argc, char **argv)
 		}
 		capture_start(&rec);            /* the interpreter of a launched command, found */
 		if (tty && !o.quiet)
-			record_progress(&rec, (double) (record_now_ns() - start) / 1e9, o.duration, false);
+			record_progress(&rec, (double) (clock_now_ns() - start) / 1e9, o.duration, false);
 	}
 	if (tty && !o.quiet)
 		record_progress(&rec, 0, 0, true);
@@ -531,10 +532,10 @@ int cmd_record(int argc, char **argv)
 	record_build_ids(&rec);
 	{
 		const struct sampler_stats *st = sampler_stats(rec.sampler);
-		double elapsed = (double) (record_now_ns() - start) / 1e9;
+		double elapsed = (double) (clock_now_ns() - start) / 1e9;
 		struct profile_meta *meta = profile_meta(rec.prof);
 
-		meta->duration_ns = record_now_ns() - start;
+		meta->duration_ns = clock_now_ns() - start;
 		meta->lost = st->lost;
 		meta->dropped = rec.dropped_torn + rec.dropped_unreadable;
 		meta->threads = st->threads_seen;

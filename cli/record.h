@@ -155,7 +155,6 @@ struct recorder {
 	                                 * past it gone when read (marked [truncated]) */
 };
 
-uint64_t record_now_ns(void);
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
 /* The interpreter was found (rec->pf, rec->info set): note it in the profile. */
 void record_python_found(struct recorder *rec);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "cli/record.h"
 
@@ -42,7 +43,7 @@ static void send(struct record_child *c, int sig)
 
 void record_child_end(struct record_child *c, const struct record_child_opts *o)
 {
-	uint64_t start = record_now_ns(), since = start, grace = (uint64_t) (o->grace * 1e9);
+	uint64_t start = clock_now_ns(), since = start, grace = (uint64_t) (o->grace * 1e9);
 	sig_atomic_t quits = *o->quits;
 	bool told = false;
 
@@ -60,7 +61,7 @@ void record_child_end(struct record_child *c, const struct record_child_opts *o)
 		send(c, SIGINT);
 	while (!reap(c, WNOHANG)) {
 		struct timespec ts = { 0, POLL_NS };
-		uint64_t now = record_now_ns();
+		uint64_t now = clock_now_ns();
 
 		if (*o->quits != quits) {
 			log_info("interrupted again: killing '%s' (pid %d)", c->name, c->pid);

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "cli/record.h"
 
 /* a pyframes capture spec fits the sampler's program as it is */
@@ -21,13 +21,6 @@ _Static_assert(PYFRAMES_CAPTURE_STRIDE_MAX == SAMPLER_CAPTURE_MAX_STRIDE &&
 	       PYFRAMES_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES,
 	       "pyframes' capture limits are the sampler's");
 
-uint64_t record_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)
 {
@@ -39,7 +32,7 @@ int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)
 /* Reads Python's thread names, unless they were read less than min_ms ago: true if read. */
 static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
 {
-	uint64_t now = record_now_ns();
+	uint64_t now = clock_now_ns();
 
 	if (!rec->pf || (rec->pynames_ns && now - rec->pynames_ns < min_ms * 1000000ull))
 		return false;
@@ -367,7 +360,7 @@ void record_detect(struct recorder *rec)
 
 static void detect(struct recorder *rec, pid_t pid)
 {
-	uint64_t now = record_now_ns();
+	uint64_t now = clock_now_ns();
 	int r;
 
 	if (rec->pf || rec->fatal || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
@@ -641,7 +634,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 		cut.n = pyframes_last_cut(rec->pf, &cut.more);
 	late = !s->stopped && rec->captured == captured_before;
 	if (late) {
-		uint64_t t = record_now_ns();
+		uint64_t t = clock_now_ns();
 
 		late_ns = t > s->time_ns ? t - s->time_ns : 1;
 		if (rec->late_us && rec->n_late < LATE_MAX)

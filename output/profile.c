@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/hash.h"
+#include "base/strpool.h"
 
 /* Open-addressing table of uint32 ids, keyed by a hash the caller gives. A slot holds the id in
  * its low half and the high half of the id's hash above, so that probing rarely looks at an
@@ -42,9 +43,7 @@ struct profile {
 	struct profile_meta meta;
 
 	/* strings: each interned once */
-	char **strs;
-	size_t n_strs, cap_strs;
-	struct idtab str_tab;
+	struct strpool strs;
 
 	struct frame_rec *frames;
 	size_t n_frames, cap_frames;
@@ -138,49 +137,10 @@ static int idtab_reserve(struct idtab *t, size_t n, uint64_t (*hash_id)(const st
 
 /* ---- strings ---- */
 
-static uint64_t str_hash_id(const struct profile *p, uint32_t id)
-{
-	return hash_mem(p->strs[id], strlen(p->strs[id]), 0);
-}
-
-static bool str_eq(const struct profile *p, uint32_t id, const void *key)
-{
-	return strcmp(p->strs[id], key) == 0;
-}
-
 static int intern(struct profile *p, const char *s, const char **ret)
 {
-	uint64_t h;
-	size_t slot;
-	char *copy;
-	int r;
-
-	if (!s) {
-		*ret = NULL;
-		return 0;
-	}
-	r = idtab_reserve(&p->str_tab, p->n_strs + 1, str_hash_id, p);
-	if (r < 0)
-		return r;
-	h = hash_mem(s, strlen(s), 0);
-	slot = idtab_probe(&p->str_tab, h, p, str_eq, s);
-	if (p->str_tab.slots[slot] != SLOT_EMPTY) {
-		*ret = p->strs[(uint32_t) p->str_tab.slots[slot]];
-		return 0;
-	}
-	if (p->n_strs >= UINT32_MAX - 1)
-		return -ENOMEM;
-	r = grow((void **) &p->strs, &p->cap_strs, p->n_strs + 1, sizeof(*p->strs));
-	if (r < 0)
-		return r;
-	copy = strdup(s);
-	if (!copy)
-		return -ENOMEM;
-	p->strs[p->n_strs] = copy;
-	p->str_tab.slots[slot] = slot_of(h, (uint32_t) p->n_strs++);
-	p->str_tab.used++;
-	*ret = copy;
-	return 0;
+	*ret = s ? strpool_intern(&p->strs, s, strlen(s)) : NULL;
+	return s && !*ret ? -ENOMEM : 0;
 }
 
 /* ---- frames: strings are interned, so pointer equality is string equality ---- */
@@ -519,10 +479,7 @@ void profile_free(struct profile *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n_strs; i++)
-		free(p->strs[i]);
-	free(p->strs);
-	free(p->str_tab.slots);
+	strpool_release(&p->strs);
 	free(p->frames);
 	free(p->frame_tab.slots);
 	for (size_t i = 0; i < p->n_stacks; i++)
@@ -608,13 +565,7 @@ int profile_find_event(const struct profile *p, const char *name)
 /* The interned copy of s, or NULL when s was never interned. */
 static const char *interned(const struct profile *p, const char *s)
 {
-	size_t slot;
-
-	if (!p->str_tab.cap)
-		return NULL;
-	slot = idtab_probe(&p->str_tab, hash_mem(s, strlen(s), 0), p, str_eq, s);
-	return p->str_tab.slots[slot] == SLOT_EMPTY ? NULL :
-	       p->strs[(uint32_t) p->str_tab.slots[slot]];
+	return strpool_find(&p->strs, s, strlen(s));
 }
 
 int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex)

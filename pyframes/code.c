@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/hash.h"
+#include "base/strpool.h"
 #include "pyframes/pyframes_internal.h"
 
 /* ---- unicode ---- */
@@ -309,72 +310,6 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 	return -1;
 }
 
-/* ---- interned strings ---- */
-
-struct intern {
-	char **slot;
-	uint64_t *hash;
-	size_t cap, n;
-};
-
-static void intern_release(struct intern *in)
-{
-	size_t i;
-
-	for (i = 0; i < in->cap; i++)
-		free(in->slot[i]);
-	free(in->slot);
-	free(in->hash);
-	memset(in, 0, sizeof(*in));
-}
-
-static int intern_grow(struct intern *in)
-{
-	size_t ncap = in->cap ? in->cap * 2 : 1024, i;
-	char **ns = calloc(ncap, sizeof(*ns));
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
-
-	if (!ns || !nh) {
-		free(ns);
-		free(nh);
-		return -ENOMEM;
-	}
-	for (i = 0; i < in->cap; i++) {
-		size_t j;
-
-		if (!in->slot[i])
-			continue;
-		for (j = in->hash[i] & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = in->slot[i];
-		nh[j] = in->hash[i];
-	}
-	free(in->slot);
-	free(in->hash);
-	in->slot = ns;
-	in->hash = nh;
-	in->cap = ncap;
-	return 0;
-}
-
-static const char *intern_get(struct intern *in, const char *s)
-{
-	size_t len = strlen(s), j;
-	uint64_t h = hash_bytes(s, len, 0);
-
-	if ((in->n + 1) * 4 > in->cap * 3 && intern_grow(in) < 0)
-		return NULL;
-	for (j = h & (in->cap - 1); in->slot[j]; j = (j + 1) & (in->cap - 1))
-		if (in->hash[j] == h && strcmp(in->slot[j], s) == 0)
-			return in->slot[j];
-	in->slot[j] = strdup(s);
-	if (!in->slot[j])
-		return NULL;
-	in->hash[j] = h;
-	in->n++;
-	return in->slot[j];
-}
-
 /* ---- code cache ---- */
 
 #define CC_SLOTS        4096          /* power of two */
@@ -400,7 +335,7 @@ struct pf_code {
 struct pf_codecache {
 	struct pf_code slot[CC_SLOTS];
 	size_t n;
-	struct intern strs;
+	struct strpool strs;
 	/* one round of pf_code_validate() */
 	struct pf_code *ent[CC_BATCH];  /* entries to check, then sorted by address */
 	uint32_t at[CC_BATCH];          /* where ent[i]'s header bytes land in buf */
@@ -431,7 +366,7 @@ void pf_codecache_free(struct pf_codecache *cc)
 	if (!cc)
 		return;
 	cc_clear(cc);
-	intern_release(&cc->strs);
+	strpool_release(&cc->strs);
 	free(cc);
 }
 
@@ -461,10 +396,10 @@ static const char *cc_str(struct pf_codecache *cc, struct pf_mem *m, const struc
 	bool cut = false;
 
 	if (read_str(m, l, addr, s, PF_MAX_STR, &cut) < 0)
-		return intern_get(&cc->strs, "<unknown>");
+		return strpool_intern(&cc->strs, "<unknown>", 9);
 	if (cut)
 		strcat(s, "...");
-	return intern_get(&cc->strs, s);
+	return strpool_intern(&cc->strs, s, strlen(s));
 }
 
 /* Whether the string the capture holds at addr (its start, at least) is cached, a name of an

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/procfs.h"
 #include "pyframes/pyframes_internal.h"
 
@@ -219,12 +219,9 @@ static int tid_find_one(struct pyframes *pf, uint64_t tstate, const unsigned cha
  * mapped to the old thread's id. Leaves the slot holding tid and no thread state. */
 static int slot_target_tid(struct pyframes *pf, struct tid_slot *slot, pid_t tid, pid_t *ret)
 {
-	struct timespec now;
-	uint64_t t = 0;
+	uint64_t t = clock_coarse_ns();
 	int r;
 
-	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &now) == 0)
-		t = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
 	if (slot->tid == tid && slot->target_tid > 0 && t && t - slot->mapped_at < TID_MAP_TTL_NS) {
 		*ret = slot->target_tid;
 		return 0;

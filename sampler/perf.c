@@ -10,9 +10,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sampler/internal.h"
 
 #define DEFAULT_RING_PAGES 64
@@ -25,17 +25,10 @@
 #define CALLCHAIN_BYTES (128 * 8)
 #define CAPTURE_RECORD_BYTES (64 + SAMPLER_CAPTURE_MAX_NODES * SAMPLER_CAPTURE_MAX_STRIDE)
 
-uint64_t sampler_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
 
 int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns)
 {
-	uint64_t spent = sampler_now_ns() - start_ns;
+	uint64_t spent = clock_now_ns() - start_ns;
 
 	if (!duration_ns)
 		return 100;
@@ -317,7 +310,7 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 	t->prog = false;
 	memset(t->last, 0, sizeof(t->last));
 	memset(&t->budget, 0, sizeof(t->budget));
-	t->budget.since_ns = sampler_now_ns();
+	t->budget.since_ns = clock_now_ns();
 	if (s->percpu)
 		return percpu_thread_open(s, t);
 	r = open_mapped(s, t, psz);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sampler/internal.h"
 
 #define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
@@ -461,7 +462,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	r = tracer_call(s, start_job, &exec_pipe);
 	if (r < 0)
 		goto fail;
-	s->last_scan_ns = sampler_now_ns();
+	s->last_scan_ns = clock_now_ns();
 	*ret = s;
 	return 0;
 fail:
@@ -583,7 +584,7 @@ static int read_tick_ms(const struct sampler_opts *o)
 int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig_atomic_t *stop,
 		uint64_t duration_ns)
 {
-	uint64_t start = sampler_now_ns(), now;
+	uint64_t start = clock_now_ns(), now;
 
 	s->fn = fn;
 	s->ctx = ctx;
@@ -605,7 +606,7 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		bool chld = poll_rings(s, timeout < tick ? timeout : tick);
 
 		drain_all(s);
-		now = sampler_now_ns();
+		now = clock_now_ns();
 		if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
 			s->last_scan_ns = now;
 			(void) scan_threads(s, false);

@@ -47,6 +47,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sampler/internal.h"
 
 #define TEARDOWN_TIMEOUT_NS 3000000000ULL
@@ -316,7 +317,7 @@ static bool budget_drain(struct sampler *s, struct thread *t, unsigned max)
  * thread is still over; *ret_more: samples still wait in a ring. */
 static bool budget_tick(struct sampler *s, bool *ret_more)
 {
-	uint64_t now = sampler_now_ns();
+	uint64_t now = clock_now_ns();
 	bool any = false;
 
 	*ret_more = false;
@@ -459,7 +460,7 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 	}
 	/* signal-delivery-stop */
 	if (our_signal(s, tid, t, WSTOPSIG(status))) {
-		uint64_t before = s->stats.samples, seen = sampler_now_ns(), start;
+		uint64_t before = s->stats.samples, seen = clock_now_ns(), start;
 
 		s->stats.stops++;
 		if (t->budget.over) {
@@ -480,7 +481,7 @@ static void handle_wait(struct sampler *s, pid_t tid, int status)
 			start = t->budget.resumed_ns;
 		undo_eintr(s, tid, t);
 		(void) ptrace(PTRACE_CONT, tid, 0, 0);
-		budget_stop(s, t, start, sampler_now_ns());
+		budget_stop(s, t, start, clock_now_ns());
 		if (s->resumed)
 			s->resumed(s->ctx);
 		return;
@@ -517,7 +518,7 @@ static void reap(struct sampler *s)
 int tracer_run(struct sampler *s, void *arg)
 {
 	const struct tracer_run_args *a = arg;
-	uint64_t start = sampler_now_ns(), now, last_check = start;
+	uint64_t start = clock_now_ns(), now, last_check = start;
 	bool late = false, more = false;
 
 	while (!*a->stop && !s->stats.target_exited && !s->brk) {
@@ -528,7 +529,7 @@ int tracer_run(struct sampler *s, void *arg)
 			break;
 		if (late && timeout > LATE_TICK_MS)
 			timeout = more ? 0 : LATE_TICK_MS;
-		now = sampler_now_ns();
+		now = clock_now_ns();
 		if (now - last_check >= SIGNAL_CHECK_NS) {
 			last_check = now;
 			if (check_signal(s) < 0)
@@ -611,7 +612,7 @@ static bool ours_pending(struct sampler *s)
  * once the tracer thread exits. The events stay open (disabled). */
 int tracer_release(struct sampler *s, void *arg)
 {
-	uint64_t deadline = sampler_now_ns() + TEARDOWN_TIMEOUT_NS;
+	uint64_t deadline = clock_now_ns() + TEARDOWN_TIMEOUT_NS;
 
 	(void) arg;
 	for (size_t i = 0; i < s->n_threads; i++) {
@@ -628,7 +629,7 @@ int tracer_release(struct sampler *s, void *arg)
 		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
 
 		detach_stopped(s);
-		if (!ours_pending(s) || sampler_now_ns() >= deadline)
+		if (!ours_pending(s) || clock_now_ns() >= deadline)
 			break;
 		(void) poll(&pfd, 1, 5);
 	}

@@ -17,20 +17,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "symbolizer/symbolizer_internal.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
 
-uint64_t sym_now_ns(void)
-{
-	struct timespec ts;
-
-	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int parse_hex(const char **p, uint64_t *ret)
 {
@@ -244,7 +237,7 @@ int symbolizer_refresh(struct symbolizer *sym)
 	bool changed = false;
 	int r;
 
-	sym->last_refresh_ns = sym_now_ns();
+	sym->last_refresh_ns = clock_now_ns();
 	sym->stats.refreshes++;
 	(void) snprintf(path, sizeof(path), "/proc/%d/maps", (int)sym->pid);
 	r = sym_read_file(path, &text, &len, MAPS_MAX_BYTES);
@@ -456,7 +449,7 @@ struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr)
 
 int maps_maybe_refresh(struct symbolizer *sym)
 {
-	if (sym_now_ns() - sym->last_refresh_ns < SYM_REFRESH_NS)
+	if (clock_now_ns() - sym->last_refresh_ns < SYM_REFRESH_NS)
 		return -EAGAIN;
 	return symbolizer_refresh(sym);
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "symbolizer/symbolizer_internal.h"
 
 #define PERFMAP_MAX_BYTES (256u << 20)
@@ -206,7 +207,7 @@ const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr)
 
 	if (j)
 		return j;
-	now = sym_now_ns();
+	now = clock_now_ns();
 	if (sym->perfmap.last_check_ns && now - sym->perfmap.last_check_ns < SYM_REFRESH_NS)
 		return NULL;
 	sym->perfmap.last_check_ns = now;

@@ -31,6 +31,7 @@
 
 #include <elfutils/libdwfl.h>
 
+#include "base/strpool.h"
 #include "symbolizer/symbolizer.h"
 
 /* Bounds on what is read from the target (all of it untrusted). */
@@ -58,20 +59,6 @@ enum {
 
 /* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
 extern const int sym_dwarf_to_perf[17];
-
-/* ---- string pool (elf.c): strings live until symbolizer_free ------------------------------ */
-
-struct strpool {
-	char **chunks;
-	size_t n_chunks, chunk_used;
-	const char **slots;   /* open-addressing set of interned strings */
-	size_t n_slots, n_used;
-};
-
-void strpool_init(struct strpool *p);
-void strpool_release(struct strpool *p);
-/* Returns the pooled copy of s[0..len) (NUL-terminated), or NULL on ENOMEM. */
-const char *strpool_intern(struct strpool *p, const char *s, size_t len);
 
 /* ---- modules and regions (maps.c) --------------------------------------------------------- */
 
@@ -308,7 +295,6 @@ struct symbolizer {
 	struct symbolizer_stats stats;
 };
 
-uint64_t sym_now_ns(void);
 
 /* Value of one hex digit, or -1. */
 static inline int sym_hex_digit(char c)
