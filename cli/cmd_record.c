@@ -1,8 +1,7 @@
 /*
  * hwspy record: sample a Python process (attach with -p, or launch a command) and write a
- * profile. The sample callback turns each sample into a stack of the profile model: the
- * Python frames of the sampled thread, read while it is stopped (exact mode) or right after
- * the sample is drained (--nonblocking).
+ * profile. The options are checked, the mode chosen (and fallen back from) and every message
+ * said here; the recorder (record/record.h) does the sampling and builds the profile.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/clock.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
@@ -21,9 +19,8 @@
 #include "cli/format.h"
 #include "cli/record.h"
 #include "output/profile.h"
-#include "pyframes/pyframes.h"
+#include "record/record.h"
 #include "sampler/sampler.h"
-#include "symbolizer/symbolizer.h"
 
 /* quit_flag counts SIGINT/SIGTERM/SIGHUP (the second one kills a launched command at once);
  * tty_int_flag: a SIGINT came from the terminal, so the foreground command got it too */
@@ -48,15 +45,15 @@ static void on_tstp(int sig)
 
 /* A stopped tracer would freeze every sampled thread of the target: let it go first, stop,
  * and take it again on SIGCONT. */
-static int pause_for_tstp(struct sampler *sampler)
+static int pause_for_tstp(struct recorder *rec)
 {
 	tstp_flag = 0;
 	stop_flag = 0;
 	if (quit_flag)
 		stop_flag = 1;
-	(void) sampler_pause(sampler);
+	(void) recorder_pause(rec);
 	(void) raise(SIGSTOP);
-	return sampler_resume(sampler);
+	return recorder_resume(rec);
 }
 
 /* The names of the events that open here, for a message. */
@@ -76,7 +73,7 @@ static void working_events(struct buf *out)
 	}
 }
 
-static int check_events(struct record_opts *o)
+static int check_events(struct record_args *o)
 {
 	for (size_t i = 0; i < o->n_events; i++) {
 		int r = events_probe(&o->events[i], 0);
@@ -118,7 +115,7 @@ static bool samples_asleep(const struct event_spec *e)
 /* A count event (faults, switches) samples at a fixed period: its own default where no -c was
  * given; -F is refused (the kernel's rate control sizes periods from bursts and stalls on
  * them, and the totals come out wrong). */
-static int count_event_period(struct record_opts *o)
+static int count_event_period(struct record_args *o)
 {
 	uint64_t period = events_default_period(&o->events[0].attr);
 
@@ -135,7 +132,7 @@ static int count_event_period(struct record_opts *o)
 	return 0;
 }
 
-static int default_event(struct record_opts *o)
+static int default_event(struct record_args *o)
 {
 	struct event_spec *e = &o->events[0];
 
@@ -177,7 +174,7 @@ static void permission_hint(const char *target, pid_t pid, bool kernel)
 }
 
 /* Sets exclude_kernel and exclude_hv on every event that counts kernel mode; false if none did. */
-static bool user_only(struct record_opts *o)
+static bool user_only(struct record_args *o)
 {
 	bool changed = false;
 
@@ -215,31 +212,247 @@ static int find_command(const char *argv0)
 
 static int python_error(int r, const struct recorder *rec, const char *what)
 {
+	struct record_python py;
+
+	recorder_python(rec, &py);
 	if (r == -ENOTSUP)
 		log_error("%s runs unsupported Python %s; hwspy supports 3.8-3.14", what,
-			  rec->info.version[0] ? rec->info.version : "(unknown version)");
+			  py.info->version[0] ? py.info->version : "(unknown version)");
 	else if (r == -ENOENT)
 		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
 			  "add --native to profile its native code alone", what);
 	else if (r == -EBADMSG)
-		log_error("cannot read the Python frames of %s: %s", what, rec->info.error);
+		log_error("cannot read the Python frames of %s: %s", what, py.info->error);
 	else
 		log_errno(r, "cannot read the Python interpreter of %s", what);
 	return r;
 }
 
-/* Capture mode, once the interpreter is known: the program that copies its frames. */
-static void capture_start(struct recorder *rec)
+/* Every option checked, before anything is opened, attached or written: 0, or the exit status. */
+static int check_options(struct record_args *o)
 {
-	int r = record_capture_start(rec);
+	if (!o->n_events && default_event(o) < 0)
+		return 1;
+	if (check_events(o) < 0)
+		return 1;
+	if (count_event_period(o) < 0)
+		return 2;
+	if (o->ptrace && samples_asleep(&o->events[0])) {
+		log_error("'%s' samples threads as they go to sleep: --ptrace would stop them there "
+			  "and interrupt their system calls; leave --ptrace out (the BPF capture) or "
+			  "use --nonblocking", o->events[0].name);
+		return 2;
+	}
+	return 0;
+}
 
-	if (r < 0)
-		log_errno(r, "cannot start the BPF capture of Python frames; reading each stack "
-			  "after its sample instead, as --nonblocking");
+/* The output's name (hwspy-PID.FORMAT by default, into defpath) and format. */
+static void choose_output(struct record_args *o, char *defpath, size_t size)
+{
+	if (!o->output) {
+		snprintf(defpath, size, "hwspy-%d.%s", o->pid ? o->pid : (int) getpid(),
+			 !o->format_given ? "folded" : o->format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
+			 o->format == FORMAT_PPROF ? "pb.gz" : o->format == FORMAT_SVG ? "svg" : "folded");
+		o->output = defpath;
+	}
+	if (!o->format_given)
+		o->format = format_of_path(o->output);
+}
+
+/* The recorder for o, its profile's column checked against --weight: 0, or the exit status. */
+static int new_recorder(const struct record_args *o, struct recorder **ret)
+{
+	struct record_opts ro = {
+		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
+		.freq = o->freq, .period = o->period,
+		.mode = o->nonblocking ? RECORD_NONBLOCKING : o->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
+		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
+		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
+		/* speedscope shows samples in time order: keep it, within a budget (see README) */
+		.log_bytes = o->format == FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0,
+	};
+
+	if (recorder_new(&ro, NULL, ret) < 0) {
+		log_error("out of memory");
+		return 1;
+	}
+	/* --weight names no event of -e: a usage error */
+	return format_column(&o->fmt, recorder_profile(*ret)) < 0 ? 2 : 0;
+}
+
+/* The target exists (attach) or the command can be run (launch): 0, or -1 (said). */
+static int check_target(const struct record_args *o)
+{
+	int r;
+
+	if (o->pid) {
+		if (kill(o->pid, 0) < 0 && errno == ESRCH) {
+			log_error("no process with pid %d", o->pid);
+			return -1;
+		}
+		if (diag_kernel_thread(o->pid) == 1) {
+			log_error("pid %d is a kernel thread, not a Python process", o->pid);
+			return -1;
+		}
+		return 0;
+	}
+	r = find_command(o->argv[0]);
+	if (r < 0) {
+		log_errno(r, "cannot run '%s'", o->argv[0]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Attach: the target's interpreter and mappings, before sampling. 0, or -1 (said). */
+static int open_target(struct recorder *rec, const struct record_args *o, const char *target)
+{
+	int r = recorder_find_python(rec);
+
+	if (r == -EPERM || r == -EACCES) {
+		permission_hint(target, o->pid, false);
+		return -1;
+	}
+	if (r == -ESRCH) {
+		log_error("no process with pid %d", o->pid);
+		return -1;
+	}
+	if (r == -ENOENT && o->native) {
+		log_info("%s is not a Python process: recording native frames only", target);
+	} else if (r < 0) {
+		python_error(r, rec, target);
+		return -1;
+	}
+	/* nothing stops the target while the first samples are unwound slowly: load the modules'
+	 * symbols and CFI before sampling starts, not while the rings fill */
+	r = recorder_load_symbols(rec, !o->nonblocking && !o->ptrace);
+	if (r < 0) {
+		log_errno(r, "cannot read the mappings of %s", target);
+		return -1;
+	}
+	return 0;
+}
+
+/* Exact without stopping anything where BPF is allowed, else by stops, else (a sampling event
+ * that overflows as threads go to sleep) nonblocking. */
+static void choose_mode(struct recorder *rec, struct record_args *o)
+{
+	bool capture = false;
+
+	if (!o->nonblocking && !o->ptrace && o->events[0].kind == EVENT_TRACEPOINT) {
+		/* the capture is a perf-event program, which the kernel attaches to software and
+		 * hardware events only; a stop where a thread goes to sleep would interrupt its call */
+		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
+			 "interrupt the system call it samples; reading each stack after its sample, "
+			 "as --nonblocking", o->events[0].name);
+		o->nonblocking = true;
+	}
+	if (!o->nonblocking && !o->ptrace) {
+		int r = sampler_capture_probe();
+
+		capture = r == 0;
+		if (r < 0) {
+			char why[320];
+
+			diag_bpf_refused(r, why, sizeof(why));
+			if (samples_asleep(&o->events[0])) {
+				log_info("no BPF capture here (%s), and stopping a thread as it goes "
+					 "to sleep would interrupt its system call: reading each stack "
+					 "after its sample instead, as --nonblocking", why);
+				o->nonblocking = true;
+			} else {
+				log_info("no BPF capture here (%s): exact mode stops each sampled "
+					 "thread instead", why);
+			}
+		}
+	}
+	recorder_set_mode(rec, o->nonblocking ? RECORD_NONBLOCKING :
+			       capture ? RECORD_CAPTURE : RECORD_STOPS);
+}
+
+/* A failure of the BPF capture to start since the last call: said once. */
+static void capture_said(struct recorder *rec, uint64_t *said)
+{
+	const struct record_stats *rs = recorder_stats(rec);
+
+	if (rs->capture_failures == *said)
+		return;
+	*said = rs->capture_failures;
+	log_errno(rs->capture_error, "cannot start the BPF capture of Python frames; reading each "
+		  "stack after its sample instead, as --nonblocking");
+}
+
+/* Opens the events, falling back where the target or the machine refuses: 0, or -1 (said). */
+static int start(struct recorder *rec, struct record_args *o, const char *target,
+		 uint64_t *capture_failures)
+{
+	int r = recorder_start(rec);
+
+	if ((r == -EPERM || r == -EBUSY) && recorder_mode(rec) == RECORD_STOPS) {
+		if (r == -EBUSY)
+			log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
+				 "SIGWINCH and ignores no signal); falling back to --nonblocking");
+		else
+			log_info("cannot stop the target's threads (ptrace refused: another tracer, "
+				 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+		o->nonblocking = true;
+		recorder_set_mode(rec, RECORD_NONBLOCKING);
+		r = recorder_start(rec);
+	}
+	if (r == -EACCES && !o->kernel && user_only(o)) {
+		/* as perf does: where kernel-mode counting is refused, count user space only */
+		log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid); counting "
+			 "user space only, as ':u'");
+		r = recorder_start(rec);
+	}
+	if (r >= 0) {
+		capture_said(rec, capture_failures);
+		return 0;
+	}
+	if (r == -ESRCH)
+		log_error("no process with pid %d (it exited)", o->pid);
+	else if (r == -EACCES || r == -EPERM)
+		permission_hint(target, o->pid, o->kernel);
+	else if (r == -ENOENT)
+		log_error("event '%s' cannot be opened on this machine", o->events[0].name);
+	else
+		record_limit_error(r, target);
+	return -1;
+}
+
+struct slice_ctx {
+	const struct record_args *o;
+	const char *target;
+	bool progress;
+	uint64_t capture_failures;      /* said so far */
+};
+
+/* After each slice of sampling: Ctrl-Z, the reasons it ended early, the progress line. */
+static int slice_done(void *ctx, struct recorder *rec, int r)
+{
+	struct slice_ctx *c = ctx;
+	struct record_python py;
+
+	recorder_python(rec, &py);
+	if (r >= 0 && tstp_flag && !py.fatal)
+		r = pause_for_tstp(rec);
+	if (r == -EBUSY) {
+		log_error("%s began to catch every signal hwspy could stop it with: sampling "
+			  "ended early (--nonblocking never stops it)", c->target);
+		return r;
+	}
+	if (r < 0) {
+		log_errno(r, "sampling stopped early");
+		return r;
+	}
+	capture_said(rec, &c->capture_failures);   /* the interpreter of a launched command */
+	if (c->progress)
+		record_progress(rec, c->o->duration, false);
+	return 0;
 }
 
 /* Sampling is over: the launched command ends (record_child_end), or is left running. */
-static void end_command(struct recorder *rec, const struct record_opts *o,
+static void end_command(struct recorder *rec, const struct record_args *o,
 			struct record_child *c)
 {
 	const struct sampler_stats *st;
@@ -248,8 +461,8 @@ static void end_command(struct recorder *rec, const struct record_opts *o,
 		.quits = &quit_flag,
 	};
 
-	sampler_stop(rec->sampler);
-	st = sampler_stats(rec->sampler);
+	recorder_stop(rec);
+	st = recorder_stats(rec)->sampler;
 	if (st->target_exited && !c->ended) {
 		c->ended = true;        /* the sampler reaped it */
 		c->status = st->exit_status;
@@ -257,156 +470,99 @@ static void end_command(struct recorder *rec, const struct record_opts *o,
 	record_child_end(c, &co);
 }
 
-int cmd_record(int argc, char **argv)
+/* The run's metadata in the profile: how long, what was lost, which threads were left out. */
+static void note_run(struct recorder *rec)
 {
-	struct record_opts o = { 0 };
-	struct recorder rec = { .opts = &o, .stop = &stop_flag };
-	struct sampler_opts so = { 0 };
-	struct sampler_capture_spec cspec;
-	char target[320], defpath[64];
-	const char *names[SAMPLER_MAX_EVENTS];
+	const struct record_stats *rs = recorder_stats(rec);
+	const struct sampler_stats *st = rs->sampler;
+	struct profile *prof = recorder_profile(rec);
+	struct profile_meta *meta = profile_meta(prof);
+
+	meta->duration_ns = rs->elapsed_ns;
+	meta->lost = st->lost;
+	meta->dropped = rs->dropped_torn + rs->dropped_unreadable;
+	meta->threads = st->threads_seen;
+	if (st->threads_failed) {
+		struct buf why;
+
+		buf_init(&why);
+		(void) record_threads_missed(st, &why);
+		(void) profile_set_threads_missed(prof, st->threads_failed, why.len ? why.data : NULL);
+		buf_release(&why);
+	}
+}
+
+/* Whether the run gave a profile worth writing: else says why (nothing is written then). */
+static bool worth_writing(struct recorder *rec, const struct record_args *o, const char *target)
+{
+	struct record_python py;
+
+	recorder_python(rec, &py);
+	if (py.fatal) {
+		python_error(py.fatal, rec, target);
+		return false;
+	}
+	if (o->argv && !py.found && !o->native) {
+		/* gone before an interpreter was ever found: it was not a Python process */
+		python_error(py.result && py.result != -ESRCH ? py.result : -ENOENT, rec, target);
+		return false;
+	}
+	if (!recorder_stats(rec)->sampler->samples) {
+		/* an empty profile is nothing useful: the previous output stays */
+		record_no_samples(rec, o, target);
+		return false;
+	}
+	return true;
+}
+
+/* Writes the profile into out and puts it in place: 0, or -1 (said). */
+static int write_profile(struct recorder *rec, struct record_args *o, struct outfile *out,
+			 int argc, char **argv)
+{
+	struct buf cmdline;
+	int r;
+
+	/* the command line, for the formats that keep it (pprof's comments) */
+	buf_init(&cmdline);
+	(void) buf_puts(&cmdline, "hwspy");
+	for (int i = 0; i < argc; i++)
+		(void) buf_printf(&cmdline, " %s", argv[i]);
+	o->fmt.command_line = cmdline.len ? cmdline.data : NULL;
+	r = format_write(o->format, recorder_profile(rec), &o->fmt, out->f);
+	o->fmt.command_line = NULL;
+	buf_release(&cmdline);
+	if (r < 0) {
+		log_errno(r, "cannot write '%s'", o->output);
+		return -1;
+	}
+	return cli_output_commit(out) < 0 ? -1 : 0;
+}
+
+/* Samples until the duration, Ctrl-C or the target's end. */
+static void run(struct recorder *rec, const struct record_args *o, const char *target,
+		uint64_t capture_failures)
+{
+	bool progress = isatty(STDERR_FILENO) && !o->quiet;
+	struct slice_ctx sc = {
+		.o = o, .target = target, .progress = progress, .capture_failures = capture_failures,
+	};
+	struct record_run run = {
+		.stop = &stop_flag, .duration_ns = (uint64_t) (o->duration * 1e9),
+		.slice_fn = slice_done, .ctx = &sc,
+	};
+
+	(void) recorder_run(rec, &run);
+	if (progress)
+		record_progress(rec, 0, true);
+	/* nothing is traced any more: Ctrl-Z may stop hwspy as it does any program */
+	signal(SIGTSTP, SIG_DFL);
+	if (tstp_flag)
+		(void) raise(SIGTSTP);
+}
+
+static void catch_signals(void)
+{
 	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
-	struct record_child child = { 0 };
-	uint64_t start, duration_ns;
-	bool tty = isatty(STDERR_FILENO);
-	struct outfile out = { 0 };
-	int r, status = 1;
-
-	/* every option is checked before anything is opened, attached or written */
-	r = record_parse_args(argc, argv, &o);
-	if (r)
-		return r > 0 ? 0 : 2;
-	if (!o.n_events && default_event(&o) < 0)
-		return 1;
-	if (check_events(&o) < 0)
-		return 1;
-	if (count_event_period(&o) < 0)
-		return 2;
-	if (o.ptrace && samples_asleep(&o.events[0])) {
-		log_error("'%s' samples threads as they go to sleep: --ptrace would stop them there "
-			  "and interrupt their system calls; leave --ptrace out (the BPF capture) or "
-			  "use --nonblocking", o.events[0].name);
-		return 2;
-	}
-	for (size_t i = 0; i < o.n_events; i++)
-		names[i] = o.events[i].name;
-	rec.prof = profile_new(names, o.n_events);
-	if (!rec.prof || record_special_frame(&rec, "[native]", &rec.native_frame) < 0 ||
-	    record_special_frame(&rec, "[unknown]", &rec.unknown_frame) < 0) {
-		log_error("out of memory");
-		goto out;
-	}
-	profile_set_event_rate(rec.prof, 0, o.freq, o.period, true);
-	if (format_column(&o.fmt, rec.prof) < 0) {
-		status = 2;     /* --weight names no event of -e: a usage error */
-		goto out;
-	}
-
-	if (o.pid) {
-		if (kill(o.pid, 0) < 0 && errno == ESRCH) {
-			log_error("no process with pid %d", o.pid);
-			goto out;
-		}
-		if (diag_kernel_thread(o.pid) == 1) {
-			log_error("pid %d is a kernel thread, not a Python process", o.pid);
-			goto out;
-		}
-	} else {
-		r = find_command(o.argv[0]);
-		if (r < 0) {
-			log_errno(r, "cannot run '%s'", o.argv[0]);
-			goto out;
-		}
-	}
-	if (!o.output) {
-		snprintf(defpath, sizeof(defpath), "hwspy-%d.%s", o.pid ? o.pid : (int) getpid(),
-			 !o.format_given ? "folded" : o.format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
-			 o.format == FORMAT_PPROF ? "pb.gz" : o.format == FORMAT_SVG ? "svg" : "folded");
-		o.output = defpath;
-	}
-	if (!o.format_given)
-		o.format = format_of_path(o.output);
-	/* speedscope shows samples in time order: keep it, within a budget (see README) */
-	if (o.format == FORMAT_SPEEDSCOPE)
-		(void) profile_log_start(rec.prof, RECORD_LOG_BYTES);
-	/* the output's temporary file, before attaching: a bad -o is found now */
-	if (cli_output_open(&out, o.output) < 0)
-		goto out;
-
-	if (o.pid) {
-		snprintf(target, sizeof(target), "pid %d", o.pid);
-		r = remote_mem_open_pid(o.pid, &rec.mem);
-		if (r >= 0) {
-			rec.mem_open = true;
-			r = pyframes_open(o.pid, &rec.mem, &rec.pf, &rec.info);
-		}
-		if (r == -EPERM || r == -EACCES) {
-			permission_hint(target, o.pid, false);
-			goto out;
-		}
-		if (r == -ESRCH) {
-			log_error("no process with pid %d", o.pid);
-			goto out;
-		}
-		if (r == -ENOENT && o.native) {
-			log_info("%s is not a Python process: recording native frames only", target);
-		} else if (r < 0) {
-			python_error(r, &rec, target);
-			goto out;
-		}
-		r = symbolizer_new(o.pid, &rec.sym);
-		if (r < 0) {
-			log_errno(r, "cannot read the mappings of %s", target);
-			goto out;
-		}
-		/* nothing stops the target while the first samples are unwound slowly: load the
-		 * modules' symbols and CFI before sampling starts, not while the rings fill */
-		if (!o.nonblocking && !o.ptrace) {
-			struct native_frame nf;
-
-			if (o.native)
-				(void) symbolizer_warm(rec.sym);
-			if (o.kernel)   /* loads /proc/kallsyms */
-				(void) symbolizer_kernel(rec.sym, 0, &nf);
-		}
-	} else {
-		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
-	}
-
-	if (!o.nonblocking && !o.ptrace && o.events[0].kind == EVENT_TRACEPOINT) {
-		/* the capture is a perf-event program, which the kernel attaches to software and
-		 * hardware events only; a stop where a thread goes to sleep would interrupt its call */
-		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
-			 "interrupt the system call it samples; reading each stack after its sample, "
-			 "as --nonblocking", o.events[0].name);
-		o.nonblocking = true;
-	}
-	if (!o.nonblocking && !o.ptrace) {
-		/* exact without stopping anything where BPF is allowed */
-		r = sampler_capture_probe();
-		rec.capture = r == 0;
-		if (r < 0) {
-			char why[320];
-
-			diag_bpf_refused(r, why, sizeof(why));
-			if (samples_asleep(&o.events[0])) {
-				log_info("no BPF capture here (%s), and stopping a thread as it goes "
-					 "to sleep would interrupt its system call: reading each stack "
-					 "after its sample instead, as --nonblocking", why);
-				o.nonblocking = true;
-			} else {
-				log_info("no BPF capture here (%s): exact mode stops each sampled "
-					 "thread instead", why);
-			}
-		}
-	}
-	if (rec.pf)
-		record_python_found(&rec);
-	rec.scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
-	if (!rec.scratch || record_pending_init(&rec, o.native ? o.stack_size : 0) < 0) {
-		log_error("out of memory");
-		goto out;
-	}
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -414,201 +570,71 @@ int cmd_record(int argc, char **argv)
 	sa = (struct sigaction) { .sa_handler = on_tstp };
 	sigaction(SIGTSTP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	so = (struct sampler_opts) {
-		.pid = o.pid, .argv = o.argv, .events = o.events, .n_events = o.n_events,
-		.freq = o.freq, .period = o.period, .exact = !o.nonblocking && !rec.capture,
-		.stop_budget_pct = o.stop_budget,
-		.capture = rec.capture,
-		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
-		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 256 : 0,
-	};
-	/* attach: the interpreter is known, so every sample can be captured from the first */
-	if (rec.capture && rec.pf && record_capture_spec(&rec, &cspec) == 0) {
-		so.capture_spec = &cspec;
-		so.capture_root_fn = record_capture_root;
-		so.capture_root_ctx = &rec;
-	}
-	r = sampler_new(&so, &rec.sampler);
-	if (r >= 0 && so.capture_spec) {
-		rec.capture_gen = rec.pf_gen;
-		rec.capture_error = sampler_capture_error(rec.sampler);
-		if (rec.capture_error && rec.capture_error != -EPERM && cspec.n_extras) {
-			/* a kernel that refuses the larger program: the frames alone */
-			cspec.n_extras = 0;
-			rec.capture_error = sampler_capture_start(rec.sampler, &cspec,
-								  record_capture_root, &rec);
-		}
-		rec.capture_extras = rec.capture_error ? 0 : cspec.n_extras;
-		if (rec.capture_error)
-			log_errno(rec.capture_error, "cannot start the BPF capture of Python frames; "
-				  "reading each stack after its sample instead, as --nonblocking");
-	}
-	if ((r == -EPERM || r == -EBUSY) && so.exact) {
-		if (r == -EBUSY)
-			log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
-				 "SIGWINCH and ignores no signal); falling back to --nonblocking");
-		else
-			log_info("cannot stop the target's threads (ptrace refused: another tracer, "
-				 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
-		o.nonblocking = true;
-		so.exact = false;
-		if (rec.pf)
-			pyframes_set_verify(rec.pf, true);
-		r = sampler_new(&so, &rec.sampler);
-	}
-	if (r == -EACCES && !o.kernel && user_only(&o)) {
-		/* as perf does: where kernel-mode counting is refused, count user space only */
-		log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid); counting "
-			 "user space only, as ':u'");
-		r = sampler_new(&so, &rec.sampler);
-	}
-	if (r < 0) {
-		if (r == -ESRCH)
-			log_error("no process with pid %d (it exited)", o.pid);
-		else if (r == -EACCES || r == -EPERM)
-			permission_hint(target, o.pid, o.kernel);
-		else if (r == -ENOENT)
-			log_error("event '%s' cannot be opened on this machine", o.events[0].name);
-		else
-			record_limit_error(r, target);
+int cmd_record(int argc, char **argv)
+{
+	struct record_args o = { 0 };
+	struct recorder *rec = NULL;
+	struct record_child child = { 0 };
+	struct outfile out = { 0 };
+	char target[320], defpath[64];
+	uint64_t capture_failures = 0;
+	int r, status = 1;
+
+	/* every option is checked before anything is opened, attached or written */
+	r = record_parse_args(argc, argv, &o);
+	if (r)
+		return r > 0 ? 0 : 2;
+	r = check_options(&o);
+	if (r)
+		return r;
+	choose_output(&o, defpath, sizeof(defpath));
+	r = new_recorder(&o, &rec);
+	if (r) {
+		status = r;
 		goto out;
 	}
-	sampler_set_resumed_fn(rec.sampler, record_flush);
+	/* the output's temporary file, before attaching: a bad -o is found now */
+	if (check_target(&o) < 0 || cli_output_open(&out, o.output) < 0)
+		goto out;
+	if (o.pid)
+		snprintf(target, sizeof(target), "pid %d", o.pid);
+	else
+		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
+	if (o.pid && open_target(rec, &o, target) < 0)
+		goto out;
+	choose_mode(rec, &o);
+	catch_signals();
+	if (start(rec, &o, target, &capture_failures) < 0)
+		goto out;
 	if (o.argv) {
-		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], sampler_pid(rec.sampler));
-		child = (struct record_child) { .pid = sampler_pid(rec.sampler), .name = o.argv[0] };
+		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], recorder_pid(rec));
+		child = (struct record_child) { .pid = recorder_pid(rec), .name = o.argv[0] };
 	}
-	(void) profile_set_target(rec.prof, target);
-	profile_meta(rec.prof)->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
-	/* exact mode by stops reads late too: samples past a thread's stop budget */
-	rec.late_us = malloc(LATE_MAX * sizeof(*rec.late_us));
-	capture_start(&rec);
+	(void) profile_set_target(recorder_profile(rec), target);
+	profile_meta(recorder_profile(rec))->start_time_ns = (uint64_t) time(NULL) * 1000000000ULL;
 
-	start = clock_now_ns();
-	duration_ns = (uint64_t) (o.duration * 1e9);
-	while (!stop_flag && !sampler_stats(rec.sampler)->target_exited) {
-		uint64_t slice = 250000000ULL, elapsed = clock_now_ns() - start;
-
-		/* a launched command's interpreter: look for it often, not only when samples come
-		 * in (every 100 ms in capture mode), so that the capture starts with its first
-		 * Python frames */
-		if (rec.capture && !rec.pf && !rec.fatal) {
-			record_detect(&rec);
-			capture_start(&rec);
-			slice = DETECT_INTERVAL_NS;
-		}
-		if (duration_ns) {
-			if (elapsed >= duration_ns)
-				break;
-			if (duration_ns - elapsed < slice)
-				slice = duration_ns - elapsed;
-		}
-		r = sampler_run(rec.sampler, record_on_sample, &rec, &stop_flag, slice);
-		if (r >= 0 && tstp_flag && !rec.fatal)
-			r = pause_for_tstp(rec.sampler);
-		if (r == -EBUSY) {
-			log_error("%s began to catch every signal hwspy could stop it with: sampling "
-				  "ended early (--nonblocking never stops it)", target);
-			break;
-		}
-		if (r < 0) {
-			log_errno(r, "sampling stopped early");
-			break;
-		}
-		capture_start(&rec);            /* the interpreter of a launched command, found */
-		if (tty && !o.quiet)
-			record_progress(&rec, (double) (clock_now_ns() - start) / 1e9, o.duration, false);
-	}
-	if (tty && !o.quiet)
-		record_progress(&rec, 0, 0, true);
-	/* stopping drains what is left in the rings through the callback */
-	sampler_stop(rec.sampler);
-	/* nothing is traced any more: Ctrl-Z may stop hwspy as it does any program */
-	signal(SIGTSTP, SIG_DFL);
-	if (tstp_flag)
-		(void) raise(SIGTSTP);
-	record_flush(&rec);
-	record_build_ids(&rec);
-	{
-		const struct sampler_stats *st = sampler_stats(rec.sampler);
-		double elapsed = (double) (clock_now_ns() - start) / 1e9;
-		struct profile_meta *meta = profile_meta(rec.prof);
-
-		meta->duration_ns = clock_now_ns() - start;
-		meta->lost = st->lost;
-		meta->dropped = rec.dropped_torn + rec.dropped_unreadable;
-		meta->threads = st->threads_seen;
-		if (st->threads_failed) {
-			struct buf why;
-
-			buf_init(&why);
-			(void) record_threads_missed(st, &why);
-			(void) profile_set_threads_missed(rec.prof, st->threads_failed,
-							  why.len ? why.data : NULL);
-			buf_release(&why);
-		}
-		if (rec.fatal) {
-			python_error(rec.fatal, &rec, target);
-			goto out;
-		}
-		if (o.argv && !rec.pf && !o.native) {
-			/* gone before an interpreter was ever found: it was not a Python process */
-			python_error(rec.detect_error && rec.detect_error != -ESRCH ? rec.detect_error
-										   : -ENOENT,
-				     &rec, target);
-			goto out;
-		}
-		if (!st->samples) {
-			/* an empty profile is nothing useful: the previous output stays */
-			record_no_samples(&rec, target, elapsed);
-			goto out;
-		}
-		struct buf cmdline;
-
-		record_thread_names_final(&rec);
-		/* the command line, for the formats that keep it (pprof's comments) */
-		buf_init(&cmdline);
-		(void) buf_puts(&cmdline, "hwspy");
-		for (int i = 0; i < argc; i++)
-			(void) buf_printf(&cmdline, " %s", argv[i]);
-		o.fmt.command_line = cmdline.len ? cmdline.data : NULL;
-		r = format_write(o.format, rec.prof, &o.fmt, out.f);
-		buf_release(&cmdline);
-		if (r < 0) {
-			log_errno(r, "cannot write '%s'", o.output);
-			goto out;
-		}
-		if (cli_output_commit(&out) < 0)
-			goto out;
-		if (st->target_exited && o.pid)
-			log_info("pid %d exited; writing what was sampled", o.pid);
-		/* the profile is safe: now the command (its end goes in the summary) */
-		if (o.argv)
-			end_command(&rec, &o, &child);
-		record_summary(&rec, target, elapsed, out.is_stdout ? "to standard output" : o.output);
-		if (o.argv)
-			record_child_say(&child);
-	}
+	run(rec, &o, target, capture_failures);
+	note_run(rec);
+	if (!worth_writing(rec, &o, target) || write_profile(rec, &o, &out, argc, argv) < 0)
+		goto out;
+	if (recorder_stats(rec)->sampler->target_exited && o.pid)
+		log_info("pid %d exited; writing what was sampled", o.pid);
+	/* the profile is safe: now the command (its end goes in the summary) */
+	if (o.argv)
+		end_command(rec, &o, &child);
+	record_summary(rec, &o, target, out.is_stdout ? "to standard output" : o.output);
+	if (o.argv)
+		record_child_say(&child);
 	status = o.argv ? record_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	if (rec.sampler && o.argv && !child.ended && !child.kept) {
+	if (child.pid && !child.ended && !child.kept) {
 		/* hwspy failed: the command ends too (its status is not hwspy's: that stays 1) */
-		end_command(&rec, &o, &child);
+		end_command(rec, &o, &child);
 		record_child_say(&child);
 	}
-	sampler_free(rec.sampler);
-	pyframes_free(rec.pf);
-	if (rec.mem_open)
-		remote_mem_close(&rec.mem);
-	symbolizer_free(rec.sym);
-	record_pending_free(&rec);
-	free(rec.scratch);
-	profile_free(rec.prof);
-	free(rec.names);
-	free(rec.pynames);
-	free(rec.late_us);
-	free(rec.bid_ambiguous);
+	recorder_free(rec);
 	return status;
 }

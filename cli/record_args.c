@@ -84,7 +84,7 @@ static bool is_tracepoint_form(const char *text)
 	return colon && colon != text && colon[1] && !strchr(text, '/');
 }
 
-static int parse_events(struct record_opts *o, const char *arg)
+static int parse_events(struct record_args *o, const char *arg)
 {
 	char items[SAMPLER_MAX_EVENTS][96];
 	size_t room = SAMPLER_MAX_EVENTS - o->n_events;
@@ -132,7 +132,7 @@ static int parse_events(struct record_opts *o, const char *arg)
 	return 0;
 }
 
-int record_parse_args(int argc, char **argv, struct record_opts *o)
+int record_parse_args(int argc, char **argv, struct record_args *o)
 {
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -162,7 +162,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	char *end;
 
 	o->freq = 100;
-	o->stack_size = DEFAULT_STACK_SIZE;
+	o->stack_size = RECORD_DEFAULT_STACK_SIZE;
 	o->grace = GRACE_DEFAULT;
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
 		switch (c) {

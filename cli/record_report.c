@@ -36,16 +36,16 @@ void record_limit_error(int r, const char *target)
 	buf_release(&b);
 }
 
-static int cmp_u32(const void *a, const void *b)
+void record_progress(struct recorder *rec, double duration, bool final)
 {
-	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+	const struct record_stats *rs = recorder_stats(rec);
+	const struct sampler_stats *st = rs->sampler;
+	double elapsed = (double) rs->elapsed_ns / 1e9;
 
-	return x < y ? -1 : x > y;
-}
-
-void record_progress(const struct recorder *rec, double elapsed, double duration, bool final)
-{
-	const struct sampler_stats *st = sampler_stats(rec->sampler);
+	if (final) {
+		fprintf(stderr, "\r\033[K");
+		return;
+	}
 
 	if (duration > 0)
 		fprintf(stderr, "\r\033[Khwspy: %.1f / %.0f s  %" PRIu64 " samples  %" PRIu64 " lost",
@@ -53,8 +53,6 @@ void record_progress(const struct recorder *rec, double elapsed, double duration
 	else
 		fprintf(stderr, "\r\033[Khwspy: %.1f s  %" PRIu64 " samples  %" PRIu64 " lost  (Ctrl-C stops)",
 			elapsed, st->samples, st->lost);
-	if (final)
-		fprintf(stderr, "\r\033[K");
 }
 
 /* Whether the event counts only while its thread runs (time or instructions on a CPU). */
@@ -66,9 +64,10 @@ static bool counts_on_cpu(const struct event_spec *e)
 	       (e->attr.config == PERF_COUNT_SW_CPU_CLOCK || e->attr.config == PERF_COUNT_SW_TASK_CLOCK);
 }
 
-void record_no_samples(const struct recorder *rec, const char *target, double elapsed)
+void record_no_samples(struct recorder *rec, const struct record_args *o, const char *target)
 {
-	const struct event_spec *e = &rec->opts->events[0];
+	const struct event_spec *e = &o->events[0];
+	double elapsed = (double) recorder_stats(rec)->elapsed_ns / 1e9;
 
 	if (counts_on_cpu(e))
 		log_error("no samples: %s did not run on a CPU long enough for one in %.2f s ('%s' "
@@ -77,68 +76,73 @@ void record_no_samples(const struct recorder *rec, const char *target, double el
 			  "to sleep)", target, elapsed, e->name);
 	else
 		log_error("no samples: %s had %s '%s' event in %.2f s, so nothing was written",
-			  target, rec->opts->period > 1 ? "too few of the" : "no", e->name, elapsed);
+			  target, o->period > 1 ? "too few of the" : "no", e->name, elapsed);
 }
 
-void record_summary(const struct recorder *rec, const char *target, double elapsed,
+void record_summary(struct recorder *rec, const struct record_args *o, const char *target,
 		    const char *path)
 {
-	const struct record_opts *o = rec->opts;
-	const struct sampler_stats *st = sampler_stats(rec->sampler);
-	const struct profile_event *ev = profile_event(rec->prof, 0);
-	uint64_t dropped = rec->dropped_torn + rec->dropped_unreadable;
+	const struct record_stats *rs = recorder_stats(rec);
+	const struct sampler_stats *st = rs->sampler;
+	const struct profile *prof = recorder_profile(rec);
+	const struct profile_event *ev = profile_event(prof, 0);
+	uint64_t dropped = rs->dropped_torn + rs->dropped_unreadable;
+	double elapsed = (double) rs->elapsed_ns / 1e9;
+	enum record_mode mode = recorder_mode(rec);
+	struct record_python py;
 
+	recorder_python(rec, &py);
 	log_info("sampled %s%s%s for %.2f s: '%s' at %s%" PRIu64 "%s", target,
-		 rec->pf ? ", Python " : "", rec->pf ? rec->info.version : "", elapsed, ev->name,
+		 py.found ? ", Python " : "", py.found ? py.info->version : "", elapsed, ev->name,
 		 o->freq ? "" : "every ", o->freq ? o->freq : o->period, o->freq ? " Hz" : " events");
 	log_info("%" PRIu64 " samples, weight %" PRIu64 ", %" PRIu64 " lost, %" PRIu64
-		 " dropped, %" PRIu64 " threads", st->samples, profile_total(rec->prof, 1), st->lost,
+		 " dropped, %" PRIu64 " threads", st->samples, profile_total(prof, 1), st->lost,
 		 dropped, st->threads_seen);
 	if (dropped)
 		log_info("dropped: %" PRIu64 " torn Python stacks, %" PRIu64
-			 " unreadable (kept as [unknown])", rec->dropped_torn, rec->dropped_unreadable);
-	if (o->format == FORMAT_SPEEDSCOPE && !profile_log_complete(rec->prof))
+			 " unreadable (kept as [unknown])", rs->dropped_torn, rs->dropped_unreadable);
+	if (o->format == FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
 		log_info("speedscope: samples merged by stack, not in time order: their log passed "
 			 "its %u MiB (record for less time, or at a lower rate)", RECORD_LOG_BYTES >> 20);
 	if (o->native)
 		log_info("native: %" PRIu64 " stacks unwound, %.1f frames on average",
-			 rec->unwound, rec->unwound ? (double) rec->unwound_frames / (double) rec->unwound : 0.0);
-	if (rec->merge_failed)
+			 rs->unwound, rs->unwound ? (double) rs->unwound_frames / (double) rs->unwound : 0.0);
+	if (rs->merge_failed)
 		log_info("%" PRIu64 " samples whose native and Python stacks could not be merged "
-			 "(kept with their Python frames only)", rec->merge_failed);
-	if (rec->late_unfit)
+			 "(kept with their Python frames only)", rs->merge_failed);
+	if (rs->late_unfit)
 		log_info("%" PRIu64 " samples whose Python stack, read after the sample without a "
 			 "capture, was a later one (read over %llu ms late, or not fitting their native "
-			 "stack): kept with their native frames, " MERGE_PY_UNKNOWN " where Python code "
-			 "ran", rec->late_unfit, STALE_READ_NS / 1000000ULL);
-	if (o->kernel && !rec->kernel_frames)
+			 "stack): kept with their native frames, " RECORD_PY_UNKNOWN " where Python code "
+			 "ran", rs->late_unfit, RECORD_STALE_READ_NS / 1000000ULL);
+	if (o->kernel && !rs->kernel_frames)
 		log_info("no kernel frames were recorded (the event counts user space only?)");
-	if (rec->truncated)
+	if (rs->truncated)
 		log_info("%" PRIu64 " stacks deeper than %d Python frames: their outer frames left out, "
-			 "marked '[truncated: N frames]' at the root", rec->truncated, MAX_PY_FRAMES);
-	if (rec->truncated_gone)
+			 "marked '[truncated: N frames]' at the root", rs->truncated, RECORD_MAX_PY_FRAMES);
+	if (rs->truncated_gone)
 		log_info("%" PRIu64 " captured stacks deeper than the capture's %d frames whose outer "
 			 "frames were gone when read (the thread had returned, or the target exited): "
-			 "kept as captured, marked '[truncated]' at the root", rec->truncated_gone,
+			 "kept as captured, marked '[truncated]' at the root", rs->truncated_gone,
 			 SAMPLER_CAPTURE_MAX_NODES);
-	if (rec->no_python)
+	if (rs->no_python)
 		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
-			 rec->no_python);
-	if (rec->read_after_exit)
+			 rs->no_python);
+	if (rs->read_after_exit)
 		log_info("%" PRIu64 " samples read after their thread had exited, their Python stack "
-			 "gone (kept as [native])", rec->read_after_exit);
-	if (rec->capture) {
+			 "gone (kept as [native])", rs->read_after_exit);
+	if (mode == RECORD_CAPTURE) {
 		char deep[128] = "";
 
-		if (rec->captured_cut)
+		if (rs->captured_cut)
 			snprintf(deep, sizeof(deep), "; %" PRIu64 " captured stacks were deeper than the "
 				 "capture's %d frames: their outer frames were read after the sample",
-				 rec->captured_cut, SAMPLER_CAPTURE_MAX_NODES);
+				 rs->captured_cut, SAMPLER_CAPTURE_MAX_NODES);
 		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
 			 " read after it (before the capture started, or a thread's first samples)%s",
-			 rec->captured, rec->uncaptured, deep);
+			 rs->captured, rs->uncaptured, deep);
 	}
-	else if (!o->nonblocking) {
+	else if (mode == RECORD_STOPS) {
 		char undone[96] = "";
 
 		if (st->eintr_undone)
@@ -153,17 +157,15 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 				 o->stop_budget ? o->stop_budget : SAMPLER_STOP_BUDGET_PCT,
 				 SAMPLER_STOP_WINDOW_MS, st->budget_trips);
 	}
-	if (rec->n_late) {
-		qsort(rec->late_us, rec->n_late, sizeof(*rec->late_us), cmp_u32);
+	if (rs->n_late) {
 		log_info("%s were late by median %u us, p99 %u us, max %u us",
-			 rec->capture ? "reads without a capture" :
-			 o->nonblocking ? "nonblocking: reads" : "reads without a stop",
-			 rec->late_us[rec->n_late / 2], rec->late_us[rec->n_late * 99 / 100],
-			 rec->late_us[rec->n_late - 1]);
+			 mode == RECORD_CAPTURE ? "reads without a capture" :
+			 mode == RECORD_NONBLOCKING ? "nonblocking: reads" : "reads without a stop",
+			 rs->late_median_us, rs->late_p99_us, rs->late_max_us);
 	}
 	if (st->threads_failed) {
 		/* the reasons, as cmd_record put them in the profile's metadata */
-		const char *why = profile_meta_const(rec->prof)->threads_missed_why;
+		const char *why = profile_meta_const(prof)->threads_missed_why;
 
 		log_info("%" PRIu64 " of %" PRIu64 " threads not profiled: %s%s", st->threads_failed,
 			 st->threads_seen + st->threads_failed, why ? why : "",
@@ -195,7 +197,7 @@ void record_summary(const struct recorder *rec, const char *target, double elaps
 		log_info("the kernel throttled the sampling event %" PRIu64 " times (more samples at "
 			 "once than kernel.perf_event_max_sample_rate allows): samples are missing "
 			 "there; lower the rate (-F) or use a period (-c)", st->throttled);
-	if (rec->add_failed)
-		log_info("%" PRIu64 " samples could not be stored (out of memory)", rec->add_failed);
+	if (rs->add_failed)
+		log_info("%" PRIu64 " samples could not be stored (out of memory)", rs->add_failed);
 	log_info("wrote %s", path);
 }

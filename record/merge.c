@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/merge.h"
+#include "record/merge.h"
 
 #define EVAL_NAME "_PyEval_EvalFrameDefault"
 #define TAIL_CALL_PREFIX "_TAIL_CALL_"

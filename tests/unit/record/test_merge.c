@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "cli/merge.h"
+#include "record/merge.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_FRAMES 64

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "cli/record.h"
+#include "base/clock.h"
+#include "record/internal.h"
 
 /* a pyframes capture spec fits the sampler's program as it is */
 _Static_assert(PYFRAMES_CAPTURE_STRIDE_MAX == SAMPLER_CAPTURE_MAX_STRIDE &&
@@ -22,146 +23,16 @@ _Static_assert(PYFRAMES_CAPTURE_STRIDE_MAX == SAMPLER_CAPTURE_MAX_STRIDE &&
 	       "pyframes' capture limits are the sampler's");
 
 
+static bool capturing(const struct recorder *rec)
+{
+	return rec->opts.mode == RECORD_CAPTURE;
+}
+
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)
 {
 	struct profile_frame f = { .kind = FRAME_SPECIAL, .name = name };
 
 	return profile_frame_id(rec->prof, &f, ret);
-}
-
-/* Reads Python's thread names, unless they were read less than min_ms ago: true if read. */
-static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
-{
-	uint64_t now = clock_now_ns();
-
-	if (!rec->pf || (rec->pynames_ns && now - rec->pynames_ns < min_ms * 1000000ull))
-		return false;
-	if (!rec->pynames) {
-		rec->pynames = calloc(RECORD_PYNAMES_MAX, sizeof(*rec->pynames));
-		if (!rec->pynames)
-			return false;
-	}
-	rec->pynames_ns = now;
-	if (pyframes_thread_names(rec->pf, rec->pynames, RECORD_PYNAMES_MAX, &rec->n_pynames) < 0)
-		rec->n_pynames = 0;
-	return true;
-}
-
-static const char *pyname_of(const struct recorder *rec, pid_t tid)
-{
-	for (size_t i = 0; i < rec->n_pynames; i++)
-		if (rec->pynames[i].tid == tid && rec->pynames[i].name[0])
-			return rec->pynames[i].name;
-	return NULL;
-}
-
-/* Names thread t name: the profile's thread name, and its root frame with --threads (renamed
- * if it had one: the stacks recorded so far read the new name). */
-static void thread_rename(struct recorder *rec, struct thread_name *t, const char *name)
-{
-	char text[256];
-
-	(void) profile_set_thread_name(rec->prof, (uint32_t) t->tid, name);
-	if (!rec->opts->threads)
-		return;
-	snprintf(text, sizeof(text), "[thread %d%s%s]", t->tid, name[0] ? " " : "", name);
-	(void) profile_frame_rename(rec->prof, t->frame, text);
-}
-
-/* The thread's record: its name (profile_set_thread_name) and, with --threads, its root frame
- * `[thread TID NAME]`, made at its first sample: NAME is the thread's name in Python's
- * threading registry, else its /proc comm (then looked for again, see RECORD_PYNAMES_MS).
- * NULL: out of memory. */
-static struct thread_name *thread_known(struct recorder *rec, pid_t pid, pid_t tid)
-{
-	char path[64], comm[64] = "", name[256];
-	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
-	const char *py;
-	struct thread_name *t;
-	FILE *fp;
-
-	if (rec->last_name < rec->n_names && rec->names[rec->last_name].tid == tid)
-		t = &rec->names[rec->last_name];
-	else
-		t = NULL;
-	for (size_t i = 0; !t && i < rec->n_names; i++) {
-		if (rec->names[i].tid == tid) {
-			rec->last_name = i;
-			t = &rec->names[i];
-		}
-	}
-	if (t) {
-		if (t->from_comm && t->tries < RECORD_PYNAMES_TRIES &&
-		    pynames_refresh(rec, RECORD_PYNAMES_MS)) {
-			t->tries++;
-			py = pyname_of(rec, tid);
-			if (py) {
-				thread_rename(rec, t, py);
-				t->from_comm = false;
-			}
-		}
-		return t;
-	}
-	if (rec->n_names == rec->cap_names) {
-		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
-		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		rec->names = v;
-		rec->cap_names = cap;
-	}
-	/* a new thread: the last read may be from before it started (a thread that lives 200 ms
-	 * would be gone at the next) */
-	(void) pynames_refresh(rec, RECORD_PYNAMES_MS);
-	py = pyname_of(rec, tid);
-	if (!py && pynames_refresh(rec, RECORD_PYNAMES_NEW_MS))
-		py = pyname_of(rec, tid);
-	if (!py) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-		fp = fopen(path, "re");
-		if (fp) {
-			if (fgets(comm, sizeof(comm), fp))
-				comm[strcspn(comm, "\n")] = '\0';
-			fclose(fp);
-		}
-	}
-	t = &rec->names[rec->n_names];
-	*t = (struct thread_name) { .tid = tid, .frame = rec->unknown_frame, .from_comm = !py };
-	if (py || comm[0])
-		(void) profile_set_thread_name(rec->prof, (uint32_t) tid, py ? py : comm);
-	if (rec->opts->threads) {
-		snprintf(name, sizeof(name), "[thread %d%s%s]", tid, py || comm[0] ? " " : "",
-			 py ? py : comm);
-		if (profile_frame_id(rec->prof, &f, &t->frame) < 0)
-			return NULL;
-	}
-	rec->last_name = rec->n_names++;
-	return t;
-}
-
-void record_thread_names_final(struct recorder *rec)
-{
-	bool any = false;
-
-	for (size_t i = 0; i < rec->n_names; i++)
-		any |= rec->names[i].from_comm;
-	if (!any || !pynames_refresh(rec, 0))
-		return;
-	for (size_t i = 0; i < rec->n_names; i++) {
-		const char *py = rec->names[i].from_comm ? pyname_of(rec, rec->names[i].tid) : NULL;
-
-		if (py) {
-			thread_rename(rec, &rec->names[i], py);
-			rec->names[i].from_comm = false;
-		}
-	}
-}
-
-static uint32_t thread_frame(struct recorder *rec, pid_t pid, pid_t tid)
-{
-	struct thread_name *t = thread_known(rec, pid, tid);
-
-	return t ? t->frame : rec->unknown_frame;
 }
 
 void record_python_found(struct recorder *rec)
@@ -170,7 +41,7 @@ void record_python_found(struct recorder *rec)
 
 	rec->interp_module = slash ? slash + 1 : rec->info.binary;
 	/* walks of threads that run on: --nonblocking, and a capture's misses */
-	pyframes_set_verify(rec->pf, rec->opts->nonblocking || rec->capture);
+	pyframes_set_verify(rec->pf, rec->opts.mode != RECORD_STOPS);
 	rec->pf_gen++;
 	(void) profile_set_python(rec->prof, rec->info.version);
 }
@@ -183,7 +54,7 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 
 	if (!rec->sym)
 		return 0;
-	if (!rec->opts->native) {
+	if (!rec->opts.native) {
 		if (!s->user)
 			return 0;
 		const char *mod = symbolizer_module_name(rec->sym, s->ip);
@@ -198,7 +69,7 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 	    symbolizer_unwind(rec->sym, s->regs, s->n_regs, s->stack, s->stack_size, rec->ips,
 			      MAX_NATIVE, &nips) < 0)
 		return 0;
-	rec->unwound++;
+	rec->stats.unwound++;
 	for (size_t i = 0; i < nips && n < MAX_NATIVE; i++) {
 		size_t k = 0;
 		if (symbolizer_lookup(rec->sym, rec->ips[i], i > 0, rec->nat + n, MAX_NATIVE - n, &k) < 0 ||
@@ -211,7 +82,7 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 		}
 		n += k;
 	}
-	rec->unwound_frames += n;
+	rec->stats.unwound_frames += n;
 	return n;
 }
 
@@ -221,7 +92,7 @@ static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct
 {
 	size_t n = 0, start = SIZE_MAX;
 
-	if (!rec->opts->kernel || !rec->sym)
+	if (!rec->opts.kernel || !rec->sym)
 		return 0;
 	for (size_t i = 0; i < s->n_callchain; i++) {
 		uint64_t ip = s->callchain[i];
@@ -251,7 +122,7 @@ static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct
 		else
 			ret[k] = (struct profile_frame) { .kind = FRAME_KERNEL, .name = nf.name };
 	}
-	rec->kernel_frames += n;
+	rec->stats.kernel_frames += n;
 	return n;
 }
 
@@ -300,7 +171,7 @@ int record_capture_start(struct recorder *rec)
 	struct sampler_capture_spec ss;
 	int r;
 
-	if (!rec->capture || !rec->pf || rec->capture_gen == rec->pf_gen)
+	if (!capturing(rec) || !rec->pf || rec->capture_gen == rec->pf_gen)
 		return 0;
 	rec->capture_gen = rec->pf_gen;     /* one try per interpreter */
 	r = record_capture_spec(rec, &ss);
@@ -312,7 +183,8 @@ int record_capture_start(struct recorder *rec)
 		ss.n_extras = 0;
 		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
 	}
-	rec->capture_error = r < 0 ? r : 0;
+	rec->stats.capture_error = r < 0 ? r : 0;
+	rec->stats.capture_failures += r < 0;
 	return r;
 }
 
@@ -327,15 +199,15 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride,
 						rec->capture_extras };
 
-		rec->captured++;
+		rec->stats.captured++;
 		/* the frames past the capture's last come from memory, after the sample */
-		rec->captured_cut += c->status == SAMPLE_CAPTURE_CUT;
+		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
 		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n);
 	}
-	if (rec->capture) {
+	if (capturing(rec)) {
 		uint64_t root;
 
-		rec->uncaptured++;
+		rec->stats.uncaptured++;
 		/* a thread whose state did not exist when its events opened: the next sample
 		 * will be captured */
 		if (c && rec->capture_gen == rec->pf_gen &&
@@ -350,37 +222,29 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 }
 
 /* Launch mode: the interpreter appears once the loader has mapped it; look again now and then. */
-static void detect(struct recorder *rec, pid_t pid);
-
 void record_detect(struct recorder *rec)
-{
-	if (rec->sampler)
-		detect(rec, sampler_pid(rec->sampler));
-}
-
-static void detect(struct recorder *rec, pid_t pid)
 {
 	uint64_t now = clock_now_ns();
 	int r;
 
-	if (rec->pf || rec->fatal || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
+	if (rec->pf || rec->fatal || !rec->pid || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
 		return;
 	rec->last_detect_ns = now;
 	if (!rec->sym)
-		(void) symbolizer_new(pid, &rec->sym);
+		(void) symbolizer_new(rec->pid, &rec->sym);
 	if (!rec->mem_open) {
-		if (remote_mem_open_pid(pid, &rec->mem) < 0)
+		if (remote_mem_open_pid(rec->pid, &rec->mem) < 0)
 			return;
 		rec->mem_open = true;
 	}
-	r = pyframes_open(pid, &rec->mem, &rec->pf, &rec->info);
+	r = pyframes_open(rec->pid, &rec->mem, &rec->pf, &rec->info);
 	rec->detect_error = r;
 	if (r == -ENOTSUP || r == -EBADMSG)   /* unsupported, or a corrupt layout */
 		rec->fatal = r;
 	else if (r >= 0) {
 		record_python_found(rec);
 		/* the capture program starts between two sampler_run() calls: let this one end */
-		if (rec->capture && rec->sampler)
+		if (capturing(rec) && rec->sampler)
 			sampler_break(rec->sampler);
 	}
 }
@@ -399,9 +263,9 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 	if (record_special_frame(rec, name, &rec->ids[*depth]) >= 0)
 		(*depth)++;
 	if (more && cut == 0)
-		rec->truncated_gone++;
+		rec->stats.truncated_gone++;
 	else
-		rec->truncated++;
+		rec->stats.truncated++;
 }
 
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
@@ -409,15 +273,16 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
 		   size_t n, const struct py_cut *cut, uint64_t late_ns, bool gone)
 {
-	const struct record_opts *o = rec->opts;
+	const struct record_opts *o = &rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
+	struct record_sample out;
 	size_t depth = 0;
 	bool py_truncated = r == 0 && (cut->n > 0 || cut->more);
 
+	uint32_t thread = record_thread_frame(rec, s->tid);
+
 	if (o->threads)
-		rec->ids[depth++] = thread_frame(rec, sampler_pid(rec->sampler), s->tid);
-	else
-		(void) thread_known(rec, sampler_pid(rec->sampler), s->tid);
+		rec->ids[depth++] = thread;
 	if (py_truncated)
 		cut_frame(rec, cut->n, cut->more, &depth);
 	if (r == 0 || r == -ENOENT) {
@@ -436,8 +301,8 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		/* a Python stack read long after the sample is a later one, not this sample's
 		 * (a launched command's first samples wait while hwspy loads symbols, and may
 		 * even fit a later stack by chance): the native frames are the sample's own */
-		if (o->native && mi.n_py && late_ns > STALE_READ_NS) {
-			rec->late_unfit++;
+		if (o->native && mi.n_py && late_ns > RECORD_STALE_READ_NS) {
+			rec->stats.late_unfit++;
 			mi.n_py = 0;
 			mi.py_unknown = true;
 		}
@@ -445,13 +310,13 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		if (rm == -EPROTO && late_ns) {
 			/* so is one read a little late that does not fit: keep the native frames and
 			 * mark where Python code ran */
-			rec->late_unfit++;
+			rec->stats.late_unfit++;
 			mi.n_py = 0;
 			mi.py_unknown = true;
 			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
 		} else if (rm == -EPROTO) {
 			/* never a mis-ordered stack: keep the Python frames alone */
-			rec->merge_failed++;
+			rec->stats.merge_failed++;
 			mi.n_native = 0;
 			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
 		}
@@ -459,9 +324,9 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			nm = 0;
 		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
 		if (nm == 0 && mi.n_py == 0 && gone)
-			rec->read_after_exit++;
+			rec->stats.read_after_exit++;
 		else if (nm == 0 && mi.n_py == 0)
-			rec->no_python++;
+			rec->stats.no_python++;
 		if (nm == 0)
 			rec->ids[depth++] = rec->native_frame;
 		for (size_t i = 0; i < nm + nk; i++)
@@ -469,15 +334,19 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 				depth++;
 	} else {
 		if (r == -EAGAIN)
-			rec->dropped_torn++;
+			rec->stats.dropped_torn++;
 		else
-			rec->dropped_unreadable++;
+			rec->stats.dropped_unreadable++;
 		rec->ids[depth++] = rec->unknown_frame;
 	}
 	for (size_t i = 0; i < s->n_values && i < SAMPLER_MAX_EVENTS; i++)
 		values[i + 1] = s->values[i];
-	if (profile_add_at(rec->prof, (uint32_t) s->tid, rec->ids, depth, values, s->time_ns) < 0)
-		rec->add_failed++;
+	out = (struct record_sample) {
+		.tid = s->tid, .time_ns = s->time_ns, .frames = rec->ids, .depth = depth,
+		.values = values, .n_values = 1 + rec->opts.n_events,
+	};
+	if (rec->sink.sample(rec->sink.ctx, &out) < 0)
+		rec->stats.add_failed++;
 }
 
 void record_flush(void *ctx)
@@ -510,7 +379,7 @@ static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
 	p->s.n_callchain = s->n_callchain < MAX_KERNEL + 8 ? s->n_callchain : MAX_KERNEL + 8;
 	p->s.callchain = s->callchain ?
 		memcpy(p->callchain, s->callchain, p->s.n_callchain * sizeof(*s->callchain)) : NULL;
-	if (s->stack && p->stack && s->stack_size <= rec->opts->stack_size) {
+	if (s->stack && p->stack && s->stack_size <= rec->opts.stack_size) {
 		p->s.stack = memcpy(p->stack, s->stack, s->stack_size);
 	} else {
 		p->s.stack = NULL;
@@ -602,11 +471,25 @@ void record_build_ids(struct recorder *rec)
 	free(seen);
 }
 
+/* The target exec'd: its interpreter and mappings are the new image's, found again. */
+static void on_exec(struct recorder *rec)
+{
+	/* the names of waiting samples belong to the old image's interpreter */
+	record_flush(rec);
+	pyframes_free(rec->pf);
+	rec->pf = NULL;
+	record_build_ids(rec);
+	symbolizer_free(rec->sym);
+	rec->sym = NULL;
+	rec->interp_module = NULL;
+	rec->last_detect_ns = 0;
+}
+
 void record_on_sample(void *ctx, const struct sample *s)
 {
 	struct recorder *rec = ctx;
 	size_t n = 0;
-	uint64_t captured_before = rec->captured;
+	uint64_t captured_before = rec->stats.captured;
 	uint64_t late_ns = 0;
 	struct py_cut cut = { 0 };
 	bool late;
@@ -614,31 +497,23 @@ void record_on_sample(void *ctx, const struct sample *s)
 	char task[64];
 	int r = -ENOENT;
 
-	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
-		/* the names of waiting samples belong to the old image's interpreter */
-		record_flush(rec);
+	if (rec->sampler && sampler_stats(rec->sampler)->execs != rec->execs_seen) {
 		rec->execs_seen = sampler_stats(rec->sampler)->execs;
-		pyframes_free(rec->pf);
-		rec->pf = NULL;
-		record_build_ids(rec);
-		symbolizer_free(rec->sym);
-		rec->sym = NULL;
-		rec->interp_module = NULL;
-		rec->last_detect_ns = 0;
+		on_exec(rec);
 	}
 	if (!rec->pf)
-		detect(rec, sampler_pid(rec->sampler));
+		record_detect(rec);
 	if (rec->pf)
 		r = python_walk(rec, s, &n);
 	if (r == 0 && rec->pf)
 		cut.n = pyframes_last_cut(rec->pf, &cut.more);
-	late = !s->stopped && rec->captured == captured_before;
+	late = !s->stopped && rec->stats.captured == captured_before;
 	if (late) {
 		uint64_t t = clock_now_ns();
 
 		late_ns = t > s->time_ns ? t - s->time_ns : 1;
-		if (rec->late_us && rec->n_late < LATE_MAX)
-			rec->late_us[rec->n_late++] = (uint32_t) (late_ns / 1000);
+		if (rec->late_us && rec->stats.n_late < LATE_MAX)
+			rec->late_us[rec->stats.n_late++] = (uint32_t) (late_ns / 1000);
 	}
 	/* no thread state: a thread that runs no Python, or one that has exited since */
 	gone = false;
@@ -649,6 +524,6 @@ void record_on_sample(void *ctx, const struct sample *s)
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, &cut))
 		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone);
-	if (rec->fatal)
+	if (rec->fatal && rec->stop)
 		*rec->stop = 1;
 }

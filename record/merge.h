@@ -67,14 +67,15 @@
  * MERGE_PY_UNKNOWN frame (FRAME_SPECIAL), entries with no kept frame between them one frame
  * together: the sample ran Python code there, which no one can name any more. Never -EPROTO.
  */
-#ifndef HWSPY_CLI_MERGE_H
-#define HWSPY_CLI_MERGE_H
+#ifndef HWSPY_RECORD_MERGE_H
+#define HWSPY_RECORD_MERGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
+#include "record/record.h"
 #include "symbolizer/symbolizer.h"
 
 /* Scratch bytes one nameless native frame's "MODULE+0xADDR" text needs at most (a module
@@ -82,7 +83,7 @@
 #define MERGE_SCRATCH_PER_FRAME 280
 
 /* The frame that stands for the Python code of an entry when py_unknown is set. */
-#define MERGE_PY_UNKNOWN "[python]"
+#define MERGE_PY_UNKNOWN RECORD_PY_UNKNOWN
 
 struct merge_in {
 	const struct native_frame *native;  /* innermost first (inline frames included) */

@@ -1,0 +1,145 @@
+/*
+ * record/internal.h: the recorder's state and the functions its files share. Not for cli/.
+ *
+ * The folder:
+ *   recorder.c   lifecycle: new, finding the interpreter, start (sampler_new with the capture),
+ *                the run loop, stop, stats, free
+ *   sample.c     one sample -> one stack: the Python walk (from its capture, or live memory),
+ *                native and kernel frames, merge, defer while the thread is stopped, the sink;
+ *                the sampler's events (exec, a thread that needs its capture root)
+ *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
+ *   merge.c      native + Python frames -> one stack (merge.h)
+ */
+#ifndef HWSPY_RECORD_INTERNAL_H
+#define HWSPY_RECORD_INTERNAL_H
+
+#include "record/merge.h"
+#include "record/record.h"
+
+#define MAX_PY_FRAMES RECORD_MAX_PY_FRAMES
+#define MAX_NATIVE 256
+#define MAX_KERNEL 128
+#define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
+#define DETECT_INTERVAL_NS 20000000ULL
+#define LATE_MAX 1000000
+#define SLICE_NS 250000000ULL
+
+struct thread_name {
+	pid_t tid;
+	uint32_t frame;                 /* its root frame (--threads), else unknown_frame */
+	bool from_comm;                 /* named by /proc comm: Python's name not seen yet */
+	unsigned tries;                 /* registry reads that looked for its Python name since */
+};
+
+/* Where a Python stack was cut at its root end (pyframes_last_cut()): n frames left out, or
+ * more than n (more). */
+struct py_cut {
+	uint64_t n;
+	bool more;
+};
+
+/* Python's thread names (pyframes_thread_names): read when a thread is new, then at most every
+ * RECORD_PYNAMES_MS while a thread still goes by its comm (at a new thread's first sample, again
+ * after RECORD_PYNAMES_NEW_MS if the last read lacks it) (RECORD_PYNAMES_TRIES times for each
+ * thread), and at the end */
+#define RECORD_PYNAMES_MAX 1024
+#define RECORD_PYNAMES_MS 200
+#define RECORD_PYNAMES_NEW_MS 10        /* at a thread's first sample, if the last read lacks it */
+#define RECORD_PYNAMES_TRIES 10
+
+/* A sample read while its thread was stopped, to be finished once it runs again: everything
+ * the sample pointed into (ring, stack copy) is copied here. */
+struct pending {
+	struct sample s;
+	int r;                          /* pyframes result */
+	size_t n_py;
+	struct py_cut cut;
+	struct py_frame py[MAX_PY_FRAMES];
+	uint64_t regs[32];
+	uint64_t callchain[MAX_KERNEL + 8];
+	unsigned char *stack;           /* opts.stack_size bytes, when --native */
+};
+
+#define MAX_PENDING 4
+
+struct recorder {
+	struct record_opts opts;
+	struct record_sink sink;
+	struct record_stats stats;
+	struct profile *prof;
+	struct remote_mem mem;
+	bool mem_open;
+	struct pyframes *pf;
+	struct pyframes_info info;
+	int detect_error;               /* last pyframes_open result */
+	uint64_t last_detect_ns;
+	uint64_t execs_seen;
+	struct sampler *sampler;
+	pid_t pid;                      /* the target's (a launched command's once started) */
+	struct py_frame pyf[MAX_PY_FRAMES];
+	struct symbolizer *sym;
+	const char *interp_module;      /* basename of the file holding the interpreter */
+	struct native_frame nat[MAX_NATIVE];
+	uint64_t ips[MAX_NATIVE];
+	struct profile_frame merged[MAX_FRAMES];
+	char *scratch;                  /* MAX_NATIVE * MERGE_SCRATCH_PER_FRAME */
+	uint32_t ids[MAX_FRAMES + 1];
+	uint32_t native_frame, unknown_frame;
+	struct thread_name *names;
+	size_t n_names, cap_names, last_name;
+	struct pyframes_thread_name *pynames;   /* RECORD_PYNAMES_MAX, the last registry read */
+	size_t n_pynames;
+	uint64_t pynames_ns;            /* when it was read (0: never) */
+	uint32_t *late_us;              /* how late each read after its sample was */
+	const char **bid_ambiguous;     /* module names two files with other build-ids had in this
+	                                 * run (a wrapper script's loader, then the target's): no
+	                                 * build-id is better than a wrong one (record_build_ids) */
+	size_t n_bid_ambiguous;
+	int fatal;                      /* set by the callback to stop: an unsupported Python, or
+	                                 * a corrupt _Py_DebugOffsets (-EBADMSG) */
+	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */
+	uint64_t run_start_ns;          /* when recorder_run() began (0: not yet) */
+	bool run_over;                  /* recorder_run() has ended (elapsed_ns is final) */
+	struct pending *pending;        /* MAX_PENDING slots */
+	size_t n_pending;
+	/* exact mode by BPF capture (sampler_capture_start) */
+	uint64_t pf_gen;                /* bumped by each record_python_found() */
+	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
+	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
+};
+
+int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
+/* The interpreter was found (rec->pf, rec->info set): note it in the profile. */
+void record_python_found(struct recorder *rec);
+/* Capture mode: makes and attaches the capture program for the interpreter found, if not
+ * done for it yet. 0, or the failure (counted in the stats). Not from the callback. */
+int record_capture_start(struct recorder *rec);
+/* Looks for the interpreter (at most every DETECT_INTERVAL_NS) if not found yet. */
+void record_detect(struct recorder *rec);
+/* The capture spec for rec->pf's interpreter: 0, -EINVAL (none fits), -ENOENT (none found). */
+int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret);
+/* A thread's root for the capture program: its PyThreadState (ctx: the recorder). */
+int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root);
+/* The sampler callback; ctx is the struct recorder. A stopped thread's sample keeps only its
+ * Python walk inside the stop; the rest waits for record_flush(). */
+void record_on_sample(void *ctx, const struct sample *s);
+/* Finishes the samples waiting since their thread's stop (the sampler's resumed hook; called
+ * once more after sampler_stop()). */
+void record_flush(void *ctx);
+/* Gives each native module of the profile that has none yet the build-id the symbolizer knows
+ * for it (before the symbolizer goes: at the end, and at an exec). Soft: a failure leaves a
+ * module without build-id. */
+void record_build_ids(struct recorder *rec);
+
+/* Allocates the pending slots (stack copies of stack_size bytes). 0 or -ENOMEM. */
+int record_pending_init(struct recorder *rec, size_t stack_size);
+void record_pending_free(struct recorder *rec);
+
+/* names.c: the thread's root frame (--threads, else unknown_frame), its name noted in the
+ * profile at its first sample; and at the end, threads still named by their comm take
+ * Python's name if the target's registry has it now (a thread that exited keeps the last name
+ * it had). */
+uint32_t record_thread_frame(struct recorder *rec, pid_t tid);
+void record_thread_names_final(struct recorder *rec);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * record: the recorder, the pipeline that turns a target's perf samples into stacks of Python,
+ * native and kernel frames (DESIGN.md, "The pipeline"). It owns the stages' handles (sampler,
+ * pyframes, symbolizer), finds the interpreter (at once when attaching, as soon as the loader
+ * has mapped it when launching, again after an exec), gives the BPF capture its roots, walks
+ * the Python frames of each sample (while its thread is stopped, in exact mode by stops),
+ * merges them with the native and kernel frames (merge.h) and hands each finished sample to
+ * a sink.
+ *
+ * Lifecycle, one way:
+ *   recorder_new(opts)          the frame table (a struct profile), buffers; nothing opened
+ *   recorder_find_python()      attach: open the target's memory, find its interpreter
+ *   recorder_load_symbols()     attach: its mappings (and, asked for, symbols and CFI now)
+ *   recorder_set_mode()         the caller's fallback policy, between failed starts
+ *   recorder_start()            open the events (sampler_new); a launched command starts
+ *   recorder_run()              sample until stopped, the duration, or the target's end;
+ *                               then drain, name the threads, note build-ids
+ *   recorder_stats(), recorder_profile(), recorder_python()   read at any time
+ *   recorder_free()             NULL and half-built recorders included
+ * The recorder never prints (errors come back as -errno, soft failures as counts in struct
+ * record_stats) and installs no signal handler: the caller owns the stop flag.
+ *
+ * Frames and the sink. Every frame is interned in the recorder's profile (recorder_profile():
+ * the model, output/profile.h), so a finished sample is a list of frame ids, root first. The
+ * sink receives each one on the thread that runs the sampler's callbacks; without a sink the
+ * recorder adds it to its own profile (profile_add_at), which is what `record` writes. Thread
+ * names go into the profile's thread table as they are learned.
+ *
+ * Errors: -ESRCH target gone, -EPERM / -EACCES not allowed, -ENOENT no interpreter found,
+ * -ENOTSUP unsupported Python, -EBADMSG a corrupt _Py_DebugOffsets, -ENOMEM; recorder_start()
+ * returns sampler_new()'s errors as they are (sampler.h: -EPERM and -EBUSY in exact mode by
+ * stops mean "retry nonblocking", -EACCES "count user space only").
+ */
+#ifndef HWSPY_RECORD_H
+#define HWSPY_RECORD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "output/profile.h"
+#include "pyframes/pyframes.h"
+#include "sampler/sampler.h"
+#include "symbolizer/symbolizer.h"
+
+#define RECORD_MAX_PY_FRAMES 4096  /* the innermost kept; a deeper stack is marked cut */
+#define RECORD_DEFAULT_STACK_SIZE 32768
+/* --native: a Python stack read this long after its sample (no capture, no stop) is taken for
+ * a later one, not the sample's: its native frames are kept instead. Nonblocking reads are late
+ * by a tick (at most 5 ms), a launched command's first ones by up to a second on a busy machine. */
+#define RECORD_STALE_READ_NS 50000000ULL
+
+/* The frame that stands for Python code no one can name any more (merge.h: a stack read after
+ * its sample that did not fit it) */
+#define RECORD_PY_UNKNOWN "[python]"
+
+enum record_mode {
+	RECORD_CAPTURE,                 /* exact: a BPF program copies the frames at the overflow */
+	RECORD_STOPS,                   /* exact: the sampled thread is stopped (ptrace) */
+	RECORD_NONBLOCKING,             /* read after the sample, nothing stopped or captured */
+};
+
+struct record_opts {
+	pid_t pid;                      /* attach to this process, or 0 */
+	char *const *argv;              /* launch this command, or NULL */
+	const struct event_spec *events;/* events[0] samples; the caller's array, which must
+	                                 * outlive the recorder (it may change its attrs between
+	                                 * failed recorder_start() calls) */
+	size_t n_events;
+	uint64_t freq, period;          /* as struct sampler_opts */
+	enum record_mode mode;
+	unsigned stop_budget;           /* RECORD_STOPS: sampler_opts.stop_budget_pct */
+	bool function;                  /* one frame per function (its first line) */
+	bool threads;                   /* a root frame per thread: [thread TID NAME] */
+	bool native;                    /* native frames by DWARF unwinding of a stack copy */
+	uint32_t stack_size;            /* ... of this many bytes */
+	bool kernel;                    /* kernel frames at the leaf */
+	size_t log_bytes;               /* keep the time-ordered sample log up to this many bytes
+	                                 * (profile_log_start; speedscope), 0: none */
+};
+
+/* One finished sample, handed to the sink. */
+struct record_sample {
+	pid_t tid;
+	uint64_t time_ns;               /* CLOCK_MONOTONIC */
+	const uint32_t *frames;         /* ids of recorder_profile()'s frames, root first */
+	size_t depth;
+	const uint64_t *values;         /* [0] 1 (the sample), [1 + i] what event i counted */
+	size_t n_values;
+};
+
+struct record_sink {
+	/* < 0: the sample could not be kept (counted in stats.add_failed) */
+	int (*sample)(void *ctx, const struct record_sample *s);
+	void *ctx;
+};
+
+/* What the recorder itself counted; the stages' own counts are theirs (pointers, valid until
+ * the next recorder call). */
+struct record_stats {
+	const struct sampler_stats *sampler;   /* NULL before recorder_start() succeeded */
+	uint64_t elapsed_ns;            /* recorder_run(): from its start to its end (or now) */
+	uint64_t dropped_torn;          /* Python stacks torn by the running thread (kept as
+	                                 * [unknown]) */
+	uint64_t dropped_unreadable;    /* ... unreadable */
+	uint64_t no_python;             /* samples of threads running no Python code ([native]) */
+	uint64_t read_after_exit;       /* read late, the thread gone by then ([native]) */
+	uint64_t merge_failed;          /* native and Python stacks that would not merge (kept
+	                                 * with their Python frames) */
+	uint64_t late_unfit;            /* Python stacks read after the sample (no capture, no
+	                                 * stop) more than RECORD_STALE_READ_NS late or not fitting
+	                                 * their native one: kept with their native frames */
+	uint64_t unwound, unwound_frames;   /* --native: stacks unwound, native frames found */
+	uint64_t kernel_frames;         /* --kernel: kernel frames recorded */
+	uint64_t captured, uncaptured;  /* capture mode: Python walks from a capture / from live
+	                                 * memory */
+	uint64_t captured_cut;          /* of captured: deeper than the capture, the outer frames
+	                                 * read from memory after the sample */
+	uint64_t truncated;             /* stacks cut at the root end, deeper than
+	                                 * RECORD_MAX_PY_FRAMES (marked [truncated: N frames]) */
+	uint64_t truncated_gone;        /* captured stacks cut where the capture ends, the frames
+	                                 * past it gone when read (marked [truncated]) */
+	uint64_t add_failed;            /* samples the sink refused */
+	size_t n_late;                  /* reads after their sample (no capture, no stop) ... */
+	uint32_t late_median_us, late_p99_us, late_max_us;   /* ... how late (after the run) */
+	int capture_error;              /* the capture's last failure to start (0: none) */
+	uint64_t capture_failures;      /* ... how many times it failed (one try per interpreter) */
+};
+
+struct recorder;
+
+/* The recorder for opts (copied; opts->events is not). sink NULL: into recorder_profile().
+ * 0, or -ENOMEM. */
+int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
+		 struct recorder **ret);
+void recorder_free(struct recorder *rec);
+/* Attach (opts.pid): opens the target's memory and looks for its interpreter. 0, or -errno as
+ * above; recorder_python() then says what was found. */
+int recorder_find_python(struct recorder *rec);
+/* Attach: reads the target's mappings; with warm (nothing will stop the target while the first
+ * samples are unwound slowly), loads the modules' symbols and CFI now (--native) and the
+ * kernel's symbols (--kernel). 0, or -errno. */
+int recorder_load_symbols(struct recorder *rec, bool warm);
+/* The mode to start in (the caller's fallbacks: BPF refused, ptrace refused ...). */
+void recorder_set_mode(struct recorder *rec, enum record_mode mode);
+enum record_mode recorder_mode(const struct recorder *rec);
+/* Opens the events on every thread (launching the command, which waits at its exec until
+ * recorder_run()). In capture mode with the interpreter known, the capture starts before any
+ * event opens; its failure is not recorder_start()'s (stats.capture_error). 0, or
+ * sampler_new()'s error: nothing is then left attached or running, and it may be called again. */
+int recorder_start(struct recorder *rec);
+/* The target's pid (a launched command's once started). */
+pid_t recorder_pid(const struct recorder *rec);
+
+struct record_run {
+	volatile sig_atomic_t *stop;    /* ends the run when set */
+	uint64_t duration_ns;           /* 0: until stopped or the target ends */
+	/* after each slice of sampling (250 ms at most) with its result r (0 or -errno): returns
+	 * 0 to go on, or a negative value that ends the run and is its result; may call
+	 * recorder_pause() / recorder_resume(). NULL: r decides. */
+	int (*slice_fn)(void *ctx, struct recorder *rec, int r);
+	void *ctx;
+};
+
+/* Samples until run->stop is set, the duration has passed, the target ends, or the Python
+ * found is one hwspy cannot read (recorder_python(): fatal). Then ends sampling (every event
+ * closed, the target released, a launched command left running), finishes every sample, names
+ * the threads and notes the modules' build-ids. 0, or the slice's failure (-EBUSY: exact mode
+ * by stops, the target began to catch every signal hwspy could stop it with): what was
+ * sampled so far is kept. */
+int recorder_run(struct recorder *rec, const struct record_run *run);
+/* Exact mode by stops: lets go of the target (events kept, disabled) and takes it again
+ * (sampler_pause/sampler_resume). */
+int recorder_pause(struct recorder *rec);
+int recorder_resume(struct recorder *rec);
+/* Ends sampling now if recorder_run() has not (idempotent). */
+void recorder_stop(struct recorder *rec);
+
+/* What was found of the interpreter: the last detection's result (0 found, -ENOENT none yet,
+ * ...), fatal (-ENOTSUP, -EBADMSG: a Python hwspy cannot read, which ended the run; else 0),
+ * and its info (version, binary, error text). */
+struct record_python {
+	int result;
+	int fatal;
+	bool found;
+	const struct pyframes_info *info;
+};
+void recorder_python(const struct recorder *rec, struct record_python *ret);
+struct profile *recorder_profile(struct recorder *rec);
+const struct record_stats *recorder_stats(struct recorder *rec);
+
+#endif
