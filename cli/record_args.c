@@ -132,6 +132,160 @@ static int parse_events(struct record_args *o, const char *arg)
 	return 0;
 }
 
+/* The options that take a number (c, arg): 1 if c is one (stored), 0 if not, -EINVAL (said). */
+static int number_option(struct record_args *o, int c, const char *arg)
+{
+	char *end;
+
+	switch (c) {
+	case 'p': {
+		long v = strtol(arg, &end, 10);
+		if (*end || v <= 0 || v > 0x7fffffff) {
+			log_error("'%s' is not a process id", arg);
+			return -EINVAL;
+		}
+		o->pid = (pid_t) v;
+		return 1;
+	}
+	case 'F': {
+		unsigned long long v;
+		if (cli_parse_count(arg, 1, 100000, &v) < 0) {
+			log_error("rate '%s' must be a number of samples per second, 1-100000", arg);
+			return -EINVAL;
+		}
+		o->freq = v;
+		o->period = 0;
+		o->freq_given = true;
+		return 1;
+	}
+	case 'c': {
+		unsigned long long v;
+		if (cli_parse_count(arg, 1, PERIOD_MAX, &v) < 0) {
+			log_error("period '%s' must be a whole number of events, 1-%llu", arg,
+				  PERIOD_MAX);
+			return -EINVAL;
+		}
+		o->period = v;
+		o->freq = 0;
+		o->freq_given = false;
+		return 1;
+	}
+	case 'd':
+		o->duration = strtod(arg, &end);
+		if (*end || end == arg || !(o->duration >= DURATION_MIN &&
+					       o->duration <= DURATION_MAX)) {
+			log_error("duration '%s' must be a number of seconds, %g to %.0f", arg,
+				  DURATION_MIN, DURATION_MAX);
+			return -EINVAL;
+		}
+		return 1;
+	case 'G':
+		o->grace = strtod(arg, &end);
+		if (*end || end == arg || !(o->grace >= 0 && o->grace <= GRACE_MAX)) {
+			log_error("grace period '%s' must be a number of seconds, 0 to %.0f",
+				  arg, GRACE_MAX);
+			return -EINVAL;
+		}
+		o->grace_given = true;
+		return 1;
+	case 'B': {
+		unsigned long long v;
+		if (cli_parse_count(arg, 1, 100, &v) < 0) {
+			log_error("stop budget '%s' must be a whole percentage, 1-100", arg);
+			return -EINVAL;
+		}
+		o->stop_budget = (unsigned) v;
+		return 1;
+	}
+	case 'S': {
+		unsigned long long v;
+		if (cli_parse_count(arg, 1024, 65528, &v) < 0) {
+			log_error("stack size '%s' must be a number of bytes, 1024-65528", arg);
+			return -EINVAL;
+		}
+		o->stack_size = (uint32_t) (v & ~7ULL);
+		return 1;
+	}
+	}
+	return 0;
+}
+
+/* The other options: 1 if c is one (stored), 0 if not, -EINVAL (said), 2 after --help. */
+static int other_option(struct record_args *o, int c, const char *arg)
+{
+	int r;
+
+	switch (c) {
+	case 'e':
+		r = parse_events(o, arg);
+		return r < 0 ? r : 1;
+	case 'k':
+		o->keep_running = true;
+		return 1;
+	case 'o':
+		o->output = arg;
+		return 1;
+	case 'f':
+		o->function = true;
+		return 1;
+	case 'R':
+		if (format_parse(arg, &o->format) < 0)
+			return -EINVAL;
+		o->format_given = true;
+		return 1;
+	case FORMAT_OPT_WEIGHT:
+	case FORMAT_OPT_TITLE:
+	case FORMAT_OPT_ICICLE:
+	case FORMAT_OPT_MIN_WIDTH:
+		if (format_opt(&o->fmt, c, arg) < 0)
+			return -EINVAL;
+		return 1;
+	case 't':
+		o->threads = true;
+		return 1;
+	case 'n':
+		o->nonblocking = true;
+		return 1;
+	case 'P':
+		o->ptrace = true;
+		return 1;
+	case 'N':
+		o->native = true;
+		return 1;
+	case 'K':
+		o->kernel = true;
+		return 1;
+	case 'q':
+		o->quiet = true;
+		log_level = LOG_QUIET;
+		return 1;
+	case 'h':
+		usage(stdout);
+		return 2;
+	}
+	return 0;
+}
+
+/* What the options given together mean: 0, or -EINVAL (said). */
+static int check_args(struct record_args *o)
+{
+	if (!o->pid == !o->argv) {
+		log_error(o->pid ? "give either -p PID or a command, not both"
+				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
+		return -EINVAL;
+	}
+	if (o->pid && (o->keep_running || o->grace_given)) {
+		log_error("--%s applies to a launched command (-- COMMAND), not to -p",
+			  o->keep_running ? "keep-running" : "grace");
+		return -EINVAL;
+	}
+	if (o->nonblocking && o->ptrace) {
+		log_error("--ptrace and --nonblocking exclude each other");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int record_parse_args(int argc, char **argv, struct record_args *o)
 {
 	static const struct option longopts[] = {
@@ -159,148 +313,24 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ 0 }
 	};
 	int c, r;
-	char *end;
 
 	o->freq = 100;
 	o->stack_size = RECORD_DEFAULT_STACK_SIZE;
 	o->grace = GRACE_DEFAULT;
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p': {
-			long v = strtol(optarg, &end, 10);
-			if (*end || v <= 0 || v > 0x7fffffff) {
-				log_error("'%s' is not a process id", optarg);
-				return -EINVAL;
-			}
-			o->pid = (pid_t) v;
-			break;
-		}
-		case 'e':
-			if ((r = parse_events(o, optarg)) < 0)
-				return r;
-			break;
-		case 'F': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1, 100000, &v) < 0) {
-				log_error("rate '%s' must be a number of samples per second, 1-100000", optarg);
-				return -EINVAL;
-			}
-			o->freq = v;
-			o->period = 0;
-			o->freq_given = true;
-			break;
-		}
-		case 'c': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1, PERIOD_MAX, &v) < 0) {
-				log_error("period '%s' must be a whole number of events, 1-%llu", optarg,
-					  PERIOD_MAX);
-				return -EINVAL;
-			}
-			o->period = v;
-			o->freq = 0;
-			o->freq_given = false;
-			break;
-		}
-		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || end == optarg || !(o->duration >= DURATION_MIN &&
-						       o->duration <= DURATION_MAX)) {
-				log_error("duration '%s' must be a number of seconds, %g to %.0f", optarg,
-					  DURATION_MIN, DURATION_MAX);
-				return -EINVAL;
-			}
-			break;
-		case 'G':
-			o->grace = strtod(optarg, &end);
-			if (*end || end == optarg || !(o->grace >= 0 && o->grace <= GRACE_MAX)) {
-				log_error("grace period '%s' must be a number of seconds, 0 to %.0f",
-					  optarg, GRACE_MAX);
-				return -EINVAL;
-			}
-			o->grace_given = true;
-			break;
-		case 'k':
-			o->keep_running = true;
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'f':
-			o->function = true;
-			break;
-		case 'R':
-			if (format_parse(optarg, &o->format) < 0)
-				return -EINVAL;
-			o->format_given = true;
-			break;
-		case FORMAT_OPT_WEIGHT:
-		case FORMAT_OPT_TITLE:
-		case FORMAT_OPT_ICICLE:
-		case FORMAT_OPT_MIN_WIDTH:
-			if (format_opt(&o->fmt, c, optarg) < 0)
-				return -EINVAL;
-			break;
-		case 't':
-			o->threads = true;
-			break;
-		case 'n':
-			o->nonblocking = true;
-			break;
-		case 'P':
-			o->ptrace = true;
-			break;
-		case 'B': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1, 100, &v) < 0) {
-				log_error("stop budget '%s' must be a whole percentage, 1-100", optarg);
-				return -EINVAL;
-			}
-			o->stop_budget = (unsigned) v;
-			break;
-		}
-		case 'N':
-			o->native = true;
-			break;
-		case 'K':
-			o->kernel = true;
-			break;
-		case 'S': {
-			unsigned long long v;
-			if (cli_parse_count(optarg, 1024, 65528, &v) < 0) {
-				log_error("stack size '%s' must be a number of bytes, 1024-65528", optarg);
-				return -EINVAL;
-			}
-			o->stack_size = (uint32_t) (v & ~7ULL);
-			break;
-		}
-		case 'q':
-			o->quiet = true;
-			log_level = LOG_QUIET;
-			break;
-		case 'h':
-			usage(stdout);
+		r = number_option(o, c, optarg);
+		if (r == 0)
+			r = other_option(o, c, optarg);
+		if (r == 2)
 			return 1;
-		default:
+		if (r < 0)
+			return r;
+		if (r == 0) {
 			usage(stderr);
 			return -EINVAL;
 		}
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
-	if (!o->pid == !o->argv) {
-		log_error(o->pid ? "give either -p PID or a command, not both"
-				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
-		return -EINVAL;
-	}
-	if (o->pid && (o->keep_running || o->grace_given)) {
-		log_error("--%s applies to a launched command (-- COMMAND), not to -p",
-			  o->keep_running ? "keep-running" : "grace");
-		return -EINVAL;
-	}
-	if (o->nonblocking && o->ptrace) {
-		log_error("--ptrace and --nonblocking exclude each other");
-		return -EINVAL;
-	}
-	return 0;
+	return check_args(o);
 }

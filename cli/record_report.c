@@ -79,6 +79,46 @@ void record_no_samples(struct recorder *rec, const struct record_args *o, const 
 			  target, o->period > 1 ? "too few of the" : "no", e->name, elapsed);
 }
 
+/* How exact the run was: captured, stopped, or read late (and how late). */
+static void summary_exact(const struct record_stats *rs, const struct record_args *o,
+			  enum record_mode mode)
+{
+	const struct sampler_stats *st = rs->sampler;
+
+	if (mode == RECORD_CAPTURE) {
+		char deep[128] = "";
+
+		if (rs->captured_cut)
+			snprintf(deep, sizeof(deep), "; %" PRIu64 " captured stacks were deeper than the "
+				 "capture's %d frames: their outer frames were read after the sample",
+				 rs->captured_cut, SAMPLER_CAPTURE_MAX_NODES);
+		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
+			 " read after it (before the capture started, or a thread's first samples)%s",
+			 rs->captured, rs->uncaptured, deep);
+	}
+	else if (mode == RECORD_STOPS) {
+		char undone[96] = "";
+
+		if (st->eintr_undone)
+			snprintf(undone, sizeof(undone), "; %" PRIu64 " system calls they interrupted "
+				 "were made again, unseen", st->eintr_undone);
+		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops%s)",
+			 st->stops, undone);
+		if (st->budget_late)
+			log_info("%" PRIu64 " samples read late, without a stop: their thread had spent "
+				 "over %u%% of its time stopped (%d ms window; over %" PRIu64 " times; "
+				 "--stop-budget)", st->budget_late,
+				 o->stop_budget ? o->stop_budget : SAMPLER_STOP_BUDGET_PCT,
+				 SAMPLER_STOP_WINDOW_MS, st->budget_trips);
+	}
+	if (rs->n_late) {
+		log_info("%s were late by median %u us, p99 %u us, max %u us",
+			 mode == RECORD_CAPTURE ? "reads without a capture" :
+			 mode == RECORD_NONBLOCKING ? "nonblocking: reads" : "reads without a stop",
+			 rs->late_median_us, rs->late_p99_us, rs->late_max_us);
+	}
+}
+
 void record_summary(struct recorder *rec, const struct record_args *o, const char *target,
 		    const char *path)
 {
@@ -131,38 +171,7 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 	if (rs->read_after_exit)
 		log_info("%" PRIu64 " samples read after their thread had exited, their Python stack "
 			 "gone (kept as [native])", rs->read_after_exit);
-	if (mode == RECORD_CAPTURE) {
-		char deep[128] = "";
-
-		if (rs->captured_cut)
-			snprintf(deep, sizeof(deep), "; %" PRIu64 " captured stacks were deeper than the "
-				 "capture's %d frames: their outer frames were read after the sample",
-				 rs->captured_cut, SAMPLER_CAPTURE_MAX_NODES);
-		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
-			 " read after it (before the capture started, or a thread's first samples)%s",
-			 rs->captured, rs->uncaptured, deep);
-	}
-	else if (mode == RECORD_STOPS) {
-		char undone[96] = "";
-
-		if (st->eintr_undone)
-			snprintf(undone, sizeof(undone), "; %" PRIu64 " system calls they interrupted "
-				 "were made again, unseen", st->eintr_undone);
-		log_info("exact: each sample read with its thread stopped (%" PRIu64 " stops%s)",
-			 st->stops, undone);
-		if (st->budget_late)
-			log_info("%" PRIu64 " samples read late, without a stop: their thread had spent "
-				 "over %u%% of its time stopped (%d ms window; over %" PRIu64 " times; "
-				 "--stop-budget)", st->budget_late,
-				 o->stop_budget ? o->stop_budget : SAMPLER_STOP_BUDGET_PCT,
-				 SAMPLER_STOP_WINDOW_MS, st->budget_trips);
-	}
-	if (rs->n_late) {
-		log_info("%s were late by median %u us, p99 %u us, max %u us",
-			 mode == RECORD_CAPTURE ? "reads without a capture" :
-			 mode == RECORD_NONBLOCKING ? "nonblocking: reads" : "reads without a stop",
-			 rs->late_median_us, rs->late_p99_us, rs->late_max_us);
-	}
+	summary_exact(rs, o, mode);
 	if (st->threads_failed) {
 		/* the reasons, as cmd_record put them in the profile's metadata */
 		const char *why = profile_meta_const(prof)->threads_missed_why;
