@@ -91,7 +91,6 @@ struct merge_in {
 	const struct py_frame *py;          /* innermost first, with their entry flags */
 	size_t n_py;
 	const char *interp_module;          /* basename of the module holding the interpreter, or NULL */
-	int py_major, py_minor;
 	bool function_lines;                /* Python frames at their first line (--function) */
 	bool py_truncated;                  /* pyframes cut the Python stack at its outer end */
 	bool py_unknown;                    /* no Python frames for this sample (n_py must be 0) */

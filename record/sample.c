@@ -1,7 +1,7 @@
 /*
- * record_sample: one sample -> one stack of the profile (see record.h). The Python frames are
+ * sample: one sample -> one stack, handed to the sink (see record.h, internal.h). The Python frames are
  * read first, while an exact-mode sample's thread is stopped; native frames come from the
- * user stack copy, kernel frames from the callchain; cli/merge.c puts them in one order.
+ * user stack copy, kernel frames from the callchain; merge.c puts them in one order.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -290,7 +290,6 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			.native = rec->nat, .n_native = native_frames(rec, s),
 			.py = py, .n_py = r == 0 ? n : 0,
 			.interp_module = rec->interp_module,
-			.py_major = rec->info.major, .py_minor = rec->info.minor,
 			.function_lines = o->function,
 			.py_truncated = py_truncated,
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,

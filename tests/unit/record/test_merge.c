@@ -1,5 +1,5 @@
 /*
- * Unit tests of cli/merge.c: synthetic native + Python stacks for each CPython family.
+ * Unit tests of record/merge.c: synthetic native + Python stacks for each CPython family.
  *
  * Stacks are written root first (as one reads them); check() reverses them into the
  * innermost-first order merge_stacks() takes and compares the exact output, root first.
