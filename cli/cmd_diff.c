@@ -16,7 +16,7 @@
 #include "cli/cli.h"
 #include "cli/format.h"
 #include "cli/load.h"
-#include "output/profile.h"
+#include "output/output.h"
 
 /* Below this share of common weight on both sides the profiles are of unrelated programs. */
 #define MIN_COMMON 0.05
