@@ -16,7 +16,7 @@
 #include "cli/cli.h"
 #include "cli/format.h"
 #include "cli/load.h"
-#include "output/profile.h"
+#include "output/output.h"
 
 /* Below this share of common weight on both sides the profiles are of unrelated programs. */
 #define MIN_COMMON 0.05
@@ -151,7 +151,20 @@ static int write_out(enum diff_out kind, const struct profile *m, size_t event,
 	}
 }
 
-int cmd_diff(int argc, char **argv)
+/* What the command line asks for. */
+struct diff_args {
+	const char *out_path;           /* -o, or NULL: standard output */
+	const char *paths[2];           /* BEFORE, AFTER */
+	enum diff_out kind;             /* -f, else what out_path's name says */
+	struct diff_opts dopts;
+	struct format_opts fo;
+	bool negate, force;
+	unsigned long long top;         /* 0: the default */
+};
+
+/* Parses the command line into *a: 0, 1 when --help was written (exit 0), or -EINVAL after
+ * one line (or the usage) was written to stderr (exit 2). */
+static int parse_args(int argc, char **argv, struct diff_args *a)
 {
 	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE };
 	static const struct option longopts[] = {
@@ -166,87 +179,93 @@ int cmd_diff(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	const char *out_path = NULL, *paths[2];
-	struct profile *in[2] = { NULL, NULL }, *m = NULL;
-	struct diff_opts dopts = { 0 };
-	struct format_opts fo = { 0 };
-	struct diff_side sides[2];
-	enum diff_out kind = DIFF_TABLE;
-	bool kind_given = false, negate = false, force = false;
-	unsigned long long top = 0;
-	struct outfile out = { 0 };
-	int c, r, ev, status = 1;
+	bool kind_given = false;
+	int c, r;
 
+	*a = (struct diff_args) { .kind = DIFF_TABLE };
 	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			out_path = optarg;
+			a->out_path = optarg;
 			break;
 		case 'f':
-			if (parse_out(optarg, &kind) < 0)
-				return 2;
+			if (parse_out(optarg, &a->kind) < 0)
+				return -EINVAL;
 			kind_given = true;
 			break;
 		case OPT_NO_NORMALIZE:
-			dopts.raw = true;
+			a->dopts.raw = true;
 			break;
 		case OPT_IGNORE_LINES:
-			dopts.ignore_lines = true;
+			a->dopts.ignore_lines = true;
 			break;
 		case OPT_NEGATE:
-			negate = true;
+			a->negate = true;
 			break;
 		case OPT_FORCE:
-			force = true;
+			a->force = true;
 			break;
 		case OPT_TOP:
-			if (cli_parse_count(optarg, 1, 1000000, &top) < 0) {
+			if (cli_parse_count(optarg, 1, 1000000, &a->top) < 0) {
 				log_error("--top %s: give a number of rows, 1 or more", optarg);
-				return 2;
+				return -EINVAL;
 			}
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return 1;
 		default:
-			r = format_opt(&fo, c, optarg);
+			r = format_opt(&a->fo, c, optarg);
 			if (r < 0)
-				return 2;
+				return -EINVAL;
 			if (r == 0) {
 				usage(stderr);
-				return 2;
+				return -EINVAL;
 			}
 			break;
 		}
 	}
 	if (optind + 2 != argc) {
 		log_error("give two profiles, BEFORE and AFTER (see 'hwspy diff --help')");
-		return 2;
+		return -EINVAL;
 	}
-	paths[0] = argv[optind];
-	paths[1] = argv[optind + 1];
-	if (!strcmp(paths[0], "-") && !strcmp(paths[1], "-")) {
+	a->paths[0] = argv[optind];
+	a->paths[1] = argv[optind + 1];
+	if (!strcmp(a->paths[0], "-") && !strcmp(a->paths[1], "-")) {
 		log_error("only one of BEFORE and AFTER can be standard input");
-		return 2;
+		return -EINVAL;
 	}
-	if (!kind_given && out_path)
-		kind = out_of_path(out_path);
-	/* the output's temporary file now, before reading (no -o: standard output) */
-	if (cli_output_open(&out, out_path ? out_path : "-") < 0)
-		return 1;
+	if (!kind_given && a->out_path)
+		a->kind = out_of_path(a->out_path);
+	return 0;
+}
 
+/* Reads BEFORE and AFTER into in[] (owned by the caller, also on failure) and says what each
+ * side is in sides[]: 0, or -1 after one line was logged (unreadable, or no samples). */
+static int load_sides(const char *const paths[2], struct profile *in[2],
+		      struct diff_side sides[2])
+{
 	for (int s = 0; s < 2; s++) {
 		in[s] = load_profile(paths[s]);
 		if (!in[s])
-			goto out;
+			return -1;
 		if (profile_n_stacks(in[s]) == 0 || profile_total(in[s], 0) == 0) {
 			log_error("'%s' holds no samples: nothing to compare", paths[s]);
-			goto out;
+			return -1;
 		}
 		sides[s] = (struct diff_side) { paths[s], profile_meta_const(in[s])->duration_ns };
 		(void) profile_set_target(in[s], paths[s]);     /* the graph's subtitle names the files */
 	}
-	r = diff_merge(in[0], in[1], &dopts, &m);
+	return 0;
+}
+
+/* diff_merge() of the two sides into *ret: 0, or -errno after one line was logged (with each
+ * side's events when they share none). */
+static int merge_sides(const char *const paths[2], struct profile *const in[2],
+		       const struct diff_opts *dopts, struct profile **ret)
+{
+	int r = diff_merge(in[0], in[1], dopts, ret);
+
 	if (r == -ENOENT) {
 		struct buf b;
 
@@ -258,44 +277,71 @@ int cmd_diff(int argc, char **argv)
 		log_error("%s: no event to compare; record both with the same -e",
 			  b.data ? b.data : "");
 		buf_release(&b);
-		goto out;
+		return r;
 	}
-	if (r < 0) {
+	if (r < 0)
 		log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
-		goto out;
-	}
-	note_unshared(in[0], m, "BEFORE");
-	note_unshared(in[1], m, "AFTER");
-	ev = pick_event(m, fo.weight);
-	if (ev < 0)
-		goto out;
+	return r;
+}
+
+/* Whether every shared event of m can be compared: weight on both sides, and (unless force)
+ * enough of it in functions both sides have. 0, or -1 after one line was logged. */
+static int check_comparable(const struct profile *m, const char *const paths[2], bool force)
+{
 	for (size_t e = 0; e < diff_n_events(m); e++) {
 		const char *name = profile_event(m, 2 * e)->name;
 		double cb, ca;
+		int r;
 
 		if (profile_total(m, diff_before_col(e)) == 0 ||
 		    profile_total(m, diff_after_col(e)) == 0) {
 			log_error("%s is 0 in '%s': nothing to compare it with", name,
 				  profile_total(m, diff_before_col(e)) ? paths[1] : paths[0]);
-			goto out;
+			return -1;
 		}
 		r = diff_common(m, e, &cb, &ca);
 		if (r < 0) {
 			log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
-			goto out;
+			return -1;
 		}
 		if (cb < MIN_COMMON && ca < MIN_COMMON && !force) {
 			log_error("'%s' and '%s' have almost nothing in common (%.1f%% and %.1f%% of "
 				  "their %s is in functions both have): are they profiles of the same "
 				  "program? --force compares them anyway", paths[0], paths[1],
 				  100 * cb, 100 * ca, name);
-			goto out;
+			return -1;
 		}
 	}
+	return 0;
+}
 
-	r = write_out(kind, m, (size_t) ev, &dopts, &fo, negate, (size_t) top, sides, out.f);
+int cmd_diff(int argc, char **argv)
+{
+	struct profile *in[2] = { NULL, NULL }, *m = NULL;
+	struct diff_side sides[2];
+	struct outfile out = { 0 };
+	struct diff_args a;
+	int r, ev, status = 1;
+
+	r = parse_args(argc, argv, &a);
+	if (r != 0)
+		return r > 0 ? 0 : 2;
+	/* the output's temporary file now, before reading (no -o: standard output) */
+	if (cli_output_open(&out, a.out_path ? a.out_path : "-") < 0)
+		return 1;
+
+	if (load_sides(a.paths, in, sides) < 0 || merge_sides(a.paths, in, &a.dopts, &m) < 0)
+		goto out;
+	note_unshared(in[0], m, "BEFORE");
+	note_unshared(in[1], m, "AFTER");
+	ev = pick_event(m, a.fo.weight);
+	if (ev < 0 || check_comparable(m, a.paths, a.force) < 0)
+		goto out;
+
+	r = write_out(a.kind, m, (size_t) ev, &a.dopts, &a.fo, a.negate, (size_t) a.top, sides,
+		      out.f);
 	if (r < 0) {
-		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : out_path);
+		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
 		goto out;
 	}
 	if (cli_output_commit(&out) < 0)

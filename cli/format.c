@@ -6,6 +6,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/format.h"
+#include "output/output.h"
 
 static const struct {
 	const char *name;

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "cli/load.h"
+#include "output/output.h"
 
 #define PEEK_BYTES 64
 

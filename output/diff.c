@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "output/profile.h"
+#include "output/output.h"
 
 #define DEFAULT_TOP 20
 
@@ -151,7 +151,7 @@ size_t diff_n_events(const struct profile *merged)
 	return profile_n_events(merged) / 2;
 }
 
-/* Shares of b and a in percent, and the delta in counts, as profile.h defines them. */
+/* Shares of b and a in percent, and the delta in counts, as output.h defines them. */
 struct shares {
 	double tb, ta;          /* the totals */
 	bool raw;

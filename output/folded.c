@@ -6,7 +6,7 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
-#include "output/profile.h"
+#include "output/output.h"
 
 /* Appends s with the characters folded cannot carry replaced: ';' separates frames, a newline
  * ends the line, other control characters would corrupt the text for every reader. */

@@ -6,7 +6,7 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
-#include "output/profile.h"
+#include "output/output.h"
 
 #define CHUNK_SIZE 65536
 #define SEEN_MAX_TEXT (64u << 20)       /* bytes of frame texts the seen cache keeps at most */

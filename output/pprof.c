@@ -10,8 +10,8 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
+#include "output/output.h"
 #include "output/pprof_proto.h"
-#include "output/profile.h"
 #include "output/utf8.h"
 
 /* "hwspy VERSION", the command line, target, python, lost, dropped, threads, threads not
@@ -276,7 +276,7 @@ static int add_comment(struct pprof *pp, const char *fmt, ...)
 	return strtab_add_owned(&pp->st, buf_detach(&b), &pp->s_comment[pp->n_comments++]);
 }
 
-/* The comments (see profile.h): the version, the command line, then what pprof has no field
+/* The comments (see output.h): the version, the command line, then what pprof has no field
  * for, in the "key: value" lines that pprof_read() reads back. */
 static int add_comments(struct pprof *pp, const struct pprof_opts *opts)
 {

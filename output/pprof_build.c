@@ -1,4 +1,4 @@
-/* pprof_build: the tables pprof_read.c scanned -> a profile (see pprof_read() in profile.h):
+/* pprof_build: the tables pprof_read.c scanned -> a profile (see pprof_read() in output.h):
  * string indexes and ids checked and resolved, sample types -> events, frames typed the way
  * pprof_write() writes them, samples -> stacks. */
 #include <errno.h>
@@ -280,7 +280,7 @@ static int make_meta(struct pprof_reader *r, struct profile *p)
 	return e;
 }
 
-/* A frame from one Line, typed as pprof_write() writes them (see profile.h). */
+/* A frame from one Line, typed as pprof_write() writes them (see output.h). */
 static void line_frame(const char *name, const char *file, int64_t line,
 		       const struct pmapping *m, const char *const *str, struct profile_frame *f)
 {

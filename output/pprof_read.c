@@ -1,5 +1,5 @@
 /* pprof_read: a perftools.profiles.Profile protobuf (gzip-compressed or not), as pprof_write()
- * and other producers write it, back into a profile (see profile.h). This file reads the input
+ * and other producers write it, back into a profile (see output.h). This file reads the input
  * into memory (inflating it), then scans the protobuf into the tables of pprof_read.h; the
  * whole message is scanned first because its fields may come in any order (hwspy writes the
  * samples before the locations and the string table). pprof_build.c makes the profile. */

@@ -1,7 +1,7 @@
 /*
  * pprof_read internals, shared by pprof_read.c (input, gunzip, the protobuf scan into the tables
  * below) and pprof_build.c (ids and strings resolved, the profile built from the tables). Not
- * part of the public contract: see pprof_read() in profile.h.
+ * part of the public contract: see pprof_read() in output.h.
  *
  * Failures: functions return 0 / 1 or a negative errno; -EINVAL comes with a static reason,
  * set once (the first failure's) by pprof_fail().
@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "output/output.h"
 #include "output/pprof_proto.h"
-#include "output/profile.h"
 
 /* A message being read: [p, end) of the uncompressed input. */
 struct pb_msg {

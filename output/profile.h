@@ -1,15 +1,31 @@
 /*
- * profile: the one data model every output reads.
+ * profile: the data model every output reads and every reader builds (output/output.h: the
+ * folded, SVG, speedscope and pprof writers, the folded and pprof readers, diff), and what the
+ * recorder fills. It holds no writer and does no I/O.
  *
  * A profile holds interned frames (kind, name, file, line, module), interned stacks (root ->
- * leaf, plus the thread they were seen on) and, per stack, a value vector: values[0] is the
- * number of samples, values[1 + i] the weight of event i (the sum of its periods for the
- * sampling event, the counted deltas for the events read with it). Metadata says what was
- * recorded. folded, SVG, speedscope, pprof, diff and the `top` table read only this header.
+ * leaf, plus the thread they were seen on) and, per stack, a value vector of
+ * profile_n_values() columns: column 0 is the number of samples, column 1 + i the weight of
+ * event i (the sum of its periods for the sampling event, the counted deltas for the events
+ * read with it). Identical frames get one id, identical (tid, frames) one stack whose values
+ * add up. Around that: the events (name, rate, whether it drove the sampling), metadata saying
+ * what was recorded, thread names, the build-ids of native modules and, when asked for, a log
+ * of the samples in the order they were taken.
  *
- * Ownership: the profile owns every string and array it hands out; pointers stay valid until
- * profile_free() (frames and stacks are never moved once returned by id: ids are indexes).
- * Adding returns 0 or -ENOMEM / -EINVAL; a failed add leaves the profile unchanged.
+ * Ids and indexes: frame ids and stack indexes count up from 0 in the order frames and stacks
+ * were first added (profile_n_frames(), profile_n_stacks()) and never change.
+ *
+ * Ownership: the profile owns every string and array it hands out. Strings (names, files,
+ * modules, metadata, thread names, build-ids) and a stack's frames array stay valid until
+ * profile_free(). The structs and vectors that profile_frame(), profile_stack(),
+ * profile_values() and profile_log_values() point to live in arrays that grow: their pointers
+ * hold until the next profile_frame_id(), profile_add() or profile_add_at(); ask again by id
+ * after adding. Every string passed in is copied.
+ *
+ * Errors: functions that change the profile return 0 or a negative errno, -ENOMEM or -EINVAL
+ * (a NULL name, an id or index out of range) as each says; a failed add leaves what the
+ * profile shows unchanged. Lookups out of range return NULL (or 0, SIZE_MAX as each says).
+ * Not thread-safe: one thread builds a profile; once built, readers may share it.
  */
 #ifndef HWSPY_OUTPUT_PROFILE_H
 #define HWSPY_OUTPUT_PROFILE_H
@@ -17,7 +33,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #define PROFILE_MAX_EVENTS 8
 
@@ -39,7 +54,7 @@ struct profile_frame {
 
 struct profile_stack {
 	uint32_t tid;           /* thread the samples came from (0 if unknown / merged) */
-	uint32_t depth;
+	uint32_t depth;         /* at least 1 */
 	const uint32_t *frames; /* frame ids, root first */
 };
 
@@ -50,6 +65,9 @@ struct profile_event {
 	bool sampling;          /* this event drove the sampling (events[0] when recorded) */
 };
 
+/* What was recorded. The strings are set through profile_set_target(), profile_set_python()
+ * and profile_set_threads_missed() (which copy them); the numbers are written in place through
+ * profile_meta(). All are NULL or 0 until set. */
 struct profile_meta {
 	const char *target;     /* "pid 1234 (python3)", "python3 train.py" */
 	const char *python;     /* "3.11.7", or NULL */
@@ -65,45 +83,59 @@ struct profile_meta {
 
 struct profile;
 
-/* n_events event names (at least 1, at most PROFILE_MAX_EVENTS); copied. */
+/* A new, empty profile of n_events events (at least 1, at most PROFILE_MAX_EVENTS) named
+ * event_names[0..n_events) (copied): event 0 samples, the others are counted, no rate. NULL
+ * when n_events is out of range or memory runs out. */
 struct profile *profile_new(const char *const *event_names, size_t n_events);
+/* Frees p and everything it handed out; NULL is a no-op. */
 void profile_free(struct profile *p);
 
 size_t profile_n_events(const struct profile *p);
 size_t profile_n_values(const struct profile *p);  /* n_events + 1 */
+/* Event i < profile_n_events(), else NULL. */
 const struct profile_event *profile_event(const struct profile *p, size_t i);
+/* Event i's rate and sampling flag (struct profile_event): 0, or -EINVAL (no such event). */
 int profile_set_event_rate(struct profile *p, size_t i, uint64_t freq, uint64_t period, bool sampling);
+/* Looks up an event by name: exactly, else by the part before ':' on both sides ("cycles"
+ * finds "cycles:u", "cycles:k" finds "cycles"). Its index, or -ENOENT. */
+int profile_find_event(const struct profile *p, const char *name);
 
-/* Metadata: strings are copied. */
+/* Metadata strings, copied (NULL unsets them): 0 or -ENOMEM. */
 int profile_set_target(struct profile *p, const char *target);
 int profile_set_python(struct profile *p, const char *version);
 int profile_set_threads_missed(struct profile *p, uint64_t n, const char *why);
 struct profile_meta *profile_meta(struct profile *p);
 const struct profile_meta *profile_meta_const(const struct profile *p);
 
-/* Interns a frame (strings copied once): its id in *ret_id. */
+/* Interns a frame (strings copied once): its id in *ret_id, the same id for an equal frame.
+ * 0, -EINVAL (f->name NULL), -ENOMEM. */
 int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t *ret_id);
 size_t profile_n_frames(const struct profile *p);
+/* Frame id < profile_n_frames(), else NULL. */
 const struct profile_frame *profile_frame(const struct profile *p, uint32_t id);
 
 /* Adds values (profile_n_values() of them: samples, then one per event) to the stack
- * (tid, frames[0..depth), root first), creating it if new. depth may be 0 only if no frame
- * is known: callers pass a FRAME_SPECIAL frame instead. */
+ * (tid, frames[0..depth), root first), creating it if new. depth is at least 1: a sample with
+ * no known frame gets a FRAME_SPECIAL frame such as "[unknown]". 0, -EINVAL (depth 0, or a
+ * frame id not interned), -ENOMEM. Sums are not checked for overflow. */
 int profile_add(struct profile *p, uint32_t tid, const uint32_t *frames, size_t depth,
 		const uint64_t *values);
 size_t profile_n_stacks(const struct profile *p);
+/* Stack i < profile_n_stacks() and its value vector, else NULL. */
 const struct profile_stack *profile_stack(const struct profile *p, size_t i);
 const uint64_t *profile_values(const struct profile *p, size_t i);
-/* Sum of column col (0 = samples, 1 + i = event i) over all stacks. */
+/* Sum of column col (0 = samples, 1 + i = event i) over all stacks; 0 when col is out of
+ * range. */
 uint64_t profile_total(const struct profile *p, size_t col);
 
 /*
  * The time order of samples (speedscope's time-ordered views), off until profile_log_start().
  * Then each profile_add_at() also appends an entry to a log: its stack's index, its time and
  * its event values (values[1..], profile_n_events() of them; 12 + 8 x events bytes). An add that
- * would take the log past max_bytes, and every add after it, is left out of the log (not of the
- * stacks) and profile_log_complete() turns false: writers then use the merged stacks alone.
- * Entries keep the order they were added in; their times need not ascend.
+ * would take the log past max_bytes, or finds no memory for it, and every add after it, is left
+ * out of the log (not of the stacks) and profile_log_complete() turns false: writers then use
+ * the merged stacks alone. Entries keep the order they were added in; their times need not
+ * ascend. profile_log_start() returns 0.
  */
 int profile_log_start(struct profile *p, size_t max_bytes);
 /* profile_add(), then the log entry (when the log is on and complete). */
@@ -112,21 +144,20 @@ int profile_add_at(struct profile *p, uint32_t tid, const uint32_t *frames, size
 /* Entries in the log: 0 when it is off or incomplete. */
 size_t profile_log_len(const struct profile *p);
 bool profile_log_complete(const struct profile *p);
-/* Entry i < profile_log_len(): its stack (an index for profile_stack()), time, event values. */
+/* Entry i < profile_log_len(): its stack (an index for profile_stack()), time, event values
+ * (past the entries: SIZE_MAX, 0, NULL). */
 size_t profile_log_stack(const struct profile *p, size_t i);
 uint64_t profile_log_time(const struct profile *p, size_t i);
 const uint64_t *profile_log_values(const struct profile *p, size_t i);
 
-/* Thread names: tid's name (copied; set again to replace it), or NULL when none was set. */
+/* Thread names: tid's name (copied; set again to replace it): 0, -EINVAL (name NULL),
+ * -ENOMEM. profile_thread_name(): the name, or NULL when none was set. */
 int profile_set_thread_name(struct profile *p, uint32_t tid, const char *name);
 const char *profile_thread_name(const struct profile *p, uint32_t tid);
 /* Gives frame id the name name (copied): every stack that holds it reads the new name (a thread
- * frame named before the thread's own name was known). 0; -EINVAL (no such frame); -EEXIST
- * (another frame already reads so); -ENOMEM. */
+ * frame named before the thread's own name was known). 0; -EINVAL (no such frame, or name
+ * NULL); -EEXIST (another frame already reads so); -ENOMEM. */
 int profile_frame_rename(struct profile *p, uint32_t id, const char *name);
-
-/* Looks up an event by name (exact, then without ":modifiers"): its index or -ENOENT. */
-int profile_find_event(const struct profile *p, const char *name);
 
 /*
  * Build-ids of native modules: the GNU build-id (NT_GNU_BUILD_ID note) of the file that native
@@ -140,395 +171,11 @@ int profile_find_event(const struct profile *p, const char *name);
 int profile_set_build_id(struct profile *p, const char *module, const char *build_id_hex);
 /* Removes module's build-id, if it has one (the others keep their order). */
 void profile_drop_build_id(struct profile *p, const char *module);
-/* The build-id of module, or NULL when none was set. Valid until profile_free(). */
+/* The build-id of module, or NULL when none was set. */
 const char *profile_build_id(const struct profile *p, const char *module);
-/* The modules with a build-id, in the order they were first set: i < profile_n_build_ids(). */
+/* The modules with a build-id, in the order they were first set: i < profile_n_build_ids();
+ * NULL past them. *ret_module (when not NULL): the module. */
 size_t profile_n_build_ids(const struct profile *p);
 const char *profile_build_id_at(const struct profile *p, size_t i, const char **ret_module);
-
-/* ---- folded.c -------------------------------------------------------------------------------- */
-
-struct folded_opts {
-	size_t column;          /* value column written as COUNT: 1 + event index (default 1) */
-};
-
-/* The text of one frame as folded writes it: Python `name (file:line)`, native `name [module]`,
- * kernel `name_[k]`, others their name; no ';' or newline inside, never ending in " <digits>".
- * Appended to out (a struct buf from base/buf.h). */
-struct buf;
-int folded_frame_text(const struct profile_frame *f, struct buf *out);
-/* Writes `frame;...;leaf COUNT` lines, identical texts merged, stacks with COUNT 0 left out. */
-int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *out);
-
-/* ---- folded_read.c --------------------------------------------------------------------------- */
-
-/*
- * Reads `frame;frame;...;leaf COUNT` lines (root first) as written by folded_write(), by perf
- * script | stackcollapse-perf.pl and FlameGraph's other collapsers, or by py-spy --format raw,
- * and adds them to p (created by the caller; any number of events) as stacks of thread 0.
- *
- * Values: COUNT goes to column 1 (event 0) and to column 0 (samples) as well: for every other
- * tool COUNT is a number of samples; for hwspy's own files it is the event's weight, the best
- * there is. Other columns get 0. Identical stacks add up; lines with COUNT 0 are checked but add
- * nothing.
- *
- * Lines: COUNT is the text after the last space, decimal digits only (no sign, no fraction),
- * at most UINT64_MAX, and the sum of all counts must fit in 64 bits too. Empty and blank lines
- * and lines starting with '#' are skipped; "\r\n" ends a line like "\n"; a UTF-8 byte-order mark
- * before line 1 is skipped; the last line needs no newline. Frames are split at ';' and must not
- * be empty. Bytes are kept as they are (invalid UTF-8 included); a NUL byte is an error.
- *
- * Frame texts are typed the way folded_frame_text() writes them, tried in this order:
- *   `[thread ...]`                  FRAME_THREAD, the whole text as name
- *   `[word]` (no space or bracket)  FRAME_SPECIAL, the whole text: [native], [unknown], and
- *                                   stackcollapse-perf's [libc.so.6] for unsymbolized code
- *   `name_[k]`                      FRAME_KERNEL, name without the suffix
- *   `name [module]`                 FRAME_NATIVE with module
- *   `name (file:LINE)`, `name (file)` FRAME_PYTHON with file and LINE (1..INT_MAX, no leading
- *                                   zero: otherwise ":..." is part of the file name, line 0)
- *   anything else                   FRAME_NATIVE, no module (perf's plain symbols, C++ names)
- * Lines in austin's form, `P<pid>;T<thread>;file:function:line;... COUNT` (a line starting with
- * P, digits, ";T"), are read so: the process is left out, the thread becomes the thread frame
- * `[thread <thread>]`, and each `file:function:line` a Python frame (the last two colons split
- * it; line 0 means unknown); a frame not of that form is typed as above.
- * The bracket or parenthesis that opens the module or file is the one matching the final ']'
- * or ')', preceded by a space, so names and paths with balanced brackets read back whole; other
- * texts may be typed otherwise but are written back the same, so folded_write(folded_read(text))
- * gives back every line of a folded_write() output (except a line whose root frame starts
- * with '#', which is read as a comment).
- *
- * Returns 0, or on failure (p then holds the lines before the failing one: discard it):
- *   -EINVAL     a malformed line          -E2BIG  a line over FOLDED_READ_MAX_LINE bytes or
- *   -EOVERFLOW  a count or the total          FOLDED_READ_MAX_FRAMES frames
- *               does not fit in 64 bits    -ENOMEM, or -errno of a read error (-EIO if unset)
- * and when ret_err is not NULL, fills it: the line number (1-based; 0 when the error is not
- * about one line) and a short static reason ("empty frame").
- */
-#define FOLDED_READ_MAX_LINE    (1u << 20)
-#define FOLDED_READ_MAX_FRAMES  65536
-
-struct folded_read_error {
-	uint64_t line;
-	const char *reason;     /* static; NULL when nothing failed */
-};
-
-int folded_read(FILE *in, struct profile *p, struct folded_read_error *ret_err);
-
-/* ---- diff.c --------------------------------------------------------------------------------- */
-
-/*
- * Differential profiles: what changed between BEFORE and AFTER.
- *
- * diff_merge() builds one profile from the two, the input of every differential output:
- *   frames   every frame of both, matched by what folded_frame_text() shows of them: kind and
- *            name, a Python frame's file and line, a native frame's module (a native frame's
- *            source file and line, which pprof files carry, are dropped); with ignore_lines a
- *            Python frame's line is dropped too, so that
- *            an edit that shifts lines still matches. Thread frames are dropped and every stack
- *            is put on thread 0 (thread ids differ from run to run); a stack left without
- *            frames becomes "[no frames]".
- *   events   the events of AFTER that BEFORE has too (profile_find_event() on BEFORE's names),
- *            in AFTER's order: shared event i has its BEFORE values in column 1 + 2i and its
- *            AFTER values in column 2 + 2i, both named as in AFTER. When no name is shared and
- *            one side has the single event "samples" (a folded file read by hwspy convert or
- *            diff: its counts have no event name), its column pairs with the other's event 0.
- *   samples  column 0 holds AFTER's sample counts.
- *   meta     target "BEFORE -> AFTER" (the targets, when set), the rest left empty.
- * Returns 0, -ENOENT when no event is shared, -ENOMEM.
- *
- * Shares. By default each side is normalised to its own total: before% = b / Tb and
- * after% = a / Ta (Tb, Ta: the event's totals), delta = after% - before% in percentage points,
- * and the delta in counts is a - b * Ta / Tb (BEFORE scaled to AFTER's total). With raw (equal
- * work, --no-normalize) both are shares of BEFORE's total: before% = b / Tb, after% = a / Tb,
- * and the delta in counts is a - b.
- */
-struct diff_opts {
-	bool ignore_lines;      /* match Python frames by function and file only */
-	bool raw;               /* counts as they are, shares of BEFORE's total */
-};
-
-int diff_merge(const struct profile *before, const struct profile *after,
-	       const struct diff_opts *opts, struct profile **ret);
-/* Shared events in a merged profile, and event i's columns. */
-size_t diff_n_events(const struct profile *merged);
-static inline size_t diff_before_col(size_t event) { return 1 + 2 * event; }
-static inline size_t diff_after_col(size_t event) { return 2 + 2 * event; }
-
-/* One function (Python frames without their line, so all the lines of a function count as one)
- * and its weight in BEFORE and AFTER: self (it is the leaf) and total (it is on the stack,
- * counted once per stack however often it recurses). */
-struct diff_func {
-	const char *name;       /* folded text without the line: "load (data.py)", "memcpy [libc.so.6]" */
-	uint64_t self_before, self_after, total_before, total_after;
-	double self_delta, total_delta;         /* in percentage points, as above */
-};
-
-/* The functions of a merged profile for shared event `event`, those that changed most first:
- * ranked by |self_delta| (where the change is: its callers' totals change as much), then by
- * |total_delta|, then by name; functions with no
- * weight on either side left out. *ret (free()) holds *ret_n rows; names live as long as
- * merged. Returns 0, -EINVAL (no such event), -ENOMEM. */
-int diff_functions(const struct profile *merged, size_t event, const struct diff_opts *opts,
-		   struct diff_func **ret, size_t *ret_n);
-
-/* How much the two sides share: the fraction (0..1) of BEFORE's and of AFTER's weight for shared
- * event `event` in stacks with at least one function (not a special frame) that has weight on
- * both sides. Near 0 for profiles of unrelated programs. Returns 0, -EINVAL, -ENOMEM. */
-int diff_common(const struct profile *merged, size_t event, double *ret_before,
-		double *ret_after);
-
-/* `stack BEFORE AFTER` lines for shared event `event`, as FlameGraph's difffolded.pl writes them
- * and flamegraph.pl reads them: stacks in byte order, BEFORE scaled to AFTER's total (rounded)
- * unless opts->raw. Returns 0, -EINVAL, -ENOMEM, -EIO. */
-int diff_folded_write(const struct profile *merged, size_t event, const struct diff_opts *opts,
-		      FILE *out);
-
-/* What each side is: its name (file), duration (0: unknown). */
-struct diff_side {
-	const char *name;
-	uint64_t duration_ns;
-};
-
-/*
- * The text report: per shared event a headline ("cpu-clock 1.21e9 -> 6.05e8, -50.0%", with
- * "(1.2e9/s -> 1.0e9/s)" when both durations are known), then the top functions of
- * diff_functions() as a table: self before %, after %, delta (points and counts), total the
- * same, and the function; functions whose shares did not change (at 0.01 points) are left out.
- * top: rows per event (0 = 20). Returns 0, -ENOMEM, -EIO.
- */
-int diff_table_write(const struct profile *merged, const struct diff_side *before,
-		     const struct diff_side *after, const struct diff_opts *opts, size_t top,
-		     FILE *out);
-
-/* ---- speedscope.c ---------------------------------------------------------------------------- */
-
-/*
- * Writes speedscope's JSON file format (https://www.speedscope.app/file-format-schema.json):
- * shared.frames holds every frame of p, index = frame id: Python frames with name, file and line
- * (line left out when 0), native frames with their module as "file" (no line), kernel frames with
- * "file" "[kernel.kallsyms]" as perf names the kernel, thread and special frames a name only.
- * Then one "sampled" profile per event x thread, event-major, threads by ascending tid (tid 0:
- * "all threads"): name "EVENT, thread TID NAME" (NAME: profile_thread_name(), left out when
- * none), unit "nanoseconds" for cpu-clock and task-clock (modifiers ignored) else "none",
- * startValue 0, endValue the total weight, samples (frame ids, root first) and integer weights
- * (the event's column): where the profile holds a complete time-ordered log
- * (profile_log_start), one per logged sample of that thread, by time (ties in the order
- * logged), so speedscope's time-ordered views show the run as it went; else one per stack of
- * that thread. Samples of weight 0 are left out, and a profile whose weight is 0, so
- * "profiles" may be empty.
- * activeProfileIndex is 0, exporter "hwspy VERSION", name opts->name, else the target, else
- * left out. Strings are escaped (control characters as \u00XX) and each invalid UTF-8 sequence
- * becomes one U+FFFD (as Python and browsers decode), so the file is valid JSON and UTF-8
- * whatever the names hold. Weights over 2^53 lose precision in JavaScript readers.
- *
- * Returns 0, -EOVERFLOW if a profile's total weight does not fit in 64 bits, -ENOMEM, or -EIO
- * (-errno where known) when writing fails. opts may be NULL.
- */
-struct speedscope_opts {
-	const char *name;       /* the file's name shown by speedscope; NULL: the target */
-};
-
-int speedscope_write(const struct profile *p, const struct speedscope_opts *opts, FILE *out);
-
-/* ---- pprof.c --------------------------------------------------------------------------------- */
-
-/*
- * Writes a gzip-compressed perftools.profiles.Profile protobuf, the file `go tool pprof` reads
- * (github.com/google/pprof/proto/profile.proto):
- *   sample_type          ["samples", "count"], then per event [name, "nanoseconds" for cpu-clock
- *                        and task-clock (modifiers ignored), else "events"]; default_sample_type
- *                        is event 0's name
- *   sample               one per stack with a non-zero value: location ids leaf first, values =
- *                        the stack's value vector, a numeric label "thread_id" when tid != 0
- *   location             one per frame, id = frame id + 1, one line {function, line (Python
- *                        and native frames; 0 otherwise)}, mapping_id = its module's mapping
- *                        (native frames with a module)
- *   function             one per distinct (name, file): file = the frame's source file for
- *                        Python and native frames that have one, else the native module,
- *                        "[kernel.kallsyms]" for kernel frames, "" otherwise; start_line 0
- *                        (unknown); system_name is left empty, so that pprof takes name as
- *                        demangled already (it would cut "<module>" to "")
- *   mapping              one per native module: filename = the module, build_id = its
- *                        profile_build_id() (left out when none), has_functions; no addresses
- *   period_type, period  event 0 and its unit; its fixed period, else 1e9 / freq for clock
- *                        events in frequency mode, else 0 (unknown)
- *   time_nanos, duration_nanos   meta start_time_ns and duration_ns (left out when 0)
- *   comment              "hwspy VERSION", then opts->command_line if not NULL, then what pprof
- *                        has no field for, one "key: value" each (left out when unset or 0):
- *                        "target: TEXT", "python: VERSION", "lost: N", "dropped: N",
- *                        "threads: N", "threads not profiled: N", "threads not profiled,
- *                        why: TEXT", and for each event whose rate or sampling flag is not
- *                        profile_new()'s default (event 0 samples, the others are counted, no
- *                        rate): "event INDEX: sampling|counted[, frequency N Hz][, period N]"
- * string_table[0] is ""; strings are the profile's bytes, each invalid UTF-8 sequence replaced
- * by one U+FFFD (as speedscope_write does), each string stored once.
- *
- * Returns 0, -EOVERFLOW if a value or a column's total does not fit in int64 (nothing written
- * then), -ENOMEM, or -EIO (-errno where known) when writing fails. opts may be NULL.
- */
-struct pprof_opts {
-	const char *command_line;       /* written as a comment; NULL: none */
-};
-
-int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
-
-/* ---- pprof_read.c ---------------------------------------------------------------------------- */
-
-/*
- * Reads a perftools.profiles.Profile protobuf, gzip-compressed (it starts with 1f 8b) or not,
- * as pprof_write() writes it and, as far as the model holds it, as other producers do (Go's
- * runtime/pprof, pprof itself, Pyroscope, Parca), into a new profile: *ret, which the caller
- * frees with profile_free(). The fields may come in any order.
- *
- * Values: the sample type named "samples" is column 0; the other types are the events, the
- * default_sample_type first (else, as profile.proto says, the last type), then the others in
- * file order; types past PROFILE_MAX_EVENTS events are left out. Without a "samples" type the
- * first type's values are column 0 as well (and still an event); a profile with the single
- * type "samples" has that one event. Units are not kept (pprof_write() derives them from the
- * names again). Values are int64 in pprof: a negative one is an error.
- *
- * Stacks: location ids leaf first become frames root first; a location's lines are its inlined
- * frames, innermost first, so each becomes a frame of its own. A numeric label "thread_id"
- * (1..UINT32_MAX) is the stack's tid, else 0; other labels are not kept. Identical stacks add up.
- * A sample without locations is the stack "[unknown]" (FRAME_SPECIAL).
- *
- * Frames, typed the way pprof_write() writes them, from each line's function (name, filename
- * F), its line L and its location's mapping M:
- *   M set                          FRAME_NATIVE, module = M's filename (NULL if ""), file = F
- *                                  unless "" or equal to the module, line L
- *   F "[kernel.kallsyms]"          FRAME_KERNEL
- *   F not "" or L not 0            FRAME_PYTHON with file F (NULL if "") and line L
- *   name `[thread ...]`            FRAME_THREAD
- *   name `[word]` (no space or bracket inside)   FRAME_SPECIAL
- *   otherwise                      FRAME_NATIVE without module
- * Lines outside 1..INT_MAX read as 0. A location without lines (not symbolized) is the native
- * frame "MODULE+0xOFFSET" of its mapping (OFFSET = address - start + file offset), else
- * "0xADDRESS", else "[unknown]". So pprof_write() then pprof_read() gives back every frame,
- * except a Python frame with neither file nor line, which reads back as a native frame without
- * module (its folded text is the same), and a native frame with a source file but no module,
- * which reads back as a Python frame; strings come back with pprof_write()'s U+FFFD repairs.
- * Mappings with a filename and a build_id that is hex text give profile_set_build_id().
- *
- * Metadata: the event that period_type names samples, with period as its fixed period (when
- * 0 < period <= INT64_MAX); time_nanos and duration_nanos (when not negative). In a file whose
- * first comment starts with "hwspy " the comments that pprof_write() adds are read back too
- * (target, python, lost, dropped, threads and each event's rate, which then replaces what
- * period_type said); others' comments and the command line are not kept.
- *
- * Everything in the file is checked before use: varints, lengths against what is left of
- * their message, string indexes against the string table (whose entry 0 must be ""), ids
- * (non-zero, unique, and every one referred to exists), value counts, the uncompressed size
- * (PPROF_READ_MAX_SIZE; and a gzip stream inflates to at most PPROF_READ_MAX_RATIO times its
- * compressed size, or PPROF_READ_MIN_INFLATE bytes when that is more: a gzip bomb costs memory
- * in proportion to the file, not 1 GiB; ret_err->inflate_limit then says the bound), the number of items of each kind (PPROF_READ_MAX_ITEMS, sample types
- * PPROF_READ_MAX_TYPES) and the depth of a stack after inlined frames are expanded
- * (PPROF_READ_MAX_FRAMES).
- *
- * Returns 0, or on failure (*ret is then NULL):
- *   -EINVAL     malformed or over a limit; ret_err->reason (when ret_err is not NULL) says
- *               what in a few static words: "truncated gzip stream", "truncated varint",
- *               "length past the end of the message", "string index out of range",
- *               "sample refers to a missing location", "no sample types" ...
- *   -ENOMEM, or -errno of a read error (-EIO if unset).
- */
-#define PPROF_READ_MAX_SIZE     (1u << 30)      /* bytes, compressed or not */
-#define PPROF_READ_MAX_ITEMS    (1u << 24)      /* samples, locations, strings ... each */
-#define PPROF_READ_MAX_TYPES    1024            /* sample types */
-#define PPROF_READ_MAX_FRAMES   65536           /* frames of one stack */
-/* inflated size <= max(MIN_INFLATE, MAX_RATIO x compressed): hwspy's own profiles inflate 1.2x
- * (10^5 varied stacks) to 22x (10^5 samples of one 200-frame stack) */
-#define PPROF_READ_MAX_RATIO    64
-#define PPROF_READ_MIN_INFLATE  (64u << 20)
-
-struct pprof_read_error {
-	const char *reason;     /* static; NULL when nothing failed or not about the file */
-	size_t inflate_limit;   /* bytes, when the failure was inflating past it; else 0 */
-};
-
-int pprof_read(FILE *in, struct profile **ret, struct pprof_read_error *ret_err);
-/* The same from memory: data[0..len), compressed or not. */
-int pprof_read_mem(const void *data, size_t len, struct profile **ret,
-		   struct pprof_read_error *ret_err);
-/* Whether a file that starts with head[0..len) (its first bytes, up to 64 looked at) is pprof
- * rather than text: the gzip magic, or a protobuf that starts with a length-delimited Profile
- * field and holds a control character (not tab, newline or CR) that text never has. Folded
- * files and empty files are not pprof. */
-bool pprof_sniff(const void *head, size_t len);
-
-/* ---- svg.c ---------------------------------------------------------------------------------- */
-
-/*
- * Writes one self-contained interactive SVG flame graph (no external resources), in the spirit
- * of Brendan Gregg's flamegraph.pl. The stacks are merged into a tree (root first, under a root
- * frame "all"; identical frame ids on the same path merge, threads only by their thread frames),
- * children ordered by frame text, so the layout does not depend on the order of the stacks.
- * Widths are proportional to the value column opts->column; y is the depth, root at the bottom
- * (flame) or at the top (icicle). A frame narrower than min_width_px is not drawn, nor anything
- * above it; their number is shown ("N frames narrower than X px not drawn"), and every drawn
- * frame's values stay exact (they include what was pruned). Frames whose column value is 0 are
- * not drawn; a profile whose column total is 0 gives a graph with no frames.
- *
- * Each drawn frame is a <g> holding a <title> (tooltip: the frame text as folded_frame_text()
- * writes it, Python frames with (file:line), cut at 4096 bytes with "..."; then one line
- * "EVENT: 1,234 (12.3%)" per event of the profile, the share being of that event's total, then
- * "samples: N" (left out when an event is named "samples", as a folded file's counts are), then
- * the derived ratios below), a <rect> filled by kind (Python green to
- * yellow, native orange to red, kernel blue, thread and special grey) in a shade stable by
- * frame name (hashed), and a <text> label cut to the width with "..", empty when under 3
- * characters fit.
- *
- * Derived ratios, from the frame's own (inclusive) values, each on a line of its own, in this
- * order, where the profile has the (hardware) events they need; a ratio whose denominator is
- * 0 for the frame is left out. Event names match with ":modifiers" ignored, and labels are
- * written without them.
- *   "IPC: 1.23"                         instructions / cycles (or cpu-cycles)
- *   then for each event whose name ends in "-misses" (in event order, once per name):
- *   "NAME per 1k instructions: 4.56"    1000 x NAME / instructions ("cache-misses per 1k
- *                                       instructions": misses per kilo-instruction, MPKI)
- *   "BASE miss rate: 12.3%"             NAME / its reference event, BASE being NAME without
- *                                       "-misses": cache-misses / cache-references,
- *                                       branch-misses / branches (else branch-instructions),
- *                                       X-load-misses / X-loads, X-store-misses / X-stores,
- *                                       X-prefetch-misses / X-prefetches ("L1-dcache-load miss
- *                                       rate", "LLC-load", "dTLB-load"); none without one
- * Ratios are written with 2 decimals, rates with 1.
- *
- * The embedded script: click a frame to zoom (it fills the width, its ancestors full width and
- * dimmed, other frames hidden), "Reset Zoom", "Search" (a prompt for a JavaScript regular
- * expression matched against frame texts; matching frames drawn in one colour, "Matched: x.x%"
- * the share of the drawn width covered, nested matches counted once), Ctrl-F / F3 to search,
- * Escape to reset both. The view is kept in the URL query: ?s=REGEX (search) and ?x=..&y=..
- * (the zoomed frame's rect x and y attributes), applied on load.
- *
- * Text is valid XML 1.0 whatever the names hold: & < > " ' escaped, characters XML forbids
- * (controls but tab, newline and CR; U+FFFE and U+FFFF) and each invalid UTF-8 sequence written
- * as one U+FFFD. opts may be NULL.
- *
- * Differential (diff): widths from the AFTER column (BEFORE with negate), so frames with no
- * weight on that side are not drawn; each frame is filled by the change of its inclusive share,
- * delta = after% - before% as diff_opts defines them: red grew, blue shrank, white unchanged,
- * the intensity |delta| / the largest |delta| of a drawn frame. The tooltip holds the frame
- * text, then "before: 1,234 (12.34%)", "after: 2,345 (23.45%)" and "delta: +1,111 (+11.11 pts)"
- * (the delta in counts: BEFORE scaled to AFTER's total unless diff_raw). The subtitle says what
- * is compared. Zoom, search and the URL work as above.
- *
- * Returns 0, -EINVAL if column is past the last event (or width_px is 20 or less), -ENOMEM, or
- * -EIO (-errno where known) when writing fails (part of the file may have been written then).
- */
-struct svg_opts {
-	size_t column;          /* value column: 1 + event index; 0 = 1 */
-	const char *title;      /* NULL: "Flame Graph" */
-	const char *subtitle;   /* NULL: the column's event, rate, duration, target, Python version */
-	bool icicle;            /* root at the top */
-	double min_width_px;    /* frames narrower are pruned; 0 = 0.1 */
-	unsigned width_px;      /* 0 = 1200 */
-	/* A differential flame graph of a diff_merge() profile: column is the BEFORE column of
-	 * the event shown, column + 1 its AFTER column. */
-	bool diff;
-	bool diff_raw;          /* shares as diff_opts.raw defines them */
-	bool negate;            /* widths from BEFORE, not AFTER */
-};
-
-int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out);
 
 #endif

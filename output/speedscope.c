@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "output/profile.h"
+#include "output/output.h"
 #include "output/utf8.h"
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"

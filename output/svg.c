@@ -9,7 +9,7 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
-#include "output/profile.h"
+#include "output/output.h"
 #include "output/ratios.h"
 #include "output/utf8.h"
 

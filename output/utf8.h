@@ -1,5 +1,5 @@
 /*
- * utf8: the UTF-8 scanner the writers share (private to output/; not part of profile.h).
+ * utf8: the UTF-8 scanner the writers share (private to output/; not part of output.h).
  */
 #ifndef HWSPY_OUTPUT_UTF8_H
 #define HWSPY_OUTPUT_UTF8_H

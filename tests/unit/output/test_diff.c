@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "output/profile.h"
+#include "output/output.h"
 #include "output_test.h"
 
 /* cpu-clock 1000 and page-faults 50 in 2.5 s, on two threads:

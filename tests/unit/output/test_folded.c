@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "base/buf.h"
-#include "output/profile.h"
+#include "output/output.h"
 
 static char *write_folded(const struct profile *p, size_t column)
 {

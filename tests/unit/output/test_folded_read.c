@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "base/buf.h"
-#include "output/profile.h"
+#include "output/output.h"
 #include "output_test.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "output/profile.h"
+#include "output/output.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define FFFD "\xef\xbf\xbd"

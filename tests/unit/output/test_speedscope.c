@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "output/profile.h"
+#include "output/output.h"
 #include "output_test.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))

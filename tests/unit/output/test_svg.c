@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "output/profile.h"
+#include "output/output.h"
 #include "output_test.h"
 
 #define LONG_NAME 10240
