@@ -101,6 +101,9 @@ struct record_sink {
  * the next recorder call). */
 struct record_stats {
 	const struct sampler_stats *sampler;   /* NULL before recorder_start() succeeded */
+	const struct pyframes_stats *pyframes; /* the interpreter's now (NULL: none found; an
+	                                        * exec starts them again) */
+	const struct symbolizer_stats *symbolizer;     /* NULL: none (yet, or since an exec) */
 	uint64_t elapsed_ns;            /* recorder_run(): from its start to its end (or now) */
 	uint64_t dropped_torn;          /* Python stacks torn by the running thread (kept as
 	                                 * [unknown]) */

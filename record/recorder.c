@@ -278,6 +278,8 @@ struct profile *recorder_profile(struct recorder *rec)
 const struct record_stats *recorder_stats(struct recorder *rec)
 {
 	rec->stats.sampler = rec->sampler ? sampler_stats(rec->sampler) : NULL;
+	rec->stats.pyframes = rec->pf ? pyframes_stats(rec->pf) : NULL;
+	rec->stats.symbolizer = rec->sym ? symbolizer_stats(rec->sym) : NULL;
 	if (!rec->run_over && rec->run_start_ns)
 		rec->stats.elapsed_ns = clock_now_ns() - rec->run_start_ns;
 	return &rec->stats;
