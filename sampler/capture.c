@@ -12,12 +12,12 @@
  *
  * The program is generated here for one spec, its loop unrolled with every offset an
  * immediate, so the verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it
- * cannot read out of its buffer. The record (all little-endian):
- *   u32 magic, u32 status, u32 n, u32 slot, u64 ip, u64 period, u64 head, u64 root,
- *   then n nodes of capture_stride() bytes: the node's address and its copied bytes, then per
- *   extra (what the node points to: a frame's code object and its names, which may be freed
- *   soon after the sample) the address read (0: none) and its bytes. A failed extra read
- *   leaves its address 0 and the node whole.
+ * cannot read out of its buffer. The record (struct capture_record, native byte order, which
+ * the generator writes and capture_match() reads by its offsetof), then n nodes of
+ * capture_stride() bytes: the node's address and its copied bytes, then per extra (what the node
+ * points to: a frame's code object and its names, which may be freed soon after the sample) the
+ * address read (0: none) and its bytes. A failed extra read leaves its address 0 and the node
+ * whole. The roots map's value, which the program reads and writes too, is struct root_value.
  */
 #include <errno.h>
 #include <linux/bpf.h>
@@ -36,7 +36,6 @@
 #include "sampler/internal.h"
 
 #define CAPTURE_MAGIC 0x70737768u       /* "hwsp" */
-#define CAPTURE_HDR 48
 #define CAPTURE_MAX_THREADS 4096
 #define MAX_INSNS 16384         /* a privileged program may have 1M */
 #define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
@@ -47,6 +46,31 @@
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
 #define CTX_IP (16 * 8)
 #define CTX_PERIOD (21 * 8)
+
+/* The record's header, as the program writes it in its scratch slot and sends it; the nodes
+ * follow (CAPTURE_HDR bytes in). */
+struct capture_record {
+	uint32_t magic;                 /* CAPTURE_MAGIC */
+	uint32_t status;                /* SAMPLE_CAPTURE_* */
+	uint32_t n;                     /* nodes copied */
+	uint32_t slot;                  /* the thread's slot in the out map (root_value.slot) */
+	uint64_t ip, period;            /* of the overflow: the sample's, to pair them */
+	uint64_t head;                  /* the first node's address */
+	uint64_t root;                  /* the thread's root, as the program found it */
+};
+#define CAPTURE_HDR sizeof(struct capture_record)
+_Static_assert(sizeof(struct capture_record) == 48, "the capture record's header is 48 bytes");
+
+/* The roots map's value, keyed by the thread id (u32). */
+struct root_value {
+	uint64_t root;
+	uint32_t slot, tries;           /* tries: the program's searches for the root, failed */
+};
+_Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes");
+
+/* Offsets of a record's and a root value's fields, as the instructions' immediates */
+#define REC_AT(field) ((int16_t) offsetof(struct capture_record, field))
+#define ROOT_AT(field) ((int16_t) offsetof(struct root_value, field))
 
 enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
 
@@ -168,14 +192,14 @@ static size_t capture_value_size(const struct sampler_capture_spec *spec)
  * read succeeded; a failed read jumps to the emit label (a fixup in to_emit). */
 static void read_head(struct prog *p, uint32_t off, struct fixup *to_emit, size_t *ne)
 {
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_FAULT);
 	add_imm(p, R3, (int32_t) off);
 	mov_reg(p, R1, R7);
-	add_imm(p, R1, 32);
+	add_imm(p, R1, REC_AT(head));
 	mov_imm(p, R2, 8);
 	call(p, BPF_FUNC_probe_read_user);
 	to_emit[(*ne)++] = jump_imm(p, BPF_JNE, R0, 0);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_OK);
 }
 
 /* u64 at fp+at := *(r3) (r3 set by the caller); a failed read jumps to a fixup in fail. */
@@ -193,7 +217,9 @@ static void read_stack(struct prog *p, int16_t at, struct fixup *fail, size_t *n
  * { root, slot, tries } (the entry, or the stack). An entry whose search failed counts the
  * try (CAPTURE_SEARCH_TRIES at most: a thread that runs no Python) and goes on rootless;
  * a thread with no entry and no root found is left to *ret_none (no capture). Stack: fp-4
- * the tid, fp-24 the value, fp-32 the node, fp-40 its id, fp-48 pid_tgid. */
+ * the tid, fp-24 the value (VALUE_AT: a struct root_value), fp-32 the node, fp-40 its id,
+ * fp-48 pid_tgid. */
+#define VALUE_AT (-24)
 static void generate_search(struct prog *p, const struct sampler_capture_spec *spec, int roots,
 			    pid_t pid, struct fixup *ret_none)
 {
@@ -204,9 +230,9 @@ static void generate_search(struct prog *p, const struct sampler_capture_spec *s
 	size_t nf = 0, nfound = 0;
 
 	f = jump_imm(p, BPF_JEQ, R8, 0);
-	ldx(p, BPF_DW, R1, R8, 0);
+	ldx(p, BPF_DW, R1, R8, ROOT_AT(root));
 	cont[0] = jump_imm(p, BPF_JNE, R1, 0);            /* it has its root */
-	ldx(p, BPF_W, R1, R8, 12);
+	ldx(p, BPF_W, R1, R8, ROOT_AT(tries));
 	cont[1] = jump_imm(p, BPF_JGE, R1, CAPTURE_SEARCH_TRIES);
 	land(p, f);
 	if (pid > 0) {                                    /* not a child process's thread */
@@ -248,29 +274,29 @@ static void generate_search(struct prog *p, const struct sampler_capture_spec *s
 	for (size_t i = 0; i < nf; i++)
 		land(p, fail[i]);
 	*ret_none = jump_imm(p, BPF_JEQ, R8, 0);
-	ldx(p, BPF_W, R1, R8, 12);
+	ldx(p, BPF_W, R1, R8, ROOT_AT(tries));
 	add_imm(p, R1, 1);
-	stx(p, BPF_W, R8, R1, 12);
+	stx(p, BPF_W, R8, R1, ROOT_AT(tries));
 	cont[2] = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	for (size_t i = 0; i < nfound; i++)
 		land(p, found[i]);
-	stx(p, BPF_DW, R10, R7, -24);                     /* { root, slot (kept), 0 tries } */
-	st(p, BPF_W, R10, -16, 0);
-	st(p, BPF_W, R10, -12, 0);
+	stx(p, BPF_DW, R10, R7, VALUE_AT + ROOT_AT(root)); /* { root, slot (kept), 0 tries } */
+	st(p, BPF_W, R10, VALUE_AT + ROOT_AT(slot), 0);
+	st(p, BPF_W, R10, VALUE_AT + ROOT_AT(tries), 0);
 	f = jump_imm(p, BPF_JEQ, R8, 0);
-	ldx(p, BPF_W, R1, R8, 8);
-	stx(p, BPF_W, R10, R1, -16);
+	ldx(p, BPF_W, R1, R8, ROOT_AT(slot));
+	stx(p, BPF_W, R10, R1, VALUE_AT + ROOT_AT(slot));
 	land(p, f);
 	ld_map(p, R1, roots);
 	mov_reg(p, R2, R10);
 	add_imm(p, R2, -4);
 	mov_reg(p, R3, R10);
-	add_imm(p, R3, -24);
+	add_imm(p, R3, VALUE_AT);
 	mov_imm(p, R4, BPF_ANY);
 	call(p, BPF_FUNC_map_update_elem);
 	mov_reg(p, R8, R10);
-	add_imm(p, R8, -24);
+	add_imm(p, R8, VALUE_AT);
 	for (size_t i = 0; i < 3; i++)
 		land(p, cont[i]);
 }
@@ -325,28 +351,28 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	call(p, BPF_FUNC_map_lookup_elem);
 	no_emit[1] = jump_imm(p, BPF_JEQ, R0, 0);
 	mov_reg(p, R7, R0);                               /* r7 = the record */
-	st(p, BPF_W, R7, 0, (int32_t) CAPTURE_MAGIC);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_NO_ROOT);
-	st(p, BPF_W, R7, 8, 0);
-	ldx(p, BPF_W, R1, R8, 8);
-	stx(p, BPF_W, R7, R1, 12);                        /* slot */
+	st(p, BPF_W, R7, REC_AT(magic), (int32_t) CAPTURE_MAGIC);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_NO_ROOT);
+	st(p, BPF_W, R7, REC_AT(n), 0);
+	ldx(p, BPF_W, R1, R8, ROOT_AT(slot));
+	stx(p, BPF_W, R7, R1, REC_AT(slot));
 	ldx(p, BPF_DW, R1, R6, CTX_IP);
-	stx(p, BPF_DW, R7, R1, 16);
+	stx(p, BPF_DW, R7, R1, REC_AT(ip));
 	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
-	stx(p, BPF_DW, R7, R1, 24);
-	st(p, BPF_DW, R7, 32, 0);
-	ldx(p, BPF_DW, R3, R8, 0);
-	stx(p, BPF_DW, R7, R3, 40);                       /* root */
-	mov_imm(p, R9, CAPTURE_HDR);                      /* r9 = bytes to send */
+	stx(p, BPF_DW, R7, R1, REC_AT(period));
+	st(p, BPF_DW, R7, REC_AT(head), 0);
+	ldx(p, BPF_DW, R3, R8, ROOT_AT(root));
+	stx(p, BPF_DW, R7, R3, REC_AT(root));
+	mov_imm(p, R9, (int32_t) CAPTURE_HDR);            /* r9 = bytes to send */
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
 	/* head = *(root + off1), then *(head + off2) */
 	read_head(p, spec->head_off1, to_emit, &ne);
 	if (spec->head_off2 != SAMPLER_CAPTURE_NO_OFF) {
-		ldx(p, BPF_DW, R3, R7, 32);
+		ldx(p, BPF_DW, R3, R7, REC_AT(head));
 		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
 		read_head(p, spec->head_off2, to_emit, &ne);
 	}
-	ldx(p, BPF_DW, R8, R7, 32);                       /* r8 = the node to copy */
+	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
 	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
 		int32_t at = (int32_t) (CAPTURE_HDR + k * stride);
 
@@ -354,21 +380,21 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		mov_reg(p, R6, R7);                       /* r6 = the node in the record */
 		add_imm(p, R6, at);
 		stx(p, BPF_DW, R6, R8, 0);
-		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
+		st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_FAULT);
 		mov_reg(p, R1, R6);
 		add_imm(p, R1, 8);
 		mov_imm(p, R2, (int32_t) spec->node_bytes);
 		mov_reg(p, R3, R8);
 		call(p, BPF_FUNC_probe_read_user);
 		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
-		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
-		st(p, BPF_W, R7, 8, (int32_t) k + 1);
+		st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_OK);
+		st(p, BPF_W, R7, REC_AT(n), (int32_t) k + 1);
 		mov_imm(p, R9, (int32_t) (at + (int32_t) stride));
 		ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
 		copy_extras(p, spec);
 	}
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_CUT);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
 	for (size_t i = 0; i < ne; i++)
 		land(p, to_emit[i]);
 	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are
@@ -376,7 +402,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	if (percpu)
 		emit(p, BPF_ALU | BPF_MOV | BPF_K, R3, 0, 0, -1);
 	else
-		ldx(p, BPF_W, R3, R7, 12);
+		ldx(p, BPF_W, R3, R7, REC_AT(slot));
 	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
 	ld_map(p, R2, out);
 	mov_reg(p, R4, R7);
@@ -508,7 +534,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	if (!c->pidns_chosen)
 		(void) capture_pidns(c);
 	if (c->roots_fd < 0) {
-		r = map_create(BPF_MAP_TYPE_HASH, 4, 16, CAPTURE_MAX_THREADS);
+		r = map_create(BPF_MAP_TYPE_HASH, 4, sizeof(struct root_value), CAPTURE_MAX_THREADS);
 		if (r < 0)
 			return r;
 		c->roots_fd = r;
@@ -556,11 +582,6 @@ void capture_close(struct capture *c)
 }
 
 /* ---- threads ---- */
-
-struct root_value {
-	uint64_t root;
-	uint32_t slot, tries;           /* tries: the program's searches for the root, failed */
-};
 
 static int slot_take(struct capture *c)
 {
@@ -851,35 +872,30 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 					   const struct sample *smp)
 {
 	struct capture *c = &s->capture;
-	uint32_t magic, status, n;
-	uint64_t ip, period;
+	struct capture_record h;
 	size_t stride = capture_stride(&c->spec);
 
 	/* a CPU's ring: the record right before the sample is its capture (checked below) */
 	if (!c->held_len || (c->held_tid && c->held_tid != t->tid))
 		return NULL;
-	memcpy(&magic, c->held, 4);
-	memcpy(&status, c->held + 4, 4);
-	memcpy(&n, c->held + 8, 4);
-	memcpy(&ip, c->held + 16, 8);
-	memcpy(&period, c->held + 24, 8);
+	memcpy(&h, c->held, sizeof(h));         /* held_len >= CAPTURE_HDR (capture_hold()) */
 	c->held_len_used = c->held_len;
 	c->held_len = 0;
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
-	if (magic != CAPTURE_MAGIC || ip != smp->ip ||
-	    ((s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) && period != smp->values[0]) ||
-	    n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + n * stride > c->held_len_used ||
-	    status > SAMPLE_CAPTURE_CUT) {
+	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
+	    ((s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) && h.period != smp->values[0]) ||
+	    h.n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + h.n * stride > c->held_len_used ||
+	    h.status > SAMPLE_CAPTURE_CUT) {
 		s->stats.capture_mismatched++;
 		return NULL;
 	}
 	c->out = (struct sample_capture) {
-		.status = (int) status,
-		.n = n,
+		.status = (int) h.status,
+		.root = h.root,
+		.head = h.head,
+		.n = h.n,
 		.stride = stride,
 		.nodes = c->held + CAPTURE_HDR,
 	};
-	memcpy(&c->out.head, c->held + 32, 8);
-	memcpy(&c->out.root, c->held + 40, 8);
 	return &c->out;
 }
