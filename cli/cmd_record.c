@@ -421,6 +421,7 @@ int cmd_record(int argc, char **argv)
 		.stop_budget_pct = o.stop_budget,
 		.capture = rec.capture,
 		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
+		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
 		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 256 : 0,
 	};
 	/* attach: the interpreter is known, so every sample can be captured from the first */

@@ -156,6 +156,10 @@ struct sampler_opts {
 	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root); /* with capture_spec */
 	void *capture_root_ctx;
 	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
+	uint64_t regs_user_mask;        /* with stack_user_size: the user registers sampled with
+	                                 * each stack copy (attr.sample_regs_user, perf's PERF_REG_*
+	                                 * bits, those the caller's unwinder reads; nonzero, else the
+	                                 * kernel refuses the event: -EINVAL) */
 	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
 };
