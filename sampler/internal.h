@@ -106,6 +106,8 @@ struct sampler {
 	struct tracer tracer;           /* exact mode */
 	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
 	int sigfd;                      /* signalfd for SIGCHLD (exact mode / launch) */
+	bool chld_blocked;              /* sampler_new() blocked SIGCHLD (the caller had not):
+	                                 * sampler_free() unblocks it */
 	struct thread *threads;
 	size_t n_threads, cap_threads;
 	unsigned char *scratch;         /* RING_SCRATCH_SIZE */

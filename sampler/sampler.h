@@ -266,7 +266,10 @@ struct sampler;
 typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 
 /* Creates the sampler and attaches or launches (a launched command waits at its exec until
- * sampler_run()). Errors as above; on error nothing is left attached or running. */
+ * sampler_run()). Errors as above; on error nothing is left attached or running (nor SIGCHLD
+ * blocked). SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
+ * the launched command's exit) until sampler_free(), which unblocks it if the caller had not
+ * blocked it itself: free samplers on the thread that made them, the last made first. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
 /* The target's pid (the launched child's, in launch mode). */
 pid_t sampler_pid(const struct sampler *s);
@@ -294,7 +297,8 @@ void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx));
  * callback (not stopped), closes the events and detaches, resuming every thread. Stats stay
  * readable. A launched child is left running. Idempotent. */
 void sampler_stop(struct sampler *s);
-/* sampler_stop() if not done, then frees. NULL is a no-op. */
+/* sampler_stop() if not done, then frees, and gives the calling thread back SIGCHLD as it was
+ * before sampler_new(). NULL is a no-op. */
 void sampler_free(struct sampler *s);
 const struct sampler_stats *sampler_stats(const struct sampler *s);
 

@@ -406,7 +406,7 @@ static int start_job(struct sampler *s, void *arg)
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	struct sampler *s;
-	sigset_t chld;
+	sigset_t chld, caller;
 	int r, exec_pipe = -1;
 
 	*ret = NULL;
@@ -441,7 +441,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	/* ptrace stops and child exits wake the loop through this fd */
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
+	if (sigprocmask(SIG_BLOCK, &chld, &caller) == 0)
+		s->chld_blocked = !sigismember(&caller, SIGCHLD);
 	s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->sigfd < 0) {
 		r = -errno;
@@ -666,6 +667,14 @@ void sampler_free(struct sampler *s)
 	sampler_stop(s);
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
+	if (s->chld_blocked) {
+		/* the caller's mask again (a SIGCHLD still pending now reaches its disposition) */
+		sigset_t chld;
+
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		(void) sigprocmask(SIG_UNBLOCK, &chld, NULL);
+	}
 	capture_close(&s->capture);
 	tracer_release_resources(s);
 	percpu_free(s);
