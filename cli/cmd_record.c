@@ -422,14 +422,12 @@ int cmd_record(int argc, char **argv)
 		.capture = rec.capture,
 		.stack_user_size = o.native ? o.stack_size : 0, .kernel_callchain = o.kernel,
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
+		.event_fn = record_on_event, .event_ctx = &rec,
 		.ring_pages = o.native ? (rec.capture ? 512 : 256) : rec.capture ? 256 : 0,
 	};
 	/* attach: the interpreter is known, so every sample can be captured from the first */
-	if (rec.capture && rec.pf && record_capture_spec(&rec, &cspec) == 0) {
+	if (rec.capture && rec.pf && record_capture_spec(&rec, &cspec) == 0)
 		so.capture_spec = &cspec;
-		so.capture_root_fn = record_capture_root;
-		so.capture_root_ctx = &rec;
-	}
 	r = sampler_new(&so, &rec.sampler);
 	if (r >= 0 && so.capture_spec) {
 		rec.capture_gen = rec.pf_gen;
@@ -437,8 +435,7 @@ int cmd_record(int argc, char **argv)
 		if (rec.capture_error && rec.capture_error != -EPERM && cspec.n_extras) {
 			/* a kernel that refuses the larger program: the frames alone */
 			cspec.n_extras = 0;
-			rec.capture_error = sampler_capture_start(rec.sampler, &cspec,
-								  record_capture_root, &rec);
+			rec.capture_error = sampler_capture_start(rec.sampler, &cspec);
 		}
 		rec.capture_extras = rec.capture_error ? 0 : cspec.n_extras;
 		if (rec.capture_error)

@@ -106,7 +106,6 @@ struct recorder {
 	struct pyframes_info info;
 	int detect_error;               /* last pyframes_open result */
 	uint64_t last_detect_ns;
-	uint64_t execs_seen;
 	struct sampler *sampler;
 	struct py_frame pyf[MAX_PY_FRAMES];
 	struct symbolizer *sym;
@@ -168,8 +167,9 @@ int record_capture_start(struct recorder *rec);
 void record_detect(struct recorder *rec);
 /* The capture spec for rec->pf's interpreter: 0, -EINVAL (none fits), -ENOENT (none found). */
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret);
-/* A thread's root for the capture program: its PyThreadState (ctx: the recorder). */
-int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root);
+/* The sampler's events (ctx: the recorder): an exec drops what was known of the old image
+ * (interpreter, symbols), a thread getting the capture program is given its PyThreadState. */
+void record_on_event(void *ctx, const struct sampler_event *e);
 /* The sampler callback; ctx is the struct recorder. A stopped thread's sample keeps only its
  * Python walk inside the stop; the rest waits for record_flush(). */
 void record_on_sample(void *ctx, const struct sample *s);

@@ -255,12 +255,29 @@ static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct
 	return n;
 }
 
-int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root)
+void record_on_event(void *ctx, const struct sampler_event *e)
 {
 	struct recorder *rec = ctx;
+	uint64_t root;
 
-	*ret_root = 0;
-	return rec->pf ? pyframes_thread_state(rec->pf, tid, ret_root) : -ENOENT;
+	switch (e->kind) {
+	case SAMPLER_EVENT_EXEC:
+		/* the names of waiting samples belong to the old image's interpreter */
+		record_flush(rec);
+		pyframes_free(rec->pf);
+		rec->pf = NULL;
+		record_build_ids(rec);
+		symbolizer_free(rec->sym);
+		rec->sym = NULL;
+		rec->interp_module = NULL;
+		rec->last_detect_ns = 0;
+		break;
+	case SAMPLER_EVENT_CAPTURE_THREAD:
+		/* the capture program's root for the thread: its PyThreadState */
+		if (rec->pf && pyframes_thread_state(rec->pf, e->tid, &root) == 0)
+			(void) sampler_capture_set_root(e->sampler, e->tid, root);
+		break;
+	}
 }
 
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret)
@@ -305,12 +322,12 @@ int record_capture_start(struct recorder *rec)
 	rec->capture_gen = rec->pf_gen;     /* one try per interpreter */
 	r = record_capture_spec(rec, &ss);
 	if (r >= 0)
-		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+		r = sampler_capture_start(rec->sampler, &ss);
 	rec->capture_extras = r >= 0 ? ss.n_extras : 0;
 	if (r < 0 && r != -EPERM && ss.n_extras) {
 		/* a kernel that refuses the larger program: the frames alone */
 		ss.n_extras = 0;
-		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+		r = sampler_capture_start(rec->sampler, &ss);
 	}
 	rec->capture_error = r < 0 ? r : 0;
 	return r;
@@ -614,18 +631,6 @@ void record_on_sample(void *ctx, const struct sample *s)
 	char task[64];
 	int r = -ENOENT;
 
-	if (sampler_stats(rec->sampler)->execs != rec->execs_seen) {
-		/* the names of waiting samples belong to the old image's interpreter */
-		record_flush(rec);
-		rec->execs_seen = sampler_stats(rec->sampler)->execs;
-		pyframes_free(rec->pf);
-		rec->pf = NULL;
-		record_build_ids(rec);
-		symbolizer_free(rec->sym);
-		rec->sym = NULL;
-		rec->interp_module = NULL;
-		rec->last_detect_ns = 0;
-	}
 	if (!rec->pf)
 		detect(rec, sampler_pid(rec->sampler));
 	if (rec->pf)

@@ -652,6 +652,19 @@ void capture_cpu_close(struct sampler *s, int c)
 	cr->out_id = 0;
 }
 
+/* Asks the caller for thread tid's root (SAMPLER_EVENT_CAPTURE_THREAD): what it answered with
+ * sampler_capture_set_root() from inside the event, or 0. */
+static uint64_t capture_ask_root(struct sampler *s, pid_t tid)
+{
+	struct capture *c = &s->capture;
+
+	c->asking = tid;
+	c->answer = 0;
+	sampler_tell(s, SAMPLER_EVENT_CAPTURE_THREAD, tid);
+	c->asking = 0;
+	return c->answer;
+}
+
 void capture_thread_root(struct sampler *s, struct thread *t)
 {
 	struct root_value v = { 0 };
@@ -660,8 +673,7 @@ void capture_thread_root(struct sampler *s, struct thread *t)
 
 	if (s->capture.prog_fd < 0)
 		return;
-	if (s->capture_root_fn)
-		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
+	v.root = capture_ask_root(s, t->tid);
 	/* a root not found yet leaves the one the program may have found in place */
 	r = map_update_flags(s->capture.roots_fd, &key, &v, v.root ? BPF_ANY : BPF_NOEXIST);
 	if (r == 0 || r == -EEXIST)
@@ -716,8 +728,7 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	if (r < 0)
 		goto fail;
 	v.slot = slot;
-	if (s->capture_root_fn)
-		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
+	v.root = capture_ask_root(s, t->tid);
 	r = map_update(c->roots_fd, &key, &v);
 	if (r < 0)
 		goto fail;
@@ -762,6 +773,11 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 	struct root_value v = { .root = root };
 	uint32_t key = (uint32_t) tid;
 
+	if (c->asking && c->asking == tid) {
+		/* the thread's entry is made with it when the event returns */
+		c->answer = root;
+		return 0;
+	}
 	for (size_t i = 0; i < s->n_threads; i++) {
 		struct thread *t = &s->threads[i];
 
@@ -773,8 +789,7 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 	return -ENOENT;
 }
 
-int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
-			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx)
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec)
 {
 	bool again = s->capture.prog_fd >= 0;
 	int r;
@@ -796,8 +811,6 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 
 		(void) map_delete(s->capture.roots_fd, &key);
 	}
-	s->capture_root_fn = root_fn;
-	s->capture_root_ctx = ctx;
 	for (int c = 0; s->percpu && c < s->ncpu; c++)
 		if (capture_cpu_open(s, c) < 0)
 			s->stats.capture_threads_failed++;

@@ -79,6 +79,10 @@ struct capture {
 	size_t held_len, held_len_used;
 	pid_t held_tid;
 	struct sample_capture out;
+	/* the thread whose root a SAMPLER_EVENT_CAPTURE_THREAD asks for (0: none asked), and the
+	 * answer sampler_capture_set_root() gave from inside it */
+	pid_t asking;
+	uint64_t answer;
 };
 
 /* tracer.c: the thread that does every ptrace call of exact mode, one job at a time */
@@ -118,8 +122,7 @@ struct sampler {
 	uint64_t last_scan_ns;
 	struct capture capture;
 	int capture_error;              /* of the capture started by sampler_new() */
-	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
-	void *capture_root_ctx;
+	uint64_t execs_told;            /* stats.execs as of the last SAMPLER_EVENT_EXEC */
 	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */
 	unsigned ring_floor;            /* the fewest data pages a ring may have */
 	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
@@ -139,6 +142,8 @@ struct sampler {
 };
 
 /* target.c */
+/* Tells opts.event_fn (if any) of kind for tid (see struct sampler_event). */
+void sampler_tell(struct sampler *s, enum sampler_event_kind kind, pid_t tid);
 struct thread *thread_find(struct sampler *s, pid_t tid);
 /* Adds tid and opens its events. The thread must already be traced in exact mode. */
 int thread_add(struct sampler *s, pid_t tid, bool traced);

@@ -410,6 +410,11 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	if (!t->budget.first_sample_ns)
 		t->budget.first_sample_ns = smp.time_ns;
 	s->stats.samples++;
+	/* an exec seen since the last sample is told just before the next (sampler.h) */
+	if (s->stats.execs != s->execs_told) {
+		s->execs_told = s->stats.execs;
+		sampler_tell(s, SAMPLER_EVENT_EXEC, s->pid);
+	}
 	s->fn(s->ctx, &smp);
 }
 

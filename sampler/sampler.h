@@ -135,7 +135,43 @@ void events_set_sysfs_root(const char *dir);
 
 /* ---- the sampler -------------------------------------------------------------------------- */
 
+struct sampler;
 struct sampler_capture_spec;
+
+/* What the sampler tells its caller besides samples, through opts.event_fn(opts.event_ctx, e).
+ * e (and e->sampler's use) is valid only during the call.
+ * - SAMPLER_EVENT_EXEC: the target exec'd a new program (exact mode: the tracer sees it; tid is
+ *   the target's pid), so what the caller knows of its image is stale. Told on the thread that
+ *   runs the sample callback (the tracer thread in exact mode), just before the first sample
+ *   handed over after the exec was seen, in stream order: it is not told until such a sample
+ *   comes (an exec followed by no sample is never told), and several execs before one sample
+ *   are told once. stats.execs counts every exec. The receiver may do what a sample callback
+ *   may (sampler_break(), sampler_capture_set_root(), the getters).
+ * - SAMPLER_EVENT_CAPTURE_THREAD: the capture program is being put on thread tid's events (its
+ *   events open, or the program is loaded or replaced: sampler_capture_start(), or, per CPU,
+ *   the thread is learned from its PERF_RECORD_FORK); the receiver answers with
+ *   sampler_capture_set_root(e->sampler, tid, root) from inside the call if it knows tid's
+ *   root, and the thread's entry is made with that root once the call returns (an answer of
+ *   0, or none: no root yet, and per CPU the root the program may have found itself stays).
+ *   Told on the thread in the sampler call at work: sampler_new() (e->sampler is then the
+ *   sampler being made, not yet returned to the caller: the receiver gets it from e->sampler,
+ *   and may use it for nothing but sampler_capture_set_root(), sampler_pid() and
+ *   sampler_stats()), sampler_capture_start(), sampler_run() or sampler_stop() (threads found
+ *   meanwhile), which is the thread that runs the sample callback (a capture sampler has no
+ *   tracer thread). The receiver may call sampler_capture_set_root() (any thread's),
+ *   sampler_pid() and sampler_stats(), nothing else of the sampler. */
+enum sampler_event_kind {
+	SAMPLER_EVENT_EXEC,
+	SAMPLER_EVENT_CAPTURE_THREAD,
+};
+
+struct sampler_event {
+	enum sampler_event_kind kind;
+	pid_t tid;
+	struct sampler *sampler;        /* the sampler telling it (also within sampler_new()) */
+};
+
+typedef void (*sampler_event_fn)(void *ctx, const struct sampler_event *e);
 
 struct sampler_opts {
 	pid_t pid;                      /* attach to this process, or 0 */
@@ -153,8 +189,9 @@ struct sampler_opts {
 	                                 * is known): sampler_capture_start() before any event opens,
 	                                 * so no sample goes uncaptured; its failure is not
 	                                 * sampler_new()'s (see sampler_capturing()) */
-	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root); /* with capture_spec */
-	void *capture_root_ctx;
+	sampler_event_fn event_fn;      /* told of execs and of threads getting the capture
+	                                 * program (struct sampler_event), or NULL */
+	void *event_ctx;
 	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
 	uint64_t regs_user_mask;        /* with stack_user_size: the user registers sampled with
 	                                 * each stack copy (attr.sample_regs_user, perf's PERF_REG_*
@@ -242,7 +279,7 @@ struct sampler_stats {
 	unsigned cpu_rings_shrunk;      /* ... of which smaller than asked (memlock) */
 	unsigned ring_pages;            /* data pages per ring asked for */
 	unsigned ring_pages_min;        /* the fewest data pages a thread's ring got (0: none) */
-	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
+	uint64_t execs;                 /* the target exec'd a new program (SAMPLER_EVENT_EXEC) */
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
 	uint64_t capture_threads_failed;/* times a thread could not get the capture program (no
@@ -260,8 +297,6 @@ struct sampler_stats {
  * pending signal makes the kernel retry) and would otherwise hold the target at one spot. */
 #define SAMPLER_STOP_BUDGET_PCT 5
 #define SAMPLER_STOP_WINDOW_MS 1000
-
-struct sampler;
 
 typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 
@@ -349,13 +384,15 @@ struct sampler_capture_spec {
  * CAP_PERFMON), -EINVAL / -ENOSYS (a kernel without BPF perf-event programs). */
 int sampler_capture_probe(void);
 /* Loads the program for spec and puts it on every thread's events, now and later (a sampler
- * made with opts.capture). Each thread's root comes from root_fn when its events open (it may
- * fail: the thread then has none until sampler_capture_set_root()). Called again (the target
- * exec'd another program), it replaces the program, reopening every thread's events.
+ * made with opts.capture). Each thread's root is asked for when the program is put on its
+ * events (SAMPLER_EVENT_CAPTURE_THREAD; unanswered: the thread has none until
+ * sampler_capture_set_root(), or until the program finds it, see search_at). Called again (the
+ * target exec'd another program), it replaces the program, reopening every thread's events.
  * 0, -EINVAL (bad spec, or not a capture sampler), -EPERM, -E2BIG, -ENOMEM. */
-int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
-			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx);
-/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program). */
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec);
+/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program).
+ * From the SAMPLER_EVENT_CAPTURE_THREAD event of tid: the root its entry is made with (0:
+ * none, not a clearing), 0. */
 int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
 bool sampler_capturing(const struct sampler *s);
 /* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */

@@ -435,8 +435,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	}
 	perf_build_attrs(s);
 	if (opts->capture && opts->capture_spec)
-		s->capture_error = sampler_capture_start(s, opts->capture_spec, opts->capture_root_fn,
-							 opts->capture_root_ctx);
+		s->capture_error = sampler_capture_start(s, opts->capture_spec);
 
 	/* ptrace stops and child exits wake the loop through this fd */
 	sigemptyset(&chld);
@@ -476,6 +475,14 @@ fail:
 	}
 	sampler_free(s);
 	return r;
+}
+
+void sampler_tell(struct sampler *s, enum sampler_event_kind kind, pid_t tid)
+{
+	struct sampler_event e = { .kind = kind, .tid = tid, .sampler = s };
+
+	if (s->opts.event_fn)
+		s->opts.event_fn(s->opts.event_ctx, &e);
 }
 
 void sampler_break(struct sampler *s)
