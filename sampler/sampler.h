@@ -1,11 +1,15 @@
 /*
  * sampler: perf events on every thread of a target process, and the samples they produce.
  *
- * Event names (events.c) -> struct perf_event_attr, exactly as perf itself encodes them.
- * The sampler (perf.c, ring.c, target.c, tracer.c) attaches to a running process (every thread,
- * and threads started later) or launches a command and starts counting at its exec, opens one
- * event group per thread (events[0] samples, the others are read with every sample), drains
- * the mmap rings and hands each decoded sample to a callback.
+ * Event names (events.c; the sysfs and tracefs forms, pmu/.../ and subsys:name, in pmu.c) ->
+ * struct perf_event_attr, exactly as perf itself encodes them.
+ * The sampler (perf.c: events and rings of a thread, ring.c: record decoding, target.c: attach,
+ * launch, run loop and teardown, tracer.c: exact mode's ptrace thread) attaches to a running
+ * process (every thread, and threads started later) or launches a command and starts counting
+ * at its exec, opens one event group per thread (events[0] samples, the others are read with
+ * every sample), drains the mmap rings and hands each decoded sample to a callback. What else
+ * the caller must know of comes as events (struct sampler_event, opts.event_fn): an exec of the
+ * target, a thread getting the capture program (whose root the caller then gives).
  *
  * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
  * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
