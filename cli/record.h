@@ -63,13 +63,6 @@ struct thread_name {
 	unsigned tries;                 /* registry reads that looked for its Python name since */
 };
 
-/* Where a Python stack was cut at its root end (pyframes_last_cut()): n frames left out, or
- * more than n (more). */
-struct py_cut {
-	uint64_t n;
-	bool more;
-};
-
 /* Python's thread names (pyframes_thread_names): read when a thread is new, then at most every
  * RECORD_PYNAMES_MS while a thread still goes by its comm (at a new thread's first sample, again
  * after RECORD_PYNAMES_NEW_MS if the last read lacks it) (RECORD_PYNAMES_TRIES times for each
@@ -85,7 +78,7 @@ struct pending {
 	struct sample s;
 	int r;                          /* pyframes result */
 	size_t n_py;
-	struct py_cut cut;
+	struct pyframes_cut cut;
 	struct py_frame py[MAX_PY_FRAMES];
 	uint64_t regs[32];
 	uint64_t callchain[MAX_KERNEL + 8];

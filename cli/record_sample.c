@@ -335,7 +335,8 @@ int record_capture_start(struct recorder *rec)
 
 /* The Python walk of a sample: from its capture where the program made one for this
  * interpreter, else from live memory (retried while the running thread tears it). */
-static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret_n)
+static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
+		       struct pyframes_cut *ret_cut)
 {
 	const struct sample_capture *c = s->capture;
 	int r;
@@ -347,7 +348,8 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 		rec->captured++;
 		/* the frames past the capture's last come from memory, after the sample */
 		rec->captured_cut += c->status == SAMPLE_CAPTURE_CUT;
-		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n);
+		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
+						      ret_cut);
 	}
 	if (rec->capture) {
 		uint64_t root;
@@ -359,10 +361,10 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 		    pyframes_thread_state(rec->pf, s->tid, &root) == 0)
 			(void) sampler_capture_set_root(rec->sampler, s->tid, root);
 	}
-	r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n);
+	r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	/* a running thread moved under the read: another try gives a whole stack */
 	for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
-		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n);
+		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	return r;
 }
 
@@ -424,7 +426,7 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, const struct py_cut *cut, uint64_t late_ns, bool gone)
+		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone)
 {
 	const struct record_opts *o = rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -510,7 +512,7 @@ void record_flush(void *ctx)
 
 /* Copies what finish() needs from s, whose pointers go into the ring: false if no slot. */
 static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
-		  const struct py_cut *cut)
+		  const struct pyframes_cut *cut)
 {
 	struct pending *p;
 
@@ -625,7 +627,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	size_t n = 0;
 	uint64_t captured_before = rec->captured;
 	uint64_t late_ns = 0;
-	struct py_cut cut = { 0 };
+	struct pyframes_cut cut = { 0 };
 	bool late;
 	bool gone;
 	char task[64];
@@ -634,9 +636,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	if (!rec->pf)
 		detect(rec, sampler_pid(rec->sampler));
 	if (rec->pf)
-		r = python_walk(rec, s, &n);
-	if (r == 0 && rec->pf)
-		cut.n = pyframes_last_cut(rec->pf, &cut.more);
+		r = python_walk(rec, s, &n, &cut);
 	late = !s->stopped && rec->captured == captured_before;
 	if (late) {
 		uint64_t t = clock_now_ns();
