@@ -12,7 +12,8 @@
  *
  * pyframes_thread_stack() turns a thread (by its kernel TID) into frames, innermost first,
  * with names and line numbers resolved through a cache of code objects owned by the
- * struct pyframes. Every walk checks the cached code objects it uses against the target (a few
+ * struct pyframes, and says where it cut a stack at its root end (struct pyframes_cut: the
+ * outer frames left out, counted; no state of one walk is kept for the next). Every walk checks the cached code objects it uses against the target (a few
  * header fields of each, all in one readv()), so a code object freed and replaced by another at
  * the same address is named afresh at once. Strings in struct py_frame stay valid until
  * pyframes_free().
