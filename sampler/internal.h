@@ -62,6 +62,29 @@ struct cpu_ring {
 	uint64_t out_id;
 };
 
+/* capture_prog.c: what the capture program sends at an overflow: this header, in its scratch
+ * slot, then the nodes (CAPTURE_HDR bytes in), in native byte order */
+#define CAPTURE_MAGIC 0x70737768u       /* "hwsp" */
+struct capture_record {
+	uint32_t magic;                 /* CAPTURE_MAGIC */
+	uint32_t status;                /* SAMPLE_CAPTURE_* */
+	uint32_t n;                     /* nodes copied */
+	uint32_t slot;                  /* the thread's slot in the out map (root_value.slot) */
+	uint64_t ip, period;            /* of the overflow: the sample's, to pair them */
+	uint64_t head;                  /* the first node's address */
+	uint64_t root;                  /* the thread's root, as the program found it */
+};
+#define CAPTURE_HDR sizeof(struct capture_record)
+_Static_assert(sizeof(struct capture_record) == 48, "the capture record's header is 48 bytes");
+
+/* The roots map's value (capture.c writes it, the program reads it and may write it), keyed by
+ * the thread id (u32). */
+struct root_value {
+	uint64_t root;
+	uint32_t slot, tries;           /* tries: the program's searches for the root, failed */
+};
+_Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes");
+
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
@@ -237,13 +260,23 @@ void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
+/* capture_prog.c */
+#define CAPTURE_MAX_INSNS 16384         /* a privileged program may have 1M */
+struct bpf_insn;
+/* Whether the program can be made for spec (sizes, offsets that fit its immediates). */
+bool capture_spec_ok(const struct sampler_capture_spec *spec);
+/* The program for spec and c (its maps, the target's pid, the PID namespace) into insn[0..
+ * *ret_n), at most max instructions: 0, or -E2BIG where it does not fit. */
+int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
+		     struct bpf_insn *insn, size_t max, size_t *ret_n);
+size_t capture_stride(const struct sampler_capture_spec *spec);
+
 /* capture.c */
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's
  * device and inode; -errno (the initial namespace taken) when /proc/self/ns/pid is unreadable. */
 int capture_pidns(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
 void capture_close(struct capture *c);
-size_t capture_stride(const struct sampler_capture_spec *spec);
 /* Opens t's BPF_OUTPUT event into its ring and puts the program on it (no-op before the
  * program is loaded). */
 int capture_thread_open(struct sampler *s, struct thread *t);
