@@ -24,9 +24,10 @@
  * average.
  *
  * Exact mode, two ways:
- * - capture (capture.c, opts.capture): a BPF program on each thread's sampling event copies
- *   the thread's frames at the overflow, in the kernel; the sample arrives with that copy
- *   (sample->capture). Nothing is stopped. Needs CAP_BPF + CAP_PERFMON (or root).
+ * - capture (capture.c, its program capture_prog.c; opts.capture): a BPF program on each
+ *   thread's sampling event copies the thread's frames at the overflow, in the kernel; the
+ *   sample arrives with that copy (sample->capture). Nothing is stopped. Needs CAP_BPF +
+ *   CAP_PERFMON (or root).
  * - stops (opts.exact): each sample also stops the thread that caused it (the event's fd
  *   signals that thread; a PTRACE_SEIZE tracer sees the signal-delivery-stop), the callback
  *   runs while the thread is stopped (sample->stopped), then the thread is resumed with the
