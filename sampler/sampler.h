@@ -153,18 +153,16 @@ struct sampler_capture_spec;
  *   are told once. stats.execs counts every exec. The receiver may do what a sample callback
  *   may (sampler_break(), sampler_capture_set_root(), the getters).
  * - SAMPLER_EVENT_CAPTURE_THREAD: the capture program is being put on thread tid's events (its
- *   events open, or the program is loaded or replaced: sampler_capture_start(), or, per CPU,
- *   the thread is learned from its PERF_RECORD_FORK); the receiver answers with
- *   sampler_capture_set_root(e->sampler, tid, root) from inside the call if it knows tid's
- *   root, and the thread's entry is made with that root once the call returns (an answer of
- *   0, or none: no root yet, and per CPU the root the program may have found itself stays).
- *   Told on the thread in the sampler call at work: sampler_new() (e->sampler is then the
- *   sampler being made, not yet returned to the caller: the receiver gets it from e->sampler,
- *   and may use it for nothing but sampler_capture_set_root(), sampler_pid() and
- *   sampler_stats()), sampler_capture_start(), sampler_run() or sampler_stop() (threads found
- *   meanwhile), which is the thread that runs the sample callback (a capture sampler has no
- *   tracer thread). The receiver may call sampler_capture_set_root() (any thread's),
- *   sampler_pid() and sampler_stats(), nothing else of the sampler. */
+ *   events open, the program is loaded or replaced by sampler_capture_start(), or, per CPU,
+ *   the thread is learned from its PERF_RECORD_FORK). The receiver answers from inside the
+ *   call with sampler_capture_set_root(e->sampler, tid, root) if it knows tid's root; the
+ *   thread's entry is made with that root once the call returns (no answer, or 0: no root yet,
+ *   and per CPU a root the program found itself stays). Told on the thread inside the sampler
+ *   call at work: sampler_new() (before it returns: the receiver has the sampler only as
+ *   e->sampler), sampler_capture_start(), sampler_run() or sampler_stop() (threads found
+ *   meanwhile); a capture sampler has no tracer thread. The receiver may call
+ *   sampler_capture_set_root() (for any thread), sampler_pid() and sampler_stats(), nothing
+ *   else of the sampler. */
 enum sampler_event_kind {
 	SAMPLER_EVENT_EXEC,
 	SAMPLER_EVENT_CAPTURE_THREAD,
