@@ -12,7 +12,8 @@
  *
  * pyframes_thread_stack() turns a thread (by its kernel TID) into frames, innermost first,
  * with names and line numbers resolved through a cache of code objects owned by the
- * struct pyframes. Every walk checks the cached code objects it uses against the target (a few
+ * struct pyframes, and says where it cut a stack at its root end (struct pyframes_cut: the
+ * outer frames left out, counted; no state of one walk is kept for the next). Every walk checks the cached code objects it uses against the target (a few
  * header fields of each, all in one readv()), so a code object freed and replaced by another at
  * the same address is named afresh at once. Strings in struct py_frame stay valid until
  * pyframes_free().
@@ -115,17 +116,21 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 void pyframes_free(struct pyframes *pf);
 const struct pyframes_info *pyframes_info(const struct pyframes *pf);
 
+/* Where a walk cut a stack at its root end: n outer frames left out (0: none); more: there are
+ * more than n: it stopped counting them (16384 frames walked), or a captured walk ended with
+ * the capture, its outer frames no longer readable (the thread returned from them, the target
+ * exited). */
+struct pyframes_cut {
+	uint64_t n;
+	bool more;
+};
+
 /* Frames of thread tid, innermost first, at most max (the innermost max are kept; a walk keeps
- * at most 4096). The outer frames past those are counted (pyframes_last_cut()), up to 16384
- * frames walked in all. 0 with *ret_n == 0 means the thread has a PyThreadState but runs no
- * Python code now. */
+ * at most 4096). The outer frames past those are counted into *ret_cut (may be NULL; { 0 } on
+ * failure), up to 16384 frames walked in all. 0 with *ret_n == 0 means the thread has a
+ * PyThreadState but runs no Python code now. */
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
-			  size_t max, size_t *ret_n);
-/* How many outer frames the last successful walk (pyframes_thread_stack(_captured)) left out,
- * 0 if none; *ret_more: there are more than that: it stopped counting them (16384 frames
- * walked), or a captured walk ended with the capture, its outer frames no longer readable
- * (the thread returned from them, the target exited). */
-uint64_t pyframes_last_cut(const struct pyframes *pf, bool *ret_more);
+			  size_t max, size_t *ret_n, struct pyframes_cut *ret_cut);
 
 /* For threads that keep running during the read (--nonblocking), checks of each
  * pyframes_thread_stack() walk: afterwards, the leaf frame's code object and caller link are
@@ -245,7 +250,8 @@ struct pyframes_capture {
  * spec for this CPython; else as pyframes_thread_stack() (-EAGAIN: a loop, a bad pointer, a
  * frame that is no frame), less -ENOENT. */
 int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
-				   struct py_frame *ret_frames, size_t max, size_t *ret_n);
+				   struct py_frame *ret_frames, size_t max, size_t *ret_n,
+				   struct pyframes_cut *ret_cut);
 
 const struct pyframes_stats *pyframes_stats(const struct pyframes *pf);
 

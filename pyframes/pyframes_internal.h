@@ -307,8 +307,6 @@ struct pyframes {
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
 	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
 	bool verify;                /* re-read the leaf after the walk (threads that run) */
-	uint64_t last_cut;          /* frames the last walk counted past its max */
-	bool last_cut_more;         /* and it stopped counting at PF_MAX_WALK */
 	struct tid_slot tids[TID_SLOTS];
 	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
 	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */

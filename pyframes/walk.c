@@ -22,12 +22,6 @@ const struct pyframes_stats *pyframes_stats(const struct pyframes *pf)
 	return &pf->stats;
 }
 
-uint64_t pyframes_last_cut(const struct pyframes *pf, bool *ret_more)
-{
-	*ret_more = pf->last_cut_more;
-	return pf->last_cut;
-}
-
 void pyframes_free(struct pyframes *pf)
 {
 	if (!pf)
@@ -387,13 +381,11 @@ static int walk_chain(struct walk *w, uint64_t frame)
 	return r;
 }
 
-/* Counts a walk's result r in the stats; hands out its frame count. */
-static int walk_done(struct walk *w, int r, size_t *ret_n)
+/* Counts a walk's result r in the stats; hands out its frame count and its cut (if asked). */
+static int walk_done(struct walk *w, int r, size_t *ret_n, struct pyframes_cut *ret_cut)
 {
 	struct pyframes_stats *st = &w->pf->stats;
 
-	w->pf->last_cut = 0;
-	w->pf->last_cut_more = false;
 	if (r < 0) {
 		if (r == -EAGAIN)
 			st->torn++;
@@ -407,14 +399,14 @@ static int walk_done(struct walk *w, int r, size_t *ret_n)
 		st->truncated++;
 	if (w->unknown)
 		st->truncated++;
-	w->pf->last_cut = w->total - w->n;
-	w->pf->last_cut_more = w->more || w->unknown;
+	if (ret_cut)
+		*ret_cut = (struct pyframes_cut) { w->total - w->n, w->more || w->unknown };
 	*ret_n = w->n;
 	return 0;
 }
 
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
-			  size_t max, size_t *ret_n)
+			  size_t max, size_t *ret_n, struct pyframes_cut *ret_cut)
 {
 	const struct py_layout *l = &pf->layout;
 	unsigned char ts[PF_TSTATE_READ_MAX];
@@ -424,21 +416,23 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	int r;
 
 	*ret_n = 0;
+	if (ret_cut)
+		*ret_cut = (struct pyframes_cut) { 0 };
 	pf->stats.walks++;
 	pf_mem_invalidate(&pf->mem);
 	r = pf_find_tstate(pf, tid, ts, tlen, &tstate);
 	if (r < 0)
-		return walk_done(&w, r, ret_n);
+		return walk_done(&w, r, ret_n, ret_cut);
 	if (l->ts_cframe != PF_NONE) {
 		uint64_t cframe = pf_u64(ts, l->ts_cframe);
 
 		frame = 0;
 		if (cframe) {
 			if (!pf_ptr_ok(cframe))
-				return walk_done(&w, -EAGAIN, ret_n);
+				return walk_done(&w, -EAGAIN, ret_n, ret_cut);
 			r = pf_read_u64(&pf->mem, cframe + l->cf_current_frame, &frame);
 			if (r < 0)
-				return walk_done(&w, r == -ESRCH ? r : -EAGAIN, ret_n);
+				return walk_done(&w, r == -ESRCH ? r : -EAGAIN, ret_n, ret_cut);
 		}
 	} else {
 		frame = pf_u64(ts, l->ts_frame);
@@ -446,7 +440,7 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	r = walk_chain(&w, frame);
 	if (r >= 0 && w.verify)
 		r = verify_leaf(pf, frame);
-	return walk_done(&w, r, ret_n);
+	return walk_done(&w, r, ret_n, ret_cut);
 }
 
 static uint32_t round8(uint32_t n)
@@ -556,7 +550,8 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 }
 
 int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
-				   struct py_frame *ret_frames, size_t max, size_t *ret_n)
+				   struct py_frame *ret_frames, size_t max, size_t *ret_n,
+				   struct pyframes_cut *ret_cut)
 {
 	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
 	struct pyframes_capture_spec spec;
@@ -564,6 +559,8 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 	int r;
 
 	*ret_n = 0;
+	if (ret_cut)
+		*ret_cut = (struct pyframes_cut) { 0 };
 	r = pyframes_capture_spec(pf, &spec);
 	if (r < 0)
 		return r;
@@ -588,7 +585,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 			w = again;
 	}
 	pf_mem_overlay_clear(&pf->mem);
-	return walk_done(&w, r, ret_n);
+	return walk_done(&w, r, ret_n, ret_cut);
 }
 
 /* ---- open ---- */

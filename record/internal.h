@@ -6,7 +6,7 @@
  *                the run loop, stop, stats, free
  *   sample.c     one sample -> one stack: the Python walk (from its capture, or live memory),
  *                native and kernel frames, merge, defer while the thread is stopped, the sink;
- *                the sampler's events (exec, a thread that needs its capture root)
+ *                the sampler's events (an exec, a thread that needs its capture root)
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
  */
@@ -31,13 +31,6 @@ struct thread_name {
 	unsigned tries;                 /* registry reads that looked for its Python name since */
 };
 
-/* Where a Python stack was cut at its root end (pyframes_last_cut()): n frames left out, or
- * more than n (more). */
-struct py_cut {
-	uint64_t n;
-	bool more;
-};
-
 /* Python's thread names (pyframes_thread_names): read when a thread is new, then at most every
  * RECORD_PYNAMES_MS while a thread still goes by its comm (at a new thread's first sample, again
  * after RECORD_PYNAMES_NEW_MS if the last read lacks it) (RECORD_PYNAMES_TRIES times for each
@@ -53,7 +46,7 @@ struct pending {
 	struct sample s;
 	int r;                          /* pyframes result */
 	size_t n_py;
-	struct py_cut cut;
+	struct pyframes_cut cut;
 	struct py_frame py[MAX_PY_FRAMES];
 	uint64_t regs[32];
 	uint64_t callchain[MAX_KERNEL + 8];
@@ -73,7 +66,6 @@ struct recorder {
 	struct pyframes_info info;
 	int detect_error;               /* last pyframes_open result */
 	uint64_t last_detect_ns;
-	uint64_t execs_seen;
 	struct sampler *sampler;
 	pid_t pid;                      /* the target's (a launched command's once started) */
 	struct py_frame pyf[MAX_PY_FRAMES];
@@ -118,8 +110,9 @@ int record_capture_start(struct recorder *rec);
 void record_detect(struct recorder *rec);
 /* The capture spec for rec->pf's interpreter: 0, -EINVAL (none fits), -ENOENT (none found). */
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret);
-/* A thread's root for the capture program: its PyThreadState (ctx: the recorder). */
-int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root);
+/* The sampler's events (ctx: the recorder): an exec drops what was known of the old image
+ * (interpreter, symbols), a thread getting the capture program is given its PyThreadState. */
+void record_on_event(void *ctx, const struct sampler_event *e);
 /* The sampler callback; ctx is the struct recorder. A stopped thread's sample keeps only its
  * Python walk inside the stop; the rest waits for record_flush(). */
 void record_on_sample(void *ctx, const struct sample *s);

@@ -126,7 +126,7 @@ static void capture_started(struct recorder *rec, struct sampler_capture_spec *c
 	r = sampler_capture_error(rec->sampler);
 	if (r && r != -EPERM && cspec->n_extras) {
 		cspec->n_extras = 0;
-		r = sampler_capture_start(rec->sampler, cspec, record_capture_root, rec);
+		r = sampler_capture_start(rec->sampler, cspec);
 	}
 	rec->capture_extras = r ? 0 : cspec->n_extras;
 	rec->stats.capture_error = r;
@@ -143,6 +143,8 @@ int recorder_start(struct recorder *rec)
 		.freq = o->freq, .period = o->period, .exact = o->mode == RECORD_STOPS,
 		.stop_budget_pct = o->stop_budget, .capture = capture,
 		.stack_user_size = o->native ? o->stack_size : 0, .kernel_callchain = o->kernel,
+		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
+		.event_fn = record_on_event, .event_ctx = rec,
 		.ring_pages = o->native ? (capture ? 512 : 256) : capture ? 256 : 0,
 	};
 	int r;
@@ -150,11 +152,8 @@ int recorder_start(struct recorder *rec)
 	if (rec->pf && rec->pf_gen == 0)
 		record_python_found(rec);
 	/* attach: the interpreter is known, so every sample can be captured from the first */
-	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0) {
+	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0)
 		so.capture_spec = &cspec;
-		so.capture_root_fn = record_capture_root;
-		so.capture_root_ctx = rec;
-	}
 	r = sampler_new(&so, &rec->sampler);
 	if (r < 0)
 		return r;

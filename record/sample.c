@@ -126,12 +126,29 @@ static size_t kernel_frames(struct recorder *rec, const struct sample *s, struct
 	return n;
 }
 
-int record_capture_root(void *ctx, pid_t tid, uint64_t *ret_root)
+void record_on_event(void *ctx, const struct sampler_event *e)
 {
 	struct recorder *rec = ctx;
+	uint64_t root;
 
-	*ret_root = 0;
-	return rec->pf ? pyframes_thread_state(rec->pf, tid, ret_root) : -ENOENT;
+	switch (e->kind) {
+	case SAMPLER_EVENT_EXEC:
+		/* the names of waiting samples belong to the old image's interpreter */
+		record_flush(rec);
+		pyframes_free(rec->pf);
+		rec->pf = NULL;
+		record_build_ids(rec);
+		symbolizer_free(rec->sym);
+		rec->sym = NULL;
+		rec->interp_module = NULL;
+		rec->last_detect_ns = 0;
+		break;
+	case SAMPLER_EVENT_CAPTURE_THREAD:
+		/* the capture program's root for the thread: its PyThreadState */
+		if (rec->pf && pyframes_thread_state(rec->pf, e->tid, &root) == 0)
+			(void) sampler_capture_set_root(e->sampler, e->tid, root);
+		break;
+	}
 }
 
 int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec *ret)
@@ -176,12 +193,12 @@ int record_capture_start(struct recorder *rec)
 	rec->capture_gen = rec->pf_gen;     /* one try per interpreter */
 	r = record_capture_spec(rec, &ss);
 	if (r >= 0)
-		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+		r = sampler_capture_start(rec->sampler, &ss);
 	rec->capture_extras = r >= 0 ? ss.n_extras : 0;
 	if (r < 0 && r != -EPERM && ss.n_extras) {
 		/* a kernel that refuses the larger program: the frames alone */
 		ss.n_extras = 0;
-		r = sampler_capture_start(rec->sampler, &ss, record_capture_root, rec);
+		r = sampler_capture_start(rec->sampler, &ss);
 	}
 	rec->stats.capture_error = r < 0 ? r : 0;
 	rec->stats.capture_failures += r < 0;
@@ -190,7 +207,8 @@ int record_capture_start(struct recorder *rec)
 
 /* The Python walk of a sample: from its capture where the program made one for this
  * interpreter, else from live memory (retried while the running thread tears it). */
-static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret_n)
+static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
+		       struct pyframes_cut *ret_cut)
 {
 	const struct sample_capture *c = s->capture;
 	int r;
@@ -202,7 +220,8 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 		rec->stats.captured++;
 		/* the frames past the capture's last come from memory, after the sample */
 		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
-		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n);
+		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
+						      ret_cut);
 	}
 	if (capturing(rec)) {
 		uint64_t root;
@@ -214,10 +233,10 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 		    pyframes_thread_state(rec->pf, s->tid, &root) == 0)
 			(void) sampler_capture_set_root(rec->sampler, s->tid, root);
 	}
-	r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n);
+	r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	/* a running thread moved under the read: another try gives a whole stack */
 	for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
-		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n);
+		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	return r;
 }
 
@@ -271,7 +290,7 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, const struct py_cut *cut, uint64_t late_ns, bool gone)
+		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone)
 {
 	const struct record_opts *o = &rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -361,7 +380,7 @@ void record_flush(void *ctx)
 
 /* Copies what finish() needs from s, whose pointers go into the ring: false if no slot. */
 static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
-		  const struct py_cut *cut)
+		  const struct pyframes_cut *cut)
 {
 	struct pending *p;
 
@@ -470,42 +489,22 @@ void record_build_ids(struct recorder *rec)
 	free(seen);
 }
 
-/* The target exec'd: its interpreter and mappings are the new image's, found again. */
-static void on_exec(struct recorder *rec)
-{
-	/* the names of waiting samples belong to the old image's interpreter */
-	record_flush(rec);
-	pyframes_free(rec->pf);
-	rec->pf = NULL;
-	record_build_ids(rec);
-	symbolizer_free(rec->sym);
-	rec->sym = NULL;
-	rec->interp_module = NULL;
-	rec->last_detect_ns = 0;
-}
-
 void record_on_sample(void *ctx, const struct sample *s)
 {
 	struct recorder *rec = ctx;
 	size_t n = 0;
 	uint64_t captured_before = rec->stats.captured;
 	uint64_t late_ns = 0;
-	struct py_cut cut = { 0 };
+	struct pyframes_cut cut = { 0 };
 	bool late;
 	bool gone;
 	char task[64];
 	int r = -ENOENT;
 
-	if (rec->sampler && sampler_stats(rec->sampler)->execs != rec->execs_seen) {
-		rec->execs_seen = sampler_stats(rec->sampler)->execs;
-		on_exec(rec);
-	}
 	if (!rec->pf)
 		record_detect(rec);
 	if (rec->pf)
-		r = python_walk(rec, s, &n);
-	if (r == 0 && rec->pf)
-		cut.n = pyframes_last_cut(rec->pf, &cut.more);
+		r = python_walk(rec, s, &n, &cut);
 	late = !s->stopped && rec->stats.captured == captured_before;
 	if (late) {
 		uint64_t t = clock_now_ns();

@@ -7,17 +7,11 @@
  * sample itself: per thread (a thread's own event and ring, its slot in the out map) or, in the
  * per-CPU layout (percpu.c), the current CPU's (a CPU-wide event per CPU, BPF_F_CURRENT_CPU;
  * the roots map, keyed by tid, gets each thread as hwspy learns of it, or as the program finds
- * a new thread's root itself at its first sample: generate_search()). perf.c / percpu.c pair
+ * a new thread's root itself at its first sample: capture_prog.c). perf.c / percpu.c pair
  * the two; the sample then carries the capture.
  *
- * The program is generated here for one spec, its loop unrolled with every offset an
- * immediate, so the verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it
- * cannot read out of its buffer. The record (all little-endian):
- *   u32 magic, u32 status, u32 n, u32 slot, u64 ip, u64 period, u64 head, u64 root,
- *   then n nodes of capture_stride() bytes: the node's address and its copied bytes, then per
- *   extra (what the node points to: a frame's code object and its names, which may be freed
- *   soon after the sample) the address read (0: none) and its bytes. A failed extra read
- *   leaves its address 0 and the node whole.
+ * The program, generated for one spec, and the record it sends: capture_prog.c. Here: its maps,
+ * the threads' entries and slots, and the records' pairing with their samples.
  */
 #include <errno.h>
 #include <linux/bpf.h>
@@ -35,359 +29,14 @@
 
 #include "sampler/internal.h"
 
-#define CAPTURE_MAGIC 0x70737768u       /* "hwsp" */
-#define CAPTURE_HDR 48
 #define CAPTURE_MAX_THREADS 4096
-#define MAX_INSNS 16384         /* a privileged program may have 1M */
-#define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
-				 * uses -48..-4) */
-#define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 #define PROC_PID_INIT_INO 0xEFFFFFFCu   /* the initial PID namespace's inode (fixed) */
-
-/* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
-#define CTX_IP (16 * 8)
-#define CTX_PERIOD (21 * 8)
-
-enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
-
-struct prog {
-	struct bpf_insn insn[MAX_INSNS];
-	size_t n;
-	bool overflow;
-};
-
-struct fixup {
-	size_t at;
-};
-
-static void emit(struct prog *p, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
-{
-	if (p->n >= MAX_INSNS) {
-		p->overflow = true;
-		return;
-	}
-	p->insn[p->n++] = (struct bpf_insn) { .code = code, .dst_reg = dst, .src_reg = src,
-					     .off = off, .imm = imm };
-}
-
-static void mov_reg(struct prog *p, uint8_t d, uint8_t s) { emit(p, BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0); }
-static void mov_imm(struct prog *p, uint8_t d, int32_t i) { emit(p, BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i); }
-static void add_imm(struct prog *p, uint8_t d, int32_t i) { emit(p, BPF_ALU64 | BPF_ADD | BPF_K, d, 0, 0, i); }
-static void ldx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off) { emit(p, BPF_LDX | BPF_MEM | size, d, s, off, 0); }
-static void stx(struct prog *p, uint8_t size, uint8_t d, uint8_t s, int16_t off) { emit(p, BPF_STX | BPF_MEM | size, d, s, off, 0); }
-static void st(struct prog *p, uint8_t size, uint8_t d, int16_t off, int32_t i) { emit(p, BPF_ST | BPF_MEM | size, d, 0, off, i); }
-static void call(struct prog *p, int32_t fn) { emit(p, BPF_JMP | BPF_CALL, 0, 0, 0, fn); }
-static void ld_imm64(struct prog *p, uint8_t d, uint64_t v)
-{
-	emit(p, BPF_LD | BPF_DW | BPF_IMM, d, 0, 0, (int32_t) (uint32_t) v);
-	emit(p, 0, 0, 0, 0, (int32_t) (uint32_t) (v >> 32));
-}
-
-static void ld_map(struct prog *p, uint8_t d, int fd)
-{
-	emit(p, BPF_LD | BPF_DW | BPF_IMM, d, BPF_PSEUDO_MAP_FD, 0, fd);
-	emit(p, 0, 0, 0, 0, 0);
-}
-
-/* A forward jump whose target is set later by land(). */
-static struct fixup jump_imm(struct prog *p, uint8_t op, uint8_t d, int32_t i)
-{
-	struct fixup f = { p->n };
-
-	emit(p, BPF_JMP | op | BPF_K, d, 0, 0, i);
-	return f;
-}
-
-static struct fixup jump_reg(struct prog *p, uint8_t op, uint8_t d, uint8_t s)
-{
-	struct fixup f = { p->n };
-
-	emit(p, BPF_JMP | op | BPF_X, d, s, 0, 0);
-	return f;
-}
-
-static void land(struct prog *p, struct fixup f)
-{
-	if (f.at < p->n && !p->overflow)
-		p->insn[f.at].off = (int16_t) (p->n - f.at - 1);
-}
-
-size_t capture_stride(const struct sampler_capture_spec *spec)
-{
-	size_t n = 8 + spec->node_bytes;
-
-	for (uint32_t i = 0; i < spec->n_extras && i < SAMPLER_CAPTURE_MAX_EXTRAS; i++)
-		n += 8 + spec->extra[i].len;
-	return n;
-}
-
-/* Where extra i's address lies in a node's body (past the node's own address). */
-static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
-{
-	uint32_t at = spec->node_bytes;
-
-	for (uint32_t k = 0; k < i; k++)
-		at += 8 + spec->extra[k].len;
-	return at;
-}
-
-/* r6 = the node: its extras. Without a branch (the verifier would follow each way of each):
- * a null pointer's read fails like any other, and the address kept is the one read, masked to
- * 0 where the read failed (r0 < 0). */
-static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec)
-{
-	for (uint32_t i = 0; i < spec->n_extras; i++) {
-		const struct sampler_capture_extra *e = &spec->extra[i];
-		int16_t at = (int16_t) (8 + extra_at(spec, i));
-
-		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
-		if (e->mask != UINT64_MAX)
-			emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
-		if (e->off)
-			add_imm(p, R3, (int32_t) e->off);
-		stx(p, BPF_DW, R6, R3, at);
-		mov_reg(p, R1, R6);
-		add_imm(p, R1, at + 8);
-		mov_imm(p, R2, (int32_t) e->len);
-		call(p, BPF_FUNC_probe_read_user);
-		mov_reg(p, R1, R0);                       /* r1 = r0 < 0 ? 0 : ~0 */
-		emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
-		add_imm(p, R1, -1);
-		ldx(p, BPF_DW, R2, R6, at);
-		emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
-		stx(p, BPF_DW, R6, R2, at);
-	}
-}
 
 static size_t capture_value_size(const struct sampler_capture_spec *spec)
 {
 	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec);
 }
 
-/* r3 += off, then the u64 at r3 into the record's head field: the status says FAULT until the
- * read succeeded; a failed read jumps to the emit label (a fixup in to_emit). */
-static void read_head(struct prog *p, uint32_t off, struct fixup *to_emit, size_t *ne)
-{
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
-	add_imm(p, R3, (int32_t) off);
-	mov_reg(p, R1, R7);
-	add_imm(p, R1, 32);
-	mov_imm(p, R2, 8);
-	call(p, BPF_FUNC_probe_read_user);
-	to_emit[(*ne)++] = jump_imm(p, BPF_JNE, R0, 0);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
-}
-
-/* u64 at fp+at := *(r3) (r3 set by the caller); a failed read jumps to a fixup in fail. */
-static void read_stack(struct prog *p, int16_t at, struct fixup *fail, size_t *nf)
-{
-	mov_reg(p, R1, R10);
-	add_imm(p, R1, at);
-	mov_imm(p, R2, 8);
-	call(p, BPF_FUNC_probe_read_user);
-	fail[(*nf)++] = jump_imm(p, BPF_JNE, R0, 0);
-}
-
-/* After the roots lookup (r8 = the entry or 0): a thread with no root looks for it (see
- * sampler_capture_spec) and keeps what it finds in the roots map; r8 then points to
- * { root, slot, tries } (the entry, or the stack). An entry whose search failed counts the
- * try (CAPTURE_SEARCH_TRIES at most: a thread that runs no Python) and goes on rootless;
- * a thread with no entry and no root found is left to *ret_none (no capture). Stack: fp-4
- * the tid, fp-24 the value, fp-32 the node, fp-40 its id, fp-48 pid_tgid. */
-static void generate_search(struct prog *p, const struct sampler_capture_spec *spec, int roots,
-			    pid_t pid, struct fixup *ret_none)
-{
-	/* fail: two jumps per node, four before the first; skip: an id's read, its 0, its
-	 * second read */
-	struct fixup cont[3], fail[2 * SAMPLER_CAPTURE_SEARCH + 8], found[SAMPLER_CAPTURE_SEARCH];
-	struct fixup f, skip[3];
-	size_t nf = 0, nfound = 0;
-
-	f = jump_imm(p, BPF_JEQ, R8, 0);
-	ldx(p, BPF_DW, R1, R8, 0);
-	cont[0] = jump_imm(p, BPF_JNE, R1, 0);            /* it has its root */
-	ldx(p, BPF_W, R1, R8, 12);
-	cont[1] = jump_imm(p, BPF_JGE, R1, CAPTURE_SEARCH_TRIES);
-	land(p, f);
-	if (pid > 0) {                                    /* not a child process's thread */
-		ldx(p, BPF_DW, R1, R10, -48);
-		emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 32);
-		fail[nf++] = jump_imm(p, BPF_JNE, R1, pid);
-	}
-	ld_imm64(p, R3, spec->search_at);
-	read_stack(p, -32, fail, &nf);
-	ldx(p, BPF_DW, R3, R10, -32);
-	fail[nf++] = jump_imm(p, BPF_JEQ, R3, 0);
-	add_imm(p, R3, (int32_t) spec->search_list_off);
-	read_stack(p, -32, fail, &nf);
-	for (size_t k = 0; k < SAMPLER_CAPTURE_SEARCH; k++) {
-		size_t ns = 0;
-
-		ldx(p, BPF_DW, R7, R10, -32);             /* r7 = the node */
-		fail[nf++] = jump_imm(p, BPF_JEQ, R7, 0);
-		mov_reg(p, R3, R7);
-		add_imm(p, R3, (int32_t) spec->search_id_off1);
-		read_stack(p, -40, fail, &nf);
-		nf--;                                     /* an unreadable id: the next node */
-		skip[ns++] = fail[nf];
-		if (spec->search_id_off2 != SAMPLER_CAPTURE_NO_OFF) {
-			ldx(p, BPF_DW, R3, R10, -40);
-			skip[ns++] = jump_imm(p, BPF_JEQ, R3, 0);
-			add_imm(p, R3, (int32_t) spec->search_id_off2);
-			read_stack(p, -40, skip, &ns);
-		}
-		ldx(p, BPF_W, R1, R10, -40);
-		ldx(p, BPF_W, R2, R10, -4);
-		found[nfound++] = jump_reg(p, BPF_JEQ, R1, R2);
-		for (size_t i = 0; i < ns; i++)
-			land(p, skip[i]);
-		mov_reg(p, R3, R7);
-		add_imm(p, R3, (int32_t) spec->search_next_off);
-		read_stack(p, -32, fail, &nf);
-	}
-	for (size_t i = 0; i < nf; i++)
-		land(p, fail[i]);
-	*ret_none = jump_imm(p, BPF_JEQ, R8, 0);
-	ldx(p, BPF_W, R1, R8, 12);
-	add_imm(p, R1, 1);
-	stx(p, BPF_W, R8, R1, 12);
-	cont[2] = (struct fixup) { p->n };
-	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
-	for (size_t i = 0; i < nfound; i++)
-		land(p, found[i]);
-	stx(p, BPF_DW, R10, R7, -24);                     /* { root, slot (kept), 0 tries } */
-	st(p, BPF_W, R10, -16, 0);
-	st(p, BPF_W, R10, -12, 0);
-	f = jump_imm(p, BPF_JEQ, R8, 0);
-	ldx(p, BPF_W, R1, R8, 8);
-	stx(p, BPF_W, R10, R1, -16);
-	land(p, f);
-	ld_map(p, R1, roots);
-	mov_reg(p, R2, R10);
-	add_imm(p, R2, -4);
-	mov_reg(p, R3, R10);
-	add_imm(p, R3, -24);
-	mov_imm(p, R4, BPF_ANY);
-	call(p, BPF_FUNC_map_update_elem);
-	mov_reg(p, R8, R10);
-	add_imm(p, R8, -24);
-	for (size_t i = 0; i < 3; i++)
-		land(p, cont[i]);
-}
-
-/* The program for spec (see the top of this file); p->overflow if it did not fit. */
-static void generate(struct prog *p, const struct sampler_capture_spec *spec, const struct capture *c)
-{
-	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[3] = {
-		{ SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
-	size_t ne = 0, stride = capture_stride(spec);
-	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
-	bool percpu = c->percpu;
-
-	p->n = 0;
-	p->overflow = false;
-	mov_reg(p, R6, R1);                               /* r6 = ctx */
-	stx(p, BPF_DW, R10, R1, CTX_SAVE);
-	if (c->pidns) {
-		/* struct bpf_pidns_info at r10 - 16: the thread's ids in our namespace, { u32 pid,
-		 * u32 tgid }: as one u64, what bpf_get_current_pid_tgid gives; a thread not in it
-		 * (the helper fails) is not one of ours */
-		ld_imm64(p, R1, c->pidns_dev);
-		ld_imm64(p, R2, c->pidns_ino);
-		mov_reg(p, R3, R10);
-		add_imm(p, R3, -16);
-		mov_imm(p, R4, (int32_t) sizeof(struct bpf_pidns_info));
-		call(p, BPF_FUNC_get_ns_current_pid_tgid);
-		no_emit[2] = jump_imm(p, BPF_JNE, R0, 0);
-		ldx(p, BPF_DW, R0, R10, -16);
-	} else {
-		call(p, BPF_FUNC_get_current_pid_tgid);
-	}
-	stx(p, BPF_W, R10, R0, -4);                       /* key: the thread id */
-	stx(p, BPF_DW, R10, R0, -48);
-	mov_reg(p, R2, R10);
-	add_imm(p, R2, -4);
-	ld_map(p, R1, roots);
-	call(p, BPF_FUNC_map_lookup_elem);
-	mov_reg(p, R8, R0);                               /* r8 = { root, slot, tries } */
-	if (spec->search_at)
-		generate_search(p, spec, roots, c->pid, &no_emit[0]);
-	else
-		no_emit[0] = jump_imm(p, BPF_JEQ, R8, 0); /* not one of our threads */
-	/* the record is built in this CPU's slot of the scratch map (an array with a slot per
-	 * CPU: a per-CPU map's values are at most 32 KiB); a program does not run twice at once
-	 * on one CPU */
-	call(p, BPF_FUNC_get_smp_processor_id);
-	stx(p, BPF_W, R10, R0, -8);
-	mov_reg(p, R2, R10);
-	add_imm(p, R2, -8);
-	ld_map(p, R1, scratch);
-	call(p, BPF_FUNC_map_lookup_elem);
-	no_emit[1] = jump_imm(p, BPF_JEQ, R0, 0);
-	mov_reg(p, R7, R0);                               /* r7 = the record */
-	st(p, BPF_W, R7, 0, (int32_t) CAPTURE_MAGIC);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_NO_ROOT);
-	st(p, BPF_W, R7, 8, 0);
-	ldx(p, BPF_W, R1, R8, 8);
-	stx(p, BPF_W, R7, R1, 12);                        /* slot */
-	ldx(p, BPF_DW, R1, R6, CTX_IP);
-	stx(p, BPF_DW, R7, R1, 16);
-	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
-	stx(p, BPF_DW, R7, R1, 24);
-	st(p, BPF_DW, R7, 32, 0);
-	ldx(p, BPF_DW, R3, R8, 0);
-	stx(p, BPF_DW, R7, R3, 40);                       /* root */
-	mov_imm(p, R9, CAPTURE_HDR);                      /* r9 = bytes to send */
-	to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
-	/* head = *(root + off1), then *(head + off2) */
-	read_head(p, spec->head_off1, to_emit, &ne);
-	if (spec->head_off2 != SAMPLER_CAPTURE_NO_OFF) {
-		ldx(p, BPF_DW, R3, R7, 32);
-		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
-		read_head(p, spec->head_off2, to_emit, &ne);
-	}
-	ldx(p, BPF_DW, R8, R7, 32);                       /* r8 = the node to copy */
-	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
-		int32_t at = (int32_t) (CAPTURE_HDR + k * stride);
-
-		to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
-		mov_reg(p, R6, R7);                       /* r6 = the node in the record */
-		add_imm(p, R6, at);
-		stx(p, BPF_DW, R6, R8, 0);
-		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_FAULT);
-		mov_reg(p, R1, R6);
-		add_imm(p, R1, 8);
-		mov_imm(p, R2, (int32_t) spec->node_bytes);
-		mov_reg(p, R3, R8);
-		call(p, BPF_FUNC_probe_read_user);
-		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
-		st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_OK);
-		st(p, BPF_W, R7, 8, (int32_t) k + 1);
-		mov_imm(p, R9, (int32_t) (at + (int32_t) stride));
-		ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
-		copy_extras(p, spec);
-	}
-	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
-	st(p, BPF_W, R7, 4, SAMPLE_CAPTURE_CUT);
-	for (size_t i = 0; i < ne; i++)
-		land(p, to_emit[i]);
-	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are
-	 * BPF_F_CURRENT_CPU (a 32-bit move of -1: zero-extended) */
-	if (percpu)
-		emit(p, BPF_ALU | BPF_MOV | BPF_K, R3, 0, 0, -1);
-	else
-		ldx(p, BPF_W, R3, R7, 12);
-	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
-	ld_map(p, R2, out);
-	mov_reg(p, R4, R7);
-	mov_reg(p, R5, R9);
-	call(p, BPF_FUNC_perf_event_output);
-	land(p, no_emit[0]);
-	land(p, no_emit[1]);
-	land(p, no_emit[2]);
-	mov_imm(p, R0, 1);                                /* and the sample itself, as usual */
-	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
-}
 
 static int sys_bpf(int cmd, union bpf_attr *attr)
 {
@@ -435,42 +84,17 @@ static int map_delete(int fd, const void *key)
 	return sys_bpf(BPF_MAP_DELETE_ELEM, &a);
 }
 
-static int prog_load(const struct prog *p)
+static int prog_load(const struct bpf_insn *insn, size_t n)
 {
 	union bpf_attr a;
 
 	memset(&a, 0, sizeof(a));
 	a.prog_type = BPF_PROG_TYPE_PERF_EVENT;
-	a.insns = (uintptr_t) p->insn;
-	a.insn_cnt = (uint32_t) p->n;
+	a.insns = (uintptr_t) insn;
+	a.insn_cnt = (uint32_t) n;
 	/* probe_read_user and perf_event_output are GPL-only helpers; hwspy is MIT */
 	a.license = (uintptr_t) "Dual MIT/GPL";
 	return sys_bpf(BPF_PROG_LOAD, &a);
-}
-
-static bool spec_ok(const struct sampler_capture_spec *spec)
-{
-	if (!(spec->node_bytes >= 8 && spec->node_bytes <= SAMPLER_CAPTURE_MAX_NODE_BYTES &&
-	      spec->node_bytes % 8 == 0 && spec->next_off + 8 <= spec->node_bytes &&
-	      spec->head_off1 < 65536 &&
-	      (spec->head_off2 == SAMPLER_CAPTURE_NO_OFF || spec->head_off2 < 65536) &&
-	      spec->n_extras <= SAMPLER_CAPTURE_MAX_EXTRAS))
-		return false;
-	for (uint32_t i = 0; i < spec->n_extras; i++) {
-		const struct sampler_capture_extra *e = &spec->extra[i];
-
-		/* the pointer: 8 aligned bytes of the body before it; the mask an immediate */
-		if (e->len < 8 || e->len > SAMPLER_CAPTURE_MAX_NODE_BYTES || e->len % 8 ||
-		    e->off >= 65536 || e->from % 8 || e->from + 8 > extra_at(spec, i) ||
-		    (e->mask != UINT64_MAX && (uint64_t) (int64_t) (int32_t) e->mask != e->mask))
-			return false;
-	}
-	if (spec->search_at &&
-	    !(spec->search_list_off < 65536 && spec->search_next_off < 65536 &&
-	      spec->search_id_off1 < 65536 &&
-	      (spec->search_id_off2 == SAMPLER_CAPTURE_NO_OFF || spec->search_id_off2 < 65536)))
-		return false;
-	return capture_stride(spec) <= SAMPLER_CAPTURE_MAX_STRIDE;
 }
 
 int sampler_capture_probe(void)
@@ -500,15 +124,16 @@ int capture_pidns(struct capture *c)
 
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
-	struct prog *p;
+	struct bpf_insn *insn;
+	size_t n;
 	int r;
 
-	if (!spec_ok(spec))
+	if (!capture_spec_ok(spec))
 		return -EINVAL;
 	if (!c->pidns_chosen)
 		(void) capture_pidns(c);
 	if (c->roots_fd < 0) {
-		r = map_create(BPF_MAP_TYPE_HASH, 4, 16, CAPTURE_MAX_THREADS);
+		r = map_create(BPF_MAP_TYPE_HASH, 4, sizeof(struct root_value), CAPTURE_MAX_THREADS);
 		if (r < 0)
 			return r;
 		c->roots_fd = r;
@@ -525,12 +150,13 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	if (r < 0)
 		return r;
 	c->scratch_fd = r;
-	p = malloc(sizeof(*p));
-	if (!p)
+	insn = malloc(CAPTURE_MAX_INSNS * sizeof(*insn));
+	if (!insn)
 		return -ENOMEM;
-	generate(p, spec, c);
-	r = p->overflow ? -E2BIG : prog_load(p);
-	free(p);
+	r = capture_generate(spec, c, insn, CAPTURE_MAX_INSNS, &n);
+	if (r == 0)
+		r = prog_load(insn, n);
+	free(insn);
 	if (r < 0)
 		return r;
 	if (c->prog_fd >= 0)
@@ -556,11 +182,6 @@ void capture_close(struct capture *c)
 }
 
 /* ---- threads ---- */
-
-struct root_value {
-	uint64_t root;
-	uint32_t slot, tries;           /* tries: the program's searches for the root, failed */
-};
 
 static int slot_take(struct capture *c)
 {
@@ -631,6 +252,19 @@ void capture_cpu_close(struct sampler *s, int c)
 	cr->out_id = 0;
 }
 
+/* Asks the caller for thread tid's root (SAMPLER_EVENT_CAPTURE_THREAD): what it answered with
+ * sampler_capture_set_root() from inside the event, or 0. */
+static uint64_t capture_ask_root(struct sampler *s, pid_t tid)
+{
+	struct capture *c = &s->capture;
+
+	c->asking = tid;
+	c->answer = 0;
+	sampler_tell(s, SAMPLER_EVENT_CAPTURE_THREAD, tid);
+	c->asking = 0;
+	return c->answer;
+}
+
 void capture_thread_root(struct sampler *s, struct thread *t)
 {
 	struct root_value v = { 0 };
@@ -639,8 +273,7 @@ void capture_thread_root(struct sampler *s, struct thread *t)
 
 	if (s->capture.prog_fd < 0)
 		return;
-	if (s->capture_root_fn)
-		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
+	v.root = capture_ask_root(s, t->tid);
 	/* a root not found yet leaves the one the program may have found in place */
 	r = map_update_flags(s->capture.roots_fd, &key, &v, v.root ? BPF_ANY : BPF_NOEXIST);
 	if (r == 0 || r == -EEXIST)
@@ -695,8 +328,7 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	if (r < 0)
 		goto fail;
 	v.slot = slot;
-	if (s->capture_root_fn)
-		(void) s->capture_root_fn(s->capture_root_ctx, t->tid, &v.root);
+	v.root = capture_ask_root(s, t->tid);
 	r = map_update(c->roots_fd, &key, &v);
 	if (r < 0)
 		goto fail;
@@ -741,6 +373,11 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 	struct root_value v = { .root = root };
 	uint32_t key = (uint32_t) tid;
 
+	if (c->asking && c->asking == tid) {
+		/* the thread's entry is made with it when the event returns */
+		c->answer = root;
+		return 0;
+	}
 	for (size_t i = 0; i < s->n_threads; i++) {
 		struct thread *t = &s->threads[i];
 
@@ -752,8 +389,7 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 	return -ENOENT;
 }
 
-int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
-			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx)
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec)
 {
 	bool again = s->capture.prog_fd >= 0;
 	int r;
@@ -775,8 +411,6 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 
 		(void) map_delete(s->capture.roots_fd, &key);
 	}
-	s->capture_root_fn = root_fn;
-	s->capture_root_ctx = ctx;
 	for (int c = 0; s->percpu && c < s->ncpu; c++)
 		if (capture_cpu_open(s, c) < 0)
 			s->stats.capture_threads_failed++;
@@ -851,35 +485,30 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 					   const struct sample *smp)
 {
 	struct capture *c = &s->capture;
-	uint32_t magic, status, n;
-	uint64_t ip, period;
+	struct capture_record h;
 	size_t stride = capture_stride(&c->spec);
 
 	/* a CPU's ring: the record right before the sample is its capture (checked below) */
 	if (!c->held_len || (c->held_tid && c->held_tid != t->tid))
 		return NULL;
-	memcpy(&magic, c->held, 4);
-	memcpy(&status, c->held + 4, 4);
-	memcpy(&n, c->held + 8, 4);
-	memcpy(&ip, c->held + 16, 8);
-	memcpy(&period, c->held + 24, 8);
+	memcpy(&h, c->held, sizeof(h));         /* held_len >= CAPTURE_HDR (capture_hold()) */
 	c->held_len_used = c->held_len;
 	c->held_len = 0;
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
-	if (magic != CAPTURE_MAGIC || ip != smp->ip ||
-	    ((s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) && period != smp->values[0]) ||
-	    n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + n * stride > c->held_len_used ||
-	    status > SAMPLE_CAPTURE_CUT) {
+	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
+	    ((s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) && h.period != smp->values[0]) ||
+	    h.n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + h.n * stride > c->held_len_used ||
+	    h.status > SAMPLE_CAPTURE_CUT) {
 		s->stats.capture_mismatched++;
 		return NULL;
 	}
 	c->out = (struct sample_capture) {
-		.status = (int) status,
-		.n = n,
+		.status = (int) h.status,
+		.root = h.root,
+		.head = h.head,
+		.n = h.n,
 		.stride = stride,
 		.nodes = c->held + CAPTURE_HDR,
 	};
-	memcpy(&c->out.head, c->held + 32, 8);
-	memcpy(&c->out.root, c->held + 40, 8);
 	return &c->out;
 }

@@ -62,6 +62,29 @@ struct cpu_ring {
 	uint64_t out_id;
 };
 
+/* capture_prog.c: what the capture program sends at an overflow: this header, in its scratch
+ * slot, then the nodes (CAPTURE_HDR bytes in), in native byte order */
+#define CAPTURE_MAGIC 0x70737768u       /* "hwsp" */
+struct capture_record {
+	uint32_t magic;                 /* CAPTURE_MAGIC */
+	uint32_t status;                /* SAMPLE_CAPTURE_* */
+	uint32_t n;                     /* nodes copied */
+	uint32_t slot;                  /* the thread's slot in the out map (root_value.slot) */
+	uint64_t ip, period;            /* of the overflow: the sample's, to pair them */
+	uint64_t head;                  /* the first node's address */
+	uint64_t root;                  /* the thread's root, as the program found it */
+};
+#define CAPTURE_HDR sizeof(struct capture_record)
+_Static_assert(sizeof(struct capture_record) == 48, "the capture record's header is 48 bytes");
+
+/* The roots map's value (capture.c writes it, the program reads it and may write it), keyed by
+ * the thread id (u32). */
+struct root_value {
+	uint64_t root;
+	uint32_t slot, tries;           /* tries: the program's searches for the root, failed */
+};
+_Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes");
+
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
@@ -79,6 +102,10 @@ struct capture {
 	size_t held_len, held_len_used;
 	pid_t held_tid;
 	struct sample_capture out;
+	/* the thread whose root a SAMPLER_EVENT_CAPTURE_THREAD asks for (0: none asked), and the
+	 * answer sampler_capture_set_root() gave from inside it */
+	pid_t asking;
+	uint64_t answer;
 };
 
 /* tracer.c: the thread that does every ptrace call of exact mode, one job at a time */
@@ -106,6 +133,8 @@ struct sampler {
 	struct tracer tracer;           /* exact mode */
 	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
 	int sigfd;                      /* signalfd for SIGCHLD (exact mode / launch) */
+	bool chld_blocked;              /* sampler_new() blocked SIGCHLD (the caller had not):
+	                                 * sampler_free() unblocks it */
 	struct thread *threads;
 	size_t n_threads, cap_threads;
 	unsigned char *scratch;         /* RING_SCRATCH_SIZE */
@@ -116,8 +145,7 @@ struct sampler {
 	uint64_t last_scan_ns;
 	struct capture capture;
 	int capture_error;              /* of the capture started by sampler_new() */
-	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root);
-	void *capture_root_ctx;
+	uint64_t execs_told;            /* stats.execs as of the last SAMPLER_EVENT_EXEC */
 	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */
 	unsigned ring_floor;            /* the fewest data pages a ring may have */
 	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
@@ -137,6 +165,8 @@ struct sampler {
 };
 
 /* target.c */
+/* Tells opts.event_fn (if any) of kind for tid (see struct sampler_event). */
+void sampler_tell(struct sampler *s, enum sampler_event_kind kind, pid_t tid);
 struct thread *thread_find(struct sampler *s, pid_t tid);
 /* Adds tid and opens its events. The thread must already be traced in exact mode. */
 int thread_add(struct sampler *s, pid_t tid, bool traced);
@@ -230,13 +260,23 @@ void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
+/* capture_prog.c */
+#define CAPTURE_MAX_INSNS 16384         /* a privileged program may have 1M */
+struct bpf_insn;
+/* Whether the program can be made for spec (sizes, offsets that fit its immediates). */
+bool capture_spec_ok(const struct sampler_capture_spec *spec);
+/* The program for spec and c (its maps, the target's pid, the PID namespace) into insn[0..
+ * *ret_n), at most max instructions: 0, or -E2BIG where it does not fit. */
+int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
+		     struct bpf_insn *insn, size_t max, size_t *ret_n);
+size_t capture_stride(const struct sampler_capture_spec *spec);
+
 /* capture.c */
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's
  * device and inode; -errno (the initial namespace taken) when /proc/self/ns/pid is unreadable. */
 int capture_pidns(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
 void capture_close(struct capture *c);
-size_t capture_stride(const struct sampler_capture_spec *spec);
 /* Opens t's BPF_OUTPUT event into its ring and puts the program on it (no-op before the
  * program is loaded). */
 int capture_thread_open(struct sampler *s, struct thread *t);

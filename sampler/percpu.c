@@ -1,7 +1,7 @@
 /*
- * percpu: perf's own layout, for the modes that need neither a per-thread signal (exact stops)
- * nor a per-thread BPF output (the capture): one ring per CPU, so the locked memory follows the
- * CPUs, not the threads.
+ * percpu: perf's own layout, for the modes that need no per-thread signal (exact stops):
+ * nonblocking and the capture (its program writes to the current CPU's BPF output, capture.c):
+ * one ring per CPU, so the locked memory follows the CPUs, not the threads.
  *
  * Each attached thread gets one event group per CPU (pid = tid, cpu = c) with inherit=1, so
  * that the threads it creates later carry the same events without a scan; every group's output

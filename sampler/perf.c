@@ -44,9 +44,6 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
 	return fd < 0 ? -errno : (int) fd;
 }
 
-/* x86-64 user registers for DWARF unwinding: AX..R15 and IP, as perf's PERF_REG_X86_* order. */
-#define X86_64_REGS_USER 0xff0fffULL
-
 /* The fewest data pages (a power of two, at most pages) that hold two of the largest records
  * this sampler's rings receive. */
 static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
@@ -107,7 +104,7 @@ void perf_build_attrs(struct sampler *s)
 		}
 		if (o->stack_user_size) {
 			a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-			a->sample_regs_user = X86_64_REGS_USER;
+			a->sample_regs_user = o->regs_user_mask;
 			a->sample_stack_user = o->stack_user_size;
 		}
 		if (o->freq) {
@@ -413,6 +410,11 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	if (!t->budget.first_sample_ns)
 		t->budget.first_sample_ns = smp.time_ns;
 	s->stats.samples++;
+	/* an exec seen since the last sample is told just before the next (sampler.h) */
+	if (s->stats.execs != s->execs_told) {
+		s->execs_told = s->stats.execs;
+		sampler_tell(s, SAMPLER_EVENT_EXEC, s->pid);
+	}
 	s->fn(s->ctx, &smp);
 }
 

@@ -1,11 +1,15 @@
 /*
  * sampler: perf events on every thread of a target process, and the samples they produce.
  *
- * Event names (events.c) -> struct perf_event_attr, exactly as perf itself encodes them.
- * The sampler (perf.c, ring.c, target.c, tracer.c) attaches to a running process (every thread,
- * and threads started later) or launches a command and starts counting at its exec, opens one
- * event group per thread (events[0] samples, the others are read with every sample), drains
- * the mmap rings and hands each decoded sample to a callback.
+ * Event names (events.c; the sysfs and tracefs forms, pmu/.../ and subsys:name, in pmu.c) ->
+ * struct perf_event_attr, exactly as perf itself encodes them.
+ * The sampler (perf.c: events and rings of a thread, ring.c: record decoding, target.c: attach,
+ * launch, run loop and teardown, tracer.c: exact mode's ptrace thread) attaches to a running
+ * process (every thread, and threads started later) or launches a command and starts counting
+ * at its exec, opens one event group per thread (events[0] samples, the others are read with
+ * every sample), drains the mmap rings and hands each decoded sample to a callback. What else
+ * the caller must know of comes as events (struct sampler_event, opts.event_fn): an exec of the
+ * target, a thread getting the capture program (whose root the caller then gives).
  *
  * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
  * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
@@ -20,9 +24,10 @@
  * average.
  *
  * Exact mode, two ways:
- * - capture (capture.c, opts.capture): a BPF program on each thread's sampling event copies
- *   the thread's frames at the overflow, in the kernel; the sample arrives with that copy
- *   (sample->capture). Nothing is stopped. Needs CAP_BPF + CAP_PERFMON (or root).
+ * - capture (capture.c, its program capture_prog.c; opts.capture): a BPF program on each
+ *   thread's sampling event copies the thread's frames at the overflow, in the kernel; the
+ *   sample arrives with that copy (sample->capture). Nothing is stopped. Needs CAP_BPF +
+ *   CAP_PERFMON (or root).
  * - stops (opts.exact): each sample also stops the thread that caused it (the event's fd
  *   signals that thread; a PTRACE_SEIZE tracer sees the signal-delivery-stop), the callback
  *   runs while the thread is stopped (sample->stopped), then the thread is resumed with the
@@ -135,7 +140,41 @@ void events_set_sysfs_root(const char *dir);
 
 /* ---- the sampler -------------------------------------------------------------------------- */
 
+struct sampler;
 struct sampler_capture_spec;
+
+/* What the sampler tells its caller besides samples, through opts.event_fn(opts.event_ctx, e).
+ * e (and e->sampler's use) is valid only during the call.
+ * - SAMPLER_EVENT_EXEC: the target exec'd a new program (exact mode: the tracer sees it; tid is
+ *   the target's pid), so what the caller knows of its image is stale. Told on the thread that
+ *   runs the sample callback (the tracer thread in exact mode), just before the first sample
+ *   handed over after the exec was seen, in stream order: it is not told until such a sample
+ *   comes (an exec followed by no sample is never told), and several execs before one sample
+ *   are told once. stats.execs counts every exec. The receiver may do what a sample callback
+ *   may (sampler_break(), sampler_capture_set_root(), the getters).
+ * - SAMPLER_EVENT_CAPTURE_THREAD: the capture program is being put on thread tid's events (its
+ *   events open, the program is loaded or replaced by sampler_capture_start(), or, per CPU,
+ *   the thread is learned from its PERF_RECORD_FORK). The receiver answers from inside the
+ *   call with sampler_capture_set_root(e->sampler, tid, root) if it knows tid's root; the
+ *   thread's entry is made with that root once the call returns (no answer, or 0: no root yet,
+ *   and per CPU a root the program found itself stays). Told on the thread inside the sampler
+ *   call at work: sampler_new() (before it returns: the receiver has the sampler only as
+ *   e->sampler), sampler_capture_start(), sampler_run() or sampler_stop() (threads found
+ *   meanwhile); a capture sampler has no tracer thread. The receiver may call
+ *   sampler_capture_set_root() (for any thread), sampler_pid() and sampler_stats(), nothing
+ *   else of the sampler. */
+enum sampler_event_kind {
+	SAMPLER_EVENT_EXEC,
+	SAMPLER_EVENT_CAPTURE_THREAD,
+};
+
+struct sampler_event {
+	enum sampler_event_kind kind;
+	pid_t tid;
+	struct sampler *sampler;        /* the sampler telling it (also within sampler_new()) */
+};
+
+typedef void (*sampler_event_fn)(void *ctx, const struct sampler_event *e);
 
 struct sampler_opts {
 	pid_t pid;                      /* attach to this process, or 0 */
@@ -153,9 +192,14 @@ struct sampler_opts {
 	                                 * is known): sampler_capture_start() before any event opens,
 	                                 * so no sample goes uncaptured; its failure is not
 	                                 * sampler_new()'s (see sampler_capturing()) */
-	int (*capture_root_fn)(void *ctx, pid_t tid, uint64_t *ret_root); /* with capture_spec */
-	void *capture_root_ctx;
+	sampler_event_fn event_fn;      /* told of execs and of threads getting the capture
+	                                 * program (struct sampler_event), or NULL */
+	void *event_ctx;
 	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
+	uint64_t regs_user_mask;        /* with stack_user_size: the user registers sampled with
+	                                 * each stack copy (attr.sample_regs_user, perf's PERF_REG_*
+	                                 * bits, those the caller's unwinder reads; nonzero, else the
+	                                 * kernel refuses the event: -EINVAL) */
 	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
 };
@@ -238,7 +282,7 @@ struct sampler_stats {
 	unsigned cpu_rings_shrunk;      /* ... of which smaller than asked (memlock) */
 	unsigned ring_pages;            /* data pages per ring asked for */
 	unsigned ring_pages_min;        /* the fewest data pages a thread's ring got (0: none) */
-	uint64_t execs;                 /* the target exec'd a new program (re-detect Python) */
+	uint64_t execs;                 /* the target exec'd a new program (SAMPLER_EVENT_EXEC) */
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
 	uint64_t capture_threads_failed;/* times a thread could not get the capture program (no
@@ -257,12 +301,13 @@ struct sampler_stats {
 #define SAMPLER_STOP_BUDGET_PCT 5
 #define SAMPLER_STOP_WINDOW_MS 1000
 
-struct sampler;
-
 typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 
 /* Creates the sampler and attaches or launches (a launched command waits at its exec until
- * sampler_run()). Errors as above; on error nothing is left attached or running. */
+ * sampler_run()). Errors as above; on error nothing is left attached or running (nor SIGCHLD
+ * blocked). SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
+ * the launched command's exit) until sampler_free(), which unblocks it if the caller had not
+ * blocked it itself: free samplers on the thread that made them, the last made first. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
 /* The target's pid (the launched child's, in launch mode). */
 pid_t sampler_pid(const struct sampler *s);
@@ -290,7 +335,8 @@ void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx));
  * callback (not stopped), closes the events and detaches, resuming every thread. Stats stay
  * readable. A launched child is left running. Idempotent. */
 void sampler_stop(struct sampler *s);
-/* sampler_stop() if not done, then frees. NULL is a no-op. */
+/* sampler_stop() if not done, then frees, and gives the calling thread back SIGCHLD as it was
+ * before sampler_new(). NULL is a no-op. */
 void sampler_free(struct sampler *s);
 const struct sampler_stats *sampler_stats(const struct sampler *s);
 
@@ -341,13 +387,15 @@ struct sampler_capture_spec {
  * CAP_PERFMON), -EINVAL / -ENOSYS (a kernel without BPF perf-event programs). */
 int sampler_capture_probe(void);
 /* Loads the program for spec and puts it on every thread's events, now and later (a sampler
- * made with opts.capture). Each thread's root comes from root_fn when its events open (it may
- * fail: the thread then has none until sampler_capture_set_root()). Called again (the target
- * exec'd another program), it replaces the program, reopening every thread's events.
+ * made with opts.capture). Each thread's root is asked for when the program is put on its
+ * events (SAMPLER_EVENT_CAPTURE_THREAD; unanswered: the thread has none until
+ * sampler_capture_set_root(), or until the program finds it, see search_at). Called again (the
+ * target exec'd another program), it replaces the program, reopening every thread's events.
  * 0, -EINVAL (bad spec, or not a capture sampler), -EPERM, -E2BIG, -ENOMEM. */
-int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
-			  int (*root_fn)(void *ctx, pid_t tid, uint64_t *ret_root), void *ctx);
-/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program). */
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec);
+/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program).
+ * From the SAMPLER_EVENT_CAPTURE_THREAD event of tid: the root its entry is made with (0:
+ * none, not a clearing), 0. */
 int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
 bool sampler_capturing(const struct sampler *s);
 /* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */

@@ -406,7 +406,7 @@ static int start_job(struct sampler *s, void *arg)
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	struct sampler *s;
-	sigset_t chld;
+	sigset_t chld, caller;
 	int r, exec_pipe = -1;
 
 	*ret = NULL;
@@ -435,13 +435,13 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	}
 	perf_build_attrs(s);
 	if (opts->capture && opts->capture_spec)
-		s->capture_error = sampler_capture_start(s, opts->capture_spec, opts->capture_root_fn,
-							 opts->capture_root_ctx);
+		s->capture_error = sampler_capture_start(s, opts->capture_spec);
 
 	/* ptrace stops and child exits wake the loop through this fd */
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
+	if (sigprocmask(SIG_BLOCK, &chld, &caller) == 0)
+		s->chld_blocked = !sigismember(&caller, SIGCHLD);
 	s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->sigfd < 0) {
 		r = -errno;
@@ -475,6 +475,14 @@ fail:
 	}
 	sampler_free(s);
 	return r;
+}
+
+void sampler_tell(struct sampler *s, enum sampler_event_kind kind, pid_t tid)
+{
+	struct sampler_event e = { .kind = kind, .tid = tid, .sampler = s };
+
+	if (s->opts.event_fn)
+		s->opts.event_fn(s->opts.event_ctx, &e);
 }
 
 void sampler_break(struct sampler *s)
@@ -666,6 +674,14 @@ void sampler_free(struct sampler *s)
 	sampler_stop(s);
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
+	if (s->chld_blocked) {
+		/* the caller's mask again (a SIGCHLD still pending now reaches its disposition) */
+		sigset_t chld;
+
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		(void) sigprocmask(SIG_UNBLOCK, &chld, NULL);
+	}
 	capture_close(&s->capture);
 	tracer_release_resources(s);
 	percpu_free(s);

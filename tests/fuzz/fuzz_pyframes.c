@@ -552,16 +552,18 @@ struct counts {
 
 /* A result a walk may return, and frames whose strings are readable. */
 static void check_walk(int r, const struct py_frame *out, size_t n, size_t max,
-		       struct counts *c)
+		       const struct pyframes_cut *cut, struct counts *c)
 {
 	assert_true(r == 0 || r == -EAGAIN || r == -EFAULT || r == -ENOENT || r == -EINVAL ||
 		    r == -ENOMEM);
 	if (r < 0) {
+		assert_true(cut->n == 0 && !cut->more);
 		c->walks_err++;
 		return;
 	}
 	c->walks_ok++;
 	assert_true(n <= max);
+	assert_true(cut->n <= PF_MAX_WALK);
 	for (size_t i = 0; i < n; i++) {
 		assert_non_null(out[i].name);
 		assert_non_null(out[i].file);
@@ -653,6 +655,7 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 	unsigned char nodes[32 * PYFRAMES_CAPTURE_STRIDE_MAX];
 	size_t n, max = 1 + below(&r, 64), stride;
 	uint64_t ts = 0, head;
+	struct pyframes_cut cut;
 	int rr;
 
 	c->execs++;
@@ -701,10 +704,10 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 	if (l.ts_native_thread_id == PF_NONE)
 		pyframes_set_pthread_tid_offset(pf, below(&r, 8) ? PT_TID : (uint32_t) below(&r, 2048));
 	pyframes_set_verify(pf, below(&r, 2));
-	rr = pyframes_thread_stack(pf, TID, out, max, &n);
-	check_walk(rr, out, n, max, c);
-	rr = pyframes_thread_stack(pf, below(&r, 4) ? TID : TID2, out, max, &n);
-	check_walk(rr, out, n, max, c);
+	rr = pyframes_thread_stack(pf, TID, out, max, &n, &cut);
+	check_walk(rr, out, n, max, &cut, c);
+	rr = pyframes_thread_stack(pf, below(&r, 4) ? TID : TID2, out, max, &n, &cut);
+	check_walk(rr, out, n, max, &cut, c);
 	/* a capture of the same stack, as the BPF program takes it */
 	if (pyframes_thread_state(pf, TID, &ts) == 0) {
 		struct pyframes_capture cap = { 0 };
@@ -721,8 +724,8 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 		cap.head = below(&r, 8) ? head : some_obj(&r, im);
 		cap.nodes = nodes;
 		cap.stride = stride;
-		rr = pyframes_thread_stack_captured(pf, &cap, out, max, &n);
-		check_walk(rr, out, n, max, c);
+		rr = pyframes_thread_stack_captured(pf, &cap, out, max, &n, &cut);
+		check_walk(rr, out, n, max, &cut, c);
 		c->captured++;
 	}
 	/* Python's thread names: bounded results, NUL-terminated names */

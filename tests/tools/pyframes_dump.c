@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 			}
 			stopped = true;
 		}
-		r = pyframes_thread_stack(pf, tid, frames, MAX_FRAMES, &n);
+		r = pyframes_thread_stack(pf, tid, frames, MAX_FRAMES, &n, NULL);
 		if (r == -ENOENT) {
 			printf("tid %d no-python\n", (int) tid);
 		} else if (r < 0) {
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 			long b, fails = 0;
 
 			for (b = 0; b < bench; b++)
-				if (pyframes_thread_stack(pf, tid, frames, MAX_FRAMES, &n) < 0)
+				if (pyframes_thread_stack(pf, tid, frames, MAX_FRAMES, &n, NULL) < 0)
 					fails++;
 			printf("bench tid %d walks %ld frames %zu fails %ld reads_per_walk %.2f us_per_walk %.2f\n",
 			       (int) tid, bench, n, fails,

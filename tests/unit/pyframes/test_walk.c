@@ -249,7 +249,7 @@ static void test_walk_311(void **state)
 	(void) state;
 	world_init(&w, 11);
 	chain3(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "A.f0");
 	assert_string_equal(out[0].file, "t.py");
@@ -262,20 +262,20 @@ static void test_walk_311(void **state)
 	assert_true(out[1].entry);
 	assert_int_equal(out[2].line, 31);
 	/* again: all from the code cache */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(pyframes_stats(w.pf)->code_cache_hits, 3);
 	assert_int_equal(pyframes_stats(w.pf)->code_cache_misses, 3);
 	/* keep the innermost 2 */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 2, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 2, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(out[1].name, "f1");
 	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
 	/* unknown thread */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID + 1, out, 8, &n), -ENOENT);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 1, out, 8, &n, NULL), -ENOENT);
 	assert_int_equal(pyframes_stats(w.pf)->no_thread, 1);
 	/* no Python code running */
 	set_top(&w, 0);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 0);
 	world_free(&w);
 }
@@ -291,10 +291,10 @@ static void test_walk_loop(void **state)
 	world_init(&w, 11);
 	chain3(&w, fr, co);
 	link_frames(&w, fr[2], fr[0]);   /* f2 -> f0: a cycle */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	assert_int_equal(n, 0);
 	link_frames(&w, fr[2], fr[2]);   /* a frame that is its own parent */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	assert_int_equal(pyframes_stats(w.pf)->torn, 2);
 	/* the loop is found quickly, not after PF_MAX_DEPTH reads */
 	assert_true(pyframes_stats(w.pf)->remote_reads < 64);
@@ -312,21 +312,21 @@ static void test_walk_bad_pointers(void **state)
 	world_init(&w, 11);
 	chain3(&w, fr, co);
 	link_frames(&w, fr[1], 0xdead0000);              /* unmapped, mid-walk */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	link_frames(&w, fr[1], fr[2] + 3);               /* misaligned */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	link_frames(&w, fr[1], fr[2]);
 	put64(&w.f, fr[2] + w.l->fr_code, w.tstate);     /* not a code object */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	put64(&w.f, fr[2] + w.l->fr_code, co[2]);
 	put64(&w.f, fr[2] + w.l->fr_instr, co[2] + w.l->co_code_adaptive + 2 * 500); /* past the code */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	put8(&w.f, fr[2] + w.l->fr_owner, 9);            /* no such owner */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	assert_int_equal(pyframes_stats(w.pf)->torn, 5);
 	/* the thread list itself pointing into nowhere */
 	put64(&w.f, w.interp + w.l->is_threads_head, 0xdead0000);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID + 7, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 7, out, 8, &n, NULL), -EAGAIN);
 	world_free(&w);
 }
 
@@ -336,7 +336,7 @@ static void test_walk_too_deep(void **state)
 	struct py_frame out[8], *out_all;
 	uint64_t co, prev = 0, top = 0, frames[8];
 	size_t n, i;
-	bool more;
+	struct pyframes_cut cut;
 
 	(void) state;
 	world_init(&w, 11);
@@ -354,24 +354,24 @@ static void test_walk_too_deep(void **state)
 	}
 	set_top(&w, top);
 	/* the innermost 8 kept, the rest counted: a stack cut at its root end, not a torn one */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, &cut), 0);
 	assert_int_equal(n, 8);
 	assert_string_equal(out[7].name, "deep");
-	assert_int_equal(pyframes_last_cut(w.pf, &more), PF_MAX_DEPTH + 10 - 8);
-	assert_false(more);
+	assert_int_equal(cut.n, PF_MAX_DEPTH + 10 - 8);
+	assert_false(cut.more);
 	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
 	/* asked for more than a walk keeps: PF_MAX_DEPTH */
 	out_all = calloc(PF_MAX_DEPTH + 100, sizeof(*out_all));
 	assert_non_null(out_all);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out_all, PF_MAX_DEPTH + 100, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out_all, PF_MAX_DEPTH + 100, &n, &cut), 0);
 	assert_int_equal(n, PF_MAX_DEPTH);
-	assert_int_equal(pyframes_last_cut(w.pf, &more), 10);
-	assert_false(more);
+	assert_int_equal(cut.n, 10);
+	assert_false(cut.more);
 	/* a chain of exactly what is kept: nothing cut */
 	link_frames(&w, frames[7], 0);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, &cut), 0);
 	assert_int_equal(n, 8);
-	assert_int_equal(pyframes_last_cut(w.pf, &more), 0);
+	assert_int_equal(cut.n, 0);
 	free(out_all);
 	world_free(&w);
 }
@@ -399,7 +399,7 @@ static void test_walk_312_shim(void **state)
 	link_frames(&w, fr[1], shim);
 	link_frames(&w, shim, fr[2]);
 	set_top(&w, incomplete);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "inner");
 	assert_int_equal(out[0].line, 13);
@@ -447,7 +447,7 @@ static void test_walk_incomplete(void **state)
 		for (n = 0; n + 1 < 6; n++)
 			link_frames(&w, fr[n], fr[n + 1]);
 		set_top(&w, fr[0]);
-		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 		assert_int_equal(n, 4);
 		assert_string_equal(out[0].name, "work");
 		assert_string_equal(out[1].name, "A.__init__");
@@ -469,7 +469,7 @@ static void test_walk_38(void **state)
 	(void) state;
 	world_init(&w, 8);
 	chain3(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "A.f0");
 	assert_int_equal(out[0].line, 11);   /* byte offset 2 */
@@ -478,8 +478,8 @@ static void test_walk_38(void **state)
 	assert_true(out[0].entry && out[1].entry && out[2].entry);
 	/* the thread's pthread now names another tid: the thread state is not that thread's */
 	put32(&w.f, pf_u64(w.f.mem, (uint32_t) (w.tstate + w.l->ts_thread_id - BASE)) + 0x2d0, TID + 1);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID + 2, out, 8, &n), -ENOENT);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID + 1, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 2, out, 8, &n, NULL), -ENOENT);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID + 1, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	world_free(&w);
 }
@@ -492,7 +492,7 @@ static void poke_last_read(struct world *w, uint64_t addr, uint64_t val)
 	unsigned before = w->f.reads;
 	size_t n;
 
-	assert_int_equal(pyframes_thread_stack(w->pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w->pf, TID, out, 8, &n, NULL), 0);
 	w->f.poke_at = w->f.reads + (w->f.reads - before);
 	w->f.poke_addr = addr;
 	w->f.poke_val = val;
@@ -513,7 +513,7 @@ static void verify_cases(int minor)
 	pyframes_set_verify(w.pf, true);
 	/* the leaf's caller link changed: its slot now holds another call */
 	poke_last_read(&w, fr[0] + w.l->fr_previous, fr[2]);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	assert_int_equal(pyframes_stats(w.pf)->torn, 1);
 	link_frames(&w, fr[0], fr[1]);
 	/* the thread called on into a new frame: the stack read is still one it had */
@@ -524,7 +524,7 @@ static void verify_cases(int minor)
 				   w.l->cf_current_frame, moved);
 	else
 		poke_last_read(&w, w.tstate + w.l->ts_frame, moved);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "A.f0");
 	set_top(&w, fr[0]);
@@ -533,9 +533,9 @@ static void verify_cases(int minor)
 		put64(&w.f, fr[2] + w.l->fr_gen, 0x4242);
 	else
 		put8(&w.f, fr[2] + w.l->fr_owner, (uint8_t) w.l->owner_generator);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	pyframes_set_verify(w.pf, false);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	world_free(&w);
 }
@@ -569,13 +569,13 @@ static void code_reuse_cases(int minor, bool readv)
 		w.rm.readv = fake_readv;
 	name_off = w.l->co_qualname != PF_NONE ? w.l->co_qualname : w.l->co_name;
 	chain3(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_string_equal(out[0].name, "A.f0");
 	assert_int_equal(walk_misses(&w), 3);
 	/* another function at co[0]'s address */
 	put64(&w.f, co[0] + name_off, mk_str(&w, "B.other"));
 	put32(&w.f, co[0] + w.l->co_firstlineno, 100);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "B.other");
 	assert_int_equal(out[0].line, 101);
@@ -584,41 +584,41 @@ static void code_reuse_cases(int minor, bool readv)
 	assert_int_equal(walk_misses(&w), 4);
 	/* only the file differs */
 	put64(&w.f, co[2] + w.l->co_filename, mk_str(&w, "u.py"));
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_string_equal(out[2].file, "u.py");
 	assert_int_equal(walk_misses(&w), 5);
 	/* only the first line differs */
 	put32(&w.f, co[1] + w.l->co_firstlineno, 40);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(out[1].first_line, 40);
 	assert_int_equal(out[1].line, 43);
 	assert_int_equal(walk_misses(&w), 6);
 	/* only the line table differs */
 	put64(&w.f, co[1] + w.l->co_linetable, pf_u64(w.f.mem, (uint32_t) (co[0] + w.l->co_linetable - BASE)));
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(walk_misses(&w), 7);
 	if (w.l->co_code_adaptive != PF_NONE) {
 		/* only the code size differs */
 		put64(&w.f, co[2] + w.l->ob_size, 9);
-		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 		assert_int_equal(walk_misses(&w), 8);
 		/* a reused address whose code is shorter than the running instruction: torn */
 		put64(&w.f, co[1] + name_off, mk_str(&w, "tiny"));
 		put64(&w.f, fr[1] + w.l->fr_instr, co[1] + w.l->co_code_adaptive + 2 * 50);
-		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 		put64(&w.f, co[1] + w.l->ob_size, 100);
-		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 		assert_string_equal(out[1].name, "tiny");
 	}
 	/* no longer a code object at all: torn, then fine again */
 	put64(&w.f, co[2] + w.l->ob_type, w.tstate);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	put64(&w.f, co[2] + w.l->ob_type, w.type);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	/* nothing changed: all hits, and with readv all three checked in one call */
 	misses = walk_misses(&w);
 	w.f.readv_calls = w.f.readv_ranges = 0;
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(walk_misses(&w), misses);
 	assert_int_equal(w.f.readv_calls, readv ? 1 : 0);
 	assert_int_equal(w.f.readv_ranges, readv ? 1 : 0);   /* the three lie on one page */
@@ -657,11 +657,11 @@ static void test_code_validate_recursion(void **state)
 		prev = f;
 	}
 	set_top(&w, top);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 8);
 	reads = pyframes_stats(w.pf)->remote_reads;
 	w.f.readv_calls = w.f.readv_ranges = 0;
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(w.f.readv_calls, 1);
 	assert_int_equal(w.f.readv_ranges, 1);
 	/* the walk's own reads (thread state, frames) plus the one readv */
@@ -693,14 +693,14 @@ static void test_code_validate_ranges(void **state)
 			link_frames(&w, fr[i - 1], fr[i]);
 	}
 	set_top(&w, fr[0]);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	w.f.readv_calls = w.f.readv_ranges = 0;
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(w.f.readv_calls, 1);
 	assert_int_equal(w.f.readv_ranges, 3);
 	put64(&w.f, co[1] + w.l->co_qualname, mk_str(&w, "b2"));
 	put64(&w.f, co[3] + w.l->co_qualname, mk_str(&w, "d2"));
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 4);
 	assert_string_equal(out[0].name, "a");
 	assert_string_equal(out[1].name, "b2");
@@ -740,15 +740,15 @@ static void test_code_validate_many(void **state)
 		prev = f;
 	}
 	set_top(&w, top);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n, NULL), 0);
 	assert_int_equal(n, distinct);
 	w.f.readv_calls = w.f.readv_ranges = 0;
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n, NULL), 0);
 	assert_true(w.f.readv_calls >= 2 && w.f.readv_calls <= 8);
 	assert_true(w.f.readv_ranges < distinct / 4);
 	assert_int_equal(pyframes_stats(w.pf)->code_cache_misses, distinct);
 	put64(&w.f, mid + w.l->co_qualname, mk_str(&w, "middle"));
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, distinct, &n, NULL), 0);
 	assert_string_equal(out[distinct / 2].name, "middle");
 	assert_string_equal(out[distinct / 2 - 1].name, "g149");
 	assert_string_equal(out[distinct - 1].name, "g299");
@@ -857,7 +857,7 @@ static void captured_cases(int minor)
 
 	world_init(&w, minor);
 	chain = chain3_shim(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(was[0].name, "A.f0");
 	assert_int_equal(was[0].line, 11);
@@ -875,13 +875,13 @@ static void captured_cases(int minor)
 	link_frames(&w, nf, fr[0]);
 	set_top(&w, nf);
 
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_frames_equal(out, was, 3);
 	assert_int_equal(out[1].line, 23);
 	assert_int_equal(pyframes_stats(w.pf)->walks, 2);
 	/* live: the new stack (no capture left over) */
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "C.top");
 	assert_int_equal(out[0].line, 61);
@@ -889,17 +889,17 @@ static void captured_cases(int minor)
 	assert_int_equal(out[1].line, 53);
 	assert_string_equal(out[2].name, "f2");
 	/* the capture again, once the code cache holds the new code objects */
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_frames_equal(out, was, 3);
 	/* keep the innermost 2 */
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 2, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 2, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_frames_equal(out, was, 2);
 	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
 	/* every frame's memory gone since: the capture alone (and the fields it holds) suffice */
 	move_capture(&w, nodes, &cap);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_frames_equal(out, was, 3);
 	assert_int_equal(pyframes_stats(w.pf)->torn, 0);
@@ -924,17 +924,17 @@ static void captured_cut_cases(int minor)
 	struct pyframes_capture cap;
 	uint64_t fr[3], co[3];
 	size_t n;
-	bool more;
+	struct pyframes_cut cut;
 
 	world_init(&w, minor);
 	(void) chain3_shim(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n, NULL), 0);
 	cap = capture(&w, nodes, 8 + spec_of(&w).frame_bytes, 2);
 	assert_int_equal(cap.n, 2);
 	run_at(&w, fr[0], mk_code(&w, "B.reused", 50), 6);
 	run_at(&w, fr[1], co[1], 0);
 	run_at(&w, fr[2], co[2], 5);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_frames_equal(out, was, 2);
 	assert_string_equal(out[2].name, "f2");
@@ -943,19 +943,19 @@ static void captured_cut_cases(int minor)
 	/* the live rest loops back into the captured frames (the thread moved on): the captured
 	 * frames, cut where the capture ends, how many more not known */
 	link_frames(&w, fr[2], fr[0]);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, &cut), 0);
 	assert_int_equal(n, 2);
 	assert_frames_equal(out, was, 2);
-	assert_int_equal(pyframes_last_cut(w.pf, &more), 0);
-	assert_true(more);
+	assert_int_equal(cut.n, 0);
+	assert_true(cut.more);
 	assert_int_equal(pyframes_stats(w.pf)->torn, 0);
 	assert_int_equal(pyframes_stats(w.pf)->truncated, 1);
 	/* or unreadable now */
 	link_frames(&w, fr[1], GONE);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, &cut), 0);
 	assert_int_equal(n, 2);
-	assert_int_equal(pyframes_last_cut(w.pf, &more), 0);
-	assert_true(more);
+	assert_int_equal(cut.n, 0);
+	assert_true(cut.more);
 	world_free(&w);
 }
 
@@ -1026,19 +1026,19 @@ static void captured_gone_cases(int minor)
 	 * first, must not name the second's capture by it, nor the first's by the second */
 	world_init(&w, minor);
 	chain3(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n, NULL), 0);
 	cap = capture_x(&w, nodes, 8);
 	assert_int_equal(cap.n, 3);
 	assert_true(cap.n_extras >= 3);
 	str_set(&w, get64(&w, co[0] + name_field(w.l)), "B.g0");
 	str_set(&w, get64(&w, co[0] + w.l->co_filename), "u.py");
 	cap2 = capture_x(&w, nodes2, 8);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap2, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap2, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "B.g0");
 	assert_string_equal(out[0].file, "u.py");
 	assert_frames_equal(out + 1, was + 1, 2);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_frames_equal(out, was, 3);
 	world_free(&w);
@@ -1054,7 +1054,7 @@ static void captured_gone_cases(int minor)
 		str_set(&w, get64(&w, co[i] + name_field(w.l)), other);
 		memset(w.f.mem + (co[i] - BASE), 0, w.l->co_size);
 	}
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	for (i = 0; i < 3; i++) {
 		assert_string_equal(out[i].name, names[i]);
@@ -1093,38 +1093,38 @@ static void test_captured_bad(void **state)
 	/* the caller's mistakes: -EINVAL, and no walk */
 	bad = cap;
 	bad.stride = 8 + spec_of(&w).frame_bytes - 1;
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), -EINVAL);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n, NULL), -EINVAL);
 	bad = cap;
 	bad.n = PYFRAMES_CAPTURE_MAX_NODES + 1;
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), -EINVAL);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n, NULL), -EINVAL);
 	bad = cap;
 	bad.nodes = NULL;
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), -EINVAL);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n, NULL), -EINVAL);
 	assert_int_equal(n, 0);
 	assert_int_equal(pyframes_stats(w.pf)->walks, 0);
 	/* no Python code at the sample */
 	bad = (struct pyframes_capture) { .head = 0 };
 	n = 99;
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 0);
 	bad = cap;
 	bad.head = 0;
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &bad, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 0);
 	/* a capture that looped (f2 -> f0 when it was taken), though the live chain does not */
 	link_frames(&w, fr[2], fr[0]);
 	cap = capture(&w, nodes, STRIDE, 8);
 	assert_int_equal(cap.n, 8);
 	link_frames(&w, fr[2], 0);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	/* the loop within the first 3 nodes alone */
 	cap.n = 3;
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), -EAGAIN);
 	/* a captured caller link into nowhere: the frames before it, cut there */
 	memcpy(nodes + STRIDE + 8 + w.l->fr_previous, &junk, 8);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(pyframes_stats(w.pf)->torn, 2);
 	assert_int_equal(pyframes_stats(w.pf)->walks, 6);
@@ -1133,9 +1133,9 @@ static void test_captured_bad(void **state)
 	put8(&w.f, fr[2] + w.l->fr_owner, (uint8_t) w.l->owner_generator);
 	pyframes_set_verify(w.pf, true);
 	cap = capture(&w, nodes, STRIDE, 8);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), -EAGAIN);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
 	world_free(&w);
 }
 
@@ -1210,11 +1210,11 @@ static void test_captured_big_frame(void **state)
 	l.fr_size = 200;
 	world_init_layout(&w, &l);
 	chain3(&w, fr, co);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	cap = capture(&w, nodes, 8 + 72, 8);
 	move_capture(&w, nodes, &cap);
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_frames_equal(out, was, 3);
 	world_free(&w);
@@ -1222,7 +1222,7 @@ static void test_captured_big_frame(void **state)
 	l.fr_instr = 160;
 	world_init_layout(&w, &l);
 	cap = (struct pyframes_capture) { .head = 0 };
-	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n), -EINVAL);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), -EINVAL);
 	world_free(&w);
 }
 
@@ -1282,19 +1282,19 @@ static void test_pid_namespace(void **state)
 	chain3(&w, fr, co);
 	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 2);
 	pyframes_set_proc(w.pf, dir);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "A.f0");
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);   /* cached */
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);   /* cached */
 	assert_int_equal(n, 3);
-	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), -ENOENT);
-	assert_int_equal(pyframes_thread_stack(w.pf, 2, out, 8, &n), -ENOENT);  /* no such host tid */
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n, NULL), -ENOENT);
+	assert_int_equal(pyframes_thread_stack(w.pf, 2, out, 8, &n, NULL), -ENOENT);  /* no such host tid */
 	/* a thread without a thread state (1, just now) keeps its mapped id for a while: no /proc
 	 * read at each of its samples */
 	snprintf(cmd, sizeof(cmd), "%s/1/task/1/status", dir);
 	assert_int_equal(unlink(cmd), 0);
 	put64(&w.f, w.tstate + w.l->ts_native_thread_id, 1);
-	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	fake_task(dir, 1, "1\t1");
 	world_free(&w);
@@ -1309,10 +1309,10 @@ static void test_pid_namespace(void **state)
 	second_thread_38(&w, fr[1], 0x2d8);
 	pyframes_set_pthread_tid_offset(w.pf, 0);
 	pyframes_set_proc(w.pf, dir);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(out[0].name, "f1");
-	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].name, "A.f0");
 	world_free(&w);
@@ -1325,10 +1325,10 @@ static void test_pid_namespace(void **state)
 	put32(&w.f, pa + 0x18, 1);
 	pyframes_set_pthread_tid_offset(w.pf, 0);
 	pyframes_set_proc(w.pf, dir);
-	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, 1, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 3);
 	second_thread_38(&w, fr[2], 0x2d0);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n), 0);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(out[0].name, "f2");
 	world_free(&w);

@@ -205,17 +205,27 @@ struct seen {
 	bool late_root;                 /* the root is set after the first 150 ms */
 	struct sampler *s;
 	pid_t pid;
+	size_t asked;                   /* SAMPLER_EVENT_CAPTURE_THREAD events, for pid */
+	size_t asked_bad;               /* ... with another tid or kind, or no sampler */
+	int asked_ret;                  /* sampler_capture_set_root() inside them: the last error */
 };
 
-static int root_fn(void *ctx, pid_t tid, uint64_t *ret_root)
+/* The thread's root, when the program is put on its events (not with late_root) */
+static void on_event(void *ctx, const struct sampler_event *e)
 {
 	struct seen *v = ctx;
+	int r;
 
-	(void) tid;
+	if (e->kind != SAMPLER_EVENT_CAPTURE_THREAD || e->tid != v->pid || !e->sampler) {
+		v->asked_bad++;
+		return;
+	}
+	v->asked++;
 	if (v->late_root)
-		return -ENOENT;
-	*ret_root = (uintptr_t) &root;
-	return 0;
+		return;
+	r = sampler_capture_set_root(e->sampler, e->tid, (uintptr_t) &root);
+	if (r < 0)
+		v->asked_ret = r;
 }
 
 static uint64_t pf64(const unsigned char *p)
@@ -292,7 +302,8 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	struct event_spec ev;
 	/* 4x the default ring: 128-node captures (11 KiB each, 1000 a second) fill the default one
 	 * before a late drain on a busy machine */
-	struct sampler_opts o = { .n_events = 1, .freq = 1000, .capture = true, .ring_pages = 256 };
+	struct sampler_opts o = { .n_events = 1, .freq = 1000, .capture = true, .ring_pages = 256,
+				  .event_fn = on_event, .event_ctx = v };
 	volatile sig_atomic_t stop = 0;
 	int status, r_new, r_start = -1, r_run = -1;
 	uint64_t mismatched = 0;
@@ -312,16 +323,12 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
-	if (!late_start) {
+	if (!late_start)
 		o.capture_spec = &sp;
-		o.capture_root_fn = root_fn;
-		o.capture_root_ctx = v;
-	}
 	usleep(20000);                  /* let the child build its chain */
 	r_new = sampler_new(&o, &v->s);
 	if (r_new == 0) {
-		r_start = late_start ? sampler_capture_start(v->s, &sp, root_fn, v)
-				     : sampler_capture_error(v->s);
+		r_start = late_start ? sampler_capture_start(v->s, &sp) : sampler_capture_error(v->s);
 		if (r_start == 0 && sampler_capturing(v->s) && late_root) {
 			r_run = sampler_run(v->s, on_sample, v, &stop, 150000000ULL);
 			v->set_root_ret = sampler_capture_set_root(v->s, pid, (uintptr_t) &root);
@@ -341,6 +348,11 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(r_run, 0);
 	assert_int_equal(mismatched, 0);
 	assert_int_equal(v->set_root_ret, 0);
+	/* the one thread asked for its root once, as the program was put on its events, and
+	 * answered from inside that event */
+	assert_int_equal(v->asked, 1);
+	assert_int_equal(v->asked_bad, 0);
+	assert_int_equal(v->asked_ret, 0);
 	assert_true(v->fields_ok);
 	/* every sample came with its capture (started late: but those taken before) */
 	assert_true(v->samples >= 50);
