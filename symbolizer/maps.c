@@ -154,59 +154,6 @@ void maps_dwfl_setup(struct symbolizer *sym)
 
 /* ---- refresh ------------------------------------------------------------------------------- */
 
-int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max)
-{
-	size_t len = 0, cap = 1 << 16;
-	char *buf;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		(void) close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= max) {
-				break;
-			}
-			cap *= 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				free(buf);
-				(void) close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			int r = -errno;
-
-			if (r == -EINTR)
-				continue;
-			free(buf);
-			(void) close(fd);
-			return r;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	(void) close(fd);
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 static int cmp_region(const void *a, const void *b)
 {
 	const struct sym_region *x = a, *y = b;

@@ -26,13 +26,6 @@
 #define MODULE_MAX_BYTES (4ull << 30)
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
 
-const char *sym_basename(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
 /* ---- ELF headers, by hand, bounded --------------------------------------------------------- */
 
 static bool range_ok(uint64_t off, uint64_t len, uint64_t size)

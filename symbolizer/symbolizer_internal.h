@@ -60,6 +60,25 @@ enum {
 /* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
 extern const int sym_dwarf_to_perf[17];
 
+/* ---- leaves (file.c) ---------------------------------------------------------------------- */
+
+/* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */
+int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
+/* The part of path after its last '/'. */
+const char *sym_basename(const char *path);
+
+/* Value of one hex digit, or -1. */
+static inline int sym_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* ---- modules and regions (maps.c) --------------------------------------------------------- */
 
 struct sym_load {
@@ -144,13 +163,9 @@ int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct s
 /* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
  * 0 or -ENOMEM. */
 int module_note_build_id(struct symbolizer *sym, const struct sym_module *m);
-/* The part of path after its last '/'. */
-const char *sym_basename(const char *path);
 /* Reads len bytes at runtime address addr from a module's file image. true if all read. */
 bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
 void module_free(struct sym_module *m);
-/* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */
-int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
 /* Sets up the Dwfl callbacks (find_elf serves our module files). */
 void maps_dwfl_setup(struct symbolizer *sym);
 /* Refresh if an address is in no known region and the last refresh is old enough. */
@@ -295,18 +310,6 @@ struct symbolizer {
 	struct symbolizer_stats stats;
 };
 
-
-/* Value of one hex digit, or -1. */
-static inline int sym_hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 int cache_init(struct addr_cache *c);
 void cache_flush(struct addr_cache *c);
 void cache_release(struct addr_cache *c);
