@@ -79,6 +79,33 @@ static inline int sym_hex_digit(char c)
 	return -1;
 }
 
+/* ---- lookup caches (cache.c) -------------------------------------------------------------- */
+
+struct cache_entry {
+	uint64_t k1, k2;         /* k1 0: empty. By address: address + 1, 0. By build-id: the
+	                          * module's bid_key, the address less the module's load bias */
+	uint32_t n;
+	struct native_frame *frames;
+};
+
+struct addr_cache {
+	struct cache_entry *slots;   /* open addressing, size slots (power of two) */
+	size_t size, used;
+};
+
+/* 0 or -ENOMEM. */
+int cache_init(struct addr_cache *c);
+/* Forgets every entry (keeps the slots). */
+void cache_flush(struct addr_cache *c);
+void cache_release(struct addr_cache *c);
+/* The entry of (k1, k2), or NULL. Valid until the next cache_store() or cache_flush(). */
+const struct cache_entry *cache_find(const struct addr_cache *c, uint64_t k1, uint64_t k2);
+/* Stores a copy of f[0..n) under (k1 != 0, k2), a key not stored yet. Half full, the cache
+ * doubles first, or at SYM_CACHE_MAX slots (or out of memory) starts over empty. Out of memory
+ * for the copy: stores nothing. */
+void cache_store(struct addr_cache *c, uint64_t k1, uint64_t k2, const struct native_frame *f,
+		 size_t n);
+
 /* ---- modules and regions (maps.c) --------------------------------------------------------- */
 
 struct sym_load {
@@ -231,20 +258,6 @@ void kallsyms_release(struct kallsyms *k);
 int kallsyms_load(struct kallsyms *k, struct strpool *pool, const char *path);
 const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr);
 
-/* ---- address cache (elf.c) ---------------------------------------------------------------- */
-
-struct cache_entry {
-	uint64_t k1, k2;         /* k1 0: empty. By address: address + 1, 0. By build-id: the
-	                          * module's bid_key, the address less the module's load bias */
-	uint32_t n;
-	struct native_frame *frames;
-};
-
-struct addr_cache {
-	struct cache_entry *slots;   /* open addressing, size slots (power of two) */
-	size_t size, used;
-};
-
 /* ---- unwinders (unwind.c) ------------------------------------------------------------------ */
 
 /* The sample being unwound; set for the duration of symbolizer_unwind. */
@@ -310,9 +323,6 @@ struct symbolizer {
 	struct symbolizer_stats stats;
 };
 
-int cache_init(struct addr_cache *c);
-void cache_flush(struct addr_cache *c);
-void cache_release(struct addr_cache *c);
 /* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
  * (checked at most every SYM_REFRESH_NS). */
 const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);
