@@ -192,6 +192,11 @@ int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct s
 int module_note_build_id(struct symbolizer *sym, const struct sym_module *m);
 /* Reads len bytes at runtime address addr from a module's file image. true if all read. */
 bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
+/* The FDE of .eh_frame covering the ELF vaddr v of module m, found through .eh_frame_hdr's
+ * table: true and [*ret_start, *ret_end) (ELF vaddrs), or false (no .eh_frame_hdr, no FDE
+ * covers v, or an encoding we do not read). Reads only the module's file image. */
+bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
+		      uint64_t *ret_end);
 void module_free(struct sym_module *m);
 /* Sets up the Dwfl callbacks (find_elf serves our module files). */
 void maps_dwfl_setup(struct symbolizer *sym);
@@ -205,11 +210,6 @@ int maps_maybe_refresh(struct symbolizer *sym);
  * else NULL. The first call for a module scans for those parts (bounded) and caches them. */
 const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Module *dm,
 			uint64_t a);
-/* The FDE of .eh_frame covering the ELF vaddr v of module m, found through .eh_frame_hdr's
- * table: true and [*ret_start, *ret_end) (ELF vaddrs), or false (no .eh_frame_hdr, no FDE
- * covers v, or an encoding we do not read). Reads only the module's file image. */
-bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
-		      uint64_t *ret_end);
 
 /* ---- JIT maps (perfmap.c) ----------------------------------------------------------------- */
 
