@@ -314,7 +314,7 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 		return 0;
 	}
 	g = maps_find(sym, a);
-	if (!g && maps_maybe_refresh(sym) == 0)
+	if (!g && symbolizer_maybe_refresh(sym) == 0)
 		g = maps_find(sym, a);
 	if (!g)
 		return -ENOENT;

@@ -1,5 +1,7 @@
 /*
- * symbolizer.c: the lifecycle of a struct symbolizer (one per target) and its settings.
+ * symbolizer.c: the lifecycle of a struct symbolizer (one per target), its settings, and the
+ * refresh: maps.c re-reads the mappings, then, when the module set changed, this file tells the
+ * parts that cache what they learned about the old set.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/clock.h"
 #include "base/procfs.h"
 #include "symbolizer/symbolizer_internal.h"
 
@@ -73,10 +76,7 @@ void symbolizer_free(struct symbolizer *sym)
 	unwind_release(sym);
 	if (sym->dwfl)
 		dwfl_end(sym->dwfl);
-	for (size_t i = 0; i < sym->n_modules; i++)
-		module_free(sym->modules[i]);
-	free(sym->modules);
-	free(sym->regions);
+	maps_release(sym);
 	cache_release(&sym->cache);
 	cache_release(&sym->bid_cache);
 	perfmap_release(&sym->perfmap);
@@ -84,6 +84,40 @@ void symbolizer_free(struct symbolizer *sym)
 	strpool_release(&sym->pool);
 	free(sym->build_ids);
 	free(sym);
+}
+
+int symbolizer_refresh(struct symbolizer *sym)
+{
+	bool changed;
+	int r;
+
+	sym->last_refresh_ns = clock_now_ns();
+	sym->stats.refreshes++;
+	r = maps_refresh(sym, &changed);
+	/* Lookups by address and the unwinders' rules are about the old set. The build-id cache
+	 * holds file addresses, true wherever a module is mapped; a module's .cold parts and
+	 * function ranges go with it; the perf map and kallsyms are not about mappings. */
+	if (changed) {
+		cache_flush(&sym->cache);
+		unwind_modules_changed(sym);
+	}
+	return r;
+}
+
+int symbolizer_maybe_refresh(struct symbolizer *sym)
+{
+	if (clock_now_ns() - sym->last_refresh_ns < SYM_REFRESH_NS)
+		return -EAGAIN;
+	return symbolizer_refresh(sym);
+}
+
+const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
+{
+	const struct sym_region *g = maps_find(sym, addr);
+
+	if (!g && symbolizer_maybe_refresh(sym) == 0)
+		g = maps_find(sym, addr);
+	return g ? g->name : NULL;
 }
 
 int symbolizer_warm(struct symbolizer *sym)

@@ -200,8 +200,13 @@ bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_star
 void module_free(struct sym_module *m);
 /* Sets up the Dwfl callbacks (find_elf serves our module files). */
 void maps_dwfl_setup(struct symbolizer *sym);
-/* Refresh if an address is in no known region and the last refresh is old enough. */
-int maps_maybe_refresh(struct symbolizer *sym);
+/* Re-reads /proc/PID/maps: new regions, the modules of its executable mappings (those of the
+ * last set kept when the same file is at the same place, the others opened), reported to the
+ * Dwfl; the modules gone are freed. *ret_changed: a module came or went (false when nothing was
+ * swapped in). 0, -ESRCH (target gone), -ENOMEM, or the read's -errno. */
+int maps_refresh(struct symbolizer *sym, bool *ret_changed);
+/* Frees the regions and modules. */
+void maps_release(struct symbolizer *sym);
 
 /* ---- .cold parts (cold.c) ------------------------------------------------------------------ */
 
@@ -322,6 +327,10 @@ struct symbolizer {
 
 	struct symbolizer_stats stats;
 };
+
+/* symbolizer_refresh() if the last refresh is older than SYM_REFRESH_NS (for an address in no
+ * known region), else -EAGAIN. */
+int symbolizer_maybe_refresh(struct symbolizer *sym);
 
 /* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
  * (checked at most every SYM_REFRESH_NS). */
