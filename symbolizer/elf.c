@@ -1,5 +1,6 @@
 /*
- * elf.c: address -> frames through libdw.
+ * elf.c: an address in a module -> frames through libdw (elf_resolve(), which symbolizer.c's
+ * lookup calls when neither cache has the address).
  *
  * Name: the ELF symbol (libdwfl searches .symtab, else .dynsym, including a separate debug file
  * found by build-id or .gnu_debuglink), so `.cold` clones keep their suffix. Source file:line
@@ -10,8 +11,8 @@
  * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
  * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
  * module's exported function: cold.c names it "<function>.cold". One that stays nameless gets
- * as module_offset the start of its function, from the .eh_frame FDE covering it (cold.c's
- * lookup), so that the samples of one stripped function make one frame, not one per instruction.
+ * as module_offset the start of its function, from the .eh_frame FDE covering it
+ * (module_fde_range()), so that the samples of one stripped function make one frame, not one per instruction.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -229,8 +230,8 @@ static void range_add(struct sym_module *m, uint64_t start, uint64_t end, const 
 	m->n_ranges++;
 }
 
-static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t a,
-			  struct native_frame *f, size_t *ret_n)
+int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
+		struct native_frame *f, size_t *ret_n)
 {
 	Dwfl_Module *dm = m->dwmod ? m->dwmod : dwfl_addrmodule(sym->dwfl, a);
 	const char *name = NULL, *file = NULL, *fn = NULL;
@@ -284,86 +285,5 @@ static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t
 		.module_offset = mod_off,
 	};
 	*ret_n = n + 1;
-	return 0;
-}
-
-int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
-		      struct native_frame *ret, size_t max, size_t *ret_n)
-{
-	struct native_frame f[SYM_MAX_INLINE + 1];
-	uint64_t a = is_return_addr && addr > 0 ? addr - 1 : addr;
-	const struct cache_entry *e;
-	const struct sym_region *g;
-	size_t n = 0;
-
-	if (!ret_n || (max > 0 && !ret))
-		return -EINVAL;
-	*ret_n = 0;
-	sym->stats.lookups++;
-	e = cache_find(&sym->cache, a + 1, 0);
-	if (e) {
-		size_t skip = e->n > max ? e->n - max : 0;
-
-		sym->stats.cache_hits++;
-		n = e->n - skip;
-		for (size_t i = 0; i < n; i++) {
-			ret[i] = e->frames[skip + i];
-			ret[i].addr = addr;
-		}
-		*ret_n = n;
-		return 0;
-	}
-	g = maps_find(sym, a);
-	if (!g && symbolizer_maybe_refresh(sym) == 0)
-		g = maps_find(sym, a);
-	if (!g)
-		return -ENOENT;
-	if (g->mod && g->mod->bid_key &&
-	    (e = cache_find(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias)) != NULL &&
-	    e->n <= SYM_MAX_INLINE + 1) {
-		/* the same build-id resolved before, at this file address (maybe mapped elsewhere) */
-		sym->stats.bid_cache_hits++;
-		n = e->n;
-		for (size_t i = 0; i < n; i++) {
-			f[i] = e->frames[i];
-			f[i].module = g->mod->name;
-		}
-	} else if (g->mod) {
-		int r = resolve_module(sym, g->mod, a, f, &n);
-
-		if (r < 0)
-			return r;
-		if (g->mod->bid_key)
-			cache_store(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias, f, n);
-	} else if (g->kind == REGION_ANON) {
-		const struct jit_sym *j = perfmap_lookup(sym, a);
-
-		if (!j)
-			return -ENOENT;
-		f[0] = (struct native_frame){ .addr = a, .name = j->name, .jit = true,
-					      .module_offset = a - j->start };
-		n = 1;
-		/* JIT code is replaced: not cached */
-		goto copy;
-	} else if (g->kind == REGION_FILE && g->name) {
-		f[0] = (struct native_frame){ .addr = a, .module = g->name,
-					      .module_offset = a - g->start + g->pgoff };
-		n = 1;
-	} else {
-		return -ENOENT;
-	}
-	cache_store(&sym->cache, a + 1, 0, f, n);
-copy:
-	{
-		/* too many frames: keep the outer ones (the containing function last) */
-		size_t skip = n > max ? n - max : 0;
-
-		n -= skip;
-		for (size_t i = 0; i < n; i++) {
-			ret[i] = f[skip + i];
-			ret[i].addr = addr;
-		}
-	}
-	*ret_n = n;
 	return 0;
 }

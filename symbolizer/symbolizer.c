@@ -1,7 +1,9 @@
 /*
- * symbolizer.c: the lifecycle of a struct symbolizer (one per target), its settings, and the
- * refresh: maps.c re-reads the mappings, then, when the module set changed, this file tells the
- * parts that cache what they learned about the old set.
+ * symbolizer.c: the lifecycle of a struct symbolizer (one per target), its settings, the refresh
+ * (maps.c re-reads the mappings; when the module set changed, this file tells the parts that
+ * cache what they learned about the old set) and the lookup of an address: the address cache,
+ * else the region mapped there: a module's frames from the build-id cache or elf.c, a JIT symbol
+ * from perfmap.c, or the name of the file mapped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -118,6 +120,87 @@ const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
 	if (!g && symbolizer_maybe_refresh(sym) == 0)
 		g = maps_find(sym, addr);
 	return g ? g->name : NULL;
+}
+
+int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
+		      struct native_frame *ret, size_t max, size_t *ret_n)
+{
+	struct native_frame f[SYM_MAX_INLINE + 1];
+	uint64_t a = is_return_addr && addr > 0 ? addr - 1 : addr;
+	const struct cache_entry *e;
+	const struct sym_region *g;
+	size_t n = 0;
+
+	if (!ret_n || (max > 0 && !ret))
+		return -EINVAL;
+	*ret_n = 0;
+	sym->stats.lookups++;
+	e = cache_find(&sym->cache, a + 1, 0);
+	if (e) {
+		size_t skip = e->n > max ? e->n - max : 0;
+
+		sym->stats.cache_hits++;
+		n = e->n - skip;
+		for (size_t i = 0; i < n; i++) {
+			ret[i] = e->frames[skip + i];
+			ret[i].addr = addr;
+		}
+		*ret_n = n;
+		return 0;
+	}
+	g = maps_find(sym, a);
+	if (!g && symbolizer_maybe_refresh(sym) == 0)
+		g = maps_find(sym, a);
+	if (!g)
+		return -ENOENT;
+	if (g->mod && g->mod->bid_key &&
+	    (e = cache_find(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias)) != NULL &&
+	    e->n <= SYM_MAX_INLINE + 1) {
+		/* the same build-id resolved before, at this file address (maybe mapped elsewhere) */
+		sym->stats.bid_cache_hits++;
+		n = e->n;
+		for (size_t i = 0; i < n; i++) {
+			f[i] = e->frames[i];
+			f[i].module = g->mod->name;
+		}
+	} else if (g->mod) {
+		int r = elf_resolve(sym, g->mod, a, f, &n);
+
+		if (r < 0)
+			return r;
+		if (g->mod->bid_key)
+			cache_store(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias, f, n);
+	} else if (g->kind == REGION_ANON) {
+		const struct jit_sym *j = perfmap_lookup(sym, a);
+
+		if (!j)
+			return -ENOENT;
+		f[0] = (struct native_frame){ .addr = a, .name = j->name, .jit = true,
+					      .module_offset = a - j->start };
+		n = 1;
+		/* JIT code is replaced: not cached */
+		goto copy;
+	} else if (g->kind == REGION_FILE && g->name) {
+		f[0] = (struct native_frame){ .addr = a, .module = g->name,
+					      .module_offset = a - g->start + g->pgoff };
+		n = 1;
+	} else {
+		return -ENOENT;
+	}
+	cache_store(&sym->cache, a + 1, 0, f, n);
+copy:
+	{
+		/* too many frames: keep the outer ones (the containing function last) */
+		size_t skip = n > max ? n - max : 0;
+
+		n -= skip;
+		for (size_t i = 0; i < n; i++) {
+			ret[i] = f[skip + i];
+			ret[i].addr = addr;
+		}
+	}
+	*ret_n = n;
+	return 0;
 }
 
 int symbolizer_warm(struct symbolizer *sym)

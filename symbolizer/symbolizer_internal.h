@@ -240,6 +240,9 @@ int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path);
 /* Parses a buffer of perf map lines. */
 int perfmap_parse(struct perfmap *pm, struct strpool *pool, const char *data, size_t len);
 const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr);
+/* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
+ * (checked at most every SYM_REFRESH_NS). */
+const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);
 
 /* ---- kernel symbols (kernel.c) ------------------------------------------------------------ */
 
@@ -262,6 +265,13 @@ void kallsyms_release(struct kallsyms *k);
  * addresses zero: kptr_restrict). */
 int kallsyms_load(struct kallsyms *k, struct strpool *pool, const char *path);
 const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr);
+
+/* ---- libdw lookups (elf.c) ---------------------------------------------------------------- */
+
+/* Frames of the runtime address a in module m, innermost first (at most SYM_MAX_INLINE inline
+ * frames, then the containing function) into f[0..*ret_n). 0. */
+int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
+		struct native_frame *f, size_t *ret_n);
 
 /* ---- unwinders (unwind.c) ------------------------------------------------------------------ */
 
@@ -332,8 +342,5 @@ struct symbolizer {
  * known region), else -EAGAIN. */
 int symbolizer_maybe_refresh(struct symbolizer *sym);
 
-/* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
- * (checked at most every SYM_REFRESH_NS). */
-const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);
 
 #endif
