@@ -57,9 +57,6 @@ enum {
 	SYM_REG_R14, SYM_REG_R15,
 };
 
-/* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
-extern const int sym_dwarf_to_perf[17];
-
 /* ---- leaves (file.c) ---------------------------------------------------------------------- */
 
 /* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */

@@ -27,7 +27,8 @@
 
 #include "symbolizer/symbolizer_internal.h"
 
-const int sym_dwarf_to_perf[17] = {
+/* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
+static const int sym_dwarf_to_perf[17] = {
 	SYM_REG_AX, SYM_REG_DX, SYM_REG_CX, SYM_REG_BX, SYM_REG_SI, SYM_REG_DI, SYM_REG_BP,
 	SYM_REG_SP, SYM_REG_R8, SYM_REG_R9, SYM_REG_R10, SYM_REG_R11, SYM_REG_R12, SYM_REG_R13,
 	SYM_REG_R14, SYM_REG_R15, SYM_REG_IP,
