@@ -321,7 +321,9 @@ found:
 	return 0;
 }
 
-int module_note_build_id(struct symbolizer *sym, const struct sym_module *m)
+/* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
+ * 0 or -ENOMEM. */
+static int module_note_build_id(struct symbolizer *sym, const struct sym_module *m)
 {
 	static const char digits[] = "0123456789abcdef";
 	char hex[2 * sizeof(m->build_id) + 1];

@@ -106,7 +106,9 @@ int symbolizer_refresh(struct symbolizer *sym)
 	return r;
 }
 
-int symbolizer_maybe_refresh(struct symbolizer *sym)
+/* symbolizer_refresh() if the last refresh is older than SYM_REFRESH_NS (for an address in no
+ * known region), else -EAGAIN. */
+static int symbolizer_maybe_refresh(struct symbolizer *sym)
 {
 	if (clock_now_ns() - sym->last_refresh_ns < SYM_REFRESH_NS)
 		return -EAGAIN;

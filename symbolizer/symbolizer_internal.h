@@ -184,9 +184,6 @@ struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr)
  * from the target's memory. 0, or -errno (-ENOMEM stops a refresh; others skip the module). */
 int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
 int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
-/* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
- * 0 or -ENOMEM. */
-int module_note_build_id(struct symbolizer *sym, const struct sym_module *m);
 /* Reads len bytes at runtime address addr from a module's file image. true if all read. */
 bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
 /* The FDE of .eh_frame covering the ELF vaddr v of module m, found through .eh_frame_hdr's
@@ -286,8 +283,6 @@ int unwind_init(struct symbolizer *sym);
 void unwind_release(struct symbolizer *sym);
 /* The module set changed: drop cached unwind info. */
 void unwind_modules_changed(struct symbolizer *sym);
-int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n);
-int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n);
 /* Whether the libunwind unwinder was compiled in. */
 bool unwind_have_libunwind(void);
 
@@ -334,10 +329,5 @@ struct symbolizer {
 
 	struct symbolizer_stats stats;
 };
-
-/* symbolizer_refresh() if the last refresh is older than SYM_REFRESH_NS (for an address in no
- * known region), else -EAGAIN. */
-int symbolizer_maybe_refresh(struct symbolizer *sym);
-
 
 #endif

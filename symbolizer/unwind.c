@@ -170,7 +170,7 @@ static bool jit_step(const struct symbolizer *sym, const struct dw_walk *w, uint
 	return true;
 }
 
-int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
+static int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
 {
 	struct dw_walk w = { .ips = ret_ips, .max = max };
 	const uint64_t *sampled = sym->cur.regs;
@@ -350,7 +350,8 @@ void unwind_modules_changed(struct symbolizer *sym)
 		unw_flush_cache(sym->lu->as, 0, 0);
 }
 
-int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
+static int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max,
+			    size_t *ret_n)
 {
 	unw_cursor_t c;
 	unw_word_t last_sp = 0;
@@ -401,7 +402,8 @@ void unwind_modules_changed(struct symbolizer *sym)
 	(void) sym;
 }
 
-int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
+static int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max,
+			    size_t *ret_n)
 {
 	return unwind_libdw(sym, ret_ips, max, ret_n);
 }
