@@ -9,10 +9,13 @@
  * DW_AT_call_file/DW_AT_call_line the position in the next one out. C++ names are demangled with
  * libstdc++'s __cxa_demangle, looked up at run time (dlsym, else dlopen of libstdc++.so.6 on the
  * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
+ * In a module without DWARF every address of a function gives the same frame: the function's
+ * range (from its symbol's size) is remembered in the module and answers without libdw.
  * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
  * module's exported function: cold.c names it "<function>.cold". One that stays nameless gets
  * as module_offset the start of its function, from the .eh_frame FDE covering it
- * (module_fde_range()), so that the samples of one stripped function make one frame, not one per instruction.
+ * (module_fde_range()), so that the samples of one stripped function make one frame, not one
+ * per instruction.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,5 +1,7 @@
 /*
- * maps.c: /proc/PID/maps -> regions and modules, the Dwfl they are reported to, refresh.
+ * maps.c: /proc/PID/maps -> regions and the module set, the Dwfl the modules are reported to,
+ * and the re-read of the mappings that a refresh does (maps_refresh(); symbolizer_refresh() in
+ * symbolizer.c tells the other parts when the module set changed).
  *
  * A module is an ELF file with at least one executable mapping (module.c opens and parses it).
  * The same module is reported to libdwfl with dwfl_report_module(); libdwfl opens it through our
