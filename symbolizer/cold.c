@@ -14,8 +14,7 @@
  * rsp+8). The scan reads every byte offset (no instruction decoder): a byte pattern that only
  * looks like a jump would also need a nameless target with the same frame state to count.
  * Lookups of an address that has no symbol then check the (few) ranges found. Modules with
- * full symbols never get here. The FDE lookup (module_fde_range) also gives elf.c the start of
- * the function a nameless address is in.
+ * full symbols never get here. The FDE lookup is module.c's module_fde_range().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,65 +38,6 @@ static const char *const COLD_FUNCS[] = {
 /* DWARF numbers of the registers whose rules must agree at a jump and its target: rbx, rbp,
  * r12..r15 (callee-saved), and the return address (16). */
 static const int COLD_REGS[] = { 3, 6, 12, 13, 14, 15, 16 };
-
-/* The table of .eh_frame_hdr is sorted by initial location: the last entry at or below v, its
- * pc_range read from the FDE itself (pc_begin as pcrel|sdata4, GCC's and clang's encoding, or as
- * an 8-byte absolute, checked against the table's initial location). */
-bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
-		      uint64_t *ret_end)
-{
-	uint64_t lo = 0, hi = m->eh_fde_count, tab = m->bias + m->eh_table_vaddr;
-	uint64_t hdr = m->eh_hdr_vaddr, start, fde, pos, len;
-	int32_t e[2];
-	uint32_t len32;
-
-	if (hdr == 0 || m->eh_fde_count == 0)
-		return false;
-	while (hi - lo > 1) {   /* invariant: entry lo's start <= v (checked below) */
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (!module_read(m, tab + mid * 8, e, 8))
-			return false;
-		if (hdr + (uint64_t)(int64_t)e[0] <= v)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (!module_read(m, tab + lo * 8, e, 8))
-		return false;
-	start = hdr + (uint64_t)(int64_t)e[0];
-	fde = hdr + (uint64_t)(int64_t)e[1];
-	if (start > v || !module_read(m, m->bias + fde, &len32, 4) || len32 == 0)
-		return false;
-	pos = fde + 4;
-	len = len32;
-	if (len32 == 0xffffffffu) {
-		if (!module_read(m, m->bias + pos, &len, 8))
-			return false;
-		pos += 8;
-	}
-	pos += 4;   /* CIE pointer (4 bytes in both formats) */
-	if (len < 4 + 8)
-		return false;
-	{
-		int32_t rel;
-		uint32_t range32;
-		uint64_t abs, range64;
-
-		if (module_read(m, m->bias + pos, &rel, 4) && pos + (uint64_t)(int64_t)rel == start &&
-		    module_read(m, m->bias + pos + 4, &range32, 4)) {
-			*ret_start = start;
-			*ret_end = start + range32;
-		} else if (len >= 4 + 16 && module_read(m, m->bias + pos, &abs, 8) && abs == start &&
-			   module_read(m, m->bias + pos + 8, &range64, 8) && range64 < (1ull << 32)) {
-			*ret_start = start;
-			*ret_end = start + range64;
-		} else {
-			return false;
-		}
-	}
-	return v < *ret_end;
-}
 
 /* Equal DWARF expressions (a CFA or a register rule). */
 static bool ops_equal(const Dwarf_Op *a, size_t na, const Dwarf_Op *b, size_t nb)

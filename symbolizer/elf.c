@@ -1,5 +1,6 @@
 /*
- * elf.c: address -> frames through libdw, the address cache and the string pool.
+ * elf.c: an address in a module -> frames through libdw (elf_resolve(), which symbolizer.c's
+ * lookup calls when neither cache has the address).
  *
  * Name: the ELF symbol (libdwfl searches .symtab, else .dynsym, including a separate debug file
  * found by build-id or .gnu_debuglink), so `.cold` clones keep their suffix. Source file:line
@@ -8,10 +9,13 @@
  * DW_AT_call_file/DW_AT_call_line the position in the next one out. C++ names are demangled with
  * libstdc++'s __cxa_demangle, looked up at run time (dlsym, else dlopen of libstdc++.so.6 on the
  * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
+ * In a module without DWARF every address of a function gives the same frame: the function's
+ * range (from its symbol's size) is remembered in the module and answers without libdw.
  * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
  * module's exported function: cold.c names it "<function>.cold". One that stays nameless gets
- * as module_offset the start of its function, from the .eh_frame FDE covering it (cold.c's
- * lookup), so that the samples of one stripped function make one frame, not one per instruction.
+ * as module_offset the start of its function, from the .eh_frame FDE covering it
+ * (module_fde_range()), so that the samples of one stripped function make one frame, not one
+ * per instruction.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,7 +25,6 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
-#include "base/hash.h"
 #include "symbolizer/symbolizer_internal.h"
 
 /* ---- demangling ------------------------------------------------------------------------------ */
@@ -61,96 +64,6 @@ static const char *intern_name(struct symbolizer *sym, const char *name)
 		}
 	}
 	return strpool_intern(&sym->pool, name, strnlen(name, 1 << 16));
-}
-
-/* ---- address cache --------------------------------------------------------------------------- */
-
-int cache_init(struct addr_cache *c)
-{
-	c->slots = calloc(SYM_CACHE_MIN, sizeof(*c->slots));
-	c->size = c->slots ? SYM_CACHE_MIN : 0;
-	c->used = 0;
-	return c->slots ? 0 : -ENOMEM;
-}
-
-void cache_flush(struct addr_cache *c)
-{
-	for (size_t i = 0; i < c->size; i++)
-		free(c->slots[i].frames);
-	if (c->slots)
-		memset(c->slots, 0, c->size * sizeof(*c->slots));
-	c->used = 0;
-}
-
-void cache_release(struct addr_cache *c)
-{
-	cache_flush(c);
-	free(c->slots);
-	c->slots = NULL;
-	c->size = 0;
-}
-
-static size_t cache_slot(uint64_t k1, uint64_t k2, size_t mask)
-{
-	return hash_u64(k1 ^ hash_u64(k2)) & mask;
-}
-
-static const struct cache_entry *cache_find(const struct addr_cache *c, uint64_t k1, uint64_t k2)
-{
-	size_t mask = c->size - 1, j;
-
-	if (c->size == 0)
-		return NULL;
-	for (j = cache_slot(k1, k2, mask); c->slots[j].k1 != 0; j = (j + 1) & mask)
-		if (c->slots[j].k1 == k1 && c->slots[j].k2 == k2)
-			return &c->slots[j];
-	return NULL;
-}
-
-static int cache_grow(struct addr_cache *c)
-{
-	size_t n = c->size * 2, mask = n - 1;
-	struct cache_entry *v = calloc(n, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->size; i++) {
-		size_t j;
-
-		if (c->slots[i].k1 == 0)
-			continue;
-		for (j = cache_slot(c->slots[i].k1, c->slots[i].k2, mask); v[j].k1 != 0;
-		     j = (j + 1) & mask)
-			;
-		v[j] = c->slots[i];
-	}
-	free(c->slots);
-	c->slots = v;
-	c->size = n;
-	return 0;
-}
-
-/* Each cache keeps every key (code addresses of a target are finite) up to SYM_CACHE_MAX
- * slots, then starts over. */
-static void cache_store(struct addr_cache *c, uint64_t k1, uint64_t k2, const struct native_frame *f,
-			size_t n)
-{
-	struct native_frame *copy;
-	size_t mask, j;
-
-	if (c->size == 0)
-		return;
-	if ((c->used + 1) * 2 > c->size && (c->size >= SYM_CACHE_MAX || cache_grow(c) < 0))
-		cache_flush(c);
-	copy = malloc(n * sizeof(*copy));
-	if (!copy)
-		return;
-	memcpy(copy, f, n * sizeof(*copy));
-	mask = c->size - 1;
-	for (j = cache_slot(k1, k2, mask); c->slots[j].k1 != 0; j = (j + 1) & mask)
-		;
-	c->slots[j] = (struct cache_entry) { k1, k2, (uint32_t) n, copy };
-	c->used++;
 }
 
 /* ---- DWARF ----------------------------------------------------------------------------------- */
@@ -320,8 +233,8 @@ static void range_add(struct sym_module *m, uint64_t start, uint64_t end, const 
 	m->n_ranges++;
 }
 
-static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t a,
-			  struct native_frame *f, size_t *ret_n)
+int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
+		struct native_frame *f, size_t *ret_n)
 {
 	Dwfl_Module *dm = m->dwmod ? m->dwmod : dwfl_addrmodule(sym->dwfl, a);
 	const char *name = NULL, *file = NULL, *fn = NULL;
@@ -375,86 +288,5 @@ static int resolve_module(struct symbolizer *sym, struct sym_module *m, uint64_t
 		.module_offset = mod_off,
 	};
 	*ret_n = n + 1;
-	return 0;
-}
-
-int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
-		      struct native_frame *ret, size_t max, size_t *ret_n)
-{
-	struct native_frame f[SYM_MAX_INLINE + 1];
-	uint64_t a = is_return_addr && addr > 0 ? addr - 1 : addr;
-	const struct cache_entry *e;
-	const struct sym_region *g;
-	size_t n = 0;
-
-	if (!ret_n || (max > 0 && !ret))
-		return -EINVAL;
-	*ret_n = 0;
-	sym->stats.lookups++;
-	e = cache_find(&sym->cache, a + 1, 0);
-	if (e) {
-		size_t skip = e->n > max ? e->n - max : 0;
-
-		sym->stats.cache_hits++;
-		n = e->n - skip;
-		for (size_t i = 0; i < n; i++) {
-			ret[i] = e->frames[skip + i];
-			ret[i].addr = addr;
-		}
-		*ret_n = n;
-		return 0;
-	}
-	g = maps_find(sym, a);
-	if (!g && maps_maybe_refresh(sym) == 0)
-		g = maps_find(sym, a);
-	if (!g)
-		return -ENOENT;
-	if (g->mod && g->mod->bid_key &&
-	    (e = cache_find(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias)) != NULL &&
-	    e->n <= SYM_MAX_INLINE + 1) {
-		/* the same build-id resolved before, at this file address (maybe mapped elsewhere) */
-		sym->stats.bid_cache_hits++;
-		n = e->n;
-		for (size_t i = 0; i < n; i++) {
-			f[i] = e->frames[i];
-			f[i].module = g->mod->name;
-		}
-	} else if (g->mod) {
-		int r = resolve_module(sym, g->mod, a, f, &n);
-
-		if (r < 0)
-			return r;
-		if (g->mod->bid_key)
-			cache_store(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias, f, n);
-	} else if (g->kind == REGION_ANON) {
-		const struct jit_sym *j = perfmap_lookup(sym, a);
-
-		if (!j)
-			return -ENOENT;
-		f[0] = (struct native_frame){ .addr = a, .name = j->name, .jit = true,
-					      .module_offset = a - j->start };
-		n = 1;
-		/* JIT code is replaced: not cached */
-		goto copy;
-	} else if (g->kind == REGION_FILE && g->name) {
-		f[0] = (struct native_frame){ .addr = a, .module = g->name,
-					      .module_offset = a - g->start + g->pgoff };
-		n = 1;
-	} else {
-		return -ENOENT;
-	}
-	cache_store(&sym->cache, a + 1, 0, f, n);
-copy:
-	{
-		/* too many frames: keep the outer ones (the containing function last) */
-		size_t skip = n > max ? n - max : 0;
-
-		n -= skip;
-		for (size_t i = 0; i < n; i++) {
-			ret[i] = f[skip + i];
-			ret[i].addr = addr;
-		}
-	}
-	*ret_n = n;
 	return 0;
 }

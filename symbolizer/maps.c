@@ -1,5 +1,7 @@
 /*
- * maps.c: /proc/PID/maps -> regions and modules, the Dwfl they are reported to, refresh.
+ * maps.c: /proc/PID/maps -> regions and the module set, the Dwfl the modules are reported to,
+ * and the re-read of the mappings that a refresh does (maps_refresh(); symbolizer_refresh() in
+ * symbolizer.c tells the other parts when the module set changed).
  *
  * A module is an ELF file with at least one executable mapping (module.c opens and parses it).
  * The same module is reported to libdwfl with dwfl_report_module(); libdwfl opens it through our
@@ -19,7 +21,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "base/clock.h"
 #include "symbolizer/symbolizer_internal.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
@@ -154,64 +155,78 @@ void maps_dwfl_setup(struct symbolizer *sym)
 
 /* ---- refresh ------------------------------------------------------------------------------- */
 
-int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max)
-{
-	size_t len = 0, cap = 1 << 16;
-	char *buf;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		(void) close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= max) {
-				break;
-			}
-			cap *= 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				free(buf);
-				(void) close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			int r = -errno;
-
-			if (r == -EINTR)
-				continue;
-			free(buf);
-			(void) close(fd);
-			return r;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	(void) close(fd);
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 static int cmp_region(const void *a, const void *b)
 {
 	const struct sym_region *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* One re-read of /proc/PID/maps: the lines parsed and the module set built from them, until
+ * maps_refresh() swaps them in (or frees them, on an error). */
+struct maps_scan {
+	char *text;                  /* the file; lines[].path point into it */
+	struct maps_line *lines;     /* lines[i] made regions[i] (until the regions are sorted) */
+	struct sym_region *regions;
+	size_t n_regions;
+	struct sym_module **mods;    /* the new module set: modules kept and modules opened */
+	size_t n_new, cap_new;
+	bool changed;                /* a module opened, or one gone */
+};
+
+/* The region of one parsed line (its module comes later). */
+static void region_init(struct symbolizer *sym, const struct maps_line *l, struct sym_region *g)
+{
+	g->start = l->start;
+	g->end = l->end;
+	g->pgoff = l->pgoff;
+	g->exec = l->perms[2] == 'x';
+	if (l->path[0] != '\0') {
+		const char *base = sym_basename(l->path);
+
+		g->name = strpool_intern(&sym->pool, base, strlen(base));
+	}
+	if (l->path[0] == '\0')
+		g->kind = REGION_ANON;
+	else if (l->path[0] == '[' || l->ino == 0)
+		g->kind = strncmp(l->path, "[anon", 5) == 0 ? REGION_ANON : REGION_SPECIAL;
+	else
+		g->kind = REGION_FILE;
+}
+
+/* Reads and parses /proc/PID/maps (malformed lines are skipped). 0, -ESRCH (gone, or a zombie),
+ * -ENOMEM, or the read's -errno. */
+static int scan_read(struct symbolizer *sym, struct maps_scan *s)
+{
+	char path[64], *line, *save = NULL;
+	size_t len, n_lines = 0;
+	int r;
+
+	(void) snprintf(path, sizeof(path), "/proc/%d/maps", (int)sym->pid);
+	r = sym_read_file(path, &s->text, &len, MAPS_MAX_BYTES);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	if (len == 0)
+		return -ESRCH;   /* a zombie has no mappings */
+	for (size_t i = 0; i < len; i++)
+		n_lines += s->text[i] == '\n';
+	n_lines++;
+	if (n_lines > SYM_MAX_REGIONS)
+		n_lines = SYM_MAX_REGIONS;
+	s->lines = calloc(n_lines, sizeof(*s->lines));
+	s->regions = calloc(n_lines, sizeof(*s->regions));
+	if (!s->lines || !s->regions)
+		return -ENOMEM;
+	for (line = strtok_r(s->text, "\n", &save); line && s->n_regions < n_lines;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct maps_line *l = &s->lines[s->n_regions];
+
+		if (strlen(line) > SYM_MAX_LINE + PATH_MAX || maps_parse_line(line, l) < 0)
+			continue;
+		region_init(sym, l, &s->regions[s->n_regions]);
+		s->n_regions++;
+	}
+	return 0;
 }
 
 static struct sym_module *find_old_module(struct sym_module **mods, size_t n,
@@ -227,143 +242,124 @@ static struct sym_module *find_old_module(struct sym_module **mods, size_t n,
 	return NULL;
 }
 
-int symbolizer_refresh(struct symbolizer *sym)
+/* Opens the module of the mapping lines[i]. 0, or module_open()'s -errno. */
+static int scan_open(struct symbolizer *sym, const struct maps_scan *s, size_t i, bool is_vdso,
+		     struct sym_module **ret)
 {
-	char path[64], *text = NULL, *line, *save = NULL;
-	size_t len, n_lines = 0, n_regions = 0, n_new = 0, cap_new = 0;
-	struct sym_region *regions = NULL;
-	struct sym_module **mods = NULL;
-	struct maps_line *lines = NULL;
-	bool changed = false;
+	const struct maps_line *l = &s->lines[i], *first = l;
 	int r;
 
-	sym->last_refresh_ns = clock_now_ns();
-	sym->stats.refreshes++;
-	(void) snprintf(path, sizeof(path), "/proc/%d/maps", (int)sym->pid);
-	r = sym_read_file(path, &text, &len, MAPS_MAX_BYTES);
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	if (len == 0) {
-		free(text);
-		return -ESRCH;   /* a zombie has no mappings */
-	}
-	for (size_t i = 0; i < len; i++)
-		n_lines += text[i] == '\n';
-	n_lines++;
-	if (n_lines > SYM_MAX_REGIONS)
-		n_lines = SYM_MAX_REGIONS;
-	lines = calloc(n_lines, sizeof(*lines));
-	regions = calloc(n_lines, sizeof(*regions));
-	if (!lines || !regions) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (line = strtok_r(text, "\n", &save); line && n_regions < n_lines;
-	     line = strtok_r(NULL, "\n", &save)) {
-		struct maps_line *l = &lines[n_regions];
-		struct sym_region *g = &regions[n_regions];
-
-		if (strlen(line) > SYM_MAX_LINE + PATH_MAX || maps_parse_line(line, l) < 0)
-			continue;
-		g->start = l->start;
-		g->end = l->end;
-		g->pgoff = l->pgoff;
-		g->exec = l->perms[2] == 'x';
-		if (l->path[0] != '\0') {
-			const char *base = sym_basename(l->path);
-
-			g->name = strpool_intern(&sym->pool, base, strlen(base));
-		}
-		if (l->path[0] == '\0')
-			g->kind = REGION_ANON;
-		else if (l->path[0] == '[' || l->ino == 0)
-			g->kind = strncmp(l->path, "[anon", 5) == 0 ? REGION_ANON : REGION_SPECIAL;
+	/* Open from the file's first mapping when it is the one at pgoff 0. */
+	for (size_t j = i; j-- > 0 && i - j < 8;)
+		if (s->lines[j].ino == l->ino && strcmp(s->lines[j].path, l->path) == 0 &&
+		    s->regions[j].kind == REGION_FILE)
+			first = &s->lines[j];
 		else
-			g->kind = REGION_FILE;
-		n_regions++;
-	}
+			break;
+	r = is_vdso ? module_open_vdso(sym, l, ret) : module_open(sym, first, ret);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0 && first != l)
+		r = module_open(sym, l, ret);
+	return r;
+}
 
+/* Appends m to the new set. 0, or -ENOMEM, or 1: the set is full (SYM_MAX_MODULES). On either
+ * failure m is freed if this refresh opened it. */
+static int scan_add(struct maps_scan *s, struct sym_module *m)
+{
+	if (s->n_new == s->cap_new) {
+		size_t nc = s->cap_new ? s->cap_new * 2 : 64;
+		struct sym_module **nm;
+
+		if (nc > SYM_MAX_MODULES) {
+			if (!m->seen)
+				module_free(m);
+			return 1;
+		}
+		nm = realloc(s->mods, nc * sizeof(*s->mods));
+		if (!nm) {
+			if (!m->seen)
+				module_free(m);
+			return -ENOMEM;
+		}
+		s->mods = nm;
+		s->cap_new = nc;
+	}
+	m->seen = true;
+	s->mods[s->n_new++] = m;
+	return 0;
+}
+
+/* The module of the executable mapping lines[i] into the new set: none when the set has it
+ * already, else the last set's module of the same file at the same place, else the module
+ * opened now. 0, or -ENOMEM, or 1: the set is full. */
+static int scan_module(struct symbolizer *sym, struct maps_scan *s, size_t i, bool is_vdso)
+{
+	const struct maps_line *l = &s->lines[i];
+	dev_t dev = makedev(l->dev_major, l->dev_minor);
+	struct sym_module *m = NULL;
+	int r;
+
+	for (size_t j = 0; j < s->n_new; j++)
+		if (s->mods[j]->ino == l->ino && s->mods[j]->dev == dev &&
+		    l->start >= s->mods[j]->start && l->start < s->mods[j]->end)
+			return 0;
+	if (is_vdso) {
+		for (size_t j = 0; j < sym->n_modules && !m; j++)
+			if (sym->modules[j]->fd < 0 && sym->modules[j]->start == l->start)
+				m = sym->modules[j];
+	} else {
+		m = find_old_module(sym->modules, sym->n_modules, l, dev);
+	}
+	if (m) {
+		m->seen = true;
+	} else {
+		r = scan_open(sym, s, i, is_vdso, &m);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return 0;   /* not ELF, unreadable: regions keep the name only */
+		s->changed = true;
+	}
+	return scan_add(s, m);
+}
+
+/* The new module set: every executable file mapping (and [vdso]). The last set's modules that
+ * stay are marked seen. 0 or -ENOMEM. */
+static int scan_modules(struct symbolizer *sym, struct maps_scan *s)
+{
 	for (size_t i = 0; i < sym->n_modules; i++)
 		sym->modules[i]->seen = false;
+	for (size_t i = 0; i < s->n_regions; i++) {
+		const struct sym_region *g = &s->regions[i];
+		bool is_vdso = g->kind == REGION_SPECIAL && strcmp(s->lines[i].path, "[vdso]") == 0;
+		int r;
 
-	/* modules: every executable file mapping (and [vdso]) */
-	for (size_t i = 0; i < n_regions; i++) {
-		struct maps_line *l = &lines[i];
-		struct sym_module *m = NULL;
-		bool is_vdso = regions[i].kind == REGION_SPECIAL && strcmp(l->path, "[vdso]") == 0;
+		if (!g->exec || (g->kind != REGION_FILE && !is_vdso))
+			continue;
+		r = scan_module(sym, s, i, is_vdso);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			break;
+	}
+	return 0;
+}
+
+/* Attaches each region to its module, then sorts the regions. */
+static void scan_attach(struct maps_scan *s)
+{
+	for (size_t i = 0; i < s->n_regions; i++) {
+		struct sym_region *g = &s->regions[i];
+		const struct maps_line *l = &s->lines[i];
 		dev_t dev = makedev(l->dev_major, l->dev_minor);
 
-		if (!regions[i].exec || (regions[i].kind != REGION_FILE && !is_vdso))
-			continue;
-		for (size_t j = 0; j < n_new && !m; j++)
-			if (mods[j]->ino == l->ino && mods[j]->dev == dev && l->start >= mods[j]->start &&
-			    l->start < mods[j]->end)
-				m = mods[j];
-		if (m)
-			continue;
-		if (is_vdso) {
-			for (size_t j = 0; j < sym->n_modules && !m; j++)
-				if (sym->modules[j]->fd < 0 && sym->modules[j]->start == l->start)
-					m = sym->modules[j];
-		} else {
-			m = find_old_module(sym->modules, sym->n_modules, l, dev);
-		}
-		if (m) {
-			m->seen = true;
-		} else {
-			/* Open from the file's first mapping when it is the one at pgoff 0. */
-			const struct maps_line *first = l;
-
-			for (size_t j = i; j-- > 0 && i - j < 8;)
-				if (lines[j].ino == l->ino && strcmp(lines[j].path, l->path) == 0 &&
-				    regions[j].kind == REGION_FILE)
-					first = &lines[j];
-				else
-					break;
-			r = is_vdso ? module_open_vdso(sym, l, &m) : module_open(sym, first, &m);
-			if (r == -ENOMEM)
-				goto out;
-			if (r < 0 && first != l)
-				r = module_open(sym, l, &m);
-			if (r == -ENOMEM)
-				goto out;
-			if (r < 0)
-				continue;   /* not ELF, unreadable: regions keep the name only */
-			changed = true;
-		}
-		if (n_new == cap_new) {
-			size_t nc = cap_new ? cap_new * 2 : 64;
-			struct sym_module **nm;
-
-			if (nc > SYM_MAX_MODULES) {
-				if (!m->seen)
-					module_free(m);
-				break;
-			}
-			nm = realloc(mods, nc * sizeof(*mods));
-			if (!nm) {
-				if (!m->seen)
-					module_free(m);
-				r = -ENOMEM;
-				goto out;
-			}
-			mods = nm;
-			cap_new = nc;
-		}
-		m->seen = true;
-		mods[n_new++] = m;
-	}
-
-	/* attach regions to modules */
-	for (size_t i = 0; i < n_regions; i++) {
-		struct sym_region *g = &regions[i];
-		dev_t dev = makedev(lines[i].dev_major, lines[i].dev_minor);
-
-		for (size_t j = 0; j < n_new; j++) {
-			struct sym_module *m = mods[j];
+		for (size_t j = 0; j < s->n_new; j++) {
+			struct sym_module *m = s->mods[j];
 			bool same = m->fd < 0 ? (g->kind == REGION_SPECIAL &&
-						 strcmp(lines[i].path, "[vdso]") == 0)
-					      : (g->kind == REGION_FILE && m->ino == lines[i].ino &&
+						 strcmp(l->path, "[vdso]") == 0)
+					      : (g->kind == REGION_FILE && m->ino == l->ino &&
 						 m->dev == dev);
 
 			/* the last mapping may run to a page end past p_memsz */
@@ -373,53 +369,82 @@ int symbolizer_refresh(struct symbolizer *sym)
 			}
 		}
 	}
-	qsort(regions, n_regions, sizeof(*regions), cmp_region);
+	qsort(s->regions, s->n_regions, sizeof(*s->regions), cmp_region);
+}
 
-	for (size_t i = 0; i < sym->n_modules; i++)
-		if (!sym->modules[i]->seen)
-			changed = true;
+/* Swaps the new regions and module set in, reports the modules to libdwfl when the set changed,
+ * then frees the modules gone (after libdwfl dropped them). 0 or -ENOMEM (the report; the new
+ * set is in place all the same). */
+static int scan_swap(struct symbolizer *sym, struct maps_scan *s)
+{
+	struct sym_module **old = sym->modules;
+	size_t n_old = sym->n_modules;
+	int r;
 
-	/* swap in, report, then free what went away (after libdwfl dropped it) */
-	{
-		struct sym_module **old = sym->modules;
-		size_t n_old = sym->n_modules;
-
-		sym->modules = mods;
-		sym->n_modules = n_new;
-		sym->cap_modules = cap_new;
-		mods = NULL;
-		free(sym->regions);
-		sym->regions = regions;
-		sym->n_regions = n_regions;
-		regions = NULL;
-		r = changed ? report_modules(sym) : 0;
-		for (size_t i = 0; i < n_old; i++)
-			if (!old[i]->seen)
-				module_free(old[i]);
-		free(old);
-	}
+	for (size_t i = 0; i < n_old; i++)
+		if (!old[i]->seen)
+			s->changed = true;
+	sym->modules = s->mods;
+	sym->n_modules = s->n_new;
+	sym->cap_modules = s->cap_new;
+	s->mods = NULL;
+	free(sym->regions);
+	sym->regions = s->regions;
+	sym->n_regions = s->n_regions;
+	s->regions = NULL;
+	r = s->changed ? report_modules(sym) : 0;
+	for (size_t i = 0; i < n_old; i++)
+		if (!old[i]->seen)
+			module_free(old[i]);
+	free(old);
 	sym->stats.modules = sym->n_modules;
-	if (changed) {
-		cache_flush(&sym->cache);
-		unwind_modules_changed(sym);
-	}
-out:
-	if (mods) {
-		/* error: free what this refresh opened (the reused ones are still in sym) */
-		for (size_t i = 0; i < n_new; i++) {
+	return r;
+}
+
+/* Frees what the scan still holds; after an error, the modules it opened (the ones it kept
+ * from the last set are still in sym). */
+static void scan_release(const struct symbolizer *sym, struct maps_scan *s)
+{
+	if (s->mods) {
+		for (size_t i = 0; i < s->n_new; i++) {
 			bool reused = false;
 
 			for (size_t j = 0; j < sym->n_modules && !reused; j++)
-				reused = sym->modules[j] == mods[i];
+				reused = sym->modules[j] == s->mods[i];
 			if (!reused)
-				module_free(mods[i]);
+				module_free(s->mods[i]);
 		}
-		free(mods);
+		free(s->mods);
 	}
-	free(regions);
-	free(lines);
-	free(text);
+	free(s->regions);
+	free(s->lines);
+	free(s->text);
+}
+
+int maps_refresh(struct symbolizer *sym, bool *ret_changed)
+{
+	struct maps_scan s = { 0 };
+	int r;
+
+	*ret_changed = false;
+	r = scan_read(sym, &s);
+	if (r == 0)
+		r = scan_modules(sym, &s);
+	if (r == 0) {
+		scan_attach(&s);
+		r = scan_swap(sym, &s);
+		*ret_changed = s.changed;
+	}
+	scan_release(sym, &s);
 	return r;
+}
+
+void maps_release(struct symbolizer *sym)
+{
+	for (size_t i = 0; i < sym->n_modules; i++)
+		module_free(sym->modules[i]);
+	free(sym->modules);
+	free(sym->regions);
 }
 
 const struct sym_region *maps_find(const struct symbolizer *sym, uint64_t addr)
@@ -445,20 +470,4 @@ struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr)
 	const struct sym_region *g = maps_find(sym, addr);
 
 	return g ? g->mod : NULL;
-}
-
-int maps_maybe_refresh(struct symbolizer *sym)
-{
-	if (clock_now_ns() - sym->last_refresh_ns < SYM_REFRESH_NS)
-		return -EAGAIN;
-	return symbolizer_refresh(sym);
-}
-
-const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
-{
-	const struct sym_region *g = maps_find(sym, addr);
-
-	if (!g && maps_maybe_refresh(sym) == 0)
-		g = maps_find(sym, addr);
-	return g ? g->name : NULL;
 }

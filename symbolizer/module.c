@@ -4,8 +4,10 @@
  * directory), else /proc/PID/map_files/START-END (deleted files, other namespaces), or the vdso
  * copied from /proc/PID/mem; mmapped read-only once, and its headers (program headers,
  * build-id, .eh_frame_hdr) parsed by hand with every offset checked against the file size. The
- * unwinders read .eh_frame_hdr, .eh_frame and code through module_read(). maps.c decides which
- * mappings make modules.
+ * unwinders read .eh_frame_hdr, .eh_frame and code through module_read(); module_fde_range()
+ * finds the .eh_frame FDE covering an address through .eh_frame_hdr's table (the start of a
+ * nameless function for elf.c, the .cold parts for cold.c). maps.c decides which mappings make
+ * modules.
  */
 #include <elf.h>
 #include <errno.h>
@@ -25,13 +27,6 @@
 
 #define MODULE_MAX_BYTES (4ull << 30)
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
-
-const char *sym_basename(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
 
 /* ---- ELF headers, by hand, bounded --------------------------------------------------------- */
 
@@ -215,6 +210,65 @@ bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t le
 	return false;
 }
 
+/* The table of .eh_frame_hdr is sorted by initial location: the last entry at or below v, its
+ * pc_range read from the FDE itself (pc_begin as pcrel|sdata4, GCC's and clang's encoding, or as
+ * an 8-byte absolute, checked against the table's initial location). */
+bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
+		      uint64_t *ret_end)
+{
+	uint64_t lo = 0, hi = m->eh_fde_count, tab = m->bias + m->eh_table_vaddr;
+	uint64_t hdr = m->eh_hdr_vaddr, start, fde, pos, len;
+	int32_t e[2];
+	uint32_t len32;
+
+	if (hdr == 0 || m->eh_fde_count == 0)
+		return false;
+	while (hi - lo > 1) {   /* invariant: entry lo's start <= v (checked below) */
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (!module_read(m, tab + mid * 8, e, 8))
+			return false;
+		if (hdr + (uint64_t)(int64_t)e[0] <= v)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (!module_read(m, tab + lo * 8, e, 8))
+		return false;
+	start = hdr + (uint64_t)(int64_t)e[0];
+	fde = hdr + (uint64_t)(int64_t)e[1];
+	if (start > v || !module_read(m, m->bias + fde, &len32, 4) || len32 == 0)
+		return false;
+	pos = fde + 4;
+	len = len32;
+	if (len32 == 0xffffffffu) {
+		if (!module_read(m, m->bias + pos, &len, 8))
+			return false;
+		pos += 8;
+	}
+	pos += 4;   /* CIE pointer (4 bytes in both formats) */
+	if (len < 4 + 8)
+		return false;
+	{
+		int32_t rel;
+		uint32_t range32;
+		uint64_t abs, range64;
+
+		if (module_read(m, m->bias + pos, &rel, 4) && pos + (uint64_t)(int64_t)rel == start &&
+		    module_read(m, m->bias + pos + 4, &range32, 4)) {
+			*ret_start = start;
+			*ret_end = start + range32;
+		} else if (len >= 4 + 16 && module_read(m, m->bias + pos, &abs, 8) && abs == start &&
+			   module_read(m, m->bias + pos + 8, &range64, 8) && range64 < (1ull << 32)) {
+			*ret_start = start;
+			*ret_end = start + range64;
+		} else {
+			return false;
+		}
+	}
+	return v < *ret_end;
+}
+
 void module_free(struct sym_module *m)
 {
 	if (!m)
@@ -267,7 +321,9 @@ found:
 	return 0;
 }
 
-int module_note_build_id(struct symbolizer *sym, const struct sym_module *m)
+/* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
+ * 0 or -ENOMEM. */
+static int module_note_build_id(struct symbolizer *sym, const struct sym_module *m)
 {
 	static const char digits[] = "0123456789abcdef";
 	char hex[2 * sizeof(m->build_id) + 1];

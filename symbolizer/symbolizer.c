@@ -1,5 +1,9 @@
 /*
- * symbolizer.c: the lifecycle of a struct symbolizer (one per target) and its settings.
+ * symbolizer.c: the lifecycle of a struct symbolizer (one per target), its settings, the refresh
+ * (maps.c re-reads the mappings; when the module set changed, this file tells the parts that
+ * cache what they learned about the old set) and the lookup of an address: the address cache,
+ * else the region mapped there: a module's frames from the build-id cache or elf.c, a JIT symbol
+ * from perfmap.c, or the name of the file mapped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -7,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/clock.h"
 #include "base/procfs.h"
 #include "symbolizer/symbolizer_internal.h"
 
@@ -73,10 +78,7 @@ void symbolizer_free(struct symbolizer *sym)
 	unwind_release(sym);
 	if (sym->dwfl)
 		dwfl_end(sym->dwfl);
-	for (size_t i = 0; i < sym->n_modules; i++)
-		module_free(sym->modules[i]);
-	free(sym->modules);
-	free(sym->regions);
+	maps_release(sym);
 	cache_release(&sym->cache);
 	cache_release(&sym->bid_cache);
 	perfmap_release(&sym->perfmap);
@@ -84,6 +86,123 @@ void symbolizer_free(struct symbolizer *sym)
 	strpool_release(&sym->pool);
 	free(sym->build_ids);
 	free(sym);
+}
+
+int symbolizer_refresh(struct symbolizer *sym)
+{
+	bool changed;
+	int r;
+
+	sym->last_refresh_ns = clock_now_ns();
+	sym->stats.refreshes++;
+	r = maps_refresh(sym, &changed);
+	/* Lookups by address and the unwinders' rules are about the old set. The build-id cache
+	 * holds file addresses, true wherever a module is mapped; a module's .cold parts and
+	 * function ranges go with it; the perf map and kallsyms are not about mappings. */
+	if (changed) {
+		cache_flush(&sym->cache);
+		unwind_modules_changed(sym);
+	}
+	return r;
+}
+
+/* symbolizer_refresh() if the last refresh is older than SYM_REFRESH_NS (for an address in no
+ * known region), else -EAGAIN. */
+static int symbolizer_maybe_refresh(struct symbolizer *sym)
+{
+	if (clock_now_ns() - sym->last_refresh_ns < SYM_REFRESH_NS)
+		return -EAGAIN;
+	return symbolizer_refresh(sym);
+}
+
+const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
+{
+	const struct sym_region *g = maps_find(sym, addr);
+
+	if (!g && symbolizer_maybe_refresh(sym) == 0)
+		g = maps_find(sym, addr);
+	return g ? g->name : NULL;
+}
+
+int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
+		      struct native_frame *ret, size_t max, size_t *ret_n)
+{
+	struct native_frame f[SYM_MAX_INLINE + 1];
+	uint64_t a = is_return_addr && addr > 0 ? addr - 1 : addr;
+	const struct cache_entry *e;
+	const struct sym_region *g;
+	size_t n = 0;
+
+	if (!ret_n || (max > 0 && !ret))
+		return -EINVAL;
+	*ret_n = 0;
+	sym->stats.lookups++;
+	e = cache_find(&sym->cache, a + 1, 0);
+	if (e) {
+		size_t skip = e->n > max ? e->n - max : 0;
+
+		sym->stats.cache_hits++;
+		n = e->n - skip;
+		for (size_t i = 0; i < n; i++) {
+			ret[i] = e->frames[skip + i];
+			ret[i].addr = addr;
+		}
+		*ret_n = n;
+		return 0;
+	}
+	g = maps_find(sym, a);
+	if (!g && symbolizer_maybe_refresh(sym) == 0)
+		g = maps_find(sym, a);
+	if (!g)
+		return -ENOENT;
+	if (g->mod && g->mod->bid_key &&
+	    (e = cache_find(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias)) != NULL &&
+	    e->n <= SYM_MAX_INLINE + 1) {
+		/* the same build-id resolved before, at this file address (maybe mapped elsewhere) */
+		sym->stats.bid_cache_hits++;
+		n = e->n;
+		for (size_t i = 0; i < n; i++) {
+			f[i] = e->frames[i];
+			f[i].module = g->mod->name;
+		}
+	} else if (g->mod) {
+		int r = elf_resolve(sym, g->mod, a, f, &n);
+
+		if (r < 0)
+			return r;
+		if (g->mod->bid_key)
+			cache_store(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias, f, n);
+	} else if (g->kind == REGION_ANON) {
+		const struct jit_sym *j = perfmap_lookup(sym, a);
+
+		if (!j)
+			return -ENOENT;
+		f[0] = (struct native_frame){ .addr = a, .name = j->name, .jit = true,
+					      .module_offset = a - j->start };
+		n = 1;
+		/* JIT code is replaced: not cached */
+		goto copy;
+	} else if (g->kind == REGION_FILE && g->name) {
+		f[0] = (struct native_frame){ .addr = a, .module = g->name,
+					      .module_offset = a - g->start + g->pgoff };
+		n = 1;
+	} else {
+		return -ENOENT;
+	}
+	cache_store(&sym->cache, a + 1, 0, f, n);
+copy:
+	{
+		/* too many frames: keep the outer ones (the containing function last) */
+		size_t skip = n > max ? n - max : 0;
+
+		n -= skip;
+		for (size_t i = 0; i < n; i++) {
+			ret[i] = f[skip + i];
+			ret[i].addr = addr;
+		}
+	}
+	*ret_n = n;
+	return 0;
 }
 
 int symbolizer_warm(struct symbolizer *sym)

@@ -5,19 +5,23 @@
  *
  * One struct symbolizer per target. Modules come from /proc/PID/maps and are opened through
  * /proc/PID/map_files/ or /proc/PID/root/ (containers, deleted files); their parsed ELF/DWARF
- * is cached by build-id. symbolizer_refresh() re-reads the mappings (a C extension imported
- * after attaching); lookups of an address in no known mapping refresh once by themselves,
- * rate-limited. Strings handed out stay valid until symbolizer_free().
+ * is kept while they stay mapped, and lookups are also cached by build-id and file address, so
+ * a library mapped again is not resolved again. symbolizer_refresh() re-reads the mappings (a
+ * C extension imported after attaching); symbolizer_lookup() and symbolizer_module_name() of an
+ * address in no known mapping refresh once by themselves, rate-limited. Strings handed out stay
+ * valid until symbolizer_free().
  *
  * Registers are perf's x86-64 PERF_SAMPLE_REGS_USER layout sampled with the mask
  * SYMBOLIZER_X86_64_REGS (AX BX CX DX SI DI BP SP IP FLAGS CS SS R8..R15, in perf_regs.h order
  * with the segment registers left out); the stack copy starts at regs' SP.
  *
  * A struct symbolizer is used by one thread at a time. Unwinding reads only the stack copy and
- * the module files (never the live target), so it also works after the target moved on.
+ * the module files (the vdso: a copy taken when a refresh first saw it), never the live
+ * target, so it also works after the target moved on.
  *
  * Errors (negative errno): -ESRCH target gone, -ENOENT no mapping / symbol for an address,
- * -EINVAL malformed input (regs missing, empty stack), -ENOMEM. Library code never prints.
+ * -EINVAL malformed input (regs missing, empty stack, pid <= 0), -ENOMEM, or the error of
+ * reading /proc/PID/maps (-EACCES: not allowed to). Library code never prints.
  */
 #ifndef HWSPY_SYMBOLIZER_H
 #define HWSPY_SYMBOLIZER_H
@@ -91,7 +95,8 @@ const char *symbolizer_build_id(const struct symbolizer *sym, const char *module
 
 /* Loads now what the first unwinds and lookups in each module mapped now would load (symbol
  * table, CFI, the DWARF unit index): called before sampling starts, so that the first samples
- * are not processed slowly while more arrive. 0, or -ESRCH. */
+ * are not processed slowly while more arrive. Returns 0 (what libdw cannot load is left to
+ * the first use). */
 int symbolizer_warm(struct symbolizer *sym);
 
 /* Kernel address -> symbol from /proc/kallsyms (loaded on first use). */

@@ -2,20 +2,37 @@
  * symbolizer internals, shared by the files of symbolizer/ and by its unit tests (which link the
  * static library and call the parsers directly). Not part of the public contract.
  *
- * symbolizer.c  new/free/settings.
- * maps.c     /proc/PID/maps -> regions and modules (each module's file is opened once, mmapped
- *            read-only, its PT_LOADs, load bias, build-id and .eh_frame_hdr parsed), the Dwfl
- *            the modules are reported to, refresh.
- * elf.c      address -> frames through libdw (symtab/dynsym, source line, inline chain),
- *            demangling, the address cache, the string pool.
- * unwind.c   the libdw unwinder (dwfl_attach_state) and the libunwind one (remote address
- *            space with our own accessors), both reading the stack copy and the module files.
- * cold.c     the nameless .cold part of an exported split function (stripped modules), and
- *            the .eh_frame_hdr lookup of the FDE covering an address.
- * kernel.c   /proc/kallsyms.
- * perfmap.c  /tmp/perf-PID.map.
+ * The files, leaves first; each calls only files listed before it (and base/: strpool, clock,
+ * hash, procfs), never one after it:
  *
- * A struct symbolizer is not thread-safe: one thread uses it at a time.
+ * file.c        leaves: a whole (proc) file read (sym_read_file), a path's basename.
+ * cache.c       the lookup caches (struct addr_cache): two 64-bit keys -> a copy of the frames.
+ * module.c      one mapped ELF file (struct sym_module): opened through /proc/PID/root/PATH or
+ *               /proc/PID/map_files/ (the vdso copied from /proc/PID/mem), mmapped read-only, its
+ *               PT_LOADs, load bias, build-id and .eh_frame_hdr parsed by hand; reads of its
+ *               image (module_read), the .eh_frame FDE covering an address (module_fde_range);
+ *               the build-ids of the modules opened (symbolizer_build_id()).
+ * cold.c        "<function>.cold" for the nameless .cold part of an exported split function in a
+ *               stripped module (cold_lookup).
+ * elf.c         an address in a module -> frames through libdw: symtab/dynsym, source line,
+ *               inline chain, demangling; function ranges of modules without DWARF (elf_resolve).
+ * perfmap.c     /tmp/perf-PID.map: JIT symbols, reloaded when the file changed (perfmap_lookup).
+ * kernel.c      /proc/kallsyms (symbolizer_kernel()).
+ * maps.c        /proc/PID/maps -> regions (struct sym_region) and the module set: which mappings
+ *               make modules, which modules a refresh keeps, opens or frees (maps_refresh); the
+ *               Dwfl the modules are reported to; address -> region or module (maps_find).
+ * unwind.c      symbolizer_unwind(): the libdw unwinder (dwfl_attach_state) and the libunwind
+ *               one (remote address space with our own accessors), both reading the stack copy
+ *               and the module images.
+ * symbolizer.c  new/free/warm/settings; symbolizer_refresh(): maps_refresh(), then, when the
+ *               module set changed, the address cache and the unwinders' rules are flushed;
+ *               symbolizer_lookup() and symbolizer_module_name(): the address cache, the region
+ *               (refreshing once, rate-limited, for an address in none), then the build-id
+ *               cache or elf_resolve(), perfmap_lookup(), or the mapped file's name.
+ *
+ * The struct symbolizer owns everything: the regions and modules (built and freed by maps.c),
+ * the caches' copies of frames, the perf map and kallsyms tables, and the string pool that holds
+ * every name handed out. It is not thread-safe: one thread uses it at a time.
  * Two caches of lookups: by address (SYM_CACHE_MAX, then it starts over), flushed when the set
  * of modules changes; and by build-id and address in the file, which outlives refreshes, so a
  * module mapped again (another address, another path, the same library after a dlclose) or the
@@ -48,6 +65,7 @@
 #define SYM_N_REGS           20      /* popcount(SYMBOLIZER_X86_64_REGS) */
 #define SYM_MAX_COLD         8       /* nameless .cold ranges named per module */
 #define SYM_MAX_BUILD_IDS    65536   /* module name -> build-id pairs remembered */
+#define SYM_MAX_RANGES       65536   /* function ranges per module without DWARF */
 
 /* Indexes into a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS. */
 enum {
@@ -57,10 +75,53 @@ enum {
 	SYM_REG_R14, SYM_REG_R15,
 };
 
-/* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
-extern const int sym_dwarf_to_perf[17];
+/* ---- leaves (file.c) ------------------------------------------------------------------------ */
 
-/* ---- modules and regions (maps.c) --------------------------------------------------------- */
+/* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */
+int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
+/* The part of path after its last '/'. */
+const char *sym_basename(const char *path);
+
+/* Value of one hex digit, or -1. */
+static inline int sym_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* ---- lookup caches (cache.c) ---------------------------------------------------------------- */
+
+struct cache_entry {
+	uint64_t k1, k2;         /* k1 0: empty. By address: address + 1, 0. By build-id: the
+	                          * module's bid_key, the address less the module's load bias */
+	uint32_t n;
+	struct native_frame *frames;
+};
+
+struct addr_cache {
+	struct cache_entry *slots;   /* open addressing, size slots (power of two) */
+	size_t size, used;
+};
+
+/* 0 or -ENOMEM. */
+int cache_init(struct addr_cache *c);
+/* Forgets every entry (keeps the slots). */
+void cache_flush(struct addr_cache *c);
+void cache_release(struct addr_cache *c);
+/* The entry of (k1, k2), or NULL. Valid until the next cache_store() or cache_flush(). */
+const struct cache_entry *cache_find(const struct addr_cache *c, uint64_t k1, uint64_t k2);
+/* Stores a copy of f[0..n) under (k1 != 0, k2), a key not stored yet. Half full, the cache
+ * doubles first, or at SYM_CACHE_MAX slots (or out of memory) starts over empty. Out of memory
+ * for the copy: stores nothing. */
+void cache_store(struct addr_cache *c, uint64_t k1, uint64_t k2, const struct native_frame *f,
+		 size_t n);
+
+/* ---- modules (module.c) --------------------------------------------------------------------- */
 
 struct sym_load {
 	uint64_t vaddr, offset, filesz, memsz;
@@ -77,8 +138,6 @@ struct sym_range {
 	uint64_t start, end;     /* runtime addresses */
 	const char *name;        /* pooled */
 };
-
-#define SYM_MAX_RANGES 65536
 
 struct sym_module {
 	char *path;              /* as /proc/PID/maps names it */
@@ -100,14 +159,96 @@ struct sym_module {
 	size_t build_id_len;
 	uint64_t bid_key;        /* hash of the build-id, never 0; 0 without a build-id */
 	Dwfl_Module *dwmod;
-	bool seen;               /* marked during a refresh */
+	bool seen;               /* maps.c: kept by the refresh under way */
 	bool cold_scanned;       /* cold.c looked for .cold parts (on the first nameless lookup) */
 	int has_dwarf;           /* -1 not known yet, 0 no DWARF (symbols only), 1 DWARF */
-	struct sym_range *ranges;/* no DWARF: functions resolved so far, sorted by start */
+	struct sym_range *ranges;/* elf.c, no DWARF: functions resolved so far, sorted by start */
 	size_t n_ranges, cap_ranges;
 	struct sym_cold cold[SYM_MAX_COLD];
 	size_t n_cold;
 };
+
+struct maps_line;
+
+/* Opens the file of a mapping as a module (l: its first mapping line), or the vdso from the
+ * target's memory. 0, or -errno (-ENOMEM stops a refresh; others skip the module). */
+int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
+int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
+/* Reads len bytes at runtime address addr from a module's file image. true if all read. */
+bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
+/* The FDE of .eh_frame covering the ELF vaddr v of module m, found through .eh_frame_hdr's
+ * table: true and [*ret_start, *ret_end) (ELF vaddrs), or false (no .eh_frame_hdr, no FDE
+ * covers v, or an encoding we do not read). Reads only the module's file image. */
+bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
+		      uint64_t *ret_end);
+void module_free(struct sym_module *m);
+
+/* ---- .cold parts (cold.c) ------------------------------------------------------------------- */
+
+/* Name for the runtime address a of module m that has no symbol: "<function>.cold" when a lies
+ * in the FDE of a nameless .cold part of an exported split function (_PyEval_EvalFrameDefault),
+ * else NULL. The first call for a module scans for those parts (bounded) and caches them. */
+const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Module *dm,
+			uint64_t a);
+
+/* ---- libdw lookups (elf.c) ------------------------------------------------------------------ */
+
+/* Frames of the runtime address a in module m, innermost first (at most SYM_MAX_INLINE inline
+ * frames, then the containing function) into f[0..*ret_n). 0. */
+int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
+		struct native_frame *f, size_t *ret_n);
+
+/* ---- JIT maps (perfmap.c) ------------------------------------------------------------------- */
+
+struct jit_sym {
+	uint64_t start, size;
+	uint32_t seq;            /* line order: a later line wins over an earlier overlapping one */
+	const char *name;        /* pooled */
+};
+
+struct perfmap {
+	struct jit_sym *syms;
+	size_t n, cap;
+	size_t malformed;        /* lines skipped */
+	off_t loaded_size;       /* file size when last loaded */
+	int64_t loaded_mtime_ns;
+	uint64_t last_check_ns;
+};
+
+void perfmap_init(struct perfmap *pm);
+void perfmap_release(struct perfmap *pm);
+/* Parses a perf map file (replacing what was loaded). 0, -ENOENT no file, -ENOMEM. */
+int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path);
+/* Parses a buffer of perf map lines. */
+int perfmap_parse(struct perfmap *pm, struct strpool *pool, const char *data, size_t len);
+const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr);
+/* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
+ * (checked at most every SYM_REFRESH_NS). */
+const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);
+
+/* ---- kernel symbols (kernel.c) -------------------------------------------------------------- */
+
+struct ksym {
+	uint64_t addr;
+	const char *name;        /* pooled */
+	const char *module;      /* pooled "[kernel.kallsyms]" or the module name */
+};
+
+struct kallsyms {
+	struct ksym *syms;
+	size_t n;
+	bool loaded;
+	int load_error;
+};
+
+void kallsyms_init(struct kallsyms *k);
+void kallsyms_release(struct kallsyms *k);
+/* Parses a kallsyms-format file: text symbols, sorted. 0, -ENOENT, -ENOMEM, -EACCES (all
+ * addresses zero: kptr_restrict). */
+int kallsyms_load(struct kallsyms *k, struct strpool *pool, const char *path);
+const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr);
+
+/* ---- regions and the module set (maps.c) ---------------------------------------------------- */
 
 enum sym_region_kind { REGION_FILE, REGION_ANON, REGION_SPECIAL };
 
@@ -137,100 +278,17 @@ int maps_parse_line(char *line, struct maps_line *ret);
 const struct sym_region *maps_find(const struct symbolizer *sym, uint64_t addr);
 /* Module containing the runtime address addr (any of its PT_LOAD ranges), or NULL. */
 struct sym_module *maps_find_module(const struct symbolizer *sym, uint64_t addr);
-/* module.c: opens the file of a mapping as a module (l: its first mapping line), or the vdso
- * from the target's memory. 0, or -errno (-ENOMEM stops a refresh; others skip the module). */
-int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
-int module_open_vdso(struct symbolizer *sym, const struct maps_line *l, struct sym_module **ret);
-/* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
- * 0 or -ENOMEM. */
-int module_note_build_id(struct symbolizer *sym, const struct sym_module *m);
-/* The part of path after its last '/'. */
-const char *sym_basename(const char *path);
-/* Reads len bytes at runtime address addr from a module's file image. true if all read. */
-bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t len);
-void module_free(struct sym_module *m);
-/* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */
-int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
 /* Sets up the Dwfl callbacks (find_elf serves our module files). */
 void maps_dwfl_setup(struct symbolizer *sym);
-/* Refresh if an address is in no known region and the last refresh is old enough. */
-int maps_maybe_refresh(struct symbolizer *sym);
+/* Re-reads /proc/PID/maps: new regions, the modules of its executable mappings (those of the
+ * last set kept when the same file is at the same place, the others opened), reported to the
+ * Dwfl; the modules gone are freed. *ret_changed: a module came or went (false when nothing was
+ * swapped in). 0, -ESRCH (target gone), -ENOMEM, or the read's -errno. */
+int maps_refresh(struct symbolizer *sym, bool *ret_changed);
+/* Frees the regions and modules. */
+void maps_release(struct symbolizer *sym);
 
-/* ---- .cold parts (cold.c) ------------------------------------------------------------------ */
-
-/* Name for the runtime address a of module m that has no symbol: "<function>.cold" when a lies
- * in the FDE of a nameless .cold part of an exported split function (_PyEval_EvalFrameDefault),
- * else NULL. The first call for a module scans for those parts (bounded) and caches them. */
-const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Module *dm,
-			uint64_t a);
-/* The FDE of .eh_frame covering the ELF vaddr v of module m, found through .eh_frame_hdr's
- * table: true and [*ret_start, *ret_end) (ELF vaddrs), or false (no .eh_frame_hdr, no FDE
- * covers v, or an encoding we do not read). Reads only the module's file image. */
-bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
-		      uint64_t *ret_end);
-
-/* ---- JIT maps (perfmap.c) ----------------------------------------------------------------- */
-
-struct jit_sym {
-	uint64_t start, size;
-	uint32_t seq;            /* line order: a later line wins over an earlier overlapping one */
-	const char *name;        /* pooled */
-};
-
-struct perfmap {
-	struct jit_sym *syms;
-	size_t n, cap;
-	size_t malformed;        /* lines skipped */
-	off_t loaded_size;       /* file size when last loaded */
-	int64_t loaded_mtime_ns;
-	uint64_t last_check_ns;
-};
-
-void perfmap_init(struct perfmap *pm);
-void perfmap_release(struct perfmap *pm);
-/* Parses a perf map file (replacing what was loaded). 0, -ENOENT no file, -ENOMEM. */
-int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path);
-/* Parses a buffer of perf map lines. */
-int perfmap_parse(struct perfmap *pm, struct strpool *pool, const char *data, size_t len);
-const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr);
-
-/* ---- kernel symbols (kernel.c) ------------------------------------------------------------ */
-
-struct ksym {
-	uint64_t addr;
-	const char *name;        /* pooled */
-	const char *module;      /* pooled "[kernel.kallsyms]" or the module name */
-};
-
-struct kallsyms {
-	struct ksym *syms;
-	size_t n;
-	bool loaded;
-	int load_error;
-};
-
-void kallsyms_init(struct kallsyms *k);
-void kallsyms_release(struct kallsyms *k);
-/* Parses a kallsyms-format file: text symbols, sorted. 0, -ENOENT, -ENOMEM, -EACCES (all
- * addresses zero: kptr_restrict). */
-int kallsyms_load(struct kallsyms *k, struct strpool *pool, const char *path);
-const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr);
-
-/* ---- address cache (elf.c) ---------------------------------------------------------------- */
-
-struct cache_entry {
-	uint64_t k1, k2;         /* k1 0: empty. By address: address + 1, 0. By build-id: the
-	                          * module's bid_key, the address less the module's load bias */
-	uint32_t n;
-	struct native_frame *frames;
-};
-
-struct addr_cache {
-	struct cache_entry *slots;   /* open addressing, size slots (power of two) */
-	size_t size, used;
-};
-
-/* ---- unwinders (unwind.c) ------------------------------------------------------------------ */
+/* ---- unwinders (unwind.c) ------------------------------------------------------------------- */
 
 /* The sample being unwound; set for the duration of symbolizer_unwind. */
 struct unwind_ctx {
@@ -246,12 +304,10 @@ int unwind_init(struct symbolizer *sym);
 void unwind_release(struct symbolizer *sym);
 /* The module set changed: drop cached unwind info. */
 void unwind_modules_changed(struct symbolizer *sym);
-int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n);
-int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n);
 /* Whether the libunwind unwinder was compiled in. */
 bool unwind_have_libunwind(void);
 
-/* ---- the symbolizer ------------------------------------------------------------------------ */
+/* ---- the symbolizer (symbolizer.c) ---------------------------------------------------------- */
 
 struct symbolizer {
 	pid_t pid;
@@ -294,24 +350,5 @@ struct symbolizer {
 
 	struct symbolizer_stats stats;
 };
-
-
-/* Value of one hex digit, or -1. */
-static inline int sym_hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-int cache_init(struct addr_cache *c);
-void cache_flush(struct addr_cache *c);
-void cache_release(struct addr_cache *c);
-/* JIT symbol for an address in an anonymous mapping; reloads the perf map when it changed
- * (checked at most every SYM_REFRESH_NS). */
-const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr);
 
 #endif

@@ -27,7 +27,8 @@
 
 #include "symbolizer/symbolizer_internal.h"
 
-const int sym_dwarf_to_perf[17] = {
+/* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
+static const int sym_dwarf_to_perf[17] = {
 	SYM_REG_AX, SYM_REG_DX, SYM_REG_CX, SYM_REG_BX, SYM_REG_SI, SYM_REG_DI, SYM_REG_BP,
 	SYM_REG_SP, SYM_REG_R8, SYM_REG_R9, SYM_REG_R10, SYM_REG_R11, SYM_REG_R12, SYM_REG_R13,
 	SYM_REG_R14, SYM_REG_R15, SYM_REG_IP,
@@ -169,7 +170,7 @@ static bool jit_step(const struct symbolizer *sym, const struct dw_walk *w, uint
 	return true;
 }
 
-int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
+static int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
 {
 	struct dw_walk w = { .ips = ret_ips, .max = max };
 	const uint64_t *sampled = sym->cur.regs;
@@ -349,7 +350,8 @@ void unwind_modules_changed(struct symbolizer *sym)
 		unw_flush_cache(sym->lu->as, 0, 0);
 }
 
-int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
+static int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max,
+			    size_t *ret_n)
 {
 	unw_cursor_t c;
 	unw_word_t last_sp = 0;
@@ -400,7 +402,8 @@ void unwind_modules_changed(struct symbolizer *sym)
 	(void) sym;
 }
 
-int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max, size_t *ret_n)
+static int unwind_libunwind(struct symbolizer *sym, uint64_t *ret_ips, size_t max,
+			    size_t *ret_n)
 {
 	return unwind_libdw(sym, ret_ips, max, ret_n);
 }
