@@ -244,6 +244,7 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 void record_detect(struct recorder *rec)
 {
 	uint64_t now = clock_now_ns();
+	bool old_sym = rec->sym != NULL;
 	int r;
 
 	if (rec->pf || rec->fatal || !rec->pid || now - rec->last_detect_ns < DETECT_INTERVAL_NS)
@@ -261,6 +262,15 @@ void record_detect(struct recorder *rec)
 	if (r == -ENOTSUP || r == -EBADMSG)   /* unsupported, or a corrupt layout */
 		rec->fatal = r;
 	else if (r >= 0) {
+		if (old_sym) {
+			/* the mappings were read while no interpreter was there: maybe another image
+			 * (a wrapper script's, which exec'd the interpreter with no event to say so
+			 * outside exact mode by stops), whose files' build-ids are not this one's */
+			record_build_ids(rec);
+			symbolizer_free(rec->sym);
+			rec->sym = NULL;
+			(void) symbolizer_new(rec->pid, &rec->sym);
+		}
 		record_python_found(rec);
 		/* the capture program starts between two sampler_run() calls: let this one end */
 		if (capturing(rec) && rec->sampler)

@@ -321,8 +321,10 @@ found:
 	return 0;
 }
 
-/* Remembers m's name and build-id (symbolizer_build_id()) unless its name has one already.
- * 0 or -ENOMEM. */
+/* Remembers m's name and build-id (symbolizer_build_id()). A name that another file with another
+ * build-id had before (the target exec'd: a wrapper script's system loader, then its own
+ * ld-linux-x86-64.so.2) keeps none: the frames under that name come from both files. 0 or
+ * -ENOMEM. */
 static int module_note_build_id(struct symbolizer *sym, const struct sym_module *m)
 {
 	static const char digits[] = "0123456789abcdef";
@@ -331,9 +333,20 @@ static int module_note_build_id(struct symbolizer *sym, const struct sym_module 
 
 	if (!m->build_id_len || !m->name || sym->n_build_ids == SYM_MAX_BUILD_IDS)
 		return 0;
-	for (size_t i = 0; i < sym->n_build_ids; i++)
-		if (sym->build_ids[i].name == m->name)     /* pooled: one pointer per string */
-			return 0;
+	for (size_t i = 0; i < m->build_id_len; i++) {
+		hex[2 * i] = digits[m->build_id[i] >> 4];
+		hex[2 * i + 1] = digits[m->build_id[i] & 0xf];
+	}
+	pooled = strpool_intern(&sym->pool, hex, 2 * m->build_id_len);
+	if (!pooled)
+		return -ENOMEM;
+	for (size_t i = 0; i < sym->n_build_ids; i++) {
+		if (sym->build_ids[i].name != m->name)     /* pooled: one pointer per string */
+			continue;
+		if (sym->build_ids[i].hex != pooled)
+			sym->build_ids[i].hex = NULL;
+		return 0;
+	}
 	if (sym->n_build_ids == sym->cap_build_ids) {
 		size_t cap = sym->cap_build_ids ? sym->cap_build_ids * 2 : 32;
 		struct sym_build_id *v = realloc(sym->build_ids, cap * sizeof(*v));
@@ -343,13 +356,6 @@ static int module_note_build_id(struct symbolizer *sym, const struct sym_module 
 		sym->build_ids = v;
 		sym->cap_build_ids = cap;
 	}
-	for (size_t i = 0; i < m->build_id_len; i++) {
-		hex[2 * i] = digits[m->build_id[i] >> 4];
-		hex[2 * i + 1] = digits[m->build_id[i] & 0xf];
-	}
-	pooled = strpool_intern(&sym->pool, hex, 2 * m->build_id_len);
-	if (!pooled)
-		return -ENOMEM;
 	sym->build_ids[sym->n_build_ids++] = (struct sym_build_id) { m->name, pooled };
 	return 0;
 }

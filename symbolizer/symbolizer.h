@@ -89,8 +89,9 @@ const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr);
 /* The GNU build-id (NT_GNU_BUILD_ID note) of the module named module (a basename, as
  * native_frame.module gives it) as lower-case hex, what `readelf -n` prints ("8d3f..."), or
  * NULL when no module of that name with a build-id was opened. Every module opened is
- * remembered, also after it is unmapped (dlclose) or the mappings are refreshed; of two files
- * with the same basename, the first one opened. Valid until symbolizer_free(). */
+ * remembered, also after it is unmapped (dlclose) or the mappings are refreshed; two files
+ * with the same basename and other build-ids (an exec) leave that name none (NULL). Valid
+ * until symbolizer_free(). */
 const char *symbolizer_build_id(const struct symbolizer *sym, const char *module);
 
 /* Loads now what the first unwinds and lookups in each module mapped now would load (symbol

@@ -340,7 +340,8 @@ struct symbolizer {
 	const char *kallsyms_path;
 	struct sym_build_id {
 		const char *name;        /* pooled module basename */
-		const char *hex;         /* pooled lower-case hex */
+		const char *hex;         /* pooled lower-case hex; NULL: files of that name had
+		                          * other build-ids */
 	} *build_ids;                /* every module with a build-id opened so far */
 	size_t n_build_ids, cap_build_ids;
 
