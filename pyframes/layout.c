@@ -116,77 +116,86 @@ static uint32_t dbg_field(struct dbg_reader *d, uint32_t sec, const char *name, 
 	return (uint32_t) off;
 }
 
-int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret,
-			      char *why, size_t why_size)
+/* The block's header: its cookie, version and build, and the map of its sections for that
+ * version. 0, -ENOTSUP (a version after the last known, or a free-threaded build), or d->err. */
+static int dbg_header(struct dbg_reader *d, size_t len, const struct dbg_map **ret_map,
+		      int *ret_minor)
 {
+	const unsigned char *block = d->b;
 	const struct dbg_map *map = NULL;
-	struct dbg_reader d = { .b = block, .why = why, .why_size = why_size };
-	struct py_layout l;
 	uint64_t version;
-	unsigned i;
 	int major, minor;
 
-	if (why && why_size)
-		why[0] = '\0';
 	if (len < 24 || memcmp(block, "xdebugpy", 8) != 0) {
-		dbg_fail(&d, "its cookie is not 'xdebugpy'");
-		return d.err;
+		dbg_fail(d, "its cookie is not 'xdebugpy'");
+		return d->err;
 	}
 	version = pf_u64(block, 8);
 	major = (int) ((version >> 24) & 0xff);
 	minor = (int) ((version >> 16) & 0xff);
 	if (major != 3 || (version >> 32) != 0) {
-		dbg_fail(&d, "'version' %#" PRIx64 " is no Python 3 version", version);
-		return d.err;
+		dbg_fail(d, "'version' %#" PRIx64 " is no Python 3 version", version);
+		return d->err;
 	}
-	for (i = 0; i < sizeof(dbg_maps) / sizeof(dbg_maps[0]); i++)
+	for (unsigned i = 0; i < sizeof(dbg_maps) / sizeof(dbg_maps[0]); i++)
 		if (dbg_maps[i].minor == minor)
 			map = &dbg_maps[i];
 	if (!map) {
 		if (minor >= 13)
 			return -ENOTSUP;
-		dbg_fail(&d, "'version' %#" PRIx64 " is older than the block (3.13)", version);
-		return d.err;
+		dbg_fail(d, "'version' %#" PRIx64 " is older than the block (3.13)", version);
+		return d->err;
 	}
 	if (len < map->total) {
-		dbg_fail(&d, "its %zu bytes are short of the %u of a 3.%d block", len, map->total,
+		dbg_fail(d, "its %zu bytes are short of the %u of a 3.%d block", len, map->total,
 			 minor);
-		return d.err;
+		return d->err;
 	}
 	if (pf_u64(block, 16) > 1) {
-		dbg_fail(&d, "'free_threaded' is %" PRIu64 ", neither 0 nor 1", pf_u64(block, 16));
-		return d.err;
+		dbg_fail(d, "'free_threaded' is %" PRIu64 ", neither 0 nor 1", pf_u64(block, 16));
+		return d->err;
 	}
 	if (pf_u64(block, 16) != 0)
 		return -ENOTSUP;   /* free-threaded build */
+	*ret_map = map;
+	*ret_minor = minor;
+	return 0;
+}
+
+/* Every offset of the layout from the block's sections (errors in d). */
+static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int minor,
+		       struct py_layout *ret)
+{
+	const unsigned char *block = d->b;
+	struct py_layout l;
 
 	memset(&l, 0, sizeof(l));
-	l.major = major;
+	l.major = 3;
 	l.minor = minor;
 	l.frames = PY_FRAMES_INTERP;
 	l.lines = PY_LINES_LOCATIONS;
 	l.from_debug_offsets = true;
 
 	/* runtime_state: size, finalizing, interpreters_head */
-	l.rt_interp_head = dbg_field(&d, map->runtime, "runtime_state", 2, "interpreters_head", 8);
+	l.rt_interp_head = dbg_field(d, map->runtime, "runtime_state", 2, "interpreters_head", 8);
 	/* interpreter_state: size, id, next, threads_head, ... */
-	l.is_next = dbg_field(&d, map->interp, "interpreter_state", 2, "next", 8);
-	l.is_threads_head = dbg_field(&d, map->interp, "interpreter_state", 3, "threads_head", 8);
+	l.is_next = dbg_field(d, map->interp, "interpreter_state", 2, "next", 8);
+	l.is_threads_head = dbg_field(d, map->interp, "interpreter_state", 3, "threads_head", 8);
 	/* thread_state: size, prev, next, interp, current_frame, thread_id, native_thread_id */
-	l.ts_size = dbg_size(&d, map->thread, "thread_state");
-	l.ts_next = dbg_field(&d, map->thread, "thread_state", 2, "next", 8);
-	l.ts_interp = dbg_field(&d, map->thread, "thread_state", 3, "interp", 8);
-	l.ts_frame = dbg_field(&d, map->thread, "thread_state", 4, "current_frame", 8);
-	l.ts_thread_id = dbg_field(&d, map->thread, "thread_state", 5, "thread_id", 8);
-	l.ts_native_thread_id = dbg_field(&d, map->thread, "thread_state", 6, "native_thread_id", 8);
+	l.ts_size = dbg_size(d, map->thread, "thread_state");
+	l.ts_next = dbg_field(d, map->thread, "thread_state", 2, "next", 8);
+	l.ts_interp = dbg_field(d, map->thread, "thread_state", 3, "interp", 8);
+	l.ts_frame = dbg_field(d, map->thread, "thread_state", 4, "current_frame", 8);
+	l.ts_thread_id = dbg_field(d, map->thread, "thread_state", 5, "thread_id", 8);
+	l.ts_native_thread_id = dbg_field(d, map->thread, "thread_state", 6, "native_thread_id", 8);
 	l.ts_cframe = PF_NONE;
 	l.cf_current_frame = PF_NONE;
 	/* interpreter_frame: size, previous, executable, instr_ptr, localsplus, owner */
-	l.fr_size = dbg_size(&d, map->frame, "interpreter_frame");
-	l.fr_previous = dbg_field(&d, map->frame, "interpreter_frame", 1, "previous", 8);
-	l.fr_code = dbg_field(&d, map->frame, "interpreter_frame", 2, "executable", 8);
-	l.fr_instr = dbg_field(&d, map->frame, "interpreter_frame", 3, "instr_ptr", 8);
-	l.fr_owner = dbg_field(&d, map->frame, "interpreter_frame", 5, "owner", 1);
+	l.fr_size = dbg_size(d, map->frame, "interpreter_frame");
+	l.fr_previous = dbg_field(d, map->frame, "interpreter_frame", 1, "previous", 8);
+	l.fr_code = dbg_field(d, map->frame, "interpreter_frame", 2, "executable", 8);
+	l.fr_instr = dbg_field(d, map->frame, "interpreter_frame", 3, "instr_ptr", 8);
+	l.fr_owner = dbg_field(d, map->frame, "interpreter_frame", 5, "owner", 1);
 	l.fr_is_entry = PF_NONE;
 	l.fr_gen = PF_NONE;
 	/* 3.14 f_executable is a _PyStackRef whose low bits are tags */
@@ -195,31 +204,31 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	l.owner_cstack_min = 3;
 	l.owner_generator = 1;
 	/* code_object: size, filename, name, qualname, linetable, firstlineno, ..., co_code_adaptive */
-	l.co_size = dbg_size(&d, map->code, "code_object");
-	l.co_filename = dbg_field(&d, map->code, "code_object", 1, "filename", 8);
-	l.co_name = dbg_field(&d, map->code, "code_object", 2, "name", 8);
-	l.co_qualname = dbg_field(&d, map->code, "code_object", 3, "qualname", 8);
-	l.co_linetable = dbg_field(&d, map->code, "code_object", 4, "linetable", 8);
-	l.co_firstlineno = dbg_field(&d, map->code, "code_object", 5, "firstlineno", 4);
-	l.co_code_adaptive = dbg_field(&d, map->code, "code_object", 9, "co_code_adaptive", 0);
+	l.co_size = dbg_size(d, map->code, "code_object");
+	l.co_filename = dbg_field(d, map->code, "code_object", 1, "filename", 8);
+	l.co_name = dbg_field(d, map->code, "code_object", 2, "name", 8);
+	l.co_qualname = dbg_field(d, map->code, "code_object", 3, "qualname", 8);
+	l.co_linetable = dbg_field(d, map->code, "code_object", 4, "linetable", 8);
+	l.co_firstlineno = dbg_field(d, map->code, "code_object", 5, "firstlineno", 4);
+	l.co_code_adaptive = dbg_field(d, map->code, "code_object", 9, "co_code_adaptive", 0);
 	/* not in the block: _co_firsttraceable (int) and co_extra (pointer) end the header before
 	 * co_code_adaptive in 3.12-3.14 default builds (measured on pyenv 3.13.0, Debian 3.13/3.14) */
 	l.co_firsttraceable = l.co_code_adaptive >= 16 ? l.co_code_adaptive - 16 : PF_NONE;
 	/* pyobject: size, ob_type; type_object: size, tp_name */
-	l.ob_type = dbg_field(&d, map->pyobject, "pyobject", 1, "ob_type", 8);
-	l.tp_name = dbg_field(&d, map->type, "type_object", 1, "tp_name", 8);
+	l.ob_type = dbg_field(d, map->pyobject, "pyobject", 1, "ob_type", 8);
+	l.tp_name = dbg_field(d, map->type, "type_object", 1, "tp_name", 8);
 	/* bytes_object: size, ob_size, ob_sval */
-	l.ob_size = dbg_field(&d, map->bytes, "bytes_object", 1, "ob_size", 8);
-	l.bytes_sval = dbg_field(&d, map->bytes, "bytes_object", 2, "ob_sval", 0);
+	l.ob_size = dbg_field(d, map->bytes, "bytes_object", 1, "ob_size", 8);
+	l.bytes_sval = dbg_field(d, map->bytes, "bytes_object", 2, "ob_sval", 0);
 	/* unicode_object: size, state, length, asciiobject_size */
-	l.str_state = dbg_field(&d, map->unicode, "unicode_object", 1, "state", 4);
-	l.str_length = dbg_field(&d, map->unicode, "unicode_object", 2, "length", 8);
+	l.str_state = dbg_field(d, map->unicode, "unicode_object", 1, "state", 4);
+	l.str_length = dbg_field(d, map->unicode, "unicode_object", 2, "length", 8);
 	{
 		uint64_t ascii = pf_u64(block, map->unicode + 24);
 		uint64_t usize = pf_u64(block, map->unicode);
 
 		if (ascii < 24 || ascii > usize || ascii > 4096)
-			dbg_fail(&d, "'unicode_object.asciiobject_size' %" PRIu64 " is no header size "
+			dbg_fail(d, "'unicode_object.asciiobject_size' %" PRIu64 " is no header size "
 				 "inside the %" PRIu64 "-byte struct the target declares", ascii, usize);
 		l.str_ascii_size = (uint32_t) ascii;
 		/* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (3.12+) */
@@ -228,7 +237,7 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	/* interpreter_state: size, id, next, threads_head, (3.14: threads_main), gc, imports_modules;
 	 * ht_cached_keys is not in the block: 880 in pyenv 3.13.0, Debian 3.13 and 3.14 (measured) */
 	l.objs = PY_OBJS_313;
-	l.is_modules = dbg_field(&d, map->interp, "interpreter_state", minor >= 14 ? 6 : 5,
+	l.is_modules = dbg_field(d, map->interp, "interpreter_state", minor >= 14 ? 6 : 5,
 				 "imports_modules", 8);
 	l.ht_cached_keys = 880;
 	l.str_kind_shift = 2;
@@ -236,6 +245,23 @@ int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *r
 	l.str_ascii_bit = 6;
 	l.str_ready_bit = PF_NONE;
 
+	*ret = l;
+}
+
+int layout_from_debug_offsets(const void *block, size_t len, struct py_layout *ret,
+			      char *why, size_t why_size)
+{
+	const struct dbg_map *map = NULL;
+	struct dbg_reader d = { .b = block, .why = why, .why_size = why_size };
+	struct py_layout l;
+	int minor, r;
+
+	if (why && why_size)
+		why[0] = '\0';
+	r = dbg_header(&d, len, &map, &minor);
+	if (r < 0)
+		return r;
+	dbg_layout(&d, map, minor, &l);
 	if (d.err)
 		return d.err;
 	if (l.co_code_adaptive < l.co_linetable)

@@ -76,6 +76,54 @@ static int take_u64(struct cursor *c, uint64_t *out)
 	return take(c, out, sizeof(*out));
 }
 
+/* PERF_SAMPLE_READ's values (one, or the group's) into g (may be NULL). 0 or -EINVAL. */
+static int take_read(struct cursor *c, uint64_t f, struct ring_group *g)
+{
+	int r = 0;
+
+	if (!(f & PERF_FORMAT_GROUP)) {
+		uint64_t val = 0;
+		r |= take_u64(c, &val);
+		if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
+			r |= take_u64(c, NULL);
+		if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
+			r |= take_u64(c, NULL);
+		if (f & PERF_FORMAT_ID)
+			r |= take_u64(c, NULL);
+		if (f & PERF_FORMAT_LOST)
+			r |= take_u64(c, NULL);
+		if (g) {
+			g->nr = 1;
+			g->value[0] = val;
+			g->id[0] = 0;
+		}
+	} else {
+		uint64_t nr = 0;
+		r |= take_u64(c, &nr);
+		if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
+			r |= take_u64(c, NULL);
+		if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
+			r |= take_u64(c, NULL);
+		if (r || nr > SAMPLER_MAX_EVENTS)
+			return -EINVAL;
+		if (g)
+			g->nr = nr;
+		for (uint64_t i = 0; i < nr; i++) {
+			uint64_t val = 0, id = 0;
+			r |= take_u64(c, &val);
+			if (f & PERF_FORMAT_ID)
+				r |= take_u64(c, &id);
+			if (f & PERF_FORMAT_LOST)
+				r |= take_u64(c, NULL);
+			if (g) {
+				g->value[i] = val;
+				g->id[i] = id;
+			}
+		}
+	}
+	return r ? -EINVAL : 0;
+}
+
 int ring_parse_sample(const struct perf_event_attr *attr, const void *rec, size_t size,
 		      struct sample *s, struct ring_group *g)
 {
@@ -114,51 +162,8 @@ int ring_parse_sample(const struct perf_event_attr *attr, const void *rec, size_
 	s->n_values = 1;
 	if (r)
 		return -EINVAL;
-	if (t & PERF_SAMPLE_READ) {
-		uint64_t f = attr->read_format;
-		if (!(f & PERF_FORMAT_GROUP)) {
-			uint64_t val = 0;
-			r |= take_u64(&c, &val);
-			if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
-				r |= take_u64(&c, NULL);
-			if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
-				r |= take_u64(&c, NULL);
-			if (f & PERF_FORMAT_ID)
-				r |= take_u64(&c, NULL);
-			if (f & PERF_FORMAT_LOST)
-				r |= take_u64(&c, NULL);
-			if (g) {
-				g->nr = 1;
-				g->value[0] = val;
-				g->id[0] = 0;
-			}
-		} else {
-			uint64_t nr = 0;
-			r |= take_u64(&c, &nr);
-			if (f & PERF_FORMAT_TOTAL_TIME_ENABLED)
-				r |= take_u64(&c, NULL);
-			if (f & PERF_FORMAT_TOTAL_TIME_RUNNING)
-				r |= take_u64(&c, NULL);
-			if (r || nr > SAMPLER_MAX_EVENTS)
-				return -EINVAL;
-			if (g)
-				g->nr = nr;
-			for (uint64_t i = 0; i < nr; i++) {
-				uint64_t val = 0, id = 0;
-				r |= take_u64(&c, &val);
-				if (f & PERF_FORMAT_ID)
-					r |= take_u64(&c, &id);
-				if (f & PERF_FORMAT_LOST)
-					r |= take_u64(&c, NULL);
-				if (g) {
-					g->value[i] = val;
-					g->id[i] = id;
-				}
-			}
-		}
-		if (r)
-			return -EINVAL;
-	}
+	if ((t & PERF_SAMPLE_READ) && take_read(&c, attr->read_format, g) < 0)
+		return -EINVAL;
 	if (t & PERF_SAMPLE_CALLCHAIN) {
 		r = take_u64(&c, &v);
 		if (r || v > (uint64_t) (c.end - c.p) / 8)
