@@ -202,7 +202,7 @@ struct seen {
 	size_t late_uncaptured;         /* samples without a capture after one with */
 	size_t late_no_root;            /* captures without a root after one with */
 	uint64_t want_root;
-	bool late_root;                 /* the root is set after the first 150 ms */
+	bool late_root;                 /* the root is set after the first samples */
 	struct sampler *s;
 	pid_t pid;
 	size_t asked;                   /* SAMPLER_EVENT_CAPTURE_THREAD events, for pid */
@@ -292,6 +292,22 @@ static void on_sample(void *ctx, const struct sample *smp)
 	}
 }
 
+/* Samples in 50 ms slices until *count reaches RUN_MIN_SAMPLES (the spinning child gets less
+ * of a CPU on a busy machine: a fixed 150 ms gave it under 50 samples there), for at most
+ * RUN_MAX_NS. */
+#define RUN_MIN_SAMPLES 60
+#define RUN_MAX_NS 5000000000ULL
+
+static int run_until(struct seen *v, volatile sig_atomic_t *stop, const size_t *count)
+{
+	int r = 0;
+
+	for (uint64_t spent = 0; r == 0 && *count < RUN_MIN_SAMPLES && spent < RUN_MAX_NS;
+	     spent += 50000000ULL)
+		r = sampler_run(v->s, on_sample, v, stop, 50000000ULL);
+	return r;
+}
+
 /* Samples a child holding a chain of len nodes for 300 ms; the capture starts with the sampler
  * (opts.capture_spec), or with sampler_capture_start() once it runs (late_start). */
 static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, int search,
@@ -330,12 +346,12 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	if (r_new == 0) {
 		r_start = late_start ? sampler_capture_start(v->s, &sp) : sampler_capture_error(v->s);
 		if (r_start == 0 && sampler_capturing(v->s) && late_root) {
-			r_run = sampler_run(v->s, on_sample, v, &stop, 150000000ULL);
+			r_run = run_until(v, &stop, &v->by_status[SAMPLE_CAPTURE_NO_ROOT]);
 			v->set_root_ret = sampler_capture_set_root(v->s, pid, (uintptr_t) &root);
 			if (r_run == 0)
-				r_run = sampler_run(v->s, on_sample, v, &stop, 150000000ULL);
+				r_run = run_until(v, &stop, &v->by_status[SAMPLE_CAPTURE_OK]);
 		} else if (r_start == 0 && sampler_capturing(v->s)) {
-			r_run = sampler_run(v->s, on_sample, v, &stop, 300000000ULL);
+			r_run = run_until(v, &stop, &v->samples);
 		}
 		sampler_stop(v->s);
 		mismatched = sampler_stats(v->s)->capture_mismatched;
@@ -388,7 +404,7 @@ static void test_capture_live(void **state)
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
 	assert_int_equal(v.n_min, 4);
 	assert_int_equal(v.n_max, 4);
-	/* no root for 150 ms: nothing copied, then the chain */
+	/* no root for the first samples: nothing copied, then the chain */
 	run_child(5, SIZE_MAX, true, false, 0, &v);
 	assert_true(v.by_status[SAMPLE_CAPTURE_NO_ROOT] >= 50);
 	assert_true(v.by_status[SAMPLE_CAPTURE_OK] >= 50);
