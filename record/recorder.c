@@ -207,7 +207,7 @@ void recorder_stop(struct recorder *rec)
 	sampler_stop(rec->sampler);
 	record_flush(rec);
 	record_build_ids(rec);
-	rec->stats.elapsed_ns = clock_now_ns() - rec->run_start_ns;
+	rec->stats.elapsed_ns = rec->run_start_ns ? clock_now_ns() - rec->run_start_ns : 0;
 	rec->run_over = true;
 	late_figures(rec);
 }
