@@ -42,9 +42,10 @@ record (sampling is not deterministic: a normalised comparison)
     folded file's total against the summary's weight; exactly, what is deterministic apart
     from counts, times and ids: the SVG outside its frames (numbers masked) and each heavy
     frame path's fill; speedscope's key paths and value types, exporter, units and profile
-    names (numbers masked); pprof's top-level fields, sample, period and default types, label
-    keys, comments (numbers masked) and which mappings carry a build-id; the summary lines on
-    standard error (numbers masked): those both OLD runs print must be in NEW's (a line NEW
+    names (numbers masked); pprof's top-level fields (but the mappings: there only when a
+    sample had a native frame), sample, period and default types, label keys, comments
+    (numbers masked) and which mappings carry a build-id; the summary lines on standard
+    error (numbers masked): those both OLD runs print must be in NEW's (a line NEW
     prints and neither OLD run does is noted, not counted: most say a count only when it is
     not 0, and come and go run to run). Then OLD's recorded folded and pprof files are
     converted by both binaries, and OLD's recording diffed against NEW's by both, byte for
@@ -621,7 +622,9 @@ def pprof_stacks(data):
         fr = [x for lid in ids for x in frames(lid)]
         key = ';'.join(reversed(fr))
         st[key] = st.get(key, 0) + vals[col]
-    skeleton = ['fields %s' % d['fields'], 'sample_types %s' % d['sample_types'],
+    # the mappings (field 3) are there only when a sample had a native frame
+    skeleton = ['fields %s' % [f for f in d['fields'] if f != 3],
+                'sample_types %s' % d['sample_types'],
                 'period_type %s' % d['period_type'], 'period %s' % d['period'],
                 'default_type %s' % d['default_type'],
                 'label keys %s' % sorted({l[0] for s in d['samples'] for l in s[2]})]
