@@ -56,196 +56,6 @@ static int pause_for_tstp(struct recorder *rec)
 	return recorder_resume(rec);
 }
 
-/* The names of the events that open here, for a message. */
-static void working_events(struct buf *out)
-{
-	size_t n;
-	const struct event_info *tab = events_table(&n);
-	int shown = 0;
-
-	for (size_t i = 0; i < n && shown < 8; i++) {
-		struct event_spec spec;
-		if (tab[i].kind != EVENT_SOFTWARE || events_parse(tab[i].name, &spec) < 0 ||
-		    events_probe(&spec, 0) < 0)
-			continue;
-		(void) buf_printf(out, "%s%s", shown ? ", " : "", tab[i].name);
-		shown++;
-	}
-}
-
-static int check_events(struct record_args *o)
-{
-	for (size_t i = 0; i < o->n_events; i++) {
-		int r = events_probe(&o->events[i], 0);
-		struct buf b;
-
-		if (r >= 0 || r == -EACCES || r == -EPERM)
-			continue;
-		buf_init(&b);
-		working_events(&b);
-		if (r == -ENOENT || r == -EOPNOTSUPP) {
-			if ((o->events[i].kind == EVENT_HARDWARE || o->events[i].kind == EVENT_HW_CACHE ||
-			     o->events[i].kind == EVENT_RAW) && !events_have_hw_pmu())
-				log_error("event '%s' needs a hardware PMU, and this machine exposes none "
-					  "(a VM?); events that work here: %s", o->events[i].name, b.data);
-			else
-				log_error("event '%s' is not supported on this machine; events that work "
-					  "here: %s", o->events[i].name, b.data);
-		} else {
-			log_errno(r, "cannot open event '%s'", o->events[i].name);
-		}
-		buf_release(&b);
-		return r;
-	}
-	return 0;
-}
-
-/* Whether the sampling event can overflow while its thread sleeps in a system call (a switch
- * out, a scheduler tracepoint): a stop there would wake the call early, and epoll_wait, recv
- * with a timeout, sigtimedwait ... would return EINTR in the target. Exact mode by stops is
- * refused for such an event; a clock or fault event overflows only while its thread runs. */
-static bool samples_asleep(const struct event_spec *e)
-{
-	return e->kind == EVENT_TRACEPOINT ||
-	       (e->attr.type == PERF_TYPE_SOFTWARE &&
-		(e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-		 e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS));
-}
-
-/* A count event (faults, switches) samples at a fixed period: its own default where no -c was
- * given; -F is refused (the kernel's rate control sizes periods from bursts and stalls on
- * them, and the totals come out wrong). */
-static int count_event_period(struct record_args *o)
-{
-	uint64_t period = events_default_period(&o->events[0].attr);
-
-	if (!period || !o->freq)
-		return 0;
-	if (o->freq_given) {
-		log_error("'%s' counts occurrences: -F would let the kernel size its periods from "
-			  "bursts and stall on them; give a period instead, '-c N' (its default, "
-			  "-c %" PRIu64 ", needs neither)", o->events[0].name, period);
-		return -EINVAL;
-	}
-	o->freq = 0;
-	o->period = period;
-	return 0;
-}
-
-static int default_event(struct record_args *o)
-{
-	struct event_spec *e = &o->events[0];
-
-	if (events_parse("cycles", e) == 0 && events_probe(e, 0) == 0) {
-		o->n_events = 1;
-		return 0;
-	}
-	if (events_parse("cpu-clock", e) < 0)
-		return -ENOENT;
-	o->n_events = 1;
-	if (!o->quiet)
-		log_info("no hardware PMU on this machine: sampling 'cpu-clock' (choose with -e)");
-	return 0;
-}
-
-static void permission_hint(const char *target, pid_t pid, bool kernel)
-{
-	int paranoid = -1;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-
-	if (f) {
-		if (fscanf(f, "%d", &paranoid) != 1)
-			paranoid = -1;
-		fclose(f);
-	}
-	if (kernel && geteuid() != 0) {
-		log_error("not allowed to record kernel frames (--kernel) of %s: that needs root or "
-			  "CAP_PERFMON, or kernel.perf_event_paranoid <= 1 (it is %d)", target, paranoid);
-	} else if (geteuid() == 0) {
-		char why[320];
-
-		diag_root_denied(pid, why, sizeof(why));
-		log_error("not allowed to profile %s: %s", target, why);
-	} else {
-		log_error("not allowed to profile %s: run hwspy as root or as the target's user with "
-			  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", target,
-			  paranoid);
-	}
-}
-
-/* Sets exclude_kernel and exclude_hv on every event that counts kernel mode; false if none did. */
-static bool user_only(struct record_args *o)
-{
-	bool changed = false;
-
-	for (size_t i = 0; i < o->n_events; i++) {
-		struct perf_event_attr *a = &o->events[i].attr;
-		if (!a->exclude_kernel || !a->exclude_hv)
-			changed = true;
-		a->exclude_kernel = 1;
-		a->exclude_hv = 1;
-	}
-	return changed;
-}
-
-/* 0 if argv0 names an executable (as execvp would find it), else -errno. */
-static int find_command(const char *argv0)
-{
-	const char *path = getenv("PATH");
-	char buf[4096];
-
-	if (strchr(argv0, '/'))
-		return access(argv0, X_OK) == 0 ? 0 : -errno;
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t len = strcspn(path, ":");
-		if (len && len + strlen(argv0) + 2 <= sizeof(buf)) {
-			snprintf(buf, sizeof(buf), "%.*s/%s", (int) len, path, argv0);
-			if (access(buf, X_OK) == 0)
-				return 0;
-		}
-		path += len + (path[len] == ':');
-	}
-	return -ENOENT;
-}
-
-static int python_error(int r, const struct recorder *rec, const char *what)
-{
-	struct record_python py;
-
-	recorder_python(rec, &py);
-	if (r == -ENOTSUP)
-		log_error("%s runs unsupported Python %s; hwspy supports 3.8-3.14", what,
-			  py.info->version[0] ? py.info->version : "(unknown version)");
-	else if (r == -ENOENT)
-		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
-			  "add --native to profile its native code alone", what);
-	else if (r == -EBADMSG)
-		log_error("cannot read the Python frames of %s: %s", what, py.info->error);
-	else
-		log_errno(r, "cannot read the Python interpreter of %s", what);
-	return r;
-}
-
-/* Every option checked, before anything is opened, attached or written: 0, or the exit status. */
-static int check_options(struct record_args *o)
-{
-	if (!o->n_events && default_event(o) < 0)
-		return 1;
-	if (check_events(o) < 0)
-		return 1;
-	if (count_event_period(o) < 0)
-		return 2;
-	if (o->ptrace && samples_asleep(&o->events[0])) {
-		log_error("'%s' samples threads as they go to sleep: --ptrace would stop them there "
-			  "and interrupt their system calls; leave --ptrace out (the BPF capture) or "
-			  "use --nonblocking", o->events[0].name);
-		return 2;
-	}
-	return 0;
-}
-
 /* The output's name (hwspy-PID.FORMAT by default, into defpath) and format. */
 static void choose_output(struct record_args *o, char *defpath, size_t size)
 {
@@ -280,37 +90,13 @@ static int new_recorder(const struct record_args *o, struct recorder **ret)
 	return format_column(&o->fmt, recorder_profile(*ret)) < 0 ? 2 : 0;
 }
 
-/* The target exists (attach) or the command can be run (launch): 0, or -1 (said). */
-static int check_target(const struct record_args *o)
-{
-	int r;
-
-	if (o->pid) {
-		if (kill(o->pid, 0) < 0 && errno == ESRCH) {
-			log_error("no process with pid %d", o->pid);
-			return -1;
-		}
-		if (diag_kernel_thread(o->pid) == 1) {
-			log_error("pid %d is a kernel thread, not a Python process", o->pid);
-			return -1;
-		}
-		return 0;
-	}
-	r = find_command(o->argv[0]);
-	if (r < 0) {
-		log_errno(r, "cannot run '%s'", o->argv[0]);
-		return -1;
-	}
-	return 0;
-}
-
 /* Attach: the target's interpreter and mappings, before sampling. 0, or -1 (said). */
 static int open_target(struct recorder *rec, const struct record_args *o, const char *target)
 {
 	int r = recorder_find_python(rec);
 
 	if (r == -EPERM || r == -EACCES) {
-		permission_hint(target, o->pid, false);
+		record_permission_error(target, o->pid, false);
 		return -1;
 	}
 	if (r == -ESRCH) {
@@ -320,7 +106,7 @@ static int open_target(struct recorder *rec, const struct record_args *o, const 
 	if (r == -ENOENT && o->native) {
 		log_info("%s is not a Python process: recording native frames only", target);
 	} else if (r < 0) {
-		python_error(r, rec, target);
+		record_python_error(r, rec, target);
 		return -1;
 	}
 	/* nothing stops the target while the first samples are unwound slowly: load the modules'
@@ -355,7 +141,7 @@ static void choose_mode(struct recorder *rec, struct record_args *o)
 			char why[320];
 
 			diag_bpf_refused(r, why, sizeof(why));
-			if (samples_asleep(&o->events[0])) {
+			if (record_samples_asleep(&o->events[0])) {
 				log_info("no BPF capture here (%s), and stopping a thread as it goes "
 					 "to sleep would interrupt its system call: reading each stack "
 					 "after its sample instead, as --nonblocking", why);
@@ -399,7 +185,7 @@ static int start(struct recorder *rec, struct record_args *o, const char *target
 		recorder_set_mode(rec, RECORD_NONBLOCKING);
 		r = recorder_start(rec);
 	}
-	if (r == -EACCES && !o->kernel && user_only(o)) {
+	if (r == -EACCES && !o->kernel && record_user_only(o)) {
 		/* as perf does: where kernel-mode counting is refused, count user space only */
 		log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid); counting "
 			 "user space only, as ':u'");
@@ -412,7 +198,7 @@ static int start(struct recorder *rec, struct record_args *o, const char *target
 	if (r == -ESRCH)
 		log_error("no process with pid %d (it exited)", o->pid);
 	else if (r == -EACCES || r == -EPERM)
-		permission_hint(target, o->pid, o->kernel);
+		record_permission_error(target, o->pid, o->kernel);
 	else if (r == -ENOENT)
 		log_error("event '%s' cannot be opened on this machine", o->events[0].name);
 	else
@@ -499,12 +285,12 @@ static bool worth_writing(struct recorder *rec, const struct record_args *o, con
 
 	recorder_python(rec, &py);
 	if (py.fatal) {
-		python_error(py.fatal, rec, target);
+		record_python_error(py.fatal, rec, target);
 		return false;
 	}
 	if (o->argv && !py.found && !o->native) {
 		/* gone before an interpreter was ever found: it was not a Python process */
-		python_error(py.result && py.result != -ESRCH ? py.result : -ENOENT, rec, target);
+		record_python_error(py.result && py.result != -ESRCH ? py.result : -ENOENT, rec, target);
 		return false;
 	}
 	if (!recorder_stats(rec)->sampler->samples) {
@@ -586,7 +372,7 @@ int cmd_record(int argc, char **argv)
 	r = record_parse_args(argc, argv, &o);
 	if (r)
 		return r > 0 ? 0 : 2;
-	r = check_options(&o);
+	r = record_check_options(&o);
 	if (r)
 		return r;
 	choose_output(&o, defpath, sizeof(defpath));
@@ -596,7 +382,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	/* the output's temporary file, before attaching: a bad -o is found now */
-	if (check_target(&o) < 0 || cli_output_open(&out, o.output) < 0)
+	if (record_check_target(&o) < 0 || cli_output_open(&out, o.output) < 0)
 		goto out;
 	if (o.pid)
 		snprintf(target, sizeof(target), "pid %d", o.pid);

@@ -41,6 +41,16 @@ struct record_args {
 	uint32_t stack_size;
 };
 
+/* record_check.c: every option checked, before anything is opened, attached or written (the
+ * default event chosen, each event opened here once, a count event's period): 0, or the exit
+ * status (said). The target exists (attach) or the command can be run (launch): 0, or -1
+ * (said). Whether the sampling event can overflow while its thread sleeps in a system call (a
+ * switch out, a scheduler tracepoint): exact mode by stops is refused for it. Sets
+ * exclude_kernel and exclude_hv on every event that counts kernel mode; false if none did. */
+int record_check_options(struct record_args *o);
+int record_check_target(const struct record_args *o);
+bool record_samples_asleep(const struct event_spec *e);
+bool record_user_only(struct record_args *o);
 /* record_limits.c: why st's threads were left out, appended to out: "12 out of file descriptors
  * (ulimit -n 256), 3 over the locked-memory limit (RLIMIT_MEMLOCK ...)"; nothing when none
  * was. The limits as they are now: "RLIMIT_MEMLOCK 8192 KiB ('ulimit -l') beyond
@@ -56,6 +66,11 @@ void record_progress(struct recorder *rec, double duration, bool final);
 void record_summary(struct recorder *rec, const struct record_args *o, const char *target,
 		    const char *path);
 void record_limit_error(int r, const char *target);
+/* The one line for a Python hwspy cannot read in what (r: the interpreter lookup's result:
+ * -ENOTSUP, -ENOENT, -EBADMSG, other), and for a target hwspy may not profile (kernel: with
+ * --kernel frames); r is returned. */
+int record_python_error(int r, const struct recorder *rec, const char *what);
+void record_permission_error(const char *target, pid_t pid, bool kernel);
 /* The one line for a run that took no sample (nothing is written then): why, and what to use. */
 void record_no_samples(struct recorder *rec, const struct record_args *o, const char *target);
 /* record_args.c: parses hwspy record's command line into o (zeroed by the caller): 0, 1 after

@@ -10,9 +10,55 @@
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "cli/diagnose.h"
 #include "cli/record.h"
 #include "output/profile.h"
 #include "sampler/sampler.h"
+
+/* The one line for a Python hwspy cannot read in what (r: pyframes_open()'s result). */
+int record_python_error(int r, const struct recorder *rec, const char *what)
+{
+	struct record_python py;
+
+	recorder_python(rec, &py);
+	if (r == -ENOTSUP)
+		log_error("%s runs unsupported Python %s; hwspy supports 3.8-3.14", what,
+			  py.info->version[0] ? py.info->version : "(unknown version)");
+	else if (r == -ENOENT)
+		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
+			  "add --native to profile its native code alone", what);
+	else if (r == -EBADMSG)
+		log_error("cannot read the Python frames of %s: %s", what, py.info->error);
+	else
+		log_errno(r, "cannot read the Python interpreter of %s", what);
+	return r;
+}
+
+/* The one line for a target hwspy may not profile, and what to do. */
+void record_permission_error(const char *target, pid_t pid, bool kernel)
+{
+	int paranoid = -1;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = -1;
+		fclose(f);
+	}
+	if (kernel && geteuid() != 0) {
+		log_error("not allowed to record kernel frames (--kernel) of %s: that needs root or "
+			  "CAP_PERFMON, or kernel.perf_event_paranoid <= 1 (it is %d)", target, paranoid);
+	} else if (geteuid() == 0) {
+		char why[320];
+
+		diag_root_denied(pid, why, sizeof(why));
+		log_error("not allowed to profile %s: %s", target, why);
+	} else {
+		log_error("not allowed to profile %s: run hwspy as root or as the target's user with "
+			  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", target,
+			  paranoid);
+	}
+}
 
 /* sampler_new() could set up no thread of target: which limit stopped it, else the error. */
 void record_limit_error(int r, const char *target)
