@@ -213,7 +213,7 @@ void recorder_stop(struct recorder *rec)
 }
 
 /* The next slice of sampling, at most SLICE_NS and what is left of the duration: its length,
- * or 0 when the duration is over. */
+ * or 0 when the duration is over or the interpreter found is one hwspy cannot read. */
 static uint64_t next_slice(struct recorder *rec, const struct record_run *run)
 {
 	uint64_t slice = SLICE_NS, elapsed = clock_now_ns() - rec->run_start_ns;
@@ -226,6 +226,8 @@ static uint64_t next_slice(struct recorder *rec, const struct record_run *run)
 		(void) record_capture_start(rec);
 		slice = DETECT_INTERVAL_NS;
 	}
+	if (rec->fatal)         /* a Python hwspy cannot read, found between samples */
+		return 0;
 	if (run->duration_ns) {
 		if (elapsed >= run->duration_ns)
 			return 0;

@@ -12,16 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/clock.h"
 #include "record/internal.h"
-
-/* a pyframes capture spec fits the sampler's program as it is */
-_Static_assert(PYFRAMES_CAPTURE_STRIDE_MAX == SAMPLER_CAPTURE_MAX_STRIDE &&
-	       PYFRAMES_CAPTURE_MAX_EXTRAS == SAMPLER_CAPTURE_MAX_EXTRAS &&
-	       PYFRAMES_CAPTURE_EXTRA_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES &&
-	       PYFRAMES_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES,
-	       "pyframes' capture limits are the sampler's");
-
 
 static bool capturing(const struct recorder *rec)
 {

@@ -1,0 +1,722 @@
+/*
+ * Unit tests of record/ as a stage: the recorder's objects linked alone with fake stages
+ * (fake_stages.h: a scripted sampler, pyframes and symbolizer), driven through record.h's
+ * lifecycle. A sample stream goes in, the profile (or a sink) comes out: Python stacks and the
+ * frames that stand for what could not be read ([native], [unknown]), the values per event,
+ * thread names; an exec mid-run (the old interpreter dropped, the new one found, the capture
+ * started again); stacks cut at the root; the capture's paths (captured, uncaptured until the
+ * thread's root is known, found by the program's search, a kernel refusing the larger program,
+ * no capture at all) and the fallback to another mode between failed starts; exact mode by
+ * stops (the walk at the stop, the rest after the resume); native and kernel frames merged;
+ * an unsupported Python ending the run.
+ *
+ * Profile stacks are checked as text, root first: Python frames by name, native frames as
+ * "name [module]", kernel frames "name_[k]", others by their name.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "record/record.h"
+#include "tests/unit/record/fake_stages.h"
+
+static const struct event_spec events[2] = {
+	{ .name = "cpu-clock", .kind = EVENT_SOFTWARE },
+	{ .name = "page-faults", .kind = EVENT_SOFTWARE },
+};
+
+/* A pid no process has here, so that /proc tells nothing of its threads. */
+static pid_t absent_pid(void)
+{
+	char path[64];
+
+	for (pid_t pid = 4000000; pid > 1000; pid -= 7919) {
+		snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+		if (access(path, F_OK) < 0)
+			return pid;
+	}
+	fail_msg("no free pid");
+	return 0;
+}
+
+static struct record_opts opts_for(enum record_mode mode)
+{
+	return (struct record_opts) {
+		.pid = absent_pid(), .events = events, .n_events = 1, .freq = 100, .mode = mode,
+		.stack_size = 16,
+	};
+}
+
+static struct fake_image *image(size_t i, const char *version)
+{
+	struct fake_image *im = &fake.images[i];
+
+	if (fake.n_images <= i)
+		fake.n_images = i + 1;
+	im->version = version;
+	return im;
+}
+
+static struct fake_thread *thread(struct fake_image *im, pid_t tid, const char *stack)
+{
+	struct fake_thread *t = &im->threads[im->n_threads++];
+
+	*t = (struct fake_thread) { .tid = tid, .stack = stack };
+	return t;
+}
+
+static struct fake_item *item(enum fake_item_kind kind, pid_t tid)
+{
+	struct fake_item *it = &fake.items[fake.n_items++];
+
+	*it = (struct fake_item) { .kind = kind, .tid = tid };
+	return it;
+}
+
+static struct fake_item *samples(pid_t tid, unsigned n)
+{
+	struct fake_item *it = NULL;
+
+	for (unsigned i = 0; i < n; i++)
+		it = item(FAKE_SAMPLE, tid);
+	return it;
+}
+
+/* Attach: new, find the interpreter, symbols, start. */
+static struct recorder *attach(const struct record_opts *o, const struct record_sink *sink)
+{
+	struct recorder *rec;
+
+	assert_int_equal(recorder_new(o, sink, &rec), 0);
+	(void) recorder_find_python(rec);
+	assert_int_equal(recorder_load_symbols(rec, true), 0);
+	assert_int_equal(recorder_start(rec), 0);
+	return rec;
+}
+
+static void run(struct recorder *rec)
+{
+	volatile sig_atomic_t stop = 0;
+	struct record_run r = { .stop = &stop };
+
+	assert_int_equal(recorder_run(rec, &r), 0);
+}
+
+/* Everything the fakes made is given back. */
+static void done(struct recorder *rec)
+{
+	recorder_free(rec);
+	assert_int_equal(fake.pf_live, 0);
+	assert_int_equal(fake.sym_live, 0);
+	assert_int_equal(fake.mem_opens, fake.mem_closes);
+	assert_int_equal(fake.sampler_frees, fake.sampler_news - (fake.start_errors[0] < 0));
+	fake_world_reset();
+}
+
+static void render(const struct profile *p, const struct profile_stack *st, char *buf, size_t n)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < st->depth && at < n; i++) {
+		const struct profile_frame *f = profile_frame(p, st->frames[i]);
+		const char *sep = i ? ";" : "";
+
+		if (f->kind == FRAME_NATIVE && f->module)
+			at += (size_t) snprintf(buf + at, n - at, "%s%s [%s]", sep, f->name, f->module);
+		else if (f->kind == FRAME_KERNEL)
+			at += (size_t) snprintf(buf + at, n - at, "%s%s_[k]", sep, f->name);
+		else
+			at += (size_t) snprintf(buf + at, n - at, "%s%s", sep, f->name);
+	}
+}
+
+/* The sum of column col (0: samples, 1 + i: event i) over the profile's stacks that read
+ * text (any thread). */
+static uint64_t weight(struct recorder *rec, const char *text, size_t col)
+{
+	const struct profile *p = recorder_profile(rec);
+	uint64_t sum = 0;
+	char buf[1024];
+
+	for (size_t i = 0; i < profile_n_stacks(p); i++) {
+		render(p, profile_stack(p, i), buf, sizeof(buf));
+		if (!strcmp(buf, text))
+			sum += profile_values(p, i)[col];
+	}
+	return sum;
+}
+
+static void dump(struct recorder *rec)
+{
+	const struct profile *p = recorder_profile(rec);
+	char buf[1024];
+
+	for (size_t i = 0; i < profile_n_stacks(p); i++) {
+		render(p, profile_stack(p, i), buf, sizeof(buf));
+		print_message("# %s %llu\n", buf, (unsigned long long) profile_values(p, i)[0]);
+	}
+}
+
+static size_t n_samples(struct recorder *rec)
+{
+	return (size_t) profile_total(recorder_profile(rec), 0);
+}
+
+/* ---- a sample stream in, the profile out ------------------------------------------------- */
+
+static void test_stream_to_profile(void **state)
+{
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct fake_image *im = image(0, "3.11.7");
+	const struct record_stats *st;
+	struct record_python py;
+	struct recorder *rec;
+
+	(void) state;
+	o.n_events = 2;
+	thread(im, 101, "main;work;inner")->name = "MainThread";
+	thread(im, 102, "main;serve")->name = "worker-1";
+	im->threads[1].torn_reads = 2;          /* torn twice, whole at the third try */
+	thread(im, 103, "");                    /* runs no Python code */
+	thread(im, 104, "main")->error = -EFAULT;
+	thread(im, 106, "main")->torn_reads = 100;
+	/* 105: no thread state, and no such thread in /proc: gone */
+	for (int i = 0; i < 3; i++)
+		item(FAKE_SAMPLE, 101)->values[1] = 7;
+	samples(102, 2)->values[0] = 5000;
+	samples(103, 1);
+	samples(104, 1);
+	samples(105, 1);
+	samples(106, 1);
+
+	rec = attach(&o, NULL);
+	recorder_python(rec, &py);
+	assert_true(py.found);
+	assert_string_equal(py.info->version, "3.11.7");
+	assert_false(fake.last_opts.exact);
+	assert_false(fake.last_opts.capture);
+	assert_int_equal(fake.last_opts.n_events, 2);
+	assert_int_equal(fake.last_opts.freq, 100);
+	assert_true(fake.verify);               /* the threads run on during the walks */
+	run(rec);
+	dump(rec);
+
+	assert_int_equal(weight(rec, "main;work;inner", 0), 3);
+	assert_int_equal(weight(rec, "main;work;inner", 1), 3000);
+	assert_int_equal(weight(rec, "main;work;inner", 2), 21);
+	assert_int_equal(weight(rec, "main;serve", 0), 2);
+	assert_int_equal(weight(rec, "main;serve", 1), 6000);
+	assert_int_equal(weight(rec, "[native]", 0), 2);
+	assert_int_equal(weight(rec, "[unknown]", 0), 2);
+	assert_int_equal(n_samples(rec), 9);
+	assert_string_equal(profile_thread_name(recorder_profile(rec), 101), "MainThread");
+	assert_string_equal(profile_thread_name(recorder_profile(rec), 102), "worker-1");
+
+	st = recorder_stats(rec);
+	assert_non_null(st->sampler);
+	assert_int_equal(st->sampler->samples, 9);
+	assert_int_equal(st->no_python, 1);
+	assert_int_equal(st->read_after_exit, 1);
+	assert_int_equal(st->dropped_torn, 1);
+	assert_int_equal(st->dropped_unreadable, 1);
+	assert_int_equal(st->captured + st->uncaptured, 0);
+	assert_int_equal(st->n_late, 9);        /* nonblocking: every read after its sample */
+	assert_int_equal(fake.sampler_stops, 1);
+	/* 102's torn reads retried (2 + 1), 106's given up after 4 */
+	assert_int_equal(fake.live_reads, 3 + (3 + 1) + 1 + 1 + 1 + 4);
+	done(rec);
+}
+
+struct sink_log {
+	unsigned seen, refuse_every;
+	uint64_t periods;
+	char last[256];
+	struct recorder *rec;
+};
+
+static int log_sample(void *ctx, const struct record_sample *s)
+{
+	struct sink_log *l = ctx;
+	struct profile_stack st = { .tid = (uint32_t) s->tid, .depth = (uint32_t) s->depth,
+				    .frames = s->frames };
+
+	l->seen++;
+	assert_int_equal(s->n_values, 2);
+	assert_int_equal(s->values[0], 1);
+	l->periods += s->values[1];
+	assert_true(s->time_ns > 0);
+	render(recorder_profile(l->rec), &st, l->last, sizeof(l->last));
+	return l->refuse_every && l->seen % l->refuse_every == 0 ? -ENOMEM : 0;
+}
+
+/* A sink gets every finished sample (frames as the recorder's frame ids); the recorder's own
+ * profile then stays empty; a sample the sink refuses is counted. */
+static void test_sink(void **state)
+{
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct sink_log log = { .refuse_every = 3 };
+	struct record_sink sink = { .sample = log_sample, .ctx = &log };
+	struct recorder *rec;
+
+	(void) state;
+	thread(image(0, "3.12.1"), 7, "main;f;g");
+	samples(7, 7);
+	assert_int_equal(recorder_new(&o, &sink, &rec), 0);
+	log.rec = rec;
+	assert_int_equal(recorder_find_python(rec), 0);
+	assert_int_equal(recorder_load_symbols(rec, false), 0);
+	assert_int_equal(recorder_start(rec), 0);
+	run(rec);
+	assert_int_equal(log.seen, 7);
+	assert_int_equal(log.periods, 7000);
+	assert_string_equal(log.last, "main;f;g");
+	assert_int_equal(recorder_stats(rec)->add_failed, 2);
+	assert_int_equal(profile_n_stacks(recorder_profile(rec)), 0);
+	done(rec);
+}
+
+/* ---- an exec mid-run ---------------------------------------------------------------------- */
+
+/* A launched wrapper (no Python) execs the interpreter: its samples before are [native], those
+ * after are named by the new interpreter, found afresh. */
+static void test_exec_launched(void **state)
+{
+	char *argv[] = { "wrapper.sh", NULL };
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct record_python py;
+	struct recorder *rec;
+	pid_t lp = absent_pid();
+
+	(void) state;
+	o.pid = 0;
+	o.argv = argv;
+	fake.launch_pid = lp;
+	image(0, NULL)->open_error = -ENOENT;
+	thread(&fake.images[0], lp, "");
+	thread(image(1, "3.13.0"), lp, "<module>;run");
+	samples(lp, 2);
+	item(FAKE_EXEC, lp);
+	samples(lp, 3);
+
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	assert_int_equal(recorder_start(rec), 0);
+	assert_int_equal(recorder_pid(rec), lp);
+	assert_non_null(fake.last_opts.argv);
+	recorder_python(rec, &py);
+	assert_false(py.found);
+	run(rec);
+	dump(rec);
+
+	assert_int_equal(weight(rec, "[native]", 0), 2);
+	assert_int_equal(weight(rec, "<module>;run", 0), 3);
+	recorder_python(rec, &py);
+	assert_true(py.found);
+	assert_int_equal(py.result, 0);
+	assert_string_equal(py.info->version, "3.13.0");
+	assert_int_equal(recorder_stats(rec)->sampler->execs, 1);
+	assert_int_equal(recorder_stats(rec)->no_python, 2);
+	/* the wrapper looked at once (then not again within the detection interval), the new
+	 * image at its first sample */
+	assert_int_equal(fake.pf_opens, 2);
+	assert_int_equal(fake.sym_news, 2);     /* the old image's symbols dropped at the exec */
+	done(rec);
+}
+
+/* In capture mode, an exec drops the old interpreter's program: the first sample after it is
+ * read live, the capture is started again for the new interpreter, and the samples after that
+ * are captured. */
+static void test_exec_capture(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	const struct record_stats *st;
+	struct recorder *rec;
+
+	(void) state;
+	thread(image(0, "3.11.7"), 300, "main;live_old")->tstate = 0x7000;
+	thread(image(1, "3.12.1"), 300, "main;live_new")->tstate = 0x8000;
+	samples(300, 1)->captured = "main;old_image";
+	item(FAKE_EXEC, 300);
+	samples(300, 1)->captured = "main;not_yet";
+	samples(300, 1)->captured = "main;new_image";
+	samples(300, 1)->captured = "main;new_image";
+
+	rec = attach(&o, NULL);
+	assert_true(fake.last_capture_spec);    /* the interpreter known: captured from the first */
+	assert_int_equal(fake.roots[0], 0x7000);
+	run(rec);
+	dump(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(weight(rec, "main;old_image", 0), 1);
+	assert_int_equal(weight(rec, "main;live_new", 0), 1);
+	assert_int_equal(weight(rec, "main;new_image", 0), 2);
+	assert_int_equal(weight(rec, "main;not_yet", 0), 0);
+	assert_int_equal(st->captured, 3);
+	assert_int_equal(st->uncaptured, 1);
+	assert_int_equal(fake.capture_starts, 2);
+	assert_int_equal(fake.roots[0], 0x8000);        /* the new image's root, given */
+	assert_int_equal(st->capture_error, 0);
+	done(rec);
+}
+
+/* ---- truncation --------------------------------------------------------------------------- */
+
+/* A stack cut at its root end is marked there (after the thread's frame): how many frames were
+ * left out, more than how many, or, a capture whose outer frames were gone when read, only
+ * that some were. */
+static void test_truncation(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct fake_image *im = image(0, "3.12.1");
+	const struct record_stats *st;
+	struct recorder *rec;
+
+	(void) state;
+	o.threads = true;
+	thread(im, 401, "f;g")->tstate = 0x401;
+	thread(im, 402, "f;g")->tstate = 0x402;
+	thread(im, 403, "f;g")->cut = (struct pyframes_cut) { .n = 12 };    /* no root: live */
+	im->threads[0].name = "deep";
+	samples(401, 1)->captured_cut = (struct pyframes_cut) { .n = 904 };
+	samples(401, 1)->captured_cut = (struct pyframes_cut) { .n = 12288, .more = true };
+	samples(402, 1)->captured_cut = (struct pyframes_cut) { .more = true };
+	samples(402, 1);
+	samples(403, 1);
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "[thread 401 deep];[truncated: 904 frames];f;g", 0), 1);
+	assert_int_equal(weight(rec, "[thread 401 deep];[truncated: over 12288 frames];f;g", 0), 1);
+	assert_int_equal(weight(rec, "[thread 402];[truncated];f;g", 0), 1);
+	assert_int_equal(weight(rec, "[thread 402];f;g", 0), 1);
+	assert_int_equal(weight(rec, "[thread 403];[truncated: 12 frames];f;g", 0), 1);
+	st = recorder_stats(rec);
+	assert_int_equal(st->truncated, 3);
+	assert_int_equal(st->truncated_gone, 1);
+	assert_int_equal(st->captured, 4);
+	assert_int_equal(st->uncaptured, 1);
+	done(rec);
+}
+
+/* ---- the capture's paths ------------------------------------------------------------------ */
+
+/* Captured stacks are the ones at the sample, not the thread's stack when read; a thread whose
+ * state did not exist when its root was asked for is read live once, then given its root; a
+ * kernel that refuses the program with its extras gets the frames alone. */
+static void test_capture_paths(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct fake_image *im = image(0, "3.12.1");
+	const struct record_stats *st;
+	struct recorder *rec;
+
+	(void) state;
+	fake.capture_errors[0] = -E2BIG;
+	thread(im, 501, "main;now")->tstate = 0x501;
+	thread(im, 502, "main;late_start");     /* no state yet when the program goes on */
+	for (int i = 0; i < 2; i++)
+		samples(501, 1)->captured = "main;then";
+	samples(502, 1)->tstate = 0x502;
+	for (int i = 0; i < 2; i++)
+		samples(502, 1)->captured = "main;captured_502";
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(fake.capture_starts, 2);
+	assert_int_equal(fake.capture_extras[0], 2);
+	assert_int_equal(fake.capture_extras[1], 0);    /* the frames alone */
+	assert_int_equal(fake.captured_walk_extras, 0);
+	assert_int_equal(st->capture_error, 0);
+	assert_int_equal(weight(rec, "main;then", 0), 2);
+	assert_int_equal(weight(rec, "main;now", 0), 0);
+	assert_int_equal(weight(rec, "main;late_start", 0), 1);
+	assert_int_equal(weight(rec, "main;captured_502", 0), 2);
+	assert_int_equal(st->captured, 4);
+	assert_int_equal(st->uncaptured, 1);
+	assert_int_equal(st->n_late, 1);
+	done(rec);
+}
+
+/* A thread started later: the program finds its state itself (the search spec given with the
+ * capture) and captures it from its first sample. */
+static void test_capture_search(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct fake_image *im = image(0, "3.12.1");
+	struct recorder *rec;
+
+	(void) state;
+	im->searchable = true;
+	thread(im, 601, "main;spawned");
+	samples(601, 1)->tstate = 0x601;
+	samples(601, 1);
+
+	rec = attach(&o, NULL);
+	run(rec);
+	assert_int_not_equal(fake.capture_search_at[0], 0);
+	assert_int_equal(weight(rec, "main;spawned", 0), 2);
+	assert_int_equal(recorder_stats(rec)->captured, 2);
+	assert_int_equal(recorder_stats(rec)->uncaptured, 0);
+	done(rec);
+}
+
+/* No capture at all (BPF not allowed): one try, the failure kept for the summary, every sample
+ * read live. */
+static void test_capture_refused(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	const struct record_stats *st;
+	struct recorder *rec;
+
+	(void) state;
+	fake.capture_errors[0] = -EPERM;
+	thread(image(0, "3.12.1"), 701, "main;x")->tstate = 0x701;
+	samples(701, 3);
+
+	rec = attach(&o, NULL);
+	run(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(fake.capture_starts, 1);       /* -EPERM: no smaller program either */
+	assert_int_equal(st->capture_error, -EPERM);
+	assert_int_equal(st->capture_failures, 1);
+	assert_int_equal(weight(rec, "main;x", 0), 3);
+	assert_int_equal(st->uncaptured, 3);
+	assert_int_equal(st->captured, 0);
+	done(rec);
+}
+
+/* ---- the caller's fallbacks, exact mode by stops ------------------------------------------ */
+
+/* A start refused (ptrace not allowed) leaves nothing behind and may be tried again in
+ * another mode. */
+static void test_start_fallback(void **state)
+{
+	struct record_opts o = opts_for(RECORD_STOPS);
+	struct recorder *rec;
+
+	(void) state;
+	fake.start_errors[0] = -EPERM;
+	thread(image(0, "3.10.13"), 801, "main;y");
+	samples(801, 2);
+
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	assert_int_equal(recorder_find_python(rec), 0);
+	assert_int_equal(recorder_load_symbols(rec, false), 0);
+	assert_false(fake.verify);              /* stopped threads: no verify */
+	assert_int_equal(recorder_start(rec), -EPERM);
+	assert_true(fake.last_opts.exact);
+	assert_null(recorder_stats(rec)->sampler);
+	recorder_set_mode(rec, RECORD_NONBLOCKING);
+	assert_int_equal(recorder_mode(rec), RECORD_NONBLOCKING);
+	assert_true(fake.verify);
+	assert_int_equal(recorder_start(rec), 0);
+	assert_false(fake.last_opts.exact);
+	assert_int_equal(fake.sampler_news, 2);
+	run(rec);
+	assert_int_equal(weight(rec, "main;y", 0), 2);
+	done(rec);
+}
+
+/* Exact mode by stops: the Python walk is made at the stop (the thread runs on after it); the
+ * rest of the sample is finished once the thread is resumed, with its own stack copy. */
+static void test_stops(void **state)
+{
+	struct record_opts o = opts_for(RECORD_STOPS);
+	struct fake_item *it;
+	struct recorder *rec;
+
+	(void) state;
+	o.native = true;
+	thread(image(0, "3.12.1"), 901, "main;at_stop");
+	for (int i = 0; i < 3; i++) {
+		it = samples(901, 1);
+		it->stopped = true;
+		it->after = i == 2 ? "main;ran_on" : NULL;
+		memcpy(it->native, (uint64_t[]) { FAKE_IP_DEFLATE, FAKE_IP_EVAL, FAKE_IP_MAIN,
+						  FAKE_IP_START }, 4 * sizeof(uint64_t));
+	}
+	samples(901, 1);                        /* read late, no stop (its budget spent) */
+
+	rec = attach(&o, NULL);
+	assert_true(fake.last_opts.exact);
+	assert_int_not_equal(fake.last_opts.stack_user_size, 0);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "main;at_stop;deflate [libz.so.1]", 0), 3);
+	assert_int_equal(weight(rec, "main;ran_on", 0), 1);
+	assert_int_equal(recorder_stats(rec)->n_late, 1);
+	assert_int_equal(recorder_stats(rec)->unwound, 3);
+	assert_int_equal(fake.unwinds_in_stop, 0);      /* after the resume, off its time */
+	done(rec);
+}
+
+/* ---- native and kernel frames ------------------------------------------------------------- */
+
+/* --native: the eval loop's frame becomes the Python frames, the interpreter's other frames go,
+ * other modules' stay (a nameless one by its module and offset); a stack read too long after
+ * its sample keeps its native frames with [python]; the modules get their build-ids. */
+static void test_native(void **state)
+{
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	static const uint64_t stack[] = { FAKE_IP_DEFLATE, FAKE_IP_CALL, FAKE_IP_EVAL,
+					  FAKE_IP_RUNMAIN, FAKE_IP_MAIN, FAKE_IP_START };
+	static const uint64_t nameless[] = { FAKE_IP_NONAME, FAKE_IP_EVAL, FAKE_IP_MAIN,
+					     FAKE_IP_START };
+	const struct record_stats *st;
+	struct recorder *rec;
+	char text[128];
+
+	(void) state;
+	o.native = true;
+	thread(image(0, "3.12.1"), 1001, "main;compress_it");
+	memcpy(samples(1001, 1)->native, stack, sizeof(stack));
+	memcpy(samples(1001, 1)->native, stack, sizeof(stack));
+	fake.items[1].age_ns = 2 * RECORD_STALE_READ_NS;
+	memcpy(samples(1001, 1)->native, nameless, sizeof(nameless));
+
+	rec = attach(&o, NULL);
+	assert_int_equal(fake.sym_warms, 1);
+	assert_int_equal(fake.last_opts.stack_user_size, 16);
+	assert_int_not_equal(fake.last_opts.regs_user_mask, 0);
+	run(rec);
+	dump(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(weight(rec, "main;compress_it;deflate [libz.so.1]", 0), 1);
+	assert_int_equal(weight(rec, "[python];deflate [libz.so.1]", 0), 1);
+	snprintf(text, sizeof(text), "main;compress_it;libz.so.1+0x%x [libz.so.1]",
+		 (unsigned) (FAKE_IP_NONAME & 0xfff));
+	assert_int_equal(weight(rec, text, 0), 1);
+	assert_int_equal(st->late_unfit, 1);
+	assert_int_equal(st->unwound, 3);
+	assert_string_equal(profile_build_id(recorder_profile(rec), "libz.so.1"),
+			    FAKE_BUILD_ID_LIBZ);
+	done(rec);
+}
+
+/* Without --native, a sample in another module than the interpreter's gets that function as
+ * its leaf; --kernel appends the kernel's frames, innermost last. */
+static void test_leaf_and_kernel(void **state)
+{
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct fake_item *it;
+	struct recorder *rec;
+
+	(void) state;
+	o.kernel = true;
+	thread(image(0, "3.12.1"), 1101, "main;read_file");
+	samples(1101, 1)->ip = FAKE_IP_DEFLATE;
+	samples(1101, 1)->ip = FAKE_IP_EVAL;    /* in the interpreter: no leaf */
+	it = samples(1101, 1);
+	it->ip = FAKE_IP_K_READ;
+	it->kernel[0] = FAKE_IP_K_READ;
+	it->kernel[1] = FAKE_IP_K_SYSCALL;
+
+	rec = attach(&o, NULL);
+	assert_true(fake.last_opts.kernel_callchain);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "main;read_file;deflate [libz.so.1]", 0), 1);
+	assert_int_equal(weight(rec, "main;read_file", 0), 1);
+	assert_int_equal(weight(rec, "main;read_file;entry_SYSCALL_64_[k];ksys_read_[k]", 0), 1);
+	assert_int_equal(recorder_stats(rec)->kernel_frames, 2);
+	done(rec);
+}
+
+/* ---- a Python hwspy cannot read ----------------------------------------------------------- */
+
+/* A launched command whose interpreter is unsupported ends the run at once, saying which:
+ * found between slices (capture mode looks for it there) before any sample is played, or at
+ * the first sample. */
+static void unsupported(enum record_mode mode, size_t played)
+{
+	char *argv[] = { "python3.15", NULL };
+	struct record_opts o = opts_for(mode);
+	volatile sig_atomic_t stop = 0;
+	struct record_run r = { .stop = &stop };
+	struct record_python py;
+	struct recorder *rec;
+
+	o.pid = 0;
+	o.argv = argv;
+	fake.launch_pid = absent_pid();
+	image(0, "3.15.0")->open_error = -ENOTSUP;
+	thread(&fake.images[0], fake.launch_pid, "main");
+	for (int i = 0; i < 4; i++) {
+		item(FAKE_SLICE, 0);
+		samples(fake.launch_pid, 5);
+	}
+
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	assert_int_equal(recorder_start(rec), 0);
+	assert_int_equal(recorder_run(rec, &r), 0);
+	recorder_python(rec, &py);
+	assert_false(py.found);
+	assert_int_equal(py.fatal, -ENOTSUP);
+	assert_string_equal(py.info->version, "3.15.0");
+	assert_int_equal(recorder_stats(rec)->sampler->samples, played);
+	assert_int_equal(fake.sampler_stops, 1);
+	done(rec);
+}
+
+static void test_unsupported(void **state)
+{
+	(void) state;
+	unsupported(RECORD_CAPTURE, 0);
+	unsupported(RECORD_NONBLOCKING, 1);
+}
+
+/* recorder_free copes with recorders never started, and with NULL. */
+static void test_free_unstarted(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct recorder *rec;
+
+	(void) state;
+	recorder_free(NULL);
+	image(0, "3.12.1");
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	assert_int_equal(recorder_find_python(rec), 0);
+	assert_null(recorder_stats(rec)->sampler);
+	assert_int_equal(recorder_stats(rec)->elapsed_ns, 0);
+	recorder_stop(rec);
+	done(rec);
+}
+
+static int reset(void **state)
+{
+	(void) state;
+	fake_world_reset();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_stream_to_profile, reset),
+		cmocka_unit_test_setup(test_sink, reset),
+		cmocka_unit_test_setup(test_exec_launched, reset),
+		cmocka_unit_test_setup(test_exec_capture, reset),
+		cmocka_unit_test_setup(test_truncation, reset),
+		cmocka_unit_test_setup(test_capture_paths, reset),
+		cmocka_unit_test_setup(test_capture_search, reset),
+		cmocka_unit_test_setup(test_capture_refused, reset),
+		cmocka_unit_test_setup(test_start_fallback, reset),
+		cmocka_unit_test_setup(test_stops, reset),
+		cmocka_unit_test_setup(test_native, reset),
+		cmocka_unit_test_setup(test_leaf_and_kernel, reset),
+		cmocka_unit_test_setup(test_unsupported, reset),
+		cmocka_unit_test_setup(test_free_unstarted, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
