@@ -15,46 +15,12 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
-#include "cli/diagnose.h"
 #include "cli/format.h"
 #include "cli/record.h"
+#include "cli/session.h"
 #include "output/profile.h"
 #include "record/record.h"
 #include "sampler/sampler.h"
-
-/* quit_flag counts SIGINT/SIGTERM/SIGHUP (the second one kills a launched command at once);
- * tty_int_flag: a SIGINT came from the terminal, so the foreground command got it too */
-static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag, tty_int_flag;
-
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-	(void) uc;
-	if (sig == SIGINT && si && si->si_code == SI_KERNEL)
-		tty_int_flag = 1;
-	quit_flag = quit_flag + 1;
-	stop_flag = 1;
-}
-
-/* Ctrl-Z: sampler_run() returns, the target is released, then hwspy stops (pause_for_tstp) */
-static void on_tstp(int sig)
-{
-	(void) sig;
-	tstp_flag = 1;
-	stop_flag = 1;
-}
-
-/* A stopped tracer would freeze every sampled thread of the target: let it go first, stop,
- * and take it again on SIGCONT. */
-static int pause_for_tstp(struct recorder *rec)
-{
-	tstp_flag = 0;
-	stop_flag = 0;
-	if (quit_flag)
-		stop_flag = 1;
-	(void) recorder_pause(rec);
-	(void) raise(SIGSTOP);
-	return recorder_resume(rec);
-}
 
 /* The output's name (hwspy-PID.FORMAT by default, into defpath) and format. */
 static void choose_output(struct record_args *o, char *defpath, size_t size)
@@ -90,122 +56,6 @@ static int new_recorder(const struct record_args *o, struct recorder **ret)
 	return format_column(&o->fmt, recorder_profile(*ret)) < 0 ? 2 : 0;
 }
 
-/* Attach: the target's interpreter and mappings, before sampling. 0, or -1 (said). */
-static int open_target(struct recorder *rec, const struct record_args *o, const char *target)
-{
-	int r = recorder_find_python(rec);
-
-	if (r == -EPERM || r == -EACCES) {
-		record_permission_error(target, o->pid, false);
-		return -1;
-	}
-	if (r == -ESRCH) {
-		log_error("no process with pid %d", o->pid);
-		return -1;
-	}
-	if (r == -ENOENT && o->native) {
-		log_info("%s is not a Python process: recording native frames only", target);
-	} else if (r < 0) {
-		record_python_error(r, rec, target);
-		return -1;
-	}
-	/* nothing stops the target while the first samples are unwound slowly: load the modules'
-	 * symbols and CFI before sampling starts, not while the rings fill */
-	r = recorder_load_symbols(rec, !o->nonblocking && !o->ptrace);
-	if (r < 0) {
-		log_errno(r, "cannot read the mappings of %s", target);
-		return -1;
-	}
-	return 0;
-}
-
-/* Exact without stopping anything where BPF is allowed, else by stops, else (a sampling event
- * that overflows as threads go to sleep) nonblocking. */
-static void choose_mode(struct recorder *rec, struct record_args *o)
-{
-	bool capture = false;
-
-	if (!o->nonblocking && !o->ptrace && o->events[0].kind == EVENT_TRACEPOINT) {
-		/* the capture is a perf-event program, which the kernel attaches to software and
-		 * hardware events only; a stop where a thread goes to sleep would interrupt its call */
-		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
-			 "interrupt the system call it samples; reading each stack after its sample, "
-			 "as --nonblocking", o->events[0].name);
-		o->nonblocking = true;
-	}
-	if (!o->nonblocking && !o->ptrace) {
-		int r = sampler_capture_probe();
-
-		capture = r == 0;
-		if (r < 0) {
-			char why[320];
-
-			diag_bpf_refused(r, why, sizeof(why));
-			if (record_samples_asleep(&o->events[0])) {
-				log_info("no BPF capture here (%s), and stopping a thread as it goes "
-					 "to sleep would interrupt its system call: reading each stack "
-					 "after its sample instead, as --nonblocking", why);
-				o->nonblocking = true;
-			} else {
-				log_info("no BPF capture here (%s): exact mode stops each sampled "
-					 "thread instead", why);
-			}
-		}
-	}
-	recorder_set_mode(rec, o->nonblocking ? RECORD_NONBLOCKING :
-			       capture ? RECORD_CAPTURE : RECORD_STOPS);
-}
-
-/* A failure of the BPF capture to start since the last call: said once. */
-static void capture_said(struct recorder *rec, uint64_t *said)
-{
-	const struct record_stats *rs = recorder_stats(rec);
-
-	if (rs->capture_failures == *said)
-		return;
-	*said = rs->capture_failures;
-	log_errno(rs->capture_error, "cannot start the BPF capture of Python frames; reading each "
-		  "stack after its sample instead, as --nonblocking");
-}
-
-/* Opens the events, falling back where the target or the machine refuses: 0, or -1 (said). */
-static int start(struct recorder *rec, struct record_args *o, const char *target,
-		 uint64_t *capture_failures)
-{
-	int r = recorder_start(rec);
-
-	if ((r == -EPERM || r == -EBUSY) && recorder_mode(rec) == RECORD_STOPS) {
-		if (r == -EBUSY)
-			log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
-				 "SIGWINCH and ignores no signal); falling back to --nonblocking");
-		else
-			log_info("cannot stop the target's threads (ptrace refused: another tracer, "
-				 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
-		o->nonblocking = true;
-		recorder_set_mode(rec, RECORD_NONBLOCKING);
-		r = recorder_start(rec);
-	}
-	if (r == -EACCES && !o->kernel && record_user_only(o)) {
-		/* as perf does: where kernel-mode counting is refused, count user space only */
-		log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid); counting "
-			 "user space only, as ':u'");
-		r = recorder_start(rec);
-	}
-	if (r >= 0) {
-		capture_said(rec, capture_failures);
-		return 0;
-	}
-	if (r == -ESRCH)
-		log_error("no process with pid %d (it exited)", o->pid);
-	else if (r == -EACCES || r == -EPERM)
-		record_permission_error(target, o->pid, o->kernel);
-	else if (r == -ENOENT)
-		log_error("event '%s' cannot be opened on this machine", o->events[0].name);
-	else
-		record_limit_error(r, target);
-	return -1;
-}
-
 struct slice_ctx {
 	const struct record_args *o;
 	const char *target;
@@ -217,11 +67,8 @@ struct slice_ctx {
 static int slice_done(void *ctx, struct recorder *rec, int r)
 {
 	struct slice_ctx *c = ctx;
-	struct record_python py;
 
-	recorder_python(rec, &py);
-	if (r >= 0 && tstp_flag && !py.fatal)
-		r = pause_for_tstp(rec);
+	r = session_tstp(rec, r);
 	if (r == -EBUSY) {
 		log_error("%s began to catch every signal hwspy could stop it with: sampling "
 			  "ended early (--nonblocking never stops it)", c->target);
@@ -231,29 +78,10 @@ static int slice_done(void *ctx, struct recorder *rec, int r)
 		log_errno(r, "sampling stopped early");
 		return r;
 	}
-	capture_said(rec, &c->capture_failures);   /* the interpreter of a launched command */
+	session_capture_said(rec, &c->capture_failures);   /* the interpreter of a launched command */
 	if (c->progress)
 		record_progress(rec, c->o->duration, false);
 	return 0;
-}
-
-/* Sampling is over: the launched command ends (record_child_end), or is left running. */
-static void end_command(struct recorder *rec, const struct record_args *o,
-			struct record_child *c)
-{
-	const struct sampler_stats *st;
-	struct record_child_opts co = {
-		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = tty_int_flag,
-		.quits = &quit_flag,
-	};
-
-	recorder_stop(rec);
-	st = recorder_stats(rec)->sampler;
-	if (st->target_exited && !c->ended) {
-		c->ended = true;        /* the sampler reaped it */
-		c->status = st->exit_status;
-	}
-	record_child_end(c, &co);
 }
 
 /* The run's metadata in the profile: how long, what was lost, which threads were left out. */
@@ -333,29 +161,14 @@ static void run(struct recorder *rec, const struct record_args *o, const char *t
 		.o = o, .target = target, .progress = progress, .capture_failures = capture_failures,
 	};
 	struct record_run run = {
-		.stop = &stop_flag, .duration_ns = (uint64_t) (o->duration * 1e9),
+		.stop = session_stop(), .duration_ns = (uint64_t) (o->duration * 1e9),
 		.slice_fn = slice_done, .ctx = &sc,
 	};
 
 	(void) recorder_run(rec, &run);
 	if (progress)
 		record_progress(rec, 0, true);
-	/* nothing is traced any more: Ctrl-Z may stop hwspy as it does any program */
-	signal(SIGTSTP, SIG_DFL);
-	if (tstp_flag)
-		(void) raise(SIGTSTP);
-}
-
-static void catch_signals(void)
-{
-	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa = (struct sigaction) { .sa_handler = on_tstp };
-	sigaction(SIGTSTP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	session_after_run();
 }
 
 int cmd_record(int argc, char **argv)
@@ -388,11 +201,11 @@ int cmd_record(int argc, char **argv)
 		snprintf(target, sizeof(target), "pid %d", o.pid);
 	else
 		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
-	if (o.pid && open_target(rec, &o, target) < 0)
+	if (o.pid && session_open_target(rec, &o, target) < 0)
 		goto out;
-	choose_mode(rec, &o);
-	catch_signals();
-	if (start(rec, &o, target, &capture_failures) < 0)
+	session_choose_mode(rec, &o);
+	session_catch_signals();
+	if (session_start(rec, &o, target, &capture_failures) < 0)
 		goto out;
 	if (o.argv) {
 		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], recorder_pid(rec));
@@ -409,7 +222,7 @@ int cmd_record(int argc, char **argv)
 		log_info("pid %d exited; writing what was sampled", o.pid);
 	/* the profile is safe: now the command (its end goes in the summary) */
 	if (o.argv)
-		end_command(rec, &o, &child);
+		session_end_command(rec, &o, &child);
 	record_summary(rec, &o, target, out.is_stdout ? "to standard output" : o.output);
 	if (o.argv)
 		record_child_say(&child);
@@ -418,7 +231,7 @@ out:
 	outfile_abort(&out);    /* a no-op once committed */
 	if (child.pid && !child.ended && !child.kept) {
 		/* hwspy failed: the command ends too (its status is not hwspy's: that stays 1) */
-		end_command(rec, &o, &child);
+		session_end_command(rec, &o, &child);
 		record_child_say(&child);
 	}
 	recorder_free(rec);

@@ -1,0 +1,47 @@
+/*
+ * session (cli): what the commands that sample a target share (record, and the commands built
+ * on the same recorder): the signals (SIGINT, SIGTERM and SIGHUP stop the run, the second one
+ * also kills a launched command at once; Ctrl-Z lets the target go, stops hwspy and takes the
+ * target again on SIGCONT), an attached target opened, the exact mode chosen and fallen back
+ * from, the events started, a launched command ended once sampling is over. Each failure is
+ * said here, in one line; the functions return 0, or -1 once said. Options come as the
+ * struct record_args of cli/record.h, the sampling options of every such command. Internal
+ * to cli/.
+ */
+#ifndef HWSPY_CLI_SESSION_H
+#define HWSPY_CLI_SESSION_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "cli/record.h"
+#include "record/record.h"
+
+/* Installs the handlers (SIGPIPE ignored too). */
+void session_catch_signals(void);
+/* The run's stop flag (set by the signals above). */
+volatile sig_atomic_t *session_stop(void);
+/* From a run's slice function: a Ctrl-Z since the last slice lets the target go, stops hwspy
+ * and takes the target again; returns r, or the resume's failure. */
+int session_tstp(struct recorder *rec, int r);
+/* After the run: Ctrl-Z stops hwspy as any program (and does so now if one came last). */
+void session_after_run(void);
+
+/* Attach: the target's interpreter and mappings, before sampling (-ENOENT is no error with
+ * --native: native frames only). */
+int session_open_target(struct recorder *rec, const struct record_args *o, const char *target);
+/* Exact by the BPF capture where allowed, else by stops, else (a sampling event that overflows
+ * as threads go to sleep, a tracepoint) nonblocking; said where it is not the capture. */
+void session_choose_mode(struct recorder *rec, struct record_args *o);
+/* Opens the events, falling back where the target or the machine refuses (stops refused:
+ * nonblocking; kernel mode refused: user space only). *capture_failures: the capture's
+ * failures said so far (session_capture_said()). */
+int session_start(struct recorder *rec, struct record_args *o, const char *target,
+		  uint64_t *capture_failures);
+/* A failure of the BPF capture to start since *said: said once. */
+void session_capture_said(struct recorder *rec, uint64_t *said);
+/* Sampling is over: the launched command ends as --grace says, or is left running. */
+void session_end_command(struct recorder *rec, const struct record_args *o,
+			 struct record_child *c);
+
+#endif
