@@ -163,22 +163,29 @@ int session_start(struct recorder *rec, struct record_args *o, const char *targe
 }
 
 /* Sampling is over: the launched command ends (record_child_end), or is left running. */
-void session_end_command(struct recorder *rec, const struct record_args *o,
-			struct record_child *c)
+void session_end_child(const struct record_args *o, struct record_child *c, bool exited,
+		       int status)
 {
-	const struct sampler_stats *st;
 	struct record_child_opts co = {
 		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = tty_int_flag,
 		.quits = &quit_flag,
 	};
 
-	recorder_stop(rec);
-	st = recorder_stats(rec)->sampler;
-	if (st->target_exited && !c->ended) {
-		c->ended = true;        /* the sampler reaped it */
-		c->status = st->exit_status;
+	if (exited && !c->ended) {
+		c->ended = true;        /* the sampler (or counter) reaped it */
+		c->status = status;
 	}
 	record_child_end(c, &co);
+}
+
+void session_end_command(struct recorder *rec, const struct record_args *o,
+			struct record_child *c)
+{
+	const struct sampler_stats *st;
+
+	recorder_stop(rec);
+	st = recorder_stats(rec)->sampler;
+	session_end_child(o, c, st->target_exited, st->exit_status);
 }
 
 void session_catch_signals(void)

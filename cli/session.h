@@ -12,6 +12,7 @@
 #define HWSPY_CLI_SESSION_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cli/record.h"
@@ -43,5 +44,9 @@ void session_capture_said(struct recorder *rec, uint64_t *said);
 /* Sampling is over: the launched command ends as --grace says, or is left running. */
 void session_end_command(struct recorder *rec, const struct record_args *o,
 			 struct record_child *c);
+/* The same for a command launched by something else (the counter of hwspy stat): exited, with
+ * its wait status, if that reaped it. */
+void session_end_child(const struct record_args *o, struct record_child *c, bool exited,
+		       int status);
 
 #endif

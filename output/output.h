@@ -425,4 +425,9 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
 		     const struct diff_side *after, const struct diff_opts *opts, size_t top,
 		     FILE *out);
 
+/* speedscope.c: s as a JSON string, quoted and escaped (controls as \u00XX, each invalid UTF-8
+ * sequence as one U+FFFD), for the other JSON writers (hwspy stat --json). Errors show in
+ * ferror(out). */
+void json_write_string(FILE *out, const char *s);
+
 #endif

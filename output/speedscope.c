@@ -10,8 +10,7 @@
 
 #define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
 
-/* Writes s as a JSON string. Errors show in ferror(out). */
-static void json_string(FILE *out, const char *s)
+void json_write_string(FILE *out, const char *s)
 {
 	const unsigned char *u = (const unsigned char *) s;
 	size_t n = strlen(s);
@@ -39,15 +38,15 @@ static void json_string(FILE *out, const char *s)
 static void write_frame(FILE *out, const struct profile_frame *f)
 {
 	fputs("{\"name\":", out);
-	json_string(out, f->name);
+	json_write_string(out, f->name);
 	if (f->kind == FRAME_PYTHON && f->file) {
 		fputs(",\"file\":", out);
-		json_string(out, f->file);
+		json_write_string(out, f->file);
 		if (f->line > 0)
 			fprintf(out, ",\"line\":%d", f->line);
 	} else if (f->kind == FRAME_NATIVE && f->module) {
 		fputs(",\"file\":", out);
-		json_string(out, f->module);
+		json_write_string(out, f->module);
 	} else if (f->kind == FRAME_KERNEL) {
 		fputs(",\"file\":\"[kernel.kallsyms]\"", out);
 	}
@@ -137,7 +136,7 @@ static int write_profile(FILE *out, const struct profile *p, size_t col, const s
 	}
 	fputs(first ? "\n" : ",\n", out);
 	fputs("{\"type\":\"sampled\",\"name\":", out);
-	json_string(out, name.data);
+	json_write_string(out, name.data);
 	buf_release(&name);
 	fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%llu,\n\"samples\":[",
 		event_unit(event), (unsigned long long) total);
@@ -205,10 +204,10 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
 	qsort(idx, n, sizeof(*idx), cmp_by_tid);
 
 	fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":", out);
-	json_string(out, "hwspy " HWSPY_VERSION);
+	json_write_string(out, "hwspy " HWSPY_VERSION);
 	if (name) {
 		fputs(",\"name\":", out);
-		json_string(out, name);
+		json_write_string(out, name);
 	}
 	fputs(",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[", out);
 	for (uint32_t id = 0; id < profile_n_frames(p); id++) {

@@ -79,6 +79,9 @@ struct record_opts {
 	bool kernel;                    /* kernel frames at the leaf */
 	size_t log_bytes;               /* keep the time-ordered sample log up to this many bytes
 	                                 * (profile_log_start; speedscope), 0: none */
+	void (*exec_fn)(void *ctx, pid_t pid);  /* launch: sampler_opts.exec_fn (inside
+	                                 * recorder_start(), the command stopped at its exec) */
+	void *exec_ctx;
 };
 
 /* One finished sample, handed to the sink. */
@@ -149,8 +152,8 @@ int recorder_load_symbols(struct recorder *rec, bool warm);
 /* The mode to start in (the caller's fallbacks: BPF refused, ptrace refused ...). */
 void recorder_set_mode(struct recorder *rec, enum record_mode mode);
 enum record_mode recorder_mode(const struct recorder *rec);
-/* Opens the events on every thread (launching the command, which waits at its exec until
- * recorder_run()). In capture mode with the interpreter known, the capture starts before any
+/* Opens the events on every thread (launching the command, which runs from its exec on: its
+ * samples wait in the rings until recorder_run()). In capture mode with the interpreter known, the capture starts before any
  * event opens; its failure is not recorder_start()'s (stats.capture_error). 0, or
  * sampler_new()'s error: nothing is then left attached or running, and it may be called again. */
 int recorder_start(struct recorder *rec);

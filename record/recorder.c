@@ -145,6 +145,7 @@ int recorder_start(struct recorder *rec)
 		.stack_user_size = o->native ? o->stack_size : 0, .kernel_callchain = o->kernel,
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
 		.event_fn = record_on_event, .event_ctx = rec,
+		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,
 		.ring_pages = o->native ? (capture ? 512 : 256) : capture ? 256 : 0,
 	};
 	int r;

@@ -195,6 +195,12 @@ struct sampler_opts {
 	sampler_event_fn event_fn;      /* told of execs and of threads getting the capture
 	                                 * program (struct sampler_event), or NULL */
 	void *event_ctx;
+	/* launch: exec_fn(exec_ctx, pid) runs inside sampler_new() while the command is stopped
+	 * at its exec, its events open, before it runs an instruction of the new program (on the
+	 * tracer thread in exact mode), so that what else must count from the exec (hwspy stat's
+	 * counters) starts there too. NULL: none. */
+	void (*exec_fn)(void *ctx, pid_t pid);
+	void *exec_ctx;
 	uint32_t stack_user_size;       /* bytes of user stack to copy per sample (0: none) */
 	uint64_t regs_user_mask;        /* with stack_user_size: the user registers sampled with
 	                                 * each stack copy (attr.sample_regs_user, perf's PERF_REG_*
@@ -303,8 +309,8 @@ struct sampler_stats {
 
 typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 
-/* Creates the sampler and attaches or launches (a launched command waits at its exec until
- * sampler_run()). Errors as above; on error nothing is left attached or running (nor SIGCHLD
+/* Creates the sampler and attaches or launches (a launched command runs from its exec on,
+ * opts.exec_fn called just before; its samples wait in the rings until sampler_run()). Errors as above; on error nothing is left attached or running (nor SIGCHLD
  * blocked). SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
  * the launched command's exit) until sampler_free(), which unblocks it if the caller had not
  * blocked it itself: free samplers on the thread that made them, the last made first. */

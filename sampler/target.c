@@ -385,6 +385,8 @@ static int start_job(struct sampler *s, void *arg)
 		r = thread_add(s, s->pid, true);
 		if (r < 0)
 			return r == -EPERM ? -EACCES : r;
+		if (s->opts.exec_fn)
+			s->opts.exec_fn(s->opts.exec_ctx, s->pid);
 		if (!s->opts.exact) {
 			s->threads[0].traced = false;
 			(void) ptrace(PTRACE_DETACH, s->pid, 0, 0);
