@@ -103,6 +103,7 @@ class Tmux:
         with open(self.stty) as f:
             stty = f.read().split()
         log('after %s: exit %d, stderr %r' % (how, rc, self.stderr()))
+        no_sanitizer_report(self.stderr() + '\n'.join(lines), how)
         check(rc == 0, 'top exited %d after %s (expected 0)' % (rc, how))
         check('echo' in stty and 'icanon' in stty and '-echo' not in stty and
               '-icanon' not in stty, 'the terminal is not restored after %s: %s'
@@ -111,6 +112,13 @@ class Tmux:
 
     def close(self):
         self.tmux('kill-server', check_rc=False)
+
+
+def no_sanitizer_report(text, how):
+    """The ASan build's hwspy (run-all.sh runs suite 'tui' with it): UBSan's reports change no
+    exit status, so they are looked for."""
+    check('runtime error:' not in text and 'Sanitizer' not in text,
+          'a sanitizer report from hwspy after %s:\n%s' % (how, text))
 
 
 def rows(lines):
@@ -158,7 +166,8 @@ def check_keys(opts, t, w, tids):
     shown = time.monotonic()
     lines = t.wait('hot_main the first row within 3 s of the first table',
                    lambda l: first_row(l).startswith('hot_main '), 3 + 0.5)
-    log('hot_main first after %.1f s' % (time.monotonic() - shown))
+    log('first table %.1f s after top started; hot_main first %.1f s after that'
+        % (shown - t.started, time.monotonic() - shown))
     t.keys('t')
     lines = t.wait("'t': sort by total", lambda l: 'sort: total%' in header(l) and
                    '*total%' in l[FIRST_ROW - 1] and not first_row(l).startswith('hot_main '))
@@ -246,6 +255,7 @@ def case_once(opts):
         text = f.read()
     log('--once: exit %d, stderr %r\n%s' % (r.returncode, r.stderr, text[:2000]))
     check(r.returncode == 0, '--once exited %d' % r.returncode)
+    no_sanitizer_report(r.stderr, '--once')
     table = rows_anywhere(text.split('\n'))
     check(table and table[0][0].startswith('hot_main '), '--once: hot_main is not the first row')
     check('*self%' in text and '\x1b' not in text, '--once: no plain column header')
@@ -261,6 +271,7 @@ def case_once(opts):
     r = subprocess.run(top_argv(opts, '-p', str(s.pid), '--once', '-d', '1'),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
     log('--once on a sleeper: exit %d, stderr %r' % (r.returncode, r.stderr))
+    no_sanitizer_report(r.stderr, '--once on a sleeper')
     check(r.returncode == 1 and 'no samples' in r.stderr and not r.stdout,
           '--once with nothing sampled: expected exit 1 and record\'s "no samples"')
     s.quit()
