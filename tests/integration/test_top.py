@@ -12,8 +12,10 @@ its exit status and the terminal's settings after it can be read back.
                   filters to one thread and then to thread "side" (its rows: side_work, no
                   hot_main); 'z' zeroes (the header says since the last reset); 'h' shows the
                   keys; 'q' quits: exit 0, echo and icanon back, no screen left on the pane
+                  (a resize to 40 columns leaves columns out and cuts names, and back)
   --case signals  the same end after Ctrl-C, SIGTERM and SIGHUP to hwspy, and after the target
-                  is killed (then: a line saying it exited and the last table, as text)
+                  is killed (then: a line saying it exited and the last table, as text); a
+                  launched command (-- top_work.py run 60) quit with 'q' ends as record's does (SIGINT)
   --case once     --once -d 2 to a file: the table as text, hot_main first; stdout no terminal
                   without --once: one line, exit 2; --once on a target that sleeps: exit 1,
                   "no samples"
@@ -191,6 +193,12 @@ def check_keys(opts, t, w, tids):
     t.wait("'T' again: all threads", lambda l: 'thread: all' in header(l))
     t.keys('z')
     t.wait("'z': zeroed", lambda l: 'since the last reset' in header(l))
+    t.tmux('resize-window', '-t', 'top', '-x', '40')
+    t.wait('a resize to 40 columns: page-faults% left out, names cut', lambda l:
+           '*self%' in l[FIRST_ROW - 1] and 'page-faults%' not in l[FIRST_ROW - 1] and
+           first_row(l).endswith('..') and all(len(x) <= 40 for x in l))
+    t.tmux('resize-window', '-t', 'top', '-x', str(WIDTH))
+    t.wait('back to %d columns' % WIDTH, lambda l: 'page-faults%' in l[FIRST_ROW - 1])
     t.keys('h')
     t.wait("'h': the keys", lambda l: 'hwspy top: keys' in '\n'.join(l))
     t.keys('x')
@@ -237,6 +245,19 @@ def case_signals(opts):
               'no line saying the target exited:\n%s' % text)
         check(any(n.startswith('hot_main ') for n, _ in rows_anywhere(lines)),
               'no last table with hot_main after the target exited:\n%s' % text)
+    finally:
+        t.close()
+
+
+    t = Tmux(opts, 'launch')
+    try:
+        t.start(top_argv(opts, '--', *opts.py.argv, os.path.join(opts.targets, 'top_work.py'),
+                         'run', '60'))
+        t.wait('hot_main first, launched', lambda l: first_row(l).startswith('hot_main '), 30)
+        t.keys('q')
+        no_screen_left(t.finished("'q' (launched)"), "'q' (launched)")
+        check('was ended by hwspy\'s SIGINT' in t.stderr(),
+              'the launched command did not end by top\'s SIGINT: %r' % t.stderr())
     finally:
         t.close()
 

@@ -5,11 +5,13 @@ The main thread runs hot_main and warm_main in turn (about 3:1 of its CPU); thre
 runs side_work about a fifth of the time (2 ms of work, then 8 ms asleep). So hot_main is
 the hottest function of the process, side_work the only one of thread "side". Prints the
 native thread ids as JSON ({"main": TID, "side": TID}), then runs until stdin says "quit" or
-ends (at most 300 s).
+ends (at most 300 s); `top_work.py run SECONDS` runs SECONDS without reading stdin (a command
+`hwspy top` launches reads /dev/null).
 """
 import json
 import os
 import select
+import sys
 import threading
 import time
 
@@ -49,11 +51,14 @@ def main():
     started.wait()
     print(json.dumps(tids), flush=True)
     deadline = time.monotonic() + 300  # never outlive a crashed test by long
+    run = len(sys.argv) > 2 and sys.argv[1] == 'run'
+    if run:
+        deadline = time.monotonic() + float(sys.argv[2])
     poll = 0.0
     while time.monotonic() < deadline:
         hot_main()
         warm_main()
-        if time.monotonic() < poll:
+        if run or time.monotonic() < poll:
             continue
         poll = time.monotonic() + 0.05
         if select.select([0], [], [], 0)[0]:
