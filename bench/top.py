@@ -5,7 +5,7 @@ The target is tests/targets/top_work.py (two threads, about 1.2 CPUs busy). `hws
 runs in a tmux pane of its own (200x50, a private server: it needs a terminal) and
 `hwspy record -p PID -o FILE -q` runs beside it, both at the same rate (-F, default 100 Hz) and
 event (cpu-clock: no PMU on these VMs). After --warmup seconds (start-up: attaching, loading
-symbols) each one's CPU time (utime + stime of /proc/PID/stat, every thread) is read, again
+symbols) each one's CPU time (schedstat of /proc/PID/task/*, nanoseconds) is read, again
 --seconds later; the difference per second of wall time is its steady CPU use. The table gives
 that for both, in percent of a CPU and in microseconds per target sample (the samples taken
 meanwhile: the target's CPU time x the rate), --repeat times (medians, [min..max]).
@@ -24,13 +24,18 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HZ = os.sysconf('SC_CLK_TCK')
 
 
 def cpu_s(pid):
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / HZ
+    """Seconds on a CPU of every live thread of pid (schedstat: nanoseconds, not ticks)."""
+    total = 0
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/schedstat' % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total / 1e9
 
 
 def one(args, tmp):

@@ -174,33 +174,38 @@ static void hash_put(struct top_table *t, size_t idx)
 	t->hash[s] = (uint32_t) idx + 1;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+/* p (an array of *cap items of size bytes) grown to hold need: the array (*cap updated), or
+ * NULL on -ENOMEM (p and *cap as they were). */
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
 {
 	size_t n = *cap ? *cap : 64;
 	void *q;
 
 	if (need <= *cap)
-		return 0;
+		return p;
 	while (n < need)
 		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
+	if (n > SIZE_MAX / size)
+		return NULL;
+	q = realloc(p, n * size);
+	if (q)
+		*cap = n;
+	return q;
 }
 
 /* Room for extra more entries (their vectors and hash slots): 0 or -ENOMEM. */
 static int reserve_entries(struct top_table *t, size_t extra)
 {
 	size_t need = t->n_ent + extra, cap = t->cap_ent, hcap = t->hcap ? t->hcap : 128;
+	struct top_entry *ent;
 	void *v;
 
 	if (need > UINT32_MAX - 1)
 		return -ENOMEM;
-	if (grow((void **) &t->ent, &cap, need, sizeof(*t->ent)) < 0)
+	ent = grow(t->ent, &cap, need, sizeof(*t->ent));
+	if (!ent)
 		return -ENOMEM;
+	t->ent = ent;
 	v = realloc(t->vals, cap * 2 * t->nv * sizeof(uint64_t));
 	if (!v)
 		return -ENOMEM;     /* ent grew, cap_ent did not: still consistent */
@@ -225,6 +230,7 @@ static int reserve_entries(struct top_table *t, size_t extra)
 static size_t thread_index(struct top_table *t, uint32_t tid)
 {
 	size_t lo = 0, hi = t->n_thr, cap = t->cap_thr;
+	uint32_t *tids;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -235,8 +241,10 @@ static size_t thread_index(struct top_table *t, uint32_t tid)
 		else
 			hi = mid;
 	}
-	if (grow((void **) &t->tids, &cap, t->n_thr + 1, sizeof(*t->tids)) < 0)
+	tids = grow(t->tids, &cap, t->n_thr + 1, sizeof(*t->tids));
+	if (!tids)
 		return SIZE_MAX;
+	t->tids = tids;
 	if (cap != t->cap_thr) {
 		uint64_t *s = realloc(t->tsum, cap * t->nv * sizeof(uint64_t));
 		if (!s)
@@ -514,8 +522,11 @@ int top_table_view(struct top_table *t, const struct top_view_opts *vo, struct t
 
 		if (e->tid != vo->tid || hidden(t, e->frame, vo->hide_native))
 			continue;
-		if (grow((void **) &v->rows, &v->cap, v->n + 1, sizeof(*v->rows)) < 0)
+		struct top_row *rows = grow(v->rows, &v->cap, v->n + 1, sizeof(*v->rows));
+
+		if (!rows)
 			return -ENOMEM;
+		v->rows = rows;
 		row = &v->rows[v->n++];
 		row->frame = e->frame;
 		row->self = t->vals + e->off;

@@ -129,7 +129,8 @@ static void line_view(struct top *t, uint64_t now_ns, struct buf *b)
 	}
 	if (t->a.rec.native)
 		(void) buf_printf(b, " | native rows: %s", t->vo.hide_native ? "hidden" : "shown");
-	(void) buf_puts(b, " | h: keys");
+	if (t->screen)
+		(void) buf_puts(b, " | h: keys");
 }
 
 /* The header's lines into b, one after another, each NUL-terminated, from starts[i]. */
