@@ -65,6 +65,9 @@ def one(args, tmp):
         record.wait(30)
     finally:
         subprocess.run(['tmux', '-L', sock, 'kill-server'], stderr=subprocess.DEVNULL)
+        path = os.path.join(os.environ.get('TMUX_TMPDIR', '/tmp'), 'tmux-%d' % os.getuid(), sock)
+        if os.path.exists(path):
+            os.unlink(path)
         target.kill()
         target.wait()
     wall = t1 - t0

@@ -25,6 +25,7 @@ its exit status and the terminal's settings after it can be read back.
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -113,7 +114,19 @@ class Tmux:
         return lines
 
     def close(self):
+        """The pane's processes (sh, its sleep, a hwspy still running) killed, the server and
+        its socket gone."""
+        out = self.tmux('display-message', '-p', '-t', 'top', '#{pane_pid}', check_rc=False)
+        if out.strip().isdigit():
+            try:
+                os.killpg(int(out), signal.SIGKILL)     # the pane's shell leads its group
+            except OSError:
+                pass
         self.tmux('kill-server', check_rc=False)
+        sock = os.path.join(os.environ.get('TMUX_TMPDIR', '/tmp'), 'tmux-%d' % os.getuid(),
+                            self.sock)
+        if os.path.exists(sock):
+            os.unlink(sock)
 
 
 def no_sanitizer_report(text, how):
@@ -229,7 +242,7 @@ def case_signals(opts):
             if how == 'C-c':
                 t.keys('C-c')
             else:
-                os.kill(t.top_pid(), getattr(__import__('signal'), how))
+                os.kill(t.top_pid(), getattr(signal, how))
             no_screen_left(t.finished(how), how)
             harness.check_untouched(w.pid)
         finally:
