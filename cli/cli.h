@@ -10,5 +10,6 @@ int cmd_record(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

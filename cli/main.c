@@ -16,6 +16,7 @@ static const struct command commands[] = {
 	{ "convert", cmd_convert, "turn a folded (any tool's) or pprof file into another format" },
 	{ "diff", cmd_diff, "compare two profiles: what a change made faster or slower" },
 	{ "list", cmd_list, "list the events hwspy knows and whether they work here" },
+	{ "top", cmd_top, "a live view of a Python process's hottest functions" },
 };
 
 static void usage(FILE *out)

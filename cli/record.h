@@ -19,6 +19,8 @@
 /* bytes of the time-ordered sample log (speedscope): with one event 20 bytes a sample, 1.6 M
  * samples (100 Hz for 10 minutes on 27 threads); past it, the merged stacks alone */
 #define RECORD_LOG_BYTES (32u << 20)
+/* --grace's default: a launched command's time to end after SIGINT, then after SIGTERM */
+#define RECORD_GRACE_DEFAULT 5.0
 
 struct record_args {
 	pid_t pid;
@@ -76,6 +78,12 @@ void record_no_samples(struct recorder *rec, const struct record_args *o, const 
 /* record_args.c: parses hwspy record's command line into o (zeroed by the caller): 0, 1 after
  * --help (printed), -EINVAL on a usage error (said). */
 int record_parse_args(int argc, char **argv, struct record_args *o);
+/* ... and for the commands that share record's options (top): -e's list added to o->events
+ * (0, or -errno: said); an option of record's with a number (c as record's getopt string and
+ * long options give it: 'p', 'F', 'c', 'd', 'G' --grace, 'B' --stop-budget, 'S' --stack-size)
+ * checked and stored: 1, 0 if c is none of them, -EINVAL (said). */
+int record_parse_events(struct record_args *o, const char *arg);
+int record_number_option(struct record_args *o, int c, const char *arg);
 /* record_child.c: a launched command, once sampling has ended. record_child_end() waits for it
  * to end, and ends it if it does not: SIGINT (not sent again where a Ctrl-C on the terminal
  * reached it already), SIGTERM after grace seconds, SIGKILL after grace more, SIGKILL at once when

@@ -23,7 +23,6 @@
 #define PERIOD_MAX ((unsigned long long) INT64_MAX)
 
 /* --grace: a launched command's time to end after SIGINT, then after SIGTERM */
-#define GRACE_DEFAULT 5.0
 #define GRACE_MAX 3600.0
 
 static void usage(FILE *out)
@@ -84,7 +83,7 @@ static bool is_tracepoint_form(const char *text)
 	return colon && colon != text && colon[1] && !strchr(text, '/');
 }
 
-static int parse_events(struct record_args *o, const char *arg)
+int record_parse_events(struct record_args *o, const char *arg)
 {
 	char items[SAMPLER_MAX_EVENTS][96];
 	size_t room = SAMPLER_MAX_EVENTS - o->n_events;
@@ -133,7 +132,7 @@ static int parse_events(struct record_args *o, const char *arg)
 }
 
 /* The options that take a number (c, arg): 1 if c is one (stored), 0 if not, -EINVAL (said). */
-static int number_option(struct record_args *o, int c, const char *arg)
+int record_number_option(struct record_args *o, int c, const char *arg)
 {
 	char *end;
 
@@ -217,7 +216,7 @@ static int other_option(struct record_args *o, int c, const char *arg)
 
 	switch (c) {
 	case 'e':
-		r = parse_events(o, arg);
+		r = record_parse_events(o, arg);
 		return r < 0 ? r : 1;
 	case 'k':
 		o->keep_running = true;
@@ -316,9 +315,9 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 
 	o->freq = 100;
 	o->stack_size = RECORD_DEFAULT_STACK_SIZE;
-	o->grace = GRACE_DEFAULT;
+	o->grace = RECORD_GRACE_DEFAULT;
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
-		r = number_option(o, c, optarg);
+		r = record_number_option(o, c, optarg);
 		if (r == 0)
 			r = other_option(o, c, optarg);
 		if (r == 2)

@@ -213,6 +213,11 @@ int session_tstp(struct recorder *rec, int r)
 	return r >= 0 && tstp_flag && !py.fatal ? pause_for_tstp(rec) : r;
 }
 
+bool session_tstp_pending(void)
+{
+	return tstp_flag != 0;
+}
+
 void session_after_run(void)
 {
 	/* nothing is traced any more: Ctrl-Z may stop hwspy as it does any program */

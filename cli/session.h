@@ -25,6 +25,8 @@ volatile sig_atomic_t *session_stop(void);
 /* From a run's slice function: a Ctrl-Z since the last slice lets the target go, stops hwspy
  * and takes the target again; returns r, or the resume's failure. */
 int session_tstp(struct recorder *rec, int r);
+/* Whether a Ctrl-Z waits for session_tstp() (top leaves its screen before hwspy stops). */
+bool session_tstp_pending(void);
 /* After the run: Ctrl-Z stops hwspy as any program (and does so now if one came last). */
 void session_after_run(void);
 

@@ -1,7 +1,8 @@
 /*
  * ratios: the ratios derived from a profile's events (IPC, misses per 1k instructions, miss
  * rates), which the SVG tooltips show; svg_write() in output.h says which and how they are
- * labelled. Private to output/; not part of output.h.
+ * labelled; cli's top (top_table.c) shows them as columns. Private to output/ and cli/;
+ * not part of output.h.
  *
  * struct ratios is embedded: ratios_init() / ratios_release(). It holds its labels; it keeps
  * value columns of the profile, not pointers into it.

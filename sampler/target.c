@@ -236,8 +236,10 @@ int scan_threads(struct sampler *s, bool fail_hard)
 			bool traced = false;
 			if (thread_find(s, tids[i]) || perf_thread_left_out(s, tids[i]))
 				continue;
-			if (second_look && !bsearch(&tids[i], s->unknown, s->n_unknown,
-						    sizeof(*tids), perf_cmp_tid)) {
+			/* bsearch() of none: s->unknown may be NULL, which bsearch may not get */
+			if (second_look && (!s->n_unknown ||
+					    !bsearch(&tids[i], s->unknown, s->n_unknown,
+						     sizeof(*tids), perf_cmp_tid))) {
 				unknown[n_unknown++] = tids[i];
 				continue;
 			}

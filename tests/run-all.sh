@@ -4,6 +4,7 @@
 #                 but 'hostile', which step 2 runs with the ASan build's hwspy
 #  2. build-asan/ AddressSanitizer + UBSan, the unit suite (the fuzzer among it) and the hostile
 #     targets (suite 'hostile': the ASan build's hwspy against a corrupt _Py_DebugOffsets).
+#     It also runs suite 'tui' (hwspy top in tmux) with that build's hwspy.
 # Both steps always run; the exit status is non-zero if either failed.
 # Needs root for the integration suite (ptrace and perf events on other processes, and the
 # permission test runs hwspy as nobody); run tests/setup-pythons.sh first for Debian 3.13/3.14.
@@ -46,9 +47,9 @@ release() {
 asan() {
 	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false &&
 	meson compile -C build-asan &&
-	meson test -C build-asan --suite unit --suite hostile --print-errorlogs "$@"
+	meson test -C build-asan --suite unit --suite hostile --suite tui --print-errorlogs "$@"
 }
 
 step 'build (-Dwerror=true), all suites but hostile (run by the ASan build)' release "$@"
-step 'build-asan (address,undefined), unit and hostile suites' asan "$@"
+step 'build-asan (address,undefined), unit, hostile and tui suites' asan "$@"
 exit $status
