@@ -197,7 +197,7 @@ static int metric_named(const struct profile *p, const char *spec, struct ratio 
 	size_t cycles, instr, miss = 0;
 
 	if (strcasecmp(spec, "ipc") != 0 && strcasecmp(spec, "mpki") != 0)
-		return metric_error(err, -EINVAL, "is not ipc, mpki or EVENT/EVENT", 0, 0);
+		return metric_error(err, -EINVAL, "is not a metric", 0, 0);
 	if (!p)
 		return 0;
 	instr = event_column(p, "instructions");
@@ -262,8 +262,8 @@ int ratio_metric(const struct profile *p, const char *spec, struct ratio *ret,
 	}
 	if (found != 1)
 		return metric_error(err, -EINVAL, found ? "splits into two events at more than "
-				    "one '/'" : "has more than one '/', and no split of it at one "
-				    "names two events of the profile", 0, 0);
+				    "one of its '/'" : "has more than one '/' and splits at none of "
+				    "them into two events", 0, 0);
 	*ret = (struct ratio) { .num = column_of(p, spec, at),
 				.den = column_of(p, spec + at + 1, len - at - 1),
 				.scale = 1, .general = true };
