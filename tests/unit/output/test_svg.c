@@ -638,6 +638,22 @@ static void test_color_named(void **state)
 	assert_non_null(strstr(err.why, "'cycles'"));
 	assert_int_equal(svg_color_check(p3, "mpki", &err), -ENOENT);
 	assert_int_equal(svg_write(base, &diff, stdout), -EINVAL);
+
+	/* markup in the events' names and the metric: escaped, the file stays valid XML */
+	const char *ev4[] = { "a<&>", "b\"'" };
+	struct profile *p4 = profile_new(ev4, 2);
+	struct svg_opts hostile = { .color_by = "a<&>/b\"'" };
+	uint64_t v4[] = { 20, 7, 0 };
+
+	m = frame(p4, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p4, 1, &m, 1, v4), 0);
+	text = write_svg(p4, &hostile);
+	assert_non_null(strstr(text, "\na&lt;&amp;&gt;/b&quot;&#39;: none (b&quot;&#39; is 0)"));
+	assert_non_null(strstr(text, ">colour: a&lt;&amp;&gt;/b&quot;&#39;</text>"));
+	assert_null(strstr(text, "a<&>"));
+	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	profile_free(p4);
 	profile_free(p);
 	profile_free(p2);
 	profile_free(p3);
@@ -721,6 +737,14 @@ static void test_speed(void **state)
 	       count(text, "<g><title>"));
 	assert_true(dt < 2.0);
 	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	/* coloured by IPC: the scale's fit and the fills cost little more */
+	t0 = now();
+	text = write_svg(p, &(struct svg_opts) { .color_by = "ipc" });
+	dt = now() - t0;
+	printf("# 10^5 stacks coloured by ipc: %.3f s, %zu bytes\n", dt, strlen(text));
+	assert_true(dt < 2.0);
+	assert_non_null(strstr(text, "<g id=\"legend\">"));
 	free(text);
 	profile_free(p);
 }
