@@ -58,7 +58,7 @@ enum out_format format_of_path(const char *path)
 
 
 /* One line on what is wrong with the --color-by metric, then the profile's events when p is
- * not NULL, else what a metric is: -EINVAL or -ENOENT as err is. */
+ * not NULL, else what a metric is: -ENOENT (checked against p) or -EINVAL (its form). */
 static int color_error(const char *metric, const struct svg_metric_error *err,
 		       const struct profile *p)
 {
