@@ -125,6 +125,8 @@ int cmd_convert(int argc, char **argv)
 	in_path = argv[optind];
 	if (!fmt_given)
 		fmt = format_of_path(out_path);
+	if (format_color_output(&fo, fmt, out_path) < 0)
+		return 2;
 	/* the output's temporary file now: a bad -o is found before the input is read; OUT is
 	 * replaced only when complete, so it can even be IN */
 	if (cli_output_open(&out, out_path) < 0)
@@ -135,7 +137,7 @@ int cmd_convert(int argc, char **argv)
 	if (!p)
 		goto out;
 	col = format_column(&fo, p);
-	if (col < 0)
+	if (col < 0 || format_color_check(&fo, p) < 0)
 		goto out;
 	if (profile_n_stacks(p) == 0 || profile_total(p, (size_t) col) == 0) {
 		log_error("'%s' holds no stacks with a count above 0: nothing to convert", in_path);

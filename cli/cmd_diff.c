@@ -214,6 +214,10 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		case 'h':
 			usage(stdout);
 			return 1;
+		case FORMAT_OPT_COLOR_BY:
+			log_error("--color-by does not go with hwspy diff: its flame graph is coloured "
+				  "by the change (red grew, blue shrank)");
+			return -EINVAL;
 		default:
 			r = format_opt(&a->fo, c, optarg);
 			if (r < 0)

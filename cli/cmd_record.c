@@ -52,8 +52,9 @@ static int new_recorder(const struct record_args *o, struct recorder **ret)
 		log_error("out of memory");
 		return 1;
 	}
-	/* --weight names no event of -e: a usage error */
-	return format_column(&o->fmt, recorder_profile(*ret)) < 0 ? 2 : 0;
+	/* --weight or --color-by names no event of -e: a usage error */
+	return format_column(&o->fmt, recorder_profile(*ret)) < 0 ||
+	       format_color_check(&o->fmt, recorder_profile(*ret)) < 0 ? 2 : 0;
 }
 
 struct slice_ctx {
@@ -189,6 +190,8 @@ int cmd_record(int argc, char **argv)
 	if (r)
 		return r;
 	choose_output(&o, defpath, sizeof(defpath));
+	if (format_color_output(&o.fmt, o.format, o.output) < 0)
+		return 2;
 	r = new_recorder(&o, &rec);
 	if (r) {
 		status = r;

@@ -57,8 +57,32 @@ enum out_format format_of_path(const char *path)
 }
 
 
+/* One line on what is wrong with the --color-by metric, then the profile's events when p is
+ * not NULL, else what a metric is: -ENOENT (checked against p) or -EINVAL (its form). */
+static int color_error(const char *metric, const struct svg_metric_error *err,
+		       const struct profile *p)
+{
+	struct buf have;
+
+	buf_init(&have);
+	for (size_t k = 0; p && k < profile_n_events(p); k++)
+		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", profile_event(p, k)->name);
+	if (err->len)
+		log_error("--color-by '%s': the profile has no event '%.*s'; it has %s", metric,
+			  (int) err->len, metric + err->at, have.len ? have.data : "none");
+	else if (p)
+		log_error("--color-by '%s' %s; the profile has %s", metric, err->why,
+			  have.len ? have.data : "no events");
+	else
+		log_error("--color-by '%s' %s; give ipc, mpki or EVENT/EVENT (e.g. "
+			  "cache-misses/instructions)", metric, err->why);
+	buf_release(&have);
+	return p ? -ENOENT : -EINVAL;
+}
+
 int format_opt(struct format_opts *o, int c, const char *arg)
 {
+	struct svg_metric_error err;
 	char *end;
 
 	switch (c) {
@@ -71,6 +95,9 @@ int format_opt(struct format_opts *o, int c, const char *arg)
 	case FORMAT_OPT_ICICLE:
 		o->icicle = true;
 		return 1;
+	case FORMAT_OPT_COLOR_BY:
+		o->color_by = arg;
+		return svg_color_check(NULL, arg, &err) < 0 ? color_error(arg, &err, NULL) : 1;
 	case FORMAT_OPT_MIN_WIDTH:
 		o->min_width = strtod(arg, &end);
 		if (*end || end == arg || !(o->min_width >= 0 && o->min_width <= 1e6)) {
@@ -102,13 +129,34 @@ int format_column(const struct format_opts *o, const struct profile *p)
 	return -ENOENT;
 }
 
+int format_color_check(const struct format_opts *o, const struct profile *p)
+{
+	struct svg_metric_error err;
+
+	if (!o->color_by || svg_color_check(p, o->color_by, &err) == 0)
+		return 0;
+	return color_error(o->color_by, &err, p);
+}
+
+int format_color_output(const struct format_opts *o, enum out_format f, const char *path)
+{
+	if (!o->color_by || f == FORMAT_SVG)
+		return 0;
+	if (!strcmp(path, "-"))
+		path = "standard output";
+	log_error("--color-by colours a flame graph, and '%s' is written as %s; give an .svg "
+		  "output (or --format svg), or leave --color-by out", path, format_name(f));
+	return -EINVAL;
+}
+
 int format_write(enum out_format f, const struct profile *p, const struct format_opts *o,
 		 FILE *out)
 {
 	int col = o->weight ? profile_find_event(p, o->weight) + 1 : 1;
 	struct folded_opts fo;
 	struct pprof_opts po = { .command_line = o->command_line };
-	struct svg_opts so = { .title = o->title, .icicle = o->icicle, .min_width_px = o->min_width };
+	struct svg_opts so = { .title = o->title, .icicle = o->icicle, .min_width_px = o->min_width,
+			       .color_by = o->color_by };
 
 	if (col < 1)
 		return -ENOENT;

@@ -30,6 +30,8 @@ struct format_opts {
 	bool icicle;                    /* --icicle: root at the top (SVG) */
 	double min_width;               /* --min-width PX: narrower frames are left out (SVG; 0:
 	                                 * the default) */
+	const char *color_by;           /* --color-by METRIC: fills by a ratio of two events (SVG;
+	                                 * NULL: by kind) */
 	const char *command_line;       /* noted where the format has room (pprof's comments) */
 };
 
@@ -37,18 +39,27 @@ struct format_opts {
 #define FORMAT_OPT_TITLE 0x101
 #define FORMAT_OPT_ICICLE 0x102
 #define FORMAT_OPT_MIN_WIDTH 0x103
+#define FORMAT_OPT_COLOR_BY 0x104
 #define FORMAT_LONGOPTS \
 	{ "weight", required_argument, NULL, FORMAT_OPT_WEIGHT }, \
 	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, \
 	{ "icicle", no_argument, NULL, FORMAT_OPT_ICICLE }, \
-	{ "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }
+	{ "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }, \
+	{ "color-by", required_argument, NULL, FORMAT_OPT_COLOR_BY }
 #define FORMAT_USAGE \
 	"      --weight EVENT     the event the folded file and the flame graph weigh by\n" \
 	"                         (default: the first)\n" \
 	"      --title TEXT       the flame graph's title\n" \
 	"      --icicle           the flame graph upside down: root at the top\n" \
 	"      --min-width PX     frames narrower than PX are left out of the flame graph\n" \
-	"                         (default 0.1)\n"
+	"                         (default 0.1)\n" \
+	"      --color-by METRIC  fill the flame graph's frames by a ratio of two events,\n" \
+	"                         from each frame's own counts, yellow low to red high\n" \
+	"                         (grey: under 10 samples, or a denominator of 0); widths\n" \
+	"                         stay --weight's. METRIC: ipc (instructions/cycles), mpki\n" \
+	"                         (1000 x MISSES/instructions, with one *-misses event) or\n" \
+	"                         A/B, two events of the profile: page-faults/cpu-clock,\n" \
+	"                         cache-misses/instructions, LLC-load-misses/LLC-loads ...\n"
 
 /* One of FORMAT_LONGOPTS seen by getopt (c, arg): 1 if c was one (stored), 0 if c is not
  * one, -EINVAL (logged) for a bad value. */
@@ -56,6 +67,12 @@ int format_opt(struct format_opts *o, int c, const char *arg);
 /* The value column o->weight names in p (1 + event index): >= 1, or -ENOENT (logged: the
  * profile's events named). */
 int format_column(const struct format_opts *o, const struct profile *p);
+/* o->color_by against the events of p (see svg_color_check() in output/output.h): 0 (also
+ * when it is NULL), or -EINVAL or -ENOENT (logged: the profile's events named). */
+int format_color_check(const struct format_opts *o, const struct profile *p);
+/* Whether o->color_by may go with the output format f (an SVG), path naming the output for the
+ * message: 0, or -EINVAL (logged). */
+int format_color_output(const struct format_opts *o, enum out_format f, const char *path);
 /* A whole number from the command line into *ret: decimal digits only (no sign, no space, so
  * strtoull's wrap of "-5" is refused), min <= value <= max. 0 or -EINVAL (not logged). */
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,

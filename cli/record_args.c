@@ -236,6 +236,7 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case FORMAT_OPT_TITLE:
 	case FORMAT_OPT_ICICLE:
 	case FORMAT_OPT_MIN_WIDTH:
+	case FORMAT_OPT_COLOR_BY:
 		if (format_opt(&o->fmt, c, arg) < 0)
 			return -EINVAL;
 		return 1;

@@ -99,6 +99,39 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
  * (controls but tab, newline and CR; U+FFFE and U+FFFF) and each invalid UTF-8 sequence written
  * as one U+FFFD. opts may be NULL.
  *
+ * Colour by a metric (color_by, not with diff): the widths stay those of column, and each
+ * frame's fill shows a ratio of two events of the profile computed from the frame's own
+ * (inclusive) values, so that one sees where IPC is low or misses per instruction are high.
+ * The metric (svg_color_check() below): "ipc" (IPC as above), "mpki" (1000 x MISSES /
+ * instructions, when p has exactly one "*-misses" event name: with two, which one would be
+ * a guess) or "A/B", any two events of p (":modifiers" ignored), e.g. "page-faults/cpu-clock".
+ *   Grey (rgb(180,180,180)): frames with fewer than SVG_COLOR_MIN_SAMPLES samples (column 0,
+ *   inclusive), or whose denominator is 0. 10 because a count ratio over n samples is off by
+ *   about 1/sqrt(n) of itself (Poisson): +-30% at 10, enough to tell apart the 2x differences
+ *   a colour shows, while at 3 samples (+-60%) the colour would mostly show noise.
+ *   Scale: ColorBrewer's YlOrRd from its 3rd class to its 7th, yellow (254,217,118) low to red
+ *   (227,26,28) high, 5 stops interpolated in sRGB (as the legend's gradient is). Sequential:
+ *   its lightness falls steadily (OKLab L 0.90 to 0.58), so the order reads in grey and to
+ *   every kind of colour blindness (ColorBrewer marks it safe). A blue-to-red (or blue-to-
+ *   yellow) ramp passes through a neutral for deuteranopes, where it meets the grey of "no
+ *   value"; this one keeps its chroma (simulated deuteranopia, protanopia, tritanopia: OKLab
+ *   distance >= 0.11 from the grey), stays away from the search fill (magenta), and black
+ *   labels keep a contrast of 4.4:1 or more on it.
+ *   Range: linear between the 2nd and the 98th percentile of the coloured frames' values, each
+ *   frame weighted by its width (what is seen is area), frames past an end take that end's
+ *   colour. A narrow frame with an extreme value (a few dozen samples of a tight loop) would
+ *   otherwise take the whole scale for itself and leave every wide frame one colour; the order
+ *   of values is kept all the same (a clipped frame is at least as red as any below it).
+ *   When the two ends meet, a frame at them is drawn mid-scale.
+ *   Legend (<g id="legend">, a row under the subtitle): "colour: LABEL", the low end's value
+ *   (id legend-low, with "≤ " when a frame was clipped there), the gradient, the high end's
+ *   (legend-high, "≥ " likewise), a grey swatch and what grey means; its <title> says how the
+ *   ends were chosen. LABEL: "IPC", "NAME per 1k instructions" (mpki), or the metric as given.
+ *   Tooltips: the metric's line comes first among the ratios, "LABEL: VALUE" (A/B with 4
+ *   significant digits), for a grey frame "LABEL: VALUE, too few samples to colour (N, under
+ *   10)" or "LABEL: none (B is 0)"; the other ratios follow as above, the metric not repeated.
+ *   Search and zoom work as above; resetting a search restores the metric's fills.
+ *
  * Differential (diff): widths from the AFTER column (BEFORE with negate), so frames with no
  * weight on that side are not drawn; each frame is filled by the change of its inclusive share,
  * delta = after% - before% as diff_opts defines them: red grew, blue shrank, white unchanged,
@@ -108,7 +141,8 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
  * is compared. Zoom, search and the URL work as above.
  *
  * Returns 0, -EINVAL if column (with diff, column + 1) is past the last event or width_px is
- * 20 or less, -ENOMEM, or
+ * 20 or less, or color_by is set with diff or is malformed, -ENOENT if color_by needs an event
+ * p lacks, -ENOMEM, or
  * -EIO (-errno where known) when writing fails (part of the file may have been written then).
  */
 struct svg_opts {
@@ -123,9 +157,27 @@ struct svg_opts {
 	bool diff;
 	bool diff_raw;          /* shares as diff_opts.raw defines them */
 	bool negate;            /* widths from BEFORE, not AFTER */
+	const char *color_by;   /* NULL: fills by kind; else "ipc", "mpki" or "A/B" (not with diff) */
 };
 
 int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out);
+
+#define SVG_COLOR_MIN_SAMPLES 10        /* fewer (inclusive) samples: a grey frame */
+
+/* What is wrong with a color_by metric: why, a phrase to follow the metric ("has no event after
+ * '/'", "needs the events 'instructions' and 'cycles' (or 'cpu-cycles')"); at and len: the
+ * event name in the metric the profile lacks (len 0: none in particular). Static strings. */
+struct svg_metric_error {
+	const char *why;
+	size_t at, len;
+};
+/* Checks a color_by metric against p's events, or its form alone when p is NULL (then a metric
+ * with several '/' passes: a PMU event's name holds two). 0; -EINVAL when it is malformed
+ * (empty, a side of '/' empty, not ipc, mpki or A/B; several '/' and no split at one of them
+ * into two events of p, or more than one); -ENOENT when p lacks an event it needs (A or B;
+ * instructions and cycles for ipc; instructions and exactly one "*-misses" event for mpki).
+ * *err (err may be NULL) says what. */
+int svg_color_check(const struct profile *p, const char *metric, struct svg_metric_error *err);
 
 /* ---- speedscope.c ---------------------------------------------------------------------------- */
 

@@ -1,9 +1,13 @@
 /* ratios: IPC, misses per 1k instructions and miss rates from a profile's events. */
 #include "output/ratios.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+
+#include "output/output.h"
 
 /* The value column of the event named name (":modifiers" ignored), or 0 if none. */
 static size_t event_column(const struct profile *p, const char *name)
@@ -30,7 +34,7 @@ static int ratio_add(struct ratios *ra, size_t num, size_t den, double scale, bo
 		r = buf_putc(&ra->labels, '\0');
 	if (r < 0)
 		return r;
-	ra->r[ra->n++] = (struct ratio) { num, den, scale, percent, label };
+	ra->r[ra->n++] = (struct ratio) { num, den, scale, percent, false, label };
 	return 0;
 }
 
@@ -129,4 +133,161 @@ bool ratio_value(const struct ratio *q, const uint64_t *v, double *ret)
 		return false;
 	*ret = q->scale * (double) v[q->num] / (double) v[q->den];
 	return true;
+}
+
+void ratio_format(const struct ratio *q, double x, char *buf, size_t size)
+{
+	if (q->percent)
+		snprintf(buf, size, "%.1f%%", x);
+	else if (q->general)
+		snprintf(buf, size, "%.4g", x);
+	else
+		snprintf(buf, size, "%.2f", x);
+}
+
+/* ---- --color-by ---- */
+
+static int metric_error(struct svg_metric_error *err, int r, const char *why, size_t at,
+			size_t len)
+{
+	if (err)
+		*err = (struct svg_metric_error) { why, at, len };
+	return r;
+}
+
+/* The column of the event named s[0..n) (as profile_find_event() matches), or 0. */
+static size_t column_of(const struct profile *p, const char *s, size_t n)
+{
+	char name[256];
+
+	if (n == 0 || n >= sizeof(name))
+		return 0;
+	memcpy(name, s, n);
+	name[n] = '\0';
+	return event_column(p, name);
+}
+
+/* The one miss event of p (names compared with ":modifiers" cut), in *ret_col: the number of
+ * distinct miss names (0, 1, or 2 for "more than one"). */
+static int miss_events(const struct profile *p, size_t *ret_col)
+{
+	const char *first = NULL;
+	size_t first_n = 0;
+
+	for (size_t i = 0; i < profile_n_events(p); i++) {
+		const char *name = profile_event(p, i)->name;
+		size_t n = strcspn(name, ":");
+
+		if (n <= 7 || memcmp(name + n - 7, "-misses", 7) != 0)
+			continue;
+		if (first && (n != first_n || memcmp(name, first, n) != 0))
+			return 2;
+		if (!first) {
+			first = name;
+			first_n = n;
+			*ret_col = 1 + i;
+		}
+	}
+	return first ? 1 : 0;
+}
+
+static int metric_named(const struct profile *p, const char *spec, struct ratio *ret,
+			struct svg_metric_error *err)
+{
+	size_t cycles, instr, miss = 0;
+
+	if (strcasecmp(spec, "ipc") != 0 && strcasecmp(spec, "mpki") != 0)
+		return metric_error(err, -EINVAL, "is not a metric", 0, 0);
+	if (!p)
+		return 0;
+	instr = event_column(p, "instructions");
+	if (strcasecmp(spec, "ipc") == 0) {
+		cycles = event_column(p, "cycles");
+		if (!cycles)
+			cycles = event_column(p, "cpu-cycles");
+		if (!cycles || !instr)
+			return metric_error(err, -ENOENT, "needs the events 'instructions' and "
+					    "'cycles' (or 'cpu-cycles')", 0, 0);
+		*ret = (struct ratio) { .num = instr, .den = cycles, .scale = 1 };
+		return 0;
+	}
+	switch (instr ? miss_events(p, &miss) : 0) {
+	case 1:
+		*ret = (struct ratio) { .num = miss, .den = instr, .scale = 1000 };
+		return 0;
+	case 2:
+		return metric_error(err, -ENOENT, "is ambiguous: the profile has more than one "
+				    "'*-misses' event (give MISSES/instructions)", 0, 0);
+	default:
+		return metric_error(err, -ENOENT, "needs the event 'instructions' and one "
+				    "'*-misses' event", 0, 0);
+	}
+}
+
+/* "A/B": split at its '/', or where there are several (a PMU event "cpu/event=0x3c/" holds
+ * two), at the one '/' that leaves an event of p on either side. */
+int ratio_metric(const struct profile *p, const char *spec, struct ratio *ret,
+		 struct svg_metric_error *err)
+{
+	size_t len = strlen(spec), slash = strcspn(spec, "/"), found = 0, at = 0;
+
+	if (len == 0)
+		return metric_error(err, -EINVAL, "is empty", 0, 0);
+	if (slash == len)
+		return metric_named(p, spec, ret, err);
+	if (spec[0] == '/')
+		return metric_error(err, -EINVAL, "has no event before '/'", 0, 0);
+	if (spec[len - 1] == '/')
+		return metric_error(err, -EINVAL, "has no event after '/'", 0, 0);
+	if (!p)
+		return 0;
+	if (!strchr(spec + slash + 1, '/')) {
+		size_t num = column_of(p, spec, slash), den = column_of(p, spec + slash + 1,
+								  len - slash - 1);
+		if (!num)
+			return metric_error(err, -ENOENT, "names an event the profile lacks", 0,
+					    slash);
+		if (!den)
+			return metric_error(err, -ENOENT, "names an event the profile lacks",
+					    slash + 1, len - slash - 1);
+		*ret = (struct ratio) { .num = num, .den = den, .scale = 1, .general = true };
+		return 0;
+	}
+	for (size_t i = 1; i + 1 < len; i++) {
+		if (spec[i] != '/' || !column_of(p, spec, i) ||
+		    !column_of(p, spec + i + 1, len - i - 1))
+			continue;
+		found++;
+		at = i;
+	}
+	if (found != 1)
+		return metric_error(err, -EINVAL, found ? "splits into two events at more than "
+				    "one of its '/'" : "has more than one '/' and splits at none of "
+				    "them into two events", 0, 0);
+	*ret = (struct ratio) { .num = column_of(p, spec, at),
+				.den = column_of(p, spec + at + 1, len - at - 1),
+				.scale = 1, .general = true };
+	return 0;
+}
+
+int ratios_add_metric(struct ratios *ra, const struct profile *p, const char *spec,
+		      size_t *ret_index, struct svg_metric_error *err)
+{
+	struct ratio q;
+	int r = ratio_metric(p, spec, &q, err);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ra->n; i++) {
+		if (ra->r[i].num == q.num && ra->r[i].den == q.den && ra->r[i].scale == q.scale) {
+			*ret_index = i;
+			return 0;
+		}
+	}
+	r = ratio_add(ra, q.num, q.den, q.scale, false, "%s", spec);
+	if (r < 0)
+		return r;
+	ra->r[ra->n - 1].general = q.general;
+	*ret_index = ra->n - 1;
+	return 0;
 }

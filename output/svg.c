@@ -11,11 +11,12 @@
 #include "base/hash.h"
 #include "output/output.h"
 #include "output/ratios.h"
+#include "output/svg_internal.h"
 #include "output/utf8.h"
 
-#define XPAD            10.0
+#define XPAD            SVG_XPAD
 #define FRAME_H         16      /* a frame's rect is FRAME_H - 1 high */
-#define GLYPH_W         7.08    /* average glyph width at 12px: 12 * 0.59 */
+#define GLYPH_W         SVG_GLYPH_W
 #define TOP_PAD         72      /* title, subtitle, note */
 #define BOTTOM_PAD      34      /* details and "Matched" */
 #define TIP_CAP         4096    /* bytes of a frame text kept in its tooltip */
@@ -310,7 +311,7 @@ static void xml_put(FILE *out, const char *s, size_t n, size_t max_chars)
 	}
 }
 
-static void xml_puts(FILE *out, const char *s)
+void svg_xml_puts(FILE *out, const char *s)
 {
 	xml_put(out, s, strlen(s), SIZE_MAX);
 }
@@ -449,141 +450,27 @@ static int build_subtitle(const struct profile *p, size_t col, struct buf *b)
 	return r;
 }
 
-/* The ratios of a frame with values v, a line each; those whose denominator is 0 left out. */
-static void put_ratios(FILE *out, const struct ratios *ra, const uint64_t *v)
+/* The ratios of a frame with values v, a line each, but ratio skip (the colour metric, written
+ * first); those whose denominator is 0 left out. */
+static void put_ratios(FILE *out, const struct ratios *ra, const uint64_t *v, size_t skip)
 {
+	char val[64];
 	double x;
 
 	for (size_t i = 0; i < ra->n; i++) {
-		if (!ratio_value(&ra->r[i], v, &x))
+		if (i == skip || !ratio_value(&ra->r[i], v, &x))
 			continue;
 		putc('\n', out);
-		xml_puts(out, ratio_label(ra, i));
-		fprintf(out, ra->r[i].percent ? ": %.1f%%" : ": %.2f", x);
+		svg_xml_puts(out, ratio_label(ra, i));
+		ratio_format(&ra->r[i], x, val, sizeof(val));
+		fprintf(out, ": %s", val);
 	}
 }
 
-static const char script[] =
-"\"use strict\";\n"
-"var frames = [], details, matched, unzoom, searchbtn, zoomed = null, searching = false;\n"
-"var TOTAL_W = WIDTH - 2 * XPAD;\n"
-"function depth(f) { return ICICLE ? f.y : -f.y; }\n"
-"function init() {\n"
-"	details = document.getElementById(\"details\");\n"
-"	matched = document.getElementById(\"matched\");\n"
-"	unzoom = document.getElementById(\"unzoom\");\n"
-"	searchbtn = document.getElementById(\"search\");\n"
-"	var gs = document.querySelectorAll(\"#frames > g\");\n"
-"	for (var i = 0; i < gs.length; i++) {\n"
-"		var g = gs[i], r = g.querySelector(\"rect\"), tip = g.querySelector(\"title\").textContent;\n"
-"		var f = { g: g, r: r, t: g.querySelector(\"text\"), root: i === 0,\n"
-"			name: tip.split(\"\\n\")[0], line: tip.split(\"\\n\")[1] || \"\",\n"
-"			xs: r.getAttribute(\"x\"), ys: r.getAttribute(\"y\"), x: +r.getAttribute(\"x\"),\n"
-"			w: +r.getAttribute(\"width\"), y: +r.getAttribute(\"y\"), fill: r.getAttribute(\"fill\") };\n"
-"		frames.push(f);\n"
-"		g.addEventListener(\"click\", zoom.bind(null, f));\n"
-"		g.addEventListener(\"mouseover\", show.bind(null, f));\n"
-"		g.addEventListener(\"mouseout\", show.bind(null, null));\n"
-"	}\n"
-"	unzoom.addEventListener(\"click\", reset_zoom);\n"
-"	searchbtn.addEventListener(\"click\", search_prompt);\n"
-"	document.addEventListener(\"keydown\", function (e) {\n"
-"		if ((e.ctrlKey && e.key === \"f\") || e.key === \"F3\") {\n"
-"			e.preventDefault();\n"
-"			search_prompt();\n"
-"		} else if (e.key === \"Escape\") {\n"
-"			reset_search();\n"
-"			reset_zoom();\n"
-"		}\n"
-"	});\n"
-"	var q = new URLSearchParams(location.search);\n"
-"	if (q.has(\"x\") && q.has(\"y\"))\n"
-"		frames.forEach(function (f) { if (f.xs === q.get(\"x\") && f.ys === q.get(\"y\")) zoom(f); });\n"
-"	if (q.get(\"s\"))\n"
-"		search(q.get(\"s\"));\n"
-"}\n"
-"function set_param(k, v) {\n"
-"	var q = new URLSearchParams(location.search);\n"
-"	if (v === null) q.delete(k); else q.set(k, v);\n"
-"	var s = q.toString();\n"
-"	try { history.replaceState(null, \"\", location.pathname + (s ? \"?\" + s : \"\") + location.hash); }\n"
-"	catch (e) { /* file: URLs in some browsers */ }\n"
-"}\n"
-"function show(f) { details.textContent = f ? f.name + (f.line ? \"  \" + f.line : \"\") : \" \"; }\n"
-"function label(f, w) {\n"
-"	var n = Math.floor((w - 3) / GLYPH_W);\n"
-"	f.t.textContent = n < 3 ? \"\" : f.name.length <= n ? f.name : f.name.substring(0, n - 2) + \"..\";\n"
-"}\n"
-"function place(f, x, w) {\n"
-"	f.r.setAttribute(\"x\", x.toFixed(2));\n"
-"	f.r.setAttribute(\"width\", w.toFixed(2));\n"
-"	f.t.setAttribute(\"x\", (x + 3).toFixed(2));\n"
-"	label(f, w);\n"
-"}\n"
-"function zoom(z) {\n"
-"	var ratio = TOTAL_W / z.w, eps = 0.02;\n"
-"	zoomed = z;\n"
-"	unzoom.classList.remove(\"hide\");\n"
-"	frames.forEach(function (f) {\n"
-"		f.g.classList.remove(\"parent\", \"hide\");\n"
-"		if (depth(f) < depth(z) && f.x <= z.x + eps && f.x + f.w >= z.x + z.w - eps) {\n"
-"			f.g.classList.add(\"parent\");\n"
-"			place(f, XPAD, TOTAL_W);\n"
-"		} else if (depth(f) >= depth(z) && f.x < z.x + z.w - eps && f.x + f.w > z.x + eps) {\n"
-"			place(f, XPAD + (f.x - z.x) * ratio, f.w * ratio);\n"
-"		} else {\n"
-"			f.g.classList.add(\"hide\");\n"
-"		}\n"
-"	});\n"
-"	set_param(\"x\", z.xs);\n"
-"	set_param(\"y\", z.ys);\n"
-"}\n"
-"function reset_zoom() {\n"
-"	if (!zoomed) return;\n"
-"	zoomed = null;\n"
-"	unzoom.classList.add(\"hide\");\n"
-"	frames.forEach(function (f) {\n"
-"		f.g.classList.remove(\"parent\", \"hide\");\n"
-"		place(f, f.x, f.w);\n"
-"	});\n"
-"	set_param(\"x\", null);\n"
-"	set_param(\"y\", null);\n"
-"}\n"
-"function search(src) {\n"
-"	var re, spans = [], sum = 0, end = -1;\n"
-"	try { re = new RegExp(src); } catch (e) { return; }\n"
-"	frames.forEach(function (f) {\n"
-"		var m = !f.root && re.test(f.name);\n"
-"		f.r.setAttribute(\"fill\", m ? SEARCH_FILL : f.fill);\n"
-"		if (m) spans.push([f.x, f.x + f.w]);\n"
-"	});\n"
-"	/* nested matches cover the same samples: count the union of their spans */\n"
-"	spans.sort(function (a, b) { return a[0] - b[0]; });\n"
-"	spans.forEach(function (s) {\n"
-"		if (s[1] > end) { sum += s[1] - Math.max(s[0], end); end = s[1]; }\n"
-"	});\n"
-"	searching = true;\n"
-"	searchbtn.classList.add(\"active\");\n"
-"	matched.textContent = \"Matched: \" + (100 * sum / TOTAL_W).toFixed(1) + \"%\";\n"
-"	set_param(\"s\", src);\n"
-"}\n"
-"function reset_search() {\n"
-"	if (!searching) return;\n"
-"	searching = false;\n"
-"	searchbtn.classList.remove(\"active\");\n"
-"	frames.forEach(function (f) { f.r.setAttribute(\"fill\", f.fill); });\n"
-"	matched.textContent = \" \";\n"
-"	set_param(\"s\", null);\n"
-"}\n"
-"function search_prompt() {\n"
-"	if (searching) { reset_search(); return; }\n"
-"	var s = prompt(\"Search for (a regular expression):\", \"\");\n"
-"	if (s) search(s);\n"
-"}\n";
-
+/* Everything before the frames; a legend under the subtitle when cs is not NULL. */
 static void write_header(FILE *out, const struct svg_opts *opts,
 			 unsigned width, unsigned height, const char *subtitle, uint64_t pruned,
-			 double min_width)
+			 double min_width, const struct color_scale *cs)
 {
 	const char *title = opts && opts->title ? opts->title : "Flame Graph";
 	bool icicle = opts && opts->icicle;
@@ -612,17 +499,21 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 		"var WIDTH = %u, XPAD = %g, GLYPH_W = %g, ICICLE = %s, SEARCH_FILL = \"" SEARCH_FILL "\";\n",
 		width, height, width, height,
 		width, XPAD, GLYPH_W, icicle ? "true" : "false");
-	fputs(script, out);
-	fprintf(out, "]]></script>\n"
-		"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"url(#background)\"/>\n"
+	fputs(svg_script, out);
+	fputs("]]></script>\n", out);
+	if (cs)
+		color_put_defs(out);
+	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"url(#background)\"/>\n"
 		"<text id=\"title\" x=\"%g\" y=\"24\">", width, height, width / 2.0);
-	xml_puts(out, title);
+	svg_xml_puts(out, title);
 	fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%g\" y=\"44\">", width / 2.0);
-	xml_puts(out, subtitle);
+	svg_xml_puts(out, subtitle);
 	fputs("</text>\n", out);
 	if (pruned)
 		fprintf(out, "<text id=\"note\" x=\"%g\" y=\"62\">%llu frames narrower than %g px "
 			"not drawn</text>\n", width / 2.0, (unsigned long long) pruned, min_width);
+	if (cs)
+		color_put_legend(out, cs, TOP_PAD - 4);
 	fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%g\" y=\"24\">Reset Zoom</text>\n"
 		"<text id=\"search\" x=\"%g\" y=\"24\">Search</text>\n"
 		"<text id=\"details\" x=\"%g\" y=\"%u\"> </text>\n"
@@ -637,6 +528,7 @@ struct look {
 	size_t dcol;            /* a differential graph's BEFORE column */
 	double max_delta;       /* the largest |delta| of a drawn frame */
 	bool samples_line;      /* "samples: N" (not when an event is the samples, as folded's) */
+	const struct color_scale *color;        /* NULL: fills by kind */
 };
 
 static void write_frame(FILE *out, const struct profile *p, const struct tree *t,
@@ -662,7 +554,7 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 		fputs("...", out);
 	for (size_t c = 1; c < t->n_vals && !lk->diff; c++) {
 		putc('\n', out);
-		xml_puts(out, profile_event(p, c - 1)->name);
+		svg_xml_puts(out, profile_event(p, c - 1)->name);
 		fputs(": ", out);
 		put_count(out, v[c]);
 		if (t->vals[c])
@@ -675,12 +567,16 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 			fputs("\nsamples: ", out);
 			put_count(out, v[0]);
 		}
-		put_ratios(out, ra, v);
+		if (lk->color)
+			color_put_tip(out, lk->color, v);
+		put_ratios(out, ra, v, lk->color ? lk->color->metric : SIZE_MAX);
 	}
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"",
 		nd->x, y, w, FRAME_H - 1);
 	if (lk->diff)
 		put_diff_fill(out, node_delta(t, k, lk->dcol, lk->diff->diff_raw), lk->max_delta);
+	else if (lk->color)
+		color_put_fill(out, lk->color, v);
 	else if (nd->frame == NONE)
 		put_fill(out, FRAME_SPECIAL, "all");
 	else
@@ -697,6 +593,27 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	fputs("</text></g>\n", out);
 }
 
+/* The colour scale's ends from the drawn frames of t (widths from column col) that have a
+ * value: 0 or -ENOMEM. */
+static int fit_colors(const struct tree *t, struct color_scale *cs, size_t col)
+{
+	struct color_point *pts = malloc((t->n ? t->n : 1) * sizeof(*pts));
+	size_t n = 0;
+	double x;
+
+	if (!pts)
+		return -ENOMEM;
+	for (size_t k = 0; k < t->n; k++) {
+		const uint64_t *v = t->vals + k * t->n_vals;
+
+		if (t->v[k].drawn && color_value(cs, v, &x))
+			pts[n++] = (struct color_point) { x, v[col] };
+	}
+	color_scale_fit(cs, pts, n);
+	free(pts);
+	return 0;
+}
+
 int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 {
 	size_t col = opts && opts->column ? opts->column : 1;
@@ -706,27 +623,33 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	struct tree t = { 0 };
 	struct texts tx = { 0 };
 	struct ratios ra;
+	struct color_scale cs;
 	struct buf subtitle;
 	uint32_t *todo = NULL;
-	unsigned height;
+	unsigned height, top;
 	double tw;
 	int r;
 
-	bool diff = opts && opts->diff;
+	bool diff = opts && opts->diff, color = opts && opts->color_by;
 	struct look lk = { .wcol = col, .diff = diff ? opts : NULL, .dcol = col,
-			   .samples_line = profile_find_event(p, "samples") < 0 };
+			   .samples_line = profile_find_event(p, "samples") < 0,
+			   .color = color ? &cs : NULL };
 
-	if (col + diff >= profile_n_values(p) || width <= 2 * XPAD)
+	if (col + diff >= profile_n_values(p) || width <= 2 * XPAD || (diff && color))
 		return -EINVAL;
 	if (diff && !opts->negate)
 		col = lk.wcol = col + 1;        /* widths from AFTER */
 	tw = width - 2 * XPAD;
 	buf_init(&subtitle);
 	r = ratios_init(&ra, p);
+	if (r >= 0 && color)
+		r = color_scale_init(&cs, &ra, p, opts->color_by);
 	if (r >= 0)
 		r = texts_build(&tx, p);
 	if (r >= 0)
 		r = tree_build(&t, p, &tx, col, tw, min_width);
+	if (r >= 0 && color)
+		r = fit_colors(&t, &cs, col);
 	if (r >= 0)
 		r = opts && opts->subtitle ? buf_puts(&subtitle, opts->subtitle) :
 		    diff ? build_diff_subtitle(p, lk.dcol, opts, &subtitle) :
@@ -739,8 +662,9 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	for (uint32_t k = 0; k < t.n && diff; k++)
 		if (t.v[k].drawn)
 			lk.max_delta = fmax(lk.max_delta, fabs(node_delta(&t, k, lk.dcol, opts->diff_raw)));
-	height = (t.max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD;
-	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width);
+	top = TOP_PAD + (color ? COLOR_LEGEND_H : 0);
+	height = (t.max_depth + 1) * FRAME_H + top + BOTTOM_PAD;
+	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width, lk.color);
 
 	/* frames depth first, children in name order */
 	fputs("<g id=\"frames\">\n", out);
@@ -751,7 +675,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 		while (n > 0) {
 			uint32_t k = todo[--n];
 			const struct node *nd = &t.v[k];
-			unsigned y = icicle ? TOP_PAD + nd->depth * FRAME_H :
+			unsigned y = icicle ? top + nd->depth * FRAME_H :
 				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
 
 			write_frame(out, p, &t, &tx, &ra, k, tw, &lk, y);

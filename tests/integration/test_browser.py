@@ -32,7 +32,19 @@
                   (cpu-clock's nanoseconds show as rounded durations: weights not compared); its
                   list of profiles names MainThread and CustomThreadNameLong.
 
-Each case runs Chromium twice (about 2 s each on an idle 2-core machine).
+  svg-color       hwspy convert --color-by page-faults/cpu-clock of a pprof file with those two
+                  events (pprof_build.py; functions low, mid, high of known ratios, rare with 3
+                  samples), loaded as file:///...svg?x=..&y=.. (zoomed on high) from a copy with a
+                  probe script appended that, after load, notes each rect's fill and width, runs
+                  search() (what the Search button's prompt and ?s= call), notes the fills and
+                  "Matched", then presses Escape (reset search and zoom). Read back from the DOM:
+                  as loaded the fills are the file's, rising on the scale (YlOrRd: green falls)
+                  with the ratio, rare grey, the zoomed frame full width; the legend is there
+                  (name, both ends, gradient, grey swatch); during the search the matches have
+                  the search fill and the others their metric fill; after Escape every frame
+                  has its metric fill back (not a kind's colour), its width and no class.
+
+Each case runs Chromium twice (about 2 s each on an idle 2-core machine); svg-color once.
 """
 import html.parser
 import json
@@ -44,6 +56,7 @@ import xml.etree.ElementTree as ET
 
 import browser
 import harness
+import pprof_build
 from harness import Fail, Skip, check, log
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'unit',
@@ -423,6 +436,115 @@ def speedscope_recorded(opts):
     heaviest = max(own for _, own in expected.values())
     check(expected[got[0]][1] == heaviest, 'the first row %r is not the function with the most '
           'self weight (%s)' % (got[0], expected))
+
+
+# ---------------------------------------------------------------------------- --color-by
+
+COLOR_METRIC = 'page-faults/cpu-clock'
+COLOR_GREY, COLOR_LOW = 'rgb(180,180,180)', 'rgb(254,217,118)'
+# (function, samples, cpu-clock ns, page-faults): ratios 1e-6, 1e-5, 1e-4; rare too few samples
+COLOR_FUNCS = [('low', 30, 30000000, 30), ('mid', 30, 30000000, 300),
+               ('high', 30, 30000000, 3000), ('rare', 3, 3000000, 10000)]
+COLOR_PROBE = '''<script type="text/ecmascript"><![CDATA[
+window.addEventListener("load", function () { setTimeout(function () {
+	var root = document.documentElement;
+	root.setAttribute("data-frames", String(frames.length));
+	frames.forEach(function (f) {
+		f.r.setAttribute("data-loaded", f.r.getAttribute("fill"));
+		f.r.setAttribute("data-loaded-w", f.r.getAttribute("width"));
+	});
+	search(%s);
+	root.setAttribute("data-matched", matched.textContent);
+	frames.forEach(function (f) { f.r.setAttribute("data-searched", f.r.getAttribute("fill")); });
+	document.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape" }));
+}, 0); });
+]]></script>
+'''
+
+
+def rgb_green(fill):
+    m = re.fullmatch(r'rgb\((\d+),(\d+),(\d+)\)', fill or '')
+    check(m, 'fill %r is not rgb()' % fill)
+    return int(m.group(2))
+
+
+@case
+def svg_color(opts):
+    src = os.path.join(opts.tmp, 'color.pb.gz')
+    main = ('main', 'app.py', 1)
+    with open(src, 'wb') as f:      # cpu-clock last: pprof's default type, hwspy's event 0
+        f.write(pprof_build.profile(
+            [('samples', 'count'), ('page-faults', 'events'), ('cpu-clock', 'nanoseconds')],
+            [([main, (name, 'app.py', 10 * (i + 1))], [n, pf, ns])
+             for i, (name, n, ns, pf) in enumerate(COLOR_FUNCS)]))
+    path = os.path.join(opts.tmp, 'color.svg')
+    r = subprocess.run([opts.hwspy, 'convert', src, '-o', path, '--color-by', COLOR_METRIC],
+                       capture_output=True, text=True, timeout=60)
+    log('$ hwspy convert %s -o %s --color-by %s -> exit %d %s'
+        % (src, path, COLOR_METRIC, r.returncode, r.stderr.strip()))
+    check(r.returncode == 0, 'hwspy convert --color-by failed')
+    svg = Graph(open(path, 'rb').read(), path)
+    regex = '^(low|rare)'
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    probed = os.path.join(opts.tmp, 'probed.svg')
+    with open(probed, 'w', encoding='utf-8') as f:
+        f.write(text.replace('</svg>', COLOR_PROBE % json.dumps(regex) + '</svg>'))
+    z = svg.named('high (app.py:30)')
+    url = browser.file_url(probed, {'x': z.xs, 'y': z.ys})
+    root = ET.fromstring(browser.dump_dom(url).encode('utf-8'))
+    check(root.get('data-frames') == str(len(svg.frames)),
+          'the probe did not run after init(): data-frames %r' % root.get('data-frames'))
+    rects = {g.find(SVG + 'title').text.split('\n')[0]: (g, g.find(SVG + 'rect'))
+             for g in root.find('.//%sg[@id="frames"]' % SVG).findall(SVG + 'g')}
+    check(sorted(rects) == sorted(f.name for f in svg.frames), 'the DOM has other frames')
+    dom = {name: {k: r.get(k) for k in ('fill', 'width', 'data-loaded', 'data-loaded-w',
+                                        'data-searched')}
+           for name, (g, r) in rects.items()}
+    for f in svg.frames:
+        log('%s: file %s, DOM %s' % (f.name, f.fill, dom[f.name]))
+
+    # as loaded (and zoomed): the file's metric fills, in the ratios' order; rare grey
+    for f in svg.frames:
+        check(dom[f.name]['data-loaded'] == f.fill, '%r: loaded with fill %s, the file has %s'
+              % (f.name, dom[f.name]['data-loaded'], f.fill))
+    green = {n: rgb_green(dom['%s (app.py:%d)' % (n, 10 * (i + 1))]['data-loaded'])
+             for i, (n, *_rest) in enumerate(COLOR_FUNCS)}
+    check(dom['low (app.py:10)']['data-loaded'] == COLOR_LOW, 'low is not the low end')
+    check(green['low'] > green['mid'] > green['high'],
+          'the fills do not rise on the scale with the ratio: %s' % green)
+    check(dom['rare (app.py:40)']['data-loaded'] == COLOR_GREY, 'rare (3 samples) is not grey')
+    check(abs(float(dom['high (app.py:30)']['data-loaded-w']) - (WIDTH - 2 * XPAD)) < 0.05,
+          'the zoom on high did not fill the width')
+    legend = {t.get('id'): t.text for t in root.iter(SVG + 'text')
+              if (t.get('id') or '').startswith('legend')}
+    log('legend: %s' % legend)
+    check(legend.get('legend-name') == 'colour: ' + COLOR_METRIC and legend.get('legend-low') ==
+          '1e-06' and legend.get('legend-high') == '%.4g' % (13330 / 93e6) and
+          'under 10 samples' in (legend.get('legend-grey-text') or ''),
+          'the legend in the DOM is %s' % legend)
+    bar = [r for r in root.iter(SVG + 'rect') if r.get('id') in ('legend-scale', 'legend-grey')]
+    check([r.get('fill') for r in bar] == ['url(#color-scale)', COLOR_GREY],
+          'the legend\'s gradient and grey swatch are not there')
+
+    # the search: matches in the search fill, the others keep the metric's
+    check((root.get('data-matched') or '').startswith('Matched: '),
+          'search() showed %r' % root.get('data-matched'))
+    for f in svg.frames:
+        want = SEARCH_FILL if re.search(regex, f.name) else f.fill
+        check(dom[f.name]['data-searched'] == want, '%r: fill %s during the search, expected %s'
+              % (f.name, dom[f.name]['data-searched'], want))
+
+    # Escape: the metric's fills back, the zoom undone
+    for f in svg.frames:
+        g = rects[f.name][0]
+        check(dom[f.name]['fill'] == f.fill, '%r: fill %s after the reset, the file has %s'
+              % (f.name, dom[f.name]['fill'], f.fill))
+        check(abs(float(dom[f.name]['width']) - f.w) < 0.05 and not g.get('class'),
+              '%r: not back to its place after the reset' % f.name)
+    text_matched = [t for t in root.iter(SVG + 'text') if t.get('id') == 'matched'][0].text
+    check((text_matched or '').strip() == '', '"Matched" still says %r' % text_matched)
+    log('loaded, zoomed, searched and reset: the metric\'s fills each time, as in the file')
 
 
 def test(opts):

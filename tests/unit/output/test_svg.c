@@ -1,6 +1,7 @@
 /* The SVG flame graph writer: XML validity (xmllint) whatever the names, tooltips with every
  * event, layout (widths, flame vs icicle), pruning, stable colours, the script, speed. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -416,6 +417,282 @@ static void test_errors(void **state)
 	profile_free(p);
 }
 
+/* ---- --color-by ---- */
+
+/* The text of the element with id (a static buffer), or NULL. */
+static const char *text_of(const char *text, const char *id)
+{
+	static char buf[256];
+	char key[64];
+	const char *s, *e;
+
+	snprintf(key, sizeof(key), " id=\"%s\"", id);
+	s = strstr(text, key);
+	if (!s)
+		return NULL;
+	s = strchr(s, '>') + 1;
+	e = strchr(s, '<');
+	assert_non_null(e);
+	assert_true((size_t) (e - s) < sizeof(buf));
+	memcpy(buf, s, (size_t) (e - s));
+	buf[e - s] = '\0';
+	return buf;
+}
+
+static bool is_grey(const struct rect *r)
+{
+	return r->rgb[0] == 180 && r->rgb[1] == 180 && r->rgb[2] == 180;
+}
+
+/* Events task-clock (the widths), page-faults, cpu-clock; the metric page-faults/cpu-clock.
+ * Under main: a, b, c, d with ratios 0.01, 0.05, 0.10, 0.20 (20 samples each); few (ratio 0.9,
+ * 5 samples: grey); zero (cpu-clock 0: grey); with spike, a narrow frame (50 of 6,050 task-clock,
+ * 0.8% of the width) of ratio 10, past the 98th percentile. */
+static struct profile *color_profile(bool spike)
+{
+	const char *ev[] = { "task-clock", "page-faults", "cpu-clock" };
+	struct profile *p = profile_new(ev, 3);
+	struct { const char *name; uint64_t v[4]; } st[] = {
+		{ "a", { 20, 1000, 10, 1000 } },
+		{ "b", { 20, 1000, 50, 1000 } },
+		{ "c", { 20, 1000, 100, 1000 } },
+		{ "d", { 20, 1000, 200, 1000 } },
+		{ "few", { 5, 1000, 900, 1000 } },
+		{ "zero", { 20, 1000, 7, 0 } },
+		{ "spike", { 10, 50, 500, 50 } },
+	};
+	uint32_t s[2];
+
+	assert_non_null(p);
+	s[0] = frame(p, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]) - !spike; i++) {
+		s[1] = frame(p, FRAME_PYTHON, st[i].name, "app.py", 2 + (int) i, NULL);
+		assert_int_equal(profile_add(p, 1, s, 2, st[i].v), 0);
+	}
+	return p;
+}
+
+/* Each frame's fill follows its ratio's order (YlOrRd: green falls from low to high), the ends
+ * are the ramp's; grey for too few samples and a 0 denominator; the legend's ends; the
+ * tooltips. */
+static void test_color_order(void **state)
+{
+	struct profile *p = color_profile(false);
+	struct svg_opts o = { .color_by = "page-faults/cpu-clock" };
+	char *text = write_svg(p, &o);
+	const char *order[] = { "a (app.py:2)", "b (app.py:3)", "c (app.py:4)", "d (app.py:5)",
+				"main (app.py:1)" };
+	struct rect r[5], few, zero, all;
+	(void) state;
+
+	for (size_t i = 0; i < 5; i++) {
+		assert_true(find_rect(text, order[i], &r[i]));
+		if (i)
+			assert_true(r[i].rgb[1] < r[i - 1].rgb[1]);
+		/* the ramp: red and blue never rise as green falls */
+		if (i)
+			assert_true(r[i].rgb[0] <= r[i - 1].rgb[0] && r[i].rgb[2] <= r[i - 1].rgb[2]);
+		assert_false(is_grey(&r[i]));
+	}
+	/* a is the 2nd percentile (its 1,000 of 16,000 weighted), main and all (0.2534) the 98th */
+	assert_true(r[0].rgb[0] == 254 && r[0].rgb[1] == 217 && r[0].rgb[2] == 118);
+	assert_true(r[4].rgb[0] == 227 && r[4].rgb[1] == 26 && r[4].rgb[2] == 28);
+	assert_true(find_rect(text, "all", &all));
+	assert_memory_equal(all.rgb, r[4].rgb, sizeof(all.rgb));
+	/* c is at (0.10 - 0.01) / (0.2534 - 0.01) = 0.37 of the scale: between stops 1 and 2 */
+	assert_true(r[2].rgb[1] < 178 && r[2].rgb[1] > 141);
+	assert_true(find_rect(text, "few (app.py:6)", &few));
+	assert_true(find_rect(text, "zero (app.py:7)", &zero));
+	assert_true(is_grey(&few) && is_grey(&zero));
+	/* widths stay task-clock's */
+	assert_true(fabs(r[0].w - 1180.0 / 6) < 0.01);
+
+	assert_non_null(strstr(text, "<g id=\"legend\"><title>Frames coloured by "
+				     "page-faults/cpu-clock"));
+	assert_string_equal(text_of(text, "legend-name"), "colour: page-faults/cpu-clock");
+	assert_string_equal(text_of(text, "legend-low"), "0.01");
+	assert_string_equal(text_of(text, "legend-high"), "0.2534");
+	assert_string_equal(text_of(text, "legend-grey-text"), "under 10 samples, or cpu-clock is 0");
+	assert_non_null(strstr(text, "<rect id=\"legend-scale\""));
+	assert_non_null(strstr(text, "fill=\"url(#color-scale)\""));
+	assert_non_null(strstr(text, "<linearGradient id=\"color-scale\""));
+	assert_non_null(strstr(text, "<rect id=\"legend-grey\""));
+
+	assert_string_equal(tooltip(text, "a (app.py:2)"),
+			    "a (app.py:2)\ntask-clock: 1,000 (16.7%)\npage-faults: 10 (0.8%)\n"
+			    "cpu-clock: 1,000 (20.0%)\nsamples: 20\npage-faults/cpu-clock: 0.01");
+	assert_string_equal(tooltip(text, "few (app.py:6)"),
+			    "few (app.py:6)\ntask-clock: 1,000 (16.7%)\npage-faults: 900 (71.0%)\n"
+			    "cpu-clock: 1,000 (20.0%)\nsamples: 5\npage-faults/cpu-clock: 0.9, too few "
+			    "samples to colour (5, under 10)");
+	assert_non_null(strstr(tooltip(text, "zero (app.py:7)"),
+			       "\nsamples: 20\npage-faults/cpu-clock: none (cpu-clock is 0)"));
+	assert_non_null(strstr(tooltip(text, "main (app.py:1)"),
+			       "\nsamples: 105\npage-faults/cpu-clock: 0.2534"));
+	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	profile_free(p);
+}
+
+/* One narrow frame of an extreme ratio: clipped to the 98th percentile, which the legend marks;
+ * the order still holds. */
+static void test_color_clip(void **state)
+{
+	struct profile *p = color_profile(true);
+	struct svg_opts o = { .color_by = "page-faults/cpu-clock" };
+	char *text = write_svg(p, &o);
+	struct rect spike, main_, d;
+	char expect[64];
+	(void) state;
+
+	assert_true(find_rect(text, "spike (app.py:8)", &spike));
+	assert_true(find_rect(text, "main (app.py:1)", &main_));
+	assert_true(find_rect(text, "d (app.py:5)", &d));
+	assert_true(spike.rgb[0] == 227 && spike.rgb[1] == 26 && spike.rgb[2] == 28);
+	assert_memory_equal(spike.rgb, main_.rgb, sizeof(spike.rgb));
+	assert_true(d.rgb[1] > main_.rgb[1]);
+	/* main: (1,267 + 500) / 5,050 */
+	snprintf(expect, sizeof(expect), "\xe2\x89\xa5 %.4g", 1767.0 / 5050);
+	assert_string_equal(text_of(text, "legend-high"), expect);
+	assert_string_equal(text_of(text, "legend-low"), "0.01");
+	assert_non_null(strstr(tooltip(text, "spike (app.py:8)"), "\npage-faults/cpu-clock: 10"));
+	free(text);
+	profile_free(p);
+}
+
+/* icicle, min-width and another width column with a metric: pruned frames stay out, the
+ * colours follow the ratios, the frames start under the legend. */
+static void test_color_layout(void **state)
+{
+	struct profile *p = color_profile(false);
+	struct svg_opts o = { .color_by = "page-faults:u/cpu-clock", .icicle = true,
+			      .min_width_px = 50, .column = 2 };
+	char *text = write_svg(p, &o);
+	struct rect root, b, c, d;
+	(void) state;
+
+	/* by page-faults (1,267): a (10) is 9 px, zero (7) 6.5 px: not drawn; b (50) 47 px
+	 * neither; c, d, few are */
+	assert_null(strstr(text, "<title>a (app.py:2)"));
+	assert_null(strstr(text, "<title>b (app.py:3)"));
+	assert_false(find_rect(text, "b (app.py:3)", &b));
+	assert_true(find_rect(text, "c (app.py:4)", &c));
+	assert_true(find_rect(text, "d (app.py:5)", &d));
+	assert_true(find_rect(text, "all", &root));
+	assert_true(fabs(d.w - 1180.0 * 200 / 1267) < 0.01);
+	assert_true(root.y == 96 && c.y == 96 + 2 * 16);       /* under the legend's row */
+	assert_true(d.rgb[1] < c.rgb[1]);
+	assert_non_null(strstr(text, ">3 frames narrower than 50 px not drawn</text>"));
+	/* the label keeps the metric as given */
+	assert_string_equal(text_of(text, "legend-name"), "colour: page-faults:u/cpu-clock");
+	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	profile_free(p);
+}
+
+/* ipc and mpki: the metric's line first among the ratios, not repeated; the errors. */
+static void test_color_named(void **state)
+{
+	const char *ev[] = { "cycles", "instructions", "cache-misses" };
+	const char *ev2[] = { "cycles", "instructions", "cache-misses", "branch-misses:u" };
+	const char *ev3[] = { "cpu/event=0x3c,umask=0x00/", "instructions" };
+	struct profile *p = profile_new(ev, 3), *p2 = profile_new(ev2, 4), *p3 = profile_new(ev3, 2);
+	struct profile *base = build_profile(false);
+	struct svg_opts ipc = { .color_by = "ipc" }, mpki = { .color_by = "MPKI" };
+	struct svg_opts pmu = { .color_by = "cpu/event=0x3c,umask=0x00//instructions" };
+	struct svg_opts diff = { .color_by = "ipc", .diff = true };
+	uint64_t v[] = { 12, 1000, 2000, 8 }, v2[] = { 12, 1000, 2000, 8, 1 }, v3[] = { 12, 500, 1000 };
+	struct svg_metric_error err;
+	uint32_t m;
+	char *text;
+	(void) state;
+
+	m = frame(p, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p, 1, &m, 1, v), 0);
+	text = write_svg(p, &mpki);
+	assert_string_equal(tooltip(text, "main (app.py:1)"),
+			    "main (app.py:1)\ncycles: 1,000 (100.0%)\ninstructions: 2,000 (100.0%)\n"
+			    "cache-misses: 8 (100.0%)\nsamples: 12\n"
+			    "cache-misses per 1k instructions: 4.00\nIPC: 2.00");
+	assert_string_equal(text_of(text, "legend-name"), "colour: cache-misses per 1k instructions");
+	assert_string_equal(text_of(text, "legend-low"), "4.00");
+	free(text);
+	text = write_svg(base, &ipc);
+	assert_int_equal(count(text, "IPC: "), 9);      /* once per drawn frame */
+	assert_non_null(strstr(tooltip(text, "work (app.py:20)"), "\nsamples: 15\nIPC: 1.44"));
+	free(text);
+	m = frame(p3, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p3, 1, &m, 1, v3), 0);
+	text = write_svg(p3, &pmu);
+	assert_non_null(strstr(tooltip(text, "main (app.py:1)"),
+			       "\ncpu/event=0x3c,umask=0x00//instructions: 0.5"));
+	free(text);
+
+	/* two miss events: mpki is ambiguous; no cycles: no ipc */
+	m = frame(p2, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p2, 1, &m, 1, v2), 0);
+	assert_int_equal(svg_color_check(p2, "mpki", &err), -ENOENT);
+	assert_non_null(strstr(err.why, "more than one '*-misses'"));
+	assert_int_equal(svg_write(p2, &mpki, stdout), -ENOENT);
+	assert_int_equal(svg_color_check(p3, "ipc", &err), -ENOENT);
+	assert_non_null(strstr(err.why, "'cycles'"));
+	assert_int_equal(svg_color_check(p3, "mpki", &err), -ENOENT);
+	assert_int_equal(svg_write(base, &diff, stdout), -EINVAL);
+
+	/* markup in the events' names and the metric: escaped, the file stays valid XML */
+	const char *ev4[] = { "a<&>", "b\"'" };
+	struct profile *p4 = profile_new(ev4, 2);
+	struct svg_opts hostile = { .color_by = "a<&>/b\"'" };
+	uint64_t v4[] = { 20, 7, 0 };
+
+	m = frame(p4, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p4, 1, &m, 1, v4), 0);
+	text = write_svg(p4, &hostile);
+	assert_non_null(strstr(text, "\na&lt;&amp;&gt;/b&quot;&#39;: none (b&quot;&#39; is 0)"));
+	assert_non_null(strstr(text, ">colour: a&lt;&amp;&gt;/b&quot;&#39;</text>"));
+	assert_null(strstr(text, "a<&>"));
+	assert_int_not_equal(xmllint(text), 1);
+	free(text);
+	profile_free(p4);
+	profile_free(p);
+	profile_free(p2);
+	profile_free(p3);
+	profile_free(base);
+}
+
+/* svg_color_check(): the form alone, then against a profile's events. */
+static void test_color_check(void **state)
+{
+	struct profile *p = color_profile(false);
+	struct svg_opts bad = { .color_by = "page-faults/nope" };
+	struct svg_metric_error err;
+	(void) state;
+
+	assert_int_equal(svg_color_check(NULL, "", &err), -EINVAL);
+	assert_string_equal(err.why, "is empty");
+	assert_int_equal(svg_color_check(NULL, "A/", &err), -EINVAL);
+	assert_string_equal(err.why, "has no event after '/'");
+	assert_int_equal(svg_color_check(NULL, "/B", &err), -EINVAL);
+	assert_string_equal(err.why, "has no event before '/'");
+	assert_int_equal(svg_color_check(NULL, "cache-misses", &err), -EINVAL);
+	assert_int_equal(svg_color_check(NULL, "A/B", NULL), 0);
+	assert_int_equal(svg_color_check(NULL, "A/B/C", NULL), 0);  /* a PMU name holds '/' */
+	assert_int_equal(svg_color_check(NULL, "ipc", NULL), 0);
+	assert_int_equal(svg_color_check(NULL, "mpki", NULL), 0);
+
+	assert_int_equal(svg_color_check(p, "page-faults/cpu-clock", NULL), 0);
+	assert_int_equal(svg_color_check(p, "page-faults:u/cpu-clock:k", NULL), 0);
+	assert_int_equal(svg_color_check(p, "page-faults/nope", &err), -ENOENT);
+	assert_true(err.at == 12 && err.len == 4);
+	assert_int_equal(svg_color_check(p, "nope/cpu-clock", &err), -ENOENT);
+	assert_true(err.at == 0 && err.len == 4);
+	assert_int_equal(svg_color_check(p, "page-faults/cpu-clock/task-clock", &err), -EINVAL);
+	assert_true(err.len == 0 && strstr(err.why, "more than one '/'"));
+	assert_int_equal(svg_color_check(p, "ipc", &err), -ENOENT);
+	assert_int_equal(svg_write(p, &bad, stdout), -ENOENT);
+	profile_free(p);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -461,6 +738,14 @@ static void test_speed(void **state)
 	assert_true(dt < 2.0);
 	assert_int_not_equal(xmllint(text), 1);
 	free(text);
+	/* coloured by IPC: the scale's fit and the fills cost little more */
+	t0 = now();
+	text = write_svg(p, &(struct svg_opts) { .color_by = "ipc" });
+	dt = now() - t0;
+	printf("# 10^5 stacks coloured by ipc: %.3f s, %zu bytes\n", dt, strlen(text));
+	assert_true(dt < 2.0);
+	assert_non_null(strstr(text, "<g id=\"legend\">"));
+	free(text);
 	profile_free(p);
 }
 
@@ -474,6 +759,11 @@ int main(void)
 		cmocka_unit_test(test_script),
 		cmocka_unit_test(test_ratios),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_color_order),
+		cmocka_unit_test(test_color_clip),
+		cmocka_unit_test(test_color_layout),
+		cmocka_unit_test(test_color_named),
+		cmocka_unit_test(test_color_check),
 		cmocka_unit_test(test_speed),
 	};
 
