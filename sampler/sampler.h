@@ -446,6 +446,7 @@ int sampler_capture_error(const struct sampler *s);
  * error says why an event did not open on any thread (-ENOENT no such event here, ...).
  */
 #define COUNTER_MAX_EVENTS 32
+struct counter_sys;
 struct counter_opts {
 	pid_t pid;                      /* count every thread of pid (threads it starts later are
 	                                 * counted with the thread that started them: inherit) */
@@ -459,6 +460,9 @@ struct counter_opts {
 	                                 * open as one perf group, the first of them its leader;
 	                                 * NULL: each event alone */
 	size_t n_events;                /* 1..COUNTER_MAX_EVENTS */
+	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
+	 * kernel's */
+	const struct counter_sys *sys;
 };
 struct counter_value {
 	uint64_t raw;                   /* what the counter counted */
