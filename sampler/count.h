@@ -54,7 +54,6 @@ struct counter {
 };
 
 /* count.c */
-extern const struct counter_sys count_kernel_sys;
 /* Whether err is a thread's failure (gone, out of fds or memory), not an event's. */
 bool count_thread_error(int err);
 /* A new entry of the table for tid (fds -1, not counted until opened), or NULL. */

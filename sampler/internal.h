@@ -277,6 +277,8 @@ struct counter_sys {
 	ssize_t (*read)(void *ctx, int fd, void *buf, size_t n);
 	void *ctx;
 };
+/* The kernel's calls (ctx unused): what a test's seam passes on to. */
+extern const struct counter_sys count_kernel_sys;
 
 /* capture_prog.c */
 #define CAPTURE_MAX_INSNS 16384         /* a privileged program may have 1M */

@@ -414,12 +414,12 @@ int sampler_capture_error(const struct sampler *s);
  * the combination, -EINVAL at the leader's open, every event is read from its own fd with the
  * two times instead: stats.group_read says which). A group the PMU cannot schedule whole is
  * split, its events opened alone (value.split): where a member's open fails with EINVAL or
- * ENOSPC in the group and that event opens alone (a mix the kernel will not group, such as
- * msr/tsc/ with software events), and where counter_run() finds a group that was enabled yet
- * never ran (checked every 100 ms: it is then reopened alone, counting from there on, on the
- * threads that have counters of their own; threads their creator's counters took in by then
- * are not in the new ones). An event that does not open with perf's exclude_guest retries
- * without it (as perf does: msr/, some uncore PMUs refuse the exclusion bits).
+ * ENOSPC in the group and that event opens alone (more events than the PMU has counters, a
+ * mix of two hardware PMUs; software events and msr/ always group), and where counter_run()
+ * finds a group that was enabled yet never ran (checked every 100 ms: it is reopened alone,
+ * counting from then on, on the threads that have counters of their own; what threads that
+ * inherited the group's counters count is lost). An event that does not open with perf's
+ * exclude_guest retries without it, as perf does (msr/ refuses the exclusion bits).
  *
  * Attach (opts.pid): the threads of /proc/PID/task get their groups (each its own, disabled
  * until every one is open, then enabled: the counting's start). A thread started meanwhile

@@ -398,6 +398,210 @@ static void test_attach_threads(void **state)
 	(void) close(rep[0]);
 }
 
+/* ---- groups the kernel will not make, multiplexing (the seam) ---- */
+
+/* task-clock with msr/tsc/ in one group. Nothing makes the kernel refuse a group here (no
+ * hardware PMU; msr/ and the software PMUs group with each other): the split is tested through
+ * the seam below. This one checks perf's retry without exclude_guest (the msr PMU refuses the
+ * exclusion bits: EINVAL, as `perf stat -vv -e msr/tsc/` shows), which keeps the group whole. */
+static void test_group_exclusion_retry(void **state)
+{
+	static const char *const names[] = { "task-clock", "msr/tsc/" };
+	static const unsigned groups[] = { 7, 7 };
+	struct event_spec ev[2];
+	struct counter_opts o = { .at_exec = true, .events = ev, .groups = groups, .n_events = 2 };
+	struct counter_value v[2];
+	struct counter *c;
+	int status;
+
+	(void) state;
+	need_perf();
+	if (access("/sys/bus/event_source/devices/msr", F_OK) < 0) {
+		print_message("# no msr PMU here\n");
+		skip();
+	}
+	parse(names, 2, ev);
+	assert_true(ev[1].attr.exclude_guest);
+	o.pid = fork_held("1", "50", "0");
+	assert_int_equal(counter_new(&o, &c), 0);
+	assert_int_equal(kill(o.pid, SIGCONT), 0);
+	assert_int_equal(counter_run(c, NULL, 0), 0);
+	counter_stop(c);
+	counter_totals(c, v);
+	print_message("# task-clock %llu, msr/tsc/ %llu in one group\n",
+		      (unsigned long long) v[0].raw, (unsigned long long) v[1].raw);
+	assert_false(v[0].split || v[1].split);
+	assert_int_equal(v[0].error, 0);
+	assert_int_equal(v[1].error, 0);
+	assert_true(v[0].raw > 40000000ULL);
+	assert_true(v[1].raw > 0);
+	assert_true(v[0].enabled_ns == v[1].enabled_ns);
+	counter_free(c);
+	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
+}
+
+/* The seam: the kernel's calls, with a group member refused (ENOSPC: the PMU has no room) or
+ * the times a read gives changed (multiplexed: running half of enabled; never ran: 0) */
+struct fake {
+	uint64_t refuse_config;         /* a member with this software config: -ENOSPC */
+	bool halve, zero;               /* running := enabled / 2, or 0 (group leaders only) */
+	int leaders[64];
+	int n_leaders;
+	int refused;
+};
+
+static int fake_open(void *ctx, struct perf_event_attr *a, pid_t tid, int group_fd)
+{
+	struct fake *f = ctx;
+	int fd;
+
+	if (group_fd >= 0 && a->type == PERF_TYPE_SOFTWARE && a->config == f->refuse_config) {
+		f->refused++;
+		return -ENOSPC;
+	}
+	fd = count_kernel_sys.open(NULL, a, tid, group_fd);
+	for (int i = 0; fd >= 0 && i < f->n_leaders; i++)      /* a number closed, given again */
+		if (f->leaders[i] == fd)
+			f->leaders[i] = -1;
+	if (fd >= 0 && (a->read_format & PERF_FORMAT_GROUP) && group_fd < 0 && f->n_leaders < 64)
+		f->leaders[f->n_leaders++] = fd;
+	return fd;
+}
+
+static ssize_t fake_read(void *ctx, int fd, void *buf, size_t n)
+{
+	struct fake *f = ctx;
+	ssize_t r = count_kernel_sys.read(NULL, fd, buf, n);
+	uint64_t *u = buf;
+	bool lead = false;
+
+	for (int i = 0; i < f->n_leaders; i++)
+		lead |= f->leaders[i] == fd;
+	if (r < 24 || (f->zero && !lead))
+		return r;
+	/* a group: nr, enabled, running ...; alone: value, enabled, running */
+	if (f->zero)
+		u[2] = 0;
+	else if (f->halve)
+		u[2] = u[1] / 2;
+	return r;
+}
+
+static struct counter *count_fake(struct fake *f, const unsigned *groups, pid_t *ret_pid)
+{
+	static const char *const names[] = { "task-clock", "context-switches", "page-faults" };
+	static struct event_spec ev[3];
+	struct counter_sys sys = { .open = fake_open, .read = fake_read, .ctx = f };
+	struct counter_opts o = { .at_exec = true, .events = ev, .groups = groups, .n_events = 3,
+				  .sys = &sys };
+	struct counter *c;
+
+	parse(names, 3, ev);
+	o.pid = *ret_pid = fork_held("200", "300", "10");
+	assert_int_equal(counter_new(&o, &c), 0);
+	assert_int_equal(kill(o.pid, SIGCONT), 0);
+	return c;
+}
+
+/* A member the PMU has no room for (ENOSPC) that opens alone: the group splits */
+static void test_split_seam(void **state)
+{
+	static const unsigned groups[] = { 1, 1, 1 };
+	struct fake f = { .refuse_config = PERF_COUNT_SW_CONTEXT_SWITCHES };
+	struct counter_value v[3];
+	struct counter *c;
+	pid_t pid;
+	int status;
+
+	(void) state;
+	need_perf();
+	c = count_fake(&f, groups, &pid);
+	assert_int_equal(counter_run(c, NULL, 0), 0);
+	counter_stop(c);
+	counter_totals(c, v);
+	assert_true(f.refused >= 1);
+	for (int i = 0; i < 3; i++) {
+		assert_true(v[i].split);
+		assert_int_equal(v[i].error, 0);
+		assert_true(v[i].raw > 0);
+	}
+	assert_true(v[0].raw > 250000000ULL);
+	counter_free(c);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* Multiplexed (running half of enabled): scaled = raw * enabled / running, alone and grouped */
+static void test_multiplexed_seam(void **state)
+{
+	static const unsigned groups[] = { 0, 1, 1 };
+	struct fake f = { .refuse_config = UINT64_MAX, .halve = true };
+	struct counter_value v[3];
+	struct counter *c;
+	pid_t pid;
+	int status;
+
+	(void) state;
+	need_perf();
+	c = count_fake(&f, groups, &pid);
+	assert_int_equal(counter_run(c, NULL, 0), 0);
+	counter_stop(c);
+	counter_totals(c, v);
+	for (int i = 0; i < 3; i++) {
+		double want = (double) v[i].raw * (double) v[i].enabled_ns / (double) v[i].running_ns;
+		assert_false(v[i].split);
+		assert_false(v[i].never_ran);
+		assert_true(v[i].running_ns < v[i].enabled_ns);
+		assert_true(rel(v[i].scaled, want) < 1e-9);
+		assert_true(rel(v[i].scaled, 2.0 * (double) v[i].raw) < 1e-6);
+	}
+	assert_true(v[1].enabled_ns == v[2].enabled_ns && v[1].running_ns == v[2].running_ns);
+	counter_free(c);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* A group enabled that never ran: never_ran and scaled 0 when read only at the stop; split
+ * by counter_run() (its events reopened alone, counting from then on) when it runs */
+static void test_never_ran_seam(void **state)
+{
+	static const unsigned groups[] = { 0, 0, 0 };
+	struct fake f = { .refuse_config = UINT64_MAX, .zero = true };
+	struct counter_value v[3];
+	struct counter *c;
+	pid_t pid;
+	int status;
+
+	(void) state;
+	need_perf();
+	c = count_fake(&f, groups, &pid);
+	assert_int_equal(waitpid(pid, &status, 0), pid);        /* no counter_run() */
+	counter_stop(c);
+	counter_totals(c, v);
+	for (int i = 0; i < 3; i++) {
+		assert_true(v[i].never_ran);
+		assert_true(v[i].enabled_ns > 0 && v[i].running_ns == 0);
+		assert_true(v[i].scaled == 0);
+		assert_false(v[i].split);
+	}
+	counter_free(c);
+
+	f.n_leaders = 0;
+	c = count_fake(&f, groups, &pid);
+	assert_int_equal(counter_run(c, NULL, 0), 0);
+	counter_stop(c);
+	counter_totals(c, v);
+	print_message("# never ran, split by the run: task-clock %llu ns after the split\n",
+		      (unsigned long long) v[0].raw);
+	for (int i = 0; i < 3; i++) {
+		assert_true(v[i].split);
+		assert_false(v[i].never_ran);
+		assert_true(v[i].running_ns == v[i].enabled_ns);
+	}
+	/* counted from the first tick that saw the group idle (100 ms in) to the end */
+	assert_true(v[0].raw > 20000000ULL && v[0].raw < 290000000ULL);
+	counter_free(c);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
 /* ---- events that do not open, bad targets ---- */
 
 static void test_unopenable(void **state)
@@ -488,6 +692,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_launch),
 		cmocka_unit_test(test_launch_not_run),
 		cmocka_unit_test(test_attach_threads),
+		cmocka_unit_test(test_group_exclusion_retry),
+		cmocka_unit_test(test_split_seam),
+		cmocka_unit_test(test_multiplexed_seam),
+		cmocka_unit_test(test_never_ran_seam),
 		cmocka_unit_test(test_unopenable),
 		cmocka_unit_test(test_bad_targets),
 	};
