@@ -214,15 +214,16 @@ static void count_burn(const unsigned *groups, struct counter_value *ret, struct
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* Tolerances, measured on this 2-vCPU VM with two CPU spinners beside it (20 runs):
- * task-clock against ru_utime + ru_stime: within 0.6% (the rusage adds the fork-to-exec
- * part; its split is estimated but the sum is the scheduler's runtime); page and minor
- * faults against ru_minflt: counted from exec, the rusage has the ~20 faults between fork
- * and exec and exec's own faults on the new image made by the kernel (not perf events):
- * 30-60 fewer of ~2,100; context switches against ru_nvcsw + ru_nivcsw: the stop before exec
- * (one voluntary) and up to 4 more preemptions on a loaded machine. */
-#define TASK_CLOCK_TOL 0.03
-#define FAULTS_BELOW_MAX 150
+/* Tolerances, from 16 runs of this test on this 2-vCPU VM with two CPU spinners beside it
+ * (2026-12-01): task-clock against ru_utime + ru_stime: 0.22% to 0.58% under (the rusage adds
+ * the part between fork and exec; its user/system split is estimated, the sum is the
+ * scheduler's runtime): tolerance 2%. page-faults and minor-faults against ru_minflt: 22 to
+ * 26 fewer of ~2,085 (counted from the exec; the rusage also has the faults between fork and
+ * exec, and those the kernel takes on the new image during the exec, which are no perf
+ * events): at most 100 fewer. context switches against ru_nvcsw + ru_nivcsw: 2 to 4 fewer
+ * (the stop before the exec, and preemptions before it): at most 8 fewer. */
+#define TASK_CLOCK_TOL 0.02
+#define FAULTS_BELOW_MAX 100
 #define SWITCHES_BELOW_MAX 8
 
 static void check_burn(const struct counter_value *v, const struct rusage *ru)
@@ -383,9 +384,9 @@ static void test_attach_threads(void **state)
 	counter_totals(c, tv);
 	assert_true(sum[0].raw == v[0].raw && sum[1].raw == v[1].raw);
 	/* 3 x 40 ms + 4 x 60 ms, the late threads' part counted in the main thread's counters
-	 * (they inherited them); twice-counted threads would add 60 ms each. Tolerance: the
-	 * attach-to-start and end-to-stop CPU of a process that waits on a pipe (measured
-	 * under 0.5 ms) plus 3% */
+	 * (they inherited them); a thread counted twice would add 40 or 60 ms. The counters
+	 * also have the CPU outside the child's own measure (thread starts and exits, the pipe
+	 * reads): measured 0.03% to 1.1% over it in 16 runs beside two spinners: 3% */
 	print_message("# attach: task-clock %llu ns, the process's CPU meanwhile %llu ns\n",
 		      (unsigned long long) v[0].raw, (unsigned long long) burned);
 	assert_true(burned >= 360000000ULL);
@@ -596,10 +597,124 @@ static void test_never_ran_seam(void **state)
 		assert_false(v[i].never_ran);
 		assert_true(v[i].running_ns == v[i].enabled_ns);
 	}
-	/* counted from the first tick that saw the group idle (100 ms in) to the end */
-	assert_true(v[0].raw > 20000000ULL && v[0].raw < 290000000ULL);
+	/* counted from the first tick that saw the group idle (100 ms in) to the end: part of
+	 * the 300 ms burn (200 ms alone, 251 to 271 ms beside two spinners) */
+	assert_true(v[0].raw > 20000000ULL && v[0].raw < 300000000ULL);
 	counter_free(c);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* ---- counter_attr() against perf stat -vv (count_attrs.txt, from gen_count_attrs.sh) ---- */
+
+static const char *const stat_defaults[] = {
+	"cycles", "instructions", "cache-references", "cache-misses", "branch-instructions",
+	"branch-misses", "L1-dcache-load-misses", "LLC-load-misses", "dTLB-load-misses",
+	"task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults",
+	"major-faults",
+};
+
+static void test_attrs_as_perf(void **state)
+{
+	char path[PATH_MAX + 32], line[512];
+	size_t rows[sizeof(stat_defaults) / sizeof(stat_defaults[0])] = { 0 };
+	FILE *f;
+
+	(void) state;
+	snprintf(path, sizeof(path), "%s/count_attrs.txt", data_dir);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot read '%s': give test_count the folder of count_attrs.txt", path);
+	while (fgets(line, sizeof(line), f)) {
+		char spec[96], when[16], role[16];
+		unsigned long long v[13];
+		struct perf_event_attr a;
+		struct event_spec e;
+
+		if (line[0] == '#')
+			continue;
+		assert_int_equal(sscanf(line, "%95s %15s %15s %llu %llx %llu %llu %llu %llu %llu %llu "
+					"%llu %llu %llu %llu %llu", spec, when, role, &v[0], &v[1], &v[2],
+					&v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10],
+					&v[11], &v[12]), 16);
+		assert_int_equal(events_parse(spec, &e), 0);
+		counter_attr(&e, !strcmp(role, "leader"), !strcmp(when, "exec"), &a);
+		assert_int_equal(a.type, v[0]);
+		assert_int_equal(a.config, v[1]);
+		assert_int_equal(a.read_format, v[2]);
+		assert_int_equal(a.sample_type, v[3]);
+		assert_int_equal(a.inherit, v[4]);
+		assert_int_equal(a.disabled, v[5]);
+		assert_int_equal(a.enable_on_exec, v[6]);
+		assert_int_equal(a.exclude_user, v[7]);
+		assert_int_equal(a.exclude_kernel, v[8]);
+		assert_int_equal(a.exclude_hv, v[9]);
+		assert_int_equal(a.exclude_host, v[10]);
+		assert_int_equal(a.exclude_guest, v[11]);
+		assert_int_equal(a.exclude_idle, v[12]);
+		assert_int_equal(a.size, sizeof(a));
+		assert_int_equal(a.sample_period, 0);
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+			rows[i] += !strcmp(spec, stat_defaults[i]);
+	}
+	fclose(f);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (rows[i] != 3)
+			print_message("# '%s' lacks rows: run gen_count_attrs.sh\n", stat_defaults[i]);
+		assert_int_equal(rows[i], 3);
+	}
+}
+
+/* What counter_new() opens is counter_attr()'s attr: an event alone, a group's leader (its
+ * read_format with GROUP | ID) and member */
+struct opened {
+	struct perf_event_attr a[8];
+	int group[8];
+	int n;
+};
+
+static int record_open(void *ctx, struct perf_event_attr *a, pid_t tid, int group_fd)
+{
+	struct opened *o = ctx;
+
+	if (o->n < 8) {
+		o->a[o->n] = *a;
+		o->group[o->n++] = group_fd;
+	}
+	return count_kernel_sys.open(NULL, a, tid, group_fd);
+}
+
+static void test_opens_counter_attr(void **state)
+{
+	static const char *const names[] = { "task-clock", "page-faults", "context-switches" };
+	static const unsigned groups[] = { 5, 2, 2 };
+	struct opened rec = { .n = 0 };
+	struct counter_sys sys = { .open = record_open, .read = count_kernel_sys.read, .ctx = &rec };
+	struct event_spec ev[3];
+	struct counter_opts o = { .at_exec = true, .events = ev, .groups = groups, .n_events = 3,
+				  .sys = &sys };
+	struct perf_event_attr want;
+	struct counter *c;
+	int status;
+
+	(void) state;
+	need_perf();
+	parse(names, 3, ev);
+	o.pid = fork_held("1", "1", "0");
+	assert_int_equal(counter_new(&o, &c), 0);
+	assert_int_equal(rec.n, 3);
+	counter_attr(&ev[0], true, true, &want);
+	assert_memory_equal(&rec.a[0], &want, sizeof(want));
+	assert_int_equal(rec.group[0], -1);
+	counter_attr(&ev[1], true, true, &want);
+	want.read_format |= PERF_FORMAT_GROUP | PERF_FORMAT_ID;
+	assert_memory_equal(&rec.a[1], &want, sizeof(want));
+	assert_int_equal(rec.group[1], -1);
+	counter_attr(&ev[2], false, true, &want);
+	assert_memory_equal(&rec.a[2], &want, sizeof(want));
+	assert_true(rec.group[2] >= 0);
+	counter_free(c);
+	(void) kill(o.pid, SIGKILL);
+	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
 }
 
 /* ---- events that do not open, bad targets ---- */
@@ -696,6 +811,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_split_seam),
 		cmocka_unit_test(test_multiplexed_seam),
 		cmocka_unit_test(test_never_ran_seam),
+		cmocka_unit_test(test_attrs_as_perf),
+		cmocka_unit_test(test_opens_counter_attr),
 		cmocka_unit_test(test_unopenable),
 		cmocka_unit_test(test_bad_targets),
 	};
