@@ -129,6 +129,38 @@ static int child_threads(char **argv)
 	return 0;
 }
 
+static volatile int churning = 1;
+
+static void *churn_watch(void *arg)
+{
+	char b;
+
+	while (read(*(int *) arg, &b, 1) > 0)
+		;
+	churning = 0;
+	return NULL;
+}
+
+/* churn CTL: starts threads that burn 1 ms and exit, four at a time, until EOF on CTL */
+static int child_churn(char **argv)
+{
+	int ctl = atoi(argv[2]);
+	pthread_t watch;
+
+	pthread_create(&watch, NULL, churn_watch, &ctl);
+	while (churning) {
+		struct worker w[4];
+		for (int i = 0; i < 4; i++) {
+			w[i] = (struct worker) { .fd = -1, .ns = 1000000ULL };
+			pthread_create(&w[i].th, NULL, worker_run, &w[i]);
+		}
+		for (int i = 0; i < 4; i++)
+			pthread_join(w[i].th, NULL);
+	}
+	pthread_join(watch, NULL);
+	return 0;
+}
+
 /* ---- helpers ---- */
 
 static int open_fds(void)
@@ -717,6 +749,131 @@ static void test_opens_counter_attr(void **state)
 	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
 }
 
+/* The process's CPU time (user + system, every thread's, the exited ones' too) from
+ * /proc/PID/stat, in ns: precise to a clock tick (10 ms at USER_HZ 100) */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* after the comm: state is field 3, utime 14, stime 15 */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ut, &st), 2);
+	return (ut + st) * (1000000000ULL / (unsigned long long) sysconf(_SC_CLK_TCK));
+}
+
+/* Attaching while threads come and go (four at a time, 1 ms each): no thread counted twice
+ * (the totals never pass the process's CPU time over a span that holds the counting), none
+ * missed beyond the raced ones (the totals cover most of it) */
+static void test_attach_churn(void **state)
+{
+	struct event_spec ev;
+	struct counter_opts o = { .events = &ev, .n_events = 1 };
+	char a[16], *argv[] = { self_exe, "churn", a, NULL };
+	struct counter_value v;
+	struct counter *c;
+	int ctl[2], status;
+	unsigned raced = 0;
+
+	(void) state;
+	need_perf();
+	assert_int_equal(events_parse("task-clock", &ev), 0);
+	assert_int_equal(pipe(ctl), 0);
+	snprintf(a, sizeof(a), "%d", ctl[0]);
+	o.pid = fork();
+	if (o.pid == 0) {
+		(void) close(ctl[1]);
+		execv(self_exe, argv);
+		_exit(127);
+	}
+	(void) close(ctl[0]);
+	usleep(50000);
+	for (int round = 0; round < 3; round++) {
+		uint64_t before = proc_cpu_ns(o.pid), after, tick = 1000000000ULL / (uint64_t) sysconf(_SC_CLK_TCK);
+
+		assert_int_equal(counter_new(&o, &c), 0);
+		usleep(300000);
+		counter_stop(c);
+		after = proc_cpu_ns(o.pid);
+		counter_totals(c, &v);
+		raced += counter_stats(c)->threads_raced;
+		print_message("# churn: task-clock %llu ns, the process's CPU %llu ns (+-%llu), "
+			      "%u threads opened, %u raced\n", (unsigned long long) v.raw,
+			      (unsigned long long) (after - before), (unsigned long long) tick,
+			      counter_stats(c)->threads, counter_stats(c)->threads_raced);
+		/* the stat's ticks: each end off by up to one */
+		assert_true(v.raw <= after - before + 2 * tick);
+		assert_true((double) v.raw >= 0.8 * (double) (after - before) - 2.0 * (double) tick);
+		counter_free(c);
+	}
+	(void) raced;
+	(void) close(ctl[1]);
+	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Threads past RLIMIT_NOFILE (hard limit 48: 16 fds for events, after hwspy's reserve of 32)
+ * are counted in threads_failed; the others are counted. In a child, whose limit it is. */
+static void test_attach_nofile(void **state)
+{
+	struct event_spec ev;
+	struct counter_opts o = { .events = &ev, .n_events = 1 };
+	int ctl[2], rep[2], status;
+	char a[16], b[16], *argv[] = { self_exe, "threads", "30", "0", a, b, NULL };
+	pid_t target, counting;
+	char r;
+
+	(void) state;
+	need_perf();
+	assert_int_equal(events_parse("task-clock", &ev), 0);
+	assert_int_equal(pipe(ctl), 0);
+	assert_int_equal(pipe(rep), 0);
+	snprintf(a, sizeof(a), "%d", ctl[0]);
+	snprintf(b, sizeof(b), "%d", rep[1]);
+	target = fork();
+	if (target == 0) {
+		(void) close(ctl[1]);
+		(void) close(rep[0]);
+		execv(self_exe, argv);
+		_exit(127);
+	}
+	(void) close(ctl[0]);
+	(void) close(rep[1]);
+	assert_int_equal(read(rep[0], &r, 1), 1);
+	counting = fork();
+	if (counting == 0) {
+		struct rlimit rl = { 48, 48 };
+		struct counter *c;
+		const struct counter_stats *st;
+
+		o.pid = target;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || counter_new(&o, &c) < 0)
+			_exit(10);
+		st = counter_stats(c);
+		printf("# nofile: %u threads opened, %u failed\n", st->threads, st->threads_failed);
+		fflush(stdout);
+		if (st->threads + st->threads_failed != 31 || !st->threads_failed || st->threads < 5)
+			_exit(11);
+		counter_free(c);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(counting, &status, 0), counting);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(write(ctl[1], "g", 1), 1);
+	(void) close(ctl[1]);
+	assert_int_equal(waitpid(target, &status, 0), target);
+	(void) close(rep[0]);
+}
+
 /* ---- events that do not open, bad targets ---- */
 
 static void test_unopenable(void **state)
@@ -807,6 +964,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_launch),
 		cmocka_unit_test(test_launch_not_run),
 		cmocka_unit_test(test_attach_threads),
+		cmocka_unit_test(test_attach_churn),
+		cmocka_unit_test(test_attach_nofile),
 		cmocka_unit_test(test_group_exclusion_retry),
 		cmocka_unit_test(test_split_seam),
 		cmocka_unit_test(test_multiplexed_seam),
@@ -822,6 +981,8 @@ int main(int argc, char **argv)
 		return child_burn(argv);
 	if (argc > 5 && !strcmp(argv[1], "threads"))
 		return child_threads(argv);
+	if (argc > 2 && !strcmp(argv[1], "churn"))
+		return child_churn(argv);
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	if (n <= 0)
 		return 1;
