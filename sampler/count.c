@@ -426,8 +426,6 @@ int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duratio
 		return 0;
 	if (c->launched && !c->released && (r = count_release(c)) < 0)
 		return r;
-	if (c->opts.at_exec && !c->start_ns)
-		c->start_ns = clock_now_ns();
 	start = clock_now_ns();
 	while (!(stop && *stop) && !c->stats.target_exited) {
 		int ms = sampler_wait_ms(start, duration_ns);

@@ -179,6 +179,7 @@ int count_attach(struct counter *c)
 		r = open_tid(c, c->pid);
 		if (r < 0)
 			return r;
+		c->start_ns = clock_now_ns();   /* the caller lets it go to its exec after */
 	} else if ((r = attach_all(c)) < 0) {
 		return r;
 	}
@@ -250,6 +251,7 @@ int count_release(struct counter *c)
 	ssize_t n;
 
 	c->released = true;
+	c->start_ns = clock_now_ns();   /* the exec comes after this: wall_ns holds it */
 	(void) kill(c->pid, SIGCONT);
 	do
 		n = read(c->exec_pipe, &err, sizeof(err));
@@ -257,7 +259,6 @@ int count_release(struct counter *c)
 	(void) close(c->exec_pipe);
 	c->exec_pipe = -1;
 	c->started = true;
-	c->start_ns = clock_now_ns();
 	if (n != (ssize_t) sizeof(err))
 		return 0;               /* end of file: the exec closed it */
 	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)

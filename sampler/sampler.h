@@ -476,7 +476,9 @@ struct counter_value {
 	bool never_ran;                 /* enabled but running_ns 0 (never scheduled) */
 };
 struct counter_stats {
-	uint64_t wall_ns;               /* from counting's start (attach, or exec) to its end */
+	uint64_t wall_ns;               /* from counting's start (attach, or exec) to its end
+	                                 * (at_exec: from counter_new()'s return, launch: from
+	                                 * the release, each just before the exec) */
 	unsigned threads;               /* threads opened (counter_n_threads) */
 	unsigned threads_failed;        /* threads whose counters could not be opened (gone, fds) */
 	bool target_exited;
