@@ -43,7 +43,8 @@ static ssize_t sys_read(void *ctx, int fd, void *buf, size_t n)
 
 const struct counter_sys count_kernel_sys = { .open = sys_open, .read = sys_read };
 
-void counter_attr(const struct event_spec *e, bool leader, bool at_exec, struct perf_event_attr *ret)
+void counter_attr(const struct event_spec *e, bool leader, bool at_exec,
+		  struct perf_event_attr *ret)
 {
 	*ret = e->attr;
 	ret->size = sizeof(*ret);

@@ -89,6 +89,7 @@ static bool known(const struct counter *c, pid_t tid, const pid_t *seen, size_t 
 static int open_tid(struct counter *c, pid_t tid)
 {
 	struct count_thread *t = count_thread_new(c, tid);
+	bool chosen = c->chosen;
 	int r;
 
 	if (!t) {
@@ -96,13 +97,15 @@ static int open_tid(struct counter *c, pid_t tid)
 		return -ENOMEM;
 	}
 	r = count_thread_open(c, t);
-	if (r < 0 && count_thread_error(r))
+	/* with the layout chosen on another thread, any failure is this thread's */
+	if (r < 0 && (chosen || count_thread_error(r)))
 		c->stats.threads_failed++;
 	return r;
 }
 
 /* The second listing: threads the first did not see, each taken in once (see sampler.h). */
-static int attach_late(struct counter *c, const pid_t *first, size_t n_first, long before, long after)
+static int attach_late(struct counter *c, const pid_t *first, size_t n_first, long before,
+		       long after)
 {
 	pid_t *tids;
 	long now = last_pid();
@@ -137,7 +140,7 @@ static int attach_all(struct counter *c)
 		if (r >= 0)
 			continue;
 		err = r;
-		if (!count_thread_error(r)) {
+		if (!c->chosen && !count_thread_error(r)) {
 			free(tids);
 			return r;       /* no event opens (the first thread told): none will */
 		}

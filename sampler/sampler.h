@@ -10,6 +10,8 @@
  * every sample), drains the mmap rings and hands each decoded sample to a callback. What else
  * the caller must know of comes as events (struct sampler_event, opts.event_fn): an exec of the
  * target, a thread getting the capture program (whose root the caller then gives).
+ * Counting mode (count.c, count_target.c; "counting" below) opens the same events as counters
+ * only, for the totals of `hwspy stat`.
  *
  * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
  * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached

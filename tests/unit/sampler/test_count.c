@@ -797,7 +797,8 @@ static void test_attach_churn(void **state)
 	(void) close(ctl[0]);
 	usleep(50000);
 	for (int round = 0; round < 3; round++) {
-		uint64_t before = proc_cpu_ns(o.pid), after, tick = 1000000000ULL / (uint64_t) sysconf(_SC_CLK_TCK);
+		uint64_t tick = 1000000000ULL / (uint64_t) sysconf(_SC_CLK_TCK);
+		uint64_t before = proc_cpu_ns(o.pid), after;
 
 		assert_int_equal(counter_new(&o, &c), 0);
 		usleep(300000);
@@ -915,6 +916,40 @@ static void test_unopenable(void **state)
 	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
 }
 
+static int refuse_open(void *ctx, struct perf_event_attr *a, pid_t tid, int group_fd)
+{
+	(void) a;
+	(void) tid;
+	(void) group_fd;
+	return *(int *) ctx;
+}
+
+/* Not allowed (perf_event_paranoid, no CAP_PERFMON: every open -EACCES or -EPERM): that
+ * error, on an attach and on a launch (whose command then never runs) */
+static void test_not_allowed_seam(void **state)
+{
+	char *argv[] = { self_exe, "burn", "1", "1", "0", NULL };
+	int err = -EACCES;
+	struct counter_sys sys = { .open = refuse_open, .read = count_kernel_sys.read, .ctx = &err };
+	struct event_spec ev[2];
+	static const char *const names[] = { "task-clock", "page-faults" };
+	struct counter_opts o = { .pid = getpid(), .events = ev, .n_events = 2, .sys = &sys };
+	struct counter *c;
+	int fds = open_fds();
+
+	(void) state;
+	parse(names, 2, ev);
+	assert_int_equal(counter_new(&o, &c), -EACCES);
+	err = -EPERM;
+	o.pid = 0;
+	o.argv = argv;
+	assert_int_equal(counter_new(&o, &c), -EPERM);
+	assert_null(c);
+	assert_int_equal(open_fds(), fds);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);       /* the child reaped */
+	assert_int_equal(errno, ECHILD);
+}
+
 static void test_bad_targets(void **state)
 {
 	char *missing[] = { "hwspy-no-such-command", NULL };
@@ -973,6 +1008,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_attrs_as_perf),
 		cmocka_unit_test(test_opens_counter_attr),
 		cmocka_unit_test(test_unopenable),
+		cmocka_unit_test(test_not_allowed_seam),
 		cmocka_unit_test(test_bad_targets),
 	};
 	ssize_t n;
