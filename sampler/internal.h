@@ -179,6 +179,11 @@ int scan_threads(struct sampler *s, bool fail_hard);
 int target_list_tasks(pid_t pid, pid_t *ret, size_t max);
 bool proc_alive(pid_t pid);
 void target_ended(struct sampler *s, int status);
+/* Forks argv (argv[0] searched in PATH) stopped before its exec (it raised SIGSTOP, seen by
+ * waitpid WUNTRACED), every signal unblocked; SIGCONT (or a tracer) lets it exec. *ret_pipe
+ * (CLOEXEC) then reads the exec's errno (an int) if it failed, end of file if it succeeded.
+ * 0, or -errno (-ECHILD: it did not stop; it is killed and reaped then). */
+int target_fork_stopped(char *const *argv, pid_t *ret_pid, int *ret_pipe);
 void drain_all(struct sampler *s);
 
 /* tracer.c */
@@ -223,6 +228,10 @@ void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);
 enum sampler_fail perf_fail_reason(int err);
 /* Raises the soft RLIMIT_NOFILE to the hard limit, and keeps it in s->fd_limit. */
 void perf_raise_nofile(struct sampler *s);
+/* The same for any caller (count.c): the soft limit now (0: unknown). */
+int perf_nofile_raise(void);
+/* perf_fd_keep() against a limit from perf_nofile_raise(). */
+int perf_fd_keep_under(int fd_limit, int fd);
 /* Takes a new event fd (or -errno) and keeps it, unless it eats into the reserve of fds that
  * hwspy needs besides its events (/proc, the symbolizer's files): -EMFILE then, fd closed. */
 int perf_fd_keep(const struct sampler *s, int fd);
@@ -259,6 +268,17 @@ bool percpu_poll(struct sampler *s, int timeout_ms);
 void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
+
+/* count.c: the two system calls counting makes, a seam for the tests (counter_opts.sys;
+ * NULL: the kernel's). open: perf_event_open(attr, tid, cpu -1, group_fd, CLOEXEC), an fd or
+ * -errno; read: read(2) of n bytes into buf, bytes read or -errno. */
+struct counter_sys {
+	int (*open)(void *ctx, struct perf_event_attr *attr, pid_t tid, int group_fd);
+	ssize_t (*read)(void *ctx, int fd, void *buf, size_t n);
+	void *ctx;
+};
+/* The kernel's calls (ctx unused): what a test's seam passes on to. */
+extern const struct counter_sys count_kernel_sys;
 
 /* capture_prog.c */
 #define CAPTURE_MAX_INSNS 16384         /* a privileged program may have 1M */

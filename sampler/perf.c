@@ -212,28 +212,38 @@ void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int
 		s->stats.threads_failed_errno = err;
 }
 
-void perf_raise_nofile(struct sampler *s)
+int perf_nofile_raise(void)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
+		return 0;
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			(void) getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	s->fd_limit = rl.rlim_cur > INT_MAX ? INT_MAX : (int) rl.rlim_cur;
+	return rl.rlim_cur > INT_MAX ? INT_MAX : (int) rl.rlim_cur;
 }
 
-int perf_fd_keep(const struct sampler *s, int fd)
+void perf_raise_nofile(struct sampler *s)
+{
+	s->fd_limit = perf_nofile_raise();
+}
+
+int perf_fd_keep_under(int fd_limit, int fd)
 {
 	/* fds are given lowest first: fd N means N are in use below it */
-	if (fd >= 0 && s->fd_limit && fd >= s->fd_limit - FD_RESERVE) {
+	if (fd >= 0 && fd_limit && fd >= fd_limit - FD_RESERVE) {
 		(void) close(fd);
 		return -EMFILE;
 	}
 	return fd;
+}
+
+int perf_fd_keep(const struct sampler *s, int fd)
+{
+	return perf_fd_keep_under(s->fd_limit, fd);
 }
 
 int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group)

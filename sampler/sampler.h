@@ -10,6 +10,8 @@
  * every sample), drains the mmap rings and hands each decoded sample to a callback. What else
  * the caller must know of comes as events (struct sampler_event, opts.event_fn): an exec of the
  * target, a thread getting the capture program (whose root the caller then gives).
+ * Counting mode (count.c, count_target.c; "counting" below) opens the same events as counters
+ * only, for the totals of `hwspy stat`.
  *
  * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
  * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
@@ -406,5 +408,119 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
 bool sampler_capturing(const struct sampler *s);
 /* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */
 int sampler_capture_error(const struct sampler *s);
+
+/* ---- counting (count.c) ------------------------------------------------------------------
+ *
+ * Counting mode: the totals behind `hwspy stat`, as `perf stat` counts them. Every event is
+ * opened as a counter (no sampling, no ring) on every thread of the target, in groups
+ * (opts.groups), inherit=1 so that threads (and child processes) started later count in the
+ * counters of the thread that started them. Nothing stops the target or sends it a signal;
+ * counter_stop() closes every fd, so nothing of hwspy is left on it.
+ *
+ * Groups: each group's leader reads PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED |
+ * TOTAL_TIME_RUNNING (Linux allows GROUP with inherit for counting; where a kernel refuses
+ * the combination, -EINVAL at the leader's open, every event is read from its own fd with the
+ * two times instead: stats.group_read says which). A group the PMU cannot schedule whole is
+ * split, its events opened alone (value.split): where a member's open fails with EINVAL or
+ * ENOSPC in the group and that event opens alone (more events than the PMU has counters, a
+ * mix of two hardware PMUs; software events and msr/ always group), and where counter_run()
+ * finds a group that was enabled yet never ran (checked every 100 ms: it is reopened alone,
+ * counting from then on, on the threads that have counters of their own; what threads that
+ * inherited the group's counters count is lost). An event that does not open with perf's
+ * exclude_guest retries without it, as perf does (msr/ refuses the exclusion bits).
+ *
+ * Attach (opts.pid): the threads of /proc/PID/task get their groups (each its own, disabled
+ * until every one is open, then enabled: the counting's start). A thread started meanwhile
+ * is taken in once, neither missed nor twice, by when its number was given out:
+ * /proc/sys/kernel/ns_last_pid is read before the first listing (B) and after the last open
+ * (A), then the tasks are listed again. A thread the second listing finds and the first did
+ * not: numbered up to B, it existed (half made) before any counter did, inherited none, and
+ * gets its own; numbered after A, it began after every thread listed had counters, so its
+ * creator's counters count it (inherit): it gets none. Between B and A it was started while
+ * the counters opened: it inherited iff its creator's opened first, which nothing tells; it
+ * is taken as inherited (its creator is likeliest a thread opened before it: /proc lists by
+ * age) and counted in stats.threads_raced, where the caller can say the totals may miss it.
+ * A thread that exits keeps its final counts (its fds stay open until counter_stop()); a
+ * thread whose counters cannot be opened for want of fds (after the soft RLIMIT_NOFILE is
+ * raised to the hard one) or because it vanished is counted in stats.threads_failed.
+ *
+ * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
+ * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec. at_exec: the
+ * same on a child the caller forked and holds stopped before its exec (as sampler_new()'s
+ * launch leaves one): counting starts at the exec, once the caller lets it go.
+ *
+ * Values (struct counter_value): raw as counted, its times, scaled = raw * enabled / running
+ * (perf stat's estimate where the PMU multiplexed), per thread and summed over the threads;
+ * error says why an event did not open on any thread (-ENOENT no such event here, ...).
+ */
+#define COUNTER_MAX_EVENTS 32
+struct counter_sys;
+struct counter_opts {
+	pid_t pid;                      /* count every thread of pid (threads it starts later are
+	                                 * counted with the thread that started them: inherit) */
+	bool at_exec;                   /* pid is a launched child stopped before its exec (as the
+	                                 * sampler's launch leaves it, see sampler_new()/recorder):
+	                                 * count from its exec on (enable_on_exec), one thread */
+	char *const *argv;              /* or, pid 0: launch this command (argv[0] searched in PATH),
+	                                 * counting from its exec; it keeps its stdin/stdout/stderr */
+	const struct event_spec *events;/* from events_parse() */
+	const unsigned *groups;         /* events[i] is in group groups[i]: events with one number
+	                                 * open as one perf group, the first of them its leader;
+	                                 * NULL: each event alone */
+	size_t n_events;                /* 1..COUNTER_MAX_EVENTS */
+	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
+	 * kernel's */
+	const struct counter_sys *sys;
+};
+struct counter_value {
+	uint64_t raw;                   /* what the counter counted */
+	uint64_t enabled_ns, running_ns;/* time enabled and time running (multiplexing) */
+	double scaled;                  /* raw * enabled / running, the estimate perf stat prints;
+	                                 * raw where running == enabled; 0 where running is 0 */
+	int error;                      /* 0, or why it was not counted at all: -ENOENT (no such
+	                                 * event on this machine), -EACCES, -EOPNOTSUPP, -EINVAL ... */
+	bool split;                     /* its group could not be scheduled whole and its events
+	                                 * were opened alone instead */
+	bool never_ran;                 /* enabled but running_ns 0 (never scheduled) */
+};
+struct counter_stats {
+	uint64_t wall_ns;               /* from counting's start (attach, or exec) to its end
+	                                 * (at_exec: from counter_new()'s return, launch: from
+	                                 * the release, each just before the exec) */
+	unsigned threads;               /* threads opened (counter_n_threads) */
+	unsigned threads_failed;        /* threads whose counters could not be opened (gone, fds) */
+	bool target_exited;
+	int exit_status;                /* wait status of a command counter_new() launched */
+	/* added to the API stat is written against: */
+	unsigned threads_raced;         /* attach: threads started while the counters opened, taken
+	                                 * as counted by their creator's (see above) */
+	bool group_read;                /* groups read with PERF_FORMAT_GROUP (else fd by fd) */
+};
+struct counter;
+/* Opens every event on every thread (attach), or launches argv / takes the stopped child
+ * (counting starts at its exec, once counter_run() or the caller lets it go). Errors:
+ * -ESRCH no such process, -EACCES/-EPERM not allowed, -ENOENT none of the events opens here,
+ * -ENOEXEC/-ENOENT the command cannot be run, -EMFILE, -ENOMEM. An event that does not open
+ * (no PMU here ...) is no error of counter_new() as long as one does: its value says why. */
+int counter_new(const struct counter_opts *o, struct counter **ret);
+pid_t counter_pid(const struct counter *c);
+/* Counts until *stop is set, duration_ns has passed (0: no limit), or the target exits
+ * (a launched command starts here). 0 or -errno. Not needed when something else (the
+ * recorder) runs meanwhile: the kernel counts by itself; counter_stop() then reads. */
+int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
+/* Ends counting: disables and reads every counter (final values), closes the events. A
+ * launched command is left running (its pid from counter_pid()). Idempotent. */
+void counter_stop(struct counter *c);
+/* After counter_stop(): event i's values summed over every thread (n_events entries), each
+ * thread's scaled on its own and added; and thread k's (0 <= k < counter_n_threads()): its
+ * tid returned, its values into ret. */
+void counter_totals(const struct counter *c, struct counter_value *ret);
+size_t counter_n_threads(const struct counter *c);
+pid_t counter_thread(const struct counter *c, size_t k, struct counter_value *ret);
+const struct counter_stats *counter_stats(const struct counter *c);
+void counter_free(struct counter *c);       /* stops first; NULL a no-op */
+/* The perf_event_attr counter_new() opens events[i] with (leader: it leads its group): for the
+ * tests, checked against `perf stat -vv`. */
+void counter_attr(const struct event_spec *e, bool leader, bool at_exec, struct perf_event_attr *ret);
 
 #endif

@@ -284,10 +284,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 
 /* ---- launching ---- */
 
-/* Forks the command, stopped before its exec; *ret_pipe then reads the exec's errno. On the
- * caller's thread, not the tracer's: the command's parent thread must live as long as hwspy
- * (a command with PR_SET_PDEATHSIG would get its signal when the tracer thread ends). */
-static int launch_fork(struct sampler *s, int *ret_pipe)
+int target_fork_stopped(char *const *argv, pid_t *ret_pid, int *ret_pipe)
 {
 	int pipefd[2], err = 0, status, r;
 	pid_t pid;
@@ -306,23 +303,36 @@ static int launch_fork(struct sampler *s, int *ret_pipe)
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		(void) close(pipefd[0]);
-		raise(SIGSTOP);         /* the parent seizes us here */
-		execvp(s->opts.argv[0], s->opts.argv);
+		raise(SIGSTOP);         /* the parent seizes us here, or opens its counters */
+		execvp(argv[0], argv);
 		err = errno;
 		(void) !write(pipefd[1], &err, sizeof(err));
 		_exit(127);
 	}
 	(void) close(pipefd[1]);
-	s->pid = pid;
-	s->launched = true;
 	if (waitpid(pid, &status, WUNTRACED) < 0 || !WIFSTOPPED(status)) {
 		(void) kill(pid, SIGKILL);
 		(void) waitpid(pid, &status, __WALL);
 		(void) close(pipefd[0]);
-		s->pid = 0;
 		return -ECHILD;
 	}
+	*ret_pid = pid;
 	*ret_pipe = pipefd[0];
+	return 0;
+}
+
+/* Forks the command, stopped before its exec; *ret_pipe then reads the exec's errno. On the
+ * caller's thread, not the tracer's: the command's parent thread must live as long as hwspy
+ * (a command with PR_SET_PDEATHSIG would get its signal when the tracer thread ends). */
+static int launch_fork(struct sampler *s, int *ret_pipe)
+{
+	pid_t pid;
+	int r = target_fork_stopped(s->opts.argv, &pid, ret_pipe);
+
+	if (r < 0)
+		return r;
+	s->pid = pid;
+	s->launched = true;
 	return 0;
 }
 
