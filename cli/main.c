@@ -15,6 +15,7 @@ static const struct command commands[] = {
 	{ "record", cmd_record, "sample a Python process and write a profile" },
 	{ "convert", cmd_convert, "turn a folded (any tool's) or pprof file into another format" },
 	{ "diff", cmd_diff, "compare two profiles: what a change made faster or slower" },
+	{ "stat", cmd_stat, "count events and say what they mean, naming the functions" },
 	{ "list", cmd_list, "list the events hwspy knows and whether they work here" },
 	{ "top", cmd_top, "a live view of a Python process's hottest functions" },
 };

@@ -1,0 +1,479 @@
+/*
+ * hwspy stat: count events on a Python process (attach with -p, or launch a command) as perf
+ * stat does, and say in plain words what the counts mean (stat_rules.c), naming the Python
+ * functions behind each finding from a light sampling run beside the counters (the recorder),
+ * unless --no-profile.
+ *
+ * Order: every option checked; the counters opened (attach), or the command launched by the
+ * recorder and its counters opened while it is stopped at its exec (record_opts.exec_fn), or,
+ * --no-profile, launched by the counter itself; the recorder samples for the duration (or the
+ * counter alone waits); then the counters are read, the command ended as record ends it, the
+ * report written.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/format.h"
+#include "cli/record.h"
+#include "cli/session.h"
+#include "cli/stat.h"
+#include "cli/stat_run.h"
+#include "record/record.h"
+
+#define SLICE_NS 250000000ULL
+#define STAT_RATE 100                   /* the sampling run's samples per second per thread */
+
+struct stat_args {
+	struct record_args r;           /* target, duration, the sampling run's options */
+	const char *events;             /* -e LIST, NULL: the defaults */
+	bool json, no_profile, explain;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy stat [OPTIONS] -p PID\n"
+		"       hwspy stat [OPTIONS] -- COMMAND [ARGS...]\n"
+		"       hwspy stat --explain\n\n"
+		"Counts events on every thread of a Python process, as perf stat does, and says\n"
+		"in plain words what the counts mean (low IPC, cache, TLB and branch misses, CPU\n"
+		"left idle, context switches, page faults), naming the Python functions behind\n"
+		"each finding from a light sampling run (100 samples a second) beside the counters.\n\n"
+		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
+		"  -e, --event EV[,EV]    the events to count (default: those that open here among\n"
+		"                         task-clock, context-switches, cpu-migrations, page-faults,\n"
+		"                         minor-faults, major-faults, cycles, instructions,\n"
+		"                         cache-references, cache-misses, branch-instructions,\n"
+		"                         branch-misses, L1-dcache-load-misses, LLC-load-misses,\n"
+		"                         dTLB-load-misses)\n"
+		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
+		"      --grace SECS       a launched command still running then gets SIGINT, SIGTERM\n"
+		"                         SECS later, then SIGKILL (default 5)\n"
+		"      --keep-running     leave a launched command running when counting ends\n"
+		"      --json             the report as one JSON object (README: its schema)\n"
+		"      --no-profile       counters only: no sampling run, no function named\n"
+		"      --explain          the findings' rules, thresholds and their sources\n"
+		"      --nonblocking, --ptrace   how the sampling run reads stacks (as hwspy record)\n"
+		"  -q, --quiet            no informational lines on standard error\n"
+		"  -h, --help             this text\n\n"
+		"Exit status: 2 for a usage error, 1 when nothing was counted; else, with a\n"
+		"launched command, the command's own status (128+N if signal N ended it), and 0\n"
+		"with -p.\n");
+}
+
+enum { OPT_JSON = 0x200, OPT_NO_PROFILE, OPT_EXPLAIN, OPT_NONBLOCKING, OPT_PTRACE, OPT_GRACE,
+       OPT_KEEP };
+
+static int parse_number(const char *opt, const char *arg, double min, double max, double *ret)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || *end || !(v >= min && v <= max)) {
+		log_error("%s wants a number of seconds from %g to %g, not '%s'", opt, min, max, arg);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+static int parse_one(struct stat_args *a, int c, const char *arg)
+{
+	unsigned long long n;
+
+	switch (c) {
+	case 'p':
+		if (cli_parse_count(arg, 1, 0x3fffffff, &n) < 0) {
+			log_error("-p wants a process id, not '%s'", arg);
+			return -EINVAL;
+		}
+		a->r.pid = (pid_t) n;
+		return 0;
+	case 'e': a->events = arg; return 0;
+	case 'd': return parse_number("-d", arg, 0.001, 1e8, &a->r.duration);
+	case OPT_GRACE:
+		a->r.grace_given = true;
+		return parse_number("--grace", arg, 0, 3600, &a->r.grace);
+	case OPT_KEEP: a->r.keep_running = true; return 0;
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_NO_PROFILE: a->no_profile = true; return 0;
+	case OPT_EXPLAIN: a->explain = true; return 0;
+	case OPT_NONBLOCKING: a->r.nonblocking = true; return 0;
+	case OPT_PTRACE: a->r.ptrace = true; return 0;
+	case 'q': a->r.quiet = true; return 0;
+	}
+	log_error("unknown option; run 'hwspy stat --help'");
+	return -EINVAL;
+}
+
+/* 0, 1 after --help, -EINVAL (said). */
+static int parse_args(int argc, char **argv, struct stat_args *a)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "keep-running", no_argument, NULL, OPT_KEEP },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "no-profile", no_argument, NULL, OPT_NO_PROFILE },
+		{ "explain", no_argument, NULL, OPT_EXPLAIN },
+		{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
+		{ "ptrace", no_argument, NULL, OPT_PTRACE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	a->r.grace = 5;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:e:d:qh", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (c == '?' || c == ':') {
+			log_error("'%s' is not an option of hwspy stat, or lacks its value; run "
+				  "'hwspy stat --help'", argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (parse_one(a, c, optarg) < 0)
+			return -EINVAL;
+	}
+	if (optind < argc)
+		a->r.argv = argv + optind;
+	if (a->explain && !a->r.pid && !a->r.argv)
+		return 0;
+	if (!a->r.pid == !a->r.argv) {
+		log_error(a->r.pid ? "give -p PID or a command after --, not both" :
+			  "nothing to count: give -p PID or a command after --; see 'hwspy stat --help'");
+		return -EINVAL;
+	}
+	if (a->r.nonblocking && a->r.ptrace) {
+		log_error("--nonblocking and --ptrace are two ways to read stacks: choose one");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The counted events: -e's (each must be an event hwspy knows), else the defaults. 0, or the
+ * exit status (said). */
+static int setup_events(const struct stat_args *a, struct stat_setup *s)
+{
+	char items[COUNTER_MAX_EVENTS][96];
+	int n;
+
+	if (!a->events) {
+		if (stat_default_events(s) < 0)
+			return 1;
+		stat_groups(s);
+		return 0;
+	}
+	n = events_split(a->events, items, COUNTER_MAX_EVENTS);
+	if (n == -E2BIG) {
+		log_error("-e: at most %d events", COUNTER_MAX_EVENTS);
+		return 2;
+	}
+	if (n < 0) {
+		log_error("-e: '%s' is no list of events (EV[,EV...])", a->events);
+		return 2;
+	}
+	s->n_events = (size_t) n;
+	for (int i = 0; i < n; i++) {
+		if (events_parse(items[i], &s->events[i]) < 0) {
+			log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows",
+				  items[i]);
+			return 2;
+		}
+		s->listed[i] = true;
+	}
+	stat_groups(s);
+	return 0;
+}
+
+/* The sampling run's events: cycles (cpu-clock without a PMU), with the events the rules name
+ * functions by that open here, read at every sample. */
+static void sampling_events(const struct stat_setup *s, struct record_args *r)
+{
+	const char *names[16];
+	size_t n = stat_rule_events(names, 16);
+
+	if (events_parse("cycles", &r->events[0]) < 0 || events_probe(&r->events[0], 0) < 0)
+		(void) events_parse("cpu-clock", &r->events[0]);
+	r->n_events = 1;
+	for (size_t i = 0; i < n && r->n_events < SAMPLER_MAX_EVENTS; i++) {
+		struct event_spec *e = &r->events[r->n_events];
+		bool counted = false;
+
+		for (size_t k = 0; k < s->n_events; k++)
+			counted |= !strcmp(s->events[k].name, names[i]);
+		if (!counted || !strcmp(names[i], r->events[0].name) || events_parse(names[i], e) < 0 ||
+		    events_probe(e, 0) < 0)
+			continue;
+		r->n_events++;
+	}
+	r->freq = STAT_RATE;
+	r->function = true;
+	r->stack_size = RECORD_DEFAULT_STACK_SIZE;
+}
+
+struct stat_run {
+	struct stat_args a;
+	struct stat_setup s;
+	struct record_args ra;          /* the sampling run's */
+	struct recorder *rec;           /* NULL: no sampling run */
+	struct counter *ctr;
+	struct stat_switch_log sw;
+	struct record_child child;
+	char target[320];
+	pid_t pid;
+	int exec_error;                 /* on_exec()'s counter_new() */
+};
+
+static int counter_error(int r, const struct stat_run *x)
+{
+	if (r == -ESRCH)
+		log_error("no process with pid %d", x->a.r.pid);
+	else if (r == -EACCES || r == -EPERM)
+		record_permission_error(x->target, x->a.r.pid, false);
+	else if (r == -ENOENT && !x->a.r.argv)
+		log_error("none of the events opens on this machine; 'hwspy list' shows those that do");
+	else
+		log_errno(r, "cannot count events of %s", x->target);
+	return -1;
+}
+
+static int open_counter(struct stat_run *x, pid_t pid)
+{
+	struct counter_opts co = {
+		.pid = pid, .argv = pid ? NULL : x->a.r.argv,
+		.events = x->s.events, .groups = x->s.groups, .n_events = x->s.n_events,
+	};
+	int r = counter_new(&co, &x->ctr);
+
+	return r < 0 ? counter_error(r, x) : 0;
+}
+
+/* The launched command, stopped at its exec by the sampling run's launch: its counters open
+ * now, so they count from the exec (said once recorder_start() is back). */
+static void on_exec(void *ctx, pid_t pid)
+{
+	struct stat_run *x = ctx;
+	struct counter_opts co = {
+		.pid = pid, .events = x->s.events, .groups = x->s.groups, .n_events = x->s.n_events,
+	};
+
+	x->exec_error = counter_new(&co, &x->ctr);
+}
+
+/* The recorder of the sampling run; for an attached target that runs no Python (or one hwspy
+ * cannot read), none: counting goes on alone, said. 0, or -1 (said). */
+static int open_sampling(struct stat_run *x)
+{
+	struct record_args *r = &x->ra;
+	struct record_opts ro = {
+		.pid = r->pid, .argv = r->argv, .events = r->events, .n_events = r->n_events,
+		.freq = r->freq, .function = true, .stack_size = r->stack_size,
+		.mode = r->nonblocking ? RECORD_NONBLOCKING : r->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
+		.exec_fn = r->argv ? on_exec : NULL, .exec_ctx = x,
+	};
+	int k;
+
+	if (recorder_new(&ro, NULL, &x->rec) < 0) {
+		log_error("out of memory");
+		return -1;
+	}
+	if (r->pid) {
+		k = recorder_find_python(x->rec);
+		if (k < 0 && k != -EPERM && k != -EACCES && k != -ESRCH) {
+			log_info("%s runs no Python hwspy can read (%s): counting only, no function "
+				 "named", x->target, k == -ENOENT ? "none found" : strerror(-k));
+			recorder_free(x->rec);
+			x->rec = NULL;
+			return 0;
+		}
+		if (session_open_target(x->rec, r, x->target) < 0)
+			return -1;
+	}
+	session_choose_mode(x->rec, r);
+	return 0;
+}
+
+/* Counters on the target and, unless --no-profile, the sampling run's events: a launched
+ * command is held at its exec by the recorder and counted from there. 0, or -1 (said). */
+static int start(struct stat_run *x)
+{
+	uint64_t said = 0;
+
+	if (x->a.r.pid) {
+		snprintf(x->target, sizeof(x->target), "pid %d", x->a.r.pid);
+		if (open_counter(x, x->a.r.pid) < 0 || (x->ra.n_events && open_sampling(x) < 0))
+			return -1;
+		x->pid = x->a.r.pid;
+		return x->rec ? session_start(x->rec, &x->ra, x->target, &said) : 0;
+	}
+	snprintf(x->target, sizeof(x->target), "'%s'", x->a.r.argv[0]);
+	if (x->ra.n_events) {
+		if (open_sampling(x) < 0 || session_start(x->rec, &x->ra, x->target, &said) < 0)
+			return -1;
+		x->pid = recorder_pid(x->rec);
+		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
+		if (!x->ctr)
+			return counter_error(x->exec_error ? x->exec_error : -ECHILD, x);
+	} else {
+		if (open_counter(x, 0) < 0)
+			return -1;
+		x->pid = counter_pid(x->ctr);
+		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
+	}
+	snprintf(x->target, sizeof(x->target), "'%s' (pid %d)", x->a.r.argv[0], x->pid);
+	return 0;
+}
+
+static int stat_slice(void *ctx, struct recorder *rec, int r)
+{
+	struct stat_run *x = ctx;
+
+	stat_switches_read(&x->sw, x->pid);
+	r = session_tstp(rec, r);
+	if (r < 0 && r != -EBUSY)
+		log_errno(r, "sampling stopped early; counting ended with it");
+	return r;
+}
+
+/* Counts (and samples) until the duration, Ctrl-C or the target's end. */
+static void run(struct stat_run *x)
+{
+	uint64_t duration = (uint64_t) (x->a.r.duration * 1e9), done = 0;
+	volatile sig_atomic_t *stop = session_stop();
+
+	stat_switches_read(&x->sw, x->pid);
+	if (x->rec) {
+		struct record_run run = {
+			.stop = stop, .duration_ns = duration, .slice_fn = stat_slice, .ctx = x,
+		};
+		(void) recorder_run(x->rec, &run);
+	} else {
+		/* in slices, to follow the threads' switches */
+		while (!*stop && (!duration || done < duration) &&
+		       !counter_stats(x->ctr)->target_exited) {
+			uint64_t slice = duration && duration - done < SLICE_NS ? duration - done :
+					 SLICE_NS;
+			if (counter_run(x->ctr, stop, slice) < 0)
+				break;
+			done += slice;
+			stat_switches_read(&x->sw, x->pid);
+		}
+	}
+	stat_switches_read(&x->sw, x->pid);
+	counter_stop(x->ctr);
+	session_after_run();
+}
+
+/* The report on standard output. 0, or -1 (said). */
+static int report(struct stat_run *x)
+{
+	struct stat_totals t = { .have_pmu = events_have_hw_pmu() };
+	struct stat_attribution attr = { .functions = stat_functions };
+	const struct profile *prof = x->rec ? recorder_profile(x->rec) : NULL;
+	struct stat_findings *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f || stat_totals_fill(&t, &x->s, x->ctr, prof) < 0) {
+		free(f);
+		free(t.threads);
+		log_error("out of memory");
+		return -1;
+	}
+	snprintf(t.target, sizeof(t.target), "%s", x->target);
+	stat_switches_sum(&x->sw, &t.voluntary, &t.involuntary);
+	t.samples = x->rec ? recorder_stats(x->rec)->sampler->samples : 0;
+	t.sampled = t.samples > 0;
+	attr.ctx = (void *) prof;
+	stat_find(&t, prof ? &attr : NULL, f);
+	r = 0;
+	if (x->a.json)
+		r = stat_report_json(&t, f, stdout);
+	else
+		stat_report_text(&t, f, stdout);
+	if (fflush(stdout) == EOF || ferror(stdout) || r < 0) {
+		log_errno(r < 0 ? r : -EIO, "cannot write the report");
+		r = -1;
+	}
+	if (!x->a.json && x->a.explain)
+		stat_explain(stdout);
+	free(t.threads);
+	free(f);
+	return r;
+}
+
+static void end_command(struct stat_run *x)
+{
+	const struct counter_stats *cs;
+
+	if (!x->child.pid || x->child.ended || x->child.kept)
+		return;
+	if (x->rec) {
+		session_end_command(x->rec, &x->ra, &x->child);
+		return;
+	}
+	cs = x->ctr ? counter_stats(x->ctr) : NULL;
+	session_end_child(&x->a.r, &x->child, cs && cs->target_exited, cs ? cs->exit_status : 0);
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	struct stat_run *x = calloc(1, sizeof(*x));
+	int r, status = 1;
+
+	if (!x) {
+		log_error("out of memory");
+		return 1;
+	}
+	r = parse_args(argc, argv, &x->a);
+	if (r || (x->a.explain && !x->a.r.pid && !x->a.r.argv)) {
+		if (!r)
+			stat_explain(stdout);
+		free(x);
+		return r > 0 || !r ? 0 : 2;
+	}
+	status = setup_events(&x->a, &x->s);
+	if (status)
+		goto out;
+	status = 1;
+	x->ra = x->a.r;
+	if (!x->a.no_profile) {
+		sampling_events(&x->s, &x->ra);
+		x->ra.quiet = true;
+		if (record_check_options(&x->ra))
+			goto out;
+		x->ra.quiet = x->a.r.quiet;
+	}
+	if (record_check_target(&x->a.r) < 0)
+		goto out;
+	session_catch_signals();
+	if (start(x) < 0)
+		goto out;
+	run(x);
+	end_command(x);
+	if (report(x) < 0)
+		goto out;
+	if (x->child.pid)
+		record_child_say(&x->child);
+	status = x->child.pid ? record_child_exit_code(&x->child) : 0;
+out:
+	end_command(x);
+	recorder_free(x->rec);
+	counter_free(x->ctr);
+	stat_switches_release(&x->sw);
+	free(x);
+	return status;
+}

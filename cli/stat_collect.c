@@ -1,0 +1,295 @@
+/*
+ * stat_collect: what hwspy stat measures beside the counters' totals (stat.h, stat_run.h): the
+ * default events and their groups, the context switches each thread made by kind (from
+ * /proc), the totals and the threads from the counter, and the functions behind each event
+ * in the light sampling run's profile.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "cli/stat_run.h"
+#include "output/output.h"
+
+/* perf stat's default set and more: those that open here are counted */
+static const char *const default_events[] = {
+	"task-clock", "context-switches", "cpu-migrations", "page-faults", "minor-faults",
+	"major-faults", "cycles", "instructions", "cache-references", "cache-misses",
+	"branch-instructions", "branch-misses", "L1-dcache-load-misses", "LLC-load-misses",
+	"dTLB-load-misses",
+};
+
+/* Events counted in one group with the one before them (a ratio of the two is exact only when
+ * both ran at the same time): NAME -> the event it is grouped with. */
+static const char *const grouped_with[][2] = {
+	{ "instructions", "cycles" },
+	{ "cache-misses", "cache-references" },
+	{ "branch-misses", "branch-instructions" },
+};
+
+static bool same_event(const char *a, const char *b)
+{
+	size_t n = strcspn(a, ":"), m = strcspn(b, ":");
+
+	return n == m && !strncmp(a, b, n);
+}
+
+int stat_default_events(struct stat_setup *s)
+{
+	s->n_events = 0;
+	for (size_t i = 0; i < sizeof(default_events) / sizeof(default_events[0]); i++) {
+		struct event_spec *e = &s->events[s->n_events];
+
+		if (events_parse(default_events[i], e) < 0)
+			return -EINVAL;
+		s->listed[s->n_events] = events_probe(e, 0) >= 0;
+		s->n_events++;
+	}
+	return 0;
+}
+
+void stat_groups(struct stat_setup *s)
+{
+	unsigned next = 0;
+
+	for (size_t i = 0; i < s->n_events; i++) {
+		s->groups[i] = next++;
+		for (size_t k = 0; k < sizeof(grouped_with) / sizeof(grouped_with[0]); k++) {
+			if (!same_event(s->events[i].name, grouped_with[k][0]))
+				continue;
+			for (size_t j = 0; j < i; j++)
+				if (same_event(s->events[j].name, grouped_with[k][1]))
+					s->groups[i] = s->groups[j];
+		}
+	}
+}
+
+/* ---- context switches by kind, from /proc ---------------------------------------------- */
+
+static int read_switches(pid_t pid, pid_t tid, int64_t *vol, int64_t *invol)
+{
+	char path[96], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) pid, (int) tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	*vol = *invol = -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+			*vol = strtoll(line + 24, NULL, 10);
+		else if (!strncmp(line, "nonvoluntary_ctxt_switches:", 27))
+			*invol = strtoll(line + 27, NULL, 10);
+	}
+	fclose(f);
+	return *vol >= 0 && *invol >= 0 ? 0 : -EBADMSG;
+}
+
+static struct stat_switches *switches_slot(struct stat_switch_log *l, pid_t tid)
+{
+	struct stat_switches *v;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (l->t[i].tid == tid)
+			return &l->t[i];
+	if (l->n == STAT_SWITCH_THREADS)
+		return NULL;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		v = realloc(l->t, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		l->t = v;
+		l->cap = cap;
+	}
+	v = &l->t[l->n++];
+	*v = (struct stat_switches) { .tid = tid, .first_vol = -1 };
+	return v;
+}
+
+void stat_switches_read(struct stat_switch_log *l, pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	size_t seen = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir)) && seen < STAT_SWITCH_THREADS) {
+		pid_t tid = (pid_t) strtol(d->d_name, NULL, 10);
+		struct stat_switches *t;
+		int64_t vol = 0, invol = 0;
+
+		if (tid <= 0 || read_switches(pid, tid, &vol, &invol) < 0)
+			continue;
+		seen++;
+		t = switches_slot(l, tid);
+		if (!t)
+			break;
+		if (t->first_vol < 0 && !l->started_late) {
+			t->first_vol = vol;
+			t->first_invol = invol;
+		} else if (t->first_vol < 0) {
+			t->first_vol = t->first_invol = 0;   /* started since: all of its own */
+		}
+		t->vol = vol;
+		t->invol = invol;
+	}
+	closedir(dir);
+	l->started_late = true;
+}
+
+void stat_switches_sum(const struct stat_switch_log *l, int64_t *vol, int64_t *invol)
+{
+	*vol = *invol = l->n ? 0 : -1;
+	for (size_t i = 0; i < l->n; i++) {
+		*vol += l->t[i].vol - l->t[i].first_vol;
+		*invol += l->t[i].invol - l->t[i].first_invol;
+	}
+}
+
+void stat_switches_release(struct stat_switch_log *l)
+{
+	free(l->t);
+	*l = (struct stat_switch_log) { 0 };
+}
+
+/* ---- the totals -------------------------------------------------------------------------- */
+
+static void event_from(struct stat_event *e, const struct event_spec *spec,
+		       const struct counter_value *v)
+{
+	*e = (struct stat_event) {
+		.counted = !v->error && !v->never_ran, .error = v->error, .value = v->scaled,
+		.raw = v->raw, .enabled_ns = v->enabled_ns, .running_ns = v->running_ns,
+		.split = v->split,
+		.hardware = spec->kind == EVENT_HARDWARE || spec->kind == EVENT_HW_CACHE ||
+			    spec->kind == EVENT_RAW || spec->kind == EVENT_PMU,
+	};
+	snprintf(e->name, sizeof(e->name), "%s", spec->name);
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct stat_thread *x = a, *y = b;
+
+	return x->task_clock_ns < y->task_clock_ns ? 1 : x->task_clock_ns > y->task_clock_ns ? -1 :
+	       (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int index_of(const struct stat_setup *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_events; i++)
+		if (same_event(s->events[i].name, name))
+			return (int) i;
+	return -1;
+}
+
+/* The thread's name: Python's (the sampling run's profile), else its /proc comm. */
+static void thread_name(const struct profile *prof, pid_t pid, pid_t tid, char *buf, size_t size)
+{
+	const char *py = prof ? profile_thread_name(prof, (uint32_t) tid) : NULL;
+	char path[96];
+	FILE *f;
+
+	buf[0] = '\0';
+	if (py) {
+		snprintf(buf, size, "%s", py);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int) pid, (int) tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int) size, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
+		     const struct profile *prof)
+{
+	struct counter_value v[COUNTER_MAX_EVENTS];
+	int clock = index_of(s, "task-clock"), sw = index_of(s, "context-switches");
+	size_t n = counter_n_threads(c);
+
+	counter_totals(c, v);
+	t->n_ev = 0;
+	for (size_t i = 0; i < s->n_events && t->n_ev < STAT_MAX_EVENTS; i++) {
+		event_from(&t->ev[t->n_ev], &s->events[i], &v[i]);
+		t->ev[t->n_ev].listed = s->listed[i];
+		t->n_ev++;
+	}
+	t->wall_ns = counter_stats(c)->wall_ns;
+	t->threads = n ? calloc(n, sizeof(*t->threads)) : NULL;
+	if (n && !t->threads)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		struct stat_thread *th = &t->threads[k];
+
+		th->tid = counter_thread(c, k, v);
+		th->task_clock_ns = clock >= 0 && !v[clock].error ? v[clock].scaled : -1;
+		th->switches = sw >= 0 && !v[sw].error ? v[sw].scaled : -1;
+		thread_name(prof, counter_pid(c), th->tid, th->name, sizeof(th->name));
+	}
+	t->n_threads = n;
+	qsort(t->threads, n, sizeof(*t->threads), cmp_thread);
+	return 0;
+}
+
+/* ---- the functions behind an event --------------------------------------------------------- */
+
+size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max)
+{
+	const struct profile *p = ctx;
+	int e = profile_find_event(p, ev);
+	size_t n_frames = profile_n_frames(p), col, n = 0;
+	uint64_t *sum, total = 0, samples = 0;
+	struct buf text;
+
+	if (e < 0 || !n_frames)
+		return 0;
+	col = 1 + (size_t) e;
+	sum = calloc(n_frames, sizeof(*sum));
+	if (!sum)
+		return 0;
+	/* each stack's weight to its innermost Python frame */
+	for (size_t i = 0; i < profile_n_stacks(p); i++) {
+		const struct profile_stack *st = profile_stack(p, i);
+		uint64_t w = profile_values(p, i)[col];
+
+		for (size_t d = st->depth; d-- > 0;)
+			if (profile_frame(p, st->frames[d])->kind == FRAME_PYTHON) {
+				sum[st->frames[d]] += w;
+				total += w;
+				samples += w ? profile_values(p, i)[0] : 0;
+				break;
+			}
+	}
+	buf_init(&text);
+	while (total && samples >= STAT_MIN_SAMPLES && n < max) {
+		uint32_t best = 0;
+
+		for (uint32_t id = 1; id < n_frames; id++)
+			if (sum[id] > sum[best])
+				best = id;
+		if ((double) sum[best] < 0.05 * (double) total)
+			break;
+		buf_reset(&text);
+		(void) folded_frame_text(profile_frame(p, best), &text);
+		snprintf(ret[n].text, sizeof(ret[n].text), "%s", text.len ? text.data : "?");
+		ret[n++].share = (double) sum[best] / (double) total;
+		sum[best] = 0;
+	}
+	buf_release(&text);
+	free(sum);
+	return n;
+}

@@ -1,0 +1,372 @@
+/*
+ * stat_report: hwspy stat's output (stat.h): perf stat's table (value, unit, the derived
+ * metric and, where the counter was multiplexed, the share of the time it ran), the threads'
+ * CPU use, then the findings in plain words; or all of it as one JSON object.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/stat.h"
+#include "output/output.h"
+
+#define THREADS_SHOWN 10
+
+/* v rounded, with thousands separators ("12,345,678"), into buf. */
+static const char *grouped(double v, char *buf, size_t size)
+{
+	char digits[32];
+	size_t n, out = 0;
+
+	snprintf(digits, sizeof(digits), "%.0f", v < 0 ? 0 : v);
+	n = strlen(digits);
+	for (size_t i = 0; i < n && out + 2 < size; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[out++] = ',';
+		buf[out++] = digits[i];
+	}
+	buf[out] = '\0';
+	return buf;
+}
+
+/* A threshold: grouped when whole and large ("5,000"), else as %g ("0.5"). */
+static const char *grouped_g(double v, char *buf, size_t size)
+{
+	if (v >= 1000 && v == floor(v))
+		return grouped(v, buf, size);
+	snprintf(buf, size, "%g", v);
+	return buf;
+}
+
+static bool is_clock(const char *name)
+{
+	size_t n = strcspn(name, ":");
+
+	return (n == 10 && !strncmp(name, "task-clock", n)) ||
+	       (n == 9 && !strncmp(name, "cpu-clock", n));
+}
+
+static double ratio(const struct stat_totals *t, const char *num, const char *den)
+{
+	const struct stat_event *a = stat_event(t, num), *b = stat_event(t, den);
+
+	return a && b && a->counted && b->counted && b->value > 0 ? a->value / b->value : NAN;
+}
+
+/* The reference event of NAME-misses: cache-references, branch-instructions, X-loads ... */
+static const char *reference_of(const char *name, char *buf, size_t size)
+{
+	size_t n = strcspn(name, ":");
+
+	if (n == 12 && !strncmp(name, "cache-misses", n))
+		return "cache-references";
+	if (n == 13 && !strncmp(name, "branch-misses", n))
+		return "branch-instructions";
+	if (n > 12 && !strncmp(name + n - 12, "-load-misses", 12)) {
+		snprintf(buf, size, "%.*s-loads", (int) (n - 12), name);
+		return buf;
+	}
+	return NULL;
+}
+
+/* The comment after '#': the derived metric of e, or "" */
+static void derived(const struct stat_totals *t, const struct stat_event *e, char *buf,
+		    size_t size)
+{
+	double wall_s = (double) t->wall_ns / 1e9, r;
+	char ref[112];
+	const char *den;
+
+	buf[0] = '\0';
+	if (is_clock(e->name) && t->wall_ns) {
+		snprintf(buf, size, "%.3f CPUs utilised", e->value / (double) t->wall_ns);
+	} else if (!strncmp(e->name, "instructions", 12) &&
+		   !isnan(r = ratio(t, "instructions", "cycles"))) {
+		snprintf(buf, size, "%.2f insn per cycle", r);
+	} else if (!strncmp(e->name, "cycles", 6) &&
+		   !isnan(r = ratio(t, "cycles", "task-clock"))) {
+		snprintf(buf, size, "%.3f GHz", r);
+	} else if (strstr(e->name, "-misses")) {
+		int at = 0;
+
+		if (!isnan(r = ratio(t, e->name, "instructions")))
+			at = snprintf(buf, size, "%.2f per 1k instructions", 1000 * r);
+		den = reference_of(e->name, ref, sizeof(ref));
+		if (den && !isnan(r = ratio(t, e->name, den)) && at >= 0 && (size_t) at < size)
+			snprintf(buf + at, size - (size_t) at, "%s%.2f%% of %s", at ? ", " : "",
+				 100 * r, den);
+	} else if (wall_s > 0) {
+		char num[48];
+
+		r = e->value / wall_s;
+		if (r >= 1000)
+			snprintf(buf, size, "%s /s", grouped(r, num, sizeof(num)));
+		else
+			snprintf(buf, size, "%.1f /s", r);
+	}
+	if (!strncmp(e->name, "context-switches", 16) && t->voluntary >= 0 && t->involuntary >= 0) {
+		size_t at = strlen(buf);
+		char v[48], iv[48];
+
+		snprintf(buf + at, size - at, " (voluntary %s, involuntary %s)",
+			 grouped((double) t->voluntary, v, sizeof(v)),
+			 grouped((double) t->involuntary, iv, sizeof(iv)));
+	}
+}
+
+static const char *not_counted(const struct stat_event *e)
+{
+	if (e->error == -ENOENT || e->error == -EOPNOTSUPP)
+		return "<not supported>";
+	return "<not counted>";
+}
+
+static void table(const struct stat_totals *t, FILE *out)
+{
+	bool any_split = false;
+
+	fprintf(out, "\n hwspy stat of %s, %.2f s:\n\n", t->target, (double) t->wall_ns / 1e9);
+	for (size_t i = 0; i < t->n_ev; i++) {
+		const struct stat_event *e = &t->ev[i];
+		char num[48], why[256];
+
+		if (!e->listed)
+			continue;
+		if (!e->counted) {
+			fprintf(out, "  %22s      %-24s\n", not_counted(e), e->name);
+			continue;
+		}
+		derived(t, e, why, sizeof(why));
+		if (is_clock(e->name))
+			fprintf(out, "  %19s.%02u msec %-24s", grouped(floor(e->value / 1e6), num,
+				sizeof(num)), (unsigned) fmod(e->value / 1e4, 100), e->name);
+		else
+			fprintf(out, "  %22s      %-24s", grouped(e->value, num, sizeof(num)), e->name);
+		fprintf(out, "%s%s", why[0] ? " #  " : "", why);
+		if (e->running_ns < e->enabled_ns && e->enabled_ns)
+			fprintf(out, "  (%.1f%%)", 100.0 * (double) e->running_ns / (double) e->enabled_ns);
+		if (e->split)
+			fputs("  [split]", out);
+		any_split |= e->split;
+		fputc('\n', out);
+	}
+	if (any_split)
+		fputs("\n [split]: its group could not be scheduled on the PMU whole, so its events "
+		      "were counted apart (ratios between them are less exact)\n", out);
+	for (size_t i = 0; i < t->n_ev; i++)
+		if (t->ev[i].counted && t->ev[i].running_ns < t->ev[i].enabled_ns) {
+			fputs(" (N%): the counter was multiplexed and ran N% of the time; its value is "
+			      "scaled up as perf stat does\n", out);
+			break;
+		}
+}
+
+static void threads(const struct stat_totals *t, FILE *out)
+{
+	if (t->n_threads < 2)
+		return;
+	fprintf(out, "\n per thread (%zu):\n", t->n_threads);
+	for (size_t i = 0; i < t->n_threads && i < THREADS_SHOWN; i++) {
+		const struct stat_thread *th = &t->threads[i];
+		char num[48];
+
+		fprintf(out, "  tid %-8d %-20.20s", (int) th->tid, th->name[0] ? th->name : "-");
+		if (th->task_clock_ns >= 0 && t->wall_ns)
+			fprintf(out, " %6.3f CPUs", th->task_clock_ns / (double) t->wall_ns);
+		if (th->switches >= 0)
+			fprintf(out, "  %s context switches", grouped(th->switches, num, sizeof(num)));
+		fputc('\n', out);
+	}
+	if (t->n_threads > THREADS_SHOWN)
+		fprintf(out, "  ... %zu more ('--json' lists every thread)\n",
+			t->n_threads - THREADS_SHOWN);
+}
+
+static void finding_line(const struct stat_finding *f, FILE *out)
+{
+	char num[48];
+
+	if (fabs(f->value) >= 1000)
+		fprintf(out, "  - %s: %s%s", f->metric, grouped(f->value, num, sizeof(num)), f->unit);
+	else
+		fprintf(out, "  - %s: %.*f%s", f->metric, fabs(f->value) < 10 ? 2 : 0, f->value,
+			f->unit);
+	fprintf(out, " (%s, %s %s%s): %s", f->cmp == STAT_ABOVE ? "high" : "low",
+		f->cmp == STAT_ABOVE ? ">" : "<", grouped_g(f->threshold, num, sizeof(num)), f->unit,
+		f->meaning);
+	for (size_t k = 0; k < f->n_funcs; k++) {
+		if (k)
+			fprintf(out, ", %.0f%% in %s", 100 * f->funcs[k].share, f->funcs[k].text);
+		else
+			fprintf(out, "; %.0f%% of the %s in %s", 100 * f->funcs[k].share, f->event,
+				f->funcs[k].text);
+	}
+	fprintf(out, "; next: %s\n", f->advice);
+}
+
+/* The findings that could not be looked for, in one line: what they need and why it is
+ * missing. */
+static void unmeasured(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
+{
+	if (!f->n_unmeasured)
+		return;
+	fputs("\n not measured:", out);
+	for (size_t i = 0; i < f->n_unmeasured; i++)
+		fprintf(out, "%s %s", i ? "," : "", f->u[i].metric);
+	fputs(": they need", out);
+	for (size_t i = 0; i < f->n_unmeasured; i++) {
+		bool again = false;
+
+		for (size_t k = 0; k < i; k++)
+			again |= !strcmp(f->u[k].missing, f->u[i].missing);
+		if (!again)
+			fprintf(out, "%s '%s'", i ? "," : "", f->u[i].missing);
+	}
+	fprintf(out, ", %s\n", !t->have_pmu ?
+		"which need a hardware PMU, and this machine exposes none (a VM?); run hwspy "
+		"stat on a machine with one" : "which did not open or run here");
+}
+
+void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
+{
+	table(t, out);
+	threads(t, out);
+	fputs("\n findings:\n", out);
+	for (size_t i = 0; i < f->n; i++)
+		finding_line(&f->f[i], out);
+	if (!f->n)
+		fputs("  none: every metric measured is within its threshold ('hwspy stat --explain' "
+		      "lists them)\n", out);
+	if (f->n && !t->sampled)
+		fputs("  (without the sampling run, --no-profile, no function is named)\n", out);
+	unmeasured(t, f, out);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------- */
+
+static void json_num(FILE *out, double v)
+{
+	if (isfinite(v))
+		fprintf(out, "%.17g", v);
+	else
+		fputs("null", out);
+}
+
+static void json_events(const struct stat_totals *t, FILE *out)
+{
+	fputs("\"events\":[", out);
+	for (size_t i = 0; i < t->n_ev; i++) {
+		const struct stat_event *e = &t->ev[i];
+
+		fputs(i ? ",{\"name\":" : "{\"name\":", out);
+		json_write_string(out, e->name);
+		fprintf(out, ",\"counted\":%s", e->counted ? "true" : "false");
+		if (!e->counted) {
+			fputs(",\"why\":", out);
+			json_write_string(out, e->error == -ENOENT || e->error == -EOPNOTSUPP ?
+					  "not supported on this machine" : strerror(-e->error));
+			fputs("}", out);
+			continue;
+		}
+		fputs(",\"value\":", out);
+		json_num(out, e->value);
+		fprintf(out, ",\"raw\":%" PRIu64 ",\"enabled_ns\":%" PRIu64 ",\"running_ns\":%" PRIu64
+			",\"split\":%s,\"per_second\":", e->raw, e->enabled_ns, e->running_ns,
+			e->split ? "true" : "false");
+		json_num(out, t->wall_ns ? e->value * 1e9 / (double) t->wall_ns : NAN);
+		fputs("}", out);
+	}
+	fputs("]", out);
+}
+
+static void json_threads(const struct stat_totals *t, FILE *out)
+{
+	fputs(",\"threads\":[", out);
+	for (size_t i = 0; i < t->n_threads; i++) {
+		const struct stat_thread *th = &t->threads[i];
+
+		fprintf(out, "%s{\"tid\":%d,\"name\":", i ? "," : "", (int) th->tid);
+		json_write_string(out, th->name);
+		fputs(",\"task_clock_ns\":", out);
+		json_num(out, th->task_clock_ns >= 0 ? th->task_clock_ns : NAN);
+		fputs(",\"cpus\":", out);
+		json_num(out, th->task_clock_ns >= 0 && t->wall_ns ?
+			      th->task_clock_ns / (double) t->wall_ns : NAN);
+		fputs(",\"context_switches\":", out);
+		json_num(out, th->switches >= 0 ? th->switches : NAN);
+		fputs("}", out);
+	}
+	fputs("]", out);
+}
+
+static void json_findings(const struct stat_findings *f, FILE *out)
+{
+	fputs(",\"findings\":[", out);
+	for (size_t i = 0; i < f->n; i++) {
+		const struct stat_finding *x = &f->f[i];
+
+		fputs(i ? ",{\"id\":" : "{\"id\":", out);
+		json_write_string(out, x->id);
+		fputs(",\"metric\":", out);
+		json_write_string(out, x->metric);
+		fputs(",\"value\":", out);
+		json_num(out, x->value);
+		fprintf(out, ",\"comparison\":\"%s\",\"threshold\":", x->cmp == STAT_ABOVE ? ">" : "<");
+		json_num(out, x->threshold);
+		fputs(",\"unit\":", out);
+		json_write_string(out, x->unit[0] == ' ' ? x->unit + 1 : x->unit);
+		fputs(",\"meaning\":", out);
+		json_write_string(out, x->meaning);
+		fputs(",\"advice\":", out);
+		json_write_string(out, x->advice);
+		fputs(",\"functions\":[", out);
+		for (size_t k = 0; k < x->n_funcs; k++) {
+			fputs(k ? ",{\"function\":" : "{\"function\":", out);
+			json_write_string(out, x->funcs[k].text);
+			fputs(",\"share\":", out);
+			json_num(out, x->funcs[k].share);
+			fputs("}", out);
+		}
+		fputs("]}", out);
+	}
+	fputs("],\"not_measured\":[", out);
+	for (size_t i = 0; i < f->n_unmeasured; i++) {
+		fputs(i ? ",{\"id\":" : "{\"id\":", out);
+		json_write_string(out, f->u[i].id);
+		fputs(",\"metric\":", out);
+		json_write_string(out, f->u[i].metric);
+		fputs(",\"missing_event\":", out);
+		json_write_string(out, f->u[i].missing);
+		fputs("}", out);
+	}
+	fputs("]", out);
+}
+
+int stat_report_json(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
+{
+	const struct stat_event *clock;
+
+	fputs("{\"hwspy_stat\":1,\"target\":", out);
+	json_write_string(out, t->target);
+	fputs(",\"wall_ns\":", out);
+	json_num(out, (double) t->wall_ns);
+	clock = stat_event(t, "task-clock");
+	fputs(",\"cpus_utilised\":", out);
+	json_num(out, clock && clock->counted && t->wall_ns ? clock->value / (double) t->wall_ns :
+		      NAN);
+	fputs(",\"voluntary_switches\":", out);
+	json_num(out, t->voluntary >= 0 ? (double) t->voluntary : NAN);
+	fputs(",\"involuntary_switches\":", out);
+	json_num(out, t->involuntary >= 0 ? (double) t->involuntary : NAN);
+	fprintf(out, ",\"hardware_pmu\":%s,\"sampled\":%s,\"samples\":%" PRIu64 ",",
+		t->have_pmu ? "true" : "false", t->sampled ? "true" : "false", t->samples);
+	json_events(t, out);
+	json_threads(t, out);
+	json_findings(f, out);
+	fputs("}\n", out);
+	if (fflush(out) == EOF || ferror(out))
+		return -EIO;
+	return 0;
+}

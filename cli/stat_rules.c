@@ -1,0 +1,350 @@
+/*
+ * stat_rules: the findings of hwspy stat (stat.h). One table of rules, each a metric of the
+ * counts, a threshold and where that threshold comes from, what it means in plain words and
+ * what to do next; `hwspy stat --explain` prints it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/stat.h"
+
+enum metric_kind {
+	M_RATIO,                        /* scale * num / den */
+	M_RATE,                         /* num per second of wall time */
+	M_CORES,                        /* num (ns) / wall (ns): CPUs used */
+	M_INVOLUNTARY,                  /* involuntary switches (/proc) per second */
+};
+
+struct rule {
+	const char *id;
+	const char *metric;             /* as the finding names it */
+	enum metric_kind kind;
+	const char *num, *den;          /* events ("a|b": the first counted); den for M_RATIO */
+	double scale;
+	enum stat_cmp cmp;
+	double threshold;
+	const char *unit;
+	const char *meaning, *advice;
+	const char *by;                 /* the event its functions are named by, NULL: none */
+	const char *source;             /* where the threshold comes from */
+};
+
+static const struct rule rules[] = {
+	{
+		"low-ipc", "IPC (instructions per cycle)", M_RATIO, "instructions", "cycles|cpu-cycles",
+		1, STAT_BELOW, 1.0, "",
+		"the CPU stalls more than it computes: waiting on memory (cache or TLB misses) or on "
+		"long chains of dependent instructions",
+		"see the cache and TLB findings, and where IPC is low: 'hwspy record -e "
+		"cycles,instructions -o ipc.svg'",
+		"cycles",
+		/* Gregg's rule of thumb for modern x86 */
+		"Brendan Gregg, 'CPU Utilization is Wrong' (2017): an IPC under 1.0 likely means a "
+		"stall-bound (memory-bound) workload, over 1.0 an instruction-bound one",
+	},
+	{
+		"high-llc-mpki", "LLC-load-misses per 1k instructions", M_RATIO, "LLC-load-misses",
+		"instructions", 1000, STAT_ABOVE, 10, "",
+		"many loads miss the last-level cache and wait for DRAM: a scattered access pattern "
+		"or a working set larger than the cache",
+		"touch memory in order (contiguous arrays, loops over the last axis), shrink the data "
+		"(smaller dtypes, fewer copies), block or tile loops over large arrays",
+		"LLC-load-misses",
+		"hwspy's choice: a DRAM access costs ~100 ns (hundreds of instructions' time), so over "
+		"10 per 1k instructions the misses take most of the time",
+	},
+	{
+		"high-cache-mpki", "cache-misses per 1k instructions", M_RATIO, "cache-misses",
+		"instructions", 1000, STAT_ABOVE, 10, "",
+		"many memory accesses miss the caches: a scattered access pattern or a working set "
+		"larger than the cache",
+		"touch memory in order (contiguous arrays, loops over the last axis), shrink the data "
+		"(smaller dtypes, fewer copies), block or tile loops over large arrays",
+		"cache-misses",
+		"hwspy's choice, as for LLC-load-misses (cache-misses counts last-level misses on x86)",
+	},
+	{
+		"high-cache-miss-rate", "cache miss rate", M_RATIO, "cache-misses", "cache-references",
+		100, STAT_ABOVE, 10, "%",
+		"a large share of the references to the last-level cache miss it",
+		"improve locality: process data in the order it is laid out, keep hot data together",
+		"cache-misses",
+		"perf stat's own colours (tools/perf/util/stat-shadow.c): a miss rate over 5% is "
+		"yellow, over 10% magenta, over 20% red; hwspy flags magenta and up",
+	},
+	{
+		"high-l1d-mpki", "L1-dcache-load-misses per 1k instructions", M_RATIO,
+		"L1-dcache-load-misses", "instructions", 1000, STAT_ABOVE, 50, "",
+		"many loads miss the first-level cache: strided or scattered accesses",
+		"access arrays with unit stride (contiguous, C order), avoid pointer chasing "
+		"(lists of Python objects) in hot loops",
+		"L1-dcache-load-misses",
+		"hwspy's choice: an L1 miss that hits L2 costs only ~10 cycles, so only one in every "
+		"20 instructions (50 per 1k) is worth a look",
+	},
+	{
+		"high-dtlb-mpki", "dTLB-load-misses per 1k instructions", M_RATIO, "dTLB-load-misses",
+		"instructions", 1000, STAT_ABOVE, 1, "",
+		"many loads miss the TLB: memory touched over a large range in small (4 KiB) pages",
+		"use huge pages (transparent huge pages: madvise(MADV_HUGEPAGE), or "
+		"/sys/kernel/mm/transparent_hugepage/enabled), keep hot data together, avoid "
+		"fragmented heaps",
+		"dTLB-load-misses",
+		"hwspy's choice: each miss is a page walk of tens of cycles, more when the page "
+		"tables miss the cache; over 1 per 1k instructions they cost several percent",
+	},
+	{
+		"high-branch-miss-rate", "branch miss rate", M_RATIO, "branch-misses",
+		"branch-instructions|branches", 100, STAT_ABOVE, 5, "%",
+		"the CPU mispredicts many branches: branches on unpredictable data",
+		"sort or partition the data before branching on it, or use branch-free vectorised "
+		"operations (numpy.where, masks)",
+		"branch-misses",
+		"perf stat's own colours (tools/perf/util/stat-shadow.c): a branch miss rate over 5% "
+		"is coloured",
+	},
+	{
+		"low-cpu-utilization", "CPU utilisation", M_CORES, "task-clock", NULL, 1,
+		STAT_BELOW, 0.5, " CPUs",
+		"the program waits most of the time: for I/O, a lock, a sleep, or another thread's GIL",
+		"profile where it waits (off-CPU time): 'hwspy record -e context-switches' samples "
+		"the stacks that block",
+		"context-switches",
+		"hwspy's choice: under half a CPU over the whole run, the process is off the CPU "
+		"more than on it",
+	},
+	{
+		"high-switch-rate", "context switches per second", M_RATE, "context-switches", NULL, 1,
+		STAT_ABOVE, 1000, "/s",
+		"threads block and wake very often: contention on a lock or the GIL, many small I/O "
+		"calls, or more busy threads than CPUs",
+		"batch work per wakeup, use fewer threads (processes for CPU-bound Python), and see "
+		"the stacks that block: 'hwspy record -e context-switches'",
+		"context-switches",
+		"hwspy's choice: a CPU-bound thread is switched out ~100-250 times a second by the "
+		"scheduler's slices; 1000 a second means blocking, and each switch costs a few us "
+		"plus cold caches",
+	},
+	{
+		"high-involuntary-switches", "involuntary context switches per second", M_INVOLUNTARY,
+		NULL, NULL, 1, STAT_ABOVE, 500, "/s",
+		"threads are preempted while runnable: more busy threads than CPUs, or a busy machine "
+		"(or a container's CPU quota)",
+		"run as many busy threads as CPUs, and check what else runs on the machine",
+		"context-switches",
+		"hwspy's choice: the scheduler's slices preempt a busy thread a few hundred times a "
+		"second only where others wait for its CPU",
+	},
+	{
+		"many-major-faults", "major faults per second", M_RATE, "major-faults", NULL, 1,
+		STAT_ABOVE, 10, "/s",
+		"pages are read from disk or swap as they are touched: memory pressure, or I/O through "
+		"mmap (memory-mapped files, numpy.memmap, model weights)",
+		"read files with explicit I/O in large blocks or prefetch them (madvise "
+		"MADV_WILLNEED), or give the process more memory",
+		"major-faults",
+		"hwspy's choice: each major fault waits for a disk read (0.1-10 ms): 10 a second "
+		"can cost a tenth of a CPU's time",
+	},
+	{
+		"many-page-faults", "page faults per second", M_RATE, "page-faults", NULL, 1, STAT_ABOVE,
+		5000, "/s",
+		"memory is touched for the first time at a high rate (fresh allocations): every first "
+		"touch of a 4 KiB page is a fault",
+		"reuse buffers instead of allocating anew (numpy out=, preallocated arrays), allocate "
+		"outside hot loops, or use huge pages",
+		"page-faults",
+		"hwspy's choice: 5000 faults a second (20 MiB/s of new 4 KiB pages, ~1-2 us each) is "
+		"more than a program that has warmed up does",
+	},
+};
+
+#define N_RULES (sizeof(rules) / sizeof(rules[0]))
+
+/* The name without ":modifiers". */
+static size_t base_len(const char *name)
+{
+	return strcspn(name, ":");
+}
+
+const struct stat_event *stat_event(const struct stat_totals *t, const char *name)
+{
+	for (size_t i = 0; i < t->n_ev; i++) {
+		size_t n = base_len(t->ev[i].name);
+		if (n == strlen(name) && !strncmp(t->ev[i].name, name, n))
+			return &t->ev[i];
+	}
+	return NULL;
+}
+
+/* The first of "a|b" asked, preferring one counted; NULL: none asked. *ret_name: its name. */
+static const struct stat_event *event_of(const struct stat_totals *t, const char *alts,
+					 const char **ret_name)
+{
+	const struct stat_event *first = NULL;
+	char name[96];
+
+	*ret_name = alts;
+	for (const char *p = alts; *p;) {
+		size_t n = strcspn(p, "|");
+		const struct stat_event *e;
+
+		snprintf(name, sizeof(name), "%.*s", (int) n, p);
+		e = stat_event(t, name);
+		if (e && e->counted)
+			return e;
+		if (e && !first)
+			first = e;
+		p += n + (p[n] == '|');
+	}
+	return first;
+}
+
+/* The rule's metric from t: 1 and *ret, 0 not asked for, -1 asked but not measured (the
+ * event missing in *ret_missing). */
+static int rule_value(const struct rule *r, const struct stat_totals *t, double *ret,
+		      const struct stat_event **ret_missing)
+{
+	double wall_s = (double) t->wall_ns / 1e9;
+	const struct stat_event *num = NULL, *den = NULL;
+	const char *name;
+
+	*ret_missing = NULL;
+	if (r->kind == M_INVOLUNTARY) {
+		/* a thread that wakes another is often preempted by it (a lock handed over, a
+		 * queue): starvation only where preemption outweighs blocking */
+		if (t->involuntary < 0 || wall_s <= 0 || t->involuntary <= t->voluntary)
+			return 0;
+		*ret = (double) t->involuntary / wall_s;
+		return 1;
+	}
+	num = event_of(t, r->num, &name);
+	if (r->kind == M_RATIO)
+		den = event_of(t, r->den, &name);
+	if (!num || (r->kind == M_RATIO && !den))
+		return 0;
+	if (!num->counted || (den && !den->counted)) {
+		*ret_missing = !num->counted ? num : den;
+		return -1;
+	}
+	if (r->kind == M_RATIO) {
+		if (den->value <= 0)
+			return 0;
+		*ret = r->scale * num->value / den->value;
+	} else if (r->kind == M_RATE) {
+		if (wall_s <= 0)
+			return 0;
+		*ret = num->value / wall_s;
+	} else {
+		if (t->wall_ns == 0)
+			return 0;
+		*ret = num->value / (double) t->wall_ns;
+	}
+	return 1;
+}
+
+static bool crosses(const struct rule *r, double v)
+{
+	return r->cmp == STAT_ABOVE ? v > r->threshold : v < r->threshold;
+}
+
+/* Two rules for one cause (LLC-load-misses and cache-misses MPKI): the second is left out
+ * when the first fired. */
+static bool same_cause_found(const struct stat_findings *f, const struct rule *r)
+{
+	if (strcmp(r->id, "high-cache-mpki"))
+		return false;
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->f[i].id, "high-llc-mpki"))
+			return true;
+	return false;
+}
+
+void stat_find(const struct stat_totals *t, const struct stat_attribution *attr,
+	       struct stat_findings *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < N_RULES; i++) {
+		const struct rule *r = &rules[i];
+		const struct stat_event *missing;
+		struct stat_finding *f;
+		double v;
+		int k = rule_value(r, t, &v, &missing);
+
+		if (k < 0 && ret->n_unmeasured < STAT_MAX_FINDINGS) {
+			ret->u[ret->n_unmeasured++] = (struct stat_unmeasured) {
+				.id = r->id, .metric = r->metric, .missing = missing->name,
+				.error = missing->error,
+			};
+			continue;
+		}
+		if (k <= 0 || !isfinite(v) || !crosses(r, v) || ret->n == STAT_MAX_FINDINGS ||
+		    same_cause_found(ret, r))
+			continue;
+		f = &ret->f[ret->n++];
+		*f = (struct stat_finding) {
+			.id = r->id, .metric = r->metric, .value = v, .threshold = r->threshold,
+			.cmp = r->cmp, .unit = r->unit, .meaning = r->meaning, .advice = r->advice,
+			.event = r->by,
+		};
+		if (attr && attr->functions && r->by)
+			f->n_funcs = attr->functions(attr->ctx, r->by, f->funcs, STAT_MAX_FUNCS);
+	}
+}
+
+static void metric_how(const struct rule *r, FILE *out)
+{
+	switch (r->kind) {
+	case M_RATIO:
+		if (r->scale == 1000)
+			fprintf(out, "1000 x %s / %s", r->num, r->den);
+		else
+			fprintf(out, "%s / %s%s", r->num, r->den, r->scale == 100 ? ", in %" : "");
+		break;
+	case M_RATE:
+		fprintf(out, "%s per second of wall time", r->num);
+		break;
+	case M_CORES:
+		fprintf(out, "%s / wall time (CPUs used)", r->num);
+		break;
+	case M_INVOLUNTARY:
+		fputs("nonvoluntary_ctxt_switches of /proc/PID/task/*/status, per second, where "
+		      "they outnumber the voluntary ones", out);
+		break;
+	}
+}
+
+void stat_explain(FILE *out)
+{
+	fprintf(out, "hwspy stat's findings: each rule, its threshold, and where the threshold "
+		     "comes from\n");
+	for (size_t i = 0; i < N_RULES; i++) {
+		const struct rule *r = &rules[i];
+
+		fprintf(out, "\n%s: %s %s %g%s\n  metric: ", r->id, r->metric,
+			r->cmp == STAT_ABOVE ? ">" : "<", r->threshold, r->unit);
+		metric_how(r, out);
+		fprintf(out, "\n  means:  %s\n  next:   %s\n  source: %s\n", r->meaning, r->advice,
+			r->source);
+		if (r->by)
+			fprintf(out, "  names the Python functions behind it by their share of '%s' "
+				     "in a light sampling run (not with --no-profile)\n", r->by);
+	}
+}
+
+size_t stat_rule_events(const char **ret, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_RULES && n < max; i++) {
+		const char *by = rules[i].by;
+		bool seen = false;
+
+		for (size_t k = 0; by && k < n; k++)
+			seen |= !strcmp(ret[k], by);
+		if (by && !seen)
+			ret[n++] = by;
+	}
+	return n;
+}

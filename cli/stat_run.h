@@ -1,0 +1,55 @@
+/*
+ * stat_run (cli): the measuring side of hwspy stat (stat_collect.c), between cmd_stat.c and
+ * the report: the events and their groups, context switches by kind from /proc, the totals
+ * from the counter, the functions behind an event from the sampling run's profile. Internal
+ * to cli/.
+ */
+#ifndef HWSPY_CLI_STAT_RUN_H
+#define HWSPY_CLI_STAT_RUN_H
+
+#include "cli/stat.h"
+#include "output/profile.h"
+#include "sampler/sampler.h"
+
+/* a function is named behind a finding only from this many samples of its event on */
+#define STAT_MIN_SAMPLES 5
+/* threads whose /proc switches are followed, at most (a read of each per 250 ms) */
+#define STAT_SWITCH_THREADS 1024
+
+struct stat_setup {
+	struct event_spec events[COUNTER_MAX_EVENTS];
+	unsigned groups[COUNTER_MAX_EVENTS];
+	bool listed[COUNTER_MAX_EVENTS];        /* shown in the table */
+	size_t n_events;
+};
+
+/* The default events (perf stat's and the rules'), each marked listed if it opens here. 0 or
+ * -EINVAL. */
+int stat_default_events(struct stat_setup *s);
+/* Groups: instructions with cycles, X-misses with its reference event, the others alone. */
+void stat_groups(struct stat_setup *s);
+
+/* Each thread's voluntary and involuntary switches: the first reading and the last. A thread
+ * first seen after the first reading counts from 0. */
+struct stat_switches {
+	pid_t tid;
+	int64_t first_vol, first_invol, vol, invol;
+};
+struct stat_switch_log {
+	struct stat_switches *t;
+	size_t n, cap;
+	bool started_late;              /* a reading was taken: threads seen now are new */
+};
+void stat_switches_read(struct stat_switch_log *l, pid_t pid);
+/* The sums since the first reading (-1: no thread read). */
+void stat_switches_sum(const struct stat_switch_log *l, int64_t *vol, int64_t *invol);
+void stat_switches_release(struct stat_switch_log *l);
+
+/* t's events and threads from the stopped counter c (prof: the sampling run's, for thread
+ * names; may be NULL). 0 or -ENOMEM (t->threads is the caller's to free). */
+int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
+		     const struct profile *prof);
+/* struct stat_attribution's callback over a recorder profile (ctx). */
+size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max);
+
+#endif

@@ -1,0 +1,248 @@
+"""hwspy stat on real targets (tests/targets/stat_work.py), software events (no PMU here):
+
+  cpu      attached to a spinning target: CPU utilisation near 1, no waiting finding, the text
+           report has the table and the findings
+  sleep    a sleeper: the low-utilisation finding
+  lock     two threads handing a lock back and forth: the context-switch finding, naming
+           ping or pong
+  touch    a memory toucher: the page-fault finding naming touch_pages
+  perf     the same target counted by hwspy stat and `perf stat -x,` at the same time: the rates
+           agree within the noise measured between two hwspy runs of the same window
+  launch   a launched command counted from its exec: its minor faults against its own
+           getrusage, hwspy's exit status the command's
+  no-profile --no-profile: counts, findings, no function named
+  errors   no such pid, unknown event, nothing to count, a hardware event without a PMU
+
+Every case runs in one invocation (`--cases` picks some); each stat run takes 2 s.
+"""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import harness
+from harness import Fail, Skip, check, log
+
+DURATION = '2'
+
+
+def run_stat(opts, args, timeout=60):
+    argv = [opts.hwspy, 'stat'] + args
+    log('$ ' + ' '.join(argv))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    for bad in ('AddressSanitizer', 'runtime error:', 'Segmentation'):
+        check(bad not in p.stderr, 'hwspy stat stderr has %r:\n%s' % (bad, p.stderr))
+    return p
+
+
+def stat_json(opts, pid, extra=()):
+    p = run_stat(opts, ['-p', str(pid), '-d', DURATION, '--json'] + list(extra))
+    check(p.returncode == 0, 'hwspy stat exited %d: %s' % (p.returncode, p.stderr))
+    try:
+        d = json.loads(p.stdout)
+    except ValueError:
+        raise Fail('hwspy stat --json printed no JSON: %r' % p.stdout[:400])
+    log('findings: %s' % [(f['id'], round(f['value'], 3), f['functions'])
+                          for f in d['findings']])
+    return d
+
+
+def event(d, name):
+    for e in d['events']:
+        if e['name'] == name:
+            return e
+    raise Fail('event %s not in the report: %s' % (name, [e['name'] for e in d['events']]))
+
+
+def finding(d, ident):
+    for f in d['findings']:
+        if f['id'] == ident:
+            return f
+    return None
+
+
+def target(opts, mode, secs=60):
+    w = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'stat_work.py'), mode,
+                                       str(secs)])
+    w.expect_ready()
+    time.sleep(0.3)
+    return w
+
+
+def names(f):
+    return ' '.join(x['function'] for x in f['functions'])
+
+
+def case_cpu(opts):
+    w = target(opts, 'cpu')
+    d = stat_json(opts, w.pid)
+    check(d['cpus_utilised'] is not None and d['cpus_utilised'] > 0.5,
+          'a spinning target used %s CPUs' % d['cpus_utilised'])
+    check(not finding(d, 'low-cpu-utilization'), 'a spinning target reported as waiting')
+    check(not d['hardware_pmu'] or not d['not_measured'], 'no PMU, but nothing unmeasured')
+    check(d['sampled'] and d['samples'] > 50, 'the sampling run took %d samples' % d['samples'])
+    p = run_stat(opts, ['-p', str(w.pid), '-d', '1'])
+    check(p.returncode == 0, 'text report: exit %d: %s' % (p.returncode, p.stderr))
+    for want in ('task-clock', 'CPUs utilised', 'context-switches', 'findings:'):
+        check(want in p.stdout, 'the text report lacks %r:\n%s' % (want, p.stdout))
+    if not d['hardware_pmu']:
+        check('not measured: IPC' in p.stdout and 'hardware PMU' in p.stdout,
+              'the text report does not say what it could not measure:\n' + p.stdout)
+    harness.check_untouched(w.pid)
+    w.kill()
+
+
+def case_sleep(opts):
+    w = target(opts, 'sleep')
+    d = stat_json(opts, w.pid)
+    f = finding(d, 'low-cpu-utilization')
+    check(f and f['value'] < 0.2, 'a sleeper: no low-utilisation finding (%s)' % f)
+    w.kill()
+
+
+def case_lock(opts):
+    w = target(opts, 'lock')
+    d = stat_json(opts, w.pid)
+    f = finding(d, 'high-switch-rate')
+    check(f, 'two threads handing a lock over: no context-switch finding')
+    check(f['value'] > 1000, 'switch rate %s' % f['value'])
+    check('ping' in names(f) or 'pong' in names(f),
+          'the switch finding names %s, not ping or pong' % names(f))
+    check(d['voluntary_switches'] > d['involuntary_switches'],
+          'switches from /proc: voluntary %s, involuntary %s' % (d['voluntary_switches'],
+                                                                d['involuntary_switches']))
+    check(len(d['threads']) >= 2, 'threads: %s' % d['threads'])
+    w.kill()
+
+
+def case_touch(opts):
+    w = target(opts, 'touch')
+    d = stat_json(opts, w.pid)
+    f = finding(d, 'many-page-faults')
+    check(f, 'a memory toucher: no page-fault finding')
+    check(f['functions'] and 'touch_pages' in f['functions'][0]['function'] and
+          f['functions'][0]['share'] > 0.5,
+          'the page-fault finding names %s first, not touch_pages' % f['functions'])
+    w.kill()
+
+
+def perf_rates(opts, pid, events, secs):
+    out = os.path.join(opts.tmp, 'perf.csv')
+    p = subprocess.Popen(['perf', 'stat', '-x,', '-e', events, '-o', out, '-p', str(pid),
+                          '--', 'sleep', secs], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    return p, out
+
+
+def read_perf(path, secs):
+    rates = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.strip().split(',')
+            if len(parts) > 3 and parts[0] and parts[0][0].isdigit():
+                rates[parts[2]] = float(parts[0]) / float(secs)
+    return rates
+
+
+def case_perf(opts):
+    if not shutil.which('perf'):
+        raise Skip('perf is not installed (apt-get install linux-perf)')
+    w = target(opts, 'touch')
+    evs = 'task-clock,page-faults,context-switches'
+    # two hwspy runs of the same window measure the noise; perf's runs beside the second
+    a = subprocess.Popen([opts.hwspy, 'stat', '-p', str(w.pid), '-d', DURATION, '--json',
+                          '--no-profile', '-e', evs], stdout=subprocess.PIPE, text=True)
+    b = subprocess.Popen([opts.hwspy, 'stat', '-p', str(w.pid), '-d', DURATION, '--json',
+                          '--no-profile', '-e', evs], stdout=subprocess.PIPE, text=True)
+    pp, out = perf_rates(opts, w.pid, evs, DURATION)
+    da, db = json.loads(a.communicate(timeout=60)[0]), json.loads(b.communicate(timeout=60)[0])
+    pp.wait(60)
+    perf = read_perf(out, DURATION)
+    log('perf stat per second: %s' % perf)
+    for name, unit in (('task-clock', 1e6), ('page-faults', 1), ('context-switches', 1)):
+        ra = event(da, name)['per_second']
+        rb = event(db, name)['per_second']
+        rp = perf.get(name)
+        check(rp is not None, 'perf stat printed no %s' % name)
+        rp *= unit      # perf prints task-clock in msec
+        noise = abs(ra - rb) / max(ra, rb, 1e-9)
+        tol = max(0.10, 3 * noise) if name != 'context-switches' else max(0.5, 3 * noise)
+        log('%s/s: hwspy %.4g, %.4g; perf %.4g (tolerance %.0f%%)' % (name, ra, rb, rp,
+                                                                     100 * tol))
+        if name == 'context-switches' and max(ra, rp) < 50:
+            continue            # a handful a second: no rate to compare
+        check(abs(ra - rp) <= tol * max(ra, rp), '%s: hwspy %.4g/s, perf %.4g/s' %
+              (name, ra, rp))
+    w.kill()
+
+
+def case_launch(opts):
+    argv = [opts.hwspy, 'stat', '--json', '-e', 'minor-faults,task-clock', '--'] + \
+        opts.py.argv + [os.path.join(opts.targets, 'stat_work.py'), 'touch', '1']
+    log('$ ' + ' '.join(argv))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, 'exit %d (the command exits 0): %s' % (p.returncode, p.stderr))
+    lines = p.stdout.splitlines()
+    minflt = [int(l.split()[1]) for l in lines if l.startswith('minflt ')]
+    d = json.loads('\n'.join(l for l in lines if l.startswith('{')))
+    check(minflt, 'the command printed no minflt line')
+    got = event(d, 'minor-faults')['value']
+    log('minor faults: hwspy %d, the command\'s own getrusage %d' % (got, minflt[0]))
+    # getrusage also counts the few faults between fork and exec, which hwspy does not
+    check(abs(got - minflt[0]) <= max(200, 0.02 * minflt[0]),
+          'minor faults: hwspy %d, getrusage %d' % (got, minflt[0]))
+    check('exited with status 0' in p.stderr, 'no line on how the command ended: %s' % p.stderr)
+
+
+def case_no_profile(opts):
+    w = target(opts, 'touch')
+    d = stat_json(opts, w.pid, ['--no-profile'])
+    f = finding(d, 'many-page-faults')
+    check(f and not f['functions'], '--no-profile: %s' % f)
+    check(not d['sampled'], '--no-profile sampled')
+    w.kill()
+
+
+def case_errors(opts):
+    p = run_stat(opts, ['-p', '999999', '-d', '1'])
+    check(p.returncode == 1 and 'no process with pid 999999' in p.stderr,
+          'no such pid: exit %d, %s' % (p.returncode, p.stderr))
+    p = run_stat(opts, ['-e', 'cache-mises', '-p', str(os.getpid())])
+    check(p.returncode == 2 and "unknown event 'cache-mises'" in p.stderr,
+          'unknown event: exit %d, %s' % (p.returncode, p.stderr))
+    p = run_stat(opts, ['-d', '1'])
+    check(p.returncode == 2 and 'nothing to count' in p.stderr,
+          'no target: exit %d, %s' % (p.returncode, p.stderr))
+    p = run_stat(opts, ['--explain'])
+    check(p.returncode == 0 and 'source:' in p.stdout, '--explain: exit %d' % p.returncode)
+    w = target(opts, 'cpu')
+    p = run_stat(opts, ['-p', str(w.pid), '-d', '1', '-e', 'task-clock,cycles'])
+    check(p.returncode == 0, '-e task-clock,cycles: exit %d, %s' % (p.returncode, p.stderr))
+    if not os.path.exists('/sys/bus/event_source/devices/cpu'):
+        check('<not supported>' in p.stdout and 'cycles' in p.stdout,
+              'cycles without a PMU is not shown as not supported:\n' + p.stdout)
+    w.kill()
+
+
+CASES = {
+    'cpu': case_cpu, 'sleep': case_sleep, 'lock': case_lock, 'touch': case_touch,
+    'perf': case_perf, 'launch': case_launch, 'no-profile': case_no_profile,
+    'errors': case_errors,
+}
+
+
+def test(opts):
+    for name in (opts.cases.split(',') if opts.cases else CASES):
+        log('--- case %s' % name)
+        try:
+            CASES[name](opts)
+        except Skip as e:
+            log('case %s skipped: %s' % (name, e))
+        harness.Process.kill_all()
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--cases', help='comma-separated case names (default: all)')
+    harness.main(test, p)
