@@ -152,16 +152,7 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 		a->r.argv = argv + optind;
 	if (a->explain && !a->r.pid && !a->r.argv)
 		return 0;
-	if (!a->r.pid == !a->r.argv) {
-		log_error(a->r.pid ? "give -p PID or a command after --, not both" :
-			  "nothing to count: give -p PID or a command after --; see 'hwspy stat --help'");
-		return -EINVAL;
-	}
-	if (a->r.nonblocking && a->r.ptrace) {
-		log_error("--nonblocking and --ptrace are two ways to read stacks: choose one");
-		return -EINVAL;
-	}
-	return 0;
+	return record_check_args(&a->r, "stat", "count");
 }
 
 /* The counted events: -e's (each must be an event hwspy knows), else the defaults. 0, or the

@@ -76,7 +76,11 @@ void record_permission_error(const char *target, pid_t pid, bool kernel);
 /* The one line for a run that took no sample (nothing is written then): why, and what to use. */
 void record_no_samples(struct recorder *rec, const struct record_args *o, const char *target);
 /* record_args.c: parses hwspy record's command line into o (zeroed by the caller): 0, 1 after
- * --help (printed), -EINVAL on a usage error (said). */
+ * --help (printed), -EINVAL on a usage error (said). record_check_args(): the target options
+ * given together, as every sampling command takes them (-p or a command, --grace and
+ * --keep-running only with a command, --ptrace or --nonblocking): 0, or -EINVAL (said; verb
+ * says what there is nothing to do: "nothing to profile ... 'hwspy record --help'"). */
+int record_check_args(const struct record_args *o, const char *command, const char *verb);
 int record_parse_args(int argc, char **argv, struct record_args *o);
 /* ... and for the commands that share record's options (top): -e's list added to o->events
  * (0, or -errno: said); an option of record's with a number (c as record's getopt string and

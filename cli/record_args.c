@@ -266,12 +266,14 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	return 0;
 }
 
-/* What the options given together mean: 0, or -EINVAL (said). */
-static int check_args(struct record_args *o)
+int record_check_args(const struct record_args *o, const char *command, const char *verb)
 {
 	if (!o->pid == !o->argv) {
-		log_error(o->pid ? "give either -p PID or a command, not both"
-				 : "nothing to profile: give -p PID or -- COMMAND (see 'hwspy record --help')");
+		if (o->pid)
+			log_error("give either -p PID or a command, not both");
+		else
+			log_error("nothing to %s: give -p PID or -- COMMAND (see 'hwspy %s --help')",
+				  verb, command);
 		return -EINVAL;
 	}
 	if (o->pid && (o->keep_running || o->grace_given)) {
@@ -332,5 +334,5 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
-	return check_args(o);
+	return record_check_args(o, "record", "profile");
 }

@@ -73,28 +73,6 @@ static int top_option(struct top_args *a, int c, const char *arg)
 	return 0;
 }
 
-/* The options given together, as record checks them: 0, or -EINVAL (said). */
-static int check_args(const struct top_args *a)
-{
-	const struct record_args *o = &a->rec;
-
-	if (!o->pid == !o->argv) {
-		log_error(o->pid ? "give either -p PID or a command, not both"
-				 : "nothing to show: give -p PID or -- COMMAND (see 'hwspy top --help')");
-		return -EINVAL;
-	}
-	if (o->pid && (o->keep_running || o->grace_given)) {
-		log_error("--%s applies to a launched command (-- COMMAND), not to -p",
-			  o->keep_running ? "keep-running" : "grace");
-		return -EINVAL;
-	}
-	if (o->nonblocking && o->ptrace) {
-		log_error("--ptrace and --nonblocking exclude each other");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int top_parse_args(int argc, char **argv, struct top_args *a)
 {
 	static const struct option longopts[] = {
@@ -136,5 +114,5 @@ int top_parse_args(int argc, char **argv, struct top_args *a)
 		o->argv = argv + optind;
 	if (a->once && !o->duration)
 		o->duration = TOP_ONCE_SECONDS;
-	return check_args(a);
+	return record_check_args(o, "top", "show");
 }
