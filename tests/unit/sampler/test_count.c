@@ -343,6 +343,40 @@ static void test_launch(void **state)
 	assert_int_equal(open_fds(), fds);
 }
 
+/* A launched command still running when counting ends (duration_ns, *stop) is left running */
+static void test_launch_left_running(void **state)
+{
+	char *argv[] = { self_exe, "burn", "1", "2000", "0", NULL };
+	struct event_spec ev;
+	struct counter_opts o = { .argv = argv, .events = &ev, .n_events = 1 };
+	volatile sig_atomic_t stop = 0;
+	struct counter_value v;
+	struct counter *c;
+	uint64_t t0;
+	int status;
+	pid_t pid;
+
+	(void) state;
+	need_perf();
+	assert_int_equal(events_parse("task-clock", &ev), 0);
+	assert_int_equal(counter_new(&o, &c), 0);
+	pid = counter_pid(c);
+	t0 = cpu_ns(CLOCK_MONOTONIC);
+	assert_int_equal(counter_run(c, &stop, 150000000ULL), 0);
+	assert_true(cpu_ns(CLOCK_MONOTONIC) - t0 >= 150000000ULL);
+	assert_false(counter_stats(c)->target_exited);
+	stop = 1;
+	assert_int_equal(counter_run(c, &stop, 0), 0);          /* returns at once */
+	counter_stop(c);
+	counter_totals(c, &v);
+	assert_true(v.raw > 10000000ULL && v.raw <= counter_stats(c)->wall_ns);
+	counter_free(c);
+	assert_int_equal(kill(pid, 0), 0);                      /* still running */
+	assert_int_equal(waitpid(pid, &status, WNOHANG), 0);
+	(void) kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
 /* A launched command never let go (no counter_run()) does not run: killed at counter_free. */
 static void test_launch_not_run(void **state)
 {
@@ -412,6 +446,12 @@ static void test_attach_threads(void **state)
 		sum[0].raw += tv[0].raw;
 		sum[1].raw += tv[1].raw;
 		assert_true(tv[0].enabled_ns == tv[1].enabled_ns);
+		/* the early threads exited before the stop and kept their 40 ms; the main
+		 * thread's counters hold the 4 x 60 ms of the threads it started later */
+		if (tid == o.pid)
+			assert_true(tv[0].raw >= 230000000ULL);
+		else
+			assert_true(tv[0].raw >= 38000000ULL && tv[0].raw < 100000000ULL);
 	}
 	counter_totals(c, tv);
 	assert_true(sum[0].raw == v[0].raw && sum[1].raw == v[1].raw);
@@ -997,6 +1037,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_from_exec_alone),
 		cmocka_unit_test(test_from_exec_grouped),
 		cmocka_unit_test(test_launch),
+		cmocka_unit_test(test_launch_left_running),
 		cmocka_unit_test(test_launch_not_run),
 		cmocka_unit_test(test_attach_threads),
 		cmocka_unit_test(test_attach_churn),
