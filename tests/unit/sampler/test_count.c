@@ -676,6 +676,50 @@ static void test_never_ran_seam(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
+static int no_group_read_open(void *ctx, struct perf_event_attr *a, pid_t tid, int group_fd)
+{
+	(void) ctx;
+	if ((a->read_format & PERF_FORMAT_GROUP) && a->inherit)
+		return -EINVAL;
+	return count_kernel_sys.open(NULL, a, tid, group_fd);
+}
+
+/* A kernel that refuses PERF_FORMAT_GROUP with inherit (the seam: EINVAL for it): the group
+ * still opens as one, each fd read alone with its times (stats.group_read false) */
+static void test_no_group_read_seam(void **state)
+{
+	static const char *const names[] = { "task-clock", "page-faults", "context-switches" };
+	static const unsigned groups[] = { 3, 3, 3 };
+	struct counter_sys sys = { .open = no_group_read_open, .read = count_kernel_sys.read };
+	struct event_spec ev[3];
+	struct counter_opts o = { .at_exec = true, .events = ev, .groups = groups, .n_events = 3,
+				  .sys = &sys };
+	struct counter_value v[3];
+	struct counter *c;
+	int status;
+
+	(void) state;
+	need_perf();
+	parse(names, 3, ev);
+	o.pid = fork_held("300", "50", "5");
+	assert_int_equal(counter_new(&o, &c), 0);
+	assert_false(counter_stats(c)->group_read);
+	assert_int_equal(kill(o.pid, SIGCONT), 0);
+	assert_int_equal(counter_run(c, NULL, 0), 0);
+	counter_stop(c);
+	counter_totals(c, v);
+	assert_true(v[0].raw > 40000000ULL);
+	assert_true(v[1].raw >= 300);
+	assert_true(v[2].raw >= 5);
+	for (int i = 0; i < 3; i++) {
+		assert_false(v[i].split);
+		assert_int_equal(v[i].error, 0);
+		assert_true(v[i].enabled_ns > 0 && v[i].enabled_ns == v[i].running_ns);
+	}
+	counter_free(c);
+	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
+}
+
 /* ---- counter_attr() against perf stat -vv (count_attrs.txt, from gen_count_attrs.sh) ---- */
 
 static const char *const stat_defaults[] = {
@@ -946,6 +990,31 @@ static void test_unopenable(void **state)
 	counter_free(c);
 	assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
 
+	/* a group whose leader cannot open: the next event that opens leads it */
+	{
+		static const unsigned groups[] = { 4, 4, 4 };
+		static const char *const gnames[] = { "cycles", "task-clock", "page-faults" };
+
+		parse(gnames, 3, ev);
+		o.groups = groups;
+		o.pid = fork_held("50", "20", "0");
+		assert_int_equal(counter_new(&o, &c), 0);
+		assert_int_equal(kill(o.pid, SIGCONT), 0);
+		assert_int_equal(counter_run(c, NULL, 0), 0);
+		counter_stop(c);
+		counter_totals(c, v);
+		assert_int_equal(v[0].error, -ENOENT);
+		assert_int_equal(v[1].error, 0);
+		assert_int_equal(v[2].error, 0);
+		assert_false(v[1].split || v[2].split);
+		assert_true(v[1].raw > 10000000ULL && v[2].raw >= 50);
+		assert_true(v[1].enabled_ns == v[2].enabled_ns);
+		counter_free(c);
+		assert_int_equal(waitpid(o.pid, &status, 0), o.pid);
+		o.groups = NULL;
+		parse(names, 3, ev);
+	}
+
 	/* only events that cannot open: an error, the child left as it was */
 	o.pid = fork_held("1", "1", "0");
 	o.n_events = 1;
@@ -1046,6 +1115,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_split_seam),
 		cmocka_unit_test(test_multiplexed_seam),
 		cmocka_unit_test(test_never_ran_seam),
+		cmocka_unit_test(test_no_group_read_seam),
 		cmocka_unit_test(test_attrs_as_perf),
 		cmocka_unit_test(test_opens_counter_attr),
 		cmocka_unit_test(test_unopenable),
