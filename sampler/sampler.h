@@ -418,9 +418,10 @@ int sampler_capture_error(const struct sampler *s);
  * split, its events opened alone (value.split): where a member's open fails with EINVAL or
  * ENOSPC in the group and that event opens alone (more events than the PMU has counters, a
  * mix of two hardware PMUs; software events and msr/ always group), and where counter_run()
- * finds a group that was enabled yet never ran (checked every 100 ms: it is reopened alone,
- * counting from then on, on the threads that have counters of their own; what threads that
- * inherited the group's counters count is lost). An event that does not open with perf's
+ * finds a group that was enabled yet never ran (checked every 100 ms until it has run on
+ * some thread: it is reopened alone, counting from then on, on the threads that have counters
+ * of their own; what threads that inherited the group's counters count is lost). Without
+ * counter_run() such a group is only told (never_ran). An event that does not open with perf's
  * exclude_guest retries without it, as perf does (msr/ refuses the exclusion bits).
  *
  * Attach (opts.pid): the threads of /proc/PID/task get their groups (each its own, disabled
