@@ -349,13 +349,25 @@ int count_split_idle(struct counter *c)
 {
 	int n = 0;
 
-	count_read_all(c);
-	for (size_t i = 0; i < c->n_events; i++)
-		if (c->role[i] == COUNT_LEAD && group_idle(c, i)) {
+	for (size_t i = 0; i < c->n_events; i++) {
+		if (c->role[i] != COUNT_LEAD || c->ran[i])
+			continue;
+		/* only the groups not yet seen running are read (a tick costs a read per thread
+		 * of each): once a group ran, the PMU can schedule it */
+		for (size_t k = 0; k < c->n_threads; k++)
+			if (c->threads[k].fds[i] >= 0) {
+				if (c->stats.group_read)
+					read_group(c, &c->threads[k], i);
+				else
+					read_alone(c, &c->threads[k], i);
+				c->ran[i] |= c->threads[k].v[i].running_ns > 0;
+			}
+		if (!c->ran[i] && group_idle(c, i)) {
 			c->started = true;      /* it was enabled: its exec (at_exec) is past */
 			split_group(c, i);
 			n++;
 		}
+	}
 	return n;
 }
 

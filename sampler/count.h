@@ -35,6 +35,7 @@ struct counter {
 	enum count_role role[COUNTER_MAX_EVENTS];
 	size_t lead[COUNTER_MAX_EVENTS];/* a member's leader; the event itself otherwise */
 	bool split[COUNTER_MAX_EVENTS];
+	bool ran[COUNTER_MAX_EVENTS];   /* a leader's group ran on some thread (no split needed) */
 	int error[COUNTER_MAX_EVENTS];
 	bool chosen;                    /* the roles are chosen */
 	bool at_exec;                   /* the events open with enable_on_exec */
@@ -66,7 +67,7 @@ void count_enable_all(struct counter *c, bool on);
 /* Reads every thread's values. */
 void count_read_all(struct counter *c);
 /* Splits the groups that were enabled but never ran on any thread (their events reopened
- * alone, counting from now on): how many. */
+ * alone, counting from now on): how many. Reads only the groups not yet seen running. */
 int count_split_idle(struct counter *c);
 
 /* count_target.c */

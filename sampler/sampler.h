@@ -424,28 +424,33 @@ int sampler_capture_error(const struct sampler *s);
  * split, its events opened alone (value.split): where a member's open fails with EINVAL or
  * ENOSPC in the group and that event opens alone (more events than the PMU has counters, a
  * mix of two hardware PMUs; software events and msr/ always group), and where counter_run()
- * finds a group that was enabled yet never ran (checked every 100 ms: it is reopened alone,
- * counting from then on, on the threads that have counters of their own; what threads that
- * inherited the group's counters count is lost). An event that does not open with perf's
+ * finds a group that was enabled yet never ran (checked every 100 ms until it has run on
+ * some thread: it is reopened alone, counting from then on, on the threads that have counters
+ * of their own; what threads that inherited the group's counters count is lost). Without
+ * counter_run() such a group is only told (never_ran). An event that does not open with perf's
  * exclude_guest retries without it, as perf does (msr/ refuses the exclusion bits).
  *
  * Attach (opts.pid): the threads of /proc/PID/task get their groups (each its own, disabled
- * until every one is open, then enabled: the counting's start). A thread started meanwhile
- * is taken in once, neither missed nor twice, by when its number was given out:
- * /proc/sys/kernel/ns_last_pid is read before the first listing (B) and after the last open
- * (A), then the tasks are listed again. A thread the second listing finds and the first did
- * not: numbered up to B, it existed (half made) before any counter did, inherited none, and
- * gets its own; numbered after A, it began after every thread listed had counters, so its
- * creator's counters count it (inherit): it gets none. Between B and A it was started while
- * the counters opened: it inherited iff its creator's opened first, which nothing tells; it
- * is taken as inherited (its creator is likeliest a thread opened before it: /proc lists by
- * age) and counted in stats.threads_raced, where the caller can say the totals may miss it.
- * A thread that exits keeps its final counts (its fds stay open until counter_stop()); a
- * thread whose counters cannot be opened for want of fds (after the soft RLIMIT_NOFILE is
- * raised to the hard one) or because it vanished is counted in stats.threads_failed.
+ * until every one is open, then enabled: the counting's start). A thread started meanwhile is
+ * never counted twice, and missed only where nothing can tell (threads_raced), by when its
+ * number was given out (numbers wrapping at pid_max): /proc/sys/kernel/ns_last_pid is read
+ * before the first listing (B) and after the last open (A), then the tasks are listed again. A
+ * thread the second listing finds and the first did not: numbered up to B, it existed (half
+ * made) before any counter did, inherited none, and gets its own; numbered after A, it began
+ * after every thread listed had counters, so its creator's counters count it (inherit): it gets
+ * none (unless its creator was one of those unlisted threads, which got its counters only
+ * after: a window of microseconds, taken as closed). Where ns_last_pid cannot be read, every
+ * such thread is raced. Between B and A it was started while the counters opened: it inherited
+ * iff its creator's opened first, which nothing tells; it is taken as inherited (its creator is
+ * likeliest a thread opened before it: /proc lists by age) and counted in stats.threads_raced,
+ * where the caller can say the totals may miss it. A thread that exits keeps its final counts
+ * (its fds stay open until counter_stop()); a thread whose counters cannot be opened for want
+ * of fds (after the soft RLIMIT_NOFILE is raised to the hard one) or because it vanished is
+ * counted in stats.threads_failed.
  *
  * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
- * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec. at_exec: the
+ * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec (one never let
+ * go is killed and reaped by counter_free(): it was to run counted). at_exec: the
  * same on a child the caller forked and holds stopped before its exec (as sampler_new()'s
  * launch leaves one): counting starts at the exec, once the caller lets it go.
  *
