@@ -47,7 +47,8 @@ def stall_per_s(gaps, w0, w1, slice_ns=250_000_000):
             k = (gaps[i] - w0) // slice_ns
             slices[k] = slices.get(k, 0) + gaps[i + 1]
     n = max(1, (w1 - w0) // slice_ns)
-    return statistics.median([slices.get(k, 0) for k in range(n)]) * 1e9 / slice_ns
+    # gap ns per slice -> us of stall per second
+    return statistics.median([slices.get(k, 0) for k in range(n)]) * 1e6 / slice_ns
 
 
 def run_once(a, tmp, mode, n):
@@ -95,12 +96,14 @@ def main():
                 n += 1
                 res[m].append(run_once(a, tmp, m, n))
     base = statistics.median(s for s, _ in res['unprofiled'])
-    print('%-14s %18s %16s %14s' % ('mode', 'stall us/s (med)', 'extra us/s', 'tool CPU %'))
+    print('%-14s %22s %20s %12s' % ('mode', 'stall us/s med [min..max]', 'extra us/s (share)',
+                                     'tool CPU'))
     for m in modes:
-        s = statistics.median(x for x, _ in res[m])
+        v = [x for x, _ in res[m]]
+        s = statistics.median(v)
         cpu = statistics.median(c for _, c in res[m])
-        print('%-14s %18.0f %9.0f (%.2f%%) %13.2f%%' % (m, s, s - base, (s - base) / 1e4,
-                                                         100 * cpu))
+        print('%-14s %8.0f [%5.0f..%5.0f] %10.0f (%5.2f%%) %11.2f%%' % (
+            m, s, min(v), max(v), s - base, (s - base) / 1e4, 100 * cpu))
 
 
 if __name__ == '__main__':
