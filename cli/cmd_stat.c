@@ -285,8 +285,12 @@ static int open_sampling(struct stat_run *x)
 	if (r->pid) {
 		k = recorder_find_python(x->rec);
 		if (k < 0 && k != -EPERM && k != -EACCES && k != -ESRCH) {
-			log_info("%s runs no Python hwspy can read (%s): counting only, no function "
-				 "named", x->target, k == -ENOENT ? "none found" : strerror(-k));
+			if (k == -ENOENT)
+				log_info("%s is not a Python process (no interpreter found): counting "
+					 "only, no function named", x->target);
+			else
+				log_info("%s runs a Python hwspy cannot read (%s): counting only, no "
+					 "function named", x->target, strerror(-k));
 			recorder_free(x->rec);
 			x->rec = NULL;
 			return 0;
