@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "cli/stat_run.h"
+#include "cli/top_proc.h"
 #include "output/output.h"
 
 /* perf stat's default set and more: those that open here are counted */
@@ -70,26 +71,6 @@ void stat_groups(struct stat_setup *s)
 
 /* ---- context switches by kind, from /proc ---------------------------------------------- */
 
-static int read_switches(pid_t pid, pid_t tid, int64_t *vol, int64_t *invol)
-{
-	char path[96], line[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) pid, (int) tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	*vol = *invol = -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "voluntary_ctxt_switches:", 24))
-			*vol = strtoll(line + 24, NULL, 10);
-		else if (!strncmp(line, "nonvoluntary_ctxt_switches:", 27))
-			*invol = strtoll(line + 27, NULL, 10);
-	}
-	fclose(f);
-	return *vol >= 0 && *invol >= 0 ? 0 : -EBADMSG;
-}
-
 static struct stat_switches *switches_slot(struct stat_switch_log *l, pid_t tid)
 {
 	struct stat_switches *v;
@@ -126,10 +107,13 @@ void stat_switches_read(struct stat_switch_log *l, pid_t pid)
 	while ((d = readdir(dir)) && seen < STAT_SWITCH_THREADS) {
 		pid_t tid = (pid_t) strtol(d->d_name, NULL, 10);
 		struct stat_switches *t;
-		int64_t vol = 0, invol = 0;
+		uint64_t v = 0, nv = 0;
+		int64_t vol, invol;
 
-		if (tid <= 0 || read_switches(pid, tid, &vol, &invol) < 0)
+		if (tid <= 0 || top_proc_task_switches("/proc", pid, d->d_name, &v, &nv) < 0)
 			continue;
+		vol = (int64_t) v;
+		invol = (int64_t) nv;
 		seen++;
 		t = switches_slot(l, tid);
 		if (!t)

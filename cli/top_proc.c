@@ -71,19 +71,29 @@ static int status_field(const char *text, const char *key, uint64_t *ret)
 	return -EBADMSG;
 }
 
-static int add_task(const char *proc, pid_t pid, const char *tid, struct top_switches *sw)
+int top_proc_task_switches(const char *proc, pid_t pid, const char *tid, uint64_t *ret_vol,
+			   uint64_t *ret_invol)
 {
 	char path[512], text[4096];
-	uint64_t v, nv;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/%d/task/%s/status", proc, (int) pid, tid);
 	n = read_text(path, text, sizeof(text));
 	if (n < 0)
-		return (int) n;     /* exited meanwhile: left out */
-	if (status_field(text, "voluntary_ctxt_switches", &v) < 0 ||
-	    status_field(text, "nonvoluntary_ctxt_switches", &nv) < 0)
+		return (int) n;
+	if (status_field(text, "voluntary_ctxt_switches", ret_vol) < 0 ||
+	    status_field(text, "nonvoluntary_ctxt_switches", ret_invol) < 0)
 		return -EBADMSG;
+	return 0;
+}
+
+static int add_task(const char *proc, pid_t pid, const char *tid, struct top_switches *sw)
+{
+	uint64_t v, nv;
+	int r = top_proc_task_switches(proc, pid, tid, &v, &nv);
+
+	if (r < 0)
+		return r;           /* exited meanwhile: left out */
 	sw->voluntary += v;
 	sw->involuntary += nv;
 	sw->read++;
