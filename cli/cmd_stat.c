@@ -67,39 +67,17 @@ static void usage(FILE *out)
 		"with -p.\n");
 }
 
-enum { OPT_JSON = 0x200, OPT_NO_PROFILE, OPT_EXPLAIN, OPT_NONBLOCKING, OPT_PTRACE, OPT_GRACE,
-       OPT_KEEP };
-
-static int parse_number(const char *opt, const char *arg, double min, double max, double *ret)
-{
-	char *end;
-	double v = strtod(arg, &end);
-
-	if (end == arg || *end || !(v >= min && v <= max)) {
-		log_error("%s wants a number of seconds from %g to %g, not '%s'", opt, min, max, arg);
-		return -EINVAL;
-	}
-	*ret = v;
-	return 0;
-}
+enum { OPT_JSON = 0x200, OPT_NO_PROFILE, OPT_EXPLAIN, OPT_NONBLOCKING, OPT_PTRACE, OPT_KEEP };
 
 static int parse_one(struct stat_args *a, int c, const char *arg)
 {
-	unsigned long long n;
+	/* -p, -d and --grace ('G') as record checks them */
+	int r = record_number_option(&a->r, c, arg);
 
+	if (r)
+		return r < 0 ? r : 0;
 	switch (c) {
-	case 'p':
-		if (cli_parse_count(arg, 1, 0x3fffffff, &n) < 0) {
-			log_error("-p wants a process id, not '%s'", arg);
-			return -EINVAL;
-		}
-		a->r.pid = (pid_t) n;
-		return 0;
 	case 'e': a->events = arg; return 0;
-	case 'd': return parse_number("-d", arg, 0.001, 1e8, &a->r.duration);
-	case OPT_GRACE:
-		a->r.grace_given = true;
-		return parse_number("--grace", arg, 0, 3600, &a->r.grace);
 	case OPT_KEEP: a->r.keep_running = true; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_NO_PROFILE: a->no_profile = true; return 0;
@@ -119,7 +97,7 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "event", required_argument, NULL, 'e' },
 		{ "duration", required_argument, NULL, 'd' },
-		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "grace", required_argument, NULL, 'G' },
 		{ "keep-running", no_argument, NULL, OPT_KEEP },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "no-profile", no_argument, NULL, OPT_NO_PROFILE },
@@ -132,7 +110,7 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 	};
 	int c;
 
-	a->r.grace = 5;
+	a->r.grace = RECORD_GRACE_DEFAULT;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:e:d:qh", longopts, NULL)) != -1) {
