@@ -68,7 +68,9 @@ struct stat_totals {
 	uint64_t samples;               /* ... its samples */
 };
 
-/* The event named name among t's (":modifiers" ignored), counted or not; NULL: not asked. */
+/* Whether a and b name one event, ":modifiers" ignored ("cycles:u" is "cycles"). */
+bool stat_same_event(const char *a, const char *b);
+/* The event named name among t's (so matched), counted or not; NULL: not asked. */
 const struct stat_event *stat_event(const struct stat_totals *t, const char *name);
 
 /* ---- stat_rules.c: findings ------------------------------------------------------------ */

@@ -32,13 +32,6 @@ static const char *const grouped_with[][2] = {
 	{ "branch-misses", "branch-instructions" },
 };
 
-static bool same_event(const char *a, const char *b)
-{
-	size_t n = strcspn(a, ":"), m = strcspn(b, ":");
-
-	return n == m && !strncmp(a, b, n);
-}
-
 int stat_default_events(struct stat_setup *s)
 {
 	s->n_events = 0;
@@ -60,10 +53,10 @@ void stat_groups(struct stat_setup *s)
 	for (size_t i = 0; i < s->n_events; i++) {
 		s->groups[i] = next++;
 		for (size_t k = 0; k < sizeof(grouped_with) / sizeof(grouped_with[0]); k++) {
-			if (!same_event(s->events[i].name, grouped_with[k][0]))
+			if (!stat_same_event(s->events[i].name, grouped_with[k][0]))
 				continue;
 			for (size_t j = 0; j < i; j++)
-				if (same_event(s->events[j].name, grouped_with[k][1]))
+				if (stat_same_event(s->events[j].name, grouped_with[k][1]))
 					s->groups[i] = s->groups[j];
 		}
 	}
@@ -172,7 +165,7 @@ static int cmp_thread(const void *a, const void *b)
 static int index_of(const struct stat_setup *s, const char *name)
 {
 	for (size_t i = 0; i < s->n_events; i++)
-		if (same_event(s->events[i].name, name))
+		if (stat_same_event(s->events[i].name, name))
 			return (int) i;
 	return -1;
 }

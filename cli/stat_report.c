@@ -42,10 +42,7 @@ static const char *grouped_g(double v, char *buf, size_t size)
 
 static bool is_clock(const char *name)
 {
-	size_t n = strcspn(name, ":");
-
-	return (n == 10 && !strncmp(name, "task-clock", n)) ||
-	       (n == 9 && !strncmp(name, "cpu-clock", n));
+	return stat_same_event(name, "task-clock") || stat_same_event(name, "cpu-clock");
 }
 
 static double ratio(const struct stat_totals *t, const char *num, const char *den)
@@ -60,9 +57,9 @@ static const char *reference_of(const char *name, char *buf, size_t size)
 {
 	size_t n = strcspn(name, ":");
 
-	if (n == 12 && !strncmp(name, "cache-misses", n))
+	if (stat_same_event(name, "cache-misses"))
 		return "cache-references";
-	if (n == 13 && !strncmp(name, "branch-misses", n))
+	if (stat_same_event(name, "branch-misses"))
 		return "branch-instructions";
 	if (n > 12 && !strncmp(name + n - 12, "-load-misses", 12)) {
 		snprintf(buf, size, "%.*s-loads", (int) (n - 12), name);
@@ -82,10 +79,10 @@ static void derived(const struct stat_totals *t, const struct stat_event *e, cha
 	buf[0] = '\0';
 	if (is_clock(e->name) && t->wall_ns) {
 		snprintf(buf, size, "%.3f CPUs utilised", e->value / (double) t->wall_ns);
-	} else if (!strncmp(e->name, "instructions", 12) &&
+	} else if (stat_same_event(e->name, "instructions") &&
 		   !isnan(r = ratio(t, "instructions", "cycles"))) {
 		snprintf(buf, size, "%.2f insn per cycle", r);
-	} else if (!strncmp(e->name, "cycles", 6) &&
+	} else if (stat_same_event(e->name, "cycles") &&
 		   !isnan(r = ratio(t, "cycles", "task-clock"))) {
 		snprintf(buf, size, "%.3f GHz", r);
 	} else if (strstr(e->name, "-misses")) {
@@ -106,7 +103,7 @@ static void derived(const struct stat_totals *t, const struct stat_event *e, cha
 		else
 			snprintf(buf, size, "%.1f /s", r);
 	}
-	if (!strncmp(e->name, "context-switches", 16) && t->voluntary >= 0 && t->involuntary >= 0) {
+	if (stat_same_event(e->name, "context-switches") && t->voluntary >= 0 && t->involuntary >= 0) {
 		size_t at = strlen(buf);
 		char v[48], iv[48];
 

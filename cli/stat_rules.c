@@ -28,6 +28,8 @@ struct rule {
 	const char *meaning, *advice;
 	const char *by;                 /* the event its functions are named by, NULL: none */
 	const char *source;             /* where the threshold comes from */
+	const char *told_by;            /* a rule before it for the same cause: when that one
+	                                 * fired, this one is left out (NULL: none) */
 };
 
 static const struct rule rules[] = {
@@ -63,6 +65,7 @@ static const struct rule rules[] = {
 		"(smaller dtypes, fewer copies), block or tile loops over large arrays",
 		"cache-misses",
 		"hwspy's choice, as for LLC-load-misses (cache-misses counts last-level misses on x86)",
+		"high-llc-mpki",
 	},
 	{
 		"high-cache-miss-rate", "cache miss rate", M_RATIO, "cache-misses", "cache-references",
@@ -162,19 +165,18 @@ static const struct rule rules[] = {
 
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
-/* The name without ":modifiers". */
-static size_t base_len(const char *name)
+bool stat_same_event(const char *a, const char *b)
 {
-	return strcspn(name, ":");
+	size_t n = strcspn(a, ":"), m = strcspn(b, ":");
+
+	return n == m && !strncmp(a, b, n);
 }
 
 const struct stat_event *stat_event(const struct stat_totals *t, const char *name)
 {
-	for (size_t i = 0; i < t->n_ev; i++) {
-		size_t n = base_len(t->ev[i].name);
-		if (n == strlen(name) && !strncmp(t->ev[i].name, name, n))
+	for (size_t i = 0; i < t->n_ev; i++)
+		if (stat_same_event(t->ev[i].name, name))
 			return &t->ev[i];
-	}
 	return NULL;
 }
 
@@ -249,14 +251,11 @@ static bool crosses(const struct rule *r, double v)
 	return r->cmp == STAT_ABOVE ? v > r->threshold : v < r->threshold;
 }
 
-/* Two rules for one cause (LLC-load-misses and cache-misses MPKI): the second is left out
- * when the first fired. */
-static bool same_cause_found(const struct stat_findings *f, const struct rule *r)
+/* Whether the finding id was made already. */
+static bool found(const struct stat_findings *f, const char *id)
 {
-	if (strcmp(r->id, "high-cache-mpki"))
-		return false;
-	for (size_t i = 0; i < f->n; i++)
-		if (!strcmp(f->f[i].id, "high-llc-mpki"))
+	for (size_t i = 0; id && i < f->n; i++)
+		if (!strcmp(f->f[i].id, id))
 			return true;
 	return false;
 }
@@ -280,7 +279,7 @@ void stat_find(const struct stat_totals *t, const struct stat_attribution *attr,
 			continue;
 		}
 		if (k <= 0 || !isfinite(v) || !crosses(r, v) || ret->n == STAT_MAX_FINDINGS ||
-		    same_cause_found(ret, r))
+		    found(ret, r->told_by))
 			continue;
 		f = &ret->f[ret->n++];
 		*f = (struct stat_finding) {
