@@ -153,9 +153,10 @@ int recorder_load_symbols(struct recorder *rec, bool warm);
 void recorder_set_mode(struct recorder *rec, enum record_mode mode);
 enum record_mode recorder_mode(const struct recorder *rec);
 /* Opens the events on every thread (launching the command, which runs from its exec on: its
- * samples wait in the rings until recorder_run()). In capture mode with the interpreter known, the capture starts before any
- * event opens; its failure is not recorder_start()'s (stats.capture_error). 0, or
- * sampler_new()'s error: nothing is then left attached or running, and it may be called again. */
+ * samples wait in the rings until recorder_run()). In capture mode with the interpreter
+ * known, the capture starts before any event opens; its failure is not recorder_start()'s
+ * (stats.capture_error). 0, or sampler_new()'s error: nothing is then left attached or
+ * running, and it may be called again. */
 int recorder_start(struct recorder *rec);
 /* The target's pid (a launched command's once started). */
 pid_t recorder_pid(const struct recorder *rec);

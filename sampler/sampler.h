@@ -312,8 +312,9 @@ struct sampler_stats {
 typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 
 /* Creates the sampler and attaches or launches (a launched command runs from its exec on,
- * opts.exec_fn called just before; its samples wait in the rings until sampler_run()). Errors as above; on error nothing is left attached or running (nor SIGCHLD
- * blocked). SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
+ * opts.exec_fn called just before; its samples wait in the rings until sampler_run()).
+ * Errors as above; on error nothing is left attached or running (nor SIGCHLD blocked).
+ * SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
  * the launched command's exit) until sampler_free(), which unblocks it if the caller had not
  * blocked it itself: free samplers on the thread that made them, the last made first. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
