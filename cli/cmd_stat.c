@@ -273,7 +273,7 @@ static int open_sampling(struct stat_run *x)
 			x->rec = NULL;
 			return 0;
 		}
-		if (session_open_target(x->rec, r, x->target) < 0)
+		if (session_target_found(x->rec, r, x->target, k) < 0)
 			return -1;
 	}
 	session_choose_mode(x->rec, r);

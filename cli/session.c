@@ -49,8 +49,12 @@ static int pause_for_tstp(struct recorder *rec)
 /* Attach: the target's interpreter and mappings, before sampling. 0, or -1 (said). */
 int session_open_target(struct recorder *rec, const struct record_args *o, const char *target)
 {
-	int r = recorder_find_python(rec);
+	return session_target_found(rec, o, target, recorder_find_python(rec));
+}
 
+int session_target_found(struct recorder *rec, const struct record_args *o, const char *target,
+			 int r)
+{
 	if (r == -EPERM || r == -EACCES) {
 		record_permission_error(target, o->pid, false);
 		return -1;

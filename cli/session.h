@@ -33,6 +33,10 @@ void session_after_run(void);
 /* Attach: the target's interpreter and mappings, before sampling (-ENOENT is no error with
  * --native: native frames only). */
 int session_open_target(struct recorder *rec, const struct record_args *o, const char *target);
+/* The same after the caller's own recorder_find_python(), whose result is r (hwspy stat, for
+ * which a target without Python is no error). */
+int session_target_found(struct recorder *rec, const struct record_args *o, const char *target,
+			 int r);
 /* Exact by the BPF capture where allowed, else by stops, else (a sampling event that overflows
  * as threads go to sleep, a tracepoint) nonblocking; said where it is not the capture. */
 void session_choose_mode(struct recorder *rec, struct record_args *o);

@@ -6,7 +6,8 @@
 #     targets (suite 'hostile': the ASan build's hwspy against a corrupt _Py_DebugOffsets).
 #     It also runs suite 'tui' (hwspy top in tmux) with that build's hwspy: top's behaviour and
 #     its sanitizer-cleanliness in one run (the same tests with the release build would add
-#     ~21 s to the suite and find nothing more).
+#     ~21 s to the suite and find nothing more), and suite 'asan' (hwspy stat's cases on one
+#     Python) with it too.
 # Both steps always run; the exit status is non-zero if either failed.
 # Needs root for the integration suite (ptrace and perf events on other processes, and the
 # permission test runs hwspy as nobody); run tests/setup-pythons.sh first for Debian 3.13/3.14.
@@ -49,9 +50,9 @@ release() {
 asan() {
 	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false &&
 	meson compile -C build-asan &&
-	meson test -C build-asan --suite unit --suite hostile --suite tui --print-errorlogs "$@"
+	meson test -C build-asan --suite unit --suite hostile --suite tui --suite asan --print-errorlogs "$@"
 }
 
 step 'build (-Dwerror=true), all suites but hostile and tui (run by the ASan build)' release "$@"
-step 'build-asan (address,undefined), unit, hostile and tui suites' asan "$@"
+step 'build-asan (address,undefined), unit, hostile, tui and asan suites' asan "$@"
 exit $status
