@@ -142,8 +142,9 @@ struct recorder;
 int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 		 struct recorder **ret);
 void recorder_free(struct recorder *rec);
-/* Attach (opts.pid): opens the target's memory and looks for its interpreter. 0, or -errno as
- * above; recorder_python() then says what was found. */
+/* Attach (opts.pid): opens the target's memory and looks for its interpreter (called again,
+ * looks afresh, what the last call found let go). 0, or -errno as above; recorder_python()
+ * then says what was found. */
 int recorder_find_python(struct recorder *rec);
 /* Attach: reads the target's mappings; with warm (nothing will stop the target while the first
  * samples are unwound slowly), loads the modules' symbols and CFI now (--native) and the

@@ -80,12 +80,15 @@ void recorder_free(struct recorder *rec)
 
 int recorder_find_python(struct recorder *rec)
 {
-	int r = remote_mem_open_pid(rec->pid, &rec->mem);
+	int r = 0;
 
-	if (r >= 0) {
+	/* called again: the interpreter is looked for afresh, in the memory already open */
+	pyframes_free(rec->pf);
+	rec->pf = NULL;
+	if (!rec->mem_open && (r = remote_mem_open_pid(rec->pid, &rec->mem)) >= 0)
 		rec->mem_open = true;
+	if (r >= 0)
 		r = pyframes_open(rec->pid, &rec->mem, &rec->pf, &rec->info);
-	}
 	rec->detect_error = r;
 	return r;
 }

@@ -686,6 +686,9 @@ static void test_free_unstarted(void **state)
 	image(0, "3.12.1");
 	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
 	assert_int_equal(recorder_find_python(rec), 0);
+	assert_int_equal(recorder_find_python(rec), 0);         /* again: nothing leaks */
+	assert_int_equal(fake.pf_live, 1);
+	assert_int_equal(fake.mem_opens, 1);
 	assert_null(recorder_stats(rec)->sampler);
 	assert_int_equal(recorder_stats(rec)->elapsed_ns, 0);
 	recorder_stop(rec);
