@@ -38,16 +38,11 @@ static void choose_output(struct record_args *o, char *defpath, size_t size)
 /* The recorder for o, its profile's column checked against --weight: 0, or the exit status. */
 static int new_recorder(const struct record_args *o, struct recorder **ret)
 {
-	struct record_opts ro = {
-		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
-		.freq = o->freq, .period = o->period,
-		.mode = o->nonblocking ? RECORD_NONBLOCKING : o->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
-		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
-		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
-		/* speedscope shows samples in time order: keep it, within a budget (see README) */
-		.log_bytes = o->format == FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0,
-	};
+	struct record_opts ro;
 
+	session_record_opts(o, &ro);
+	/* speedscope shows samples in time order: keep it, within a budget (see README) */
+	ro.log_bytes = o->format == FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0;
 	if (recorder_new(&ro, NULL, ret) < 0) {
 		log_error("out of memory");
 		return 1;

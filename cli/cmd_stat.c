@@ -183,8 +183,9 @@ static void sampling_events(const struct stat_setup *s, struct record_args *r)
 		bool counted = false;
 
 		for (size_t k = 0; k < s->n_events; k++)
-			counted |= !strcmp(s->events[k].name, names[i]);
-		if (!counted || !strcmp(names[i], r->events[0].name) || events_parse(names[i], e) < 0 ||
+			counted |= stat_same_event(s->events[k].name, names[i]);
+		if (!counted || stat_same_event(names[i], r->events[0].name) ||
+		    events_parse(names[i], e) < 0 ||
 		    events_probe(e, 0) < 0)
 			continue;
 		r->n_events++;
@@ -220,13 +221,20 @@ static int counter_error(int r, const struct stat_run *x)
 	return -1;
 }
 
-static int open_counter(struct stat_run *x, pid_t pid)
+/* The counters of pid, or (0) of the command they launch themselves: 0 or -errno. */
+static int new_counter(struct stat_run *x, pid_t pid)
 {
 	struct counter_opts co = {
 		.pid = pid, .argv = pid ? NULL : x->a.r.argv,
 		.events = x->s.events, .groups = x->s.groups, .n_events = x->s.n_events,
 	};
-	int r = counter_new(&co, &x->ctr);
+
+	return counter_new(&co, &x->ctr);
+}
+
+static int open_counter(struct stat_run *x, pid_t pid)
+{
+	int r = new_counter(x, pid);
 
 	return r < 0 ? counter_error(r, x) : 0;
 }
@@ -236,11 +244,8 @@ static int open_counter(struct stat_run *x, pid_t pid)
 static void on_exec(void *ctx, pid_t pid)
 {
 	struct stat_run *x = ctx;
-	struct counter_opts co = {
-		.pid = pid, .events = x->s.events, .groups = x->s.groups, .n_events = x->s.n_events,
-	};
 
-	x->exec_error = counter_new(&co, &x->ctr);
+	x->exec_error = new_counter(x, pid);
 }
 
 /* The recorder of the sampling run; for an attached target that runs no Python (or one hwspy
@@ -248,14 +253,12 @@ static void on_exec(void *ctx, pid_t pid)
 static int open_sampling(struct stat_run *x)
 {
 	struct record_args *r = &x->ra;
-	struct record_opts ro = {
-		.pid = r->pid, .argv = r->argv, .events = r->events, .n_events = r->n_events,
-		.freq = r->freq, .function = true, .stack_size = r->stack_size,
-		.mode = r->nonblocking ? RECORD_NONBLOCKING : r->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
-		.exec_fn = r->argv ? on_exec : NULL, .exec_ctx = x,
-	};
+	struct record_opts ro;
 	int k;
 
+	session_record_opts(r, &ro);
+	ro.exec_fn = r->argv ? on_exec : NULL;
+	ro.exec_ctx = x;
 	if (recorder_new(&ro, NULL, &x->rec) < 0) {
 		log_error("out of memory");
 		return -1;

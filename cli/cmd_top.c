@@ -33,15 +33,11 @@ static int on_sample(void *ctx, const struct record_sample *s)
 static int new_top(struct top *t)
 {
 	const struct record_args *o = &t->a.rec;
-	struct record_opts ro = {
-		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
-		.freq = o->freq, .period = o->period,
-		.mode = o->nonblocking ? RECORD_NONBLOCKING : o->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
-		.stop_budget = o->stop_budget, .function = true, .native = o->native,
-		.stack_size = o->stack_size,
-	};
 	struct record_sink sink = { .sample = on_sample, .ctx = t };
+	struct record_opts ro;
 
+	session_record_opts(o, &ro);
+	ro.function = true;     /* one row per function */
 	if (recorder_new(&ro, &sink, &t->rec) < 0)
 		return -ENOMEM;
 	return top_table_new(recorder_profile(t->rec), &t->table);

@@ -47,6 +47,17 @@ static int pause_for_tstp(struct recorder *rec)
 }
 
 /* Attach: the target's interpreter and mappings, before sampling. 0, or -1 (said). */
+void session_record_opts(const struct record_args *o, struct record_opts *ret)
+{
+	*ret = (struct record_opts) {
+		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
+		.freq = o->freq, .period = o->period,
+		.mode = o->nonblocking ? RECORD_NONBLOCKING : o->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
+		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
+		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
+	};
+}
+
 int session_open_target(struct recorder *rec, const struct record_args *o, const char *target)
 {
 	return session_target_found(rec, o, target, recorder_find_python(rec));

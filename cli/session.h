@@ -30,6 +30,9 @@ bool session_tstp_pending(void);
 /* After the run: Ctrl-Z stops hwspy as any program (and does so now if one came last). */
 void session_after_run(void);
 
+/* The recorder's options for o (the mode as asked: session_choose_mode() picks the one it
+ * runs in); the caller adds what is its own (a sink, the sample log, an exec hook). */
+void session_record_opts(const struct record_args *o, struct record_opts *ret);
 /* Attach: the target's interpreter and mappings, before sampling (-ENOENT is no error with
  * --native: native frames only). */
 int session_open_target(struct recorder *rec, const struct record_args *o, const char *target);
