@@ -100,7 +100,7 @@ static int prog_load(const struct bpf_insn *insn, size_t n)
 int sampler_capture_probe(void)
 {
 	struct sampler_capture_spec spec = { 0, SAMPLER_CAPTURE_NO_OFF, 16, 0 };
-	struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+	struct capture c = CAPTURE_INIT;
 	int r = capture_load(&c, &spec);
 
 	capture_close(&c);
@@ -122,8 +122,32 @@ int capture_pidns(struct capture *c)
 	return 0;
 }
 
+int capture_entry_load(struct capture *c)
+{
+	struct bpf_insn insn[8];
+	size_t n;
+	int r;
+
+	if (c->entry_fd >= 0)
+		return 0;
+	if (c->progs_fd < 0) {
+		r = map_create(BPF_MAP_TYPE_PROG_ARRAY, 4, 4, 1);
+		if (r < 0)
+			return r;
+		c->progs_fd = r;
+	}
+	r = capture_generate_entry(c->progs_fd, insn, sizeof(insn) / sizeof(insn[0]), &n);
+	if (r == 0)
+		r = prog_load(insn, n);
+	if (r < 0)
+		return r;
+	c->entry_fd = r;
+	return 0;
+}
+
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
+	uint32_t slot0 = 0;
 	struct bpf_insn *insn;
 	size_t n;
 	int r;
@@ -159,6 +183,18 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	free(insn);
 	if (r < 0)
 		return r;
+	/* the entry on the events runs it from now on (replacing the program of an image before
+	 * an exec) */
+	if (c->progs_fd >= 0) {
+		int fd = r;
+
+		r = map_update(c->progs_fd, &slot0, &fd);
+		if (r < 0) {
+			(void) close(fd);
+			return r;
+		}
+		r = fd;
+	}
 	if (c->prog_fd >= 0)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
@@ -168,7 +204,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 
 void capture_close(struct capture *c)
 {
-	int *fds[] = { &c->prog_fd, &c->roots_fd, &c->scratch_fd, &c->out_fd };
+	int *fds[] = { &c->entry_fd, &c->progs_fd, &c->prog_fd, &c->roots_fd, &c->scratch_fd,
+		       &c->out_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
@@ -280,20 +317,26 @@ void capture_thread_root(struct sampler *s, struct thread *t)
 		t->slot = 0;            /* per CPU: it has an entry in the roots map */
 }
 
-/* Per CPU: the program on each of t's groups (inherited by the threads it starts), its root. */
+/* Per CPU: the entry program on each of t's groups from their open, so that every thread they
+ * are inherited by has it, whenever the capture starts (a thread started before has its
+ * parent's events without it, and the kernel swaps the events of a task and its clone at a
+ * context switch between them: the parent would then run uncaptured); its root once the
+ * program is there. */
 static int capture_thread_open_percpu(struct sampler *s, struct thread *t)
 {
 	size_t n = s->opts.n_events;
 
-	if (s->capture.prog_fd < 0 || t->prog)
+	if (s->capture.entry_fd < 0)
 		return 0;
-	for (int c = 0; t->cpu_fds && c < s->ncpu; c++) {
+	for (int c = 0; !t->prog && t->cpu_fds && c < s->ncpu; c++) {
 		int fd = t->cpu_fds[(size_t) c * n];
 
-		if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->capture.prog_fd) < 0)
+		if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0)
 			return -errno;
 	}
 	t->prog = t->cpu_fds != NULL;
+	if (s->capture.prog_fd < 0)
+		return 0;               /* the program comes later, into the entry's slot */
 	capture_thread_root(s, t);
 	return t->slot == 0 ? 0 : -E2BIG;
 }
@@ -402,6 +445,8 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 			return -ENOMEM;
 	}
 	s->capture.pid = s->pid ? s->pid : s->opts.pid;
+	if (s->percpu && (r = capture_entry_load(&s->capture)) < 0)
+		return r;
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
 		return r;

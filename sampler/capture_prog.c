@@ -392,6 +392,21 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec)
 	return capture_stride(spec) <= SAMPLER_CAPTURE_MAX_STRIDE;
 }
 
+int capture_generate_entry(int progs_fd, struct bpf_insn *insn, size_t max, size_t *ret_n)
+{
+	struct prog p = { .insn = insn, .max = max };
+
+	/* bpf_tail_call(ctx, progs, 0) does not return where slot 0 holds a program; where it is
+	 * empty, the sample goes on as usual */
+	ld_map(&p, R2, progs_fd);
+	mov_imm(&p, R3, 0);
+	call(&p, BPF_FUNC_tail_call);
+	mov_imm(&p, R0, 1);
+	emit(&p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	*ret_n = p.n;
+	return p.overflow ? -E2BIG : 0;
+}
+
 int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
 		     struct bpf_insn *insn, size_t max, size_t *ret_n)
 {

@@ -88,6 +88,9 @@ _Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes")
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
+	/* Per CPU, the events carry the entry program from their open: it tail-calls the program
+	 * in the progs map's slot 0, once there is one (capture.c) */
+	int entry_fd, progs_fd;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
 	pid_t pid;                      /* the target: the program searches only its threads */
 	/* The ids the roots map is keyed by are perf's: those of hwspy's own PID namespace. Outside
@@ -287,6 +290,9 @@ struct bpf_insn;
 bool capture_spec_ok(const struct sampler_capture_spec *spec);
 /* The program for spec and c (its maps, the target's pid, the PID namespace) into insn[0..
  * *ret_n), at most max instructions: 0, or -E2BIG where it does not fit. */
+/* The entry program: tail-calls slot 0 of the progs map (a BPF_MAP_TYPE_PROG_ARRAY), else
+ * lets the sample through uncaptured; into insn[0..*ret_n), at most max: 0 or -E2BIG. */
+int capture_generate_entry(int progs_fd, struct bpf_insn *insn, size_t max, size_t *ret_n);
 int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
 		     struct bpf_insn *insn, size_t max, size_t *ret_n);
 size_t capture_stride(const struct sampler_capture_spec *spec);
@@ -295,6 +301,10 @@ size_t capture_stride(const struct sampler_capture_spec *spec);
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's
  * device and inode; -errno (the initial namespace taken) when /proc/self/ns/pid is unreadable. */
 int capture_pidns(struct capture *c);
+#define CAPTURE_INIT { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1, \
+		       .entry_fd = -1, .progs_fd = -1 }
+/* Loads the entry program and its progs map, once: 0 or -errno (BPF not allowed). */
+int capture_entry_load(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
 void capture_close(struct capture *c);
 /* Opens t's BPF_OUTPUT event into its ring and puts the program on it (no-op before the

@@ -435,7 +435,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	memcpy(s->events, opts->events, opts->n_events * sizeof(*s->events));
 	s->opts.events = s->events;
 	s->sigfd = -1;
-	s->capture = (struct capture) { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+	s->capture = (struct capture) CAPTURE_INIT;
 	s->scratch = malloc(RING_SCRATCH_SIZE);
 	if (!s->scratch) {
 		free(s);
@@ -448,6 +448,10 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		return r;
 	}
 	perf_build_attrs(s);
+	/* per CPU, the events carry the entry from their open (capture.c); its error, if any, is
+	 * sampler_capture_start()'s */
+	if (opts->capture && s->percpu)
+		(void) capture_entry_load(&s->capture);
 	if (opts->capture && opts->capture_spec)
 		s->capture_error = sampler_capture_start(s, opts->capture_spec);
 

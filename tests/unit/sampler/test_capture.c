@@ -122,7 +122,7 @@ static void test_capture_specs(void **state)
 		return;
 	}
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+		struct capture c = CAPTURE_INIT;
 
 		assert_int_equal(capture_load(&c, &good[i]), 0);
 		assert_true(c.prog_fd >= 0);
@@ -133,7 +133,7 @@ static void test_capture_specs(void **state)
 	/* hwspy in a PID namespace of its own keys threads by that namespace's ids (the
 	 * namespace-aware helper): forced here, in whichever namespace this runs */
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+		struct capture c = CAPTURE_INIT;
 
 		assert_int_equal(capture_pidns(&c), 0);
 		assert_true(c.pidns_chosen);
@@ -144,7 +144,7 @@ static void test_capture_specs(void **state)
 		capture_close(&c);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1 };
+		struct capture c = CAPTURE_INIT;
 
 		assert_int_equal(capture_load(&c, &bad[i]), -EINVAL);
 		capture_close(&c);
@@ -152,7 +152,7 @@ static void test_capture_specs(void **state)
 	/* with the search for a thread's root, both ways, in both ring layouts */
 	for (int i = 0; i < 8; i++) {
 		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1,
-				     .percpu = i & 1, .pid = i & 2 ? 4242 : 0 };
+				     .entry_fd = -1, .progs_fd = -1, .percpu = i & 1, .pid = i & 2 ? 4242 : 0 };
 		struct sampler_capture_spec sp = good[(i % 3) * 3];     /* 6: with extras */
 
 		search_spec(&sp, i & 4);
