@@ -67,6 +67,11 @@ static void usage(FILE *out)
 		"                         stack), merged with the Python frames\n"
 		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
 		"      --kernel           kernel frames at the leaf (needs root or CAP_PERFMON)\n"
+		"      --off-cpu          where threads wait instead of where they run: a sample\n"
+		"                         at every switch off the CPU, weighing the nanoseconds\n"
+		"                         until the thread ran again, its leaf the reason:\n"
+		"                         [wait: read fd 5 (pipe)], [wait: futex (lock)],\n"
+		"                         [wait: GIL], [wait: sleep], [preempted] ...\n"
 		"  -q, --quiet            no progress line and no summary\n"
 		"  -h, --help             this text\n\n"
 		"'hwspy list' shows the events that work on this machine.\n\n"
@@ -255,6 +260,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'K':
 		o->kernel = true;
 		return 1;
+	case 'O':
+		o->off_cpu = true;
+		return 1;
 	case 'q':
 		o->quiet = true;
 		log_level = LOG_QUIET;
@@ -308,6 +316,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' },
+		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep-running", no_argument, NULL, 'k' },

@@ -147,13 +147,36 @@ static int find_command(const char *argv0)
 }
 
 /* Every option checked, before anything is opened, attached or written: 0, or the exit status. */
+/* --off-cpu: a sample at every switch-out (context-switches, period 1), nothing else sampled */
+static int off_cpu_event(struct record_args *o)
+{
+	if (o->n_events) {
+		log_error("--off-cpu samples every context switch and weighs it by the time the "
+			  "thread waited: leave -e out (or profile the events on the CPU in a run of "
+			  "their own)");
+		return -EINVAL;
+	}
+	if (o->freq_given || o->period) {
+		log_error("--off-cpu takes every switch: -F and -c do not apply to it");
+		return -EINVAL;
+	}
+	if (events_parse("context-switches", &o->events[0]) < 0)
+		return -ENOENT;
+	o->n_events = 1;
+	o->freq = 0;
+	o->period = 1;
+	return 0;
+}
+
 int record_check_options(struct record_args *o)
 {
+	if (o->off_cpu && off_cpu_event(o) < 0)
+		return 2;
 	if (!o->n_events && default_event(o) < 0)
 		return 1;
 	if (check_events(o) < 0)
 		return 1;
-	if (count_event_period(o) < 0)
+	if (!o->off_cpu && count_event_period(o) < 0)
 		return 2;
 	if (o->ptrace && record_samples_asleep(&o->events[0])) {
 		log_error("'%s' samples threads as they go to sleep: --ptrace would stop them there "

@@ -217,6 +217,12 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 	if (rs->read_after_exit)
 		log_info("%" PRIu64 " samples read after their thread had exited, their Python stack "
 			 "gone (kept as [native])", rs->read_after_exit);
+	if (o->off_cpu)
+		log_info("off-cpu: threads waited %.3f s in all", rs->off_cpu_ns / 1e9);
+	if (rs->off_cpu_stale)
+		log_info("%" PRIu64 " switches off the CPU were read after the thread may have run "
+			 "on (before the capture started): their Python stack is [unknown]",
+			 rs->off_cpu_stale);
 	summary_exact(rs, o, mode);
 	if (st->threads_failed) {
 		/* the reasons, as cmd_record put them in the profile's metadata */

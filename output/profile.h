@@ -42,6 +42,8 @@ enum frame_kind {
 	FRAME_KERNEL,
 	FRAME_THREAD,           /* a root frame naming the thread (--threads) */
 	FRAME_SPECIAL,          /* "[native]", "[unknown]", "[idle]" ... */
+	FRAME_WAIT,             /* why a thread was off the CPU (--off-cpu, --wall): "[wait: GIL]",
+	                         * "[wait: read fd 5 (pipe)]", "[preempted]" */
 };
 
 struct profile_frame {

@@ -98,6 +98,7 @@ struct recorder {
 	uint64_t pf_gen;                /* bumped by each record_python_found() */
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
+	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
 };
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);
@@ -134,5 +135,20 @@ void record_pending_free(struct recorder *rec);
  * it had). */
 uint32_t record_thread_frame(struct recorder *rec, pid_t tid);
 void record_thread_names_final(struct recorder *rec);
+
+/* offcpu.c (--off-cpu): init (its [preempted] frame) and free; a finished switch-out sample
+ * (its stack without the reason, which is added; values[1] becomes its time off the CPU) to
+ * the sink once its thread's next switch-in is known; the sampler's switch events; the end
+ * of the run (exited: the target ended, so waits end with its last event). */
+int record_offcpu_init(struct recorder *rec);
+void record_offcpu_free(struct recorder *rec);
+void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason);
+void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
+void record_offcpu_end(struct recorder *rec, bool exited);
+
+/* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
+#define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS
+#define RECORD_OFF_CPU_STACK 8192       /* user stack copied at a switch, to find take_gil */
+void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len);
 
 #endif

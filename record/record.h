@@ -51,6 +51,9 @@
  * a later one, not the sample's: its native frames are kept instead. Nonblocking reads are late
  * by a tick (at most 5 ms), a launched command's first ones by up to a second on a busy machine. */
 #define RECORD_STALE_READ_NS 50000000ULL
+/* --off-cpu with the capture: a switch-out read later than this without one is [unknown] (the
+ * thread may have run on since; a wait is often shorter than RECORD_STALE_READ_NS) */
+#define RECORD_OFF_CPU_STALE_NS 1000000ULL
 
 /* The frame that stands for Python code no one can name any more (merge.h: a stack read after
  * its sample that did not fit it) */
@@ -77,6 +80,10 @@ struct record_opts {
 	bool native;                    /* native frames by DWARF unwinding of a stack copy */
 	uint32_t stack_size;            /* ... of this many bytes */
 	bool kernel;                    /* kernel frames at the leaf */
+	bool off_cpu;                   /* events[0] is context-switches at period 1: each sample
+	                                 * weighs the time until its thread ran again (ns, as
+	                                 * values[1]) and its leaf says why it waited: a FRAME_WAIT
+	                                 * frame, [wait: ...] or [preempted] */
 	size_t log_bytes;               /* keep the time-ordered sample log up to this many bytes
 	                                 * (profile_log_start; speedscope), 0: none */
 	void (*exec_fn)(void *ctx, pid_t pid);  /* launch: sampler_opts.exec_fn (inside
@@ -131,6 +138,9 @@ struct record_stats {
 	uint64_t add_failed;            /* samples the sink refused */
 	size_t n_late;                  /* reads after their sample (no capture, no stop) ... */
 	uint32_t late_median_us, late_p99_us, late_max_us;   /* ... how late (after the run) */
+	uint64_t off_cpu_ns;            /* --off-cpu: the time of the samples sent to the sink */
+	uint64_t off_cpu_stale;         /* --off-cpu, capture mode: switch-outs read after their
+	                                 * sample (before the capture started), kept as [unknown] */
 	int capture_error;              /* the capture's last failure to start (0: none) */
 	uint64_t capture_failures;      /* ... how many times it failed (one try per interpreter) */
 };

@@ -36,6 +36,8 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	rec->pid = opts->pid;
 	for (size_t i = 0; i < n; i++)
 		names[i] = opts->events[i].name;
+	if (opts->off_cpu)
+		names[0] = "off-cpu";   /* its samples weigh nanoseconds, not switches */
 	rec->prof = profile_new(names, n);
 	if (!rec->prof || record_special_frame(rec, "[native]", &rec->native_frame) < 0 ||
 	    record_special_frame(rec, "[unknown]", &rec->unknown_frame) < 0)
@@ -50,7 +52,8 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	 * thread's stop budget) */
 	rec->late_us = malloc(LATE_MAX * sizeof(*rec->late_us));
 	if (!rec->scratch || !rec->late_us ||
-	    record_pending_init(rec, opts->native ? opts->stack_size : 0) < 0)
+	    record_pending_init(rec, opts->native ? opts->stack_size : 0) < 0 ||
+	    (opts->off_cpu && record_offcpu_init(rec) < 0))
 		goto fail;
 	*ret = rec;
 	return 0;
@@ -69,6 +72,7 @@ void recorder_free(struct recorder *rec)
 		remote_mem_close(&rec->mem);
 	symbolizer_free(rec->sym);
 	record_pending_free(rec);
+	record_offcpu_free(rec);
 	free(rec->scratch);
 	profile_free(rec->prof);
 	free(rec->names);
@@ -145,7 +149,8 @@ int recorder_start(struct recorder *rec)
 		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
 		.freq = o->freq, .period = o->period, .exact = o->mode == RECORD_STOPS,
 		.stop_budget_pct = o->stop_budget, .capture = capture,
-		.stack_user_size = o->native ? o->stack_size : 0, .kernel_callchain = o->kernel,
+		.stack_user_size = o->native ? o->stack_size : o->off_cpu ? RECORD_OFF_CPU_STACK : 0,
+		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu,
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
 		.event_fn = record_on_event, .event_ctx = rec,
 		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,
@@ -210,6 +215,7 @@ void recorder_stop(struct recorder *rec)
 	/* stopping drains what is left in the rings through the callback */
 	sampler_stop(rec->sampler);
 	record_flush(rec);
+	record_offcpu_end(rec, sampler_stats(rec->sampler)->target_exited);
 	record_build_ids(rec);
 	rec->stats.elapsed_ns = rec->run_start_ns ? clock_now_ns() - rec->run_start_ns : 0;
 	rec->run_over = true;

@@ -139,6 +139,10 @@ void record_on_event(void *ctx, const struct sampler_event *e)
 		if (rec->pf && pyframes_thread_state(rec->pf, e->tid, &root) == 0)
 			(void) sampler_capture_set_root(e->sampler, e->tid, root);
 		break;
+	case SAMPLER_EVENT_SWITCH_OUT:
+	case SAMPLER_EVENT_SWITCH_IN:
+		record_offcpu_switch(rec, e);
+		break;
 	}
 }
 
@@ -305,7 +309,12 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		rec->ids[depth++] = thread;
 	if (py_truncated)
 		cut_frame(rec, cut->n, cut->more, &depth);
-	if (r == 0 || r == -ENOENT) {
+	if (o->off_cpu && o->mode == RECORD_CAPTURE && late_ns > RECORD_OFF_CPU_STALE_NS) {
+		/* a switch-out read after the thread may have run on (before the capture
+		 * started): the stack read is not the one it waited in */
+		rec->stats.off_cpu_stale++;
+		rec->ids[depth++] = rec->unknown_frame;
+	} else if (r == 0 || r == -ENOENT) {
 		struct merge_in mi = {
 			.native = rec->nat, .n_native = native_frames(rec, s),
 			.py = py, .n_py = r == 0 ? n : 0,
@@ -364,8 +373,15 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		.tid = s->tid, .time_ns = s->time_ns, .frames = rec->ids, .depth = depth,
 		.values = values, .n_values = 1 + rec->opts.n_events,
 	};
-	if (rec->sink.sample(rec->sink.ctx, &out) < 0)
+	if (o->off_cpu) {
+		char reason[256];
+
+		/* it weighs its time off the CPU, known once the thread runs again */
+		record_wait_reason(rec, s, reason, sizeof(reason));
+		record_offcpu_sample(rec, &out, reason);
+	} else if (rec->sink.sample(rec->sink.ctx, &out) < 0) {
 		rec->stats.add_failed++;
+	}
 }
 
 void record_flush(void *ctx)

@@ -48,7 +48,8 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
  * this sampler's rings receive. */
 static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
 {
-	size_t rec = SAMPLE_FIXED_BYTES + (o->kernel_callchain ? CALLCHAIN_BYTES : 0), need;
+	size_t rec = SAMPLE_FIXED_BYTES + (o->kernel_callchain || o->off_cpu ? CALLCHAIN_BYTES : 0);
+	size_t need;
 	size_t psz = (size_t) sysconf(_SC_PAGESIZE);
 	unsigned floor = MIN_RING_PAGES;
 
@@ -106,6 +107,16 @@ void perf_build_attrs(struct sampler *s)
 			a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 			a->sample_regs_user = o->regs_user_mask;
 			a->sample_stack_user = o->stack_user_size;
+		}
+		if (o->off_cpu) {
+			/* the switch happens in the kernel: its callchain says why (the syscall,
+			 * the wait); switch records time the thread's way back in */
+			a->exclude_kernel = 0;
+			a->context_switch = 1;
+			a->sample_id_all = 1;
+			a->sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER;
+			a->exclude_callchain_user = 1;
+			a->sample_regs_user |= o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG;
 		}
 		if (o->freq) {
 			a->freq = 1;
@@ -428,9 +439,33 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	s->fn(s->ctx, &smp);
 }
 
+/* A PERF_RECORD_SWITCH of a target thread (off-CPU): its sample_id (sample_id_all) starts with
+ * { u32 pid, tid } and { u64 time } (PERF_SAMPLE_TID | PERF_SAMPLE_TIME, always set). */
+static void switch_record(struct sampler *s, const struct perf_event_header *h)
+{
+	struct sampler_event e = { .sampler = s };
+	uint32_t ids[2];
+
+	if (!s->opts.off_cpu || h->size < sizeof(*h) + 16)
+		return;
+	memcpy(ids, h + 1, sizeof(ids));
+	memcpy(&e.time_ns, (const unsigned char *) (h + 1) + 8, 8);
+	if ((pid_t) ids[0] != s->pid)
+		return;                 /* a child process, which inherited the events */
+	e.tid = (pid_t) ids[1];
+	e.kind = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SAMPLER_EVENT_SWITCH_OUT
+						       : SAMPLER_EVENT_SWITCH_IN;
+	e.preempted = e.kind == SAMPLER_EVENT_SWITCH_OUT &&
+		      (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
+	if (s->opts.event_fn)
+		s->opts.event_fn(s->opts.event_ctx, &e);
+}
+
 void perf_note_record(struct sampler *s, const struct perf_event_header *h)
 {
-	if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
+	if (h->type == PERF_RECORD_SWITCH)
+		switch_record(s, h);
+	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
 		s->stats.lost += ((const uint64_t *) (h + 1))[1];
 	else if (h->type == PERF_RECORD_THROTTLE)
 		s->stats.throttled++;

@@ -168,12 +168,21 @@ struct sampler_capture_spec;
 enum sampler_event_kind {
 	SAMPLER_EVENT_EXEC,
 	SAMPLER_EVENT_CAPTURE_THREAD,
+	/* opts.off_cpu: thread tid was switched out at time_ns (told just after the sample of
+	 * that switch; preempted: it was still runnable, an involuntary switch), or in again.
+	 * In stream order per CPU ring: a thread's switch-in and its next switch-out (the
+	 * sample) come in that order, but across rings a switch-in may come before the
+	 * switch-out it follows. The receiver may do what a sample callback may. */
+	SAMPLER_EVENT_SWITCH_OUT,
+	SAMPLER_EVENT_SWITCH_IN,
 };
 
 struct sampler_event {
 	enum sampler_event_kind kind;
 	pid_t tid;
 	struct sampler *sampler;        /* the sampler telling it (also within sampler_new()) */
+	uint64_t time_ns;               /* switches: CLOCK_MONOTONIC, as samples' time_ns */
+	bool preempted;                 /* SAMPLER_EVENT_SWITCH_OUT: involuntary */
 };
 
 typedef void (*sampler_event_fn)(void *ctx, const struct sampler_event *e);
@@ -209,8 +218,18 @@ struct sampler_opts {
 	                                 * bits, those the caller's unwinder reads; nonzero, else the
 	                                 * kernel refuses the event: -EINVAL) */
 	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
+	bool off_cpu;                   /* events[0] is context-switches at period 1: a sample at
+	                                 * every switch-out of a target thread, in the kernel
+	                                 * (never excluded), with its kernel callchain and the user
+	                                 * registers (regs_user_mask, and the first syscall argument
+	                                 * SAMPLER_OFF_CPU_ARG_REG), and the switches told as
+	                                 * events (SAMPLER_EVENT_SWITCH_*) */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
 };
+
+/* The register of a switch-out sample's first syscall argument (perf's x86-64 DI): a read's or
+ * a select's first argument, the fd or nfds */
+#define SAMPLER_OFF_CPU_ARG_REG 5
 
 /* What a capture program copied at one overflow (see sampler_capture_start()). */
 enum {

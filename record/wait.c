@@ -1,0 +1,199 @@
+/*
+ * wait: why a thread was switched out (--off-cpu), from what the kernel says at the switch: the
+ * system call it sleeps in (the outermost __x64_sys_* frame of its kernel stack), a page fault
+ * on the way (its handler's frames), the syscall's first argument (a read's fd, a select's nfds)
+ * and, for a futex, whether the interpreter's GIL is what it waits for (take_gil and the calls
+ * that attach a thread state, among the first native frames of its unwound user stack). The
+ * words are those `hwspy dump` uses: `read fd 5 (pipe)`, `recv socket`, `poll/epoll/select`,
+ * `futex (lock)`, `GIL`, `sleep`, `page fault (I/O)`; an involuntary switch is [preempted]
+ * (offcpu.c), not a wait.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record/internal.h"
+
+#define WAIT_NATIVE_LOOK 16     /* innermost native frames looked at for the GIL */
+
+/* Kernel functions of the page-fault path: the thread waits for a page (I/O, swap) */
+static const char *const fault_fns[] = {
+	"handle_mm_fault", "do_user_addr_fault", "exc_page_fault", "filemap_fault",
+	"__do_fault", "do_swap_page", "asm_exc_page_fault",
+};
+
+/* Interpreter functions that wait for the GIL (3.8-3.14), innermost first in the unwound stack
+ * before any other interpreter function: take_gil itself, or its callers where it is inlined */
+static const char *const gil_fns[] = {
+	"take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread", "PyEval_AcquireLock",
+	"_PyThreadState_Attach", "_PyEval_AcquireLock", "PyEval_RestoreThread.cold",
+};
+
+struct syscall_words {
+	const char *name;       /* the syscall, as in __x64_sys_NAME */
+	const char *words;      /* NULL: by its fd (read/write) */
+};
+
+static const struct syscall_words syscalls[] = {
+	{ "read", NULL }, { "pread64", NULL }, { "readv", NULL }, { "preadv", NULL },
+	{ "preadv2", NULL }, { "write", NULL }, { "pwrite64", NULL }, { "writev", NULL },
+	{ "recvfrom", "recv socket" }, { "recvmsg", "recv socket" }, { "recvmmsg", "recv socket" },
+	{ "sendto", "send socket" }, { "sendmsg", "send socket" }, { "accept", "accept socket" },
+	{ "accept4", "accept socket" }, { "connect", "connect socket" },
+	{ "futex", "futex (lock)" }, { "futex_waitv", "futex (lock)" },
+	{ "clock_nanosleep", "sleep" }, { "nanosleep", "sleep" },
+	{ "poll", "poll/epoll/select" }, { "ppoll", "poll/epoll/select" },
+	{ "epoll_wait", "poll/epoll/select" }, { "epoll_pwait", "poll/epoll/select" },
+	{ "epoll_pwait2", "poll/epoll/select" }, { "select", "poll/epoll/select" },
+	{ "pselect6", "poll/epoll/select" }, { "wait4", "wait child" },
+	{ "waitid", "wait child" },
+};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, list[i]))
+			return true;
+	return false;
+}
+
+/* The syscall a kernel function enters (__x64_sys_read -> "read"), or NULL. */
+static const char *syscall_of(const char *fn)
+{
+	static const char *const prefixes[] = { "__x64_sys_", "__ia32_sys_", "__se_sys_",
+						"__do_sys_", "ksys_" };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = strlen(prefixes[i]);
+
+		if (!strncmp(fn, prefixes[i], n) && fn[n])
+			return fn + n;
+	}
+	return NULL;
+}
+
+/* What fd names in the target (its /proc link): "pipe", "socket", "eventfd", a path; frames
+ * hold no ';' (folded) nor control characters. */
+static void fd_words(pid_t pid, long fd, char *buf, size_t len)
+{
+	char path[64], link[256];
+	const char *from;
+	ssize_t n;
+	size_t k;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	link[n] = '\0';
+	if (!strncmp(link, "pipe:", 5))
+		from = "pipe";
+	else if (!strncmp(link, "socket:", 7))
+		from = "socket";
+	else if (!strncmp(link, "anon_inode:[", 12))
+		from = link + 12;               /* anon_inode:[eventfd] */
+	else if (!strncmp(link, "anon_inode:", 11))
+		from = link + 11;
+	else
+		from = link;
+	for (k = 0; from[k] && k + 1 < len; k++) {
+		unsigned char c = (unsigned char) from[k];
+
+		buf[k] = c == ';' || c < 0x20 || c == '[' || c == ']' ? '_' : (char) c;
+	}
+	if (k > 0 && from == link + 12 && buf[k - 1] == '_')
+		k--;
+	buf[k] = '\0';
+}
+
+/* Whether the thread waits for the GIL: the first interpreter function in its user stack
+ * (unwound from the sample's copy) is one that takes it. */
+static bool waits_for_gil(struct recorder *rec, const struct sample *s)
+{
+	size_t nips = 0;
+
+	if (!rec->sym || !s->regs || !s->stack ||
+	    symbolizer_unwind(rec->sym, s->regs, s->n_regs, s->stack, s->stack_size, rec->ips,
+			      WAIT_NATIVE_LOOK, &nips) < 0)
+		return false;
+	for (size_t i = 0; i < nips; i++) {
+		struct native_frame nf[4];
+		size_t k = 0;
+
+		if (symbolizer_lookup(rec->sym, rec->ips[i], i > 0, nf, 4, &k) < 0)
+			continue;
+		for (size_t j = 0; j < k; j++) {
+			const char *name = nf[j].name;
+
+			if (!name)
+				continue;
+			if (in_list(name, gil_fns, sizeof(gil_fns) / sizeof(gil_fns[0])))
+				return true;
+			/* a lock of threading's, or any other wait of the interpreter's */
+			if (!strncmp(name, "PyThread_", 9) || !strncmp(name, "_PyMutex", 8) ||
+			    !strncmp(name, "_PyEval_EvalFrame", 17))
+				return false;
+		}
+	}
+	return false;
+}
+
+void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len)
+{
+	const char *sys = NULL, *words = NULL;
+	bool fault = false, kernel = false;
+	long arg = -1;
+	char what[160];
+	/* the registers come in the order of their bits in the mask asked for (recorder.c) */
+	size_t arg_at = (size_t) __builtin_popcountll(RECORD_OFF_CPU_REGS &
+						      ((1ull << SAMPLER_OFF_CPU_ARG_REG) - 1));
+
+	for (size_t i = 0; i < s->n_callchain; i++) {
+		struct native_frame nf;
+		uint64_t ip = s->callchain[i];
+
+		if (ip >= (uint64_t) PERF_CONTEXT_MAX) {
+			kernel = ip == (uint64_t) PERF_CONTEXT_KERNEL;
+			continue;
+		}
+		if (!kernel || !rec->sym || symbolizer_kernel(rec->sym, ip, &nf) < 0 || !nf.name)
+			continue;
+		if (in_list(nf.name, fault_fns, sizeof(fault_fns) / sizeof(fault_fns[0])))
+			fault = true;
+		if (syscall_of(nf.name))
+			sys = syscall_of(nf.name);      /* the outermost one: the syscall itself */
+	}
+	if (s->regs && s->n_regs > arg_at)
+		arg = (long) s->regs[arg_at];
+	if (fault) {
+		snprintf(buf, len, "[wait: page fault (I/O)]");
+		return;
+	}
+	if (!sys) {
+		snprintf(buf, len, "[wait: %s]", rec->sym ? "kernel" : "unknown");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++) {
+		if (strcmp(sys, syscalls[i].name))
+			continue;
+		words = syscalls[i].words;
+		if (!words) {
+			fd_words(rec->pid, arg, what, sizeof(what));
+			snprintf(buf, len, "[wait: %s fd %ld (%s)]",
+				 strstr(sys, "write") ? "write" : "read", arg, what);
+			return;
+		}
+		break;
+	}
+	if (!words) {
+		snprintf(buf, len, "[wait: %s]", sys);
+	} else if (!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) {
+		snprintf(buf, len, "[wait: %s]", waits_for_gil(rec, s) ? "GIL" : words);
+	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
+		snprintf(buf, len, "[wait: sleep]");    /* time.sleep() before 3.11: no fds */
+	} else {
+		snprintf(buf, len, "[wait: %s]", words);
+	}
+}
