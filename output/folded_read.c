@@ -159,15 +159,10 @@ static void frame_parse(char *t, size_t n, struct profile_frame *f)
 	size_t open;
 
 	*f = (struct profile_frame) { .kind = FRAME_NATIVE, .name = t };
-	if (t[0] == '[' && t[n - 1] == ']') {
-		if (strncmp(t, "[thread ", 8) == 0) {
-			f->kind = FRAME_THREAD;
+	if (n >= 2 && t[0] == '[' && t[n - 1] == ']') {
+		f->kind = profile_bracket_kind(t, n);
+		if (f->kind != FRAME_NATIVE)
 			return;
-		}
-		if (n >= 2 && strcspn(t + 1, " []") == n - 2) {
-			f->kind = FRAME_SPECIAL;
-			return;
-		}
 	}
 	if (n >= 4 && memcmp(t + n - 4, "_[k]", 4) == 0) {
 		t[n - 4] = '\0';

@@ -248,14 +248,6 @@ struct pprof {
 	unsigned char chunk[16384];
 };
 
-static bool is_clock_event(const char *event)
-{
-	size_t len = strcspn(event, ":");
-
-	return (len == 9 && strncmp(event, "cpu-clock", len) == 0) ||
-	       (len == 10 && strncmp(event, "task-clock", len) == 0);
-}
-
 static int add_comment(struct pprof *pp, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -336,7 +328,7 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 		const char *name = profile_event(p, i)->name;
 
 		if ((r = strtab_add(&pp->st, name, &pp->s_event[i])) < 0 ||
-		    (r = strtab_add(&pp->st, is_clock_event(name) ? "nanoseconds" : "events",
+		    (r = strtab_add(&pp->st, profile_event_is_time(name) ? "nanoseconds" : "events",
 				    &pp->s_unit[i])) < 0)
 			return r;
 	}
@@ -584,7 +576,7 @@ static int emit_all(struct pprof *pp)
 	if ((r = emit(pp, 0, &pp->msg)) < 0 ||
 	    (r = emit_value_type(pp, PROFILE_PERIOD_TYPE, pp->s_event[0], pp->s_unit[0])) < 0)
 		return r;
-	if (!period && ev->freq && is_clock_event(ev->name))
+	if (!period && ev->freq && profile_event_is_time(ev->name))
 		period = 1000000000 / ev->freq;
 	if (period <= INT64_MAX)
 		pb_uint(&pp->msg, PROFILE_PERIOD, period);

@@ -299,10 +299,7 @@ static void line_frame(const char *name, const char *file, int64_t line,
 		f->file = *file ? file : NULL;
 		f->line = ln;
 	} else if (n >= 2 && name[0] == '[' && name[n - 1] == ']') {
-		if (strncmp(name, "[thread ", 8) == 0)
-			f->kind = FRAME_THREAD;
-		else if (strcspn(name + 1, " []") == n - 2)
-			f->kind = FRAME_SPECIAL;
+		f->kind = profile_bracket_kind(name, n);
 	}
 }
 

@@ -635,3 +635,25 @@ const char *profile_build_id_at(const struct profile *p, size_t i, const char **
 		*ret_module = p->bids[i].module;
 	return p->bids[i].hex;
 }
+
+enum frame_kind profile_bracket_kind(const char *name, size_t n)
+{
+	if (!strncmp(name, "[thread ", 8))
+		return FRAME_THREAD;
+	if ((n > 8 && !strncmp(name, "[wait: ", 7)) || (n == 11 && !strncmp(name, "[preempted]", 11)))
+		return FRAME_WAIT;
+	if (strcspn(name + 1, " []") == n - 2)
+		return FRAME_SPECIAL;
+	return FRAME_NATIVE;
+}
+
+bool profile_event_is_time(const char *event)
+{
+	static const char *const names[] = { "cpu-clock", "task-clock", "off-cpu", "wall" };
+	size_t len = strcspn(event, ":");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (len == strlen(names[i]) && !strncmp(event, names[i], len))
+			return true;
+	return false;
+}

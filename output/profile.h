@@ -112,6 +112,13 @@ const struct profile_meta *profile_meta_const(const struct profile *p);
 /* Interns a frame (strings copied once): its id in *ret_id, the same id for an equal frame.
  * 0, -EINVAL (f->name NULL), -ENOMEM. */
 int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t *ret_id);
+/* The kind of a frame written as "[...]" (name[0..n), n >= 2, in brackets): FRAME_THREAD
+ * ("[thread ..."), FRAME_WAIT ("[wait: ...]", "[preempted]"), FRAME_SPECIAL (one word:
+ * "[native]"), else FRAME_NATIVE (a frame whose name happens to be bracketed). */
+enum frame_kind profile_bracket_kind(const char *name, size_t n);
+/* Whether the event's samples weigh nanoseconds (cpu-clock, task-clock, off-cpu, wall; a
+ * ":modifiers" suffix ignored). */
+bool profile_event_is_time(const char *event);
 size_t profile_n_frames(const struct profile *p);
 /* Frame id < profile_n_frames(), else NULL. */
 const struct profile_frame *profile_frame(const struct profile *p, uint32_t id);

@@ -68,12 +68,7 @@ static int put_u64(struct buf *b, uint64_t v)
 
 static const char *event_unit(const char *event)
 {
-	size_t len = strcspn(event, ":");
-
-	if ((len == 9 && strncmp(event, "cpu-clock", len) == 0) ||
-	    (len == 10 && strncmp(event, "task-clock", len) == 0))
-		return "nanoseconds";
-	return "none";
+	return profile_event_is_time(event) ? "nanoseconds" : "none";
 }
 
 /* One sample as written: a merged stack (entry SIZE_MAX), or an entry of the time-ordered log. */

@@ -365,6 +365,11 @@ static void put_fill(FILE *out, enum frame_kind kind, const char *name)
 		rgb[1] = 130 + b * 60 / 255;
 		rgb[2] = 200 + c * 55 / 255;
 		break;
+	case FRAME_WAIT:        /* purple: time off the CPU, seen at a glance */
+		rgb[0] = 150 + a * 50 / 255;
+		rgb[1] = 90 + b * 40 / 255;
+		rgb[2] = 200 + c * 55 / 255;
+		break;
 	default:                /* grey */
 		rgb[0] = rgb[1] = rgb[2] = 160 + a * 50 / 255;
 		break;

@@ -3,11 +3,16 @@
  * context-switch event, its Python stack captured at the switch); it weighs the nanoseconds
  * until that thread is switched in again, which the switch records tell (sampler events,
  * perf's timestamps). Its stack waits here, resolved and with its reason named
- * (record_wait_reason()), until that time is known: at the thread's next switch-out, whose
- * ring holds the switch-in before it (the thread ran on that CPU in between), so that the
- * switch-in between the two is known whichever CPU rings were read first; or at the end of
- * the run (a thread still waiting then weighs until the end). An involuntary switch, told
- * by its switch-out record just after the sample, makes the leaf [preempted] instead.
+ * (record_wait_reason()), until that time is known.
+ *
+ * Per CPU, each CPU's ring is read in turn, so a thread's records come in time order within a
+ * ring but not across rings: its switch-in (on CPU B) may be read before the switch-out it
+ * follows (on CPU A), or after later ones. A waiting sample is settled by the first switch-in
+ * of its thread after it once that switch-in is older than the sampler's horizon (every ring
+ * read through since: SAMPLER_EVENT_DRAINED), so that no earlier one can still come; and
+ * only after another record came in, so that the switch-out record just after the sample
+ * (same ring) has told whether it was involuntary ([preempted]). At the end of the run, a
+ * thread still waiting weighs until the end.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,20 +21,25 @@
 #include "base/clock.h"
 #include "record/internal.h"
 
-#define OFFCPU_INS 8                    /* switch-ins kept per thread, not matched yet */
+#define OFFCPU_MAX_WAITING 65536        /* samples waiting per thread, at most */
 #define OFFCPU_MAX_THREADS 65536
 #define OFFCPU_PREEMPT_WINDOW_NS 1000000 /* a switch-out record within this of its sample */
 
-struct offcpu_thread {
-	pid_t tid;
-	bool pending, preempted;
+struct waiting {
 	uint64_t out_ns;
-	uint32_t *ids;                  /* the waiting sample's stack, its reason the last */
+	bool preempted;
+	uint32_t *ids;                  /* its stack, its reason the last */
 	size_t depth, cap;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1];
 	size_t n_values;
-	uint64_t ins[OFFCPU_INS];       /* ascending */
-	size_t n_ins;
+};
+
+struct offcpu_thread {
+	pid_t tid;
+	struct waiting *w;              /* ascending by out_ns; cap_w buffers, n_waiting used */
+	size_t n_waiting, cap_w;
+	uint64_t *ins;                  /* switch-ins not spent yet, ascending */
+	size_t n_ins, cap_ins;
 };
 
 struct offcpu {
@@ -37,9 +47,10 @@ struct offcpu {
 	size_t n, cap, last;
 	uint32_t preempted_frame;
 	uint64_t last_ns;               /* the latest time of a sample or switch seen */
+	uint64_t horizon;               /* every record before it has been read */
 };
 
-static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid, bool add)
+static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid)
 {
 	struct offcpu *oc = rec->offcpu;
 	struct offcpu_thread *t;
@@ -52,7 +63,7 @@ static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid, bool add
 			return &oc->t[i];
 		}
 	}
-	if (!add || oc->n == OFFCPU_MAX_THREADS)
+	if (oc->n == OFFCPU_MAX_THREADS)
 		return NULL;
 	if (oc->n == oc->cap) {
 		size_t cap = oc->cap ? oc->cap * 2 : 64;
@@ -64,9 +75,56 @@ static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid, bool add
 		oc->cap = cap;
 	}
 	t = &oc->t[oc->n];
-	*t = (struct offcpu_thread) { .tid = tid };
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
 	oc->last = oc->n++;
 	return t;
+}
+
+/* Adds a switch-in of t, in order (they mostly come in order). */
+static int ins_add(struct offcpu_thread *t, uint64_t time)
+{
+	size_t i;
+
+	if (t->n_ins == t->cap_ins) {
+		size_t cap = t->cap_ins ? t->cap_ins * 2 : 16;
+		uint64_t *v;
+
+		if (cap > OFFCPU_MAX_WAITING)
+			return -E2BIG;
+		v = realloc(t->ins, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->ins = v;
+		t->cap_ins = cap;
+	}
+	for (i = t->n_ins; i > 0 && t->ins[i - 1] > time; i--)
+		t->ins[i] = t->ins[i - 1];
+	t->ins[i] = time;
+	t->n_ins++;
+	return 0;
+}
+
+/* The first switch-in of t after from and at most until (0: any); 0 if none. */
+static uint64_t ins_next(const struct offcpu_thread *t, uint64_t from, uint64_t until)
+{
+	for (size_t i = 0; i < t->n_ins; i++)
+		if (t->ins[i] > from && (!until || t->ins[i] <= until))
+			return t->ins[i];
+	return 0;
+}
+
+/* Drops the switch-ins no waiting sample can take: those before the oldest waiting one, or
+ * with none waiting, before the horizon (a sample read later is newer than it). */
+static void ins_forget(struct offcpu_thread *t, uint64_t horizon)
+{
+	uint64_t before = t->n_waiting ? t->w[0].out_ns : horizon;
+	size_t k = 0;
+
+	while (k < t->n_ins && t->ins[k] <= before)
+		k++;
+	memmove(t->ins, t->ins + k, (t->n_ins - k) * sizeof(*t->ins));
+	t->n_ins -= k;
 }
 
 int record_offcpu_init(struct recorder *rec)
@@ -85,57 +143,63 @@ void record_offcpu_free(struct recorder *rec)
 
 	if (!oc)
 		return;
-	for (size_t i = 0; i < oc->n; i++)
-		free(oc->t[i].ids);
+	for (size_t i = 0; i < oc->n; i++) {
+		for (size_t k = 0; k < oc->t[i].cap_w; k++)
+			free(oc->t[i].w[k].ids);
+		free(oc->t[i].w);
+		free(oc->t[i].ins);
+	}
 	free(oc->t);
 	free(oc);
 	rec->offcpu = NULL;
 }
 
-/* The waiting sample of t, weighing in_ns - its switch-out, to the sink. */
-static void emit(struct recorder *rec, struct offcpu_thread *t, uint64_t in_ns)
+/* t's waiting sample k, weighing in_ns - its switch-out, to the sink; it leaves the queue. */
+static void settle(struct recorder *rec, struct offcpu_thread *t, size_t k, uint64_t in_ns)
 {
+	struct waiting *w = &t->w[k], done;
 	struct record_sample out;
 
-	t->pending = false;
-	if (t->preempted)
-		t->ids[t->depth - 1] = rec->offcpu->preempted_frame;
-	t->values[1] = in_ns > t->out_ns ? in_ns - t->out_ns : 0;
+	if (w->preempted)
+		w->ids[w->depth - 1] = rec->offcpu->preempted_frame;
+	w->values[1] = in_ns > w->out_ns ? in_ns - w->out_ns : 0;
 	out = (struct record_sample) {
-		.tid = t->tid, .time_ns = t->out_ns, .frames = t->ids, .depth = t->depth,
-		.values = t->values, .n_values = t->n_values,
+		.tid = t->tid, .time_ns = w->out_ns, .frames = w->ids, .depth = w->depth,
+		.values = w->values, .n_values = w->n_values,
 	};
-	rec->stats.off_cpu_ns += t->values[1];
+	rec->stats.off_cpu_ns += w->values[1];
 	if (rec->sink.sample(rec->sink.ctx, &out) < 0)
 		rec->stats.add_failed++;
+	/* its buffer goes to the end of the queue, for a later sample */
+	done = *w;
+	memmove(&t->w[k], &t->w[k + 1], (t->n_waiting - k - 1) * sizeof(*w));
+	t->w[--t->n_waiting] = done;
 }
 
-/* The first switch-in of t after its switch-out, at most until (0: any); 0 if none. */
-static uint64_t first_in(const struct offcpu_thread *t, uint64_t until)
-{
-	for (size_t i = 0; i < t->n_ins; i++)
-		if (t->ins[i] > t->out_ns && (!until || t->ins[i] <= until))
-			return t->ins[i];
-	return 0;
-}
-
-/* Switch-ins up to t's switch-out are spent. */
-static void forget_ins(struct offcpu_thread *t)
+/* Settles each waiting sample of t whose switch-in is known for sure: before the horizon. */
+static void settle_known(struct recorder *rec, struct offcpu_thread *t, uint64_t horizon)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < t->n_ins; i++)
-		if (t->ins[i] > t->out_ns)
-			t->ins[k++] = t->ins[i];
-	t->n_ins = k;
+	while (k < t->n_waiting) {
+		uint64_t in = ins_next(t, t->w[k].out_ns, horizon);
+
+		if (in)
+			settle(rec, t, k, in);
+		else
+			k++;
+	}
+	ins_forget(t, horizon);
 }
 
 void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason)
 {
 	struct offcpu *oc = rec->offcpu;
-	struct offcpu_thread *t = thread_of(rec, s->tid, true);
+	struct offcpu_thread *t = thread_of(rec, s->tid);
 	struct profile_frame f = { .kind = FRAME_WAIT, .name = reason };
+	struct waiting *w, hold;
 	uint32_t reason_id;
+	size_t k;
 
 	if (s->time_ns > oc->last_ns)
 		oc->last_ns = s->time_ns;
@@ -143,61 +207,80 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 		rec->stats.add_failed++;
 		return;
 	}
-	if (t->pending) {
-		/* it ran in between: its switch-in came first in this sample's ring (lost, if
-		 * none: then it ran by now at the latest) */
-		uint64_t in = first_in(t, s->time_ns);
-
-		emit(rec, t, in ? in : s->time_ns);
+	if (t->n_waiting == OFFCPU_MAX_WAITING) {
+		/* never settled (its switch-ins lost): until this one, at the most */
+		settle(rec, t, 0, s->time_ns);
 	}
-	if (t->cap < s->depth + 1) {
-		uint32_t *v = realloc(t->ids, (s->depth + 1) * sizeof(*v));
+	if (t->n_waiting == t->cap_w) {
+		size_t cap = t->cap_w ? t->cap_w * 2 : 8;
+		struct waiting *v = realloc(t->w, cap * sizeof(*v));
 
 		if (!v) {
 			rec->stats.add_failed++;
 			return;
 		}
-		t->ids = v;
-		t->cap = s->depth + 1;
+		memset(v + t->cap_w, 0, (cap - t->cap_w) * sizeof(*v));
+		t->w = v;
+		t->cap_w = cap;
 	}
-	memcpy(t->ids, s->frames, s->depth * sizeof(*t->ids));
-	t->ids[s->depth] = reason_id;
-	t->depth = s->depth + 1;
-	t->n_values = s->n_values < SAMPLER_MAX_EVENTS + 1 ? s->n_values : SAMPLER_MAX_EVENTS + 1;
-	memcpy(t->values, s->values, t->n_values * sizeof(*t->values));
-	t->out_ns = s->time_ns;
-	t->preempted = false;
-	t->pending = true;
-	forget_ins(t);
+	w = &t->w[t->n_waiting];
+	if (w->cap < s->depth + 1) {
+		uint32_t *v = realloc(w->ids, (s->depth + 1) * sizeof(*v));
+
+		if (!v) {
+			rec->stats.add_failed++;
+			return;
+		}
+		w->ids = v;
+		w->cap = s->depth + 1;
+	}
+	memcpy(w->ids, s->frames, s->depth * sizeof(*w->ids));
+	w->ids[s->depth] = reason_id;
+	w->depth = s->depth + 1;
+	w->n_values = s->n_values < SAMPLER_MAX_EVENTS + 1 ? s->n_values : SAMPLER_MAX_EVENTS + 1;
+	memcpy(w->values, s->values, w->n_values * sizeof(*w->values));
+	w->out_ns = s->time_ns;
+	w->preempted = false;
+	/* in time order: one read from another ring may be older than those waiting */
+	hold = *w;
+	for (k = t->n_waiting; k > 0 && t->w[k - 1].out_ns > hold.out_ns; k--)
+		t->w[k] = t->w[k - 1];
+	t->w[k] = hold;
+	t->n_waiting++;
 }
 
 void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e)
 {
 	struct offcpu *oc = rec->offcpu;
 	struct offcpu_thread *t;
-	size_t i;
 
 	if (!oc)
 		return;
 	if (e->time_ns > oc->last_ns)
 		oc->last_ns = e->time_ns;
-	t = thread_of(rec, e->tid, e->kind == SAMPLER_EVENT_SWITCH_IN);
+	if (e->kind == SAMPLER_EVENT_DRAINED) {
+		oc->horizon = e->time_ns;
+		for (size_t i = 0; i < oc->n; i++)
+			settle_known(rec, &oc->t[i], oc->horizon);
+		return;
+	}
+	t = thread_of(rec, e->tid);
 	if (!t)
 		return;
-	if (e->kind == SAMPLER_EVENT_SWITCH_OUT) {
-		if (t->pending && e->time_ns >= t->out_ns &&
-		    e->time_ns - t->out_ns < OFFCPU_PREEMPT_WINDOW_NS)
-			t->preempted = e->preempted;
+	if (e->kind == SAMPLER_EVENT_SWITCH_IN) {
+		if (ins_add(t, e->time_ns) < 0)
+			rec->stats.off_cpu_unmatched++;
 		return;
 	}
-	if (t->n_ins == OFFCPU_INS) {
-		memmove(t->ins, t->ins + 1, (OFFCPU_INS - 1) * sizeof(*t->ins));
-		t->n_ins--;
+	/* the record of a switch-out follows its sample, in its ring */
+	for (size_t k = t->n_waiting; k > 0; k--) {
+		struct waiting *w = &t->w[k - 1];
+
+		if (e->time_ns >= w->out_ns && e->time_ns - w->out_ns < OFFCPU_PREEMPT_WINDOW_NS) {
+			w->preempted = e->preempted;
+			break;
+		}
 	}
-	for (i = t->n_ins; i > 0 && t->ins[i - 1] > e->time_ns; i--)
-		t->ins[i] = t->ins[i - 1];
-	t->ins[i] = e->time_ns;
-	t->n_ins++;
 }
 
 void record_offcpu_end(struct recorder *rec, bool exited)
@@ -211,11 +294,11 @@ void record_offcpu_end(struct recorder *rec, bool exited)
 	end = exited ? oc->last_ns : clock_now_ns();
 	for (size_t i = 0; i < oc->n; i++) {
 		struct offcpu_thread *t = &oc->t[i];
-		uint64_t in;
 
-		if (!t->pending)
-			continue;
-		in = first_in(t, 0);
-		emit(rec, t, in ? in : end > t->out_ns ? end : t->out_ns);
+		while (t->n_waiting) {
+			uint64_t from = t->w[0].out_ns, in = ins_next(t, from, 0);
+
+			settle(rec, t, 0, in ? in : end > from ? end : from);
+		}
 	}
 }

@@ -139,6 +139,7 @@ struct record_stats {
 	size_t n_late;                  /* reads after their sample (no capture, no stop) ... */
 	uint32_t late_median_us, late_p99_us, late_max_us;   /* ... how late (after the run) */
 	uint64_t off_cpu_ns;            /* --off-cpu: the time of the samples sent to the sink */
+	uint64_t off_cpu_unmatched;     /* --off-cpu: switch-ins not kept (out of memory) */
 	uint64_t off_cpu_stale;         /* --off-cpu, capture mode: switch-outs read after their
 	                                 * sample (before the capture started), kept as [unknown] */
 	int capture_error;              /* the capture's last failure to start (0: none) */

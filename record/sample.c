@@ -141,6 +141,7 @@ void record_on_event(void *ctx, const struct sampler_event *e)
 		break;
 	case SAMPLER_EVENT_SWITCH_OUT:
 	case SAMPLER_EVENT_SWITCH_IN:
+	case SAMPLER_EVENT_DRAINED:
 		record_offcpu_switch(rec, e);
 		break;
 	}

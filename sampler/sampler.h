@@ -175,6 +175,9 @@ enum sampler_event_kind {
 	 * switch-out it follows. The receiver may do what a sample callback may. */
 	SAMPLER_EVENT_SWITCH_OUT,
 	SAMPLER_EVENT_SWITCH_IN,
+	/* opts.off_cpu: every ring was read through: each record written before time_ns (of any
+	 * thread, on any CPU) has been handed over by now */
+	SAMPLER_EVENT_DRAINED,
 };
 
 struct sampler_event {

@@ -533,13 +533,19 @@ void target_ended(struct sampler *s, int status)
 
 void drain_all(struct sampler *s)
 {
+	struct sampler_event e = { .kind = SAMPLER_EVENT_DRAINED, .sampler = s };
+
+	/* every record written before now is read by the end of this pass, whatever its ring */
+	e.time_ns = clock_now_ns();
 	if (s->percpu) {
 		percpu_drain(s);
-		return;
+	} else {
+		for (size_t i = 0; i < s->n_threads; i++)
+			if (s->threads[i].alive)
+				perf_thread_drain(s, &s->threads[i], false);
 	}
-	for (size_t i = 0; i < s->n_threads; i++)
-		if (s->threads[i].alive)
-			perf_thread_drain(s, &s->threads[i], false);
+	if (s->opts.off_cpu && s->opts.event_fn)
+		s->opts.event_fn(s->opts.event_ctx, &e);
 }
 
 /* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us

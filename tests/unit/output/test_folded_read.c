@@ -136,6 +136,9 @@ static void test_frame_kinds(void **state)
 		{ FRAME_SPECIAL, "[unknown]", NULL, 0, NULL },
 		{ FRAME_SPECIAL, "[libc.so.6]", NULL, 0, NULL },
 		{ FRAME_NATIVE, "[not special]", NULL, 0, NULL },
+		{ FRAME_WAIT, "[wait: read fd 5 (pipe)]", NULL, 0, NULL },
+		{ FRAME_WAIT, "[preempted]", NULL, 0, NULL },
+		{ FRAME_NATIVE, "[wait: ]", NULL, 0, NULL },         /* no reason: not a wait */
 	};
 	const char *text =
 		"[thread 12 python3 main];<module> (/srv/train.py:10);Model.forward (model.py:42);"
@@ -143,7 +146,7 @@ static void test_frame_kinds(void **state)
 		"i (d.py:0);j (e.py:99999999999); (f.py:1);deflate_slow [libz.so.1];"
 		"g [x] [lib [v2].so];memcpy;std::vector<int>::push_back(int const&);x (unbalanced;"
 		"x(y) [;worker 12;données\xff;do_page_fault_[k];_[k];[native];[unknown];[libc.so.6];"
-		"[not special] 5\n";
+		"[not special];[wait: read fd 5 (pipe)];[preempted];[wait: ] 5\n";
 	struct profile *p = new_profile();
 	struct folded_read_error err = { 99, "x" };
 	(void) state;

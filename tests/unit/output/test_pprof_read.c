@@ -35,6 +35,8 @@ static const struct profile_frame frames[] = {
 	{ FRAME_KERNEL, "asm_exc_page_fault", NULL, 0, NULL },
 	{ FRAME_SPECIAL, "[unknown]", NULL, 0, NULL },
 	{ FRAME_SPECIAL, "[native]", NULL, 0, NULL },
+	{ FRAME_WAIT, "[wait: futex (lock)]", NULL, 0, NULL },
+	{ FRAME_WAIT, "[preempted]", NULL, 0, NULL },
 	{ FRAME_PYTHON, "日本語 🐍 (x) [y]", "ü dir/a b.py", 3, NULL },
 };
 

@@ -1,0 +1,110 @@
+"""hwspy record --off-cpu: where threads wait, for how long, and why.
+
+--case waits  tests/targets/wait_phases.py (launched): the main thread sleeps (nap), blocks on
+              a pipe read (pipe_wait) and on a threading.Lock another thread holds
+              (lock_wait), 50 ms each, in rounds. Under each waiting function, its own reason
+              is the leaf of at least 90% of the weight ([wait: sleep], [wait: read fd N
+              (pipe)], [wait: futex (lock)]), and the weight under the three is within 5% of
+              the time the target itself measured in them (the switch-out sample weighs the
+              nanoseconds until its thread ran again). The summary says how long threads
+              waited; the folded file reads back (convert) with the wait frames kept.
+--case gil    tests/targets/gil_threads.py: two threads running Python code for 1.5 s each:
+              with a GIL each waits for it ([wait: GIL] under its spin function) for 20% to
+              80% of its measured wall time (half, on an idle machine: the rest of a busy
+              machine's time shows as [preempted]). (No free-threaded build is installed
+              here to show that one without a GIL has none.)
+"""
+import os
+import re
+import subprocess
+
+import harness
+from harness import check, log, py_frames
+
+WAITED = re.compile(r'^waited (.*)$', re.M)
+WALL = re.compile(r'^wall (.*)$', re.M)
+REASONS = {'nap': re.compile(r'^\[wait: sleep\]$'),
+           'pipe_wait': re.compile(r'^\[wait: read fd \d+ \(pipe\)\]$'),
+           'lock_wait': re.compile(r'^\[wait: futex \(lock\)\]$')}
+
+
+def measured(pattern, stderr):
+    m = pattern.search(stderr)
+    check(m, 'the target did not print its measured times (%s)' % pattern.pattern)
+    return {k: int(v) for k, v in (kv.split('=') for kv in m.group(1).split())}
+
+
+def case_waits(opts):
+    target = os.path.join(opts.targets, 'wait_phases.py')
+    run = harness.record(opts, ['--off-cpu', '--threads', '--', *opts.py.argv, target,
+                                '0.05', '8'])
+    profile = run.expect_profile()
+    harness.check_exact(run, 'capture')
+    check(re.search(r'off-cpu: threads waited \d+\.\d+ s in all', run.stderr),
+          'the summary does not say how long the threads waited')
+    waited = measured(WAITED, run.stderr)
+    by_func = {f: {} for f in REASONS}
+    for frames, c in profile.stacks:
+        m = harness.THREAD_FRAME.match(frames[0])
+        check(m, 'with --threads, a stack without a [thread TID NAME] root: %s' % frames[0])
+        if m.group('name') != 'MainThread':
+            continue
+        names = [f[0] for f in py_frames(frames)]
+        for func in REASONS:
+            if func in names:
+                by_func[func][frames[-1]] = by_func[func].get(frames[-1], 0) + c
+    for func, leaves in by_func.items():
+        total = sum(leaves.values())
+        log('%s: measured %.1f ms, profile %.1f ms: %s' % (
+            func, waited[func] / 1e6, total / 1e6,
+            {k: round(v / 1e6, 1) for k, v in sorted(leaves.items(), key=lambda x: -x[1])}))
+        check(total > 0, 'no off-CPU weight under %s' % func)
+        right = sum(v for k, v in leaves.items() if REASONS[func].match(k))
+        check(right >= 0.9 * total, 'under %s only %.0f%% of the weight has the reason %s: %s'
+              % (func, 100.0 * right / total, REASONS[func].pattern, leaves))
+    got, want = sum(sum(v.values()) for v in by_func.values()), sum(waited.values())
+    check(abs(got - want) <= 0.05 * want, 'the waits weigh %.1f ms in the profile, the target '
+          'measured %.1f ms in them (over 5%% apart)' % (got / 1e6, want / 1e6))
+    # the wait frames read back as wait frames, through another format
+    out = os.path.join(opts.tmp, 'back.pb.gz')
+    back = os.path.join(opts.tmp, 'back.folded')
+    for src, dst in ((run.out_path, out), (out, back)):
+        conv = subprocess.run([opts.hwspy, 'convert', src, '-o', dst], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=60)
+        check(conv.returncode == 0, 'hwspy convert %s failed: %s' % (src, conv.stderr))
+    leaves = {frames[-1] for frames, _ in harness.Profile.read(back).stacks}
+    check(any(REASONS['pipe_wait'].match(f) for f in leaves),
+          'the pipe wait frame did not survive folded -> pprof -> folded: %s' % sorted(leaves))
+
+
+def case_gil(opts):
+    target = os.path.join(opts.targets, 'gil_threads.py')
+    run = harness.record(opts, ['--off-cpu', '--threads', '--', *opts.py.argv, target, '1.5'])
+    profile = run.expect_profile()
+    walls = measured(WALL, run.stderr)
+    gil = {name: 0 for name in walls}
+    for frames, c in profile.stacks:
+        m = harness.THREAD_FRAME.match(frames[0])
+        if not m or m.group('name') not in gil or frames[-1] != '[wait: GIL]':
+            continue
+        names = [f[0] for f in py_frames(frames)]
+        # a thread starting (no Python frame yet) takes the GIL too
+        check('spin' in names or not names, 'a GIL wait under Python code other than spin: '
+              '%s' % ';'.join(frames))
+        gil[m.group('name')] += c if names else 0
+    for name, wall in sorted(walls.items()):
+        share = gil[name] / wall
+        log('%s: waited for the GIL %.0f ms of %.0f ms (%.0f%%)' % (name, gil[name] / 1e6,
+                                                                  wall / 1e6, 100 * share))
+        check(0.2 <= share <= 0.8, '%s waited for the GIL %.0f%% of its time, expected '
+              '20-80%%' % (name, 100 * share))
+
+
+def test(opts):
+    {'waits': case_waits, 'gil': case_gil}[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=['waits', 'gil'], required=True)
+    harness.main(test, p)
