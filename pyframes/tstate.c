@@ -208,8 +208,11 @@ static int tid_find_one(struct pyframes *pf, uint64_t tstate, const unsigned cha
 			return 0;
 		f->pthread = pt;
 	}
+	/* the last one listed: a thread state made by thread X for a new thread carries X's ids
+	 * until the new thread starts and sets its own (3.8-3.11's t_bootstrap), and CPython lists
+	 * it first, before X's own */
 	f->tstate = tstate;
-	return 1;
+	return 0;
 }
 
 /* Finds tid's thread state; copies it into ts. */
