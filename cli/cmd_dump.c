@@ -255,8 +255,13 @@ static int read_stacks(struct dump *d, struct pyframes_gil *gil, struct dump_sto
 	for (size_t i = 0; i < d->n; i++) {
 		const struct dump_stopped *st = ds ? dump_stop_thread(ds, i) : NULL;
 
-		if (st && st->stopped)
+		if (st && st->stopped) {
+			struct dump_task now;
+
 			d->n_stopped++;
+			if (dump_task_read(d->o.pid, d->t[i].tid, &now) == 0)
+				dump_task_at_stop(&d->t[i].task, &now);
+		}
 		walk_thread(d, &d->t[i], buf);
 	}
 	free(buf);

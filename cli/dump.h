@@ -58,6 +58,10 @@ struct dump_task {
 
 /* Reads thread tid of pid: state, system call, name. 0 or -ESRCH (gone). */
 int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret);
+/* Thread t as read again at the stop (now: stat says 't' then, syscall what the stop
+ * interrupted): in a system call (waiting on it) or not (running), unless what t read before
+ * the stop can only be seen then (a page fault's I/O, a job-control stop). */
+void dump_task_at_stop(struct dump_task *t, const struct dump_task *now);
 /* Whether the thread waits (not running, not runnable). */
 bool dump_task_waiting(const struct dump_task *t);
 /* The reason a waiting thread waits, in the words of the off-CPU reasons ("read fd 5 (pipe)",

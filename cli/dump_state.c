@@ -73,6 +73,18 @@ int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret)
 	return 0;
 }
 
+void dump_task_at_stop(struct dump_task *t, const struct dump_task *now)
+{
+	/* a page fault's I/O (D outside a system call) and a job-control stop show only before */
+	if ((t->state == 'D' && t->nr == -1) || t->state == 'T' || t->state == 'Z')
+		return;
+	if (now->nr < -1)
+		return;
+	t->nr = now->nr;
+	memcpy(t->args, now->args, sizeof(t->args));
+	t->state = now->nr >= 0 ? 'S' : 'R';
+}
+
 bool dump_task_waiting(const struct dump_task *t)
 {
 	return t->state != 'R';
