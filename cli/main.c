@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{ "stat", cmd_stat, "count events and say what they mean, naming the functions" },
 	{ "list", cmd_list, "list the events hwspy knows and whether they work here" },
 	{ "top", cmd_top, "a live view of a Python process's hottest functions" },
+	{ "dump", cmd_dump, "print the current stack of every thread of a Python process" },
 };
 
 static void usage(FILE *out)

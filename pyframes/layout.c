@@ -162,6 +162,33 @@ static int dbg_header(struct dbg_reader *d, size_t len, const struct dbg_map **r
 	return 0;
 }
 
+/* The GIL's offsets from the interpreter_state section: ceval_gil (where interp->ceval.gil,
+ * the pointer to the state in use, lies), gil_runtime_state (the interpreter's own _gil) and
+ * gil_runtime_state_locked / _holder (its fields, as offsets in PyInterpreterState too: made
+ * relative to _gil here). Fields 8-12 after the size in 3.13, 9-13 in 3.14 (threads_main came
+ * before them). Offsets that do not fit leave the GIL unknown (PF_NONE), not the layout
+ * refused: stacks do not need it. */
+static void dbg_gil(const unsigned char *block, const struct dbg_map *map, int minor,
+		    struct py_layout *l)
+{
+	uint32_t first = map->interp + 8 * (minor >= 14 ? 9 : 8);
+	uint64_t size = pf_u64(block, map->interp), ceval_gil = pf_u64(block, first);
+	uint64_t own = pf_u64(block, first + 8);
+	uint64_t locked = pf_u64(block, first + 24), holder = pf_u64(block, first + 32);
+
+	l->rt_gil = PF_NONE;
+	l->is_ceval_gil = PF_NONE;
+	l->gil_locked = PF_NONE;
+	l->gil_holder = PF_NONE;
+	if (size > DBG_STRUCT_MAX || ceval_gil > size || size - ceval_gil < 8 || own > size ||
+	    locked < own || locked - own > PF_GIL_READ_MAX - 4 || holder < own ||
+	    holder - own > PF_GIL_READ_MAX - 8)
+		return;
+	l->is_ceval_gil = (uint32_t) ceval_gil;
+	l->gil_locked = (uint32_t) (locked - own);
+	l->gil_holder = (uint32_t) (holder - own);
+}
+
 /* Every offset of the layout from the block's sections (errors in d). */
 static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int minor,
 		       struct py_layout *ret)
@@ -240,6 +267,7 @@ static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int mino
 	l.is_modules = dbg_field(d, map->interp, "interpreter_state", minor >= 14 ? 6 : 5,
 				 "imports_modules", 8);
 	l.ht_cached_keys = 880;
+	dbg_gil(block, map, minor, &l);
 	l.str_kind_shift = 2;
 	l.str_compact_bit = 5;
 	l.str_ascii_bit = 6;

@@ -148,6 +148,31 @@ void pyframes_set_verify(struct pyframes *pf, bool on);
 int pyframes_thread_state(struct pyframes *pf, pid_t tid, uint64_t *ret_tstate);
 
 /*
+ * The GIL of the main interpreter, read live: locked, and holder, the PyThreadState address of
+ * the thread that took it last (a thread holds it when locked && holder is its
+ * pyframes_thread_state()). 3.8-3.11: _PyRuntime.ceval.gil; 3.12+: what the main
+ * interpreter's ceval.gil points to (its own _gil); offsets from the static tables, from
+ * _Py_DebugOffsets on 3.13+. known false (and 0 returned): a build or layout without a GIL
+ * (free-threaded, or offsets that do not fit). Reads the target uncached, counted in no stats.
+ * 0; -EFAULT (the state unreadable, or not created yet), -EAGAIN (the interpreter list changed
+ * under the read, or what was read is no GIL state: locked neither 0 nor 1, a bad holder),
+ * -ESRCH; *ret is { false } on error.
+ */
+struct pyframes_gil {
+	bool known;
+	bool locked;
+	uint64_t holder;        /* PyThreadState * of the last holder (0: none yet) */
+};
+int pyframes_gil(const struct pyframes *pf, struct pyframes_gil *ret);
+
+/* For a reader of its own (a BPF program at a sample): the remote address of the struct
+ * _gil_runtime_state in use, and the offsets in it of locked (a 32-bit int, 0 or 1) and of
+ * last_holder (a 64-bit PyThreadState *), each inside its first 64 bytes.
+ * 0; -ENOTSUP (no GIL: known false above), else as pyframes_gil(); *ret_addr is 0 on error. */
+int pyframes_gil_spec(const struct pyframes *pf, uint64_t *ret_addr, uint32_t *ret_locked_off,
+		      uint32_t *ret_holder_off);
+
+/*
  * Python's own names of the threads: threading's registry of live threads (threading._active,
  * found through sys.modules of the main interpreter), each Thread's _name and _native_id (the
  * kernel TID, as the target's PID namespace numbers it). Reads Python objects of the target:

@@ -24,6 +24,7 @@
 #define PF_MAX_WALK       16384      /* frames a walk follows (counting those past its max) */
 #define PF_MAX_THREADS    4096       /* thread states followed per interpreter list walk */
 #define PF_MAX_INTERPS    256        /* interpreters followed */
+#define PF_GIL_READ_MAX   64         /* bytes read of struct _gil_runtime_state */
 #define PF_MAX_STR        1024       /* bytes of UTF-8 kept of a name or file name */
 #define PF_MAX_LINETABLE  (256 * 1024) /* bytes of line table read per code object */
 #define PF_PAGE           4096u
@@ -93,6 +94,12 @@ struct py_layout {
 	enum py_objs_kind objs;
 	uint32_t is_modules;         /* PyInterpreterState: sys.modules (PF_NONE: unknown) */
 	uint32_t ht_cached_keys;     /* PyHeapTypeObject: the shared keys of split instance dicts */
+	/* the GIL (gil.c): struct _gil_runtime_state in _PyRuntime.ceval.gil (3.8-3.11: rt_gil),
+	 * or where the main interpreter's ceval.gil points (3.12+: is_ceval_gil); PF_NONE both
+	 * where there is no GIL */
+	uint32_t rt_gil, is_ceval_gil;
+	uint32_t gil_locked;         /* int locked (inside _Py_atomic_int up to 3.12) */
+	uint32_t gil_holder;         /* last_holder: a PyThreadState * */
 };
 
 /* layout.c */

@@ -22,4 +22,6 @@ static const struct py_layout py311_layout = {
 	.str_kind_shift = 2, .str_compact_bit = 5, .str_ascii_bit = 6, .str_ready_bit = 7,
 	/* threading's registry (threads.c): PyInterpreterState.modules, ht_cached_keys */
 	.objs = PY_OBJS_311, .is_modules = 888, .ht_cached_keys = 872,
+	/* the GIL (gil.c): _PyRuntime.ceval.gil; interval, last_holder, locked */
+	.rt_gil = 360, .is_ceval_gil = PF_NONE, .gil_locked = 16, .gil_holder = 8,
 };

@@ -23,4 +23,6 @@ static const struct py_layout py312_layout = {
 	.str_kind_shift = 2, .str_compact_bit = 5, .str_ascii_bit = 6, .str_ready_bit = PF_NONE,
 	/* threading's registry (threads.c): PyInterpreterState.modules, ht_cached_keys */
 	.objs = PY_OBJS_312, .is_modules = 944, .ht_cached_keys = 880,
+	/* the GIL (gil.c): interp->ceval.gil points to it; interval, last_holder, locked */
+	.rt_gil = PF_NONE, .is_ceval_gil = 384, .gil_locked = 16, .gil_holder = 8,
 };

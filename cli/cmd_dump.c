@@ -1,0 +1,581 @@
+/*
+ * hwspy dump: the current stack of every thread of a Python process, once, like py-spy dump:
+ * each thread's id and name, whether it holds the GIL, running or waiting (and on what), its
+ * Python frames innermost first (and native frames with --native).
+ *
+ * Order, to stop the target for as short a time as possible: the threads' states and system
+ * calls from /proc, then the stop (dump_stop.c) for the walks alone (and, with --native, the
+ * registers and stack copies), then after the release what needs no stop: Python's thread
+ * names, the fds' names of the wait reasons, the native unwinding and symbols. --nonblocking
+ * stops nothing: each walk is verified and retried when torn.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/outfile.h"
+#include "cli/cli.h"
+#include "cli/dump.h"
+#include "cli/record.h"
+#include "output/output.h"
+#include "pyframes/pyframes.h"
+#include "symbolizer/symbolizer.h"
+
+#define FRAMES_MAX   512        /* Python frames kept per thread (the innermost) */
+#define TORN_TRIES   20         /* --nonblocking: walks of a thread before giving up */
+#define GIL_STATE_SIZE 208      /* sizeof(struct _gil_runtime_state), 3.8-3.14 x86-64 (gdb) */
+#define COMMAND_MAX  1024
+
+struct dump_opts {
+	pid_t pid;
+	bool native, json, nonblocking;
+	const char *output;
+};
+
+struct thread_dump {
+	pid_t tid;
+	char name[PYFRAMES_THREAD_NAME_MAX];
+	struct dump_task task;
+	char wait[192];
+	int gil;                        /* 1 holds it, 0 not, -1 unknown */
+	uint64_t tstate;                /* 0: none */
+	struct py_frame *frames;
+	size_t n_frames;
+	struct pyframes_cut cut;
+	int walk;                       /* 0, or the walk's -errno (-ENOENT: no thread state) */
+	uint64_t ips[DUMP_NATIVE_MAX];
+	size_t n_ips;
+	bool native_ok;
+};
+
+struct dump {
+	struct dump_opts o;
+	char command[COMMAND_MAX];
+	const struct pyframes_info *info;
+	struct pyframes *pf;
+	struct symbolizer *sym;
+	struct thread_dump *t;
+	size_t n;
+	bool stopped;
+	size_t n_stopped;
+	uint64_t stopped_ns;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy dump -p PID [--native] [--json] [--nonblocking] [-o FILE]\n\n"
+		"Prints the current stack of every thread of a Python process, once: its id and\n"
+		"name, whether it holds the GIL, running or waiting (and on what), its Python frames\n"
+		"innermost first. The threads are stopped while their stacks are read (a fraction of\n"
+		"a millisecond for a few threads), then let go.\n\n"
+		"  -p, --pid PID      the process\n"
+		"      --native       native frames too (DWARF unwinding of each stopped thread)\n"
+		"      --json         one JSON object instead of text\n"
+		"      --nonblocking  stop nothing: read the stacks as the threads run\n"
+		"  -o, --output FILE  write there (whole or not at all) instead of standard output\n");
+}
+
+static int parse_args(int argc, char **argv, struct dump_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "native", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "nonblocking", no_argument, NULL, 'b' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	long v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->output = "-";
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v <= 0 || v > (1 << 22)) {
+				log_error("'%s' is no process id; give -p PID", optarg);
+				return -1;
+			}
+			o->pid = (pid_t) v;
+			break;
+		case 'n': o->native = true; break;
+		case 'j': o->json = true; break;
+		case 'b': o->nonblocking = true; break;
+		case 'o': o->output = optarg; break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		log_error("unexpected argument '%s'; hwspy dump takes -p PID", argv[optind]);
+		return -1;
+	}
+	if (!o->pid) {
+		log_error("no process given; run 'hwspy dump -p PID'");
+		return -1;
+	}
+	if (o->native && o->nonblocking) {
+		log_error("--native unwinds each thread's stack while it is stopped: drop "
+			  "--nonblocking to have native frames");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the target ---- */
+
+/* /proc/PID/cmdline with its NULs as blanks, cut to fit. */
+static void read_command(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n = 0;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0' || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = '\0';
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct thread_dump *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* The threads of the target (at most DUMP_MAX_THREADS), sorted. */
+static int list_threads(struct dump *d)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) d->o.pid);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? -ESRCH : -errno;
+	d->t = calloc(DUMP_MAX_THREADS, sizeof(*d->t));
+	if (!d->t) {
+		closedir(dir);
+		return -ENOMEM;
+	}
+	while ((e = readdir(dir)) && d->n < DUMP_MAX_THREADS) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+
+		if (end != e->d_name && !*end && tid > 0)
+			d->t[d->n++].tid = (pid_t) tid;
+	}
+	closedir(dir);
+	qsort(d->t, d->n, sizeof(*d->t), cmp_tid);
+	return d->n ? 0 : -ESRCH;
+}
+
+/* The one line for a target dump cannot read; 1. */
+static int target_error(const struct dump *d, int r, const struct pyframes_info *info)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "pid %d", (int) d->o.pid);
+	if (r == -ESRCH)
+		log_error("no process with pid %d", (int) d->o.pid);
+	else if (r == -EPERM || r == -EACCES)
+		record_permission_error(what, d->o.pid, false);
+	else if (r == -ENOENT)
+		log_error("%s is not a Python process (no libpython or _PyRuntime found); hwspy "
+			  "dump reads Python stacks", what);
+	else if (r == -ENOTSUP)
+		log_error("%s runs unsupported Python %s; hwspy supports 3.8-3.14", what,
+			  info->version[0] ? info->version : "(unknown version)");
+	else if (r == -EBADMSG)
+		log_error("cannot read the Python frames of %s: %s", what, info->error);
+	else
+		log_errno(r, "cannot read the Python interpreter of %s", what);
+	return 1;
+}
+
+/* ---- reading the threads ---- */
+
+/* One thread's Python stack into t (its frames copied out of buf). */
+static void walk_thread(struct dump *d, struct thread_dump *t, struct py_frame *buf)
+{
+	size_t n = 0;
+	int r;
+
+	for (int i = 0; i < (d->o.nonblocking ? TORN_TRIES : 1); i++) {
+		r = pyframes_thread_stack(d->pf, t->tid, buf, FRAMES_MAX, &n, &t->cut);
+		if (r != -EAGAIN)
+			break;
+	}
+	t->walk = r;
+	if (pyframes_thread_state(d->pf, t->tid, &t->tstate) < 0)
+		t->tstate = 0;
+	if (r < 0 || n == 0)
+		return;
+	t->frames = malloc(n * sizeof(*t->frames));
+	if (!t->frames) {
+		t->walk = -ENOMEM;
+		return;
+	}
+	memcpy(t->frames, buf, n * sizeof(*t->frames));
+	t->n_frames = n;
+}
+
+/* Every walk (under the stop, if any) and the GIL. */
+static int read_stacks(struct dump *d, struct pyframes_gil *gil, struct dump_stop *ds)
+{
+	struct py_frame *buf = malloc(FRAMES_MAX * sizeof(*buf));
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dump_stopped *st = ds ? dump_stop_thread(ds, i) : NULL;
+
+		if (st && st->stopped) {
+			struct dump_task now;
+
+			d->n_stopped++;
+			if (dump_task_read(d->o.pid, d->t[i].tid, &now) == 0)
+				dump_task_at_stop(&d->t[i].task, &now);
+		}
+		walk_thread(d, &d->t[i], buf);
+	}
+	free(buf);
+	if (pyframes_gil(d->pf, gil) < 0)
+		gil->known = false;
+	return 0;
+}
+
+/* --native: each stopped thread's native frames, unwound from its copy. */
+static void unwind_native(struct dump *d, struct dump_stop *ds)
+{
+	for (size_t i = 0; d->sym && i < d->n; i++) {
+		const struct dump_stopped *st = dump_stop_thread(ds, i);
+		struct thread_dump *t = &d->t[i];
+
+		if (!st || !st->regs_ok || !st->stack)
+			continue;
+		t->native_ok = symbolizer_unwind(d->sym, st->regs, DUMP_N_REGS, st->stack,
+						 st->stack_len, t->ips, DUMP_NATIVE_MAX,
+						 &t->n_ips) >= 0;
+	}
+}
+
+/* The stop, the walks, the release; with --native, the unwinding after it. 0, or 1 (said). */
+static int read_all(struct dump *d, struct pyframes_gil *gil)
+{
+	pid_t *tids = NULL, tracer = 0;
+	struct dump_stop *ds = NULL;
+	int r;
+
+	if (!d->o.nonblocking) {
+		tids = malloc(d->n * sizeof(*tids));
+		if (!tids)
+			return log_errno(-ENOMEM, "cannot dump pid %d", (int) d->o.pid), 1;
+		for (size_t i = 0; i < d->n; i++)
+			tids[i] = d->t[i].tid;
+		r = dump_stop_begin(d->o.pid, tids, d->n, d->o.native, &ds, &tracer);
+		free(tids);
+		if (r == -EPERM && tracer) {
+			log_error("cannot stop the threads of pid %d: it is traced by pid %d (a "
+				  "debugger or profiler); add --nonblocking to read them without a stop",
+				  (int) d->o.pid, (int) tracer);
+			return 1;
+		}
+		if (r == -EPERM) {
+			log_error("cannot stop the threads of pid %d: ptrace refused (Yama ptrace_scope "
+				  "or no CAP_SYS_PTRACE); add --nonblocking to read them without a stop",
+				  (int) d->o.pid);
+			return 1;
+		}
+		if (r < 0)
+			return log_errno(r, "cannot stop the threads of pid %d", (int) d->o.pid), 1;
+		d->stopped = true;
+	} else {
+		pyframes_set_verify(d->pf, true);
+	}
+	r = read_stacks(d, gil, ds);
+	if (ds)
+		d->stopped_ns = dump_stop_end(ds);
+	if (r == 0 && ds && d->o.native) {
+		r = symbolizer_new(d->o.pid, &d->sym);
+		if (r < 0)
+			log_errno(r, "cannot read the mappings of pid %d: no native frames",
+				  (int) d->o.pid);
+		else
+			unwind_native(d, ds);
+		r = 0;
+	}
+	dump_stop_free(ds);
+	if (r < 0)
+		return log_errno(r, "cannot dump pid %d", (int) d->o.pid), 1;
+	return 0;
+}
+
+/* After the release: Python's names of the threads (else the OS's), each one's GIL and the
+ * reason a waiting one waits. */
+static void describe(struct dump *d, const struct pyframes_gil *gil, uint64_t gil_addr)
+{
+	struct pyframes_thread_name *names = calloc(DUMP_MAX_THREADS, sizeof(*names));
+	size_t n_names = 0;
+
+	if (!names || pyframes_thread_names(d->pf, names, DUMP_MAX_THREADS, &n_names) < 0)
+		n_names = 0;
+	for (size_t i = 0; i < d->n; i++) {
+		struct thread_dump *t = &d->t[i];
+
+		snprintf(t->name, sizeof(t->name), "%s", t->task.comm);
+		for (size_t k = 0; k < n_names; k++)
+			if (names[k].tid == t->tid)
+				snprintf(t->name, sizeof(t->name), "%s", names[k].name);
+		t->gil = !gil->known ? -1 : gil->locked && t->tstate && gil->holder == t->tstate;
+		if (dump_task_waiting(&t->task))
+			dump_task_wait(d->o.pid, &t->task, gil_addr, GIL_STATE_SIZE, t->wait,
+				       sizeof(t->wait));
+	}
+	free(names);
+}
+
+/* ---- output ---- */
+
+static const char *walk_words(int r)
+{
+	switch (r) {
+	case -ENOENT: return "no Python thread state";
+	case -EAGAIN: return "Python stack unreadable: it changed under every read";
+	case -EFAULT: return "Python stack unreadable";
+	case -ESRCH: return "thread gone";
+	default: return "Python stack unreadable";
+	}
+}
+
+static void text_thread(FILE *f, const struct dump *d, const struct thread_dump *t)
+{
+	fprintf(f, "Thread %d (%s)%s ", (int) t->tid, t->name,
+		t->gil == 1 ? " holds the GIL," : "");
+	if (dump_task_waiting(&t->task))
+		fprintf(f, "waiting: %s:\n", t->wait);
+	else
+		fprintf(f, "running:\n");
+	if (t->walk < 0)
+		fprintf(f, "    (%s)\n", walk_words(t->walk));
+	else if (t->n_frames == 0)
+		fprintf(f, "    (no Python frames)\n");
+	for (size_t k = 0; k < t->n_frames; k++)
+		fprintf(f, "    %s (%s:%d)\n", t->frames[k].name, t->frames[k].file,
+			t->frames[k].line);
+	if (t->cut.n || t->cut.more)
+		fprintf(f, "    ... %s%" PRIu64 " more frames\n", t->cut.more ? "over " : "",
+			t->cut.n);
+	if (!d->o.native)
+		return;
+	fprintf(f, "  native:\n");
+	if (!t->native_ok)
+		fprintf(f, "    (not unwound: the thread did not stop)\n");
+	for (size_t k = 0; k < t->n_ips; k++) {
+		struct native_frame nf[8];
+		size_t n = 0;
+
+		if (symbolizer_lookup(d->sym, t->ips[k], k > 0, nf, 8, &n) < 0 || n == 0) {
+			fprintf(f, "    0x%" PRIx64 "\n", t->ips[k]);
+			continue;
+		}
+		for (size_t j = 0; j < n; j++)
+			if (nf[j].name)
+				fprintf(f, "    %s (%s)\n", nf[j].name, nf[j].module ? nf[j].module : "?");
+			else
+				fprintf(f, "    %s+0x%" PRIx64 "\n", nf[j].module ? nf[j].module : "?",
+					nf[j].module_offset);
+	}
+}
+
+static void write_text(FILE *f, const struct dump *d)
+{
+	fprintf(f, "Process %d: %s\n", (int) d->o.pid, d->command);
+	fprintf(f, "Python v%s (%s)\n", d->info->version, d->info->binary);
+	if (d->stopped)
+		fprintf(f, "%zu of %zu threads stopped for %.3f ms\n", d->n_stopped, d->n,
+			(double) d->stopped_ns / 1e6);
+	else
+		fprintf(f, "%zu threads read without a stop (--nonblocking)\n", d->n);
+	for (size_t i = 0; i < d->n; i++) {
+		fputc('\n', f);
+		text_thread(f, d, &d->t[i]);
+	}
+}
+
+static void json_native(FILE *f, const struct dump *d, const struct thread_dump *t)
+{
+	fprintf(f, ",\"native\":[");
+	for (size_t k = 0, first = 1; k < t->n_ips; k++) {
+		struct native_frame nf[8];
+		size_t n = 0;
+
+		if (symbolizer_lookup(d->sym, t->ips[k], k > 0, nf, 8, &n) < 0)
+			n = 0;
+		for (size_t j = 0; j < (n ? n : 1); j++, first = 0) {
+			fprintf(f, "%s{\"address\":\"0x%" PRIx64 "\",\"function\":", first ? "" : ",",
+				t->ips[k]);
+			json_write_string(f, n && nf[j].name ? nf[j].name : "");
+			fprintf(f, ",\"module\":");
+			json_write_string(f, n && nf[j].module ? nf[j].module : "");
+			fprintf(f, ",\"file\":");
+			json_write_string(f, n && nf[j].file ? nf[j].file : "");
+			fprintf(f, ",\"line\":%d}", n ? nf[j].line : 0);
+		}
+	}
+	fprintf(f, "]");
+}
+
+static void json_thread(FILE *f, const struct dump *d, const struct thread_dump *t)
+{
+	bool waiting = dump_task_waiting(&t->task);
+
+	fprintf(f, "{\"tid\":%d,\"name\":", (int) t->tid);
+	json_write_string(f, t->name);
+	fprintf(f, ",\"gil\":%s,\"state\":\"%s\",\"wait\":",
+		t->gil < 0 ? "null" : t->gil ? "true" : "false", waiting ? "waiting" : "running");
+	if (waiting)
+		json_write_string(f, t->wait);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\"error\":");
+	if (t->walk < 0)
+		json_write_string(f, walk_words(t->walk));
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\"frames\":[");
+	for (size_t k = 0; k < t->n_frames; k++) {
+		fprintf(f, "%s{\"function\":", k ? "," : "");
+		json_write_string(f, t->frames[k].name);
+		fprintf(f, ",\"file\":");
+		json_write_string(f, t->frames[k].file);
+		fprintf(f, ",\"line\":%d}", t->frames[k].line);
+	}
+	fprintf(f, "],\"frames_cut\":%" PRIu64, t->cut.n);
+	if (d->o.native)
+		json_native(f, d, t);
+	fprintf(f, "}");
+}
+
+static void write_json(FILE *f, const struct dump *d)
+{
+	fprintf(f, "{\"pid\":%d,\"command\":", (int) d->o.pid);
+	json_write_string(f, d->command);
+	fprintf(f, ",\"python\":{\"version\":");
+	json_write_string(f, d->info->version);
+	fprintf(f, ",\"path\":");
+	json_write_string(f, d->info->binary);
+	fprintf(f, "},\"stopped\":%s,\"stopped_us\":%.1f,\"threads\":[",
+		d->stopped ? "true" : "false", (double) d->stopped_ns / 1e3);
+	for (size_t i = 0; i < d->n; i++) {
+		if (i)
+			fputc(',', f);
+		json_thread(f, d, &d->t[i]);
+	}
+	fprintf(f, "]}\n");
+}
+
+/* ---- the command ---- */
+
+static void dump_release(struct dump *d, struct remote_mem *mem, bool mem_open)
+{
+	for (size_t i = 0; d->t && i < d->n; i++)
+		free(d->t[i].frames);
+	free(d->t);
+	symbolizer_free(d->sym);
+	pyframes_free(d->pf);
+	if (mem_open)
+		remote_mem_close(mem);
+}
+
+/* Opens the target's interpreter and reads everything: 0, or 1 (said). */
+static int dump_target(struct dump *d, struct remote_mem *mem, bool *mem_open)
+{
+	struct pyframes_info info = { 0 };
+	struct pyframes_gil gil = { 0 };
+	uint64_t gil_addr = 0;
+	uint32_t lo, ho;
+	int r;
+
+	if (kill(d->o.pid, 0) < 0 && errno == ESRCH)
+		return target_error(d, -ESRCH, &info);
+	r = remote_mem_open_pid(d->o.pid, mem);
+	if (r < 0)
+		return target_error(d, r, &info);
+	*mem_open = true;
+	r = pyframes_open(d->o.pid, mem, &d->pf, &info);
+	if (r < 0)
+		return target_error(d, r, &info);
+	d->info = pyframes_info(d->pf);
+	read_command(d->o.pid, d->command, sizeof(d->command));
+	r = list_threads(d);
+	if (r < 0)
+		return target_error(d, r, &info);
+	for (size_t i = 0; i < d->n; i++)
+		(void) dump_task_read(d->o.pid, d->t[i].tid, &d->t[i].task);
+	if (pyframes_gil_spec(d->pf, &gil_addr, &lo, &ho) < 0)
+		gil_addr = 0;
+	if (read_all(d, &gil))
+		return 1;
+	describe(d, &gil, gil_addr);
+	return 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump d = { 0 };
+	struct remote_mem mem;
+	struct outfile out;
+	bool mem_open = false;
+	int r;
+
+	r = parse_args(argc, argv, &d.o);
+	if (r)
+		return r < 0 ? 2 : 0;
+	r = outfile_open(&out, d.o.output);
+	if (r < 0) {
+		log_errno(r, "cannot write '%s'", d.o.output);
+		return 1;
+	}
+	if (dump_target(&d, &mem, &mem_open)) {
+		outfile_abort(&out);
+		dump_release(&d, &mem, mem_open);
+		return 1;
+	}
+	if (d.o.json)
+		write_json(out.f, &d);
+	else
+		write_text(out.f, &d);
+	dump_release(&d, &mem, mem_open);
+	r = outfile_commit(&out);
+	if (r < 0) {
+		log_errno(r, "cannot write '%s'", d.o.output);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * dump (cli): what the files of `hwspy dump` share. cmd_dump.c parses the options, reads every
+ * thread's stack and writes the text or JSON; dump_stop.c stops the target's threads for the
+ * read and lets them go (dump_stop_begin() / dump_stop_end()); dump_state.c says what a thread
+ * waits on, from /proc. Internal to cli/.
+ */
+#ifndef HWSPY_CLI_DUMP_H
+#define HWSPY_CLI_DUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define DUMP_MAX_THREADS  4096
+#define DUMP_STACK_COPY   (64 * 1024)   /* bytes of a stopped thread's stack copied (--native) */
+#define DUMP_NATIVE_MAX   128           /* native frames unwound per thread */
+#define DUMP_N_REGS       20            /* popcount(SYMBOLIZER_X86_64_REGS) */
+
+/* One thread as the stop left it: whether it stopped, and (--native) its registers in perf's
+ * REGS_USER order for SYMBOLIZER_X86_64_REGS and a copy of its stack from SP. */
+struct dump_stopped {
+	pid_t tid;
+	bool stopped;                   /* in a ptrace-stop of ours during the read */
+	bool regs_ok;
+	uint64_t regs[DUMP_N_REGS];
+	unsigned char *stack;           /* malloc'd, stack_len bytes; NULL: none */
+	size_t stack_len;
+};
+
+struct dump_stop;
+
+/* Seizes and interrupts every thread in tids (n of them) of pid, and waits (a bounded time)
+ * for each to stop; with native, takes each stopped thread's registers and stack. The threads
+ * it cannot stop (gone, in an uninterruptible sleep past the wait) are read as they run.
+ * No signal reaches the target and no call of its fails with EINTR (an EINTR our interrupt
+ * caused is undone); a signal that came meanwhile is passed on. Every ptrace call runs on a
+ * thread of its own whose exit lets every thread go, even one that had not stopped yet.
+ * 0; -EPERM (ptrace refused: another tracer, Yama; *ret_tracer the tracer's pid, or 0),
+ * -ENOMEM. On success *ret holds the stop until dump_stop_end(). */
+int dump_stop_begin(pid_t pid, const pid_t *tids, size_t n, bool native, struct dump_stop **ret,
+		    pid_t *ret_tracer);
+/* The state of the i-th thread of the stop (NULL past n). */
+const struct dump_stopped *dump_stop_thread(const struct dump_stop *ds, size_t i);
+/* Lets every thread go (once; the threads' copies stay until dump_stop_free()). Returns how
+ * long the threads were held, from the first interrupt to the last detach, in ns. */
+uint64_t dump_stop_end(struct dump_stop *ds);
+/* Ends the stop if not yet done, and frees it (NULL: no-op). */
+void dump_stop_free(struct dump_stop *ds);
+
+/* What a thread did when looked at (dump_state.c), read before the stop. */
+struct dump_task {
+	char state;                     /* /proc/PID/task/TID/stat: R, S, D, T, t, Z ... */
+	long nr;                        /* system call it is in (-1: none, -2: unknown) */
+	uint64_t args[6];
+	char comm[32];                  /* the OS's name of the thread */
+};
+
+/* Reads thread tid of pid: state, system call, name. 0 or -ESRCH (gone). */
+int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret);
+/* Thread t as read again at the stop (now: stat says 't' then, syscall what the stop
+ * interrupted): in a system call (waiting on it) or not (running), unless what t read before
+ * the stop can only be seen then (a page fault's I/O, a job-control stop). */
+void dump_task_at_stop(struct dump_task *t, const struct dump_task *now);
+/* Whether the thread waits (not running, not runnable). */
+bool dump_task_waiting(const struct dump_task *t);
+/* The reason a waiting thread waits, in the words of the off-CPU reasons ("read fd 5 (pipe)",
+ * "recv socket", "poll/epoll/select", "futex (lock)", "GIL", "sleep", "page fault (I/O)"),
+ * into buf. A futex inside [gil, gil + gil_len) (the GIL's mutex and condition variables) is
+ * "GIL"; gil 0: unknown. */
+void dump_task_wait(pid_t pid, const struct dump_task *t, uint64_t gil, uint64_t gil_len,
+		    char *buf, size_t len);
+
+#endif

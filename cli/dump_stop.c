@@ -1,0 +1,351 @@
+/*
+ * dump_stop: the stop of `hwspy dump`: every thread of the target held still while its stack is
+ * read, for as short a time as the read takes, with no side effect the target could see.
+ *
+ * Every ptrace call runs on one thread of ours (only the thread that seized a tracee may
+ * operate on it), and that thread's exit is the release of last resort: the kernel then
+ * detaches every tracee, waking those in a ptrace-stop and clearing the interrupt still
+ * pending in the others, so no thread of the target is ever left stopped, even if hwspy is
+ * killed (sampler/tracer.c relies on the same). hwspy's own SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+ * SIGTSTP wait, blocked, until the threads are let go.
+ *
+ * Order: seize every thread (no stop yet; a refusal ends it all, nothing interrupted), then
+ * PTRACE_INTERRUPT each, then wait (STOP_WAIT_NS at most) for each stop. A PTRACE_INTERRUPT
+ * wakes a thread from an interruptible sleep: calls the kernel restarts by itself (futex
+ * without a timeout, read on a pipe, nanosleep ...) go on when it resumes, but some return
+ * EINTR (epoll_wait, recv with a timeout, sigtimedwait ...): at the release
+ * such an EINTR is undone as sampler/tracer.c's undo_eintr() does, the call made again. A
+ * signal that reached a thread meanwhile (a signal-delivery-stop) is passed on at the detach.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "cli/dump.h"
+
+#define STOP_WAIT_NS 200000000ull      /* a thread not stopped by then is read as it runs */
+#define POLL_NS 20000                   /* between checks for stops */
+
+struct ds_thread {
+	bool seized;
+	bool interrupted;       /* stopped by our PTRACE_INTERRUPT (not a signal's delivery) */
+	int sig;                /* a signal that stopped it, passed on at the detach */
+};
+
+enum ds_phase { DS_STOPPING, DS_STOPPED, DS_RELEASE };
+
+struct dump_stop {
+	pid_t pid;
+	bool native;
+	size_t n;
+	struct dump_stopped *t;
+	struct ds_thread *own;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum ds_phase phase;
+	int err;
+	pid_t tracer;
+	uint64_t stopped_at, released_at;       /* the first interrupt, the last detach */
+	sigset_t old_mask;
+	bool ended;
+};
+
+/* System calls that fail with EINTR, not restarted by the kernel, when a signal or an
+ * interrupt comes as they sleep, having done nothing (x86-64): sampler/tracer.c's list. */
+static bool eintr_restartable(long nr)
+{
+	switch (nr) {
+	case 0: case 1: case 19: case 20:        /* read write readv writev (timeouts) */
+	case 43: case 44: case 45: case 46: case 47: /* accept sendto recvfrom sendmsg recvmsg */
+	case 65: case 69: case 70:               /* semop msgsnd msgrcv */
+	case 128:                                /* rt_sigtimedwait */
+	case 202: case 208:                      /* futex io_getevents */
+	case 220: case 232:                      /* semtimedop epoll_wait */
+	case 242: case 243:                      /* mq_timedsend mq_timedreceive */
+	case 281: case 288: case 299: case 307:  /* epoll_pwait accept4 recvmmsg sendmmsg */
+	case 333: case 441:                      /* io_pgetevents epoll_pwait2 */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* At the release of a thread our interrupt stopped: an EINTR it caused is undone (the call
+ * made again), where the thread is back just after its `syscall` instruction. */
+static void undo_eintr(pid_t tid)
+{
+	struct user_regs_struct regs;
+	long word;
+
+	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
+		return;
+	if ((long long) regs.rax != -EINTR || (long long) regs.orig_rax < 0 ||
+	    !eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
+		return;
+	errno = 0;
+	word = ptrace(PTRACE_PEEKTEXT, tid, (void *) (regs.rip - 2), 0);
+	if (errno || (word & 0xffff) != 0x050f)          /* syscall: 0f 05 */
+		return;
+	regs.rax = regs.orig_rax;
+	regs.rip -= 2;
+	(void) ptrace(PTRACE_SETREGS, tid, 0, &regs);
+}
+
+static struct dump_stopped *find(struct dump_stop *ds, pid_t tid, struct ds_thread **ret_own)
+{
+	for (size_t i = 0; i < ds->n; i++)
+		if (ds->t[i].tid == tid && ds->own[i].seized) {
+			*ret_own = &ds->own[i];
+			return &ds->t[i];
+		}
+	return NULL;
+}
+
+/* Waits for the stops of the interrupted threads, STOP_WAIT_NS at most. */
+static void wait_stops(struct dump_stop *ds, size_t pending)
+{
+	uint64_t deadline = clock_now_ns() + STOP_WAIT_NS;
+	struct timespec nap = { 0, POLL_NS };
+
+	while (pending > 0 && clock_now_ns() < deadline) {
+		struct dump_stopped *t;
+		struct ds_thread *o;
+		int status;
+		pid_t tid = waitpid(-1, &status, __WALL | WNOHANG);
+
+		if (tid < 0)
+			return;
+		if (tid == 0) {
+			(void) nanosleep(&nap, NULL);
+			continue;
+		}
+		t = find(ds, tid, &o);
+		if (!t)
+			continue;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			o->seized = false;
+			if (!t->stopped)
+				pending--;
+			continue;
+		}
+		if (!WIFSTOPPED(status) || t->stopped)
+			continue;
+		t->stopped = true;
+		pending--;
+		if ((status >> 16) == PTRACE_EVENT_STOP)
+			o->interrupted = true;
+		else if ((status >> 16) == 0)
+			o->sig = WSTOPSIG(status);
+	}
+}
+
+/* A stopped thread's registers, in perf's REGS_USER order (dump.h), and its stack from SP. */
+static void take_native(struct dump_stop *ds, struct dump_stopped *t)
+{
+	struct user_regs_struct r;
+	struct iovec local, remote;
+	ssize_t got;
+
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r) < 0)
+		return;
+	{
+		const uint64_t v[DUMP_N_REGS] = {
+			r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.rip, r.eflags,
+			r.cs, r.ss, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15,
+		};
+		memcpy(t->regs, v, sizeof(v));
+	}
+	t->regs_ok = true;
+	t->stack = malloc(DUMP_STACK_COPY);
+	if (!t->stack)
+		return;
+	local = (struct iovec) { t->stack, DUMP_STACK_COPY };
+	remote = (struct iovec) { (void *) (uintptr_t) r.rsp, DUMP_STACK_COPY };
+	/* a partial read ends at the top of the stack's mapping */
+	got = process_vm_readv(ds->pid, &local, 1, &remote, 1, 0);
+	if (got <= 0) {
+		free(t->stack);
+		t->stack = NULL;
+		return;
+	}
+	t->stack_len = (size_t) got;
+}
+
+/* The pid of the tracer of a thread of the target, 0 when none. */
+static pid_t tracer_of(pid_t pid, pid_t tid)
+{
+	char path[96], line[128];
+	long tracer = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) pid, (int) tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %ld", &tracer) == 1)
+			break;
+	fclose(f);
+	return (pid_t) tracer;
+}
+
+/* Seizes every thread (none stopped): 0, or -EPERM with the first refusal's tracer. */
+static int seize_all(struct dump_stop *ds)
+{
+	for (size_t i = 0; i < ds->n; i++) {
+		if (ptrace(PTRACE_SEIZE, ds->t[i].tid, 0, 0) == 0) {
+			ds->own[i].seized = true;
+			continue;
+		}
+		if (errno == ESRCH)
+			continue;       /* gone */
+		ds->tracer = tracer_of(ds->pid, ds->t[i].tid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void release_all(struct dump_stop *ds)
+{
+	for (size_t i = 0; i < ds->n; i++) {
+		if (!ds->own[i].seized || !ds->t[i].stopped)
+			continue;
+		if (ds->own[i].interrupted)
+			undo_eintr(ds->t[i].tid);
+		(void) ptrace(PTRACE_DETACH, ds->t[i].tid, 0, ds->own[i].sig);
+	}
+}
+
+static void set_phase(struct dump_stop *ds, enum ds_phase phase)
+{
+	pthread_mutex_lock(&ds->lock);
+	ds->phase = phase;
+	pthread_cond_broadcast(&ds->cond);
+	pthread_mutex_unlock(&ds->lock);
+}
+
+static void *stop_main(void *arg)
+{
+	struct dump_stop *ds = arg;
+	size_t pending = 0;
+
+	ds->err = seize_all(ds);
+	if (ds->err == 0) {
+		ds->stopped_at = clock_now_ns();
+		for (size_t i = 0; i < ds->n; i++)
+			if (ds->own[i].seized && ptrace(PTRACE_INTERRUPT, ds->t[i].tid, 0, 0) == 0)
+				pending++;
+		wait_stops(ds, pending);
+		for (size_t i = 0; ds->native && i < ds->n; i++)
+			if (ds->own[i].seized && ds->t[i].stopped)
+				take_native(ds, &ds->t[i]);
+	}
+	set_phase(ds, DS_STOPPED);
+	pthread_mutex_lock(&ds->lock);
+	while (ds->phase != DS_RELEASE)
+		pthread_cond_wait(&ds->cond, &ds->lock);
+	pthread_mutex_unlock(&ds->lock);
+	release_all(ds);
+	ds->released_at = clock_now_ns();
+	/* exiting detaches the rest: threads that had not stopped yet go on unstopped */
+	return NULL;
+}
+
+static void ds_free(struct dump_stop *ds)
+{
+	for (size_t i = 0; i < ds->n; i++)
+		free(ds->t[i].stack);
+	free(ds->t);
+	free(ds->own);
+	free(ds);
+}
+
+int dump_stop_begin(pid_t pid, const pid_t *tids, size_t n, bool native, struct dump_stop **ret,
+		    pid_t *ret_tracer)
+{
+	struct dump_stop *ds = calloc(1, sizeof(*ds));
+	sigset_t quit;
+	int r;
+
+	*ret = NULL;
+	*ret_tracer = 0;
+	if (!ds)
+		return -ENOMEM;
+	ds->pid = pid;
+	ds->native = native;
+	ds->n = n;
+	ds->t = calloc(n ? n : 1, sizeof(*ds->t));
+	ds->own = calloc(n ? n : 1, sizeof(*ds->own));
+	if (!ds->t || !ds->own) {
+		ds_free(ds);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		ds->t[i].tid = tids[i];
+	pthread_mutex_init(&ds->lock, NULL);
+	pthread_cond_init(&ds->cond, NULL);
+	/* the stop thread inherits the mask: hwspy's own quit signals wait for the release */
+	sigemptyset(&quit);
+	sigaddset(&quit, SIGINT);
+	sigaddset(&quit, SIGTERM);
+	sigaddset(&quit, SIGHUP);
+	sigaddset(&quit, SIGQUIT);
+	sigaddset(&quit, SIGTSTP);
+	pthread_sigmask(SIG_BLOCK, &quit, &ds->old_mask);
+	r = pthread_create(&ds->thread, NULL, stop_main, ds);
+	if (r) {
+		pthread_sigmask(SIG_SETMASK, &ds->old_mask, NULL);
+		pthread_mutex_destroy(&ds->lock);
+		pthread_cond_destroy(&ds->cond);
+		ds_free(ds);
+		return -r;
+	}
+	pthread_mutex_lock(&ds->lock);
+	while (ds->phase == DS_STOPPING)
+		pthread_cond_wait(&ds->cond, &ds->lock);
+	pthread_mutex_unlock(&ds->lock);
+	if (ds->err < 0) {
+		r = ds->err;
+		*ret_tracer = ds->tracer;
+		dump_stop_free(ds);
+		return r;
+	}
+	*ret = ds;
+	return 0;
+}
+
+const struct dump_stopped *dump_stop_thread(const struct dump_stop *ds, size_t i)
+{
+	return i < ds->n ? &ds->t[i] : NULL;
+}
+
+uint64_t dump_stop_end(struct dump_stop *ds)
+{
+	if (ds->ended)
+		return ds->stopped_at ? ds->released_at - ds->stopped_at : 0;
+	set_phase(ds, DS_RELEASE);
+	(void) pthread_join(ds->thread, NULL);
+	ds->ended = true;
+	pthread_mutex_destroy(&ds->lock);
+	pthread_cond_destroy(&ds->cond);
+	pthread_sigmask(SIG_SETMASK, &ds->old_mask, NULL);
+	return ds->stopped_at ? ds->released_at - ds->stopped_at : 0;
+}
+
+void dump_stop_free(struct dump_stop *ds)
+{
+	if (!ds)
+		return;
+	(void) dump_stop_end(ds);
+	ds_free(ds);
+}
