@@ -31,6 +31,7 @@
 
 #include "base/clock.h"
 #include "cli/dump.h"
+#include "sampler/sampler.h"
 
 #define STOP_WAIT_NS 200000000ull      /* a thread not stopped by then is read as it runs */
 #define POLL_NS 20000                   /* between checks for stops */
@@ -60,26 +61,6 @@ struct dump_stop {
 	bool ended;
 };
 
-/* System calls that fail with EINTR, not restarted by the kernel, when a signal or an
- * interrupt comes as they sleep, having done nothing (x86-64): sampler/tracer.c's list. */
-static bool eintr_restartable(long nr)
-{
-	switch (nr) {
-	case 0: case 1: case 19: case 20:        /* read write readv writev (timeouts) */
-	case 43: case 44: case 45: case 46: case 47: /* accept sendto recvfrom sendmsg recvmsg */
-	case 65: case 69: case 70:               /* semop msgsnd msgrcv */
-	case 128:                                /* rt_sigtimedwait */
-	case 202: case 208:                      /* futex io_getevents */
-	case 220: case 232:                      /* semtimedop epoll_wait */
-	case 242: case 243:                      /* mq_timedsend mq_timedreceive */
-	case 281: case 288: case 299: case 307:  /* epoll_pwait accept4 recvmmsg sendmmsg */
-	case 333: case 441:                      /* io_pgetevents epoll_pwait2 */
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* At the release of a thread our interrupt stopped: an EINTR it caused is undone (the call
  * made again), where the thread is back just after its `syscall` instruction. */
 static void undo_eintr(pid_t tid)
@@ -90,7 +71,7 @@ static void undo_eintr(pid_t tid)
 	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
 		return;
 	if ((long long) regs.rax != -EINTR || (long long) regs.orig_rax < 0 ||
-	    !eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
+	    !sampler_eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
 		return;
 	errno = 0;
 	word = ptrace(PTRACE_PEEKTEXT, tid, (void *) (regs.rip - 2), 0);

@@ -54,6 +54,7 @@ struct pending {
 };
 
 #define MAX_PENDING 4
+#define RECORD_FD_CACHE 64
 
 struct recorder {
 	struct record_opts opts;
@@ -99,6 +100,9 @@ struct recorder {
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
 	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
+	struct wait_fd_cache {          /* --off-cpu: what sockets are (wait.c) */
+		char link[64], words[48];
+	} fd_cache[RECORD_FD_CACHE];
 };
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fdname.h"
+#include "base/hash.h"
 #include "record/internal.h"
 
 #define WAIT_NATIVE_LOOK 16     /* innermost native frames looked at for the GIL */
@@ -72,40 +74,43 @@ static const char *syscall_of(const char *fn)
 	return NULL;
 }
 
-/* What fd names in the target (its /proc link): "pipe", "socket", "eventfd", a path; frames
- * hold no ';' (folded) nor control characters. */
-static void fd_words(pid_t pid, long fd, char *buf, size_t len)
+/* What fd is in the target (base/fdname.h), for a frame: no ';' (folded), brackets nor control
+ * characters. A socket's words take a search of the target's /proc/PID/net tables: they are
+ * kept by its link ("socket:[INODE]") in a small cache, as a switch-heavy target waits on the
+ * same sockets again and again. */
+static void fd_words(struct recorder *rec, long fd, char *buf, size_t len)
 {
-	char path[64], link[256];
-	const char *from;
-	ssize_t n;
+	struct wait_fd_cache *c = NULL;
+	char path[64], link[64];
+	ssize_t n = -1;
 	size_t k;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) pid, fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0) {
+	if (fd >= 0 && fd <= INT32_MAX) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) rec->pid, fd);
+		n = readlink(path, link, sizeof(link) - 1);
+	}
+	if (n > 7 && !strncmp(link, "socket:", 7)) {
+		link[n] = '\0';
+		c = &rec->fd_cache[hash_bytes(link, (size_t) n, 0) % RECORD_FD_CACHE];
+		if (!strcmp(c->link, link)) {
+			snprintf(buf, len, "%s", c->words);
+			return;
+		}
+	}
+	if (n <= 0 || fdname(rec->pid, (int) fd, buf, len) < 0) {
 		snprintf(buf, len, "?");
 		return;
 	}
-	link[n] = '\0';
-	if (!strncmp(link, "pipe:", 5))
-		from = "pipe";
-	else if (!strncmp(link, "socket:", 7))
-		from = "socket";
-	else if (!strncmp(link, "anon_inode:[", 12))
-		from = link + 12;               /* anon_inode:[eventfd] */
-	else if (!strncmp(link, "anon_inode:", 11))
-		from = link + 11;
-	else
-		from = link;
-	for (k = 0; from[k] && k + 1 < len; k++) {
-		unsigned char c = (unsigned char) from[k];
+	for (k = 0; buf[k]; k++) {
+		unsigned char ch = (unsigned char) buf[k];
 
-		buf[k] = c == ';' || c < 0x20 || c == '[' || c == ']' ? '_' : (char) c;
+		if (ch == ';' || ch < 0x20 || ch == '[' || ch == ']')
+			buf[k] = '_';
 	}
-	if (k > 0 && from == link + 12 && buf[k - 1] == '_')
-		k--;
-	buf[k] = '\0';
+	if (c) {
+		snprintf(c->link, sizeof(c->link), "%s", link);
+		snprintf(c->words, sizeof(c->words), "%.*s", (int) (sizeof(c->words) - 1), buf);
+	}
 }
 
 /* Whether the thread waits for the GIL: the first interpreter function in its user stack
@@ -180,7 +185,7 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 			continue;
 		words = syscalls[i].words;
 		if (!words) {
-			fd_words(rec->pid, arg, what, sizeof(what));
+			fd_words(rec, arg, what, sizeof(what));
 			snprintf(buf, len, "[wait: %s fd %ld (%s)]",
 				 strstr(sys, "write") ? "write" : "read", arg, what);
 			return;

@@ -234,6 +234,11 @@ struct sampler_opts {
  * a select's first argument, the fd or nfds */
 #define SAMPLER_OFF_CPU_ARG_REG 5
 
+/* Whether x86-64 system call nr fails with EINTR, not restarted by the kernel, when a signal
+ * is pending as it would sleep, having done nothing (what a stop of ours undoes by making the
+ * call again). Not close() (its EINTR comes after the fd is gone), nor connect(). */
+bool sampler_eintr_restartable(long nr);
+
 /* What a capture program copied at one overflow (see sampler_capture_start()). */
 enum {
 	SAMPLE_CAPTURE_OK,              /* the chain, whole (up to SAMPLER_CAPTURE_MAX_NODES) */
