@@ -6,7 +6,7 @@ states (--python ID): tests/targets/dump_states.py's threads in known states, du
   (pipe)" (N the target's own fd), the main thread on "read fd 0 (pipe)" (stdin; or "GIL", just
   back from answering a command); the three CPU
   loops (running, gil-a, gil-b) either run or wait on "GIL"; at most one thread holds the GIL
-  in every dump, and exactly one in at least DUMPS - 2 of them (a dump can land as the GIL
+  in every dump, and exactly one in at least DUMPS - 1 of them (a dump can land as the GIL
   changes hands: none held it in 1 of 30 dumps measured on 3.12 here); the one that holds it
   runs. --json parses and
   every field has its type. After every dump no thread of the target is stopped or traced and
@@ -23,7 +23,7 @@ import time
 import harness
 from harness import Skip, check, log
 
-DUMPS = 5
+DUMPS = 3
 CPU = {'running': 'spin_running', 'gil-a': 'spin_gil', 'gil-b': 'spin_gil'}
 WAITING = {'sleeping': ('sleep_long', 'sleep'), 'lock': ('wait_lock', 'futex (lock)'),
            'pipe': ('read_pipe', None)}
@@ -139,7 +139,7 @@ def case_states(opts):
         exact_one += check_threads(parse_text(p.stdout), info['pipe_fd'], proc.pid, has_gil,
                                    what) == 1
         info = still_runs(proc, info, what)
-    check(exact_one >= DUMPS - 2, 'exactly one thread held the GIL in only %d of %d dumps'
+    check(exact_one >= DUMPS - 1, 'exactly one thread held the GIL in only %d of %d dumps'
           % (exact_one, DUMPS))
     for extra in (['--json'], ['--json', '--nonblocking'], ['--json', '--native']):
         what = 'dump %s' % ' '.join(extra)
