@@ -72,6 +72,9 @@ static void usage(FILE *out)
 		"                         until the thread ran again, its leaf the reason:\n"
 		"                         [wait: read fd 5 (pipe)], [wait: futex (lock)],\n"
 		"                         [wait: GIL], [wait: sleep], [preempted] ...\n"
+		"      --wall             wall-clock time: cpu-clock on the CPU (-F) and --off-cpu's\n"
+		"                         samples off it, both in nanoseconds, so that each\n"
+		"                         thread's time adds up to the recording's length\n"
 		"  -q, --quiet            no progress line and no summary\n"
 		"  -h, --help             this text\n\n"
 		"'hwspy list' shows the events that work on this machine.\n\n"
@@ -263,6 +266,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'O':
 		o->off_cpu = true;
 		return 1;
+	case 'W':
+		o->wall = true;
+		return 1;
 	case 'q':
 		o->quiet = true;
 		log_level = LOG_QUIET;
@@ -317,6 +323,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' },
 		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "wall", no_argument, NULL, 'W' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep-running", no_argument, NULL, 'k' },

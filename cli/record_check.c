@@ -168,8 +168,34 @@ static int off_cpu_event(struct record_args *o)
 	return 0;
 }
 
+/* --wall: cpu-clock at the rate asked, and every switch off the CPU */
+static int wall_event(struct record_args *o)
+{
+	if (o->off_cpu) {
+		log_error("--wall already holds --off-cpu's samples (and the CPU's): give one of them");
+		return -EINVAL;
+	}
+	if (o->n_events || o->period) {
+		log_error("--wall samples cpu-clock and every switch off the CPU, both in "
+			  "nanoseconds: leave -e and -c out (-F sets the rate on the CPU)");
+		return -EINVAL;
+	}
+	if (o->ptrace) {
+		log_error("--wall samples threads as they go to sleep: --ptrace would stop them "
+			  "there and interrupt their system calls; leave --ptrace out (the BPF "
+			  "capture) or use --nonblocking");
+		return -EINVAL;
+	}
+	if (events_parse("cpu-clock", &o->events[0]) < 0)
+		return -ENOENT;
+	o->n_events = 1;
+	return 0;
+}
+
 int record_check_options(struct record_args *o)
 {
+	if (o->wall && wall_event(o) < 0)
+		return 2;
 	if (o->off_cpu && off_cpu_event(o) < 0)
 		return 2;
 	if (!o->n_events && default_event(o) < 0)

@@ -178,9 +178,16 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 	struct record_python py;
 
 	recorder_python(rec, &py);
-	log_info("sampled %s%s%s for %.2f s: '%s' at %s%" PRIu64 "%s", target,
-		 py.found ? ", Python " : "", py.found ? py.info->version : "", elapsed, ev->name,
-		 o->freq ? "" : "every ", o->freq ? o->freq : o->period, o->freq ? " Hz" : " events");
+	if (o->off_cpu)
+		log_info("sampled %s%s%s for %.2f s: 'off-cpu', every switch off the CPU, in ns",
+			 target, py.found ? ", Python " : "", py.found ? py.info->version : "",
+			 elapsed);
+	else
+		log_info("sampled %s%s%s for %.2f s: '%s' at %s%" PRIu64 "%s%s", target,
+			 py.found ? ", Python " : "", py.found ? py.info->version : "", elapsed,
+			 o->wall ? "wall" : ev->name, o->freq ? "" : "every ",
+			 o->freq ? o->freq : o->period, o->freq ? " Hz" : " events",
+			 o->wall ? " on the CPU and every switch off it, in ns" : "");
 	log_info("%" PRIu64 " samples, weight %" PRIu64 ", %" PRIu64 " lost, %" PRIu64
 		 " dropped, %" PRIu64 " threads", st->samples, profile_total(prof, 1), st->lost,
 		 dropped, st->threads_seen);
@@ -217,7 +224,7 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 	if (rs->read_after_exit)
 		log_info("%" PRIu64 " samples read after their thread had exited, their Python stack "
 			 "gone (kept as [native])", rs->read_after_exit);
-	if (o->off_cpu)
+	if (o->off_cpu || o->wall)
 		log_info("off-cpu: threads waited %.3f s in all", rs->off_cpu_ns / 1e9);
 	if (rs->off_cpu_stale)
 		log_info("%" PRIu64 " switches off the CPU were read after the thread may have run "

@@ -80,6 +80,8 @@ struct record_opts {
 	bool native;                    /* native frames by DWARF unwinding of a stack copy */
 	uint32_t stack_size;            /* ... of this many bytes */
 	bool kernel;                    /* kernel frames at the leaf */
+	bool wall;                      /* events[0] is cpu-clock: its samples, and the switches off
+	                                 * the CPU as --off-cpu makes them, in one profile (ns) */
 	bool off_cpu;                   /* events[0] is context-switches at period 1: each sample
 	                                 * weighs the time until its thread ran again (ns, as
 	                                 * values[1]) and its leaf says why it waited: a FRAME_WAIT

@@ -36,8 +36,8 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	rec->pid = opts->pid;
 	for (size_t i = 0; i < n; i++)
 		names[i] = opts->events[i].name;
-	if (opts->off_cpu)
-		names[0] = "off-cpu";   /* its samples weigh nanoseconds, not switches */
+	if (opts->off_cpu || opts->wall)        /* its samples weigh nanoseconds, not switches */
+		names[0] = opts->off_cpu ? "off-cpu" : "wall";
 	rec->prof = profile_new(names, n);
 	if (!rec->prof || record_special_frame(rec, "[native]", &rec->native_frame) < 0 ||
 	    record_special_frame(rec, "[unknown]", &rec->unknown_frame) < 0)
@@ -53,7 +53,7 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	rec->late_us = malloc(LATE_MAX * sizeof(*rec->late_us));
 	if (!rec->scratch || !rec->late_us ||
 	    record_pending_init(rec, opts->native ? opts->stack_size : 0) < 0 ||
-	    (opts->off_cpu && record_offcpu_init(rec) < 0))
+	    ((opts->off_cpu || opts->wall) && record_offcpu_init(rec) < 0))
 		goto fail;
 	*ret = rec;
 	return 0;
@@ -150,7 +150,8 @@ int recorder_start(struct recorder *rec)
 		.freq = o->freq, .period = o->period, .exact = o->mode == RECORD_STOPS,
 		.stop_budget_pct = o->stop_budget, .capture = capture,
 		.stack_user_size = o->native ? o->stack_size : o->off_cpu ? RECORD_OFF_CPU_STACK : 0,
-		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu,
+		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu, .wall = o->wall,
+		.switch_stack_size = o->wall ? RECORD_OFF_CPU_STACK : 0,
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
 		.event_fn = record_on_event, .event_ctx = rec,
 		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,

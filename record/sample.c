@@ -310,7 +310,8 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		rec->ids[depth++] = thread;
 	if (py_truncated)
 		cut_frame(rec, cut->n, cut->more, &depth);
-	if (o->off_cpu && o->mode == RECORD_CAPTURE && late_ns > RECORD_OFF_CPU_STALE_NS) {
+	if ((o->off_cpu || s->off_cpu) && o->mode == RECORD_CAPTURE &&
+	    late_ns > RECORD_OFF_CPU_STALE_NS) {
 		/* a switch-out read after the thread may have run on (before the capture
 		 * started): the stack read is not the one it waited in */
 		rec->stats.off_cpu_stale++;
@@ -374,7 +375,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		.tid = s->tid, .time_ns = s->time_ns, .frames = rec->ids, .depth = depth,
 		.values = values, .n_values = 1 + rec->opts.n_events,
 	};
-	if (o->off_cpu) {
+	if (o->off_cpu || s->off_cpu) {
 		char reason[256];
 
 		/* it weighs its time off the CPU, known once the thread runs again */

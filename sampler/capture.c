@@ -330,8 +330,10 @@ static int capture_thread_open_percpu(struct sampler *s, struct thread *t)
 		return 0;
 	for (int c = 0; !t->prog && t->cpu_fds && c < s->ncpu; c++) {
 		int fd = t->cpu_fds[(size_t) c * n];
+		int sw = t->switch_fds ? t->switch_fds[c] : -1;
 
-		if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0)
+		if ((fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0) ||
+		    (sw >= 0 && ioctl(sw, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0))
 			return -errno;
 	}
 	t->prog = t->cpu_fds != NULL;
@@ -375,7 +377,9 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	r = map_update(c->roots_fd, &key, &v);
 	if (r < 0)
 		goto fail;
-	if (ioctl(t->fds[0], PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0) {
+	if (ioctl(t->fds[0], PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0 ||
+	    (t->switch_fds && t->switch_fds[0] >= 0 &&
+	     ioctl(t->switch_fds[0], PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0)) {
 		r = -errno;
 		goto fail;
 	}
@@ -541,7 +545,8 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	c->held_len = 0;
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
 	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
-	    ((s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) && h.period != smp->values[0]) ||
+	    (!smp->off_cpu && (s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) &&
+	     h.period != smp->values[0]) ||
 	    h.n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + h.n * stride > c->held_len_used ||
 	    h.status > SAMPLE_CAPTURE_CUT) {
 		s->stats.capture_mismatched++;

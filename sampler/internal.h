@@ -50,6 +50,10 @@ struct thread {
 	int n_cpu_fds;
 	uint64_t *cpu_last;
 	bool inherited;
+	/* opts.wall: the switch event, per CPU (percpu: ncpu fds) or the thread's own (1 fd);
+	 * -1 when closed */
+	int *switch_fds;
+	int n_switch_fds;
 };
 
 /* percpu.c: one ring per CPU, every thread's group on that CPU writing into it */
@@ -129,6 +133,9 @@ struct sampler {
 	struct sampler_opts opts;
 	struct event_spec events[SAMPLER_MAX_EVENTS];
 	struct perf_event_attr attrs[SAMPLER_MAX_EVENTS];
+	struct perf_event_attr switch_attr;    /* opts.wall */
+	uint64_t *switch_ids;           /* ... its events' ids, ascending (samples tell by id) */
+	size_t n_switch_ids, cap_switch_ids;
 	pid_t pid;
 	bool launched;                  /* pid is our child */
 	int signo;                      /* exact mode: the signal our events raise */
@@ -260,6 +267,13 @@ int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns);
 bool percpu_choose(struct sampler *s);
 int percpu_init(struct sampler *s);
 int percpu_thread_open(struct sampler *s, struct thread *t);
+/* perf.c, opts.wall: opens t's switch event on cpu (-1: any) into the ring of out_fd (fd
+ * slot k of t->switch_fds), noting its id; the attr of sample record h (the switch event's or
+ * the group's). */
+int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, int k);
+void perf_switch_close(struct thread *t);
+const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
+					       const struct perf_event_header *h);
 void percpu_thread_disable(struct thread *t);
 void percpu_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,

@@ -142,6 +142,16 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 	for (size_t i = 0; i < (size_t) s->ncpu * n; i++)
 		t->cpu_fds[i] = -1;
 	t->n_cpu_fds = s->ncpu * (int) n;
+	if (s->opts.wall) {
+		t->switch_fds = malloc((size_t) s->ncpu * sizeof(*t->switch_fds));
+		if (!t->switch_fds) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		for (int c = 0; c < s->ncpu; c++)
+			t->switch_fds[c] = -1;
+		t->n_switch_fds = s->ncpu;
+	}
 	for (int c = 0; c < s->ncpu; c++) {
 		int *fds = &t->cpu_fds[(size_t) c * n];
 
@@ -169,6 +179,8 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 			r = -errno;
 			goto fail;
 		}
+		if (s->opts.wall && (r = perf_switch_open(s, t, c, s->cpus[c].fd, c)) < 0)
+			goto fail;
 		used++;
 	}
 	if (!used) {
@@ -184,9 +196,15 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 			r = -errno;
 			goto fail;
 		}
+		if (t->switch_fds && t->switch_fds[c] >= 0 &&
+		    ioctl(t->switch_fds[c], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+			r = -errno;
+			goto fail;
+		}
 	}
 	return 0;
 fail:
+	perf_switch_close(t);
 	percpu_thread_close(s, t);
 	return r;
 }
@@ -261,7 +279,8 @@ static void ring_sample(struct sampler *s, int c, const struct perf_event_header
 		capture_hold(s, 0, h);
 		return;
 	}
-	if (ring_parse_sample(&s->attrs[0], h, h->size, &peek, &g) < 0 || peek.pid != s->pid)
+	if (ring_parse_sample(perf_sample_attr(s, h), h, h->size, &peek, &g) < 0 ||
+	    peek.pid != s->pid)
 		return;
 	t = sampler_thread_get(s, peek.tid, true);
 	last = t ? last_of(s, t, c) : NULL;

@@ -48,19 +48,46 @@ static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int
  * this sampler's rings receive. */
 static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
 {
-	size_t rec = SAMPLE_FIXED_BYTES + (o->kernel_callchain || o->off_cpu ? CALLCHAIN_BYTES : 0);
+	size_t rec = SAMPLE_FIXED_BYTES +
+		     (o->kernel_callchain || o->off_cpu || o->wall ? CALLCHAIN_BYTES : 0);
 	size_t need;
 	size_t psz = (size_t) sysconf(_SC_PAGESIZE);
 	unsigned floor = MIN_RING_PAGES;
 
-	if (o->stack_user_size)
-		rec += 64 * 8 + o->stack_user_size + 16;        /* regs, size, data, dyn_size */
+	if (o->stack_user_size || (o->wall && o->switch_stack_size))
+		rec += 64 * 8 + (o->stack_user_size > o->switch_stack_size ? o->stack_user_size
+					: o->switch_stack_size) + 16;   /* regs, size, data, dyn_size */
 	if (o->capture)
 		rec += CAPTURE_RECORD_BYTES;
 	need = 2 * rec;
 	while ((size_t) floor * psz < need && floor < pages)
 		floor *= 2;
 	return floor < pages ? floor : pages;
+}
+
+/* opts.wall: the switch event of every thread, sampling each switch-out as opts.off_cpu's
+ * events[0] does; the group's samples carry their id first to be told apart. */
+static void build_switch_attr(struct sampler *s)
+{
+	const struct sampler_opts *o = &s->opts;
+	struct perf_event_attr *a = &s->switch_attr;
+
+	*a = (struct perf_event_attr) {
+		.size = sizeof(*a), .type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CONTEXT_SWITCHES, .sample_period = 1, .disabled = 1,
+		.use_clockid = 1, .clockid = CLOCK_MONOTONIC, .inherit = s->percpu,
+		.inherit_thread = s->percpu, .context_switch = 1, .sample_id_all = 1,
+		.exclude_hv = 1, .exclude_callchain_user = 1,
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			       PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER,
+		.sample_regs_user = o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG,
+		.watermark = 1, .wakeup_watermark = s->attrs[0].wakeup_watermark,
+	};
+	if (o->switch_stack_size) {
+		a->sample_type |= PERF_SAMPLE_STACK_USER;
+		a->sample_stack_user = o->switch_stack_size;
+	}
+	s->attrs[0].sample_type |= PERF_SAMPLE_IDENTIFIER;
 }
 
 void perf_build_attrs(struct sampler *s)
@@ -139,6 +166,70 @@ void perf_build_attrs(struct sampler *s)
 			a->wakeup_watermark = (uint32_t) (s->ring_pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
 		}
 	}
+	if (o->wall)
+		build_switch_attr(s);
+}
+
+int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, int k)
+{
+	uint64_t id;
+	size_t i;
+	int fd;
+
+	s->switch_attr.inherit_thread = s->attrs[0].inherit_thread;   /* as the kernel took it */
+	fd = perf_open_fd(s, &s->switch_attr, t->tid, cpu, -1);
+	if (fd < 0)
+		return fd;
+	t->switch_fds[k] = fd;
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, out_fd) < 0 ||
+	    ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	if (s->n_switch_ids == s->cap_switch_ids) {
+		size_t cap = s->cap_switch_ids ? s->cap_switch_ids * 2 : 16;
+		uint64_t *v = realloc(s->switch_ids, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->switch_ids = v;
+		s->cap_switch_ids = cap;
+	}
+	for (i = s->n_switch_ids; i > 0 && s->switch_ids[i - 1] > id; i--)
+		s->switch_ids[i] = s->switch_ids[i - 1];
+	s->switch_ids[i] = id;
+	s->n_switch_ids++;
+	return 0;
+}
+
+void perf_switch_close(struct thread *t)
+{
+	for (int k = 0; t->switch_fds && k < t->n_switch_fds; k++)
+		if (t->switch_fds[k] >= 0)
+			(void) close(t->switch_fds[k]);
+	free(t->switch_fds);
+	t->switch_fds = NULL;
+	t->n_switch_fds = 0;
+}
+
+const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
+					       const struct perf_event_header *h)
+{
+	size_t lo = 0, hi = s->n_switch_ids;
+	uint64_t id;
+
+	if (!s->opts.wall || h->size < sizeof(*h) + 8)
+		return &s->attrs[0];
+	memcpy(&id, h + 1, 8);          /* PERF_SAMPLE_IDENTIFIER: first in both */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->switch_ids[mid] == id)
+			return &s->switch_attr;
+		if (s->switch_ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return &s->attrs[0];
 }
 
 enum sampler_fail perf_fail_reason(int err)
@@ -344,10 +435,23 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 		if (r < 0)
 			goto fail;
 	}
+	if (s->opts.wall) {
+		t->switch_fds = malloc(sizeof(*t->switch_fds));
+		if (!t->switch_fds) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		t->switch_fds[0] = -1;
+		t->n_switch_fds = 1;
+		r = perf_switch_open(s, t, -1, t->fds[0], 0);
+		if (r < 0)
+			goto fail;
+	}
 	/* a thread that cannot have the program (no free slot) is still sampled, uncaptured */
 	if (capture_thread_open(s, t) < 0)
 		s->stats.capture_threads_failed++;
-	if (ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0) {
+	if (ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0 ||
+	    (t->switch_fds && ioctl(t->switch_fds[0], PERF_EVENT_IOC_ENABLE, 0) < 0)) {
 		r = -errno;
 		goto fail;
 	}
@@ -376,6 +480,9 @@ int perf_thread_signal(struct sampler *s, struct thread *t, bool on)
 
 void perf_thread_disable(struct thread *t)
 {
+	for (int k = 0; t->switch_fds && k < t->n_switch_fds; k++)
+		if (t->switch_fds[k] >= 0)
+			(void) ioctl(t->switch_fds[k], PERF_EVENT_IOC_DISABLE, 0);
 	percpu_thread_disable(t);
 	if (t->fds[0] >= 0)
 		(void) ioctl(t->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
@@ -385,6 +492,7 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 {
 	perf_thread_disable(t);
 	percpu_thread_close(s, t);
+	perf_switch_close(t);
 	capture_thread_close(s, t);
 	if (t->map)
 		(void) munmap(t->map, t->map_size);
@@ -401,11 +509,13 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
 		  bool stopped, uint64_t *last)
 {
+	const struct perf_event_attr *attr = perf_sample_attr(s, h);
 	struct ring_group g = { 0 };
 	struct sample smp;
 
-	if (ring_parse_sample(&s->attrs[0], h, h->size, &smp, &g) < 0)
+	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
+	smp.off_cpu = attr == &s->switch_attr;
 	if (s->percpu && smp.pid != s->pid)
 		return;                 /* a child process, which inherited the events */
 	smp.stopped = stopped && smp.tid == t->tid;
@@ -413,7 +523,10 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 		smp.capture = capture_match(s, t, &smp);
 		s->stats.captured += smp.capture != NULL;
 	}
-	if (s->opts.n_events > 1 || s->weigh_by_count) {
+	if (smp.off_cpu) {
+		smp.values[0] = 1;              /* the switch: its weight is the recorder's */
+		smp.n_values = s->opts.n_events;
+	} else if (s->opts.n_events > 1 || s->weigh_by_count) {
 		/* group totals -> what each member (and the leader, if it weighs by its count)
 		 * counted since this thread's last sample */
 		for (size_t i = s->weigh_by_count ? 0 : 1; i < s->opts.n_events; i++) {
@@ -446,7 +559,7 @@ static void switch_record(struct sampler *s, const struct perf_event_header *h)
 	struct sampler_event e = { .sampler = s };
 	uint32_t ids[2];
 
-	if (!s->opts.off_cpu || h->size < sizeof(*h) + 16)
+	if ((!s->opts.off_cpu && !s->opts.wall) || h->size < sizeof(*h) + 16)
 		return;
 	memcpy(ids, h + 1, sizeof(ids));
 	memcpy(&e.time_ns, (const unsigned char *) (h + 1) + 8, 8);

@@ -168,14 +168,14 @@ struct sampler_capture_spec;
 enum sampler_event_kind {
 	SAMPLER_EVENT_EXEC,
 	SAMPLER_EVENT_CAPTURE_THREAD,
-	/* opts.off_cpu: thread tid was switched out at time_ns (told just after the sample of
+	/* opts.off_cpu or opts.wall: thread tid was switched out at time_ns (told just after the sample of
 	 * that switch; preempted: it was still runnable, an involuntary switch), or in again.
 	 * In stream order per CPU ring: a thread's switch-in and its next switch-out (the
 	 * sample) come in that order, but across rings a switch-in may come before the
 	 * switch-out it follows. The receiver may do what a sample callback may. */
 	SAMPLER_EVENT_SWITCH_OUT,
 	SAMPLER_EVENT_SWITCH_IN,
-	/* opts.off_cpu: every ring was read through: each record written before time_ns (of any
+	/* opts.off_cpu or opts.wall: every ring was read through: each record written before time_ns (of any
 	 * thread, on any CPU) has been handed over by now */
 	SAMPLER_EVENT_DRAINED,
 };
@@ -221,6 +221,12 @@ struct sampler_opts {
 	                                 * bits, those the caller's unwinder reads; nonzero, else the
 	                                 * kernel refuses the event: -EINVAL) */
 	bool kernel_callchain;          /* PERF_SAMPLE_CALLCHAIN with kernel frames */
+	bool wall;                      /* events[0] samples the CPU (cpu-clock); a switch event of
+	                                 * its own per thread (context-switches, period 1) adds
+	                                 * the switches off the CPU as samples (sample.off_cpu), as
+	                                 * opts.off_cpu describes, their user stack copies
+	                                 * switch_stack_size bytes (0: none) */
+	uint32_t switch_stack_size;
 	bool off_cpu;                   /* events[0] is context-switches at period 1: a sample at
 	                                 * every switch-out of a target thread, in the kernel
 	                                 * (never excluded), with its kernel callchain and the user
@@ -270,6 +276,7 @@ struct sample {
 	                                      * thread since its last sample */
 	size_t n_values;
 	bool stopped;                   /* the thread is stopped while the callback runs (exact) */
+	bool off_cpu;                   /* opts.wall: a switch off the CPU (values: 1, then 0s) */
 	bool user;                      /* the sample IP is in user space */
 	const uint64_t *callchain;      /* PERF_SAMPLE_CALLCHAIN (with PERF_CONTEXT_* markers) */
 	size_t n_callchain;

@@ -544,7 +544,7 @@ void drain_all(struct sampler *s)
 			if (s->threads[i].alive)
 				perf_thread_drain(s, &s->threads[i], false);
 	}
-	if (s->opts.off_cpu && s->opts.event_fn)
+	if ((s->opts.off_cpu || s->opts.wall) && s->opts.event_fn)
 		s->opts.event_fn(s->opts.event_ctx, &e);
 }
 

@@ -8,6 +8,11 @@
               the time the target itself measured in them (the switch-out sample weighs the
               nanoseconds until its thread ran again). The summary says how long threads
               waited; the folded file reads back (convert) with the wait frames kept.
+--case wall   the same workload with --wall -F 997: on the main thread, the time under burn
+              (on the CPU: cpu-clock), nap, pipe_wait and lock_wait (off it) is within 5
+              percentage points of 25% each, each wait frame under them its reason
+              (or the GIL, taken back after it); and the
+              main thread's time adds up to the recording's length, within 10%.
 --case gil    tests/targets/gil_threads.py: two threads running Python code for 1.5 s each:
               with a GIL each waits for it ([wait: GIL] under its spin function) for 20% to
               80% of its measured wall time (half, on an idle machine: the rest of a busy
@@ -77,6 +82,40 @@ def case_waits(opts):
           'the pipe wait frame did not survive folded -> pprof -> folded: %s' % sorted(leaves))
 
 
+def case_wall(opts):
+    target = os.path.join(opts.targets, 'wait_phases.py')
+    run = harness.record(opts, ['--wall', '-F', '997', '--threads', '--', *opts.py.argv,
+                                target, '0.05', '8'])
+    profile = run.expect_profile()
+    harness.check_exact(run, 'capture')
+    m = re.search(r' for (\d+\.\d+) s: .wall. at 997 Hz on the CPU and every switch off it',
+                  run.stderr)
+    check(m, 'the summary does not say it sampled wall time at 997 Hz')
+    length = float(m.group(1)) * 1e9
+    phases = {'burn': 0, 'nap': 0, 'pipe_wait': 0, 'lock_wait': 0}
+    main_total = 0
+    for frames, c in profile.stacks:
+        m = harness.THREAD_FRAME.match(frames[0])
+        if not m or m.group('name') != 'MainThread':
+            continue
+        main_total += c
+        names = [f[0] for f in py_frames(frames)]
+        for func in phases:
+            if func in names:
+                phases[func] += c
+                # off the CPU, it waited for its reason, or for the GIL back after it (on
+                # it: its own code runs)
+                if (func in REASONS and frames[-1].startswith('[wait: ') and
+                        frames[-1] != '[wait: GIL]'):
+                    check(REASONS[func].match(frames[-1]), 'under %s, the wait %s is not its '
+                          'reason' % (func, frames[-1]))
+    log('main thread: %.0f ms of the recording\'s %.0f ms; phases %s' % (
+        main_total / 1e6, length / 1e6, {k: round(v / 1e6, 1) for k, v in phases.items()}))
+    check(abs(main_total - length) <= 0.1 * length, 'the main thread\'s time, %.0f ms, is not '
+          'the recording\'s length, %.0f ms' % (main_total / 1e6, length / 1e6))
+    harness.compare_shares({k: 1 for k in phases}, phases, 5, 'the main thread\'s phases')
+
+
 def case_gil(opts):
     target = os.path.join(opts.targets, 'gil_threads.py')
     run = harness.record(opts, ['--off-cpu', '--threads', '--', *opts.py.argv, target, '1.5'])
@@ -101,10 +140,10 @@ def case_gil(opts):
 
 
 def test(opts):
-    {'waits': case_waits, 'gil': case_gil}[opts.case](opts)
+    {'waits': case_waits, 'wall': case_wall, 'gil': case_gil}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['waits', 'gil'], required=True)
+    p.add_argument('--case', choices=['waits', 'wall', 'gil'], required=True)
     harness.main(test, p)

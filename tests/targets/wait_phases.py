@@ -13,12 +13,18 @@ PHASE = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 
 
-def burn(seconds=PHASE):
-    end = time.thread_time() + seconds
+def burn():
+    end = time.thread_time() + PHASE
     s = 0
     while time.thread_time() < end:
         for i in range(500): s += i  # HOT:burn
     return s
+
+
+def warm_up():
+    end = time.thread_time() + 0.3
+    while time.thread_time() < end:
+        pass
 
 
 def nap():
@@ -62,7 +68,7 @@ def main():
         f(*args)
         waited[name] += time.monotonic_ns() - t0
 
-    burn(0.3)
+    warm_up()
     for _ in range(ROUNDS):
         burn()
         timed('nap', nap)
