@@ -472,10 +472,20 @@ static void put_ratios(FILE *out, const struct ratios *ra, const uint64_t *v, si
 	}
 }
 
-/* Everything before the frames; a legend under the subtitle when cs is not NULL. */
+/* Whether p has a frame of kind k. */
+static bool has_kind(const struct profile *p, enum frame_kind k)
+{
+	for (uint32_t id = 0; id < profile_n_frames(p); id++)
+		if (profile_frame(p, id)->kind == k)
+			return true;
+	return false;
+}
+
+/* Everything before the frames; a legend under the subtitle when cs is not NULL; the colour of
+ * time off the CPU, at the left under the subtitle, when waits. */
 static void write_header(FILE *out, const struct svg_opts *opts,
 			 unsigned width, unsigned height, const char *subtitle, uint64_t pruned,
-			 double min_width, const struct color_scale *cs)
+			 double min_width, const struct color_scale *cs, bool waits)
 {
 	const char *title = opts && opts->title ? opts->title : "Flame Graph";
 	bool icicle = opts && opts->icicle;
@@ -519,6 +529,13 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 			"not drawn</text>\n", width / 2.0, (unsigned long long) pruned, min_width);
 	if (cs)
 		color_put_legend(out, cs, TOP_PAD - 4);
+	if (waits) {
+		fprintf(out, "<g id=\"legend-waits\"><rect x=\"%g\" y=\"52\" width=\"12\" "
+			"height=\"12\" fill=\"", XPAD);
+		put_fill(out, FRAME_WAIT, "[wait]");
+		fprintf(out, "\"/><text x=\"%g\" y=\"62\">off the CPU: [wait: ...], "
+			"[preempted]</text></g>\n", XPAD + 16);
+	}
 	fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%g\" y=\"24\">Reset Zoom</text>\n"
 		"<text id=\"search\" x=\"%g\" y=\"24\">Search</text>\n"
 		"<text id=\"details\" x=\"%g\" y=\"%u\"> </text>\n"
@@ -669,7 +686,8 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 			lk.max_delta = fmax(lk.max_delta, fabs(node_delta(&t, k, lk.dcol, opts->diff_raw)));
 	top = TOP_PAD + (color ? COLOR_LEGEND_H : 0);
 	height = (t.max_depth + 1) * FRAME_H + top + BOTTOM_PAD;
-	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width, lk.color);
+	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width, lk.color,
+		     !diff && !color && has_kind(p, FRAME_WAIT));
 
 	/* frames depth first, children in name order */
 	fputs("<g id=\"frames\">\n", out);

@@ -239,6 +239,37 @@ static void test_layout(void **state)
 }
 
 /* The same stacks added in another order give the same file: layout and colours are stable. */
+/* Frames off the CPU (FRAME_WAIT) have a colour family of their own, which a legend names;
+ * a profile without them has no such legend. */
+static void test_waits(void **state)
+{
+	const char *ev[] = { "wall" };
+	struct profile *p = profile_new(ev, 1), *q = build_profile(false);
+	uint32_t f[2];
+	uint64_t v[2] = { 1, 5000000 };
+	struct rect r;
+	char *a, *b;
+	(void) state;
+
+	assert_non_null(p);
+	f[0] = frame(p, FRAME_PYTHON, "pipe_wait", "app.py", 3, NULL);
+	f[1] = frame(p, FRAME_WAIT, "[wait: read fd 5 (pipe)]", NULL, 0, NULL);
+	assert_int_equal(profile_add(p, 1, f, 2, v), 0);
+	a = write_svg(p, NULL);
+	b = write_svg(q, NULL);
+	assert_int_equal(count(a, "<g id=\"legend-waits\">"), 1);
+	assert_int_equal(count(b, "legend-waits"), 0);
+	assert_true(find_rect(a, "[wait: read fd 5 (pipe)]", &r));
+	/* purple: more blue than green, more red than green */
+	assert_true(r.rgb[2] > r.rgb[1] && r.rgb[0] > r.rgb[1]);
+	if (xmllint(a) == 1)
+		fail_msg("the SVG with a wait legend is not valid XML");
+	free(a);
+	free(b);
+	profile_free(p);
+	profile_free(q);
+}
+
 static void test_stable(void **state)
 {
 	struct profile *p = build_profile(false), *q = build_profile(true);
@@ -753,6 +784,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid_xml),
+		cmocka_unit_test(test_waits),
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_stable),
