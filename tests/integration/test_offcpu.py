@@ -13,6 +13,8 @@
               percentage points of 25% each, each wait frame under them its reason
               (or the GIL, taken back after it); and the
               main thread's time adds up to the recording's length, within 10%.
+--case diff   two --off-cpu runs of it, the second sleeping 3 times as long in nap: hwspy diff
+              ranks [wait: sleep] first among the functions that grew.
 --case gil    tests/targets/gil_threads.py: two threads running Python code for 1.5 s each:
               with a GIL each waits for it ([wait: GIL] under its spin function) for 20% to
               80% of its measured wall time (half, on an idle machine: the rest of a busy
@@ -116,6 +118,24 @@ def case_wall(opts):
     harness.compare_shares({k: 1 for k in phases}, phases, 5, 'the main thread\'s phases')
 
 
+def case_diff(opts):
+    target = os.path.join(opts.targets, 'wait_phases.py')
+    runs = []
+    for name, nap in (('before', '1'), ('after', '3')):
+        run = harness.record(opts, ['--off-cpu', '--', *opts.py.argv, target, '0.05', '4', nap],
+                             name=name)
+        run.expect_profile()
+        runs.append(run.out_path)
+    d = subprocess.run([opts.hwspy, 'diff', *runs], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    log(d.stdout)
+    check(d.returncode == 0, 'hwspy diff failed: %s' % d.stderr)
+    grew = [line.split(None, 8)[8] for line in d.stdout.splitlines()
+            if re.match(r'^ +[0-9.]+ +[0-9.]+ +\+[0-9.]+ ', line)]
+    check(grew and grew[0] == '[wait: sleep]', 'the first function that grew is %s, expected '
+          '[wait: sleep]: %s' % (grew[:1], grew))
+
+
 def case_gil(opts):
     target = os.path.join(opts.targets, 'gil_threads.py')
     run = harness.record(opts, ['--off-cpu', '--threads', '--', *opts.py.argv, target, '1.5'])
@@ -140,10 +160,10 @@ def case_gil(opts):
 
 
 def test(opts):
-    {'waits': case_waits, 'wall': case_wall, 'gil': case_gil}[opts.case](opts)
+    {'waits': case_waits, 'wall': case_wall, 'diff': case_diff, 'gil': case_gil}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['waits', 'wall', 'gil'], required=True)
+    p.add_argument('--case', choices=['waits', 'wall', 'diff', 'gil'], required=True)
     harness.main(test, p)

@@ -2,8 +2,9 @@
 starts its capture meanwhile), the main thread runs argv[2] rounds (default 10) of argv[1]
 seconds (default 0.05) each of CPU (burn), time.sleep (nap), a read blocked on a pipe that a
 helper thread writes to after that time (pipe_wait) and a threading.Lock held by the helper
-for that time (lock_wait). Prints to stderr at the end the time spent in each waiting
-function, as the target measured it: 'waited nap=NS pipe_wait=NS lock_wait=NS'."""
+for that time (lock_wait); nap sleeps argv[3] (default 1) times as long. Prints to stderr at
+the end the time spent in each waiting function, as the target measured it:
+'waited nap=NS pipe_wait=NS lock_wait=NS'."""
 import os
 import sys
 import threading
@@ -11,6 +12,7 @@ import time
 
 PHASE = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+NAP = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0     # nap's time, in phases
 
 
 def burn():
@@ -28,7 +30,7 @@ def warm_up():
 
 
 def nap():
-    time.sleep(PHASE)  # WAIT:nap
+    time.sleep(PHASE * NAP)  # WAIT:nap
 
 
 def pipe_wait(r):
