@@ -38,6 +38,7 @@ struct record_args {
 	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
 	bool off_cpu;                   /* --off-cpu: every switch-out, weighed by the wait */
 	bool wall;                      /* --wall: cpu-clock and --off-cpu's samples, in ns */
+	bool subprocesses;              /* --subprocesses: follow the processes it starts */
 	unsigned stop_budget;           /* --stop-budget PCT (0: the sampler's default) */
 	enum out_format format;
 	struct format_opts fmt;         /* --weight, --title, --icicle, --min-width */

@@ -72,6 +72,9 @@ static void usage(FILE *out)
 		"                         until the thread ran again, its leaf the reason:\n"
 		"                         [wait: read fd 5 (pipe)], [wait: futex (lock)],\n"
 		"                         [wait: GIL], [wait: sleep], [preempted] ...\n"
+		"      --subprocesses     follow the processes the target starts (multiprocessing,\n"
+		"                         subprocess), each under a root [process PID COMMAND],\n"
+		"                         each with its own interpreter, or none\n"
 		"      --wall             wall-clock time: cpu-clock on the CPU (-F) and --off-cpu's\n"
 		"                         samples off it, both in nanoseconds, so that each\n"
 		"                         thread's time adds up to the recording's length\n"
@@ -269,6 +272,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'W':
 		o->wall = true;
 		return 1;
+	case 'C':
+		o->subprocesses = true;
+		return 1;
 	case 'q':
 		o->quiet = true;
 		log_level = LOG_QUIET;
@@ -299,6 +305,11 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 		log_error("--ptrace and --nonblocking exclude each other");
 		return -EINVAL;
 	}
+	if (o->subprocesses && o->ptrace) {
+		log_error("--subprocesses follows children through inherited events, which --ptrace "
+			  "does not use: leave --ptrace out (the BPF capture) or use --nonblocking");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -324,6 +335,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ "kernel", no_argument, NULL, 'K' },
 		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "wall", no_argument, NULL, 'W' },
+		{ "subprocesses", no_argument, NULL, 'C' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep-running", no_argument, NULL, 'k' },

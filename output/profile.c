@@ -638,7 +638,7 @@ const char *profile_build_id_at(const struct profile *p, size_t i, const char **
 
 enum frame_kind profile_bracket_kind(const char *name, size_t n)
 {
-	if (!strncmp(name, "[thread ", 8))
+	if (!strncmp(name, "[thread ", 8) || !strncmp(name, "[process ", 9))
 		return FRAME_THREAD;
 	if ((n > 8 && !strncmp(name, "[wait: ", 7)) || (n == 11 && !strncmp(name, "[preempted]", 11)))
 		return FRAME_WAIT;

@@ -40,7 +40,8 @@ enum frame_kind {
 	FRAME_PYTHON,
 	FRAME_NATIVE,
 	FRAME_KERNEL,
-	FRAME_THREAD,           /* a root frame naming the thread (--threads) */
+	FRAME_THREAD,           /* a root frame naming the thread (--threads) or the process
+	                         * (--subprocesses) */
 	FRAME_SPECIAL,          /* "[native]", "[unknown]", "[idle]" ... */
 	FRAME_WAIT,             /* why a thread was off the CPU (--off-cpu, --wall): "[wait: GIL]",
 	                         * "[wait: read fd 5 (pipe)]", "[preempted]" */
@@ -113,7 +114,7 @@ const struct profile_meta *profile_meta_const(const struct profile *p);
  * 0, -EINVAL (f->name NULL), -ENOMEM. */
 int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t *ret_id);
 /* The kind of a frame written as "[...]" (name[0..n), n >= 2, in brackets): FRAME_THREAD
- * ("[thread ..."), FRAME_WAIT ("[wait: ...]", "[preempted]"), FRAME_SPECIAL (one word:
+ * ("[thread ...", "[process ..."), FRAME_WAIT ("[wait: ...]", "[preempted]"), FRAME_SPECIAL (one word:
  * "[native]"), else FRAME_NATIVE (a frame whose name happens to be bracketed). */
 enum frame_kind profile_bracket_kind(const char *name, size_t n);
 /* Whether the event's samples weigh nanoseconds (cpu-clock, task-clock, off-cpu, wall; a

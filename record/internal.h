@@ -100,6 +100,9 @@ struct recorder {
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
 	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
+	struct record_proc *procs;      /* --subprocesses: the processes seen (procs.c) */
+	size_t n_procs, cap_procs;
+	bool in_child;                  /* the sample at hand is a child process's */
 	struct wait_fd_cache {          /* --off-cpu: what sockets are (wait.c) */
 		char link[64], words[48];
 	} fd_cache[RECORD_FD_CACHE];
@@ -149,6 +152,17 @@ void record_offcpu_free(struct recorder *rec);
 void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason);
 void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
 void record_offcpu_end(struct recorder *rec, bool exited);
+
+/* procs.c (--subprocesses): the root frame [process PID COMMAND] of a sample of process pid;
+ * the Python walk of a child's sample (as python_walk() in sample.c: its captures where its
+ * interpreter is laid out as the target's, else its memory); the capture root of a child's
+ * thread tid (false: none known); a child's exec or exit; free. */
+uint32_t record_proc_frame(struct recorder *rec, pid_t pid);
+int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
+		     struct pyframes_cut *ret_cut);
+bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root);
+void record_proc_event(struct recorder *rec, const struct sampler_event *e);
+void record_procs_free(struct recorder *rec);
 
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
 #define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS

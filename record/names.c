@@ -98,7 +98,8 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t tid)
 	if (!py && pynames_refresh(rec, RECORD_PYNAMES_NEW_MS))
 		py = pyname_of(rec, tid);
 	if (!py) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", rec->pid, tid);
+		/* any thread's, the target's or a child process's (--subprocesses) */
+		snprintf(path, sizeof(path), "/proc/%d/comm", tid);
 		fp = fopen(path, "re");
 		if (fp) {
 			if (fgets(comm, sizeof(comm), fp))

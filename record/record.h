@@ -82,6 +82,9 @@ struct record_opts {
 	bool kernel;                    /* kernel frames at the leaf */
 	bool wall;                      /* events[0] is cpu-clock: its samples, and the switches off
 	                                 * the CPU as --off-cpu makes them, in one profile (ns) */
+	bool subprocesses;              /* follow the processes the target starts: each sample's
+	                                 * root is [process PID COMMAND] (capture and nonblocking
+	                                 * modes) */
 	bool off_cpu;                   /* events[0] is context-switches at period 1: each sample
 	                                 * weighs the time until its thread ran again (ns, as
 	                                 * values[1]) and its leaf says why it waited: a FRAME_WAIT
@@ -141,6 +144,8 @@ struct record_stats {
 	size_t n_late;                  /* reads after their sample (no capture, no stop) ... */
 	uint32_t late_median_us, late_p99_us, late_max_us;   /* ... how late (after the run) */
 	uint64_t off_cpu_ns;            /* --off-cpu: the time of the samples sent to the sink */
+	uint64_t processes;             /* --subprocesses: processes that had samples (the target
+	                                 * too) */
 	uint64_t off_cpu_unmatched;     /* --off-cpu: switch-ins not kept (out of memory) */
 	uint64_t off_cpu_stale;         /* --off-cpu, capture mode: switch-outs read after their
 	                                 * sample (before the capture started), kept as [unknown] */

@@ -73,6 +73,7 @@ void recorder_free(struct recorder *rec)
 	symbolizer_free(rec->sym);
 	record_pending_free(rec);
 	record_offcpu_free(rec);
+	record_procs_free(rec);
 	free(rec->scratch);
 	profile_free(rec->prof);
 	free(rec->names);
@@ -152,6 +153,7 @@ int recorder_start(struct recorder *rec)
 		.stack_user_size = o->native ? o->stack_size : o->off_cpu ? RECORD_OFF_CPU_STACK : 0,
 		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu, .wall = o->wall,
 		.switch_stack_size = o->wall ? RECORD_OFF_CPU_STACK : 0,
+		.subprocesses = o->subprocesses,
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
 		.event_fn = record_on_event, .event_ctx = rec,
 		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,

@@ -43,8 +43,8 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 {
 	size_t n = 0, nips = 0;
 
-	if (!rec->sym)
-		return 0;
+	if (!rec->sym || rec->in_child)
+		return 0;               /* a child's mappings are not the target's */
 	if (!rec->opts.native) {
 		if (!s->user)
 			return 0;
@@ -138,6 +138,12 @@ void record_on_event(void *ctx, const struct sampler_event *e)
 		/* the capture program's root for the thread: its PyThreadState */
 		if (rec->pf && pyframes_thread_state(rec->pf, e->tid, &root) == 0)
 			(void) sampler_capture_set_root(e->sampler, e->tid, root);
+		else if (rec->opts.subprocesses && record_proc_root(rec, e->tid, &root))
+			(void) sampler_capture_set_root(e->sampler, e->tid, root);
+		break;
+	case SAMPLER_EVENT_CHILD_EXEC:
+	case SAMPLER_EVENT_CHILD_EXIT:
+		record_proc_event(rec, e);
 		break;
 	case SAMPLER_EVENT_SWITCH_OUT:
 	case SAMPLER_EVENT_SWITCH_IN:
@@ -306,6 +312,8 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 
 	uint32_t thread = record_thread_frame(rec, s->tid);
 
+	if (o->subprocesses)
+		rec->ids[depth++] = record_proc_frame(rec, s->pid);
 	if (o->threads)
 		rec->ids[depth++] = thread;
 	if (py_truncated)
@@ -520,10 +528,15 @@ void record_on_sample(void *ctx, const struct sample *s)
 	char task[64];
 	int r = -ENOENT;
 
-	if (!rec->pf)
-		record_detect(rec);
-	if (rec->pf)
-		r = python_walk(rec, s, &n, &cut);
+	rec->in_child = rec->opts.subprocesses && rec->pid && s->pid != rec->pid;
+	if (rec->in_child) {
+		r = record_proc_walk(rec, s, &n, &cut);
+	} else {
+		if (!rec->pf)
+			record_detect(rec);
+		if (rec->pf)
+			r = python_walk(rec, s, &n, &cut);
+	}
 	late = !s->stopped && rec->stats.captured == captured_before;
 	if (late) {
 		uint64_t t = clock_now_ns();
@@ -534,13 +547,14 @@ void record_on_sample(void *ctx, const struct sample *s)
 	}
 	/* no thread state: a thread that runs no Python, or one that has exited since */
 	gone = false;
-	if (late && r == -ENOENT && rec->pf) {
+	if (late && r == -ENOENT && (rec->pf || rec->in_child)) {
 		snprintf(task, sizeof(task), "/proc/%d/task/%d", (int) s->pid, (int) s->tid);
 		gone = access(task, F_OK) < 0;
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, &cut))
 		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone);
+	rec->in_child = false;
 	if (rec->fatal && rec->stop)
 		*rec->stop = 1;
 }

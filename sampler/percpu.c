@@ -40,8 +40,8 @@ bool percpu_choose(struct sampler *s)
 
 	if (s->opts.exact)
 		return false;
-	if (s->opts.argv)
-		return true;            /* one thread: the others inherit */
+	if (s->opts.argv || s->opts.subprocesses)
+		return true;            /* one thread: the others inherit (children too) */
 	perf_raise_nofile(s);
 	r = target_list_tasks(s->opts.pid, NULL, 1u << 20);
 	n = r > 0 ? (uint64_t) r : 0;
@@ -248,8 +248,10 @@ static void task_record(struct sampler *s, const struct perf_event_header *h)
 	if (h->size < sizeof(*h) + sizeof(tr))
 		return;
 	memcpy(&tr, h + 1, sizeof(tr));
-	if ((pid_t) tr.pid != s->pid)
+	if ((pid_t) tr.pid != s->pid && !s->opts.subprocesses)
 		return;                 /* another process */
+	if ((pid_t) tr.pid != s->pid && h->type == PERF_RECORD_EXIT && tr.pid == tr.tid)
+		sampler_tell(s, SAMPLER_EVENT_CHILD_EXIT, (pid_t) tr.pid);
 	if (h->type == PERF_RECORD_FORK) {
 		t = sampler_thread_get(s, (pid_t) tr.tid, true);
 		if (t && s->opts.capture)
@@ -280,7 +282,7 @@ static void ring_sample(struct sampler *s, int c, const struct perf_event_header
 		return;
 	}
 	if (ring_parse_sample(perf_sample_attr(s, h), h, h->size, &peek, &g) < 0 ||
-	    peek.pid != s->pid)
+	    (peek.pid != s->pid && !s->opts.subprocesses))
 		return;
 	t = sampler_thread_get(s, peek.tid, true);
 	last = t ? last_of(s, t, c) : NULL;

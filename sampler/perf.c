@@ -114,8 +114,11 @@ void perf_build_attrs(struct sampler *s)
 		/* per-CPU layout: threads created later carry the events; the leader tells us of
 		 * them (PERF_RECORD_FORK / EXIT) */
 		a->inherit = s->percpu;
-		a->inherit_thread = s->percpu;  /* not into child processes (5.13+, else dropped) */
+		/* not into child processes (5.13+, else dropped), unless they are followed */
+		a->inherit_thread = s->percpu && !o->subprocesses;
 		a->task = s->percpu && i == 0;
+		/* a followed child's exec: PERF_RECORD_COMM with PERF_RECORD_MISC_COMM_EXEC */
+		a->comm = a->comm_exec = o->subprocesses && i == 0;
 		if (i > 0)
 			continue;
 		/* no PERF_SAMPLE_PERIOD for a count event: its weight is its count's delta, and
@@ -516,7 +519,7 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
 	smp.off_cpu = attr == &s->switch_attr;
-	if (s->percpu && smp.pid != s->pid)
+	if (s->percpu && smp.pid != s->pid && !s->opts.subprocesses)
 		return;                 /* a child process, which inherited the events */
 	smp.stopped = stopped && smp.tid == t->tid;
 	if (s->opts.capture) {
@@ -563,7 +566,7 @@ static void switch_record(struct sampler *s, const struct perf_event_header *h)
 		return;
 	memcpy(ids, h + 1, sizeof(ids));
 	memcpy(&e.time_ns, (const unsigned char *) (h + 1) + 8, 8);
-	if ((pid_t) ids[0] != s->pid)
+	if ((pid_t) ids[0] != s->pid && !s->opts.subprocesses)
 		return;                 /* a child process, which inherited the events */
 	e.tid = (pid_t) ids[1];
 	e.kind = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SAMPLER_EVENT_SWITCH_OUT
@@ -574,10 +577,25 @@ static void switch_record(struct sampler *s, const struct perf_event_header *h)
 		s->opts.event_fn(s->opts.event_ctx, &e);
 }
 
+/* A PERF_RECORD_COMM { u32 pid, tid; char comm[] } of an exec in a followed child process. */
+static void comm_record(struct sampler *s, const struct perf_event_header *h)
+{
+	uint32_t ids[2];
+
+	if (!s->opts.subprocesses || !(h->misc & PERF_RECORD_MISC_COMM_EXEC) ||
+	    h->size < sizeof(*h) + sizeof(ids))
+		return;
+	memcpy(ids, h + 1, sizeof(ids));
+	if ((pid_t) ids[0] != s->pid)
+		sampler_tell(s, SAMPLER_EVENT_CHILD_EXEC, (pid_t) ids[0]);
+}
+
 void perf_note_record(struct sampler *s, const struct perf_event_header *h)
 {
 	if (h->type == PERF_RECORD_SWITCH)
 		switch_record(s, h);
+	else if (h->type == PERF_RECORD_COMM)
+		comm_record(s, h);
 	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
 		s->stats.lost += ((const uint64_t *) (h + 1))[1];
 	else if (h->type == PERF_RECORD_THROTTLE)

@@ -178,6 +178,10 @@ enum sampler_event_kind {
 	/* opts.off_cpu or opts.wall: every ring was read through: each record written before time_ns (of any
 	 * thread, on any CPU) has been handed over by now */
 	SAMPLER_EVENT_DRAINED,
+	/* opts.subprocesses: process tid (a child's pid, or a grandchild's) exec'd a new program
+	 * (what was known of its image is stale), or exited. In stream order. */
+	SAMPLER_EVENT_CHILD_EXEC,
+	SAMPLER_EVENT_CHILD_EXIT,
 };
 
 struct sampler_event {
@@ -227,6 +231,11 @@ struct sampler_opts {
 	                                 * opts.off_cpu describes, their user stack copies
 	                                 * switch_stack_size bytes (0: none) */
 	uint32_t switch_stack_size;
+	bool subprocesses;              /* the processes the target starts (and theirs) carry its
+	                                 * events too (per CPU, which this forces): their samples
+	                                 * come with their own pid, their execs and exits as events
+	                                 * (SAMPLER_EVENT_CHILD_*); the capture program gets their
+	                                 * threads' roots from the caller only */
 	bool off_cpu;                   /* events[0] is context-switches at period 1: a sample at
 	                                 * every switch-out of a target thread, in the kernel
 	                                 * (never excluded), with its kernel callchain and the user

@@ -1,0 +1,246 @@
+/*
+ * procs: --subprocesses. The processes the target starts, and theirs, inherit its events (per
+ * CPU: inherit without inherit_thread): their samples come here, each process with an
+ * interpreter of its own, found as the target's is (pyframes_open on its memory, at most every
+ * DETECT_INTERVAL_NS until found), or none ([native]). Its Python stacks come from their
+ * captures where its interpreter is laid out as the one the capture program was made for (a
+ * fork of the target: the same image), else from its memory just after the sample (a process
+ * that exec'd another Python: read late, and counted so). Every sample gets a root frame
+ * [process PID COMMAND] (the target's too); a process that exits keeps its samples, one that
+ * execs is looked at afresh. Native frames are the target's only (a child's mappings are not
+ * read).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "record/internal.h"
+
+#define MAX_PROCS 4096
+
+struct record_proc {
+	pid_t pid;
+	struct remote_mem mem;
+	bool mem_open;
+	struct pyframes *pf;
+	struct pyframes_info info;
+	bool same_layout;               /* its captures follow the program's spec */
+	bool gone;                      /* exited, or unreadable */
+	uint64_t last_detect_ns;
+	uint32_t frame;                 /* [process PID COMMAND] */
+	char comm[160];
+};
+
+/* The command of pid, as ps shows it: its cmdline's first two words, else its comm. */
+static void command_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64], raw[512];
+	size_t n = 0;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(raw, 1, sizeof(raw) - 1, f);
+		fclose(f);
+	}
+	raw[n] = '\0';
+	for (size_t i = 0, words = 0; i < n; i++) {
+		if (raw[i] == '\0' && ++words == 2)
+			break;
+		if (raw[i] == '\0')
+			raw[i] = ' ';
+	}
+	if (!raw[0]) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (!fgets(raw, sizeof(raw), f))
+				raw[0] = '\0';
+			fclose(f);
+		}
+		raw[strcspn(raw, "\n")] = '\0';
+	}
+	/* a root frame: no ';' (folded), no brackets, no control characters */
+	for (n = 0; raw[n] && n + 1 < len; n++) {
+		unsigned char c = (unsigned char) raw[n];
+
+		buf[n] = c == ';' || c == '[' || c == ']' || c < 0x20 ? '_' : (char) c;
+	}
+	buf[n] = '\0';
+}
+
+static struct record_proc *proc_of(struct recorder *rec, pid_t pid)
+{
+	struct record_proc *p;
+	char name[192];
+	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
+
+	for (size_t i = 0; i < rec->n_procs; i++)
+		if (rec->procs[i].pid == pid)
+			return &rec->procs[i];
+	if (rec->n_procs == MAX_PROCS)
+		return NULL;
+	if (rec->n_procs == rec->cap_procs) {
+		size_t cap = rec->cap_procs ? rec->cap_procs * 2 : 8;
+		struct record_proc *v = realloc(rec->procs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		rec->procs = v;
+		rec->cap_procs = cap;
+	}
+	p = &rec->procs[rec->n_procs];
+	*p = (struct record_proc) { .pid = pid };
+	command_of(pid, p->comm, sizeof(p->comm));
+	snprintf(name, sizeof(name), "[process %d%s%s]", (int) pid, p->comm[0] ? " " : "",
+		 p->comm);
+	if (profile_frame_id(rec->prof, &f, &p->frame) < 0)
+		return NULL;
+	rec->n_procs++;
+	rec->stats.processes++;
+	return p;
+}
+
+uint32_t record_proc_frame(struct recorder *rec, pid_t pid)
+{
+	struct record_proc *p = proc_of(rec, pid);
+
+	return p ? p->frame : rec->unknown_frame;
+}
+
+static void proc_forget(struct record_proc *p)
+{
+	pyframes_free(p->pf);
+	p->pf = NULL;
+	if (p->mem_open)
+		remote_mem_close(&p->mem);
+	p->mem_open = false;
+}
+
+/* Looks for p's interpreter (at most every DETECT_INTERVAL_NS); whether its captures fit. */
+static void proc_detect(struct recorder *rec, struct record_proc *p)
+{
+	struct pyframes_capture_spec mine, theirs;
+	uint64_t now = clock_now_ns();
+
+	if (p->pf || p->gone || now - p->last_detect_ns < DETECT_INTERVAL_NS)
+		return;
+	p->last_detect_ns = now;
+	if (!p->mem_open) {
+		if (remote_mem_open_pid(p->pid, &p->mem) < 0) {
+			p->gone = true;
+			return;
+		}
+		p->mem_open = true;
+	}
+	if (pyframes_open(p->pid, &p->mem, &p->pf, &p->info) < 0) {
+		p->pf = NULL;
+		return;
+	}
+	pyframes_set_verify(p->pf, true);
+	p->same_layout = rec->pf && rec->capture_gen == rec->pf_gen &&
+			 pyframes_capture_spec(rec->pf, &mine) == 0 &&
+			 pyframes_capture_spec(p->pf, &theirs) == 0 &&
+			 !memcmp(&mine, &theirs, sizeof(mine));
+}
+
+int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
+		     struct pyframes_cut *ret_cut)
+{
+	struct record_proc *p = proc_of(rec, s->pid);
+	const struct sample_capture *c = s->capture;
+	uint64_t root;
+	int r;
+
+	*ret_n = 0;
+	if (!p)
+		return -ENOMEM;
+	proc_detect(rec, p);
+	if (!p->pf)
+		return -ENOENT;
+	if (c && p->same_layout && c->status != SAMPLE_CAPTURE_NO_ROOT) {
+		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride,
+						rec->capture_extras };
+
+		rec->stats.captured++;
+		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
+		return pyframes_thread_stack_captured(p->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
+						      ret_cut);
+	}
+	if (c && p->same_layout && pyframes_thread_state(p->pf, s->tid, &root) == 0)
+		(void) sampler_capture_set_root(rec->sampler, s->tid, root);
+	if (rec->opts.mode == RECORD_CAPTURE)
+		rec->stats.uncaptured++;
+	r = pyframes_thread_stack(p->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
+	for (int retry = 0; r == -EAGAIN && retry < 3; retry++)
+		r = pyframes_thread_stack(p->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
+	return r;
+}
+
+/* The process thread tid belongs to (its Tgid), 0 if unknown. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	return pid;
+}
+
+bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root)
+{
+	pid_t pid = tgid_of(tid);
+	struct record_proc *p;
+
+	if (!pid || pid == rec->pid)
+		return false;
+	p = proc_of(rec, pid);
+	if (!p)
+		return false;
+	proc_detect(rec, p);
+	return p->pf && p->same_layout && pyframes_thread_state(p->pf, tid, ret_root) == 0;
+}
+
+void record_proc_event(struct recorder *rec, const struct sampler_event *e)
+{
+	for (size_t i = 0; i < rec->n_procs; i++) {
+		struct record_proc *p = &rec->procs[i];
+
+		if (p->pid != e->tid)
+			continue;
+		/* an exec: a new image, a new command; an exit: nothing more to read */
+		proc_forget(p);
+		p->last_detect_ns = 0;
+		p->gone = e->kind == SAMPLER_EVENT_CHILD_EXIT;
+		if (e->kind == SAMPLER_EVENT_CHILD_EXEC) {
+			char name[192];
+			struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
+
+			command_of(p->pid, p->comm, sizeof(p->comm));
+			snprintf(name, sizeof(name), "[process %d%s%s]", (int) p->pid,
+				 p->comm[0] ? " " : "", p->comm);
+			(void) profile_frame_id(rec->prof, &f, &p->frame);
+		}
+	}
+}
+
+void record_procs_free(struct recorder *rec)
+{
+	for (size_t i = 0; i < rec->n_procs; i++)
+		proc_forget(&rec->procs[i]);
+	free(rec->procs);
+	rec->procs = NULL;
+	rec->n_procs = rec->cap_procs = 0;
+}

@@ -1,0 +1,95 @@
+"""hwspy record --subprocesses: the processes a target starts, each under its own root.
+
+--case pool   tests/targets/subprocs.py pool (launched, -e cpu-clock): four Pool workers run
+              work_a..work_d, one each; each function's weight is under one [process PID
+              COMMAND] root, each in a process of its own, none under the target's, and every
+              stack has a process root (the target's pid among them).
+--case exec   tests/targets/subprocs.py exec OTHER (launched with this Python): a child process
+              runs another interpreter (pyenv's 3.8 under 3.12, or the other way round) on the
+              same file; child_spin is under the child's [process PID COMMAND] root, named
+              with its file and the line of its hot loop (read with the child's own layout).
+"""
+import os
+import re
+
+import harness
+import pythons
+from harness import check, log, py_frames
+
+PROCESS = re.compile(r'^\[process (?P<pid>\d+) (?P<command>.*)\]$')
+
+
+def by_process(profile):
+    """{pid: {function: weight}} for the process roots of every stack."""
+    procs = {}
+    for frames, c in profile.stacks:
+        m = PROCESS.match(frames[0])
+        check(m, 'with --subprocesses, a stack without a [process PID COMMAND] root: %s'
+              % ';'.join(frames[:3]))
+        funcs = procs.setdefault(int(m.group('pid')), {})
+        for name in {f[0] for f in py_frames(frames)}:
+            funcs[name] = funcs.get(name, 0) + c
+    return procs
+
+
+def case_pool(opts):
+    target = os.path.join(opts.targets, 'subprocs.py')
+    run = harness.record(opts, ['--subprocesses', '-e', 'cpu-clock', '-F', '199', '--',
+                                *opts.py.argv, target, 'pool'], timeout=120)
+    profile = run.expect_profile()
+    check(re.search(r'subprocesses: \d+ processes had samples', run.stderr),
+          'the summary does not count the processes')
+    procs = by_process(profile)
+    pid = int(re.search(r"\(pid (\d+)\)", run.stderr).group(1))
+    check(pid in procs, 'the target (pid %d) has no process root' % pid)
+    where = {}
+    for p, funcs in procs.items():
+        for f in ('work_a', 'work_b', 'work_c', 'work_d'):
+            if funcs.get(f):
+                where.setdefault(f, []).append((p, funcs[f]))
+    log('functions by process: %s' % where)
+    for f in ('work_a', 'work_b', 'work_c', 'work_d'):
+        check(f in where, '%s is in no process' % f)
+        heaviest = max(where[f], key=lambda x: x[1])[0]
+        check(heaviest != pid, '%s runs under the target\'s root, not a worker\'s' % f)
+    owners = {max(where[f], key=lambda x: x[1])[0] for f in where}
+    check(len(owners) == 4, 'the four functions are under %d processes, expected 4: %s'
+          % (len(owners), where))
+
+
+def case_exec(opts):
+    other = 'py38' if opts.py.id != 'py38' else 'py312'
+    try:
+        child = pythons.get(other, opts.source_root)
+    except pythons.Missing as e:
+        raise harness.Skip(str(e))
+    target = os.path.join(opts.targets, 'subprocs.py')
+    mk = harness.markers(target)
+    run = harness.record(opts, ['--subprocesses', '-e', 'cpu-clock', '-F', '199', '--',
+                                *opts.py.argv, target, 'exec', child.argv[-1]], timeout=120)
+    profile = run.expect_profile()
+    found = {}
+    for frames, c in profile.stacks:
+        m = PROCESS.match(frames[0])
+        check(m, 'a stack without a [process PID COMMAND] root: %s' % ';'.join(frames[:3]))
+        pf = py_frames(frames)
+        if any(f[0] == 'child_spin' for f in pf):
+            found.setdefault(m.group('command'), 0)
+            found[m.group('command')] += c
+            leaf = pf[-1]
+            check(leaf[0] in ('spin', 'child_spin') and leaf[1] == target,
+                  'under child_spin, the leaf %s is not in %s' % (leaf, target))
+    log('child_spin by process: %s' % found)
+    check(found, 'child_spin is in no process')
+    check(all(os.path.basename(child.argv[-1]) in cmd for cmd in found),
+          'child_spin is under a process that is not %s: %s' % (child.argv[-1], found))
+
+
+def test(opts):
+    {'pool': case_pool, 'exec': case_exec}[opts.case](opts)
+
+
+if __name__ == '__main__':
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=['pool', 'exec'], required=True)
+    harness.main(test, p)

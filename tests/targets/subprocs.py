@@ -1,0 +1,68 @@
+"""Workload for test_subprocesses.py.
+
+  pool           after 0.3 s of CPU (hwspy finds the interpreter meanwhile), a
+                 multiprocessing Pool of 4 workers runs work_a, work_b, work_c and work_d, one
+                 each, for 0.6 s of CPU each, each held back until all four are running, so
+                 that each function runs in its own worker. Workers are forked (3.14's default,
+                 forkserver, starts sys.executable, which Debian's 3.13/3.14 here cannot run
+                 without the loader tests/setup-pythons.sh puts before it)
+  exec PYTHON    runs PYTHON (another interpreter) on this file with 'child': child_spin burns
+                 0.6 s of CPU there, in a process of its own
+"""
+import multiprocessing
+import subprocess
+import sys
+import time
+
+
+def spin(seconds):
+    end = time.thread_time() + seconds
+    s = 0
+    while time.thread_time() < end:
+        for i in range(1000): s += i  # HOT:spin
+    return s
+
+
+def work_a(barrier):
+    barrier.wait()
+    return spin(0.6)
+
+
+def work_b(barrier):
+    barrier.wait()
+    return spin(0.6)
+
+
+def work_c(barrier):
+    barrier.wait()
+    return spin(0.6)
+
+
+def work_d(barrier):
+    barrier.wait()
+    return spin(0.6)
+
+
+def child_spin():
+    return spin(0.6)
+
+
+def pool():
+    spin(0.3)
+    ctx = multiprocessing.get_context('fork')
+    with ctx.Manager() as m:
+        barrier = m.Barrier(4)
+        with ctx.Pool(4) as p:
+            results = [p.apply_async(f, (barrier,)) for f in (work_a, work_b, work_c, work_d)]
+            for r in results:
+                r.get(timeout=60)
+
+
+if __name__ == '__main__':
+    if sys.argv[1] == 'pool':
+        pool()
+    elif sys.argv[1] == 'exec':
+        spin(0.3)
+        subprocess.run([sys.argv[2], __file__, 'child'], check=True)
+    elif sys.argv[1] == 'child':
+        child_spin()
