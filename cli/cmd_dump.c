@@ -30,7 +30,6 @@
 
 #define FRAMES_MAX   512        /* Python frames kept per thread (the innermost) */
 #define TORN_TRIES   20         /* --nonblocking: walks of a thread before giving up */
-#define GIL_STATE_SIZE 208      /* sizeof(struct _gil_runtime_state), 3.8-3.14 x86-64 (gdb) */
 #define COMMAND_MAX  1024
 
 struct dump_opts {
@@ -354,7 +353,7 @@ static void describe(struct dump *d, const struct pyframes_gil *gil, uint64_t gi
 				snprintf(t->name, sizeof(t->name), "%s", names[k].name);
 		t->gil = !gil->known ? -1 : gil->locked && t->tstate && gil->holder == t->tstate;
 		if (dump_task_waiting(&t->task))
-			dump_task_wait(d->o.pid, &t->task, gil_addr, GIL_STATE_SIZE, t->wait,
+			dump_task_wait(d->o.pid, &t->task, gil_addr, PYFRAMES_GIL_STATE_SIZE, t->wait,
 				       sizeof(t->wait));
 	}
 	free(names);

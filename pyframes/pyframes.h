@@ -169,6 +169,9 @@ int pyframes_gil(const struct pyframes *pf, struct pyframes_gil *ret);
  * _gil_runtime_state in use, and the offsets in it of locked (a 32-bit int, 0 or 1) and of
  * last_holder (a 64-bit PyThreadState *), each inside its first 64 bytes.
  * 0; -ENOTSUP (no GIL: known false above), else as pyframes_gil(); *ret_addr is 0 on error. */
+/* sizeof(struct _gil_runtime_state), 3.8-3.14 on x86-64 (gdb): a futex wait inside it, on its
+ * mutex or condition variables, is a wait for the GIL */
+#define PYFRAMES_GIL_STATE_SIZE 208
 int pyframes_gil_spec(const struct pyframes *pf, uint64_t *ret_addr, uint32_t *ret_locked_off,
 		      uint32_t *ret_holder_off);
 

@@ -103,6 +103,7 @@ struct recorder {
 	struct record_proc *procs;      /* --subprocesses: the processes seen (procs.c) */
 	size_t n_procs, cap_procs;
 	bool in_child;                  /* the sample at hand is a child process's */
+	uint64_t gil_addr;              /* the interpreter's GIL state (0: none, not known) */
 	struct wait_fd_cache {          /* --off-cpu: what sockets are (wait.c) */
 		char link[64], words[48];
 	} fd_cache[RECORD_FD_CACHE];
@@ -162,6 +163,8 @@ int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n
 		     struct pyframes_cut *ret_cut);
 bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root);
 void record_proc_event(struct recorder *rec, const struct sampler_event *e);
+/* The address of process pid's GIL state (the target's, or a child's): 0 if not known. */
+uint64_t record_gil_addr(struct recorder *rec, pid_t pid);
 void record_procs_free(struct recorder *rec);
 
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */

@@ -30,6 +30,7 @@ struct record_proc {
 	bool gone;                      /* exited, or unreadable */
 	uint64_t last_detect_ns;
 	uint32_t frame;                 /* [process PID COMMAND] */
+	uint64_t gil_addr;              /* its GIL state (0: none, not known) */
 	char comm[160];
 };
 
@@ -116,6 +117,7 @@ static void proc_forget(struct record_proc *p)
 {
 	pyframes_free(p->pf);
 	p->pf = NULL;
+	p->gil_addr = 0;
 	if (p->mem_open)
 		remote_mem_close(&p->mem);
 	p->mem_open = false;
@@ -142,6 +144,8 @@ static void proc_detect(struct recorder *rec, struct record_proc *p)
 		return;
 	}
 	pyframes_set_verify(p->pf, true);
+	if (pyframes_gil_spec(p->pf, &p->gil_addr, &(uint32_t) { 0 }, &(uint32_t) { 0 }) < 0)
+		p->gil_addr = 0;
 	p->same_layout = rec->pf && rec->capture_gen == rec->pf_gen &&
 			 pyframes_capture_spec(rec->pf, &mine) == 0 &&
 			 pyframes_capture_spec(p->pf, &theirs) == 0 &&
@@ -211,6 +215,16 @@ bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root)
 		return false;
 	proc_detect(rec, p);
 	return p->pf && p->same_layout && pyframes_thread_state(p->pf, tid, ret_root) == 0;
+}
+
+uint64_t record_gil_addr(struct recorder *rec, pid_t pid)
+{
+	if (!rec->opts.subprocesses || pid == rec->pid)
+		return rec->gil_addr;
+	for (size_t i = 0; i < rec->n_procs; i++)
+		if (rec->procs[i].pid == pid)
+			return rec->procs[i].gil_addr;
+	return 0;
 }
 
 void record_proc_event(struct recorder *rec, const struct sampler_event *e)

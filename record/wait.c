@@ -1,9 +1,11 @@
 /*
  * wait: why a thread was switched out (--off-cpu), from what the kernel says at the switch: the
  * system call it sleeps in (the outermost __x64_sys_* frame of its kernel stack), a page fault
- * on the way (its handler's frames), the syscall's first argument (a read's fd, a select's nfds)
- * and, for a futex, whether the interpreter's GIL is what it waits for (take_gil and the calls
- * that attach a thread state, among the first native frames of its unwound user stack). The
+ * on the way (its handler's frames), the syscall's first argument (a read's fd, a select's nfds,
+ * a futex's address) and, for a futex, whether the interpreter's GIL is what it waits for: its
+ * address inside the GIL's state (its mutex, its condition variables), or, where that is not
+ * known, take_gil or a call that attaches a thread state among the first native frames of its
+ * unwound user stack (which needs the interpreter's symbols: a stripped build has none). The
  * words are those `hwspy dump` uses: `read fd 5 (pipe)`, `recv socket`, `poll/epoll/select`,
  * `futex (lock)`, `GIL`, `sleep`, `page fault (I/O)`; an involuntary switch is [preempted]
  * (offcpu.c), not a wait.
@@ -195,7 +197,11 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 	if (!words) {
 		snprintf(buf, len, "[wait: %s]", sys);
 	} else if (!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) {
-		snprintf(buf, len, "[wait: %s]", waits_for_gil(rec, s) ? "GIL" : words);
+		uint64_t gil = record_gil_addr(rec, s->pid), at = (uint64_t) arg;
+		bool in_gil = gil && !strcmp(sys, "futex") && at >= gil &&
+			      at - gil < PYFRAMES_GIL_STATE_SIZE;
+
+		snprintf(buf, len, "[wait: %s]", in_gil || waits_for_gil(rec, s) ? "GIL" : words);
 	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
 		snprintf(buf, len, "[wait: sleep]");    /* time.sleep() before 3.11: no fds */
 	} else {

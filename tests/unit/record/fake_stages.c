@@ -238,6 +238,17 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	return 0;
 }
 
+/* the fake interpreters have no GIL state to point at */
+int pyframes_gil_spec(const struct pyframes *pf, uint64_t *ret_addr, uint32_t *ret_locked_off,
+		      uint32_t *ret_holder_off)
+{
+	(void) pf;
+	(void) ret_locked_off;
+	(void) ret_holder_off;
+	*ret_addr = 0;
+	return -ENOTSUP;
+}
+
 int pyframes_search_spec(struct pyframes *pf, struct pyframes_search_spec *ret)
 {
 	if (!fake.images[pf->image].searchable)
