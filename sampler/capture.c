@@ -555,5 +555,11 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.stride = stride,
 		.nodes = c->held + CAPTURE_HDR,
 	};
+	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
+	 * where it has a root to compare with */
+	if (c->spec.gil_at && h.gil_read == 1 && h.gil_locked <= 1 && (!h.gil_locked || h.root)) {
+		c->out.gil_known = true;
+		c->out.gil_held = h.gil_locked == 1 && h.gil_holder == h.root;
+	}
 	return &c->out;
 }
