@@ -7,6 +7,7 @@
  *   sample.c     one sample -> one stack: the Python walk (from its capture, or live memory),
  *                native and kernel frames, merge, defer while the thread is stopped, the sink;
  *                the sampler's events (an exec, a thread that needs its capture root)
+ *   gil.c        whether a sample's thread held the GIL, --gil, each thread's GIL counts
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
  */
@@ -45,6 +46,7 @@ struct thread_name {
 struct pending {
 	struct sample s;
 	int r;                          /* pyframes result */
+	int gil;                        /* enum record_gil, read while it was stopped */
 	size_t n_py;
 	struct pyframes_cut cut;
 	struct py_frame py[MAX_PY_FRAMES];
@@ -56,9 +58,17 @@ struct pending {
 #define MAX_PENDING 4
 #define RECORD_FD_CACHE 64
 
+/* gil.c: each thread's GIL counts (last: the one found last, looked at first) */
+struct record_gils {
+	struct record_gil_thread *t;
+	size_t n, cap, last;
+};
+
 struct recorder {
 	struct record_opts opts;
-	struct record_sink sink;
+	struct record_sink sink;        /* record_gil_sink(), which calls user_sink */
+	struct record_sink user_sink;   /* recorder_new()'s, or the profile's own */
+	struct record_gils gil;
 	struct record_stats stats;
 	struct profile *prof;
 	struct remote_mem mem;
@@ -150,9 +160,17 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
 void record_offcpu_end(struct recorder *rec, bool exited);
 
+/* gil.c: whether s's thread held the GIL (enum record_gil; called while a stopped thread
+ * is); the sink every finished sample goes to (ctx: the recorder): it counts the thread's GIL
+ * and applies --gil before rec->user_sink; free of its counts */
+int record_gil_at_sample(struct recorder *rec, const struct sample *s);
+int record_gil_sink(void *ctx, const struct record_sample *s);
+void record_gil_free(struct recorder *rec);
+
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
 #define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS
 #define RECORD_OFF_CPU_STACK 8192       /* user stack copied at a switch, to find take_gil */
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len);
+#define RECORD_GIL_WAIT_FRAME "[wait: GIL]"    /* its name for a wait for the GIL */
 
 #endif

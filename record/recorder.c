@@ -45,8 +45,9 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	profile_set_event_rate(rec->prof, 0, opts->freq, opts->period, true);
 	if (opts->log_bytes)
 		(void) profile_log_start(rec->prof, opts->log_bytes);
-	rec->sink = sink && sink->sample ? *sink :
-		    (struct record_sink) { .sample = profile_sink, .ctx = rec->prof };
+	rec->user_sink = sink && sink->sample ? *sink :
+			 (struct record_sink) { .sample = profile_sink, .ctx = rec->prof };
+	rec->sink = (struct record_sink) { .sample = record_gil_sink, .ctx = rec };
 	rec->scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
 	/* reads after the sample: how late (exact mode by stops reads late too: samples past a
 	 * thread's stop budget) */
@@ -73,6 +74,7 @@ void recorder_free(struct recorder *rec)
 	symbolizer_free(rec->sym);
 	record_pending_free(rec);
 	record_offcpu_free(rec);
+	record_gil_free(rec);
 	free(rec->scratch);
 	profile_free(rec->prof);
 	free(rec->names);
@@ -284,6 +286,12 @@ void recorder_python(const struct recorder *rec, struct record_python *ret)
 struct profile *recorder_profile(struct recorder *rec)
 {
 	return rec->prof;
+}
+
+const struct record_gil_thread *recorder_gil_threads(const struct recorder *rec, size_t *ret_n)
+{
+	*ret_n = rec->gil.n;
+	return rec->gil.t;
 }
 
 const struct record_stats *recorder_stats(struct recorder *rec)

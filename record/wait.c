@@ -194,8 +194,8 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 	}
 	if (!words) {
 		snprintf(buf, len, "[wait: %s]", sys);
-	} else if (!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) {
-		snprintf(buf, len, "[wait: %s]", waits_for_gil(rec, s) ? "GIL" : words);
+	} else if ((!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) && waits_for_gil(rec, s)) {
+		snprintf(buf, len, "%s", RECORD_GIL_WAIT_FRAME);
 	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
 		snprintf(buf, len, "[wait: sleep]");    /* time.sleep() before 3.11: no fds */
 	} else {
