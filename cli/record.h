@@ -37,6 +37,7 @@ struct record_args {
 	bool function, threads, nonblocking, quiet, native, kernel;
 	bool ptrace;                    /* exact mode by ptrace stops, even where BPF is allowed */
 	bool off_cpu;                   /* --off-cpu: every switch-out, weighed by the wait */
+	bool gil;                       /* --gil: only samples whose thread held the GIL */
 	unsigned stop_budget;           /* --stop-budget PCT (0: the sampler's default) */
 	enum out_format format;
 	struct format_opts fmt;         /* --weight, --title, --icicle, --min-width */

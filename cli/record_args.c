@@ -72,6 +72,8 @@ static void usage(FILE *out)
 		"                         until the thread ran again, its leaf the reason:\n"
 		"                         [wait: read fd 5 (pipe)], [wait: futex (lock)],\n"
 		"                         [wait: GIL], [wait: sleep], [preempted] ...\n"
+		"      --gil              only the samples whose thread held the GIL (those it\n"
+		"                         is not known of are dropped too, and counted)\n"
 		"  -q, --quiet            no progress line and no summary\n"
 		"  -h, --help             this text\n\n"
 		"'hwspy list' shows the events that work on this machine.\n\n"
@@ -263,6 +265,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'O':
 		o->off_cpu = true;
 		return 1;
+	case 'g':
+		o->gil = true;
+		return 1;
 	case 'q':
 		o->quiet = true;
 		log_level = LOG_QUIET;
@@ -293,6 +298,12 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 		log_error("--ptrace and --nonblocking exclude each other");
 		return -EINVAL;
 	}
+	/* a switch-out sample's GIL is not read: its [wait: GIL] leaf says where it waits */
+	if (o->gil && o->off_cpu) {
+		log_error("--gil keeps the samples of a CPU event whose thread held the GIL; with "
+			  "--off-cpu, the [wait: GIL] frames show the waits for it");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -317,6 +328,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' },
 		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "gil", no_argument, NULL, 'g' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep-running", no_argument, NULL, 'k' },

@@ -55,7 +55,7 @@ void session_record_opts(const struct record_args *o, struct record_opts *ret)
 		.mode = o->nonblocking ? RECORD_NONBLOCKING : o->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
 		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
 		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
-		.off_cpu = o->off_cpu,
+		.off_cpu = o->off_cpu, .gil_only = o->gil,
 	};
 }
 

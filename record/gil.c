@@ -30,6 +30,28 @@ int record_gil_at_sample(struct recorder *rec, const struct sample *s)
 	return g.holder == tstate ? RECORD_GIL_HELD : RECORD_GIL_FREE;
 }
 
+int record_gil_capture_late(struct recorder *rec)
+{
+	struct sampler_capture_spec ss;
+	uint64_t at;
+	uint32_t lo, ho;
+	int r;
+
+	if (rec->capture_gil || rec->stats.capture_error || rec->capture_gil_tries >= RECORD_GIL_TRIES)
+		return 0;
+	rec->capture_gil_tries++;
+	if (pyframes_gil_spec(rec->pf, &at, &lo, &ho) < 0)
+		return 0;
+	r = record_capture_spec(rec, &ss);
+	if (r < 0 || !ss.gil_at)
+		return r;
+	ss.n_extras = rec->capture_extras;      /* what this kernel took */
+	r = sampler_capture_start(rec->sampler, &ss);
+	rec->capture_gil = r >= 0;
+	rec->capture_gil_tries = RECORD_GIL_TRIES;      /* once, whatever came of it */
+	return r;
+}
+
 /* The thread's counts, made at its first sample (NULL: out of memory, or too many threads). */
 static struct record_gil_thread *gil_thread(struct recorder *rec, pid_t tid)
 {

@@ -109,6 +109,8 @@ struct recorder {
 	uint64_t pf_gen;                /* bumped by each record_python_found() */
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
+	bool capture_gil;               /* it reads the GIL (record_gil_capture_late()) */
+	unsigned capture_gil_tries;
 	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
 	struct wait_fd_cache {          /* --off-cpu: what sockets are (wait.c) */
 		char link[64], words[48];
@@ -164,6 +166,11 @@ void record_offcpu_end(struct recorder *rec, bool exited);
  * is); the sink every finished sample goes to (ctx: the recorder): it counts the thread's GIL
  * and applies --gil before rec->user_sink; free of its counts */
 int record_gil_at_sample(struct recorder *rec, const struct sample *s);
+/* Capture mode: a program made before the interpreter had its GIL (3.12+: it points to it once
+ * made) is made again with it, once there is one (tried between slices, RECORD_GIL_TRIES
+ * times at most). 0, or the failure (the program as it was goes on). */
+#define RECORD_GIL_TRIES 40
+int record_gil_capture_late(struct recorder *rec);
 int record_gil_sink(void *ctx, const struct record_sample *s);
 void record_gil_free(struct recorder *rec);
 

@@ -187,13 +187,17 @@ int record_capture_start(struct recorder *rec)
 	struct sampler_capture_spec ss;
 	int r;
 
-	if (!capturing(rec) || !rec->pf || rec->capture_gen == rec->pf_gen)
+	if (!capturing(rec) || !rec->pf)
 		return 0;
+	if (rec->capture_gen == rec->pf_gen)
+		return record_gil_capture_late(rec);
 	rec->capture_gen = rec->pf_gen;     /* one try per interpreter */
+	rec->capture_gil_tries = 0;
 	r = record_capture_spec(rec, &ss);
 	if (r >= 0)
 		r = sampler_capture_start(rec->sampler, &ss);
 	rec->capture_extras = r >= 0 ? ss.n_extras : 0;
+	rec->capture_gil = r >= 0 && ss.gil_at;
 	if (r < 0 && r != -EPERM && ss.n_extras) {
 		/* a kernel that refuses the larger program: the frames alone */
 		ss.n_extras = 0;
