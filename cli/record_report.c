@@ -224,10 +224,11 @@ static void summary_gil(struct recorder *rec, const struct record_args *o)
 				 span > 0 ? 100.0 * (double) t->gil_wait_ns / 1e9 / span : 0.0, span,
 				 t->off_ns / 1e9);
 		else if (t->known)
-			log_info("gil: thread %d%s%s: held the GIL in %.0f%% of its %" PRIu64
-				 " samples%s", (int) t->tid, name ? " " : "", name ? name : "",
-				 100.0 * (double) t->held / (double) t->known, t->known,
-				 t->samples > t->known ? " whose GIL is known" : "");
+			log_info("gil: thread %d%s%s: held the GIL in %.0f%% of its samples (%" PRIu64
+				 " of %" PRIu64 "; %" PRIu64 " more not known)", (int) t->tid,
+				 name ? " " : "", name ? name : "",
+				 100.0 * (double) t->held / (double) t->known, t->held, t->known,
+				 t->samples - t->known);
 		else
 			log_info("gil: thread %d%s%s: not known whether it held the GIL (%" PRIu64
 				 " samples)", (int) t->tid, name ? " " : "", name ? name : "",
