@@ -39,6 +39,7 @@ struct record_args {
 	bool off_cpu;                   /* --off-cpu: every switch-out, weighed by the wait */
 	bool wall;                      /* --wall: cpu-clock and --off-cpu's samples, in ns */
 	bool subprocesses;              /* --subprocesses: follow the processes it starts */
+	bool gil;                       /* --gil: only samples whose thread held the GIL */
 	unsigned stop_budget;           /* --stop-budget PCT (0: the sampler's default) */
 	enum out_format format;
 	struct format_opts fmt;         /* --weight, --title, --icicle, --min-width */

@@ -78,6 +78,8 @@ static void usage(FILE *out)
 		"      --wall             wall-clock time: cpu-clock on the CPU (-F) and --off-cpu's\n"
 		"                         samples off it, both in nanoseconds, so that each\n"
 		"                         thread's time adds up to the recording's length\n"
+		"      --gil              only the samples whose thread held the GIL (those it\n"
+		"                         is not known of are dropped too, and counted)\n"
 		"  -q, --quiet            no progress line and no summary\n"
 		"  -h, --help             this text\n\n"
 		"'hwspy list' shows the events that work on this machine.\n\n"
@@ -275,6 +277,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'C':
 		o->subprocesses = true;
 		return 1;
+	case 'g':
+		o->gil = true;
+		return 1;
 	case 'q':
 		o->quiet = true;
 		log_level = LOG_QUIET;
@@ -310,6 +315,13 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 			  "does not use: leave --ptrace out (the BPF capture) or use --nonblocking");
 		return -EINVAL;
 	}
+	/* a switch-out sample's GIL is not read: its [wait: GIL] leaf says where it waits */
+	if (o->gil && (o->off_cpu || o->wall)) {
+		log_error("--gil keeps the samples of a CPU event whose thread held the GIL; with "
+			  "--%s, the [wait: GIL] frames show the waits for it", o->off_cpu ? "off-cpu" :
+			  "wall");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -336,6 +348,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "wall", no_argument, NULL, 'W' },
 		{ "subprocesses", no_argument, NULL, 'C' },
+		{ "gil", no_argument, NULL, 'g' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "grace", required_argument, NULL, 'G' },
 		{ "keep-running", no_argument, NULL, 'k' },

@@ -165,6 +165,81 @@ static void summary_exact(const struct record_stats *rs, const struct record_arg
 	}
 }
 
+#define GIL_TABLE_THREADS 10
+
+/* A thread's time, for the GIL table's order: its weight, or off the CPU its span. */
+static uint64_t gil_time(const struct record_gil_thread *t, bool off_cpu)
+{
+	return off_cpu ? t->last_ns - t->first_ns : t->weight;
+}
+
+/* The GIL's lines: --gil's drops, then, for the GIL_TABLE_THREADS threads with the most time,
+ * how often each held it (CPU events) or how long it waited for it (--off-cpu). */
+static void summary_gil(struct recorder *rec, const struct record_args *o)
+{
+	const struct record_stats *rs = recorder_stats(rec);
+	const struct profile *prof = recorder_profile(rec);
+	const struct record_gil_thread *top[GIL_TABLE_THREADS], *all;
+	uint64_t known = 0, waited = 0;
+	size_t n, n_top = 0;
+
+	all = recorder_gil_threads(rec, &n);
+	for (size_t i = 0; i < n; i++) {
+		known += all[i].known;
+		waited += all[i].gil_wait_ns;
+	}
+	if (o->gil)
+		log_info("--gil: %" PRIu64 " samples dropped, their thread not holding the GIL, %"
+			 PRIu64 " not known whether it did%s", rs->gil_dropped_free,
+			 rs->gil_dropped_unknown, known ? "" : " (a free-threaded Python has no GIL)");
+	if (!o->off_cpu && !known)
+		return;
+	if (rs->gil_late)
+		log_info("gil: %" PRIu64 " samples' GIL was read after the sample, not at it (no "
+			 "capture), while its thread ran on", rs->gil_late);
+	/* the top threads by time, by insertion into a short sorted list */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t time = gil_time(&all[i], o->off_cpu);
+		size_t k = n_top;
+
+		if (n_top < GIL_TABLE_THREADS)
+			n_top++;
+		else if (gil_time(top[GIL_TABLE_THREADS - 1], o->off_cpu) >= time)
+			continue;
+		else
+			k = GIL_TABLE_THREADS - 1;
+		for (; k > 0 && gil_time(top[k - 1], o->off_cpu) < time; k--)
+			top[k] = top[k - 1];
+		top[k] = &all[i];
+	}
+	for (size_t i = 0; i < n_top; i++) {
+		const struct record_gil_thread *t = top[i];
+		const char *name = profile_thread_name(prof, (uint32_t) t->tid);
+		double span = (double) (t->last_ns - t->first_ns) / 1e9;
+
+		if (o->off_cpu)
+			log_info("gil: thread %d%s%s: waited %.3f s for the GIL (%.0f%% of its %.3f s "
+				 "from its first switch-out to its last switch-in; %.3f s off the CPU)",
+				 (int) t->tid, name ? " " : "", name ? name : "", t->gil_wait_ns / 1e9,
+				 span > 0 ? 100.0 * (double) t->gil_wait_ns / 1e9 / span : 0.0, span,
+				 t->off_ns / 1e9);
+		else if (t->known)
+			log_info("gil: thread %d%s%s: held the GIL in %.0f%% of its samples (%" PRIu64
+				 " of %" PRIu64 "; %" PRIu64 " more not known)", (int) t->tid,
+				 name ? " " : "", name ? name : "",
+				 100.0 * (double) t->held / (double) t->known, t->held, t->known,
+				 t->samples - t->known);
+		else
+			log_info("gil: thread %d%s%s: not known whether it held the GIL (%" PRIu64
+				 " samples)", (int) t->tid, name ? " " : "", name ? name : "",
+				 t->samples);
+	}
+	if (n > n_top)
+		log_info("gil: %zu more threads", n - n_top);
+	if (o->off_cpu)
+		log_info("gil: threads waited %.3f s in all for the GIL", waited / 1e9);
+}
+
 void record_summary(struct recorder *rec, const struct record_args *o, const char *target,
 		    const char *path)
 {
@@ -234,6 +309,7 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 			 "on (before the capture started): their Python stack is [unknown]",
 			 rs->off_cpu_stale);
 	summary_exact(rs, o, mode);
+	summary_gil(rec, o);
 	if (st->threads_failed) {
 		/* the reasons, as cmd_record put them in the profile's metadata */
 		const char *why = profile_meta_const(prof)->threads_missed_why;

@@ -7,6 +7,7 @@
  *   sample.c     one sample -> one stack: the Python walk (from its capture, or live memory),
  *                native and kernel frames, merge, defer while the thread is stopped, the sink;
  *                the sampler's events (an exec, a thread that needs its capture root)
+ *   gil.c        whether a sample's thread held the GIL, --gil, each thread's GIL counts
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
  */
@@ -45,6 +46,7 @@ struct thread_name {
 struct pending {
 	struct sample s;
 	int r;                          /* pyframes result */
+	int gil;                        /* enum record_gil, read while it was stopped */
 	size_t n_py;
 	struct pyframes_cut cut;
 	struct py_frame py[MAX_PY_FRAMES];
@@ -56,9 +58,17 @@ struct pending {
 #define MAX_PENDING 4
 #define RECORD_FD_CACHE 64
 
+/* gil.c: each thread's GIL counts (last: the one found last, looked at first) */
+struct record_gils {
+	struct record_gil_thread *t;
+	size_t n, cap, last;
+};
+
 struct recorder {
 	struct record_opts opts;
-	struct record_sink sink;
+	struct record_sink sink;        /* record_gil_sink(), which calls user_sink */
+	struct record_sink user_sink;   /* recorder_new()'s, or the profile's own */
+	struct record_gils gil;
 	struct record_stats stats;
 	struct profile *prof;
 	struct remote_mem mem;
@@ -99,6 +109,8 @@ struct recorder {
 	uint64_t pf_gen;                /* bumped by each record_python_found() */
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
+	bool capture_gil;               /* it reads the GIL (record_gil_capture_late()) */
+	unsigned capture_gil_tries;
 	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
 	struct record_proc *procs;      /* --subprocesses: the processes seen (procs.c) */
 	size_t n_procs, cap_procs;
@@ -166,10 +178,22 @@ void record_proc_event(struct recorder *rec, const struct sampler_event *e);
 /* The address of process pid's GIL state (the target's, or a child's): 0 if not known. */
 uint64_t record_gil_addr(struct recorder *rec, pid_t pid);
 void record_procs_free(struct recorder *rec);
+/* gil.c: whether s's thread held the GIL (enum record_gil; called while a stopped thread
+ * is); the sink every finished sample goes to (ctx: the recorder): it counts the thread's GIL
+ * and applies --gil before rec->user_sink; free of its counts */
+int record_gil_at_sample(struct recorder *rec, const struct sample *s);
+/* Capture mode: a program made before the interpreter had its GIL (3.12+: it points to it once
+ * made) is made again with it, once there is one (tried between slices, RECORD_GIL_TRIES
+ * times at most). 0, or the failure (the program as it was goes on). */
+#define RECORD_GIL_TRIES 40
+int record_gil_capture_late(struct recorder *rec);
+int record_gil_sink(void *ctx, const struct record_sample *s);
+void record_gil_free(struct recorder *rec);
 
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
 #define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS
 #define RECORD_OFF_CPU_STACK 8192       /* user stack copied at a switch, to find take_gil */
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len);
+#define RECORD_GIL_WAIT_FRAME "[wait: GIL]"    /* its name for a wait for the GIL */
 
 #endif

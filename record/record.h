@@ -89,11 +89,23 @@ struct record_opts {
 	                                 * weighs the time until its thread ran again (ns, as
 	                                 * values[1]) and its leaf says why it waited: a FRAME_WAIT
 	                                 * frame, [wait: ...] or [preempted] */
+	bool gil_only;                  /* --gil: only samples whose thread held the GIL go to the
+	                                 * sink (not with off_cpu; the others counted) */
 	size_t log_bytes;               /* keep the time-ordered sample log up to this many bytes
 	                                 * (profile_log_start; speedscope), 0: none */
 	void (*exec_fn)(void *ctx, pid_t pid);  /* launch: sampler_opts.exec_fn (inside
 	                                 * recorder_start(), the command stopped at its exec) */
 	void *exec_ctx;
+};
+
+/* Whether a sample's thread held the GIL at the sample: from its capture (read at the
+ * overflow), else read live when the sample is read (exact while its thread is stopped, late by
+ * as much as the read otherwise). Unknown: no GIL (free-threaded), no capture of it and no live
+ * read, or a read that failed; off-CPU samples are always unknown. */
+enum record_gil {
+	RECORD_GIL_UNKNOWN,
+	RECORD_GIL_FREE,                /* not held by this thread (free, or another's) */
+	RECORD_GIL_HELD,
 };
 
 /* One finished sample, handed to the sink. */
@@ -104,7 +116,19 @@ struct record_sample {
 	size_t depth;
 	const uint64_t *values;         /* [0] 1 (the sample), [1 + i] what event i counted */
 	size_t n_values;
+	int gil;                        /* enum record_gil */
 };
+
+/* A thread's GIL counts (recorder_gil_threads()), of every sample before --gil's filter. CPU
+ * events: its samples, their weight (values[1]), those whose GIL was known and held. Off-CPU:
+ * its time off the CPU, the part in [wait: GIL], and the span from its first switch-out to
+ * its last switch-in (first_ns, last_ns: CLOCK_MONOTONIC). */
+struct record_gil_thread {
+	pid_t tid;
+	uint64_t samples, weight, known, held;
+	uint64_t off_ns, gil_wait_ns, first_ns, last_ns;
+};
+#define RECORD_GIL_MAX_THREADS 65536    /* threads tallied; samples of more: gil_untallied */
 
 struct record_sink {
 	/* < 0: the sample could not be kept (counted in stats.add_failed) */
@@ -149,6 +173,11 @@ struct record_stats {
 	uint64_t off_cpu_unmatched;     /* --off-cpu: switch-ins not kept (out of memory) */
 	uint64_t off_cpu_stale;         /* --off-cpu, capture mode: switch-outs read after their
 	                                 * sample (before the capture started), kept as [unknown] */
+	uint64_t gil_live;              /* samples whose GIL was read live, not captured ... */
+	uint64_t gil_late;              /* ... of which after the sample, its thread running */
+	uint64_t gil_dropped_free;      /* --gil: samples dropped, the thread not holding it */
+	uint64_t gil_dropped_unknown;   /* --gil: ... not known whether it held it */
+	uint64_t gil_untallied;         /* samples of threads past RECORD_GIL_MAX_THREADS */
 	int capture_error;              /* the capture's last failure to start (0: none) */
 	uint64_t capture_failures;      /* ... how many times it failed (one try per interpreter) */
 };
@@ -215,6 +244,9 @@ struct record_python {
 };
 void recorder_python(const struct recorder *rec, struct record_python *ret);
 struct profile *recorder_profile(struct recorder *rec);
+/* Each thread's GIL counts so far, in the order first seen (valid until the next recorder
+ * call): *ret_n of them. */
+const struct record_gil_thread *recorder_gil_threads(const struct recorder *rec, size_t *ret_n);
 const struct record_stats *recorder_stats(struct recorder *rec);
 
 #endif

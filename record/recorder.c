@@ -45,8 +45,9 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	profile_set_event_rate(rec->prof, 0, opts->freq, opts->period, true);
 	if (opts->log_bytes)
 		(void) profile_log_start(rec->prof, opts->log_bytes);
-	rec->sink = sink && sink->sample ? *sink :
-		    (struct record_sink) { .sample = profile_sink, .ctx = rec->prof };
+	rec->user_sink = sink && sink->sample ? *sink :
+			 (struct record_sink) { .sample = profile_sink, .ctx = rec->prof };
+	rec->sink = (struct record_sink) { .sample = record_gil_sink, .ctx = rec };
 	rec->scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
 	/* reads after the sample: how late (exact mode by stops reads late too: samples past a
 	 * thread's stop budget) */
@@ -74,6 +75,7 @@ void recorder_free(struct recorder *rec)
 	record_pending_free(rec);
 	record_offcpu_free(rec);
 	record_procs_free(rec);
+	record_gil_free(rec);
 	free(rec->scratch);
 	profile_free(rec->prof);
 	free(rec->names);
@@ -137,6 +139,8 @@ static void capture_started(struct recorder *rec, struct sampler_capture_spec *c
 		r = sampler_capture_start(rec->sampler, cspec);
 	}
 	rec->capture_extras = r ? 0 : cspec->n_extras;
+	rec->capture_gil = !r && cspec->gil_at;
+	rec->capture_gil_tries = 0;
 	rec->stats.capture_error = r;
 	rec->stats.capture_failures += r != 0;
 }
@@ -287,6 +291,12 @@ void recorder_python(const struct recorder *rec, struct record_python *ret)
 struct profile *recorder_profile(struct recorder *rec)
 {
 	return rec->prof;
+}
+
+const struct record_gil_thread *recorder_gil_threads(const struct recorder *rec, size_t *ret_n)
+{
+	*ret_n = rec->gil.n;
+	return rec->gil.t;
 }
 
 const struct record_stats *recorder_stats(struct recorder *rec)

@@ -185,6 +185,9 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 		ret->search_id_off2 = srch.tid_off2 == PYFRAMES_NO_OFF ? SAMPLER_CAPTURE_NO_OFF
 								       : srch.tid_off2;
 	}
+	/* the GIL at each overflow (none: free-threaded, or not created yet; read live then) */
+	if (pyframes_gil_spec(rec->pf, &ret->gil_at, &ret->gil_locked_off, &ret->gil_holder_off) < 0)
+		ret->gil_at = 0;
 	return 0;
 }
 
@@ -193,13 +196,17 @@ int record_capture_start(struct recorder *rec)
 	struct sampler_capture_spec ss;
 	int r;
 
-	if (!capturing(rec) || !rec->pf || rec->capture_gen == rec->pf_gen)
+	if (!capturing(rec) || !rec->pf)
 		return 0;
+	if (rec->capture_gen == rec->pf_gen)
+		return record_gil_capture_late(rec);
 	rec->capture_gen = rec->pf_gen;     /* one try per interpreter */
+	rec->capture_gil_tries = 0;
 	r = record_capture_spec(rec, &ss);
 	if (r >= 0)
 		r = sampler_capture_start(rec->sampler, &ss);
 	rec->capture_extras = r >= 0 ? ss.n_extras : 0;
+	rec->capture_gil = r >= 0 && ss.gil_at;
 	if (r < 0 && r != -EPERM && ss.n_extras) {
 		/* a kernel that refuses the larger program: the frames alone */
 		ss.n_extras = 0;
@@ -305,7 +312,7 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone)
+		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone, int gil)
 {
 	const struct record_opts *o = &rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -384,7 +391,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		values[i + 1] = s->values[i];
 	out = (struct record_sample) {
 		.tid = s->tid, .time_ns = s->time_ns, .frames = rec->ids, .depth = depth,
-		.values = values, .n_values = 1 + rec->opts.n_events,
+		.values = values, .n_values = 1 + rec->opts.n_events, .gil = gil,
 	};
 	if (o->off_cpu || s->off_cpu) {
 		char reason[256];
@@ -403,14 +410,14 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false);
+		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false, p->gil);
 	}
 	rec->n_pending = 0;
 }
 
 /* Copies what finish() needs from s, whose pointers go into the ring: false if no slot. */
 static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
-		  const struct pyframes_cut *cut)
+		  const struct pyframes_cut *cut, int gil)
 {
 	struct pending *p;
 
@@ -419,6 +426,7 @@ static bool defer(struct recorder *rec, const struct sample *s, int r, size_t n,
 	p = &rec->pending[rec->n_pending];
 	p->s = *s;
 	p->r = r;
+	p->gil = gil;
 	p->n_py = r == 0 ? n : 0;
 	p->cut = *cut;
 	memcpy(p->py, rec->pyf, p->n_py * sizeof(*p->py));
@@ -529,7 +537,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	bool late;
 	bool gone;
 	char task[64];
-	int r = -ENOENT;
+	int r = -ENOENT, gil = RECORD_GIL_UNKNOWN;
 
 	rec->in_child = rec->opts.subprocesses && rec->pid && s->pid != rec->pid;
 	if (rec->in_child) {
@@ -540,6 +548,9 @@ void record_on_sample(void *ctx, const struct sample *s)
 		if (rec->pf)
 			r = python_walk(rec, s, &n, &cut);
 	}
+	/* a switched-out thread's: its leaf says whether it waits for the GIL */
+	if (rec->pf && !rec->in_child && !rec->opts.off_cpu && !s->off_cpu)
+		gil = record_gil_at_sample(rec, s);
 	late = !s->stopped && rec->stats.captured == captured_before;
 	if (late) {
 		uint64_t t = clock_now_ns();
@@ -555,8 +566,8 @@ void record_on_sample(void *ctx, const struct sample *s)
 		gone = access(task, F_OK) < 0;
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
-	if (!s->stopped || !defer(rec, s, r, n, &cut))
-		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone);
+	if (!s->stopped || !defer(rec, s, r, n, &cut, gil))
+		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone, gil);
 	rec->in_child = false;
 	if (rec->fatal && rec->stop)
 		*rec->stop = 1;

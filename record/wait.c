@@ -201,7 +201,10 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 		bool in_gil = gil && !strcmp(sys, "futex") && at >= gil &&
 			      at - gil < PYFRAMES_GIL_STATE_SIZE;
 
-		snprintf(buf, len, "[wait: %s]", in_gil || waits_for_gil(rec, s) ? "GIL" : words);
+		if (in_gil || waits_for_gil(rec, s))
+			snprintf(buf, len, "%s", RECORD_GIL_WAIT_FRAME);
+		else
+			snprintf(buf, len, "[wait: %s]", words);
 	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
 		snprintf(buf, len, "[wait: sleep]");    /* time.sleep() before 3.11: no fds */
 	} else {

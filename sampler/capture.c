@@ -472,8 +472,10 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 			capture_thread_root(s, t);
 			continue;
 		}
-		if (again && t->prog) {
-			/* a program stays on its event until the event is closed: open them anew */
+		if (again && t->prog && !s->percpu) {
+			/* a program stays on its event until the event is closed: open them anew
+			 * (per CPU, the entry on the events runs the new one: closing a thread's
+			 * events would take them from the threads that inherited them) */
 			perf_thread_drain(s, t, false);
 			perf_thread_close(s, t);
 			r = perf_thread_open(s, t);
@@ -484,12 +486,6 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 					perf_thread_failed(s, t->tid, perf_fail_reason(r), r);
 				continue;
 			}
-			/* per CPU, the old events' last samples may still wait in the CPUs' rings
-			 * (not drained here: this may run from a sample's callback): no total to
-			 * count from, so each CPU's next sample weighs nothing, rather than the old
-			 * counter's whole count (a weight-by-count event read 2x the faults) */
-			for (int k = 0; s->percpu && t->cpu_last && k < t->n_cpu_fds; k++)
-				t->cpu_last[k] = UINT64_MAX;
 		} else {
 			r = capture_thread_open(s, t);
 		}
@@ -560,5 +556,11 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.stride = stride,
 		.nodes = c->held + CAPTURE_HDR,
 	};
+	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
+	 * where it has a root to compare with */
+	if (c->spec.gil_at && h.gil_read == 1 && h.gil_locked <= 1 && (!h.gil_locked || h.root)) {
+		c->out.gil_known = true;
+		c->out.gil_held = h.gil_locked == 1 && h.gil_holder == h.root;
+	}
 	return &c->out;
 }

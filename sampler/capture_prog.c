@@ -6,8 +6,9 @@
  * n nodes of capture_stride() bytes: the node's address and its copied bytes, then per extra
  * (what the node points to: a frame's code object and its names, which may be freed soon after
  * the sample) the address read (0: none) and its bytes. A failed extra read leaves its address
- * 0 and the node whole. The roots map's value, which the program reads and writes too, is
- * struct root_value (internal.h).
+ * 0 and the node whole. With spec.gil_at, the header holds the GIL's two words too, read
+ * before the chain. The roots map's value, which the program reads and writes too, is struct
+ * root_value (internal.h).
  */
 #include <errno.h>
 #include <linux/bpf.h>
@@ -163,6 +164,30 @@ static void read_stack(struct prog *p, int16_t at, struct fixup *fail, size_t *n
 	fail[(*nf)++] = jump_imm(p, BPF_JNE, R0, 0);
 }
 
+/* The GIL's two words into the record (r7): gil_read stays 0 unless both reads succeed (a
+ * failed read zeroes its bytes: no 0 could be told from a failure otherwise). */
+static void read_gil(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	struct fixup skip[2];
+
+	st(p, BPF_W, R7, REC_AT(gil_read), 0);
+	mov_reg(p, R1, R7);
+	add_imm(p, R1, REC_AT(gil_holder));
+	mov_imm(p, R2, 8);
+	ld_imm64(p, R3, spec->gil_at + spec->gil_holder_off);
+	call(p, BPF_FUNC_probe_read_user);
+	skip[0] = jump_imm(p, BPF_JNE, R0, 0);
+	mov_reg(p, R1, R7);
+	add_imm(p, R1, REC_AT(gil_locked));
+	mov_imm(p, R2, 4);
+	ld_imm64(p, R3, spec->gil_at + spec->gil_locked_off);
+	call(p, BPF_FUNC_probe_read_user);
+	skip[1] = jump_imm(p, BPF_JNE, R0, 0);
+	st(p, BPF_W, R7, REC_AT(gil_read), 1);
+	land(p, skip[0]);
+	land(p, skip[1]);
+}
+
 /* After the roots lookup (r8 = the entry or 0): a thread with no root looks for it (see
  * sampler_capture_spec) and keeps what it finds in the roots map; r8 then points to
  * { root, slot, tries } (the entry, or the stack). An entry whose search failed counts the
@@ -312,6 +337,10 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
 	stx(p, BPF_DW, R7, R1, REC_AT(period));
 	st(p, BPF_DW, R7, REC_AT(head), 0);
+	if (spec->gil_at)
+		read_gil(p, spec);
+	else
+		st(p, BPF_W, R7, REC_AT(gil_read), 0);
 	ldx(p, BPF_DW, R3, R8, ROOT_AT(root));
 	stx(p, BPF_DW, R7, R3, REC_AT(root));
 	mov_imm(p, R9, (int32_t) CAPTURE_HDR);            /* r9 = bytes to send */
@@ -384,6 +413,8 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec)
 		    (e->mask != UINT64_MAX && (uint64_t) (int64_t) (int32_t) e->mask != e->mask))
 			return false;
 	}
+	if (spec->gil_at && !(spec->gil_locked_off < 65536 && spec->gil_holder_off < 65536))
+		return false;
 	if (spec->search_at &&
 	    !(spec->search_list_off < 65536 && spec->search_next_off < 65536 &&
 	      spec->search_id_off1 < 65536 &&

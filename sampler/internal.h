@@ -77,9 +77,12 @@ struct capture_record {
 	uint64_t ip, period;            /* of the overflow: the sample's, to pair them */
 	uint64_t head;                  /* the first node's address */
 	uint64_t root;                  /* the thread's root, as the program found it */
+	uint64_t gil_holder;            /* spec.gil_at: the two words read at the overflow, */
+	uint32_t gil_locked;
+	uint32_t gil_read;              /* 1 where both reads succeeded */
 };
 #define CAPTURE_HDR sizeof(struct capture_record)
-_Static_assert(sizeof(struct capture_record) == 48, "the capture record's header is 48 bytes");
+_Static_assert(sizeof(struct capture_record) == 64, "the capture record's header is 64 bytes");
 
 /* The roots map's value (capture.c writes it, the program reads it and may write it), keyed by
  * the thread id (u32). */

@@ -270,6 +270,10 @@ struct sample_capture {
 	                                 * then node_bytes bytes copied from it, then its extras
 	                                 * (struct sampler_capture_spec) */
 	size_t n, stride;
+	/* spec.gil_at: whether the thread held the GIL at the overflow (locked, and its holder
+	 * the thread's root); known false: no gil_at, a failed read, locked neither 0 nor 1, or
+	 * locked with no root to compare the holder with */
+	bool gil_known, gil_held;
 };
 
 struct sample {
@@ -432,6 +436,11 @@ struct sampler_capture_spec {
 	 * whose (u32) id is the thread's tid is the root; node = *(node + search_next_off). */
 	uint64_t search_at;
 	uint32_t search_list_off, search_next_off, search_id_off1, search_id_off2;
+	/* The GIL at the overflow: gil_at 0, not read; else the u32 at gil_at + gil_locked_off
+	 * and the u64 at gil_at + gil_holder_off (each offset < 65536) go into the record: the
+	 * sample then says whether its thread held it (struct sample_capture) */
+	uint64_t gil_at;
+	uint32_t gil_locked_off, gil_holder_off;
 };
 #define SAMPLER_CAPTURE_SEARCH 32
 

@@ -238,15 +238,25 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	return 0;
 }
 
-/* the fake interpreters have no GIL state to point at */
 int pyframes_gil_spec(const struct pyframes *pf, uint64_t *ret_addr, uint32_t *ret_locked_off,
 		      uint32_t *ret_holder_off)
 {
-	(void) pf;
-	(void) ret_locked_off;
-	(void) ret_holder_off;
 	*ret_addr = 0;
-	return -ENOTSUP;
+	if (!fake.images[pf->image].gil)
+		return -ENOTSUP;
+	*ret_addr = FAKE_GIL_AT;
+	*ret_locked_off = 16;
+	*ret_holder_off = 8;
+	return 0;
+}
+
+int pyframes_gil(const struct pyframes *pf, struct pyframes_gil *ret)
+{
+	const struct fake_image *im = &fake.images[pf->image];
+
+	*ret = (struct pyframes_gil) { .known = im->gil, .locked = im->gil_holder != 0,
+				       .holder = im->gil_holder };
+	return 0;
 }
 
 int pyframes_search_spec(struct pyframes *pf, struct pyframes_search_spec *ret)
@@ -423,6 +433,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	if (k < FAKE_MAX_STARTS * 2) {
 		fake.capture_extras[k] = spec->n_extras;
 		fake.capture_search_at[k] = spec->search_at;
+		fake.capture_gil_at[k] = spec->gil_at;
 	}
 	if (!s->opts.capture)
 		return -EINVAL;
@@ -519,6 +530,7 @@ static void capture_of(struct sampler *s, const struct fake_item *it, struct sam
 	*c = (struct sample_capture) {
 		.status = it->capture_status, .root = *slot, .head = 1,
 		.nodes = (const void *) it, .n = 1, .stride = 8 + s->spec.node_bytes,
+		.gil_known = s->spec.gil_at && it->gil != 0, .gil_held = it->gil == 2,
 	};
 	s->stats.captured++;
 }
@@ -538,6 +550,9 @@ static void play_sample(struct sampler *s, const struct fake_item *it, sampler_s
 
 	if (t && it->tstate)
 		t->tstate = it->tstate;
+	if (it->gil_holder_now)
+		fake.images[fake.image].gil_holder = it->gil_holder_now == FAKE_GIL_FREE ? 0 :
+						     it->gil_holder_now;
 	smp.values[0] = it->values[0] ? it->values[0] : 1000;
 	for (size_t i = 1; i < SAMPLER_MAX_EVENTS; i++)
 		smp.values[i] = it->values[i];

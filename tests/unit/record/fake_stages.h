@@ -46,6 +46,8 @@
 #define FAKE_IP_NONAME 0x2100           /* no name       (libz.so.1) */
 #define FAKE_IP_K_READ 0xffffffff81000000ull    /* ksys_read (kernel) */
 #define FAKE_IP_K_SYSCALL 0xffffffff81000100ull /* entry_SYSCALL_64 (kernel) */
+#define FAKE_GIL_AT 0x6000
+#define FAKE_GIL_FREE 1
 #define FAKE_BUILD_ID_LIBZ "00112233445566778899aabbccddeeff00112233"
 
 struct fake_thread {
@@ -65,6 +67,8 @@ struct fake_image {
 	const char *version;            /* "3.12.1" */
 	const char *binary;             /* "/usr/bin/python3.12" */
 	bool searchable;                /* pyframes_search_spec() gives a search */
+	bool gil;                       /* it has a GIL (pyframes_gil_spec() at FAKE_GIL_AT) */
+	uint64_t gil_holder;            /* a live read of it: locked by this state, 0: free */
 	struct fake_thread threads[FAKE_MAX_THREADS];
 	size_t n_threads;
 };
@@ -90,6 +94,10 @@ struct fake_item {
 	struct pyframes_cut captured_cut;       /* what a walk of the capture cut */
 	uint64_t tstate;                /* nonzero: the thread has this state from now on (it was
 	                                 * made since the recorder last asked) */
+	int gil;                        /* its capture's GIL: enum record_gil (a thread with no
+	                                 * root gets none) */
+	uint64_t gil_holder_now;        /* a live read of the GIL from this sample on gives this
+	                                 * holder (FAKE_GIL_FREE: free; 0: as before) */
 	uint64_t ip;                    /* the sample's IP (user unless a kernel one) */
 	uint64_t native[FAKE_MAX_IPS];  /* --native: the unwound addresses, innermost first */
 	uint64_t kernel[FAKE_MAX_IPS];  /* --kernel: the kernel callchain, innermost first */
@@ -119,6 +127,7 @@ struct fake_world {
 	unsigned capture_starts;        /* sampler_capture_start() calls, sampler_new()'s included */
 	uint32_t capture_extras[FAKE_MAX_STARTS * 2];   /* n_extras of each */
 	uint64_t capture_search_at[FAKE_MAX_STARTS * 2];
+	uint64_t capture_gil_at[FAKE_MAX_STARTS * 2];
 	unsigned pf_opens, pf_live, pf_frees;
 	unsigned mem_opens, mem_closes;
 	unsigned live_reads, captured_reads;

@@ -447,6 +447,99 @@ static void test_capture_paths(void **state)
 	done(rec);
 }
 
+/* The GIL at each sample: from its capture, else read live (then compared with the thread's
+ * state); --gil keeps only the samples whose thread held it, counting the others; each thread's
+ * counts cover every sample. */
+static void test_gil(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct fake_image *im = image(0, "3.12.1");
+	const struct record_gil_thread *gt;
+	const struct record_stats *st;
+	struct recorder *rec;
+	size_t n;
+
+	(void) state;
+	im->gil = true;
+	im->gil_holder = 0x502;
+	thread(im, 501, "main;now")->tstate = 0x501;
+	thread(im, 502, "main;b")->tstate = 0x502;
+	thread(im, 503, "");                    /* no state: whether it holds it is unknown */
+	for (int i = 0; i < 5; i++) {
+		struct fake_item *it = samples(501, 1);
+
+		it->captured = "main;a";
+		it->gil = i < 3 ? RECORD_GIL_HELD : RECORD_GIL_FREE;
+	}
+	/* captured without the GIL (its read failed): read live, held by 502, then free */
+	samples(502, 1)->captured = "main;b";
+	samples(502, 1)->gil_holder_now = FAKE_GIL_FREE;
+	fake.items[fake.n_items - 1].captured = "main;b";
+	samples(503, 1)->gil_holder_now = 0x502;
+	o.gil_only = true;
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(fake.capture_gil_at[0], FAKE_GIL_AT);
+	assert_int_equal(weight(rec, "main;a", 0), 3);
+	assert_int_equal(weight(rec, "main;b", 0), 1);
+	assert_int_equal(n_samples(rec), 3 + 1);
+	assert_int_equal(st->gil_dropped_free, 2 + 1);
+	assert_int_equal(st->gil_dropped_unknown, 1);
+	assert_int_equal(st->gil_live, 3);
+	assert_int_equal(st->gil_late, 3);
+	gt = recorder_gil_threads(rec, &n);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t want[3][3] = { { 5, 5, 3 }, { 2, 2, 1 }, { 1, 0, 0 } };
+		size_t k = (size_t) (gt[i].tid - 501);
+
+		assert_true(k < 3);
+		assert_int_equal(gt[i].samples, want[k][0]);
+		assert_int_equal(gt[i].known, want[k][1]);
+		assert_int_equal(gt[i].held, want[k][2]);
+		assert_int_equal(gt[i].weight, want[k][0] * 1000);
+	}
+	done(rec);
+
+	/* no GIL (free-threaded): none in the spec, every sample unknown and kept */
+	o = opts_for(RECORD_CAPTURE);
+	im = image(0, "3.13.0");
+	thread(im, 501, "main;ft")->tstate = 0x501;
+	for (int i = 0; i < 3; i++)
+		samples(501, 1)->captured = "main;ft";
+	rec = attach(&o, NULL);
+	run(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(fake.capture_gil_at[0], 0);
+	assert_int_equal(weight(rec, "main;ft", 0), 3);
+	assert_int_equal(st->gil_live, 0);
+	gt = recorder_gil_threads(rec, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(gt[0].samples, 3);
+	assert_int_equal(gt[0].known, 0);
+	done(rec);
+	/* stopped samples read theirs in the stop, not late */
+	o = opts_for(RECORD_STOPS);
+	im = image(0, "3.12.1");
+	im->gil = true;
+	im->gil_holder = 0x501;
+	thread(im, 501, "main;st")->tstate = 0x501;
+	for (int i = 0; i < 3; i++)
+		item(FAKE_SAMPLE, 501)->stopped = true;
+	rec = attach(&o, NULL);
+	run(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(st->gil_live, 3);
+	assert_int_equal(st->gil_late, 0);
+	gt = recorder_gil_threads(rec, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(gt[0].held, 3);
+	done(rec);
+}
+
 /* A thread started later: the program finds its state itself (the search spec given with the
  * capture) and captures it from its first sample. */
 static void test_capture_search(void **state)
@@ -712,6 +805,7 @@ int main(void)
 		cmocka_unit_test_setup(test_truncation, reset),
 		cmocka_unit_test_setup(test_capture_paths, reset),
 		cmocka_unit_test_setup(test_capture_search, reset),
+		cmocka_unit_test_setup(test_gil, reset),
 		cmocka_unit_test_setup(test_capture_refused, reset),
 		cmocka_unit_test_setup(test_start_fallback, reset),
 		cmocka_unit_test_setup(test_stops, reset),

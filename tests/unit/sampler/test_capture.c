@@ -4,8 +4,10 @@
  * known chain of nodes in memory and spins, every sample arrives with that chain copied at
  * its overflow: whole, cut at SAMPLER_CAPTURE_MAX_NODES, up to an unreadable node, or nothing
  * before the thread has a root, or the root the program found itself in a list of states by the
- * thread's id (directly, or through a pointer as in glibc's struct pthread). Needs CAP_BPF + CAP_PERFMON (root): skipped, saying so,
- * without them.
+ * thread's id (directly, or through a pointer as in glibc's struct pthread). With a GIL to
+ * read, each capture says whether the thread held it: a fake GIL state held by the thread's
+ * root, by another, free, or unreadable. Needs CAP_BPF + CAP_PERFMON (root): skipped, saying
+ * so, without them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -54,6 +56,13 @@ static volatile struct { char pad[16]; volatile void *first; } interp_state;
 static volatile void *volatile interp;
 #define PTHREAD_TID_OFF 0x2d0
 static volatile uint32_t pthread_fake[256];
+/* A GIL state as CPython's: last_holder at 8, locked at 16 */
+static volatile struct { uint64_t interval; volatile void *holder; uint32_t locked; } gil;
+#define GIL_HOLDER_OFF 8
+#define GIL_LOCKED_OFF 16
+
+/* What the child's GIL says (run_child's gil) */
+enum { GIL_NONE, GIL_HELD, GIL_OTHER, GIL_FREE, GIL_UNREADABLE, GIL_TORN };
 
 /* extra 0: payload w[1..2]; extra 1: the tag, through w[1] masked (body 48: extra 0's data) */
 static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8, 2, {
@@ -99,6 +108,12 @@ static void test_capture_specs(void **state)
 		/* 3.14's tagged code pointer */
 		{ 72, SAMPLER_CAPTURE_NO_OFF, 80, 8, 1, { { 0, 0, 64, ~(uint64_t) 7 } } },
 	};
+	static const struct sampler_capture_spec with_gil[] = {
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 112, 24, .gil_at = 0x7f0000001000,
+		  .gil_locked_off = GIL_LOCKED_OFF, .gil_holder_off = GIL_HOLDER_OFF },
+		{ 72, SAMPLER_CAPTURE_NO_OFF, 80, 8, 1, { { 0, 0, 64, ~(uint64_t) 7 } },
+		  .gil_at = 0x55d000003f40, .gil_locked_off = 65535, .gil_holder_off = 0 },
+	};
 	static const struct sampler_capture_spec bad[] = {
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 0, 0 },          /* no bytes */
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 100, 24 },       /* not a multiple of 8 */
@@ -111,6 +126,8 @@ static void test_capture_specs(void **state)
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 0, 0, 8, 1ull << 40 } } },   /* mask */
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, 1, { { 0, 1u << 16, 8, UINT64_MAX } } },
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, SAMPLER_CAPTURE_MAX_EXTRAS + 1 },
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, .gil_at = 4096, .gil_locked_off = 1u << 16 },
+		{ 24, SAMPLER_CAPTURE_NO_OFF, 32, 8, .gil_at = 4096, .gil_holder_off = 1u << 20 },
 		/* a node over SAMPLER_CAPTURE_MAX_STRIDE */
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 128, 8, 3, { { 0, 0, 128, UINT64_MAX },
 				{ 0, 0, 128, UINT64_MAX }, { 0, 0, 128, UINT64_MAX } } },
@@ -143,6 +160,21 @@ static void test_capture_specs(void **state)
 		assert_true(c.prog_fd >= 0);
 		capture_close(&c);
 	}
+	/* the GIL's read, with the largest program: extras, the search, per CPU */
+	for (size_t i = 0; i < sizeof(with_gil) / sizeof(with_gil[0]); i++) {
+		struct capture c = CAPTURE_INIT;
+		struct sampler_capture_spec sp = with_gil[i];
+
+		assert_int_equal(capture_load(&c, &sp), 0);
+		search_spec(&sp, true);
+		c.percpu = true;
+		assert_int_equal(capture_load(&c, &sp), 0);
+		sp = good[6];
+		sp.gil_at = with_gil[i].gil_at;
+		search_spec(&sp, false);
+		assert_int_equal(capture_load(&c, &sp), 0);
+		capture_close(&c);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct capture c = CAPTURE_INIT;
 
@@ -165,7 +197,7 @@ static void test_capture_specs(void **state)
 
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
  * bad_at < len, and spins. */
-static void child(size_t len, size_t bad_at, int search)
+static void child(size_t len, size_t bad_at, int search, int gil_mode)
 {
 	for (size_t i = 0; i < len; i++) {
 		nodes[i].marker = 0xc0de0000u + i;
@@ -189,12 +221,15 @@ static void child(size_t len, size_t bad_at, int search)
 	decoy.next = &root;
 	interp_state.first = &decoy;
 	interp = &interp_state;
+	gil.holder = gil_mode == GIL_OTHER ? (volatile void *) &decoy : &root;
+	gil.locked = gil_mode == GIL_FREE ? 0 : gil_mode == GIL_TORN ? 7 : 1;
 	for (volatile uint64_t x = 0;; x++)
 		;
 }
 
 struct seen {
 	size_t samples, captured, by_status[4];
+	size_t gil_known, gil_held;     /* captures that knew the GIL, that held it */
 	size_t n_min, n_max;
 	bool bytes_ok, fields_ok;       /* every capture's bytes, and its other fields */
 	bool extras_ok;                 /* every node's extras */
@@ -253,6 +288,9 @@ static void on_sample(void *ctx, const struct sample *smp)
 		return;
 	}
 	v->by_status[c->status]++;
+	v->gil_known += c->gil_known;
+	v->gil_held += c->gil_held;
+	v->fields_ok &= c->gil_known || !c->gil_held;
 	if (c->status == SAMPLE_CAPTURE_NO_ROOT) {
 		v->fields_ok &= c->n == 0;
 		v->late_no_root += v->by_status[SAMPLE_CAPTURE_OK] > 0;
@@ -311,7 +349,7 @@ static int run_until(struct seen *v, volatile sig_atomic_t *stop, const size_t *
 /* Samples a child holding a chain of len nodes for 300 ms; the capture starts with the sampler
  * (opts.capture_spec), or with sampler_capture_start() once it runs (late_start). */
 static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, int search,
-		      struct seen *v)
+		      int gil_mode, struct seen *v)
 {
 	struct sampler_capture_spec sp = spec;
 
@@ -332,10 +370,16 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	v->late_root = late_root || search;
 	if (search)
 		search_spec(&sp, search == 2);
+	if (gil_mode != GIL_NONE) {
+		/* unreadable: the page before the first one mapped */
+		sp.gil_at = gil_mode == GIL_UNREADABLE ? 4096 : (uintptr_t) &gil;
+		sp.gil_locked_off = GIL_LOCKED_OFF;
+		sp.gil_holder_off = GIL_HOLDER_OFF;
+	}
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		child(len, bad_at, search);
+		child(len, bad_at, search, gil_mode);
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
@@ -391,36 +435,61 @@ static void test_capture_live(void **state)
 		return;
 	}
 	/* a whole chain */
-	run_child(5, SIZE_MAX, false, false, 0, &v);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 	assert_int_equal(v.n_max, 5);
 	/* longer than the program copies */
-	run_child(NODES, SIZE_MAX, false, false, 0, &v);
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
 	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
 	/* node 3 links to an unmapped address: nodes 0-3 copied, then a fault */
-	run_child(10, 3, false, false, 0, &v);
+	run_child(10, 3, false, false, 0, GIL_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
 	assert_int_equal(v.n_min, 4);
 	assert_int_equal(v.n_max, 4);
 	/* no root for the first samples: nothing copied, then the chain */
-	run_child(5, SIZE_MAX, true, false, 0, &v);
+	run_child(5, SIZE_MAX, true, false, 0, GIL_NONE, &v);
 	assert_true(v.by_status[SAMPLE_CAPTURE_NO_ROOT] >= 50);
 	assert_true(v.by_status[SAMPLE_CAPTURE_OK] >= 50);
 	assert_int_equal(v.late_no_root, 0);
 	assert_int_equal(v.n_min, 5);
 	/* the program put on the running sampler's events */
-	run_child(5, SIZE_MAX, false, true, 0, &v);
+	run_child(5, SIZE_MAX, false, true, 0, GIL_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 	/* no root from hwspy ever: the program finds it at the first sample, by the thread's id
 	 * in its state, and through a "struct pthread" */
 	for (int search = 1; search <= 2; search++) {
-		run_child(5, SIZE_MAX, false, false, search, &v);
+		run_child(5, SIZE_MAX, false, false, search, GIL_NONE, &v);
 		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 		assert_int_equal(v.n_min, 5);
 	}
+	assert_int_equal(v.gil_known, 0);
+	/* the GIL: held by the thread's root, by another, free, unreadable, not a GIL state */
+	run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, &v);
+	assert_int_equal(v.gil_known, v.captured);
+	assert_int_equal(v.gil_held, v.captured);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_OTHER, &v);
+	assert_int_equal(v.gil_known, v.captured);
+	assert_int_equal(v.gil_held, 0);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_FREE, &v);
+	assert_int_equal(v.gil_known, v.captured);
+	assert_int_equal(v.gil_held, 0);
+	for (int mode = GIL_UNREADABLE; mode <= GIL_TORN; mode++) {
+		run_child(5, SIZE_MAX, false, false, 0, mode, &v);
+		assert_int_equal(v.gil_known, 0);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+		assert_int_equal(v.n_min, 5);
+	}
+	/* before the thread has a root: free is known, held is not */
+	run_child(5, SIZE_MAX, true, false, 0, GIL_HELD, &v);
+	assert_true(v.gil_held >= 50);
+	assert_int_equal(v.gil_known, v.by_status[SAMPLE_CAPTURE_OK]);
+	run_child(5, SIZE_MAX, true, false, 0, GIL_FREE, &v);
+	assert_int_equal(v.gil_known, v.captured);
+	assert_int_equal(v.gil_held, 0);
 }
 
 int main(void)
