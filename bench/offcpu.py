@@ -5,9 +5,9 @@ bench/pingpong_target.py passes a byte between two Python threads over two pipes
 trip blocks each thread once in a read: two switches off the CPU, what --off-cpu samples),
 printing its round trips every 0.1 s. For
 each configuration a fresh target runs --seconds; the profiler attaches after --lead seconds and
-samples --window seconds. The target's rate inside the profiler's window (less 0.3 s at each
-end) is compared with its own rate in the --lead seconds before (paired baseline: the VM's
-drift cancels):
+samples --window seconds. The target runs on --target-cpu (0), the profiler on --profiler-cpu (1). The target's rate
+inside the profiler's window (less 0.3 s at each end) is compared with its own rate in the
+--lead seconds before (paired baseline: the VM's drift cancels):
 
   switches/s   the target's switches off the CPU per second unprofiled: 2 x round trips/s
   slowdown     1 - rate profiled / rate before
@@ -23,7 +23,8 @@ Configurations, interleaved run by run, --repeat times each:
                             (the software event hwspy samples, with perf's own unwinding)
   offcputime                bcc's offcputime-bpfcc -p PID WINDOW, where installed
 
-    /usr/bin/python3 bench/offcpu.py [--repeat 3] [--window 3] [--python PY] [--hwspy PATH]
+    /usr/bin/python3 bench/offcpu.py [--repeat 3] [--window 3] [--work N] [--python PY]
+                                     [--hwspy PATH]
 """
 import argparse
 import os
@@ -75,15 +76,20 @@ def configs(args, tmp):
 
 
 def one(args, cmd):
-    target = subprocess.Popen([args.python, os.path.join(HERE, 'pingpong_target.py'),
-                               str(args.lead + args.window + 1.5)],
+    # the target on one CPU, the profiler on the other: what the switches cost the target in
+    # the kernel (its events, the program, the records), not how a busy CPU next to it wakes
+    # it sooner (unpinned, the ping-pong ran twice as fast under every profiler: an idle
+    # vCPU's wakeup latency gone)
+    target = subprocess.Popen(['taskset', '-c', str(args.target_cpu), args.python,
+                               os.path.join(HERE, 'pingpong_target.py'),
+                               str(args.lead + args.window + 1.5), str(args.work)],
                               stdout=subprocess.PIPE, text=True)
     pid = int(target.stdout.readline().split()[1])
     time.sleep(args.lead)
     t0 = time.monotonic_ns()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    prof = subprocess.run(cmd(pid, args.window), stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    prof = subprocess.run(['taskset', '-c', str(args.profiler_cpu)] + cmd(pid, args.window),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t1 = time.monotonic_ns()
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     points = [tuple(map(int, line.split())) for line in target.stdout]
@@ -107,6 +113,10 @@ def main():
     p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--window', type=float, default=3.0)
     p.add_argument('--lead', type=float, default=1.5)
+    p.add_argument('--work', type=int, default=0,
+                   help='loop iterations per round trip (fewer switches per second)')
+    p.add_argument('--target-cpu', type=int, default=0)
+    p.add_argument('--profiler-cpu', type=int, default=1)
     p.add_argument('--python', default='/root/.pyenv/versions/3.12.1/bin/python3.12')
     p.add_argument('--hwspy', default=os.path.join(HERE, '..', 'build', 'cli', 'hwspy'))
     args = p.parse_args()

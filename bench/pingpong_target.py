@@ -1,5 +1,6 @@
 """Switch-heavy target for bench/offcpu.py: two threads pass a byte back and forth over two
-pipes, each blocking in os.read until the other writes, for argv[1] seconds; every 0.1 s the
+pipes, each blocking in os.read until the other writes, for argv[1] seconds, the main thread
+doing argv[2] (default 0) iterations of a small loop per round trip; every 0.1 s the
 main thread prints to stdout 'T ROUNDS' (CLOCK_MONOTONIC ns, round trips so far), so that the
 rate in any window can be read off."""
 import os
@@ -8,6 +9,7 @@ import threading
 import time
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
+WORK = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 
 def echo(r, w):
@@ -33,6 +35,8 @@ def main():
             next_report = now + 0.1
             if now >= end:
                 break
+        for _ in range(WORK):
+            pass
         os.write(w1, b'x')
         os.read(r2, 1)
         rounds += 1

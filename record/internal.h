@@ -115,7 +115,8 @@ struct recorder {
 	struct record_proc *procs;      /* --subprocesses: the processes seen (procs.c) */
 	size_t n_procs, cap_procs;
 	bool in_child;                  /* the sample at hand is a child process's */
-	uint64_t gil_addr;              /* the interpreter's GIL state (0: none, not known) */
+	uint64_t gil_addr, gil_tried_ns;        /* the interpreter's GIL state (0: none, not known
+	                                         * yet), when last looked for (record_gil_addr) */
 	struct wait_fd_cache {          /* --off-cpu: what sockets are (wait.c) */
 		char link[64], words[48];
 	} fd_cache[RECORD_FD_CACHE];
@@ -192,7 +193,6 @@ void record_gil_free(struct recorder *rec);
 
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
 #define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS
-#define RECORD_OFF_CPU_STACK 8192       /* user stack copied at a switch, to find take_gil */
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len);
 #define RECORD_GIL_WAIT_FRAME "[wait: GIL]"    /* its name for a wait for the GIL */
 

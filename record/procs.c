@@ -30,7 +30,7 @@ struct record_proc {
 	bool gone;                      /* exited, or unreadable */
 	uint64_t last_detect_ns;
 	uint32_t frame;                 /* [process PID COMMAND] */
-	uint64_t gil_addr;              /* its GIL state (0: none, not known) */
+	uint64_t gil_addr, gil_tried_ns;        /* its GIL state (0: none, not known yet) */
 	char comm[160];
 };
 
@@ -117,7 +117,7 @@ static void proc_forget(struct record_proc *p)
 {
 	pyframes_free(p->pf);
 	p->pf = NULL;
-	p->gil_addr = 0;
+	p->gil_addr = p->gil_tried_ns = 0;
 	if (p->mem_open)
 		remote_mem_close(&p->mem);
 	p->mem_open = false;
@@ -144,8 +144,6 @@ static void proc_detect(struct recorder *rec, struct record_proc *p)
 		return;
 	}
 	pyframes_set_verify(p->pf, true);
-	if (pyframes_gil_spec(p->pf, &p->gil_addr, &(uint32_t) { 0 }, &(uint32_t) { 0 }) < 0)
-		p->gil_addr = 0;
 	p->same_layout = rec->pf && rec->capture_gen == rec->pf_gen &&
 			 pyframes_capture_spec(rec->pf, &mine) == 0 &&
 			 pyframes_capture_spec(p->pf, &theirs) == 0 &&
@@ -217,13 +215,33 @@ bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root)
 	return p->pf && p->same_layout && pyframes_thread_state(p->pf, tid, ret_root) == 0;
 }
 
+/* 3.12+ makes its GIL state, and points the interpreter to it, after hwspy may have found the
+ * interpreter (a launched command): looked for again, at most every DETECT_INTERVAL_NS, until
+ * found. */
+static uint64_t gil_of(struct pyframes *pf, uint64_t *addr, uint64_t *tried_ns)
+{
+	uint32_t locked_off, holder_off;
+	uint64_t now;
+
+	if (*addr || !pf)
+		return *addr;
+	now = clock_now_ns();
+	if (*tried_ns && now - *tried_ns < DETECT_INTERVAL_NS)
+		return 0;
+	*tried_ns = now;
+	if (pyframes_gil_spec(pf, addr, &locked_off, &holder_off) < 0)
+		*addr = 0;
+	return *addr;
+}
+
 uint64_t record_gil_addr(struct recorder *rec, pid_t pid)
 {
 	if (!rec->opts.subprocesses || pid == rec->pid)
-		return rec->gil_addr;
+		return gil_of(rec->pf, &rec->gil_addr, &rec->gil_tried_ns);
 	for (size_t i = 0; i < rec->n_procs; i++)
 		if (rec->procs[i].pid == pid)
-			return rec->procs[i].gil_addr;
+			return gil_of(rec->procs[i].pf, &rec->procs[i].gil_addr,
+				      &rec->procs[i].gil_tried_ns);
 	return 0;
 }
 

@@ -33,8 +33,7 @@ void record_python_found(struct recorder *rec)
 	rec->interp_module = slash ? slash + 1 : rec->info.binary;
 	/* walks of threads that run on: --nonblocking, and a capture's misses */
 	pyframes_set_verify(rec->pf, rec->opts.mode != RECORD_STOPS);
-	if (pyframes_gil_spec(rec->pf, &rec->gil_addr, &(uint32_t) { 0 }, &(uint32_t) { 0 }) < 0)
-		rec->gil_addr = 0;
+	rec->gil_addr = rec->gil_tried_ns = 0;  /* record_gil_addr() looks */
 	rec->pf_gen++;
 	(void) profile_set_python(rec->prof, rec->info.version);
 }
@@ -130,7 +129,7 @@ void record_on_event(void *ctx, const struct sampler_event *e)
 		record_flush(rec);
 		pyframes_free(rec->pf);
 		rec->pf = NULL;
-		rec->gil_addr = 0;
+		rec->gil_addr = rec->gil_tried_ns = 0;
 		record_build_ids(rec);
 		symbolizer_free(rec->sym);
 		rec->sym = NULL;

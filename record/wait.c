@@ -4,8 +4,10 @@
  * on the way (its handler's frames), the syscall's first argument (a read's fd, a select's nfds,
  * a futex's address) and, for a futex, whether the interpreter's GIL is what it waits for: its
  * address inside the GIL's state (its mutex, its condition variables), or, where that is not
- * known, take_gil or a call that attaches a thread state among the first native frames of its
- * unwound user stack (which needs the interpreter's symbols: a stripped build has none). The
+ * known, with --native (a user stack copied), take_gil or a call that attaches a thread state
+ * among the first native frames of its unwound stack (the interpreter's symbols needed). No
+ * stack is copied at a switch otherwise: 8 KiB a switch cost a switch-heavy target 20% of its
+ * rate more (bench/offcpu.py). The
  * words are those `hwspy dump` uses: `read fd 5 (pipe)`, `recv socket`, `poll/epoll/select`,
  * `futex (lock)`, `GIL`, `sleep`, `page fault (I/O)`; an involuntary switch is [preempted]
  * (offcpu.c), not a wait.
