@@ -257,6 +257,7 @@ static int open_sampling(struct stat_run *x)
 	int k;
 
 	session_record_opts(r, &ro);
+	ro.gil_waits = true;            /* each thread's share of its time waiting for the GIL */
 	ro.exec_fn = r->argv ? on_exec : NULL;
 	ro.exec_ctx = x;
 	if (recorder_new(&ro, NULL, &x->rec) < 0) {
@@ -370,6 +371,8 @@ static int report(struct stat_run *x)
 		return -1;
 	}
 	snprintf(t.target, sizeof(t.target), "%s", x->target);
+	if (x->rec)
+		stat_gil_waits(&t, x->rec);
 	stat_switches_sum(&x->sw, &t.voluntary, &t.involuntary);
 	t.samples = x->rec ? recorder_stats(x->rec)->sampler->samples : 0;
 	t.sampled = t.samples > 0;
@@ -387,6 +390,7 @@ static int report(struct stat_run *x)
 	if (!x->a.json && x->a.explain)
 		stat_explain(stdout);
 	free(t.threads);
+	free(t.gil);
 	free(f);
 	return r;
 }

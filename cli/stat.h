@@ -55,6 +55,14 @@ struct stat_attribution {
 	void *ctx;
 };
 
+/* A thread's time waiting for the GIL, from the sampling run's switches off the CPU whose
+ * reason is [wait: GIL] (record_opts.gil_waits). */
+struct stat_gil_wait {
+	pid_t tid;
+	char name[128];
+	double wait_ns;
+};
+
 struct stat_totals {
 	char target[320];
 	uint64_t wall_ns;
@@ -66,6 +74,9 @@ struct stat_totals {
 	bool have_pmu;                  /* the machine exposes a hardware PMU */
 	bool sampled;                   /* a sampling run named the functions */
 	uint64_t samples;               /* ... its samples */
+	struct stat_gil_wait *gil;      /* threads that waited for the GIL, longest first */
+	size_t n_gil;
+	bool gil_measured;              /* the sampling run took the switches off the CPU */
 };
 
 /* Whether a and b name one event, ":modifiers" ignored ("cycles:u" is "cycles"). */

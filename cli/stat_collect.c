@@ -222,6 +222,39 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 	return 0;
 }
 
+static int cmp_gil(const void *a, const void *b)
+{
+	double x = ((const struct stat_gil_wait *) a)->wait_ns;
+	double y = ((const struct stat_gil_wait *) b)->wait_ns;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void stat_gil_waits(struct stat_totals *t, struct recorder *rec)
+{
+	const struct profile *prof = recorder_profile(rec);
+	size_t n = 0;
+	const struct record_gil_thread *g = recorder_gil_threads(rec, &n);
+
+	/* stops are not taken at a switch: no switch was sampled */
+	t->gil_measured = recorder_mode(rec) != RECORD_STOPS;
+	t->gil = t->gil_measured && n ? calloc(n, sizeof(*t->gil)) : NULL;
+	for (size_t i = 0; t->gil && i < n; i++) {
+		const char *name;
+
+		if (!g[i].gil_wait_ns)
+			continue;
+		name = prof ? profile_thread_name(prof, (uint32_t) g[i].tid) : NULL;
+		t->gil[t->n_gil] = (struct stat_gil_wait) { .tid = g[i].tid,
+							     .wait_ns = (double) g[i].gil_wait_ns };
+		snprintf(t->gil[t->n_gil].name, sizeof(t->gil[t->n_gil].name), "%s",
+			 name ? name : "");
+		t->n_gil++;
+	}
+	if (t->n_gil)
+		qsort(t->gil, t->n_gil, sizeof(*t->gil), cmp_gil);
+}
+
 /* ---- the functions behind an event --------------------------------------------------------- */
 
 size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max)

@@ -181,6 +181,21 @@ static void threads(const struct stat_totals *t, FILE *out)
 			t->n_threads - THREADS_SHOWN);
 }
 
+/* The threads that waited for the GIL, and the share of the run each spent waiting. */
+static void gil_waits(const struct stat_totals *t, FILE *out)
+{
+	if (!t->n_gil || !t->wall_ns)
+		return;
+	fprintf(out, "\n waiting for the GIL (of the %.2f s):\n", t->wall_ns / 1e9);
+	for (size_t i = 0; i < t->n_gil && i < THREADS_SHOWN; i++)
+		fprintf(out, "  tid %-8d %-20.20s %7.3f s  %5.1f%%\n", (int) t->gil[i].tid,
+			t->gil[i].name[0] ? t->gil[i].name : "-", t->gil[i].wait_ns / 1e9,
+			100.0 * t->gil[i].wait_ns / (double) t->wall_ns);
+	if (t->n_gil > THREADS_SHOWN)
+		fprintf(out, "  ... %zu more ('--json' lists every thread)\n",
+			t->n_gil - THREADS_SHOWN);
+}
+
 static void finding_line(const struct stat_finding *f, FILE *out)
 {
 	char num[48];
@@ -230,6 +245,7 @@ void stat_report_text(const struct stat_totals *t, const struct stat_findings *f
 {
 	table(t, out);
 	threads(t, out);
+	gil_waits(t, out);
 	fputs("\n findings:\n", out);
 	for (size_t i = 0; i < f->n; i++)
 		finding_line(&f->f[i], out);
@@ -298,6 +314,26 @@ static void json_threads(const struct stat_totals *t, FILE *out)
 	fputs("]", out);
 }
 
+static void json_gil(const struct stat_totals *t, FILE *out)
+{
+	fputs(",\"gil_waits\":", out);
+	if (!t->gil_measured) {
+		fputs("null", out);
+		return;
+	}
+	fputc('[', out);
+	for (size_t i = 0; i < t->n_gil; i++) {
+		fprintf(out, "%s{\"tid\":%d,\"name\":", i ? "," : "", (int) t->gil[i].tid);
+		json_write_string(out, t->gil[i].name);
+		fputs(",\"wait_ns\":", out);
+		json_num(out, t->gil[i].wait_ns);
+		fputs(",\"share\":", out);
+		json_num(out, t->wall_ns ? t->gil[i].wait_ns / (double) t->wall_ns : NAN);
+		fputc('}', out);
+	}
+	fputc(']', out);
+}
+
 static void json_findings(const struct stat_findings *f, FILE *out)
 {
 	fputs(",\"findings\":[", out);
@@ -361,6 +397,7 @@ int stat_report_json(const struct stat_totals *t, const struct stat_findings *f,
 		t->have_pmu ? "true" : "false", t->sampled ? "true" : "false", t->samples);
 	json_events(t, out);
 	json_threads(t, out);
+	json_gil(t, out);
 	json_findings(f, out);
 	fputs("}\n", out);
 	if (fflush(out) == EOF || ferror(out))

@@ -9,6 +9,7 @@
 
 #include "cli/stat.h"
 #include "output/profile.h"
+#include "record/record.h"
 #include "sampler/sampler.h"
 
 /* a function is named behind a finding only from this many samples of its event on */
@@ -47,6 +48,9 @@ void stat_switches_release(struct stat_switch_log *l);
 
 /* t's events and threads from the stopped counter c (prof: the sampling run's, for thread
  * names; may be NULL). 0 or -ENOMEM (t->threads is the caller's to free). */
+/* The threads' time waiting for the GIL (t->gil, allocated), from rec's switches off the CPU
+ * (record_opts.gil_waits); not measured in exact mode by stops. */
+void stat_gil_waits(struct stat_totals *t, struct recorder *rec);
 int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
 		     const struct profile *prof);
 /* struct stat_attribution's callback over a recorder profile (ctx). */

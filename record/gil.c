@@ -102,7 +102,7 @@ int record_gil_sink(void *ctx, const struct record_sample *s)
 
 	if (!t) {
 		rec->stats.gil_untallied++;
-	} else if (rec->opts.off_cpu) {
+	} else if (rec->opts.off_cpu || s->off_cpu) {
 		/* values[1]: the time until its thread ran again */
 		t->off_ns += w;
 		if (waits_for_gil(rec, s))
@@ -117,6 +117,8 @@ int record_gil_sink(void *ctx, const struct record_sample *s)
 		t->known += s->gil != RECORD_GIL_UNKNOWN;
 		t->held += s->gil == RECORD_GIL_HELD;
 	}
+	if (s->off_cpu && rec->opts.gil_waits && !rec->opts.wall && !rec->opts.off_cpu)
+		return 0;               /* counted for the GIL, not profiled */
 	if (rec->opts.gil_only && s->gil != RECORD_GIL_HELD) {
 		if (s->gil == RECORD_GIL_UNKNOWN)
 			rec->stats.gil_dropped_unknown++;

@@ -165,7 +165,7 @@ static void settle(struct recorder *rec, struct offcpu_thread *t, size_t k, uint
 	w->values[1] = in_ns > w->out_ns ? in_ns - w->out_ns : 0;
 	out = (struct record_sample) {
 		.tid = t->tid, .time_ns = w->out_ns, .frames = w->ids, .depth = w->depth,
-		.values = w->values, .n_values = w->n_values,
+		.values = w->values, .n_values = w->n_values, .off_cpu = true,
 	};
 	rec->stats.off_cpu_ns += w->values[1];
 	if (rec->sink.sample(rec->sink.ctx, &out) < 0)

@@ -89,6 +89,9 @@ struct record_opts {
 	                                 * weighs the time until its thread ran again (ns, as
 	                                 * values[1]) and its leaf says why it waited: a FRAME_WAIT
 	                                 * frame, [wait: ...] or [preempted] */
+	bool gil_waits;                 /* the switches off the CPU sampled too (--wall's switch
+	                                 * event; not by stops) for the threads' GIL waits
+	                                 * (recorder_gil_threads()), not for the profile */
 	bool gil_only;                  /* --gil: only samples whose thread held the GIL go to the
 	                                 * sink (not with off_cpu; the others counted) */
 	size_t log_bytes;               /* keep the time-ordered sample log up to this many bytes
@@ -117,6 +120,7 @@ struct record_sample {
 	const uint64_t *values;         /* [0] 1 (the sample), [1 + i] what event i counted */
 	size_t n_values;
 	int gil;                        /* enum record_gil */
+	bool off_cpu;                   /* a switch off the CPU: values[1] its time off it (ns) */
 };
 
 /* A thread's GIL counts (recorder_gil_threads()), of every sample before --gil's filter. CPU

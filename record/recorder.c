@@ -54,7 +54,7 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	rec->late_us = malloc(LATE_MAX * sizeof(*rec->late_us));
 	if (!rec->scratch || !rec->late_us ||
 	    record_pending_init(rec, opts->native ? opts->stack_size : 0) < 0 ||
-	    ((opts->off_cpu || opts->wall) && record_offcpu_init(rec) < 0))
+	    ((opts->off_cpu || opts->wall || opts->gil_waits) && record_offcpu_init(rec) < 0))
 		goto fail;
 	*ret = rec;
 	return 0;
@@ -155,7 +155,9 @@ int recorder_start(struct recorder *rec)
 		.freq = o->freq, .period = o->period, .exact = o->mode == RECORD_STOPS,
 		.stop_budget_pct = o->stop_budget, .capture = capture,
 		.stack_user_size = o->native ? o->stack_size : 0,
-		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu, .wall = o->wall,
+		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu,
+		/* a switch-out's stop would interrupt the system call it sleeps in */
+		.wall = o->wall || (o->gil_waits && o->mode != RECORD_STOPS),
 		.switch_stack_size = o->wall && o->native ? o->stack_size : 0,
 		.subprocesses = o->subprocesses,
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,

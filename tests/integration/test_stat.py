@@ -10,6 +10,9 @@
            agree within the noise measured between two hwspy runs of the same window
   launch   a launched command counted from its exec: its minor faults against its own
            getrusage, hwspy's exit status the command's
+  gil      a launched tests/targets/gil_threads.py (two threads running Python code for 1.5 s):
+           each waited for the GIL 20-80% of its own measured time (half on an idle machine),
+           in --json's gil_waits and in the text report's GIL section
   no-profile --no-profile: counts, findings, no function named
   errors   no such pid, unknown event, nothing to count, a hardware event without a PMU
 
@@ -195,6 +198,34 @@ def case_launch(opts):
     check('exited with status 0' in p.stderr, 'no line on how the command ended: %s' % p.stderr)
 
 
+def case_gil(opts):
+    gil_target = os.path.join(opts.targets, 'gil_threads.py')
+    for json_out in (True, False):
+        argv = [opts.hwspy, 'stat'] + (['--json'] if json_out else []) + \
+            ['--', *opts.py.argv, gil_target, '1.5']
+        log('$ ' + ' '.join(argv))
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, 'exit %d: %s' % (p.returncode, p.stderr))
+        walls = dict(kv.split('=') for kv in
+                     next(l for l in p.stderr.splitlines() if l.startswith('wall ')).split()[1:])
+        if json_out:
+            d = json.loads(p.stdout)
+            waits = {g['name']: g['wait_ns'] for g in d['gil_waits']}
+        else:
+            log(p.stdout)
+            check(' waiting for the GIL (of the ' in p.stdout, 'no GIL section in the report')
+            waits = {}
+            for line in p.stdout.splitlines():
+                f = line.split()       # tid TID NAME SECONDS s SHARE%
+                if len(f) == 6 and f[0] == 'tid' and f[4] == 's':
+                    waits[f[2]] = float(f[3]) * 1e9
+        log('GIL waits: %s; threads\' wall times: %s' % (waits, walls))
+        for name, wall in walls.items():
+            share = waits.get(name, 0) / int(wall)
+            check(0.2 <= share <= 0.8, '%s waited for the GIL %.0f%% of its time, expected '
+                  '20-80%%' % (name, 100 * share))
+
+
 def case_no_profile(opts):
     w = target(opts, 'touch')
     d = stat_json(opts, w.pid, ['--no-profile'])
@@ -227,7 +258,7 @@ def case_errors(opts):
 
 CASES = {
     'cpu': case_cpu, 'sleep': case_sleep, 'lock': case_lock, 'touch': case_touch,
-    'perf': case_perf, 'launch': case_launch, 'no-profile': case_no_profile,
+    'perf': case_perf, 'launch': case_launch, 'gil': case_gil, 'no-profile': case_no_profile,
     'errors': case_errors,
 }
 
