@@ -13,6 +13,10 @@
               percentage points of 25% each, each wait frame under them its reason
               (or the GIL, taken back after it); and the
               main thread's time adds up to the recording's length, within 10%.
+--case kinds  tests/targets/wait_kinds.py: waits in recv on a socket, poll, select and epoll,
+              30 ms each, 5 rounds: under each function, at least 90% of the weight has its
+              reason as the leaf ([wait: recv socket], [wait: poll/epoll/select]), and the
+              weight is 5 x 30 ms within 20%.
 --case diff   two --off-cpu runs of it, the second sleeping 3 times as long in nap: hwspy diff
               ranks [wait: sleep] first among the functions that grew.
 --case gil    tests/targets/gil_threads.py: two threads running Python code for 1.5 s each:
@@ -118,6 +122,30 @@ def case_wall(opts):
     harness.compare_shares({k: 1 for k in phases}, phases, 5, 'the main thread\'s phases')
 
 
+KINDS = {'sock_recv': '[wait: recv socket]', 'poll_wait': '[wait: poll/epoll/select]',
+         'select_wait': '[wait: poll/epoll/select]', 'epoll_wait_': '[wait: poll/epoll/select]'}
+
+
+def case_kinds(opts):
+    target = os.path.join(opts.targets, 'wait_kinds.py')
+    run = harness.record(opts, ['--off-cpu', '--', *opts.py.argv, target, '5'])
+    profile = run.expect_profile()
+    by_func = {f: {} for f in KINDS}
+    for frames, c in profile.stacks:
+        names = [f[0] for f in py_frames(frames)]
+        for func in KINDS:
+            if func in names:
+                by_func[func][frames[-1]] = by_func[func].get(frames[-1], 0) + c
+    for func, leaves in by_func.items():
+        total = sum(leaves.values())
+        log('%s: %.1f ms: %s' % (func, total / 1e6, {k: round(v / 1e6, 1)
+                                                      for k, v in leaves.items()}))
+        check(leaves.get(KINDS[func], 0) >= 0.9 * total > 0, 'under %s, %s is not the reason '
+              'of 90%% of the weight: %s' % (func, KINDS[func], leaves))
+        check(abs(total - 5 * 30e6) <= 0.2 * 5 * 30e6, 'under %s %.1f ms, expected 5 x 30 ms'
+              % (func, total / 1e6))
+
+
 def case_diff(opts):
     target = os.path.join(opts.targets, 'wait_phases.py')
     runs = []
@@ -160,10 +188,11 @@ def case_gil(opts):
 
 
 def test(opts):
-    {'waits': case_waits, 'wall': case_wall, 'diff': case_diff, 'gil': case_gil}[opts.case](opts)
+    {'waits': case_waits, 'wall': case_wall, 'kinds': case_kinds, 'diff': case_diff,
+     'gil': case_gil}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['waits', 'wall', 'diff', 'gil'], required=True)
+    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'diff', 'gil'], required=True)
     harness.main(test, p)
