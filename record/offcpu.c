@@ -44,26 +44,56 @@ struct offcpu_thread {
 
 struct offcpu {
 	struct offcpu_thread *t;
-	size_t n, cap, last;
+	size_t n, cap;
+	uint32_t *index;                /* open addressing by tid: 1 + the thread's place, 0 empty */
+	size_t index_size;
 	uint32_t preempted_frame;
 	uint64_t last_ns;               /* the latest time of a sample or switch seen */
 	uint64_t horizon;               /* every record before it has been read */
 };
 
+/* The slot of tid in the index (size a power of two): its thread's, or the empty one to take. */
+static uint32_t *index_slot(const struct offcpu *oc, pid_t tid)
+{
+	size_t mask = oc->index_size - 1, i = ((uint32_t) tid * 2654435761u) & mask;
+
+	while (oc->index[i] && oc->t[oc->index[i] - 1].tid != tid)
+		i = (i + 1) & mask;
+	return &oc->index[i];
+}
+
+/* The index at twice the threads' room: -ENOMEM, or 0. */
+static int index_grow(struct offcpu *oc)
+{
+	uint32_t *old = oc->index;
+	size_t size = oc->index_size ? oc->index_size * 2 : 128;
+
+	oc->index = calloc(size, sizeof(*oc->index));
+	if (!oc->index) {
+		oc->index = old;
+		return -ENOMEM;
+	}
+	oc->index_size = size;
+	for (size_t i = 0; i < oc->n; i++)
+		*index_slot(oc, oc->t[i].tid) = (uint32_t) i + 1;
+	free(old);
+	return 0;
+}
+
 static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid)
 {
 	struct offcpu *oc = rec->offcpu;
 	struct offcpu_thread *t;
+	uint32_t *slot;
 
-	if (oc->last < oc->n && oc->t[oc->last].tid == tid)
-		return &oc->t[oc->last];
-	for (size_t i = 0; i < oc->n; i++) {
-		if (oc->t[i].tid == tid) {
-			oc->last = i;
-			return &oc->t[i];
-		}
+	if (oc->index_size) {
+		slot = index_slot(oc, tid);
+		if (*slot)
+			return &oc->t[*slot - 1];
 	}
 	if (oc->n == OFFCPU_MAX_THREADS)
+		return NULL;
+	if (2 * (oc->n + 1) > oc->index_size && index_grow(oc) < 0)
 		return NULL;
 	if (oc->n == oc->cap) {
 		size_t cap = oc->cap ? oc->cap * 2 : 64;
@@ -77,7 +107,7 @@ static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid)
 	t = &oc->t[oc->n];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
-	oc->last = oc->n++;
+	*index_slot(oc, tid) = (uint32_t) ++oc->n;
 	return t;
 }
 
@@ -150,6 +180,7 @@ void record_offcpu_free(struct recorder *rec)
 		free(oc->t[i].ins);
 	}
 	free(oc->t);
+	free(oc->index);
 	free(oc);
 	rec->offcpu = NULL;
 }

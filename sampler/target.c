@@ -706,6 +706,7 @@ void sampler_free(struct sampler *s)
 		sigaddset(&chld, SIGCHLD);
 		(void) sigprocmask(SIG_UNBLOCK, &chld, NULL);
 	}
+	free(s->switch_ids);
 	capture_close(&s->capture);
 	tracer_release_resources(s);
 	percpu_free(s);
