@@ -114,7 +114,8 @@ void session_choose_mode(struct recorder *rec, struct record_args *o)
 			char why[320];
 
 			diag_bpf_refused(r, why, sizeof(why));
-			if (record_samples_asleep(&o->events[0])) {
+			/* --wall samples every switch off the CPU too */
+			if (record_samples_asleep(&o->events[0]) || o->wall) {
 				log_info("no BPF capture here (%s), and stopping a thread as it goes "
 					 "to sleep would interrupt its system call: reading each stack "
 					 "after its sample instead, as --nonblocking", why);

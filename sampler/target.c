@@ -426,7 +426,9 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	*ret = NULL;
 	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
 	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period) ||
-	    (opts->exact && opts->capture))
+	    (opts->exact && opts->capture) ||
+	    /* a stop as a thread switches out would interrupt the call it sleeps in */
+	    (opts->exact && (opts->wall || opts->off_cpu)))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
