@@ -128,6 +128,11 @@ void record_python_found(struct recorder *rec);
 /* Capture mode: makes and attaches the capture program for the interpreter found, if not
  * done for it yet. 0, or the failure (counted in the stats). Not from the callback. */
 int record_capture_start(struct recorder *rec);
+/* The Python walk of sample s in interpreter pf: from its capture where the program's spec fits
+ * pf's layout (capture_fits), else from live memory (retried while the running thread tears
+ * it), counted as captured or not; a capture without the thread's root gets it set. */
+int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
+		const struct sample *s, size_t *ret_n, struct pyframes_cut *ret_cut);
 /* Looks for the interpreter (at most every DETECT_INTERVAL_NS) if not found yet. */
 void record_detect(struct recorder *rec);
 /* The capture spec for rec->pf's interpreter: 0, -EINVAL (none fits), -ENOENT (none found). */
@@ -168,8 +173,8 @@ void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
 void record_offcpu_end(struct recorder *rec, bool exited);
 
 /* procs.c (--subprocesses): the root frame [process PID COMMAND] of a sample of process pid;
- * the Python walk of a child's sample (as python_walk() in sample.c: its captures where its
- * interpreter is laid out as the target's, else its memory); the capture root of a child's
+ * the Python walk of a child's sample (record_walk() in its own interpreter: its captures where
+ * it is laid out as the target's, else its memory); the capture root of a child's
  * thread tid (false: none known); a child's exec or exit; free. */
 uint32_t record_proc_frame(struct recorder *rec, pid_t pid);
 int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,

@@ -154,9 +154,6 @@ int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n
 		     struct pyframes_cut *ret_cut)
 {
 	struct record_proc *p = proc_of(rec, s->pid);
-	const struct sample_capture *c = s->capture;
-	uint64_t root;
-	int r;
 
 	*ret_n = 0;
 	if (!p)
@@ -164,23 +161,7 @@ int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n
 	proc_detect(rec, p);
 	if (!p->pf)
 		return -ENOENT;
-	if (c && p->same_layout && c->status != SAMPLE_CAPTURE_NO_ROOT) {
-		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride,
-						rec->capture_extras };
-
-		rec->stats.captured++;
-		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
-		return pyframes_thread_stack_captured(p->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
-						      ret_cut);
-	}
-	if (c && p->same_layout && pyframes_thread_state(p->pf, s->tid, &root) == 0)
-		(void) sampler_capture_set_root(rec->sampler, s->tid, root);
-	if (rec->opts.mode == RECORD_CAPTURE)
-		rec->stats.uncaptured++;
-	r = pyframes_thread_stack(p->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
-	for (int retry = 0; r == -EAGAIN && retry < 3; retry++)
-		r = pyframes_thread_stack(p->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
-	return r;
+	return record_walk(rec, p->pf, p->same_layout, s, ret_n, ret_cut);
 }
 
 /* The process thread tid belongs to (its Tgid), 0 if unknown. */

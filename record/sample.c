@@ -216,22 +216,20 @@ int record_capture_start(struct recorder *rec)
 	return r;
 }
 
-/* The Python walk of a sample: from its capture where the program made one for this
- * interpreter, else from live memory (retried while the running thread tears it). */
-static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
-		       struct pyframes_cut *ret_cut)
+int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
+		const struct sample *s, size_t *ret_n, struct pyframes_cut *ret_cut)
 {
 	const struct sample_capture *c = s->capture;
 	int r;
 
-	if (c && rec->capture_gen == rec->pf_gen && c->status != SAMPLE_CAPTURE_NO_ROOT) {
+	if (c && capture_fits && c->status != SAMPLE_CAPTURE_NO_ROOT) {
 		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride,
 						rec->capture_extras };
 
 		rec->stats.captured++;
 		/* the frames past the capture's last come from memory, after the sample */
 		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
-		return pyframes_thread_stack_captured(rec->pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
+		return pyframes_thread_stack_captured(pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
 						      ret_cut);
 	}
 	if (capturing(rec)) {
@@ -240,14 +238,13 @@ static int python_walk(struct recorder *rec, const struct sample *s, size_t *ret
 		rec->stats.uncaptured++;
 		/* a thread whose state did not exist when its events opened: the next sample
 		 * will be captured */
-		if (c && rec->capture_gen == rec->pf_gen &&
-		    pyframes_thread_state(rec->pf, s->tid, &root) == 0)
+		if (c && capture_fits && pyframes_thread_state(pf, s->tid, &root) == 0)
 			(void) sampler_capture_set_root(rec->sampler, s->tid, root);
 	}
-	r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
+	r = pyframes_thread_stack(pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	/* a running thread moved under the read: another try gives a whole stack */
 	for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
-		r = pyframes_thread_stack(rec->pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
+		r = pyframes_thread_stack(pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	return r;
 }
 
@@ -545,7 +542,8 @@ void record_on_sample(void *ctx, const struct sample *s)
 		if (!rec->pf)
 			record_detect(rec);
 		if (rec->pf)
-			r = python_walk(rec, s, &n, &cut);
+			r = record_walk(rec, rec->pf, rec->capture_gen == rec->pf_gen, s, &n,
+					&cut);
 	}
 	/* a switched-out thread's: its leaf says whether it waits for the GIL */
 	if (rec->pf && !rec->in_child && !rec->opts.off_cpu && !s->off_cpu)
