@@ -13,8 +13,8 @@
  * PTRACE_INTERRUPT each, then wait (STOP_WAIT_NS at most) for each stop. A PTRACE_INTERRUPT
  * wakes a thread from an interruptible sleep: calls the kernel restarts by itself (futex
  * without a timeout, read on a pipe, nanosleep ...) go on when it resumes, but some return
- * EINTR (epoll_wait, recv with a timeout, sigtimedwait ...): at the release
- * such an EINTR is undone as sampler/tracer.c's undo_eintr() does, the call made again. A
+ * EINTR (epoll_wait, recv with a timeout, sigtimedwait ...): at the release such an EINTR is
+ * undone, the call made again (sampler_undo_eintr(), as the sampler's own stops do). A
  * signal that reached a thread meanwhile (a signal-delivery-stop) is passed on at the detach.
  */
 #include <errno.h>
@@ -60,27 +60,6 @@ struct dump_stop {
 	sigset_t old_mask;
 	bool ended;
 };
-
-/* At the release of a thread our interrupt stopped: an EINTR it caused is undone (the call
- * made again), where the thread is back just after its `syscall` instruction. */
-static void undo_eintr(pid_t tid)
-{
-	struct user_regs_struct regs;
-	long word;
-
-	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
-		return;
-	if ((long long) regs.rax != -EINTR || (long long) regs.orig_rax < 0 ||
-	    !sampler_eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
-		return;
-	errno = 0;
-	word = ptrace(PTRACE_PEEKTEXT, tid, (void *) (regs.rip - 2), 0);
-	if (errno || (word & 0xffff) != 0x050f)          /* syscall: 0f 05 */
-		return;
-	regs.rax = regs.orig_rax;
-	regs.rip -= 2;
-	(void) ptrace(PTRACE_SETREGS, tid, 0, &regs);
-}
 
 static struct dump_stopped *find(struct dump_stop *ds, pid_t tid, struct ds_thread **ret_own)
 {
@@ -202,7 +181,7 @@ static void release_all(struct dump_stop *ds)
 		if (!ds->own[i].seized || !ds->t[i].stopped)
 			continue;
 		if (ds->own[i].interrupted)
-			undo_eintr(ds->t[i].tid);
+			(void) sampler_undo_eintr(ds->t[i].tid);
 		(void) ptrace(PTRACE_DETACH, ds->t[i].tid, 0, ds->own[i].sig);
 	}
 }

@@ -249,10 +249,12 @@ struct sampler_opts {
  * a select's first argument, the fd or nfds */
 #define SAMPLER_OFF_CPU_ARG_REG 5
 
-/* Whether x86-64 system call nr fails with EINTR, not restarted by the kernel, when a signal
- * is pending as it would sleep, having done nothing (what a stop of ours undoes by making the
- * call again). Not close() (its EINTR comes after the fd is gone), nor connect(). */
-bool sampler_eintr_restartable(long nr);
+/* At a ptrace stop of thread tid that a stop of ours caused: if the system call it was in failed
+ * with EINTR having done nothing (one of those the kernel does not restart, not close() nor
+ * connect()), and the thread is just past its `syscall` instruction, the call is made again,
+ * as the kernel does for ERESTARTNOINTR. True if it was. The caller must know the EINTR is
+ * its own (no signal of the target's was delivered at this stop). */
+bool sampler_undo_eintr(pid_t tid);
 
 /* What a capture program copied at one overflow (see sampler_capture_start()). */
 enum {

@@ -357,7 +357,7 @@ static bool our_signal(struct sampler *s, pid_t tid, struct thread *t, int sig)
 /* System calls that fail with EINTR, and are not restarted by the kernel, when a signal is
  * pending as they would sleep, having done nothing: x86-64 numbers. (Not close(): its EINTR
  * comes after the descriptor is gone; nor connect(), which goes on without the caller.) */
-bool sampler_eintr_restartable(long nr)
+static bool eintr_restartable(long nr)
 {
 	switch (nr) {
 	case 0: case 1: case 19: case 20:        /* read write readv writev (timeouts) */
@@ -375,32 +375,36 @@ bool sampler_eintr_restartable(long nr)
 	}
 }
 
-/* At a stop for our signal: if that signal made the system call the thread was in fail with
- * EINTR (it came as the call was about to sleep: a sample in its kernel entry), the call is
- * made again, as the kernel itself does for ERESTARTNOINTR, so the target never sees an EINTR
- * it did not cause. Only where the call is one of sampler_eintr_restartable(), the thread is back at
- * the instruction after its `syscall`, and no signal of the target's own was passed on at this
- * same exit (its EINTR is then the target's, and a handler frame may be set up). Counted in
- * stats.eintr_undone. */
-static void undo_eintr(struct sampler *s, pid_t tid, struct thread *t)
+bool sampler_undo_eintr(pid_t tid)
 {
 	struct user_regs_struct regs;
-	bool forwarded = t->forwarded;
 	long word;
 
-	t->forwarded = false;
-	if (forwarded || ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
-		return;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
+		return false;
 	if ((long long) regs.rax != -EINTR || (long long) regs.orig_rax < 0 ||
-	    !sampler_eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
-		return;
+	    !eintr_restartable((long) regs.orig_rax) || regs.rip < 2)
+		return false;
 	errno = 0;
 	word = ptrace(PTRACE_PEEKTEXT, tid, (void *) (regs.rip - 2), 0);
 	if (errno || (word & 0xffff) != 0x050f)          /* syscall: 0f 05 */
-		return;
+		return false;
 	regs.rax = regs.orig_rax;
 	regs.rip -= 2;
-	if (ptrace(PTRACE_SETREGS, tid, 0, &regs) == 0)
+	return ptrace(PTRACE_SETREGS, tid, 0, &regs) == 0;
+}
+
+/* At a stop for our signal: if that signal made the system call the thread was in fail with
+ * EINTR (it came as the call was about to sleep: a sample in its kernel entry), the call is
+ * made again (sampler_undo_eintr()), so the target never sees an EINTR it did not cause; not
+ * where a signal of the target's own was passed on at this same exit (its EINTR is then the
+ * target's, and a handler frame may be set up). Counted in stats.eintr_undone. */
+static void undo_eintr(struct sampler *s, pid_t tid, struct thread *t)
+{
+	bool forwarded = t->forwarded;
+
+	t->forwarded = false;
+	if (!forwarded && sampler_undo_eintr(tid))
 		s->stats.eintr_undone++;
 }
 
