@@ -53,19 +53,18 @@ int procfs_nspid_parse(const char *status, pid_t *ret_id, int *ret_levels)
 	return 0;
 }
 
-int procfs_ns_tid(const char *proc, pid_t pid, pid_t tid, pid_t *ret_id, int *ret_levels)
+/* The text of the status file at path, NUL-terminated, into text (STATUS_MAX bytes). */
+static int read_status(const char *path, char *text)
 {
-	char path[256], text[STATUS_MAX];
 	ssize_t n;
 	size_t len = 0;
 	int fd;
 
-	(void) snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc, (int) pid, (int) tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while (len < sizeof(text) - 1) {
-		n = read(fd, text + len, sizeof(text) - 1 - len);
+	while (len < STATUS_MAX - 1) {
+		n = read(fd, text + len, STATUS_MAX - 1 - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -80,7 +79,46 @@ int procfs_ns_tid(const char *proc, pid_t pid, pid_t tid, pid_t *ret_id, int *re
 	}
 	(void) close(fd);
 	text[len] = '\0';
-	return procfs_nspid_parse(text, ret_id, ret_levels);
+	return 0;
+}
+
+int procfs_ns_tid(const char *proc, pid_t pid, pid_t tid, pid_t *ret_id, int *ret_levels)
+{
+	char path[256], text[STATUS_MAX];
+	int r;
+
+	(void) snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc, (int) pid, (int) tid);
+	r = read_status(path, text);
+	return r < 0 ? r : procfs_nspid_parse(text, ret_id, ret_levels);
+}
+
+int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret)
+{
+	char path[96], text[STATUS_MAX];
+	size_t klen = strlen(key);
+	const char *p = text;
+	int r;
+
+	if (tid)
+		(void) snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) pid, (int) tid);
+	else
+		(void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	r = read_status(path, text);
+	if (r < 0)
+		return r;
+	while (p) {
+		if (!strncmp(p, key, klen) && p[klen] == ':') {
+			char *end;
+
+			errno = 0;
+			*ret = strtol(p + klen + 1, &end, 10);
+			return errno || end == p + klen + 1 ? -EBADMSG : 0;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -ENOENT;
 }
 
 static int cmp_pid(const void *a, const void *b)

@@ -1,5 +1,6 @@
 /*
- * procfs: the ids a task has in its own PID namespace, read from /proc (the NSpid line).
+ * procfs: the ids a task has in its own PID namespace, read from /proc (the NSpid line), and
+ * a number of a task's status file (its Tgid, its TracerPid).
  *
  * A process in a PID namespace of its own (unshare -p, docker, podman) knows itself and its
  * threads by the ids of that namespace: gettid() there, and so CPython's native_thread_id and
@@ -23,6 +24,10 @@ int procfs_nspid_parse(const char *status, pid_t *ret_id, int *ret_levels);
 
 /* Thread tid of process pid (both as proc sees them): its id in its own namespace. */
 int procfs_ns_tid(const char *proc, pid_t pid, pid_t tid, pid_t *ret_id, int *ret_levels);
+
+/* The number of line "KEY:" of /proc/PID/status (tid 0) or /proc/PID/task/TID/status into
+ * *ret: 0, -ENOENT (no such task, or line), -EBADMSG (not a number), open()'s errno. */
+int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret);
 
 /* Every thread of pid, as its own namespace knows it, at most max, sorted ascending, into
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/procfs.h"
 #include "cli/dump.h"
 #include "sampler/sampler.h"
 
@@ -144,19 +145,9 @@ static void take_native(struct dump_stop *ds, struct dump_stopped *t)
 /* The pid of the tracer of a thread of the target, 0 when none. */
 static pid_t tracer_of(pid_t pid, pid_t tid)
 {
-	char path[96], line[128];
 	long tracer = 0;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) pid, (int) tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "TracerPid: %ld", &tracer) == 1)
-			break;
-	fclose(f);
-	return (pid_t) tracer;
+	return procfs_status_long(pid, tid, "TracerPid", &tracer) == 0 ? (pid_t) tracer : 0;
 }
 
 /* Seizes every thread (none stopped): 0, or -EPERM with the first refusal's tracer. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/procfs.h"
 #include "record/internal.h"
 
 #define MAX_PROCS 4096
@@ -167,19 +168,9 @@ int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n
 /* The process thread tid belongs to (its Tgid), 0 if unknown. */
 static pid_t tgid_of(pid_t tid)
 {
-	char path[64], line[128];
-	pid_t pid = 0;
-	FILE *f;
+	long pid = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int) tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &pid) == 1)
-			break;
-	fclose(f);
-	return pid;
+	return procfs_status_long(tid, 0, "Tgid", &pid) == 0 ? (pid_t) pid : 0;
 }
 
 bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root)

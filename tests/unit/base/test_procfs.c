@@ -123,12 +123,33 @@ static void test_self(void **state)
 	assert_int_equal(ids[0], getpid());
 }
 
+/* A number of this process's own status file: by process and by thread; a line it has not,
+ * a line that is no number, a process that is not there. */
+static void test_status_long(void **state)
+{
+	long v = -1;
+
+	(void) state;
+	assert_int_equal(procfs_status_long(getpid(), 0, "Tgid", &v), 0);
+	assert_int_equal(v, getpid());
+	assert_int_equal(procfs_status_long(getpid(), getpid(), "Pid", &v), 0);
+	assert_int_equal(v, getpid());
+	assert_int_equal(procfs_status_long(getpid(), 0, "PPid", &v), 0);
+	assert_int_equal(v, getppid());
+	assert_int_equal(procfs_status_long(getpid(), 0, "NoSuchLine", &v), -ENOENT);
+	assert_int_equal(procfs_status_long(getpid(), 0, "Name", &v), -EBADMSG);
+	/* "Tgi" is the start of a key, not a key */
+	assert_int_equal(procfs_status_long(getpid(), 0, "Tgi", &v), -ENOENT);
+	assert_int_equal(procfs_status_long(1 << 30, 0, "Tgid", &v), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_fake_tree),
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_status_long),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
