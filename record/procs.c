@@ -124,6 +124,20 @@ static void proc_forget(struct record_proc *p)
 	p->mem_open = false;
 }
 
+/* Whether two capture specs are the same, field by field (their padding is not set). */
+static bool same_spec(const struct pyframes_capture_spec *a, const struct pyframes_capture_spec *b)
+{
+	if (a->head_off1 != b->head_off1 || a->head_off2 != b->head_off2 ||
+	    a->frame_bytes != b->frame_bytes || a->next_off != b->next_off ||
+	    a->n_extras != b->n_extras || a->n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS)
+		return false;
+	for (uint32_t i = 0; i < a->n_extras; i++)
+		if (a->extra[i].from != b->extra[i].from || a->extra[i].off != b->extra[i].off ||
+		    a->extra[i].len != b->extra[i].len || a->extra[i].mask != b->extra[i].mask)
+			return false;
+	return true;
+}
+
 /* Looks for p's interpreter (at most every DETECT_INTERVAL_NS); whether its captures fit. */
 static void proc_detect(struct recorder *rec, struct record_proc *p)
 {
@@ -148,7 +162,7 @@ static void proc_detect(struct recorder *rec, struct record_proc *p)
 	p->same_layout = rec->pf && rec->capture_gen == rec->pf_gen &&
 			 pyframes_capture_spec(rec->pf, &mine) == 0 &&
 			 pyframes_capture_spec(p->pf, &theirs) == 0 &&
-			 !memcmp(&mine, &theirs, sizeof(mine));
+			 same_spec(&mine, &theirs);
 }
 
 int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,

@@ -82,7 +82,7 @@ static const char *syscall_of(const char *fn)
  * characters. A socket's words take a search of the target's /proc/PID/net tables: they are
  * kept by its link ("socket:[INODE]") in a small cache, as a switch-heavy target waits on the
  * same sockets again and again. */
-static void fd_words(struct recorder *rec, long fd, char *buf, size_t len)
+static void fd_words(struct recorder *rec, pid_t pid, long fd, char *buf, size_t len)
 {
 	struct wait_fd_cache *c = NULL;
 	char path[64], link[64];
@@ -90,7 +90,7 @@ static void fd_words(struct recorder *rec, long fd, char *buf, size_t len)
 	size_t k;
 
 	if (fd >= 0 && fd <= INT32_MAX) {
-		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) rec->pid, fd);
+		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) pid, fd);
 		n = readlink(path, link, sizeof(link) - 1);
 	}
 	if (n > 7 && !strncmp(link, "socket:", 7)) {
@@ -101,7 +101,7 @@ static void fd_words(struct recorder *rec, long fd, char *buf, size_t len)
 			return;
 		}
 	}
-	if (n <= 0 || fdname(rec->pid, (int) fd, buf, len) < 0) {
+	if (n <= 0 || fdname(pid, (int) fd, buf, len) < 0) {
 		snprintf(buf, len, "?");
 		return;
 	}
@@ -189,7 +189,8 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 			continue;
 		words = syscalls[i].words;
 		if (!words) {
-			fd_words(rec, arg, what, sizeof(what));
+			/* the sample's process: the target's, or a child's (--subprocesses) */
+			fd_words(rec, s->pid, arg, what, sizeof(what));
 			snprintf(buf, len, "[wait: %s fd %ld (%s)]",
 				 strstr(sys, "write") ? "write" : "read", arg, what);
 			return;

@@ -8,6 +8,10 @@
               runs another interpreter (pyenv's 3.8 under 3.12, or the other way round) on the
               same file; child_spin is under the child's [process PID COMMAND] root, named
               with its file and the line of its hot loop (read with the child's own layout).
+--case pipe   tests/targets/subprocs.py pipe with --off-cpu: a forked child blocks on a pipe of
+              its own, an fd the target does not have; under child_read, in the child's process
+              root, the reason is a read of that fd, a pipe (the child's fd table, not the
+              target's), 5 x 50 ms within 20%.
 """
 import os
 import re
@@ -85,11 +89,34 @@ def case_exec(opts):
           'child_spin is under a process that is not %s: %s' % (child.argv[-1], found))
 
 
+def case_pipe(opts):
+    target = os.path.join(opts.targets, 'subprocs.py')
+    run = harness.record(opts, ['--subprocesses', '--off-cpu', '--', *opts.py.argv, target,
+                                'pipe'], timeout=120)
+    profile = run.expect_profile()
+    pid = int(re.search(r"\(pid (\d+)\)", run.stderr).group(1))
+    leaves = {}
+    for frames, c in profile.stacks:
+        if any(f[0] == 'child_read' for f in py_frames(frames)):
+            m = PROCESS.match(frames[0])
+            check(m and int(m.group('pid')) != pid, 'child_read under %s, not a child\'s '
+                  'root' % frames[0])
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + c
+    log('under child_read: %s' % {k: round(v / 1e6, 1) for k, v in leaves.items()})
+    m = re.search(r'^child pipe fd (\d+)$', run.stderr, re.M)
+    check(m, 'the child did not print its pipe\'s fd')
+    pipe = leaves.get('[wait: read fd %s (pipe)]' % m.group(1), 0)
+    check(pipe >= 0.9 * sum(leaves.values()) > 0, 'under child_read, the wait is not a read '
+          'of a pipe: %s' % leaves)
+    check(abs(pipe - 5 * 50e6) <= 0.2 * 5 * 50e6, 'child_read waited %.1f ms, expected 5 x '
+          '50 ms' % (pipe / 1e6))
+
+
 def test(opts):
-    {'pool': case_pool, 'exec': case_exec}[opts.case](opts)
+    {'pool': case_pool, 'exec': case_exec, 'pipe': case_pipe}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['pool', 'exec'], required=True)
+    p.add_argument('--case', choices=['pool', 'exec', 'pipe'], required=True)
     harness.main(test, p)

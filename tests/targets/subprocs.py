@@ -8,10 +8,19 @@
                  without the loader tests/setup-pythons.sh puts before it)
   exec PYTHON    runs PYTHON (another interpreter) on this file with 'child': child_spin burns
                  0.6 s of CPU there, in a process of its own
+  pipe           a forked child makes a pipe of its own, past 20 fds it opens first (an fd
+                 the parent does not have; it prints 'child pipe fd N' to stderr) and
+                 blocks reading it in child_read, 5 times for 50 ms, a thread of its own writing;
+                 a first read of 0.3 s before them (first_read) gives hwspy time to set the
+                 child's thread state, which its switch-outs until then, read late (the rings
+                 are read in batches), are without ([unknown]); and it lives 0.3 s after them,
+                 as hwspy names an fd from /proc when it reads the sample
 """
 import multiprocessing
+import os
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -47,6 +56,37 @@ def child_spin():
     return spin(0.6)
 
 
+def child_read(r):
+    return os.read(r, 1)  # WAIT:child_read
+
+
+def first_read(r):
+    return os.read(r, 1)
+
+
+def pipe_child():
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(20)]
+    r, w = os.pipe()
+    print('child pipe fd %d' % r, file=sys.stderr, flush=True)
+
+    def writer():
+        time.sleep(0.3)
+        os.write(w, b'x')
+        for _ in range(5):
+            time.sleep(0.05)
+            os.write(w, b'x')
+
+    t = threading.Thread(target=writer)
+    t.start()
+    first_read(r)
+    for _ in range(5):
+        child_read(r)
+    t.join()
+    time.sleep(0.3)
+    for fd in held:
+        os.close(fd)
+
+
 def pool():
     spin(0.3)
     ctx = multiprocessing.get_context('fork')
@@ -66,3 +106,8 @@ if __name__ == '__main__':
         subprocess.run([sys.argv[2], __file__, 'child'], check=True)
     elif sys.argv[1] == 'child':
         child_spin()
+    elif sys.argv[1] == 'pipe':
+        spin(0.3)
+        p = multiprocessing.get_context('fork').Process(target=pipe_child)
+        p.start()
+        p.join()
