@@ -102,7 +102,7 @@ int record_gil_sink(void *ctx, const struct record_sample *s)
 
 	if (!t) {
 		rec->stats.gil_untallied++;
-	} else if (rec->opts.off_cpu || s->off_cpu) {
+	} else if (s->off_cpu) {
 		/* values[1]: the time until its thread ran again */
 		t->off_ns += w;
 		if (waits_for_gil(rec, s))

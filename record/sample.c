@@ -324,7 +324,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		rec->ids[depth++] = thread;
 	if (py_truncated)
 		cut_frame(rec, cut->n, cut->more, &depth);
-	if ((o->off_cpu || s->off_cpu) && o->mode == RECORD_CAPTURE &&
+	if (s->off_cpu && o->mode == RECORD_CAPTURE &&
 	    late_ns > RECORD_OFF_CPU_STALE_NS) {
 		/* a switch-out read after the thread may have run on (before the capture
 		 * started): the stack read is not the one it waited in */
@@ -389,7 +389,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		.tid = s->tid, .time_ns = s->time_ns, .frames = rec->ids, .depth = depth,
 		.values = values, .n_values = 1 + rec->opts.n_events, .gil = gil,
 	};
-	if (o->off_cpu || s->off_cpu) {
+	if (s->off_cpu) {
 		char reason[256];
 
 		/* it weighs its time off the CPU, known once the thread runs again */
@@ -546,7 +546,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 					&cut);
 	}
 	/* a switched-out thread's: its leaf says whether it waits for the GIL */
-	if (rec->pf && !rec->in_child && !rec->opts.off_cpu && !s->off_cpu)
+	if (rec->pf && !rec->in_child && !s->off_cpu)
 		gil = record_gil_at_sample(rec, s);
 	late = !s->stopped && rec->stats.captured == captured_before;
 	if (late) {

@@ -518,7 +518,7 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 
 	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
-	smp.off_cpu = attr == &s->switch_attr;
+	smp.off_cpu = s->opts.off_cpu || attr == &s->switch_attr;
 	if (s->percpu && smp.pid != s->pid && !s->opts.subprocesses)
 		return;                 /* a child process, which inherited the events */
 	smp.stopped = stopped && smp.tid == t->tid;

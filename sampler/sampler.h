@@ -168,15 +168,16 @@ struct sampler_capture_spec;
 enum sampler_event_kind {
 	SAMPLER_EVENT_EXEC,
 	SAMPLER_EVENT_CAPTURE_THREAD,
-	/* opts.off_cpu or opts.wall: thread tid was switched out at time_ns (told just after the sample of
-	 * that switch; preempted: it was still runnable, an involuntary switch), or in again.
+	/* opts.off_cpu or opts.wall: thread tid was switched out at time_ns (told just after the
+	 * sample of that switch; preempted: it was still runnable, an involuntary switch), or in
+	 * again.
 	 * In stream order per CPU ring: a thread's switch-in and its next switch-out (the
 	 * sample) come in that order, but across rings a switch-in may come before the
 	 * switch-out it follows. The receiver may do what a sample callback may. */
 	SAMPLER_EVENT_SWITCH_OUT,
 	SAMPLER_EVENT_SWITCH_IN,
-	/* opts.off_cpu or opts.wall: every ring was read through: each record written before time_ns (of any
-	 * thread, on any CPU) has been handed over by now */
+	/* opts.off_cpu or opts.wall: every ring was read through: each record written before
+	 * time_ns (of any thread, on any CPU) has been handed over by now */
 	SAMPLER_EVENT_DRAINED,
 	/* opts.subprocesses: process tid (a child's pid, or a grandchild's) exec'd a new program
 	 * (what was known of its image is stale), or exited. In stream order. */
@@ -291,7 +292,8 @@ struct sample {
 	                                      * thread since its last sample */
 	size_t n_values;
 	bool stopped;                   /* the thread is stopped while the callback runs (exact) */
-	bool off_cpu;                   /* opts.wall: a switch off the CPU (values: 1, then 0s) */
+	bool off_cpu;                   /* a switch off the CPU: opts.off_cpu's samples, opts.wall's
+	                                 * switch event's (values: 1, then 0s) */
 	bool user;                      /* the sample IP is in user space */
 	const uint64_t *callchain;      /* PERF_SAMPLE_CALLCHAIN (with PERF_CONTEXT_* markers) */
 	size_t n_callchain;
