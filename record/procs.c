@@ -32,7 +32,6 @@ struct record_proc {
 	uint64_t last_detect_ns;
 	uint32_t frame;                 /* [process PID COMMAND] */
 	uint64_t gil_addr, gil_tried_ns;        /* its GIL state (0: none, not known yet) */
-	char comm[160];
 };
 
 /* The command of pid, as ps shows it: its cmdline's first two words, else its comm. */
@@ -75,15 +74,31 @@ static void command_of(pid_t pid, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-static struct record_proc *proc_of(struct recorder *rec, pid_t pid)
+/* p's root frame, [process PID COMMAND], as its command reads now. */
+static int proc_frame(struct recorder *rec, struct record_proc *p)
 {
-	struct record_proc *p;
-	char name[192];
+	char comm[160], name[192];
 	struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
 
+	command_of(p->pid, comm, sizeof(comm));
+	snprintf(name, sizeof(name), "[process %d%s%s]", (int) p->pid, comm[0] ? " " : "", comm);
+	return profile_frame_id(rec->prof, &f, &p->frame);
+}
+
+static struct record_proc *proc_find(struct recorder *rec, pid_t pid)
+{
 	for (size_t i = 0; i < rec->n_procs; i++)
 		if (rec->procs[i].pid == pid)
 			return &rec->procs[i];
+	return NULL;
+}
+
+static struct record_proc *proc_of(struct recorder *rec, pid_t pid)
+{
+	struct record_proc *p = proc_find(rec, pid);
+
+	if (p)
+		return p;
 	if (rec->n_procs == MAX_PROCS)
 		return NULL;
 	if (rec->n_procs == rec->cap_procs) {
@@ -97,10 +112,7 @@ static struct record_proc *proc_of(struct recorder *rec, pid_t pid)
 	}
 	p = &rec->procs[rec->n_procs];
 	*p = (struct record_proc) { .pid = pid };
-	command_of(pid, p->comm, sizeof(p->comm));
-	snprintf(name, sizeof(name), "[process %d%s%s]", (int) pid, p->comm[0] ? " " : "",
-		 p->comm);
-	if (profile_frame_id(rec->prof, &f, &p->frame) < 0)
+	if (proc_frame(rec, p) < 0)
 		return NULL;
 	rec->n_procs++;
 	rec->stats.processes++;
@@ -222,36 +234,26 @@ static uint64_t gil_of(struct pyframes *pf, uint64_t *addr, uint64_t *tried_ns)
 
 uint64_t record_gil_addr(struct recorder *rec, pid_t pid)
 {
+	struct record_proc *p;
+
 	if (!rec->opts.subprocesses || pid == rec->pid)
 		return gil_of(rec->pf, &rec->gil_addr, &rec->gil_tried_ns);
-	for (size_t i = 0; i < rec->n_procs; i++)
-		if (rec->procs[i].pid == pid)
-			return gil_of(rec->procs[i].pf, &rec->procs[i].gil_addr,
-				      &rec->procs[i].gil_tried_ns);
-	return 0;
+	p = proc_find(rec, pid);
+	return p ? gil_of(p->pf, &p->gil_addr, &p->gil_tried_ns) : 0;
 }
 
 void record_proc_event(struct recorder *rec, const struct sampler_event *e)
 {
-	for (size_t i = 0; i < rec->n_procs; i++) {
-		struct record_proc *p = &rec->procs[i];
+	struct record_proc *p = proc_find(rec, e->tid);
 
-		if (p->pid != e->tid)
-			continue;
-		/* an exec: a new image, a new command; an exit: nothing more to read */
-		proc_forget(p);
-		p->last_detect_ns = 0;
-		p->gone = e->kind == SAMPLER_EVENT_CHILD_EXIT;
-		if (e->kind == SAMPLER_EVENT_CHILD_EXEC) {
-			char name[192];
-			struct profile_frame f = { .kind = FRAME_THREAD, .name = name };
-
-			command_of(p->pid, p->comm, sizeof(p->comm));
-			snprintf(name, sizeof(name), "[process %d%s%s]", (int) p->pid,
-				 p->comm[0] ? " " : "", p->comm);
-			(void) profile_frame_id(rec->prof, &f, &p->frame);
-		}
-	}
+	if (!p)
+		return;
+	/* an exec: a new image, a new command; an exit: nothing more to read */
+	proc_forget(p);
+	p->last_detect_ns = 0;
+	p->gone = e->kind == SAMPLER_EVENT_CHILD_EXIT;
+	if (e->kind == SAMPLER_EVENT_CHILD_EXEC)
+		(void) proc_frame(rec, p);
 }
 
 void record_procs_free(struct recorder *rec)
