@@ -274,6 +274,9 @@ int percpu_thread_open(struct sampler *s, struct thread *t);
  * slot k of t->switch_fds), noting its id; the attr of sample record h (the switch event's or
  * the group's). */
 int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, int k);
+/* perf.c: whether the records of process pid are the caller's: the target's, or with
+ * opts.subprocesses any (only the target and its descendants inherit its events). */
+bool perf_pid_followed(const struct sampler *s, pid_t pid);
 void perf_switch_close(struct thread *t);
 const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
 					       const struct perf_event_header *h);

@@ -248,7 +248,7 @@ static void task_record(struct sampler *s, const struct perf_event_header *h)
 	if (h->size < sizeof(*h) + sizeof(tr))
 		return;
 	memcpy(&tr, h + 1, sizeof(tr));
-	if ((pid_t) tr.pid != s->pid && !s->opts.subprocesses)
+	if (!perf_pid_followed(s, (pid_t) tr.pid))
 		return;                 /* another process */
 	if ((pid_t) tr.pid != s->pid && h->type == PERF_RECORD_EXIT && tr.pid == tr.tid)
 		sampler_tell(s, SAMPLER_EVENT_CHILD_EXIT, (pid_t) tr.pid);
@@ -282,7 +282,7 @@ static void ring_sample(struct sampler *s, int c, const struct perf_event_header
 		return;
 	}
 	if (ring_parse_sample(perf_sample_attr(s, h), h, h->size, &peek, &g) < 0 ||
-	    (peek.pid != s->pid && !s->opts.subprocesses))
+	    !perf_pid_followed(s, peek.pid))
 		return;
 	t = sampler_thread_get(s, peek.tid, true);
 	last = t ? last_of(s, t, c) : NULL;

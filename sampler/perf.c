@@ -173,6 +173,11 @@ void perf_build_attrs(struct sampler *s)
 		build_switch_attr(s);
 }
 
+bool perf_pid_followed(const struct sampler *s, pid_t pid)
+{
+	return pid == s->pid || s->opts.subprocesses;
+}
+
 int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, int k)
 {
 	uint64_t id;
@@ -519,7 +524,7 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
 	smp.off_cpu = s->opts.off_cpu || attr == &s->switch_attr;
-	if (s->percpu && smp.pid != s->pid && !s->opts.subprocesses)
+	if (s->percpu && !perf_pid_followed(s, smp.pid))
 		return;                 /* a child process, which inherited the events */
 	smp.stopped = stopped && smp.tid == t->tid;
 	if (s->opts.capture) {
@@ -566,7 +571,7 @@ static void switch_record(struct sampler *s, const struct perf_event_header *h)
 		return;
 	memcpy(ids, h + 1, sizeof(ids));
 	memcpy(&e.time_ns, (const unsigned char *) (h + 1) + 8, 8);
-	if ((pid_t) ids[0] != s->pid && !s->opts.subprocesses)
+	if (!perf_pid_followed(s, (pid_t) ids[0]))
 		return;                 /* a child process, which inherited the events */
 	e.tid = (pid_t) ids[1];
 	e.kind = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SAMPLER_EVENT_SWITCH_OUT
