@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -29,7 +30,9 @@
 #include "symbolizer/symbolizer.h"
 
 #define FRAMES_MAX   512        /* Python frames kept per thread (the innermost) */
-#define TORN_TRIES   20         /* --nonblocking: walks of a thread before giving up */
+#define TORN_TRIES   20         /* a running thread: walks before giving up (torn) */
+#define BLOCKED_TRIES 3         /* a blocked thread: reads before it is taken as running */
+#define ROUNDS       3          /* reads of waiting threads, then stops of running ones */
 #define COMMAND_MAX  1024
 
 struct dump_opts {
@@ -38,17 +41,32 @@ struct dump_opts {
 	const char *output;
 };
 
+/* How a thread's stack was read */
+enum dump_read {
+	READ_NONE,
+	READ_BLOCKED,           /* blocked in the kernel all along the read: as it was */
+	READ_STOPPED,           /* under a stop of ours */
+	READ_RUNNING,           /* as it ran (--nonblocking, or it would not stop): a walk
+	                         * checked for tearing, not an instant's stack */
+};
+
 struct thread_dump {
 	pid_t tid;
+	enum dump_read how;
 	char name[PYFRAMES_THREAD_NAME_MAX];
 	struct dump_task task;
 	char wait[192];
 	int gil;                        /* 1 holds it, 0 not, -1 unknown */
+	bool gil_read;                  /* its stack is as it was when the GIL was read */
 	uint64_t tstate;                /* 0: none */
 	struct py_frame *frames;
 	size_t n_frames;
 	struct pyframes_cut cut;
 	int walk;                       /* 0, or the walk's -errno (-ENOENT: no thread state) */
+	uint64_t regs[DUMP_N_REGS];     /* --native: in perf's REGS_USER order (dump.h) */
+	bool regs_ok;
+	unsigned char *stack;           /* ... a copy of its stack from SP (stack_len bytes) */
+	size_t stack_len;
 	uint64_t ips[DUMP_NATIVE_MAX];
 	size_t n_ips;
 	bool native_ok;
@@ -62,8 +80,7 @@ struct dump {
 	struct symbolizer *sym;
 	struct thread_dump *t;
 	size_t n;
-	bool stopped;
-	size_t n_stopped;
+	size_t n_blocked, n_stopped, n_running;     /* threads read each way */
 	uint64_t stopped_ns;
 };
 
@@ -73,10 +90,11 @@ static void usage(FILE *out)
 		"usage: hwspy dump -p PID [--native] [--json] [--nonblocking] [-o FILE]\n\n"
 		"Prints the current stack of every thread of a Python process, once: its id and\n"
 		"name, whether it holds the GIL, running or waiting (and on what), its Python frames\n"
-		"innermost first. The threads are stopped while their stacks are read (a fraction of\n"
+		"innermost first. A thread waiting in the kernel is read as it waits (it cannot\n"
+		"change its stack); a running one is stopped while its stack is read (a fraction of\n"
 		"a millisecond for a few threads), then let go.\n\n"
 		"  -p, --pid PID      the process\n"
-		"      --native       native frames too (DWARF unwinding of each stopped thread)\n"
+		"      --native       native frames too (DWARF unwinding of each thread's stack)\n"
 		"      --json         one JSON object instead of text\n"
 		"      --nonblocking  stop nothing: read the stacks as the threads run\n"
 		"  -o, --output FILE  write there (whole or not at all) instead of standard output\n");
@@ -128,8 +146,8 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 		return -1;
 	}
 	if (o->native && o->nonblocking) {
-		log_error("--native unwinds each thread's stack while it is stopped: drop "
-			  "--nonblocking to have native frames");
+		log_error("--native unwinds each running thread's stack while it is stopped: "
+			  "drop --nonblocking to have native frames");
 		return -1;
 	}
 	return 0;
@@ -219,119 +237,247 @@ static int target_error(const struct dump *d, int r, const struct pyframes_info 
 
 /* ---- reading the threads ---- */
 
-/* One thread's Python stack into t (its frames copied out of buf). */
-static void walk_thread(struct dump *d, struct thread_dump *t, struct py_frame *buf)
+/* One walk of a thread's Python stack into t (its frames copied out of buf), tries times at
+ * most while torn (-EAGAIN, verify on). Returns the walk's result. */
+static int walk_thread(struct dump *d, struct thread_dump *t, struct py_frame *buf, int tries)
 {
 	size_t n = 0;
-	int r;
+	int r = -EAGAIN;
 
-	for (int i = 0; i < (d->o.nonblocking ? TORN_TRIES : 1); i++) {
+	free(t->frames);
+	t->frames = NULL;
+	t->n_frames = 0;
+	memset(&t->cut, 0, sizeof(t->cut));
+	for (int i = 0; i < tries && r == -EAGAIN; i++)
 		r = pyframes_thread_stack(d->pf, t->tid, buf, FRAMES_MAX, &n, &t->cut);
-		if (r != -EAGAIN)
-			break;
-	}
 	t->walk = r;
 	if (pyframes_thread_state(d->pf, t->tid, &t->tstate) < 0)
 		t->tstate = 0;
 	if (r < 0 || n == 0)
-		return;
+		return r;
 	t->frames = malloc(n * sizeof(*t->frames));
 	if (!t->frames) {
 		t->walk = -ENOMEM;
-		return;
+		return -ENOMEM;
 	}
 	memcpy(t->frames, buf, n * sizeof(*t->frames));
 	t->n_frames = n;
+	return r;
 }
 
-/* Every walk (under the stop, if any) and the GIL. */
-static int read_stacks(struct dump *d, struct pyframes_gil *gil, struct dump_stop *ds)
+/* --native, a blocked thread: its stack from the SP its system call (or fault) left, and that
+ * SP and PC as its registers (the others unknown: the unwinder needs these two to start). */
+static void copy_blocked_stack(struct dump *d, struct thread_dump *t)
 {
-	struct py_frame *buf = malloc(FRAMES_MAX * sizeof(*buf));
+	struct iovec local, remote;
+	ssize_t got;
 
-	if (!buf)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->n; i++) {
-		const struct dump_stopped *st = ds ? dump_stop_thread(ds, i) : NULL;
-
-		if (st && st->stopped) {
-			struct dump_task now;
-
-			d->n_stopped++;
-			if (dump_task_read(d->o.pid, d->t[i].tid, &now) == 0)
-				dump_task_at_stop(&d->t[i].task, &now);
-		}
-		walk_thread(d, &d->t[i], buf);
+	t->regs_ok = false;
+	if (!t->task.sp || !t->task.pc)
+		return;
+	if (!t->stack) {
+		t->stack = malloc(DUMP_STACK_COPY);
+		if (!t->stack)
+			return;
 	}
-	free(buf);
-	if (pyframes_gil(d->pf, gil) < 0)
+	local = (struct iovec) { t->stack, DUMP_STACK_COPY };
+	remote = (struct iovec) { (void *) (uintptr_t) t->task.sp, DUMP_STACK_COPY };
+	/* a partial read ends at the top of the stack's mapping */
+	got = process_vm_readv(d->o.pid, &local, 1, &remote, 1, 0);
+	if (got <= 0)
+		return;
+	t->stack_len = (size_t) got;
+	memset(t->regs, 0, sizeof(t->regs));
+	t->regs[DUMP_REG_SP] = t->task.sp;
+	t->regs[DUMP_REG_IP] = t->task.pc;
+	t->regs_ok = true;
+}
+
+/* A thread blocked in the kernel, read without a stop: its state and switch count before the
+ * read (t->task; read afresh first where fresh is false) and after it say whether it ran
+ * meanwhile; then it is read again (it may have gone back to its wait), BLOCKED_TRIES times
+ * at most. True when read so. */
+static bool read_blocked(struct dump *d, struct thread_dump *t, struct py_frame *buf, bool fresh)
+{
+	for (int i = 0; i < BLOCKED_TRIES; i++) {
+		uint64_t switches;
+		char state;
+
+		if ((i > 0 || !fresh) && dump_task_read(d->o.pid, t->tid, &t->task) < 0)
+			return false;
+		if (!dump_task_still(t->task.state))
+			return false;
+		(void) walk_thread(d, t, buf, 1);
+		if (d->o.native)
+			copy_blocked_stack(d, t);
+		if (dump_task_sched(d->o.pid, t->tid, &state, &switches) < 0)
+			return false;
+		if (dump_task_still(state) && switches == t->task.switches) {
+			t->how = READ_BLOCKED;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The threads not read yet that run, stopped: their walks (and, gil not NULL, the GIL) under
+ * the stop. 0, or 1 (said). */
+static int read_stopped(struct dump *d, struct pyframes_gil *gil, struct py_frame *buf)
+{
+	pid_t *tids = malloc(d->n * sizeof(*tids)), tracer = 0;
+	size_t *which = malloc(d->n * sizeof(*which)), n = 0;
+	struct dump_stop *ds = NULL;
+	int r;
+
+	if (!tids || !which) {
+		free(tids);
+		free(which);
+		return log_errno(-ENOMEM, "cannot dump pid %d", (int) d->o.pid), 1;
+	}
+	for (size_t i = 0; i < d->n; i++)
+		if (d->t[i].how == READ_NONE && d->t[i].task.state != 'Z' &&
+		    d->t[i].task.state != 'X') {
+			which[n] = i;
+			tids[n++] = d->t[i].tid;
+		}
+	r = n ? dump_stop_begin(d->o.pid, tids, n, d->o.native, &ds, &tracer) : 0;
+	free(tids);
+	if (r == -EPERM && tracer) {
+		log_error("cannot stop the running threads of pid %d: it is traced by pid %d (a "
+			  "debugger or profiler); add --nonblocking to read them without a stop",
+			  (int) d->o.pid, (int) tracer);
+	} else if (r == -EPERM) {
+		log_error("cannot stop the running threads of pid %d: ptrace refused (Yama "
+			  "ptrace_scope or no CAP_SYS_PTRACE); add --nonblocking to read them without "
+			  "a stop", (int) d->o.pid);
+	} else if (r < 0) {
+		log_errno(r, "cannot stop the threads of pid %d", (int) d->o.pid);
+	}
+	if (r < 0) {
+		free(which);
+		return 1;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct dump_stopped *st = dump_stop_thread(ds, k);
+		struct thread_dump *t = &d->t[which[k]];
+		struct dump_task now;
+
+		if (!st->stopped)
+			continue;
+		d->n_stopped++;
+		if (dump_task_read(d->o.pid, t->tid, &now) == 0)
+			dump_task_at_stop(&t->task, &now);
+		(void) walk_thread(d, t, buf, 1);
+		t->how = READ_STOPPED;
+		t->gil_read = gil != NULL;
+		if (st->regs_ok && st->stack) {
+			memcpy(t->regs, st->regs, sizeof(t->regs));
+			t->regs_ok = true;
+			free(t->stack);
+			t->stack = malloc(st->stack_len);
+			if (t->stack)
+				memcpy(t->stack, st->stack, st->stack_len);
+			t->stack_len = t->stack ? st->stack_len : 0;
+		}
+	}
+	if (gil && pyframes_gil(d->pf, gil) < 0)
 		gil->known = false;
+	if (ds)
+		d->stopped_ns += dump_stop_end(ds);
+	dump_stop_free(ds);
+	free(which);
 	return 0;
 }
 
-/* --native: each stopped thread's native frames, unwound from its copy. */
-static void unwind_native(struct dump *d, struct dump_stop *ds)
+/* After the GIL was read (under the stop): a thread read as it waited that has not run since
+ * was waiting as read when the GIL was read too, so the two agree (one cannot show waiting
+ * for the GIL it holds). One that ran is read again; its GIL is then not known. */
+static void recheck_blocked(struct dump *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct thread_dump *t = &d->t[i];
+		uint64_t switches;
+		char state;
+
+		if (t->how != READ_BLOCKED)
+			continue;
+		if (dump_task_sched(d->o.pid, t->tid, &state, &switches) == 0 &&
+		    dump_task_still(state) && switches == t->task.switches) {
+			t->gil_read = true;
+			continue;
+		}
+		t->how = READ_NONE;
+		d->n_blocked--;
+	}
+}
+
+/* --native: each thread's native frames, unwound from the copy of its stack. */
+static void unwind_native(struct dump *d)
 {
 	for (size_t i = 0; d->sym && i < d->n; i++) {
-		const struct dump_stopped *st = dump_stop_thread(ds, i);
 		struct thread_dump *t = &d->t[i];
 
-		if (!st || !st->regs_ok || !st->stack)
+		if (!t->regs_ok || !t->stack)
 			continue;
-		t->native_ok = symbolizer_unwind(d->sym, st->regs, DUMP_N_REGS, st->stack,
-						 st->stack_len, t->ips, DUMP_NATIVE_MAX,
+		t->native_ok = symbolizer_unwind(d->sym, t->regs, DUMP_N_REGS, t->stack,
+						 t->stack_len, t->ips, DUMP_NATIVE_MAX,
 						 &t->n_ips) >= 0;
 	}
 }
 
-/* The stop, the walks, the release; with --native, the unwinding after it. 0, or 1 (said). */
+/* Every thread's stack and the GIL. Without --nonblocking, in rounds: the threads that wait
+ * read as they wait, then the ones that run under a stop (the GIL read then, in the first); a
+ * thread that was neither when its turn came (it began to run or to wait) is left to the next
+ * round. What is left after ROUNDS is read as it runs. 0, or 1 (said). */
 static int read_all(struct dump *d, struct pyframes_gil *gil)
 {
-	pid_t *tids = NULL, tracer = 0;
-	struct dump_stop *ds = NULL;
+	struct py_frame *buf = malloc(FRAMES_MAX * sizeof(*buf));
 	int r;
 
-	if (!d->o.nonblocking) {
-		tids = malloc(d->n * sizeof(*tids));
-		if (!tids)
-			return log_errno(-ENOMEM, "cannot dump pid %d", (int) d->o.pid), 1;
-		for (size_t i = 0; i < d->n; i++)
-			tids[i] = d->t[i].tid;
-		r = dump_stop_begin(d->o.pid, tids, d->n, d->o.native, &ds, &tracer);
-		free(tids);
-		if (r == -EPERM && tracer) {
-			log_error("cannot stop the threads of pid %d: it is traced by pid %d (a "
-				  "debugger or profiler); add --nonblocking to read them without a stop",
-				  (int) d->o.pid, (int) tracer);
+	if (!buf)
+		return log_errno(-ENOMEM, "cannot dump pid %d", (int) d->o.pid), 1;
+	for (int round = 0; !d->o.nonblocking && round < ROUNDS; round++) {
+		size_t left = 0;
+
+		for (size_t i = 0; i < d->n; i++) {
+			if (d->t[i].how == READ_NONE && read_blocked(d, &d->t[i], buf, round == 0))
+				d->n_blocked++;
+			left += d->t[i].how == READ_NONE;
+		}
+		if (round > 0 && !left)
+			break;
+		if (read_stopped(d, round == 0 ? gil : NULL, buf)) {
+			free(buf);
 			return 1;
 		}
-		if (r == -EPERM) {
-			log_error("cannot stop the threads of pid %d: ptrace refused (Yama ptrace_scope "
-				  "or no CAP_SYS_PTRACE); add --nonblocking to read them without a stop",
-				  (int) d->o.pid);
-			return 1;
-		}
-		if (r < 0)
-			return log_errno(r, "cannot stop the threads of pid %d", (int) d->o.pid), 1;
-		d->stopped = true;
-	} else {
-		pyframes_set_verify(d->pf, true);
+		if (round == 0)
+			recheck_blocked(d);
 	}
-	r = read_stacks(d, gil, ds);
-	if (ds)
-		d->stopped_ns = dump_stop_end(ds);
-	if (r == 0 && ds && d->o.native) {
+	/* what is left is read as it runs, each walk checked and retried when torn */
+	pyframes_set_verify(d->pf, true);
+	for (size_t i = 0; i < d->n; i++) {
+		struct thread_dump *t = &d->t[i];
+
+		if (t->how != READ_NONE)
+			continue;
+		(void) walk_thread(d, t, buf, TORN_TRIES);
+		t->how = READ_RUNNING;
+		t->gil_read = d->o.nonblocking;
+		t->regs_ok = false;
+		d->n_running++;
+	}
+	pyframes_set_verify(d->pf, false);
+	free(buf);
+	if (d->o.nonblocking && pyframes_gil(d->pf, gil) < 0)
+		gil->known = false;
+	if (d->o.native) {
 		r = symbolizer_new(d->o.pid, &d->sym);
 		if (r < 0)
 			log_errno(r, "cannot read the mappings of pid %d: no native frames",
 				  (int) d->o.pid);
 		else
-			unwind_native(d, ds);
-		r = 0;
+			unwind_native(d);
 	}
-	dump_stop_free(ds);
-	if (r < 0)
-		return log_errno(r, "cannot dump pid %d", (int) d->o.pid), 1;
 	return 0;
 }
 
@@ -351,7 +497,8 @@ static void describe(struct dump *d, const struct pyframes_gil *gil, uint64_t gi
 		for (size_t k = 0; k < n_names; k++)
 			if (names[k].tid == t->tid)
 				snprintf(t->name, sizeof(t->name), "%s", names[k].name);
-		t->gil = !gil->known ? -1 : gil->locked && t->tstate && gil->holder == t->tstate;
+		t->gil = !gil->known || !t->gil_read ? -1
+			 : gil->locked && t->tstate && gil->holder == t->tstate;
 		if (dump_task_waiting(&t->task))
 			dump_task_wait(d->o.pid, &t->task, gil_addr, PYFRAMES_GIL_STATE_SIZE, t->wait,
 				       sizeof(t->wait));
@@ -394,7 +541,8 @@ static void text_thread(FILE *f, const struct dump *d, const struct thread_dump 
 		return;
 	fprintf(f, "  native:\n");
 	if (!t->native_ok)
-		fprintf(f, "    (not unwound: the thread did not stop)\n");
+		fprintf(f, "    (not unwound: %s)\n", t->how == READ_RUNNING
+			? "read as it ran, not stopped" : "its stack could not be copied");
 	for (size_t k = 0; k < t->n_ips; k++) {
 		struct native_frame nf[8];
 		size_t n = 0;
@@ -416,11 +564,15 @@ static void write_text(FILE *f, const struct dump *d)
 {
 	fprintf(f, "Process %d: %s\n", (int) d->o.pid, d->command);
 	fprintf(f, "Python v%s (%s)\n", d->info->version, d->info->binary);
-	if (d->stopped)
-		fprintf(f, "%zu of %zu threads stopped for %.3f ms\n", d->n_stopped, d->n,
-			(double) d->stopped_ns / 1e6);
-	else
+	if (d->o.nonblocking) {
 		fprintf(f, "%zu threads read without a stop (--nonblocking)\n", d->n);
+	} else {
+		fprintf(f, "%zu threads: %zu read as they waited, %zu stopped for %.3f ms", d->n,
+			d->n_blocked, d->n_stopped, (double) d->stopped_ns / 1e6);
+		if (d->n_running)
+			fprintf(f, ", %zu read as they ran", d->n_running);
+		fputc('\n', f);
+	}
 	for (size_t i = 0; i < d->n; i++) {
 		fputc('\n', f);
 		text_thread(f, d, &d->t[i]);
@@ -450,6 +602,15 @@ static void json_native(FILE *f, const struct dump *d, const struct thread_dump 
 	fprintf(f, "]");
 }
 
+static const char *read_words(enum dump_read how)
+{
+	switch (how) {
+	case READ_BLOCKED: return "waiting";
+	case READ_STOPPED: return "stopped";
+	default: return "running";
+	}
+}
+
 static void json_thread(FILE *f, const struct dump *d, const struct thread_dump *t)
 {
 	bool waiting = dump_task_waiting(&t->task);
@@ -475,7 +636,7 @@ static void json_thread(FILE *f, const struct dump *d, const struct thread_dump 
 		json_write_string(f, t->frames[k].file);
 		fprintf(f, ",\"line\":%d}", t->frames[k].line);
 	}
-	fprintf(f, "],\"frames_cut\":%" PRIu64, t->cut.n);
+	fprintf(f, "],\"frames_cut\":%" PRIu64 ",\"read\":\"%s\"", t->cut.n, read_words(t->how));
 	if (d->o.native)
 		json_native(f, d, t);
 	fprintf(f, "}");
@@ -489,8 +650,9 @@ static void write_json(FILE *f, const struct dump *d)
 	json_write_string(f, d->info->version);
 	fprintf(f, ",\"path\":");
 	json_write_string(f, d->info->binary);
-	fprintf(f, "},\"stopped\":%s,\"stopped_us\":%.1f,\"threads\":[",
-		d->stopped ? "true" : "false", (double) d->stopped_ns / 1e3);
+	fprintf(f, "},\"stopped\":%s,\"stopped_us\":%.1f,\"read\":{\"waiting\":%zu,"
+		"\"stopped\":%zu,\"running\":%zu},\"threads\":[", d->n_stopped ? "true" : "false",
+		(double) d->stopped_ns / 1e3, d->n_blocked, d->n_stopped, d->n_running);
 	for (size_t i = 0; i < d->n; i++) {
 		if (i)
 			fputc(',', f);
@@ -503,8 +665,10 @@ static void write_json(FILE *f, const struct dump *d)
 
 static void dump_release(struct dump *d, struct remote_mem *mem, bool mem_open)
 {
-	for (size_t i = 0; d->t && i < d->n; i++)
+	for (size_t i = 0; d->t && i < d->n; i++) {
 		free(d->t[i].frames);
+		free(d->t[i].stack);
+	}
 	free(d->t);
 	symbolizer_free(d->sym);
 	pyframes_free(d->pf);

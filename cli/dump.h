@@ -1,8 +1,14 @@
 /*
  * dump (cli): what the files of `hwspy dump` share. cmd_dump.c parses the options, reads every
- * thread's stack and writes the text or JSON; dump_stop.c stops the target's threads for the
- * read and lets them go (dump_stop_begin() / dump_stop_end()); dump_state.c says what a thread
- * waits on, from /proc. Internal to cli/.
+ * thread's stack and writes the text or JSON; dump_stop.c stops the target's running threads
+ * for the read and lets them go (dump_stop_begin() / dump_stop_end()); dump_state.c says what a
+ * thread does and waits on, from /proc. Internal to cli/.
+ *
+ * A thread blocked in the kernel (a system call, a page fault, a job-control stop) cannot change
+ * its user memory or registers, so its stack is read without stopping it: its state and switch
+ * count (dump_task_sched()) before and after the read show whether it ran meanwhile. Only
+ * running threads are stopped: interrupting a blocked one would end calls that fail with EINTR
+ * (epoll_wait, recv with a timeout, sigtimedwait ...), an end whose undo needs hwspy alive.
  */
 #ifndef HWSPY_CLI_DUMP_H
 #define HWSPY_CLI_DUMP_H
@@ -16,12 +22,17 @@
 #define DUMP_STACK_COPY   (64 * 1024)   /* bytes of a stopped thread's stack copied (--native) */
 #define DUMP_NATIVE_MAX   128           /* native frames unwound per thread */
 #define DUMP_N_REGS       20            /* popcount(SYMBOLIZER_X86_64_REGS) */
+#define DUMP_REG_SP       7             /* ... where SP and IP are in that order */
+#define DUMP_REG_IP       8
 
 /* One thread as the stop left it: whether it stopped, and (--native) its registers in perf's
  * REGS_USER order for SYMBOLIZER_X86_64_REGS and a copy of its stack from SP. */
 struct dump_stopped {
 	pid_t tid;
 	bool stopped;                   /* in a ptrace-stop of ours during the read */
+	bool rewound;                   /* our interrupt made the call it was entering fail with
+	                                 * EINTR: the call was made again and the thread let go at
+	                                 * once, unread (it waits there now) */
 	bool regs_ok;
 	uint64_t regs[DUMP_N_REGS];
 	unsigned char *stack;           /* malloc'd, stack_len bytes; NULL: none */
@@ -30,14 +41,19 @@ struct dump_stopped {
 
 struct dump_stop;
 
-/* Seizes and interrupts every thread in tids (n of them) of pid, and waits (a bounded time)
- * for each to stop; with native, takes each stopped thread's registers and stack. The threads
- * it cannot stop (gone, in an uninterruptible sleep past the wait) are read as they run.
- * No signal reaches the target and no call of its fails with EINTR (an EINTR our interrupt
- * caused is undone); a signal that came meanwhile is passed on. Every ptrace call runs on a
- * thread of its own whose exit lets every thread go, even one that had not stopped yet.
- * 0; -EPERM (ptrace refused: another tracer, Yama; *ret_tracer the tracer's pid, or 0),
- * -ENOMEM. On success *ret holds the stop until dump_stop_end(). */
+/* Seizes and interrupts every thread in tids (n of them: the running ones) of pid that still
+ * runs when its turn comes (its state read again just before), and waits (a bounded time) for
+ * each to stop; with native, takes each stopped thread's registers and stack. The threads it
+ * does not stop (gone, waiting by then, refused, not stopped in time) are left for the caller
+ * to read as they wait or run.
+ * No signal reaches the target and no call of its fails with EINTR: a thread the interrupt
+ * caught entering a call that then failed with EINTR has the call made again and is let go at
+ * once, as it stops (unless a signal of the target's is pending for it: the EINTR is then that
+ * signal's too), so that nothing is left for hwspy to undo later; a signal that came meanwhile
+ * is passed on. Every ptrace call runs on a thread of its own whose exit lets every thread go,
+ * even one that had not stopped yet.
+ * 0; -EPERM (ptrace refused for every thread it tried, none stopped: another tracer, Yama;
+ * *ret_tracer the tracer's pid, or 0), -ENOMEM. On success *ret holds the stop until dump_stop_end(). */
 int dump_stop_begin(pid_t pid, const pid_t *tids, size_t n, bool native, struct dump_stop **ret,
 		    pid_t *ret_tracer);
 /* The state of the i-th thread of the stop (NULL past n). */
@@ -50,14 +66,27 @@ void dump_stop_free(struct dump_stop *ds);
 
 /* What a thread did when looked at (dump_state.c), read before the stop. */
 struct dump_task {
-	char state;                     /* /proc/PID/task/TID/stat: R, S, D, T, t, Z ... */
+	char state;                     /* /proc/PID/task/TID/status: R, S, D, T, t, Z ... */
+	uint64_t switches;              /* ... its switches off a CPU so far (voluntary or not) */
 	long nr;                        /* system call it is in (-1: none, -2: unknown) */
 	uint64_t args[6];
+	uint64_t sp, pc;                /* its user SP and PC while blocked (0: unknown) */
 	char comm[32];                  /* the OS's name of the thread */
 };
 
-/* Reads thread tid of pid: state, system call, name. 0 or -ESRCH (gone). */
+/* Reads thread tid of pid: state and switches (in one read of its status, first), system
+ * call, name. 0 or -ESRCH (gone). */
 int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret);
+/* The state letter and switch count of thread tid, from one read of its status file. A thread
+ * still (dump_task_still()) in two such reads with the same count did not run in between.
+ * 0 or -ESRCH (gone). */
+int dump_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches);
+/* Whether a state is one in which the thread cannot run user code: blocked in the kernel
+ * (S, D) or stopped (T, t). */
+bool dump_task_still(char state);
+/* Whether a signal not blocked by thread tid is pending for it or its process (true when it
+ * cannot be told). */
+bool dump_task_signal_pending(pid_t pid, pid_t tid);
 /* Thread t as read again at the stop (now: stat says 't' then, syscall what the stop
  * interrupted): in a system call (waiting on it) or not (running), unless what t read before
  * the stop can only be seen then (a page fault's I/O, a job-control stop). */

@@ -1,7 +1,8 @@
 /*
- * dump_state: what a thread of the target does, from /proc/PID/task/TID (stat: its state,
- * syscall: the call it is blocked in and its arguments, comm: its OS name), and the reason a
- * waiting one waits, in the words of the off-CPU reasons (dump.h).
+ * dump_state: what a thread of the target does, from /proc/PID/task/TID (status: its state and
+ * how often it was switched off a CPU; syscall: the call it is blocked in, its arguments and
+ * its user SP and PC; comm: its OS name), and the reason a waiting one waits, in the words of
+ * the off-CPU reasons (dump.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +34,8 @@ static int read_small(pid_t pid, pid_t tid, const char *what, char *buf, size_t 
  * preempted) or "running". */
 static void parse_syscall(const char *s, struct dump_task *ret)
 {
+	uint64_t v[8];
+	int n = 0, want;
 	char *end;
 	long nr;
 
@@ -40,32 +43,98 @@ static void parse_syscall(const char *s, struct dump_task *ret)
 	nr = strtol(s, &end, 10);
 	if (end == s)
 		return;
-	ret->nr = nr;
-	for (int i = 0; nr >= 0 && i < 6; i++) {
+	want = nr >= 0 ? 8 : 2;
+	for (; n < want; n++) {
 		s = end;
-		ret->args[i] = strtoull(s, &end, 16);
-		if (end == s) {
-			ret->nr = -2;
-			return;
-		}
+		v[n] = strtoull(s, &end, 16);
+		if (end == s)
+			break;
 	}
+	if (nr >= 0 && n < 6)
+		return;
+	ret->nr = nr;
+	if (nr >= 0)
+		memcpy(ret->args, v, sizeof(ret->args));
+	if (n == want) {
+		ret->sp = v[want - 2];
+		ret->pc = v[want - 1];
+	}
+}
+
+/* Of a status file's text: the state letter and the switches off a CPU so far. */
+static int parse_status(const char *text, char *ret_state, uint64_t *ret_switches)
+{
+	const char *keys[] = { "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:" };
+	const char *p = strstr(text, "State:");
+	uint64_t sum = 0;
+
+	if (!p)
+		return -ESRCH;
+	p += strlen("State:");
+	p += strspn(p, " \t");
+	if (!*p || *p == '\n')
+		return -ESRCH;
+	*ret_state = *p;
+	for (size_t i = 0; i < 2; i++) {
+		char *end;
+
+		/* the first follows a newline; "voluntary" is also the tail of "nonvoluntary" */
+		p = text;
+		while ((p = strstr(p, keys[i])) && p != text && p[-1] != '\n')
+			p++;
+		if (!p)
+			return -ESRCH;
+		p += strlen(keys[i]);
+		sum += strtoull(p, &end, 10);
+		if (end == p)
+			return -ESRCH;
+	}
+	*ret_switches = sum;
+	return 0;
+}
+
+int dump_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
+{
+	char buf[4096];
+	int r = read_small(pid, tid, "status", buf, sizeof(buf));
+
+	return r < 0 ? r : parse_status(buf, ret_state, ret_switches);
+}
+
+bool dump_task_signal_pending(pid_t pid, pid_t tid)
+{
+	const char *keys[] = { "SigPnd:", "ShdPnd:", "SigBlk:" };
+	uint64_t v[3];
+	char buf[4096];
+
+	if (read_small(pid, tid, "status", buf, sizeof(buf)) < 0)
+		return false;
+	for (size_t i = 0; i < 3; i++) {
+		const char *p = strstr(buf, keys[i]);
+		char *end;
+
+		if (!p)
+			return true;    /* unknown: as if one were */
+		p += strlen(keys[i]);
+		v[i] = strtoull(p, &end, 16);
+		if (end == p)
+			return true;
+	}
+	return ((v[0] | v[1]) & ~v[2]) != 0;
 }
 
 int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret)
 {
-	char buf[1024], *p;
+	char buf[1024];
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->nr = -2;
-	r = read_small(pid, tid, "stat", buf, sizeof(buf));
+	/* the state and the switch count first, in one read: what a read of the thread's
+	 * memory after this call is checked against (dump_task_sched() again) */
+	r = dump_task_sched(pid, tid, &ret->state, &ret->switches);
 	if (r < 0)
 		return r;
-	/* "TID (COMM) S ...": the name may hold ')' and blanks, the state follows the last ')' */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return -ESRCH;
-	ret->state = p[2];
 	if (read_small(pid, tid, "comm", ret->comm, sizeof(ret->comm)) == 0)
 		ret->comm[strcspn(ret->comm, "\n")] = '\0';
 	if (read_small(pid, tid, "syscall", buf, sizeof(buf)) == 0)
@@ -88,6 +157,11 @@ void dump_task_at_stop(struct dump_task *t, const struct dump_task *now)
 bool dump_task_waiting(const struct dump_task *t)
 {
 	return t->state != 'R';
+}
+
+bool dump_task_still(char state)
+{
+	return state == 'S' || state == 'D' || state == 'T' || state == 't';
 }
 
 /* An fd argument's description: "fd 5 (pipe)". */

@@ -1,6 +1,7 @@
 /*
- * dump_stop: the stop of `hwspy dump`: every thread of the target held still while its stack is
- * read, for as short a time as the read takes, with no side effect the target could see.
+ * dump_stop: the stop of `hwspy dump`: the target's running threads held still while their
+ * stacks are read, for as short a time as the read takes, with no side effect the target could
+ * see (the blocked ones are read without a stop: dump.h).
  *
  * Every ptrace call runs on one thread of ours (only the thread that seized a tracee may
  * operate on it), and that thread's exit is the release of last resort: the kernel then
@@ -9,13 +10,19 @@
  * killed (sampler/tracer.c relies on the same). hwspy's own SIGINT, SIGTERM, SIGHUP, SIGQUIT and
  * SIGTSTP wait, blocked, until the threads are let go.
  *
- * Order: seize every thread (no stop yet; a refusal ends it all, nothing interrupted), then
- * PTRACE_INTERRUPT each, then wait (STOP_WAIT_NS at most) for each stop. A PTRACE_INTERRUPT
- * wakes a thread from an interruptible sleep: calls the kernel restarts by itself (futex
- * without a timeout, read on a pipe, nanosleep ...) go on when it resumes, but some return
- * EINTR (epoll_wait, recv with a timeout, sigtimedwait ...): at the release such an EINTR is
- * undone, the call made again (sampler_undo_eintr(), as the sampler's own stops do). A
- * signal that reached a thread meanwhile (a signal-delivery-stop) is passed on at the detach.
+ * Order: each thread's state read again just before it is seized and interrupted (one that
+ * waits by then is left alone: it is read as it waits), then a wait (STOP_WAIT_NS at most)
+ * for each stop. A refusal ends it all only where no thread could be seized. A running thread
+ * stops where it runs, with nothing to undo: calls the kernel restarts by itself (futex, read
+ * on a pipe, nanosleep, poll ...) go on with what is left of their timeout when it resumes,
+ * even if hwspy is killed first. One case needs an undo: a thread the interrupt caught as it
+ * entered a call that fails with EINTR instead (epoll_wait, recv with a timeout, sigtimedwait
+ * ...). That is seen as soon as it stops (its registers: the call's result -EINTR), and undone
+ * there and then, the call made again (sampler_undo_eintr()), and the thread let go at once
+ * (dump_stopped.rewound): only the microseconds between its stop and the undo depend on hwspy,
+ * not the whole stop. Not where a signal of the target's is pending for it: the EINTR is then
+ * that signal's too, and left. A signal that reached a thread meanwhile (a signal-delivery-stop)
+ * is passed on at the detach.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -39,7 +46,6 @@
 
 struct ds_thread {
 	bool seized;
-	bool interrupted;       /* stopped by our PTRACE_INTERRUPT (not a signal's delivery) */
 	int sig;                /* a signal that stopped it, passed on at the detach */
 };
 
@@ -70,6 +76,23 @@ static struct dump_stopped *find(struct dump_stop *ds, pid_t tid, struct ds_thre
 			return &ds->t[i];
 		}
 	return NULL;
+}
+
+/* A thread just stopped by our interrupt: if the call it was entering failed with EINTR
+ * because of it, the call is made again and the thread let go now, unread. */
+static void undo_now(struct dump_stop *ds, struct dump_stopped *t, struct ds_thread *o)
+{
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &regs) < 0 || (long long) regs.rax != -EINTR ||
+	    (long long) regs.orig_rax < 0)
+		return;
+	if (dump_task_signal_pending(ds->pid, t->tid) || !sampler_undo_eintr(t->tid))
+		return;
+	(void) ptrace(PTRACE_DETACH, t->tid, 0, 0);
+	o->seized = false;
+	t->stopped = false;
+	t->rewound = true;
 }
 
 /* Waits for the stops of the interrupted threads, STOP_WAIT_NS at most. */
@@ -104,7 +127,7 @@ static void wait_stops(struct dump_stop *ds, size_t pending)
 		t->stopped = true;
 		pending--;
 		if ((status >> 16) == PTRACE_EVENT_STOP)
-			o->interrupted = true;
+			undo_now(ds, t, o);
 		else if ((status >> 16) == 0)
 			o->sig = WSTOPSIG(status);
 	}
@@ -150,20 +173,31 @@ static pid_t tracer_of(pid_t pid, pid_t tid)
 	return procfs_status_long(pid, tid, "TracerPid", &tracer) == 0 ? (pid_t) tracer : 0;
 }
 
-/* Seizes every thread (none stopped): 0, or -EPERM with the first refusal's tracer. */
-static int seize_all(struct dump_stop *ds)
+/* Seizes and interrupts each thread that runs now (one found waiting by then is left alone:
+ * it is read as it waits, dump.h): how many were interrupted, or -EPERM where every thread it
+ * tried refused (ds->tracer the first refusal's tracer) and none was seized. */
+static int stop_running(struct dump_stop *ds)
 {
+	size_t pending = 0, refused = 0, seized = 0;
+
 	for (size_t i = 0; i < ds->n; i++) {
-		if (ptrace(PTRACE_SEIZE, ds->t[i].tid, 0, 0) == 0) {
-			ds->own[i].seized = true;
+		pid_t tid = ds->t[i].tid;
+		uint64_t switches;
+		char state;
+
+		if (dump_task_sched(ds->pid, tid, &state, &switches) < 0 || dump_task_still(state))
+			continue;       /* gone, or waiting now */
+		if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+			if (errno != ESRCH && !refused++)
+				ds->tracer = tracer_of(ds->pid, tid);
 			continue;
 		}
-		if (errno == ESRCH)
-			continue;       /* gone */
-		ds->tracer = tracer_of(ds->pid, ds->t[i].tid);
-		return -EPERM;
+		ds->own[i].seized = true;
+		seized++;
+		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0)
+			pending++;
 	}
-	return 0;
+	return refused && !seized ? -EPERM : (int) pending;
 }
 
 static void release_all(struct dump_stop *ds)
@@ -171,8 +205,7 @@ static void release_all(struct dump_stop *ds)
 	for (size_t i = 0; i < ds->n; i++) {
 		if (!ds->own[i].seized || !ds->t[i].stopped)
 			continue;
-		if (ds->own[i].interrupted)
-			(void) sampler_undo_eintr(ds->t[i].tid);
+		/* a stopped thread has run nothing since its stop: no EINTR to undo here */
 		(void) ptrace(PTRACE_DETACH, ds->t[i].tid, 0, ds->own[i].sig);
 	}
 }
@@ -188,15 +221,13 @@ static void set_phase(struct dump_stop *ds, enum ds_phase phase)
 static void *stop_main(void *arg)
 {
 	struct dump_stop *ds = arg;
-	size_t pending = 0;
+	int r;
 
-	ds->err = seize_all(ds);
-	if (ds->err == 0) {
-		ds->stopped_at = clock_now_ns();
-		for (size_t i = 0; i < ds->n; i++)
-			if (ds->own[i].seized && ptrace(PTRACE_INTERRUPT, ds->t[i].tid, 0, 0) == 0)
-				pending++;
-		wait_stops(ds, pending);
+	ds->stopped_at = clock_now_ns();
+	r = stop_running(ds);
+	ds->err = r < 0 ? r : 0;
+	if (r >= 0) {
+		wait_stops(ds, (size_t) r);
 		for (size_t i = 0; ds->native && i < ds->n; i++)
 			if (ds->own[i].seized && ds->t[i].stopped)
 				take_native(ds, &ds->t[i]);

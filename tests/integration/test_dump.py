@@ -10,13 +10,24 @@ states (--python ID): tests/targets/dump_states.py's threads in known states, du
   as the GIL changes hands: none held it in 1 of 30 dumps measured on 3.12 here); the one that
   holds it runs. --json parses and every field has its type. After every dump no thread of the
   target is stopped or traced and its CPU loops went on.
+harm: tests/targets/dump_eintr.py's threads in raw system calls that fail with EINTR when
+  interrupted (epoll_wait, recv and accept with SO_RCVTIMEO, sigtimedwait; others between two
+  short waits, others running), each checking every result and timing every call, under a CPU
+  load: DUMPS_FAST dumps 150 ms apart, then KILLS dumps each SIGKILLed at a random moment of its
+  run, SIGUSR1 sent to the target meanwhile. Then no call failed with EINTR or returned later
+  than its 1 s timeout plus 0.5 s, every SIGUSR1 ran the target's handler within 0.3 s, every
+  dump that finished shows the waiting threads as waiting, and no thread is left stopped or
+  traced.
 errors: no such pid, a process that is not Python (sleep 30), --native with --nonblocking, no
   -p: exit 1 (2 for the usage errors), one line on stderr saying what; the sleep left untouched.
 """
 import json
 import os
+import random
 import re
+import signal
 import subprocess
+import sys
 import time
 
 import harness
@@ -149,7 +160,14 @@ def case_states(opts):
         check(d['pid'] == proc.pid and d['python']['version'].startswith(
             '%d.%d.' % opts.py.version), '%s: pid %r version %r' % (what, d['pid'],
                                                                    d['python']['version']))
-        check(d['stopped'] == ('--nonblocking' not in extra), '%s: stopped %r' % (what, d['stopped']))
+        # the running threads are stopped (waiting ones are read as they wait); none with
+        # --nonblocking
+        check(d['stopped'] == (d['read']['stopped'] > 0) and
+              ('--nonblocking' not in extra or not d['stopped']) and
+              sum(d['read'].values()) == len(d['threads']) and
+              all(t['read'] in ('waiting', 'stopped', 'running') for t in d['threads']) and
+              ('--nonblocking' in extra or d['read']['waiting'] >= len(WAITING)),
+              '%s: stopped %r, read %r' % (what, d['stopped'], d['read']))
         harness.check_untouched(proc.pid)
         # --nonblocking reads threads as they run: a CPU loop may be between functions
         if '--nonblocking' not in extra:
@@ -191,7 +209,75 @@ def case_errors(opts):
     sleeper.kill()
 
 
-CASES = {'states': case_states, 'errors': case_errors}
+DUMPS_FAST = 16
+KILLS = 24
+
+
+def case_harm(opts):
+    if not opts.python:
+        raise Skip('--case harm needs --python')
+    load = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(2)]
+    proc = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'dump_eintr.py')])
+    try:
+        proc.expect_ready()
+        sent = []
+
+        def usr1():
+            sent.append(time.monotonic())
+            os.kill(proc.pid, signal.SIGUSR1)
+
+        # a 1 s wait interrupted and made again every 150 ms would never return
+        seen = running = 0
+        for i in range(DUMPS_FAST):
+            p = run_dump(opts, ['-p', str(proc.pid)])
+            check(p.returncode == 0, 'dump %d: exit %d' % (i + 1, p.returncode))
+            for t in parse_text(p.stdout):
+                if t['name'].startswith(('epoll-', 'recv-', 'accept-', 'sigwait-')):
+                    seen += 1
+                    running += t['wait'] is None
+            if i % 4 == 0:
+                usr1()
+            time.sleep(0.15)
+        # a thread between two 1 s waits (for microseconds) runs
+        check(seen == DUMPS_FAST * 10 and running <= 2, '%d of %d views of the waiting '
+              'threads show them running' % (running, seen))
+        # hwspy killed anywhere in its run: nothing of a stop may be left to undo
+        rng = random.Random(os.getpid())
+        for i in range(KILLS):
+            argv = [opts.hwspy, 'dump', '-p', str(proc.pid)]
+            d = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0.0, 0.08))
+            if i % 3 == 0:
+                usr1()
+            d.kill()
+            d.wait()
+        time.sleep(1.6)        # every call under way is over
+        st = proc.ask('stats')
+        log(json.dumps(st['threads'], sort_keys=True))
+        for name, s in st['threads'].items():
+            check(s['calls'] > 0, '%s made no call' % name)
+            check(s['eintr'] == 0, '%s: %d calls failed with EINTR' % (name, s['eintr']))
+            check(not s['errors'], '%s: calls failed: %s' % (name, s['errors']))
+            check(s['early'] == 0 or name.startswith(('quick-', 'spin-')),
+                  '%s: %d calls returned before their timeout' % (name, s['early']))
+            check(s['late'] == 0, '%s: %d calls returned over 0.5 s after their timeout (the '
+                  'longest took %.2f s)' % (name, s['late'], s['max_s']))
+        handled = st['usr1']
+        check(len(handled) == len(sent), '%d SIGUSR1 sent, the handler ran %d times'
+              % (len(sent), len(handled)))
+        for t_sent in sent:
+            ran = [t for t in handled if t >= t_sent]
+            check(ran and ran[0] - t_sent < 0.3, 'a SIGUSR1 sent at %.3f was handled %s'
+                  % (t_sent, 'at %.3f' % ran[0] if ran else 'never'))
+        harness.check_untouched(proc.pid)
+        proc.quit()
+    finally:
+        for p in load:
+            p.kill()
+            p.wait()
+
+
+CASES = {'states': case_states, 'errors': case_errors, 'harm': case_harm}
 
 
 def test(opts):
