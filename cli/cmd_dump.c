@@ -302,16 +302,20 @@ static bool read_blocked(struct dump *d, struct thread_dump *t, struct py_frame 
 	for (int i = 0; i < BLOCKED_TRIES; i++) {
 		uint64_t switches;
 		char state;
+		int r;
 
 		if ((i > 0 || !fresh) && dump_task_read(d->o.pid, t->tid, &t->task) < 0)
 			return false;
 		if (!dump_task_still(t->task.state))
 			return false;
-		(void) walk_thread(d, t, buf, 1);
+		r = walk_thread(d, t, buf, 1);
 		if (d->o.native)
 			copy_blocked_stack(d, t);
 		if (dump_task_sched(d->o.pid, t->tid, &state, &switches) < 0)
 			return false;
+		/* the interpreter's list of threads, which running threads change, may tear too */
+		if ((r == -EAGAIN || r == -EFAULT) && i + 1 < BLOCKED_TRIES)
+			continue;
 		if (dump_task_still(state) && switches == t->task.switches) {
 			t->how = READ_BLOCKED;
 			return true;
