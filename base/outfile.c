@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #define TMP_BASE_MAX 200        /* bytes of NAME kept in ".NAME.hwspy-PID-XXXXXX" */
 #define TMP_TRIES 64
 #define SCAN_MAX (1u << 20)     /* directory entries looked at for stale temporary files */
+#define LINKS_MAX 40            /* symbolic links followed for one path (the kernel's limit) */
 
 static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
@@ -130,6 +132,199 @@ static void random_suffix(char *out)
 	out[TMP_RAND] = '\0';
 }
 
+/* Whether a symbolic link owned by uid is followed: root's, the caller's, or under sudo the
+ * invoking user's. */
+static bool trusted_owner(uid_t uid)
+{
+	uid_t su;
+	gid_t sg;
+
+	return uid == 0 || uid == geteuid() || (sudo_owner(&su, &sg) == 0 && uid == su);
+}
+
+/* The descriptor of ours that path names ("/dev/stdout", "/dev/fd/N", "/proc/self/fd/N",
+ * "/proc/thread-self/fd/N", "/proc/OUR-PID/fd/N"): N, else -1. */
+static int fd_of_path(const char *path)
+{
+	static const char *const std[] = { "/dev/stdin", "/dev/stdout", "/dev/stderr" };
+	static const char *const dirs[] = { "/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/" };
+	const char *p = NULL;
+	char *end;
+	long v;
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(path, std[i]))
+			return i;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !p; i++)
+		if (!strncmp(path, dirs[i], strlen(dirs[i])))
+			p = path + strlen(dirs[i]);
+	if (!p && !strncmp(path, "/proc/", 6) && path[6] >= '1' && path[6] <= '9') {
+		errno = 0;
+		v = strtol(path + 6, &end, 10);
+		if (!errno && v == (long) getpid() && !strncmp(end, "/fd/", 4))
+			p = end + 4;
+	}
+	if (!p || *p < '0' || *p > '9')
+		return -1;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (errno || *end || v > INT32_MAX)
+		return -1;
+	return (int) v;
+}
+
+/* fd moved above the standard descriptors (a closed 0, 1 or 2 is never our output), close-on-exec:
+ * the new fd, or -errno (fd closed either way). */
+static int fd_above_std(int fd)
+{
+	int nfd;
+
+	if (fd > STDERR_FILENO)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (nfd < 0)
+		nfd = -errno;
+	(void) close(fd);
+	return nfd;
+}
+
+static int fdopen_w(struct outfile *o, int fd)
+{
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		int e = -errno;
+
+		(void) close(fd);
+		return e;
+	}
+	return 0;
+}
+
+/* Descriptor n of ours, written where it stands (a copy of it, closed at the end). */
+static int open_fd(struct outfile *o, int n)
+{
+	int fl = fcntl(n, F_GETFL);
+	int fd;
+
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
+		return -EBADF;          /* closed, or not open for writing */
+	fd = fcntl(n, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (fd < 0)
+		return -errno;
+	o->is_fd = true;
+	return fdopen_w(o, fd);
+}
+
+/*
+ * Opens the directory dir names, following a symbolic link on the way only when trusted_owner()
+ * owns it (another user's link is -ENOLINK), at most LINKS_MAX links: the directory's fd
+ * (O_RDONLY), or -errno.
+ */
+static int open_dir(const char *dir)
+{
+	size_t size = strlen(dir) + 1;
+	char *rem = malloc(size), *tmp;
+	char target[PATH_MAX];
+	int cur, links = 0, r = 0;
+
+	if (!rem)
+		return -ENOMEM;
+	memcpy(rem, dir, size);
+	cur = open(rem[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0) {
+		free(rem);
+		return -errno;
+	}
+	for (size_t at = 0;;) {
+		struct stat st;
+		size_t len, rest;
+		ssize_t tl;
+		int nfd;
+
+		while (rem[at] == '/')
+			at++;
+		if (!rem[at])
+			break;
+		len = strcspn(rem + at, "/");
+		rest = at + len;
+		if (rem[rest])
+			rem[rest++] = '\0';     /* rem + at: the component; rem + rest: what follows */
+		if (!strcmp(rem + at, ".")) {
+			at = rest;
+			continue;
+		}
+		if (fstatat(cur, rem + at, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			if (++links > LINKS_MAX) {
+				r = -ELOOP;
+				break;
+			}
+			if (!trusted_owner(st.st_uid)) {
+				r = -ENOLINK;
+				break;
+			}
+			tl = readlinkat(cur, rem + at, target, sizeof(target));
+			if (tl < 0 || (size_t) tl >= sizeof(target)) {
+				r = tl < 0 ? -errno : -ENAMETOOLONG;
+				break;
+			}
+			/* the link's text, then what followed it */
+			size = (size_t) tl + 1 + strlen(rem + rest) + 1;
+			if (size > PATH_MAX || !(tmp = malloc(size))) {
+				r = size > PATH_MAX ? -ENAMETOOLONG : -ENOMEM;
+				break;
+			}
+			memcpy(tmp, target, (size_t) tl);
+			tmp[tl] = '/';
+			memcpy(tmp + tl + 1, rem + rest, strlen(rem + rest) + 1);
+			free(rem);
+			rem = tmp;
+			at = 0;
+			if (target[0] == '/') {
+				nfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (nfd < 0) {
+					r = -errno;
+					break;
+				}
+				(void) close(cur);
+				cur = nfd;
+			}
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			r = -ENOTDIR;
+			break;
+		}
+		nfd = openat(cur, rem + at, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0) {
+			r = -errno;
+			break;
+		}
+		(void) close(cur);
+		cur = nfd;
+		at = rest;
+	}
+	free(rem);
+	if (r == 0) {
+		r = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (r < 0)
+			r = -errno;
+	}
+	(void) close(cur);
+	return r;
+}
+
+/* path's directory as text ("." for none): a new string, or NULL (no memory). */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? strndup(path, slash == path ? 1 : (size_t) (slash - path)) : strdup(".");
+}
+
 /* The directory and last component of path: o->dirfd and o->base. */
 static int split_path(struct outfile *o, const char *path)
 {
@@ -146,13 +341,13 @@ static int split_path(struct outfile *o, const char *path)
 		return -ENOMEM;
 	if (!strcmp(o->base, ".") || !strcmp(o->base, ".."))
 		return -EISDIR;
-	dir = slash ? strndup(path, slash == path ? 1 : (size_t) (slash - path)) : strdup(".");
+	dir = dir_of(path);
 	if (!dir)
 		return -ENOMEM;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open_dir(dir);
 	free(dir);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	o->dirfd = fd;
 	return 0;
 }
@@ -184,33 +379,31 @@ static int open_tmp(struct outfile *o)
 		o->tmp = NULL;
 		return e;
 	}
-	(void) flock(fd, LOCK_EX | LOCK_NB);
-	o->f = fdopen(fd, "w");
-	if (!o->f) {
-		e = -errno;
+	fd = fd_above_std(fd);
+	e = fd < 0 ? fd : 0;
+	if (e == 0) {
+		(void) flock(fd, LOCK_EX | LOCK_NB);
+		e = fdopen_w(o, fd);
+	}
+	if (e < 0) {
 		(void) unlinkat(o->dirfd, o->tmp, 0);
-		(void) close(fd);
 		free(o->tmp);
 		o->tmp = NULL;
-		return e;
 	}
-	return 0;
+	return e;
 }
 
-/* A file at path written as it is (see outfile.h): 0 or -errno. */
-static int open_direct(struct outfile *o, const char *path)
+/* The file o->base in o->dirfd written as it is (no link: see outfile.h): 0 or -errno. */
+static int open_direct(struct outfile *o)
 {
-	int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	int fd = openat(o->dirfd, o->base, O_WRONLY | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	o->f = fdopen(fd, "w");
-	if (!o->f) {
-		int e = -errno;
-		(void) close(fd);
-		return e;
-	}
-	return 0;
+	fd = fd_above_std(fd);
+	if (fd < 0)
+		return fd;
+	return fdopen_w(o, fd);
 }
 
 static void release(struct outfile *o)
@@ -224,37 +417,73 @@ static void release(struct outfile *o)
 	o->f = NULL;
 }
 
+/* How path is written (see outfile.h); via_link: path is a trusted link's target. */
+static int open_path(struct outfile *o, const char *path, int hops, bool via_link)
+{
+	char target[PATH_MAX], *dir, *next;
+	struct stat st;
+	size_t size;
+	ssize_t tl;
+	int n = fd_of_path(path), r;
+
+	if (n >= 0)
+		return open_fd(o, n);
+	r = split_path(o, path);
+	if (r < 0)
+		return r;
+	if (fstatat(o->dirfd, o->base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? open_tmp(o) : -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (S_ISREG(st.st_mode))
+		return via_link ? open_direct(o) : open_tmp(o);
+	if (!S_ISLNK(st.st_mode))
+		return open_direct(o);          /* a FIFO, socket or device */
+	if (!trusted_owner(st.st_uid))
+		return open_tmp(o);             /* another user's link: replaced, never followed */
+	/* root's, the caller's or the invoking user's link: followed, one link at a time */
+	if (hops >= LINKS_MAX)
+		return -ELOOP;
+	tl = readlinkat(o->dirfd, o->base, target, sizeof(target));
+	if (tl < 0)
+		return -errno;
+	if ((size_t) tl >= sizeof(target))
+		return -ENAMETOOLONG;
+	target[tl] = '\0';
+	dir = dir_of(path);
+	if (!dir)
+		return -ENOMEM;
+	size = strlen(dir) + 1 + (size_t) tl + 1;
+	next = malloc(size);
+	if (next && target[0] == '/') {
+		memcpy(next, target, (size_t) tl + 1);
+	} else if (next) {
+		memcpy(next, dir, strlen(dir));
+		next[strlen(dir)] = '/';
+		memcpy(next + strlen(dir) + 1, target, (size_t) tl + 1);
+	}
+	free(dir);
+	if (!next)
+		return -ENOMEM;
+	release(o);
+	r = open_path(o, next, hops + 1, true);
+	free(next);
+	return r;
+}
+
 int outfile_open(struct outfile *o, const char *path)
 {
-	struct stat st, target;
-	bool direct = false;
 	int r;
 
 	*o = (struct outfile) { .path = path, .dirfd = -1 };
 	if (outfile_is_stdout(path)) {
+		if (fcntl(STDOUT_FILENO, F_GETFD) < 0)
+			return -EBADF;
 		o->f = stdout;
 		o->is_stdout = true;
 		return 0;
 	}
-	if (lstat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		if (S_ISLNK(st.st_mode) && (st.st_uid == 0 || st.st_uid == geteuid()) &&
-		    stat(path, &target) == 0) {
-			if (S_ISDIR(target.st_mode))
-				return -EISDIR;
-			direct = true;          /* a link of root's or the caller's own: followed */
-		} else if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-			direct = true;          /* a FIFO, socket or device */
-		}
-	} else if (errno != ENOENT) {
-		return -errno;
-	}
-	if (direct)
-		return open_direct(o, path);
-	r = split_path(o, path);
-	if (r >= 0)
-		r = open_tmp(o);
+	r = open_path(o, path, 0, false);
 	if (r < 0)
 		release(o);
 	return r;
@@ -275,6 +504,17 @@ void outfile_abort(struct outfile *o)
 	release(o);
 }
 
+/* Whether what is at base in dirfd now may be replaced by the rename: nothing, a regular file,
+ * or another user's link (something else may have appeared while the output was written). */
+static bool replaceable(int dirfd, const char *base)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	return S_ISREG(st.st_mode) || (S_ISLNK(st.st_mode) && !trusted_owner(st.st_uid));
+}
+
 int outfile_commit(struct outfile *o)
 {
 	struct stat st;
@@ -284,6 +524,7 @@ int outfile_commit(struct outfile *o)
 
 	if (!o->f)
 		return 0;
+	errno = 0;
 	if (fflush(o->f) != 0 || ferror(o->f))
 		r = errno ? -errno : -EIO;
 	if (o->is_stdout) {
@@ -292,10 +533,11 @@ int outfile_commit(struct outfile *o)
 	}
 	fd = fileno(o->f);
 	if (!o->tmp) {
-		/* written as it is: a regular file keeps only what was written now */
+		/* written as it is: a regular file keeps only what was written now (not one of our
+		 * descriptors: "/dev/stdout" appended to a log, say) */
 		off_t end = ftello(o->f);
 
-		if (r == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && end >= 0 &&
+		if (r == 0 && !o->is_fd && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && end >= 0 &&
 		    ftruncate(fd, end) < 0)
 			r = -errno;
 		if (fclose(o->f) != 0 && r == 0)
@@ -307,6 +549,8 @@ int outfile_commit(struct outfile *o)
 		r = -errno;
 	if (r == 0 && sudo_owner(&uid, &gid) == 0 && fchown(fd, uid, gid) < 0)
 		r = -errno;
+	if (r == 0 && !replaceable(o->dirfd, o->base))
+		r = -EEXIST;
 	if (r == 0 && renameat(o->dirfd, o->tmp, o->dirfd, o->base) < 0)
 		r = -errno;
 	if (r == 0)

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,6 +69,37 @@ static void format_size(char *buf, size_t size, uint64_t v)
 		snprintf(buf, size, "%.1f MB", (double) v / 1e6);
 	else
 		snprintf(buf, size, "%.1f GB", (double) v / 1e9);
+}
+
+/* Says which of p's values is over pprof's int64 limit (pprof_write()'s -EOVERFLOW). */
+static void log_pprof_limit(const struct profile *p, const char *in_path)
+{
+	for (size_t col = 0; col < profile_n_values(p); col++) {
+		const char *ev = col ? profile_event(p, col - 1)->name : "samples";
+		uint64_t total = 0;
+
+		for (size_t i = 0; i < profile_n_stacks(p); i++) {
+			uint64_t v = profile_values(p, i)[col];
+
+			if (v > (uint64_t) INT64_MAX) {
+				log_error("'%s' is over pprof's limit: one stack's count of '%s' is "
+					  "%llu, above %lld (pprof holds 64-bit signed values); nothing "
+					  "was written: convert it to folded, SVG or speedscope instead",
+					  in_path, ev, (unsigned long long) v, (long long) INT64_MAX);
+				return;
+			}
+			if (v > (uint64_t) INT64_MAX - total) {
+				log_error("'%s' is over pprof's limit: the counts of '%s' add up past "
+					  "%lld (pprof holds 64-bit signed values); nothing was written: "
+					  "convert it to folded, SVG or speedscope instead", in_path, ev,
+					  (long long) INT64_MAX);
+				return;
+			}
+			total += v;
+		}
+	}
+	log_error("'%s' is over pprof's limit of %lld per value; nothing was written", in_path,
+		  (long long) INT64_MAX);
 }
 
 int cmd_convert(int argc, char **argv)
@@ -156,6 +188,10 @@ int cmd_convert(int argc, char **argv)
 			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)),
 			 t_read - t_start,
 			 format_name(fmt), size[0] ? " (" : "", size, size[0] ? ")" : "", t_write);
+	}
+	if (r == -EOVERFLOW && fmt == FORMAT_PPROF) {
+		log_pprof_limit(p, in_path);
+		goto out;
 	}
 	if (r < 0) {
 		log_errno(r, "cannot write '%s'", out_path);

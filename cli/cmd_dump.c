@@ -24,6 +24,7 @@
 #include "base/outfile.h"
 #include "cli/cli.h"
 #include "cli/dump.h"
+#include "cli/format.h"
 #include "cli/record.h"
 #include "output/output.h"
 #include "pyframes/pyframes.h"
@@ -724,11 +725,8 @@ int cmd_dump(int argc, char **argv)
 	r = parse_args(argc, argv, &d.o);
 	if (r)
 		return r < 0 ? 2 : 0;
-	r = outfile_open(&out, d.o.output);
-	if (r < 0) {
-		log_errno(r, "cannot write '%s'", d.o.output);
+	if (cli_output_open(&out, d.o.output) < 0)
 		return 1;
-	}
 	if (dump_target(&d, &mem, &mem_open)) {
 		outfile_abort(&out);
 		dump_release(&d, &mem, mem_open);
@@ -739,10 +737,5 @@ int cmd_dump(int argc, char **argv)
 	else
 		write_text(out.f, &d);
 	dump_release(&d, &mem, mem_open);
-	r = outfile_commit(&out);
-	if (r < 0) {
-		log_errno(r, "cannot write '%s'", d.o.output);
-		return 1;
-	}
-	return 0;
+	return cli_output_commit(&out) < 0 ? 1 : 0;
 }

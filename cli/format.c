@@ -201,6 +201,15 @@ int cli_output_open(struct outfile *o, const char *path)
 		log_error("cannot write '%s': it is a directory; give -o a file name", path);
 	else if (r == -ENOENT)
 		log_error("cannot write '%s': its directory does not exist", path);
+	else if (r == -EBADF && outfile_is_stdout(path))
+		log_error("cannot write to standard output: it is closed; give -o a file name");
+	else if (r == -EBADF)
+		log_error("cannot write '%s': it names a file descriptor that is not open for writing "
+			  "(standard output closed with '>&-'?); give -o a file name", path);
+	else if (r == -ENOLINK)
+		log_error("cannot write '%s': a directory on its path is a symbolic link owned by "
+			  "another user (not root, not you), which hwspy does not follow; give the "
+			  "directory's real path", path);
 	else if (r == -EACCES || r == -EPERM || r == -EROFS)
 		log_errno(r, "cannot write '%s': no new file can be created in its directory", path);
 	else if (r < 0)
@@ -213,7 +222,11 @@ int cli_output_commit(struct outfile *o)
 	const char *path = o->is_stdout ? "standard output" : o->path;
 	int r = outfile_commit(o);
 
-	if (r < 0)
+	if (r == -EEXIST)
+		log_error("cannot write '%s': something that is not a regular file appeared there "
+			  "while hwspy ran (a directory, device or link of root's or yours), and hwspy "
+			  "does not replace it; nothing was written", path);
+	else if (r < 0)
 		log_errno(r, "cannot write '%s'", path);
 	return r;
 }

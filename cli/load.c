@@ -1,7 +1,10 @@
 /* load: a folded or pprof file into a profile, the format told by its first bytes (load.h). */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #include "base/log.h"
@@ -38,11 +41,61 @@ static ssize_t peeked_read(void *cookie, char *buf, size_t size)
 	return (ssize_t) n;
 }
 
-static struct profile *load_folded(FILE *in, const char *name)
+/* Whether the len bytes at h start with s, letter case aside. */
+static bool starts_with(const unsigned char *h, size_t len, const char *s)
+{
+	return len >= strlen(s) && !strncasecmp((const char *) h, s, strlen(s));
+}
+
+/*
+ * What a file whose first line is no folded line looks like, from its first bytes: a format
+ * hwspy does not read ("speedscope JSON", "an SVG image" ...), or NULL when nothing is
+ * recognised (a malformed folded file, then). *ret_line: the line where its content starts.
+ */
+static const char *other_format(const unsigned char *h, size_t len, uint64_t *ret_line)
+{
+	size_t i = len >= 3 && !memcmp(h, "\xef\xbb\xbf", 3) ? 3 : 0;         /* a UTF-8 BOM */
+	size_t j;
+
+	*ret_line = 1;
+	if (starts_with(h, len, "\x7f" "ELF"))
+		return "an ELF executable or library";
+	if (starts_with(h, len, "PERFILE2"))
+		return "a perf.data file ('perf script | stackcollapse-perf.pl' makes folded stacks "
+		       "of it)";
+	for (; i < len && (h[i] == ' ' || h[i] == '\t' || h[i] == '\r' || h[i] == '\n'); i++)
+		*ret_line += h[i] == '\n';
+	for (j = i + 1; j < len && (h[j] == ' ' || h[j] == '\t' || h[j] == '\r' || h[j] == '\n'); j++)
+		;
+	/* '{' then a key or '}', '[' then a value: not a "[thread 1];main 5" folded line */
+	if (i < len && ((h[i] == '{' && (j == len || h[j] == '"' || h[j] == '}')) ||
+			(h[i] == '[' && (j == len || strchr("{[\"]0123456789-", h[j]))))) {
+		if (memmem(h, len, "speedscope", 10))
+			return "speedscope JSON";
+		if (memmem(h, len, "traceEvents", 11) || memmem(h, len, "\"ph\"", 4))
+			return "a Chrome trace (JSON)";
+		return "JSON";
+	}
+	if (starts_with(h + i, len - i, "<svg") || (starts_with(h + i, len - i, "<?xml") &&
+						    memmem(h, len, "<svg", 4)))
+		return "an SVG image";
+	if (starts_with(h + i, len - i, "<!doctype html") || starts_with(h + i, len - i, "<html"))
+		return "HTML";
+	if (starts_with(h + i, len - i, "<?xml"))
+		return "XML";
+	if (memchr(h, '\0', len))
+		return "binary data";
+	return NULL;
+}
+
+static struct profile *load_folded(FILE *in, const char *name, const struct peeked *pk)
 {
 	const char *event = "samples";
 	struct profile *p = profile_new(&event, 1);
 	struct folded_read_error err = { 0 };
+	const char *other = NULL;
+	uint64_t first = 0;
+	bool malformed;
 	int r;
 
 	if (!p) {
@@ -50,7 +103,13 @@ static struct profile *load_folded(FILE *in, const char *name)
 		return NULL;
 	}
 	r = folded_read(in, p, &err);
-	if (r == -EINVAL || r == -E2BIG || r == -EOVERFLOW)
+	malformed = r == -EINVAL || r == -E2BIG || r == -EOVERFLOW;
+	if (malformed)
+		other = other_format(pk->head, pk->len, &first);
+	if (other && err.line <= first)
+		log_error("'%s' is not a folded file: it looks like %s; hwspy reads folded stacks "
+			  "and pprof", name, other);
+	else if (malformed)
 		log_error("%s:%llu: %s; a folded line is 'frame;frame;...;leaf COUNT'", name,
 			  (unsigned long long) err.line, err.reason ? err.reason : "malformed line");
 	else if (r == -ENOMEM)
@@ -116,7 +175,7 @@ struct profile *load_profile(const char *path)
 	if (!in) {
 		log_error("out of memory reading '%s'", name);
 	} else {
-		p = pprof_sniff(pk.head, pk.len) ? load_pprof(in, name) : load_folded(in, name);
+		p = pprof_sniff(pk.head, pk.len) ? load_pprof(in, name) : load_folded(in, name, &pk);
 		(void) fclose(in);
 	}
 	if (!is_stdin)

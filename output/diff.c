@@ -434,8 +434,9 @@ int diff_folded_write(const struct profile *merged, size_t event, const struct d
 				b = sat_add(b, lines[i].before);
 				a = sat_add(a, lines[i].after);
 			}
+			errno = 0;
 			if (fprintf(out, "%s %" PRIu64 " %" PRIu64 "\n", lines[i].s, b, a) < 0) {
-				r = -EIO;
+				r = errno ? -errno : -EIO;
 				break;
 			}
 		}

@@ -90,8 +90,9 @@ struct out_buf {
 
 static void out_flush(struct out_buf *o)
 {
+	errno = 0;
 	if (!o->err && o->len && fwrite(o->data, 1, o->len, o->f) != o->len)
-		o->err = -EIO;
+		o->err = errno ? -errno : -EIO;         /* -ENOSPC on a full disk, say */
 	o->len = 0;
 }
 

@@ -20,6 +20,23 @@
                    not "run hwspy as root"
   bpf-userns       as root of a user namespace (unshare -Ur) the BPF-refused notice names the
                    user namespace, not a missing CAP_BPF
+  closed-stdout    convert, diff and record -o /dev/stdout (and /proc/self/fd/1) with standard
+                   output closed: exit 1, "not open", and /dev/stdout is still a link with
+                   nothing created beside it (in `unshare -m` with a tmpfs over /dev: the
+                   machine's own /dev/stdout is never at risk)
+  dir-link         OUT through a directory link that nobody planted (sticky/evil/link/x.folded,
+                   link -> a root directory): convert, diff, record and dump refuse it (exit 1,
+                   one line), the root directory's x.folded unchanged and no file added there;
+                   the same link owned by root is followed
+  full-disk        convert and diff to a full 64 KiB tmpfs and to a /dev/full made with mknod
+                   (both in `unshare -m`): "No space left on device", not "Input/output
+                   error", exit 1, nothing left on the tmpfs
+  pprof-limit      a folded count of 2^64-1, and counts adding up past 2^63-1, converted to
+                   .pb.gz: "over pprof's limit" naming the value and the limit, exit 1, nothing
+                   written
+  not-folded       a speedscope file, an SVG and an ELF given to convert (and diff): "is not a
+                   folded file: it looks like speedscope JSON ..." rather than "line 1: no space
+                   before a count"; a malformed folded file still gets IN:LINE
 """
 import glob
 import gzip
@@ -290,6 +307,190 @@ def bpf_userns(opts):
     check(lines, 'no "no BPF capture here" notice in a user namespace (exit %d)' % rc)
     check('user namespace' in lines[0], 'the notice does not name the user namespace: %s'
           % lines[0])
+
+
+def need_unshare():
+    if not shutil.which('unshare'):
+        raise Skip('unshare (util-linux) is not installed')
+    probe = subprocess.run(['unshare', '-m', '--propagation', 'private', 'true'],
+                           capture_output=True)
+    if probe.returncode != 0:
+        raise Skip('no private mount namespace here: %s' % probe.stderr.decode().strip())
+
+
+def in_mount_ns(script, argv, timeout=30):
+    """run() of sh -c SCRIPT with argv as "$@", in a private mount namespace (what SCRIPT mounts
+    goes with it)."""
+    return run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', script, 'sh'] + argv,
+               timeout=timeout)
+
+
+def words_after(err, prefix):
+    """The words of err's line that starts with prefix (what a namespace script echoed)."""
+    lines = [l for l in err.splitlines() if l.startswith(prefix)]
+    return lines[-1][len(prefix):].split() if lines else None
+
+
+def bad_and_said(what, rc, err, says):
+    check(rc == 1, '%s: exit %d, expected 1' % (what, rc))
+    lines = [l for l in err.splitlines() if l.startswith('hwspy: ')]
+    check(lines and all(s in lines[0] for s in says),
+          '%s: no "hwspy: " line saying %s' % (what, ' and '.join(repr(s) for s in says)))
+
+
+@case
+def closed_stdout(opts):
+    need_root()
+    need_unshare()
+    py = harness.any_python(opts)
+    inp = folded_input(opts)
+    # /dev here is a tmpfs of this namespace alone, holding a root-owned /dev/stdout link as
+    # the machine's; hwspy runs with fd 1 closed, the link dangling
+    script = r"""
+set -e
+mount -t tmpfs -o mode=755 hwspy-test-dev /dev
+ln -s /proc/self/fd/1 /dev/stdout
+mknod -m 666 /dev/null c 1 3
+set +e
+"$@" >&-
+echo "hwspy exit $?" >&2
+if [ -L /dev/stdout ]; then echo "/dev/stdout: a link" >&2; else echo "/dev/stdout: REPLACED" >&2; fi
+echo "in /dev: $(ls -A /dev | tr '\n' ' ')" >&2
+"""
+    for what, argv in [
+            ('convert', [opts.hwspy, 'convert', inp, '-o', '/dev/stdout']),
+            ('convert /proc/self/fd/1', [opts.hwspy, 'convert', inp, '-o', '/proc/self/fd/1']),
+            ('diff', [opts.hwspy, 'diff', inp, inp, '-o', '/dev/stdout']),
+            ('diff without -o', [opts.hwspy, 'diff', inp, inp]),
+            ('record', record_argv(opts, py, '/dev/stdout', seconds='2'))]:
+        rc, err = in_mount_ns(script, argv)
+        check(rc == 0, '%s: the namespace script failed (exit %d)' % (what, rc))
+        check('/dev/stdout: a link' in err,
+              '%s with standard output closed replaced /dev/stdout by a file' % what)
+        check(words_after(err, 'in /dev:') == ['null', 'stdout'],
+              '%s created something in /dev: %s' % (what, words_after(err, 'in /dev:')))
+        check('hwspy exit 1' in err, '%s: hwspy did not exit 1' % what)
+        check('not open' in err or 'closed' in err,
+              '%s: the message does not say the descriptor is closed' % what)
+        log('%s: refused, /dev/stdout still a link' % what)
+
+
+@case
+def dir_link(opts):
+    need_root()
+    py = harness.any_python(opts)
+    nobody = pwd.getpwnam('nobody')
+    sticky = os.path.join(opts.tmp, 'sticky')           # as /tmp
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    evil = os.path.join(sticky, 'evil')
+    os.mkdir(evil)
+    os.chown(evil, nobody.pw_uid, nobody.pw_gid)
+    rootdir = os.path.join(opts.tmp, 'rootdir')
+    os.mkdir(rootdir, 0o755)
+    link = os.path.join(evil, 'link')
+    os.symlink(rootdir, link)
+    os.lchown(link, nobody.pw_uid, nobody.pw_gid)      # planted by nobody
+    inp = folded_input(opts)
+    w = harness.Process(py.argv + [os.path.join(opts.targets, 'spin.py'), '60'])
+    w.expect_ready()
+    names = ['c.folded', 'd.folded', 'r.folded', 'dump.txt']
+    for name in names:
+        write(os.path.join(rootdir, name), b'precious\n')
+    for what, name, argv in [
+            ('convert', 'c.folded', [opts.hwspy, 'convert', inp, '-o']),
+            ('diff', 'd.folded', [opts.hwspy, 'diff', inp, inp, '-o']),
+            ('record', 'r.folded', None),
+            ('dump', 'dump.txt', [opts.hwspy, 'dump', '-p', str(w.pid), '-o'])]:
+        out = os.path.join(link, name)
+        rc, err = run(record_argv(opts, py, out, seconds='2') if argv is None else argv + [out])
+        bad_and_said(what, rc, err, [out, 'symbolic link owned by another user'])
+        check(read(os.path.join(rootdir, name)) == b'precious\n',
+              '%s -o %s followed the directory link nobody planted and replaced %s'
+              % (what, out, os.path.join(rootdir, name)))
+        check(sorted(os.listdir(rootdir)) == sorted(names),
+              '%s left files in %s: %s' % (what, rootdir, os.listdir(rootdir)))
+        log('%s: refused; %s unchanged' % (what, os.path.join(rootdir, name)))
+    os.lchown(link, 0, 0)                               # root's own link: followed
+    rc, _ = run([opts.hwspy, 'convert', inp, '-o', os.path.join(link, 'c.folded')])
+    check(rc == 0, 'convert through root\'s directory link exited %d' % rc)
+    check(read(os.path.join(rootdir, 'c.folded')) != b'precious\n',
+          'convert through root\'s directory link did not write %s' % rootdir)
+    harness.check_untouched(w.pid)
+
+
+@case
+def full_disk(opts):
+    need_root()
+    need_unshare()
+    big = os.path.join(opts.tmp, 'big.folded')
+    big2 = os.path.join(opts.tmp, 'big2.folded')
+    # ~600 KB of folded output: past stdio's buffer and the writers' own
+    lines = ['main (app.py:1);work_%d (app.py:%d);leaf_%d (lib.py:9)' % (i, i, i)
+             for i in range(6000)]
+    write(big, ''.join('%s %d\n' % (l, i + 1) for i, l in enumerate(lines)).encode())
+    write(big2, ''.join('%s %d\n' % (l, 7) for l in lines).encode())
+    d = os.path.join(opts.tmp, 'small')
+    os.mkdir(d)
+    script = r"""
+set -e
+mount -t tmpfs -o size=64k hwspy-test-full "$D"
+mknod -m 666 "$D/full" c 1 7
+set +e
+"$@" -o "$D/out.folded"; echo "disk: exit $?" >&2
+"$@" -o "$D/full"; echo "full: exit $?" >&2
+echo "left: $(ls -A "$D" | tr '\n' ' ')" >&2
+""".replace('$D', d)
+    for what, argv in [('convert', [opts.hwspy, 'convert', big, '--format', 'folded']),
+                       ('diff', [opts.hwspy, 'diff', big, big2, '--format', 'folded'])]:
+        rc, err = in_mount_ns(script, argv)
+        check(rc == 0, '%s: the namespace script failed (exit %d)' % (what, rc))
+        said = [l for l in err.splitlines() if l.startswith('hwspy: cannot write')]
+        check(len(said) == 2 and all('No space left on device' in l for l in said),
+              '%s: a full disk and /dev/full are not both "No space left on device": %s'
+              % (what, said))
+        check('disk: exit 1' in err and 'full: exit 1' in err, '%s: not exit 1' % what)
+        check(words_after(err, 'left:') == ['full'],
+              '%s left files on the full disk: %s' % (what, words_after(err, 'left:')))
+
+
+@case
+def pprof_limit(opts):
+    for name, text, says in [
+            ('one', b'main;a 18446744073709551615\n', '18446744073709551615'),
+            ('sum', b'main;a 5000000000000000000\nmain;b 5000000000000000000\n', 'add up')]:
+        inp = os.path.join(opts.tmp, name + '.folded')
+        write(inp, text)
+        out = os.path.join(opts.tmp, name + '.pb.gz')
+        rc, err = run([opts.hwspy, 'convert', inp, '-o', out])
+        bad_and_said(name, rc, err, ["'%s' is over pprof's limit" % inp, says,
+                                     '9223372036854775807'])
+        check('Value too large' not in err, '%s: reads as an I/O failure' % name)
+        check(not os.path.exists(out) and not temp_files(out), '%s: something was written' % name)
+
+
+@case
+def not_folded(opts):
+    inp = folded_input(opts)
+    ss = os.path.join(opts.tmp, 'p.speedscope.json')
+    svg = os.path.join(opts.tmp, 'p.svg')
+    for path in (ss, svg):
+        rc, _ = run([opts.hwspy, 'convert', inp, '-o', path])
+        check(rc == 0, 'convert to %s exited %d' % (path, rc))
+    out = os.path.join(opts.tmp, 'out.folded')
+    for path, kind in [(ss, 'speedscope JSON'), (svg, 'an SVG image'),
+                       (opts.hwspy, 'an ELF executable')]:
+        rc, err = run([opts.hwspy, 'convert', path, '-o', out])
+        bad_and_said(path, rc, err, ["'%s' is not a folded file: it looks like %s" % (path, kind),
+                                     'hwspy reads folded stacks and pprof'])
+        check(not os.path.exists(out), '%s: something was written' % path)
+    rc, err = run([opts.hwspy, 'diff', ss, inp])
+    bad_and_said('diff', rc, err, ["'%s' is not a folded file: it looks like speedscope JSON"
+                                   % ss])
+    bad = os.path.join(opts.tmp, 'bad.folded')
+    write(bad, b'main;a 1\nmain;b\n')
+    rc, err = run([opts.hwspy, 'convert', bad, '-o', out])
+    bad_and_said('malformed folded', rc, err, ['%s:2: ' % bad])
 
 
 def test(opts):

@@ -217,6 +217,189 @@ static void test_sudo_owner(void **state)
 	unsetenv("SUDO_GID");
 }
 
+/* "/dev/stdout", "/proc/self/fd/N" and a link to one mean the descriptor: written there when it
+ * is open, -EBADF when it is closed, and the link is never replaced by a file. */
+static void test_descriptors(void **state)
+{
+	struct outfile o;
+	char p[128], link[128], got[16] = "";
+	int fds[2], status;
+	struct stat st;
+	pid_t child;
+	(void) state;
+
+	assert_int_equal(pipe(fds), 0);
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fds[1]);
+	assert_int_equal(outfile_open(&o, p), 0);
+	assert_null(o.tmp);
+	fputs("piped\n", o.f);
+	assert_int_equal(outfile_commit(&o), 0);
+	assert_int_equal(read(fds[0], got, sizeof(got) - 1), 6);
+	assert_string_equal(got, "piped\n");
+	snprintf(p, sizeof(p), "/dev/fd/%d", fds[1]);
+	assert_int_equal(outfile_open(&o, p), 0);
+	outfile_abort(&o);
+	close(fds[0]);
+	close(fds[1]);
+
+	/* closed: an error, and nothing created (fds[1] is closed now) */
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fds[1]);
+	assert_int_equal(outfile_open(&o, p), -EBADF);
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fds[1]);
+	path_of(link, sizeof(link), "stdout-like");     /* as /dev/stdout is root's */
+	assert_int_equal(symlink(p, link), 0);
+	assert_int_equal(outfile_open(&o, link), -EBADF);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(hidden(), 0);
+	unlink(link);
+
+	/* a closed standard output, in a child */
+	child = fork();
+	if (child == 0) {
+		close(STDOUT_FILENO);
+		_exit(outfile_open(&o, "-") == -EBADF && outfile_open(&o, "/proc/self/fd/1") == -EBADF
+		      ? 0 : 1);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_int_equal(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+}
+
+/* With 0, 1 and 2 closed, the output's descriptor is none of them: a stray printf() or a
+ * command's inherited stdout never lands in the profile. */
+static void test_above_std(void **state)
+{
+	int status;
+	pid_t child = fork();
+	(void) state;
+
+	if (child == 0) {
+		struct outfile o;
+		char p[128];
+		int ok;
+
+		path_of(p, sizeof(p), "std.folded");
+		close(STDIN_FILENO);
+		close(STDOUT_FILENO);
+		close(STDERR_FILENO);
+		ok = outfile_open(&o, p) == 0 && fileno(o.f) > STDERR_FILENO;
+		outfile_abort(&o);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_int_equal(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+	assert_int_equal(hidden(), 0);
+}
+
+/* A dangling link of the caller's is not replaced: the file is made where it points. */
+static void test_dangling_own_link(void **state)
+{
+	struct outfile o;
+	char link[128], target[128];
+	struct stat st;
+	(void) state;
+
+	path_of(link, sizeof(link), "latest.folded");
+	path_of(target, sizeof(target), "run4.folded");
+	assert_int_equal(symlink("run4.folded", link), 0);
+	assert_int_equal(outfile_open(&o, link), 0);
+	assert_non_null(o.tmp);
+	fputs("run4\n", o.f);
+	assert_int_equal(outfile_commit(&o), 0);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	expect(target, "run4\n");
+	assert_int_equal(hidden(), 0);
+	unlink(link);
+	unlink(target);
+}
+
+/* What appeared at the path while it was written, if not a regular file or another user's
+ * link, is not renamed over: -EEXIST, it stays, the temporary file goes. */
+static void test_appeared(void **state)
+{
+	struct outfile o;
+	char p[128];
+	struct stat st;
+	(void) state;
+
+	path_of(p, sizeof(p), "fifo.folded");
+	assert_int_equal(outfile_open(&o, p), 0);
+	fputs("x\n", o.f);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(outfile_commit(&o), -EEXIST);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(hidden(), 0);
+	unlink(p);
+
+	assert_int_equal(outfile_open(&o, p), 0);
+	assert_int_equal(symlink("elsewhere", p), 0);   /* the caller's own link */
+	assert_int_equal(outfile_commit(&o), -EEXIST);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(hidden(), 0);
+	unlink(p);
+}
+
+/* A directory link is followed only when root, the caller or the invoking user owns it:
+ * "evil/link/x" (evil's link to a root directory) never replaces that directory's x. */
+static void test_dir_links(void **state)
+{
+	struct outfile o;
+	char evil[128], rootdir[128], link[192], out[224], victim[160];
+	(void) state;
+
+	if (geteuid() != 0)
+		return;                 /* lchown to another user needs root */
+	path_of(evil, sizeof(evil), "evil");
+	path_of(rootdir, sizeof(rootdir), "rootdir");
+	assert_int_equal(mkdir(evil, 0755), 0);
+	assert_int_equal(chown(evil, 65534, 65534), 0);
+	assert_int_equal(mkdir(rootdir, 0755), 0);
+	snprintf(victim, sizeof(victim), "%s/x.folded", rootdir);
+	put(victim, "precious\n");
+	snprintf(link, sizeof(link), "%s/link", evil);
+	assert_int_equal(symlink(rootdir, link), 0);
+	assert_int_equal(lchown(link, 65534, 65534), 0);
+	snprintf(out, sizeof(out), "%s/x.folded", link);
+	assert_int_equal(outfile_open(&o, out), -ENOLINK);
+	assert_null(o.f);
+	expect(victim, "precious\n");
+	/* through a link of root's to that link: refused too */
+	{
+		char hop[128], via[160];
+
+		path_of(hop, sizeof(hop), "hop");
+		assert_int_equal(symlink("evil/link", hop), 0);
+		snprintf(via, sizeof(via), "%s/x.folded", hop);
+		assert_int_equal(outfile_open(&o, via), -ENOLINK);
+		unlink(hop);
+	}
+	expect(victim, "precious\n");
+
+	/* the invoking user's (sudo) link is followed */
+	setenv("SUDO_UID", "65534", 1);
+	setenv("SUDO_GID", "65534", 1);
+	assert_int_equal(outfile_open(&o, out), 0);
+	fputs("sudo user's\n", o.f);
+	assert_int_equal(outfile_commit(&o), 0);
+	expect(victim, "sudo user's\n");
+	unsetenv("SUDO_UID");
+	unsetenv("SUDO_GID");
+
+	/* and root's own */
+	assert_int_equal(lchown(link, 0, 0), 0);
+	assert_int_equal(outfile_open(&o, out), 0);
+	fputs("root's\n", o.f);
+	assert_int_equal(outfile_commit(&o), 0);
+	expect(victim, "root's\n");
+	unlink(victim);
+	unlink(link);
+	rmdir(evil);
+	rmdir(rootdir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -225,6 +408,11 @@ int main(void)
 		cmocka_unit_test(test_links),
 		cmocka_unit_test(test_stale),
 		cmocka_unit_test(test_sudo_owner),
+		cmocka_unit_test(test_descriptors),
+		cmocka_unit_test(test_above_std),
+		cmocka_unit_test(test_dangling_own_link),
+		cmocka_unit_test(test_appeared),
+		cmocka_unit_test(test_dir_links),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
