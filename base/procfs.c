@@ -92,33 +92,162 @@ int procfs_ns_tid(const char *proc, pid_t pid, pid_t tid, pid_t *ret_id, int *re
 	return r < 0 ? r : procfs_nspid_parse(text, ret_id, ret_levels);
 }
 
-int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret)
+/* Where the value of line "KEY:" of a status file's text starts, or NULL. */
+static const char *status_value(const char *text, const char *key)
 {
-	char path[96], text[STATUS_MAX];
 	size_t klen = strlen(key);
 	const char *p = text;
-	int r;
+
+	while (p) {
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return p + klen + 1;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
+/* The status file of task tid of pid (tid 0: the process's), its text into text. */
+static int read_task_status(pid_t pid, pid_t tid, char *text)
+{
+	char path[96];
 
 	if (tid)
 		(void) snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int) pid, (int) tid);
 	else
 		(void) snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
-	r = read_status(path, text);
+	return read_status(path, text);
+}
+
+int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret)
+{
+	char text[STATUS_MAX];
+	const char *v;
+	char *end;
+	int r;
+
+	r = read_task_status(pid, tid, text);
 	if (r < 0)
 		return r;
-	while (p) {
-		if (!strncmp(p, key, klen) && p[klen] == ':') {
-			char *end;
+	v = status_value(text, key);
+	if (!v)
+		return -ENOENT;
+	errno = 0;
+	*ret = strtol(v, &end, 10);
+	return errno || end == v ? -EBADMSG : 0;
+}
 
-			errno = 0;
-			*ret = strtol(p + klen + 1, &end, 10);
-			return errno || end == p + klen + 1 ? -EBADMSG : 0;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
+int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
+{
+	static const char *const keys[] = { "voluntary_ctxt_switches",
+					     "nonvoluntary_ctxt_switches" };
+	char text[STATUS_MAX];
+	const char *v;
+	uint64_t sum = 0;
+	int r;
+
+	r = read_task_status(pid, tid, text);
+	if (r < 0)
+		return r;
+	v = status_value(text, "State");
+	if (!v)
+		return -EBADMSG;
+	v += strspn(v, " \t");
+	if (!*v || *v == '\n')
+		return -EBADMSG;
+	*ret_state = *v;
+	for (size_t i = 0; i < 2; i++) {
+		char *end;
+
+		v = status_value(text, keys[i]);
+		if (!v)
+			return -EBADMSG;
+		sum += strtoull(v, &end, 10);
+		if (end == v)
+			return -EBADMSG;
 	}
-	return -ENOENT;
+	*ret_switches = sum;
+	return 0;
+}
+
+bool procfs_task_still(char state)
+{
+	return state == 'S' || state == 'D' || state == 'T' || state == 't';
+}
+
+bool procfs_task_signal_pending(pid_t pid, pid_t tid)
+{
+	static const char *const keys[] = { "SigPnd", "ShdPnd", "SigBlk" };
+	char text[STATUS_MAX];
+	uint64_t v[3];
+
+	if (read_task_status(pid, tid, text) < 0)
+		return true;    /* unknown: as if one were */
+	for (size_t i = 0; i < 3; i++) {
+		const char *p = status_value(text, keys[i]);
+		char *end;
+
+		if (!p)
+			return true;
+		v[i] = strtoull(p, &end, 16);
+		if (end == p)
+			return true;
+	}
+	return ((v[0] | v[1]) & ~v[2]) != 0;
+}
+
+/* "NR ARG1 .. ARG6 SP PC" (hex arguments), "-1 SP PC" (blocked outside a system call: a
+ * fault) or "running". */
+int procfs_syscall_parse(const char *text, struct procfs_syscall *ret)
+{
+	uint64_t v[8];
+	int n = 0, want;
+	char *end;
+	long nr;
+
+	*ret = (struct procfs_syscall) { .nr = -2 };
+	nr = strtol(text, &end, 10);
+	if (end == text)
+		return -EAGAIN;         /* "running" */
+	want = nr >= 0 ? 8 : 2;
+	for (; n < want; n++) {
+		text = end;
+		v[n] = strtoull(text, &end, 16);
+		if (end == text)
+			break;
+	}
+	if (nr >= 0 && n < 6)
+		return -EBADMSG;
+	ret->nr = nr;
+	if (nr >= 0)
+		memcpy(ret->args, v, sizeof(ret->args));
+	if (n == want) {
+		ret->sp = v[want - 2];
+		ret->pc = v[want - 1];
+	}
+	return 0;
+}
+
+int procfs_task_syscall(pid_t pid, pid_t tid, struct procfs_syscall *ret)
+{
+	char path[96], text[256];
+	ssize_t n;
+	int fd;
+
+	*ret = (struct procfs_syscall) { .nr = -2 };
+	(void) snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int) pid, (int) tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	do
+		n = read(fd, text, sizeof(text) - 1);
+	while (n < 0 && errno == EINTR);
+	(void) close(fd);
+	if (n < 0)
+		return errno == ESRCH ? -ENOENT : -errno;
+	text[n] = '\0';
+	return procfs_syscall_parse(text, ret);
 }
 
 static int cmp_pid(const void *a, const void *b)

@@ -1,6 +1,7 @@
 /*
- * procfs: the ids a task has in its own PID namespace, read from /proc (the NSpid line), and
- * a number of a task's status file (its Tgid, its TracerPid).
+ * procfs: the ids a task has in its own PID namespace, read from /proc (the NSpid line), a
+ * number of a task's status file (its Tgid, its TracerPid), what a task does now (its state and
+ * switch count, the system call it is blocked in) and whether a signal is pending for it.
  *
  * A process in a PID namespace of its own (unshare -p, docker, podman) knows itself and its
  * threads by the ids of that namespace: gettid() there, and so CPython's native_thread_id and
@@ -14,7 +15,9 @@
 #ifndef HWSPY_BASE_PROCFS_H
 #define HWSPY_BASE_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* From the text of a /proc/.../status file: the last id of its NSpid line (the id in the
@@ -28,6 +31,30 @@ int procfs_ns_tid(const char *proc, pid_t pid, pid_t tid, pid_t *ret_id, int *re
 /* The number of line "KEY:" of /proc/PID/status (tid 0) or /proc/PID/task/TID/status into
  * *ret: 0, -ENOENT (no such task, or line), -EBADMSG (not a number), open()'s errno. */
 int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret);
+
+/* Task tid of pid: its state letter (R, S, D, T, t, Z ...) and its switches off a CPU so far
+ * (voluntary and not), from one read of its status file. A task still (procfs_task_still())
+ * in two such reads with the same count did not run in between: it cannot have changed its
+ * user memory or registers meanwhile. 0, -ENOENT (gone), -EBADMSG. */
+int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches);
+/* Whether a state is one in which a task cannot run user code: blocked in the kernel (S, D) or
+ * stopped (T, t). */
+bool procfs_task_still(char state);
+/* Whether a signal that task tid does not block is pending for it or its process (true where
+ * that cannot be told). */
+bool procfs_task_signal_pending(pid_t pid, pid_t tid);
+
+/* The system call a blocked task is in (/proc/PID/task/TID/syscall): nr (-1: blocked outside
+ * one, in a page fault), its arguments, its user SP and PC (0: not given). */
+struct procfs_syscall {
+	long nr;
+	uint64_t args[6];
+	uint64_t sp, pc;
+};
+/* From that file's text: 0, -EAGAIN ("running": nothing to say), -EBADMSG. */
+int procfs_syscall_parse(const char *text, struct procfs_syscall *ret);
+/* Task tid of pid's: 0, -EAGAIN (it runs), -ENOENT (gone), -EBADMSG, open()'s errno. */
+int procfs_task_syscall(pid_t pid, pid_t tid, struct procfs_syscall *ret);
 
 /* Every thread of pid, as its own namespace knows it, at most max, sorted ascending, into
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */

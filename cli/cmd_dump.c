@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/procfs.h"
 #include "base/outfile.h"
 #include "cli/cli.h"
 #include "cli/dump.h"
@@ -307,17 +308,17 @@ static bool read_blocked(struct dump *d, struct thread_dump *t, struct py_frame 
 
 		if ((i > 0 || !fresh) && dump_task_read(d->o.pid, t->tid, &t->task) < 0)
 			return false;
-		if (!dump_task_still(t->task.state))
+		if (!procfs_task_still(t->task.state))
 			return false;
 		r = walk_thread(d, t, buf, 1);
 		if (d->o.native)
 			copy_blocked_stack(d, t);
-		if (dump_task_sched(d->o.pid, t->tid, &state, &switches) < 0)
+		if (procfs_task_sched(d->o.pid, t->tid, &state, &switches) < 0)
 			return false;
 		/* the interpreter's list of threads, which running threads change, may tear too */
 		if ((r == -EAGAIN || r == -EFAULT) && i + 1 < BLOCKED_TRIES)
 			continue;
-		if (dump_task_still(state) && switches == t->task.switches) {
+		if (procfs_task_still(state) && switches == t->task.switches) {
 			t->how = READ_BLOCKED;
 			return true;
 		}
@@ -406,8 +407,8 @@ static void recheck_blocked(struct dump *d)
 
 		if (t->how != READ_BLOCKED)
 			continue;
-		if (dump_task_sched(d->o.pid, t->tid, &state, &switches) == 0 &&
-		    dump_task_still(state) && switches == t->task.switches) {
+		if (procfs_task_sched(d->o.pid, t->tid, &state, &switches) == 0 &&
+		    procfs_task_still(state) && switches == t->task.switches) {
 			t->gil_read = true;
 			continue;
 		}
@@ -505,8 +506,7 @@ static void describe(struct dump *d, const struct pyframes_gil *gil, uint64_t gi
 		t->gil = !gil->known || !t->gil_read ? -1
 			 : gil->locked && t->tstate && gil->holder == t->tstate;
 		if (dump_task_waiting(&t->task))
-			dump_task_wait(d->o.pid, &t->task, gil_addr, PYFRAMES_GIL_STATE_SIZE, t->wait,
-				       sizeof(t->wait));
+			dump_task_wait(d->o.pid, &t->task, gil_addr, t->wait, sizeof(t->wait));
 	}
 	free(names);
 }

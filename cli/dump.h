@@ -6,7 +6,7 @@
  *
  * A thread blocked in the kernel (a system call, a page fault, a job-control stop) cannot change
  * its user memory or registers, so its stack is read without stopping it: its state and switch
- * count (dump_task_sched()) before and after the read show whether it ran meanwhile. Only
+ * count (procfs_task_sched()) before and after the read show whether it ran meanwhile. Only
  * running threads are stopped: interrupting a blocked one would end calls that fail with EINTR
  * (epoll_wait, recv with a timeout, sigtimedwait ...), an end whose undo needs hwspy alive.
  */
@@ -77,27 +77,15 @@ struct dump_task {
 /* Reads thread tid of pid: state and switches (in one read of its status, first), system
  * call, name. 0 or -ESRCH (gone). */
 int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret);
-/* The state letter and switch count of thread tid, from one read of its status file. A thread
- * still (dump_task_still()) in two such reads with the same count did not run in between.
- * 0 or -ESRCH (gone). */
-int dump_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches);
-/* Whether a state is one in which the thread cannot run user code: blocked in the kernel
- * (S, D) or stopped (T, t). */
-bool dump_task_still(char state);
-/* Whether a signal not blocked by thread tid is pending for it or its process (true when it
- * cannot be told). */
-bool dump_task_signal_pending(pid_t pid, pid_t tid);
+
 /* Thread t as read again at the stop (now: stat says 't' then, syscall what the stop
  * interrupted): in a system call (waiting on it) or not (running), unless what t read before
  * the stop can only be seen then (a page fault's I/O, a job-control stop). */
 void dump_task_at_stop(struct dump_task *t, const struct dump_task *now);
 /* Whether the thread waits (not running, not runnable). */
 bool dump_task_waiting(const struct dump_task *t);
-/* The reason a waiting thread waits, in the words of the off-CPU reasons ("read fd 5 (pipe)",
- * "recv socket", "poll/epoll/select", "futex (lock)", "GIL", "sleep", "page fault (I/O)"),
- * into buf. A futex inside [gil, gil + gil_len) (the GIL's mutex and condition variables) is
- * "GIL"; gil 0: unknown. */
-void dump_task_wait(pid_t pid, const struct dump_task *t, uint64_t gil, uint64_t gil_len,
-		    char *buf, size_t len);
+/* The reason a waiting thread waits, in the words every command uses (wait_words_proc(),
+ * record.h), into buf; gil: the GIL state's address (0: unknown). */
+void dump_task_wait(pid_t pid, const struct dump_task *t, uint64_t gil, char *buf, size_t len);
 
 #endif

@@ -87,7 +87,7 @@ static void undo_now(struct dump_stop *ds, struct dump_stopped *t, struct ds_thr
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &regs) < 0 || (long long) regs.rax != -EINTR ||
 	    (long long) regs.orig_rax < 0)
 		return;
-	if (dump_task_signal_pending(ds->pid, t->tid) || !sampler_undo_eintr(t->tid))
+	if (procfs_task_signal_pending(ds->pid, t->tid) || !sampler_undo_eintr(t->tid))
 		return;
 	(void) ptrace(PTRACE_DETACH, t->tid, 0, 0);
 	o->seized = false;
@@ -185,7 +185,7 @@ static int stop_running(struct dump_stop *ds)
 		uint64_t switches;
 		char state;
 
-		if (dump_task_sched(ds->pid, tid, &state, &switches) < 0 || dump_task_still(state))
+		if (procfs_task_sched(ds->pid, tid, &state, &switches) < 0 || procfs_task_still(state))
 			continue;       /* gone, or waiting now */
 		if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 			if (errno != ESRCH && !refused++)

@@ -56,7 +56,6 @@ struct pending {
 };
 
 #define MAX_PENDING 4
-#define RECORD_FD_CACHE 64
 
 /* gil.c: each thread's GIL counts (last: the one found last, looked at first) */
 struct record_gils {
@@ -117,9 +116,7 @@ struct recorder {
 	bool in_child;                  /* the sample at hand is a child process's */
 	uint64_t gil_addr, gil_tried_ns;        /* the interpreter's GIL state (0: none, not known
 	                                         * yet), when last looked for (record_gil_addr) */
-	struct wait_fd_cache {          /* --off-cpu: what sockets are (wait.c) */
-		char link[64], words[48];
-	} fd_cache[RECORD_FD_CACHE];
+	struct wait_fd_cache fd_cache[WAIT_FD_CACHE];  /* --off-cpu: what sockets are (wait.c) */
 };
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);

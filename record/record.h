@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/procfs.h"
 #include "output/profile.h"
 #include "pyframes/pyframes.h"
 #include "sampler/sampler.h"
@@ -185,6 +186,26 @@ struct record_stats {
 	int capture_error;              /* the capture's last failure to start (0: none) */
 	uint64_t capture_failures;      /* ... how many times it failed (one try per interpreter) */
 };
+
+/* Why a thread waits, in the words every command uses (wait.c): "read fd 5 (pipe)", "recv
+ * socket", "accept socket", "poll/epoll/select", "futex (lock)", "GIL" (a futex inside the GIL
+ * state at gil: PYFRAMES_GIL_STATE_SIZE bytes; 0 unknown), "sleep", "wait child", "page fault
+ * (I/O)", else the system call's name. The off-CPU profiles put them in [wait: ...] frames. */
+#define WAIT_FD_CACHE 64
+struct wait_fd_cache {                  /* what sockets are, by their link (NULL: none kept) */
+	char link[64], words[48];
+};
+/* The name of system call nr (x86-64) among those waited in, or NULL. */
+const char *wait_syscall_name(long nr);
+/* A wait in system call sys (its kernel name, "epoll_wait"; NULL: unknown) of process pid,
+ * arg its first argument. */
+void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,
+		char *buf, size_t len);
+/* A wait as /proc tells it: the task's state letter and the system call it is blocked in
+ * (procfs_task_syscall()). A job-control stop is "stopped"; blocked outside a call, "page
+ * fault (I/O)" (D) or "preempted". */
+void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
+		     struct wait_fd_cache *cache, char *buf, size_t len);
 
 struct recorder;
 

@@ -37,23 +37,41 @@ static const char *const gil_fns[] = {
 
 struct syscall_words {
 	const char *name;       /* the syscall, as in __x64_sys_NAME */
-	const char *words;      /* NULL: by its fd (read/write) */
+	long nr;                /* its x86-64 number */
+	const char *words;      /* NULL: by its fd (read/write); its name where no words */
 };
 
 static const struct syscall_words syscalls[] = {
-	{ "read", NULL }, { "pread64", NULL }, { "readv", NULL }, { "preadv", NULL },
-	{ "preadv2", NULL }, { "write", NULL }, { "pwrite64", NULL }, { "writev", NULL },
-	{ "recvfrom", "recv socket" }, { "recvmsg", "recv socket" }, { "recvmmsg", "recv socket" },
-	{ "sendto", "send socket" }, { "sendmsg", "send socket" }, { "accept", "accept socket" },
-	{ "accept4", "accept socket" }, { "connect", "connect socket" },
-	{ "futex", "futex (lock)" }, { "futex_waitv", "futex (lock)" },
-	{ "clock_nanosleep", "sleep" }, { "nanosleep", "sleep" },
-	{ "poll", "poll/epoll/select" }, { "ppoll", "poll/epoll/select" },
-	{ "epoll_wait", "poll/epoll/select" }, { "epoll_pwait", "poll/epoll/select" },
-	{ "epoll_pwait2", "poll/epoll/select" }, { "select", "poll/epoll/select" },
-	{ "pselect6", "poll/epoll/select" }, { "wait4", "wait child" },
-	{ "waitid", "wait child" },
+	{ "read", 0, NULL }, { "pread64", 17, NULL }, { "readv", 19, NULL },
+	{ "preadv", 295, NULL }, { "preadv2", 327, NULL }, { "write", 1, NULL },
+	{ "pwrite64", 18, NULL }, { "writev", 20, NULL }, { "pwritev", 296, NULL },
+	{ "pwritev2", 328, NULL },
+	{ "recvfrom", 45, "recv socket" }, { "recvmsg", 47, "recv socket" },
+	{ "recvmmsg", 299, "recv socket" }, { "sendto", 44, "send socket" },
+	{ "sendmsg", 46, "send socket" }, { "sendmmsg", 307, "send socket" },
+	{ "accept", 43, "accept socket" }, { "accept4", 288, "accept socket" },
+	{ "connect", 42, "connect socket" },
+	{ "futex", 202, "futex (lock)" }, { "futex_waitv", 449, "futex (lock)" },
+	{ "clock_nanosleep", 230, "sleep" }, { "nanosleep", 35, "sleep" },
+	{ "poll", 7, "poll/epoll/select" }, { "ppoll", 271, "poll/epoll/select" },
+	{ "epoll_wait", 232, "poll/epoll/select" }, { "epoll_pwait", 281, "poll/epoll/select" },
+	{ "epoll_pwait2", 441, "poll/epoll/select" }, { "select", 23, "poll/epoll/select" },
+	{ "pselect6", 270, "poll/epoll/select" }, { "wait4", 61, "wait child" },
+	{ "waitid", 247, "wait child" },
+	/* named as they are */
+	{ "rt_sigtimedwait", 128, NULL }, { "rt_sigsuspend", 130, NULL }, { "pause", 34, NULL },
+	{ "semop", 65, NULL }, { "semtimedop", 220, NULL }, { "msgrcv", 70, NULL },
+	{ "msgsnd", 69, NULL }, { "io_getevents", 208, NULL }, { "flock", 73, NULL },
+	{ "fsync", 74, NULL }, { "fdatasync", 75, NULL }, { "openat", 257, NULL },
+	{ "getdents64", 217, NULL }, { "mq_timedreceive", 243, NULL },
+	{ "mq_timedsend", 242, NULL },
 };
+
+/* Whether a syscall of the table is waited on by its fd (read, write and theirs). */
+static bool by_fd(const struct syscall_words *w)
+{
+	return !w->words && (strstr(w->name, "read") || strstr(w->name, "write"));
+}
 
 static bool in_list(const char *name, const char *const *list, size_t n)
 {
@@ -82,7 +100,7 @@ static const char *syscall_of(const char *fn)
  * characters. A socket's words take a search of the target's /proc/PID/net tables: they are
  * kept by its link ("socket:[INODE]") in a small cache, as a switch-heavy target waits on the
  * same sockets again and again. */
-static void fd_words(struct recorder *rec, pid_t pid, long fd, char *buf, size_t len)
+static void fd_words(struct wait_fd_cache *cache, pid_t pid, long fd, char *buf, size_t len)
 {
 	struct wait_fd_cache *c = NULL;
 	char path[64], link[64];
@@ -93,9 +111,9 @@ static void fd_words(struct recorder *rec, pid_t pid, long fd, char *buf, size_t
 		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) pid, fd);
 		n = readlink(path, link, sizeof(link) - 1);
 	}
-	if (n > 7 && !strncmp(link, "socket:", 7)) {
+	if (cache && n > 7 && !strncmp(link, "socket:", 7)) {
 		link[n] = '\0';
-		c = &rec->fd_cache[hash_bytes(link, (size_t) n, 0) % RECORD_FD_CACHE];
+		c = &cache[hash_bytes(link, (size_t) n, 0) % WAIT_FD_CACHE];
 		if (!strcmp(c->link, link)) {
 			snprintf(buf, len, "%s", c->words);
 			return;
@@ -149,12 +167,79 @@ static bool waits_for_gil(struct recorder *rec, const struct sample *s)
 	return false;
 }
 
+/* The table's line for sys, or NULL. */
+static const struct syscall_words *syscall_find(const char *sys)
+{
+	for (size_t i = 0; sys && i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
+		if (!strcmp(sys, syscalls[i].name))
+			return &syscalls[i];
+	return NULL;
+}
+
+const char *wait_syscall_name(long nr)
+{
+	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
+		if (syscalls[i].nr == nr)
+			return syscalls[i].name;
+	return NULL;
+}
+
+void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,
+		char *buf, size_t len)
+{
+	const struct syscall_words *w = syscall_find(sys);
+	char what[160];
+
+	if (!sys) {
+		snprintf(buf, len, "unknown");
+	} else if (w && by_fd(w)) {
+		fd_words(cache, pid, arg, what, sizeof(what));
+		snprintf(buf, len, "%s fd %ld (%s)", strstr(sys, "write") ? "write" : "read", arg,
+			 what);
+	} else if (!w || !w->words) {
+		snprintf(buf, len, "%s", sys);
+	} else if (!strcmp(sys, "futex") && gil && (uint64_t) arg >= gil &&
+		   (uint64_t) arg - gil < PYFRAMES_GIL_STATE_SIZE) {
+		snprintf(buf, len, "GIL");
+	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
+		snprintf(buf, len, "sleep");    /* time.sleep() before 3.11: no fds */
+	} else {
+		snprintf(buf, len, "%s", w->words);
+	}
+}
+
+void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
+		     struct wait_fd_cache *cache, char *buf, size_t len)
+{
+	const char *sys;
+	char name[32];
+
+	if (state == 'T' || state == 't') {
+		snprintf(buf, len, "stopped");
+		return;
+	}
+	if (sc->nr == -1) {
+		snprintf(buf, len, state == 'D' ? "page fault (I/O)" : "preempted");
+		return;
+	}
+	if (sc->nr < 0) {
+		snprintf(buf, len, "unknown");
+		return;
+	}
+	sys = wait_syscall_name(sc->nr);
+	if (!sys) {
+		snprintf(name, sizeof(name), "syscall %ld", sc->nr);
+		sys = name;
+	}
+	wait_words(pid, sys, (long) sc->args[0], gil, cache, buf, len);
+}
+
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len)
 {
-	const char *sys = NULL, *words = NULL;
+	const char *sys = NULL;
 	bool fault = false, kernel = false;
 	long arg = -1;
-	char what[160];
+	char words[192];
 	/* the registers come in the order of their bits in the mask asked for (recorder.c) */
 	size_t arg_at = (size_t) __builtin_popcountll(RECORD_OFF_CPU_REGS &
 						      ((1ull << SAMPLER_OFF_CPU_ARG_REG) - 1));
@@ -184,33 +269,12 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 		snprintf(buf, len, "[wait: %s]", rec->sym ? "kernel" : "unknown");
 		return;
 	}
-	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++) {
-		if (strcmp(sys, syscalls[i].name))
-			continue;
-		words = syscalls[i].words;
-		if (!words) {
-			/* the sample's process: the target's, or a child's (--subprocesses) */
-			fd_words(rec, s->pid, arg, what, sizeof(what));
-			snprintf(buf, len, "[wait: %s fd %ld (%s)]",
-				 strstr(sys, "write") ? "write" : "read", arg, what);
-			return;
-		}
-		break;
-	}
-	if (!words) {
-		snprintf(buf, len, "[wait: %s]", sys);
-	} else if (!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) {
-		uint64_t gil = record_gil_addr(rec, s->pid), at = (uint64_t) arg;
-		bool in_gil = gil && !strcmp(sys, "futex") && at >= gil &&
-			      at - gil < PYFRAMES_GIL_STATE_SIZE;
-
-		if (in_gil || waits_for_gil(rec, s))
-			snprintf(buf, len, "%s", RECORD_GIL_WAIT_FRAME);
-		else
-			snprintf(buf, len, "[wait: %s]", words);
-	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
-		snprintf(buf, len, "[wait: sleep]");    /* time.sleep() before 3.11: no fds */
-	} else {
-		snprintf(buf, len, "[wait: %s]", words);
-	}
+	/* the sample's process: the target's, or a child's (--subprocesses) */
+	wait_words(s->pid, sys, arg, record_gil_addr(rec, s->pid), rec->fd_cache, words,
+		   sizeof(words));
+	/* a futex not known to be the GIL's: with --native, the unwound stack may tell */
+	if ((!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) && strcmp(words, "GIL") &&
+	    waits_for_gil(rec, s))
+		snprintf(words, sizeof(words), "GIL");
+	snprintf(buf, len, "[wait: %s]", words);
 }

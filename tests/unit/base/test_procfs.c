@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -143,6 +144,75 @@ static void test_status_long(void **state)
 	assert_int_equal(procfs_status_long(1 << 30, 0, "Tgid", &v), -ENOENT);
 }
 
+static void test_syscall_parse(void **state)
+{
+	struct procfs_syscall sc;
+
+	(void) state;
+	assert_int_equal(procfs_syscall_parse("232 0x4 0x7ffc 0x1 0x3e8 0x0 0x0 0x7ffd1000 0x7f12ab\n",
+					      &sc), 0);
+	assert_int_equal(sc.nr, 232);
+	assert_int_equal(sc.args[0], 4);
+	assert_int_equal(sc.args[3], 1000);
+	assert_int_equal(sc.sp, 0x7ffd1000);
+	assert_int_equal(sc.pc, 0x7f12ab);
+	/* blocked outside a system call (a page fault): SP and PC alone */
+	assert_int_equal(procfs_syscall_parse("-1 0x7ffd2000 0x401000\n", &sc), 0);
+	assert_int_equal(sc.nr, -1);
+	assert_int_equal(sc.sp, 0x7ffd2000);
+	assert_int_equal(sc.pc, 0x401000);
+	assert_int_equal(procfs_syscall_parse("running\n", &sc), -EAGAIN);
+	assert_int_equal(sc.nr, -2);
+	assert_int_equal(procfs_syscall_parse("7 0x1 0x2\n", &sc), -EBADMSG);
+	assert_int_equal(sc.nr, -2);
+}
+
+/* This thread runs as it reads itself (R); a child blocked in a read of a pipe is S and keeps
+ * its switch count while it waits, and its system call is that read. */
+static void test_task_sched(void **state)
+{
+	struct procfs_syscall sc;
+	uint64_t sw, sw2;
+	int fds[2];
+	char st, st2;
+	pid_t child;
+
+	(void) state;
+	assert_int_equal(procfs_task_sched(getpid(), getpid(), &st, &sw), 0);
+	assert_int_equal(st, 'R');
+	assert_false(procfs_task_still(st));
+	assert_int_equal(procfs_task_sched(getpid(), 1 << 30, &st, &sw), -ENOENT);
+	assert_int_equal(pipe(fds), 0);
+	child = fork();
+	if (child == 0) {
+		char c;
+
+		(void) close(fds[1]);
+		_exit(read(fds[0], &c, 1) == 1 ? 0 : 1);
+	}
+	assert_true(child > 0);
+	(void) close(fds[0]);
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(procfs_task_sched(child, child, &st, &sw), 0);
+		if (st == 'S' && procfs_task_syscall(child, child, &sc) == 0 && sc.nr == 0)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st, 'S');
+	assert_true(procfs_task_still(st));
+	assert_int_equal(sc.nr, 0);             /* read */
+	assert_int_equal(sc.args[0], (uint64_t) fds[0]);
+	assert_true(sc.sp != 0 && sc.pc != 0);
+	usleep(20000);
+	assert_int_equal(procfs_task_sched(child, child, &st2, &sw2), 0);
+	assert_int_equal(st2, 'S');
+	assert_int_equal(sw2, sw);
+	assert_false(procfs_task_signal_pending(child, child));
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	(void) close(fds[1]);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +220,8 @@ int main(void)
 		cmocka_unit_test(test_fake_tree),
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_status_long),
+		cmocka_unit_test(test_syscall_parse),
+		cmocka_unit_test(test_task_sched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
