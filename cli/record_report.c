@@ -115,11 +115,18 @@ void record_no_samples(struct recorder *rec, const struct record_args *o, const 
 	const struct event_spec *e = &o->events[0];
 	double elapsed = (double) recorder_stats(rec)->elapsed_ns / 1e9;
 
-	if (counts_on_cpu(e))
+	if (o->wall)
+		log_error("no samples: %s neither ran on a CPU nor waited in %.2f s (no thread of it "
+			  "was seen), so nothing was written", target, elapsed);
+	else if (o->off_cpu)
+		log_error("no samples: the threads of %s never waited in %.2f s (none was blocked at "
+			  "the start or switched off a CPU), so nothing was written; record without "
+			  "--off-cpu to see where they run", target, elapsed);
+	else if (counts_on_cpu(e))
 		log_error("no samples: %s did not run on a CPU long enough for one in %.2f s ('%s' "
 			  "samples running threads only), so nothing was written; to see where its "
-			  "threads wait, record '-e context-switches -c 1' (a sample as each one goes "
-			  "to sleep)", target, elapsed, e->name);
+			  "threads wait, record with --wall (time on and off the CPU) or --off-cpu",
+			  target, elapsed, e->name);
 	else
 		log_error("no samples: %s had %s '%s' event in %.2f s, so nothing was written",
 			  target, o->period > 1 ? "too few of the" : "no", e->name, elapsed);
@@ -304,10 +311,12 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 			 rs->processes);
 	if (o->off_cpu || o->wall)
 		log_info("off-cpu: threads waited %.3f s in all", rs->off_cpu_ns / 1e9);
+	if (rs->off_cpu_initial)
+		log_info("off-cpu: %" PRIu64 " threads already waiting at the start, each read where "
+			 "it waits, weighed from the start", rs->off_cpu_initial);
 	if (rs->off_cpu_stale)
-		log_info("%" PRIu64 " switches off the CPU were read after the thread may have run "
-			 "on (before the capture started): their Python stack is [unknown]",
-			 rs->off_cpu_stale);
+		log_info("%" PRIu64 " switches off the CPU were read (before the capture started) after "
+			 "the thread had run on: their Python stack is [unknown]", rs->off_cpu_stale);
 	summary_exact(rs, o, mode);
 	summary_gil(rec, o);
 	if (st->threads_failed) {

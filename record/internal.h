@@ -165,9 +165,22 @@ void record_thread_names_final(struct recorder *rec);
  * of the run (exited: the target ended, so waits end with its last event). */
 int record_offcpu_init(struct recorder *rec);
 void record_offcpu_free(struct recorder *rec);
-void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason);
+/* A switch-out sample s of reason, waiting for its thread's next switch-in. read_end_ns: its
+ * stack (past its first n_prefix root frames) was read after the sample, by that time (0: at
+ * the sample, a capture): it is the stack of that wait only if the thread was not switched in
+ * before it (blocked, a thread cannot change its stack); else it is kept as [unknown]. */
+void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason,
+			 uint64_t read_end_ns, size_t n_prefix);
 void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
 void record_offcpu_end(struct recorder *rec, bool exited);
+/* Attach, --off-cpu or --wall: notes the threads blocked now, just before the events open ... */
+void record_offcpu_before(struct recorder *rec);
+/* ... and, at the run's start, makes a sample of each one's wait under way since (offcpu.c). */
+void record_offcpu_initial(struct recorder *rec);
+/* sample.c: a switch-out sample s made by the recorder (no ring record) whose Python walk gave
+ * r, n frames in rec->pyf and cut, and whose wait is reason ("[wait: ...]"). */
+void record_finish_wait(struct recorder *rec, const struct sample *s, int r, size_t n,
+			const struct pyframes_cut *cut, const char *reason);
 
 /* procs.c (--subprocesses): the root frame [process PID COMMAND] of a sample of process pid;
  * the Python walk of a child's sample (record_walk() in its own interpreter: its captures where

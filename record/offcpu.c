@@ -13,23 +13,41 @@
  * only after another record came in, so that the switch-out record just after the sample
  * (same ring) has told whether it was involuntary ([preempted]). At the end of the run, a
  * thread still waiting weighs until the end.
+ *
+ * Waits under way when hwspy attaches (record_offcpu_before(), record_offcpu_initial()): each
+ * thread blocked just before the events opened whose switch count has not moved when its stack
+ * has been read since was blocked all along, in one wait, from before the recording began:
+ * that wait is a sample at the recording's start, with its stack and the reason /proc gives,
+ * weighing until the thread's first switch-in as any other. A thread that ran meanwhile was
+ * sampled as it runs and as it blocked again; only the moments before it first ran (the few
+ * milliseconds of the read at most) are not counted.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "base/clock.h"
+#include "base/procfs.h"
 #include "record/internal.h"
 
 #define OFFCPU_MAX_WAITING 65536        /* samples waiting per thread, at most */
 #define OFFCPU_MAX_THREADS 65536
 #define OFFCPU_PREEMPT_WINDOW_NS 1000000 /* a switch-out record within this of its sample */
+#define OFFCPU_INITIAL_MAX 65536        /* threads looked at for waits under way at attach */
+#define SP_REG 7                        /* SYMBOLIZER_X86_64_REGS order: SP, then IP */
+#define IP_REG 8
+#define N_REGS 20
 
 struct waiting {
 	uint64_t out_ns;
 	bool preempted;
 	uint32_t *ids;                  /* its stack, its reason the last */
 	size_t depth, cap;
+	uint64_t read_end_ns;           /* its stack read after the sample, by then (0: at it) */
+	size_t n_prefix;                /* ... the root frames before that stack */
 	uint64_t values[SAMPLER_MAX_EVENTS + 1];
 	size_t n_values;
 };
@@ -42,7 +60,14 @@ struct offcpu_thread {
 	size_t n_ins, cap_ins;
 };
 
+struct initial {                        /* a thread blocked just before the events opened */
+	pid_t tid;
+	uint64_t switches;
+};
+
 struct offcpu {
+	struct initial *initial;
+	size_t n_initial;
 	struct offcpu_thread *t;
 	size_t n, cap;
 	uint32_t *index;                /* open addressing by tid: 1 + the thread's place, 0 empty */
@@ -181,6 +206,7 @@ void record_offcpu_free(struct recorder *rec)
 	}
 	free(oc->t);
 	free(oc->index);
+	free(oc->initial);
 	free(oc);
 	rec->offcpu = NULL;
 }
@@ -191,6 +217,13 @@ static void settle(struct recorder *rec, struct offcpu_thread *t, size_t k, uint
 	struct waiting *w = &t->w[k], done;
 	struct record_sample out;
 
+	if (w->read_end_ns && in_ns <= w->read_end_ns) {
+		/* read late, after the thread ran again: another wait's stack, maybe */
+		rec->stats.off_cpu_stale++;
+		w->ids[w->n_prefix] = rec->unknown_frame;
+		w->ids[w->n_prefix + 1] = w->ids[w->depth - 1];
+		w->depth = w->n_prefix + 2;
+	}
 	if (w->preempted)
 		w->ids[w->depth - 1] = rec->offcpu->preempted_frame;
 	w->values[1] = in_ns > w->out_ns ? in_ns - w->out_ns : 0;
@@ -223,7 +256,8 @@ static void settle_known(struct recorder *rec, struct offcpu_thread *t, uint64_t
 	ins_forget(t, horizon);
 }
 
-void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason)
+void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason,
+			 uint64_t read_end_ns, size_t n_prefix)
 {
 	struct offcpu *oc = rec->offcpu;
 	struct offcpu_thread *t = thread_of(rec, s->tid);
@@ -272,6 +306,8 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 	memcpy(w->values, s->values, w->n_values * sizeof(*w->values));
 	w->out_ns = s->time_ns;
 	w->preempted = false;
+	w->read_end_ns = n_prefix + 1 < w->depth ? read_end_ns : 0;
+	w->n_prefix = n_prefix;
 	/* in time order: one read from another ring may be older than those waiting */
 	hold = *w;
 	for (k = t->n_waiting; k > 0 && t->w[k - 1].out_ns > hold.out_ns; k--)
@@ -332,4 +368,105 @@ void record_offcpu_end(struct recorder *rec, bool exited)
 			settle(rec, t, 0, in ? in : end > from ? end : from);
 		}
 	}
+}
+
+void record_offcpu_before(struct recorder *rec)
+{
+	struct offcpu *oc = rec->offcpu;
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+
+	if (!oc || !rec->opts.pid || !(rec->opts.off_cpu || rec->opts.wall))
+		return;
+	oc->n_initial = 0;      /* a start tried again */
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) rec->opts.pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((e = readdir(dir)) && oc->n_initial < OFFCPU_INITIAL_MAX) {
+		struct initial *v;
+		uint64_t switches;
+		char *end, state;
+		long tid = strtol(e->d_name, &end, 10);
+
+		if (end == e->d_name || *end || tid <= 0 ||
+		    procfs_task_sched(rec->opts.pid, (pid_t) tid, &state, &switches) < 0 ||
+		    !procfs_task_still(state))
+			continue;
+		v = realloc(oc->initial, (oc->n_initial + 1) * sizeof(*v));
+		if (!v)
+			break;
+		oc->initial = v;
+		oc->initial[oc->n_initial++] = (struct initial) { (pid_t) tid, switches };
+	}
+	closedir(dir);
+}
+
+/* --native: a blocked thread's stack from the SP its system call left, into stack (size bytes),
+ * and that SP and PC as its registers: the bytes copied. */
+static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t *regs,
+			    void *stack, size_t size)
+{
+	struct iovec local = { stack, size };
+	struct iovec remote = { (void *) (uintptr_t) sc->sp, size };
+	ssize_t got;
+
+	if (!sc->sp || !sc->pc || !stack)
+		return 0;
+	/* a partial read ends at the top of the stack's mapping */
+	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (got <= 0)
+		return 0;
+	memset(regs, 0, N_REGS * sizeof(*regs));
+	regs[SP_REG] = sc->sp;
+	regs[IP_REG] = sc->pc;
+	return (size_t) got;
+}
+
+void record_offcpu_initial(struct recorder *rec)
+{
+	struct offcpu *oc = rec->offcpu;
+	void *stack = NULL;
+
+	if (!oc || !oc->n_initial || !rec->pf)
+		return;
+	if (rec->opts.native)
+		stack = malloc(rec->opts.stack_size);
+	for (size_t i = 0; i < oc->n_initial; i++) {
+		const struct initial *in = &oc->initial[i];
+		struct sample s = { .pid = rec->pid, .tid = in->tid, .time_ns = rec->run_start_ns,
+				    .off_cpu = true };
+		struct pyframes_cut cut = { 0 };
+		struct procfs_syscall sc;
+		uint64_t regs[N_REGS], switches;
+		char state, words[192], reason[224];
+		size_t n = 0;
+		int r;
+
+		if (procfs_task_syscall(rec->pid, in->tid, &sc) < 0)
+			continue;
+		r = pyframes_thread_stack(rec->pf, in->tid, rec->pyf, MAX_PY_FRAMES, &n, &cut);
+		s.stack_size = blocked_stack(rec->pid, &sc, regs, stack, rec->opts.stack_size);
+		if (s.stack_size) {
+			s.stack = stack;
+			s.regs = regs;
+			s.n_regs = N_REGS;
+			s.ip = sc.pc;
+			s.user = true;
+		}
+		/* blocked all along since before the events opened: this is its wait's stack */
+		if (procfs_task_sched(rec->pid, in->tid, &state, &switches) < 0 ||
+		    !procfs_task_still(state) || switches != in->switches)
+			continue;
+		wait_words_proc(rec->pid, state, &sc, record_gil_addr(rec, rec->pid),
+				rec->fd_cache, words, sizeof(words));
+		snprintf(reason, sizeof(reason), "[wait: %s]", words);
+		record_finish_wait(rec, &s, r, n, &cut, reason);
+		rec->stats.off_cpu_initial++;
+	}
+	free(stack);
+	free(oc->initial);
+	oc->initial = NULL;
+	oc->n_initial = 0;
 }

@@ -172,6 +172,7 @@ int recorder_start(struct recorder *rec)
 	/* attach: the interpreter is known, so every sample can be captured from the first */
 	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0)
 		so.capture_spec = &cspec;
+	record_offcpu_before(rec);
 	r = sampler_new(&so, &rec->sampler);
 	if (r < 0)
 		return r;
@@ -263,6 +264,7 @@ int recorder_run(struct recorder *rec, const struct record_run *run)
 	rec->stop = run->stop;
 	rec->run_start_ns = clock_now_ns();
 	(void) record_capture_start(rec);
+	record_offcpu_initial(rec);
 	while (!*run->stop && !sampler_stats(rec->sampler)->target_exited) {
 		uint64_t slice = next_slice(rec, run);
 

@@ -308,13 +308,19 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
-		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone, int gil)
+		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone, int gil,
+		   const char *reason_given)
 {
 	const struct record_opts *o = &rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
 	struct record_sample out;
 	size_t depth = 0;
 	bool py_truncated = r == 0 && (cut->n > 0 || cut->more);
+	/* a switch-out read after the thread may have run on (before the capture started): its
+	 * stack is the wait's if the thread was not switched in before the read (offcpu.c) */
+	bool tentative = s->off_cpu && o->mode == RECORD_CAPTURE &&
+			 late_ns > RECORD_OFF_CPU_STALE_NS;
+	size_t n_prefix;
 
 	uint32_t thread = record_thread_frame(rec, s->tid);
 
@@ -322,15 +328,10 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		rec->ids[depth++] = record_proc_frame(rec, s->pid);
 	if (o->threads)
 		rec->ids[depth++] = thread;
+	n_prefix = depth;
 	if (py_truncated)
 		cut_frame(rec, cut->n, cut->more, &depth);
-	if (s->off_cpu && o->mode == RECORD_CAPTURE &&
-	    late_ns > RECORD_OFF_CPU_STALE_NS) {
-		/* a switch-out read after the thread may have run on (before the capture
-		 * started): the stack read is not the one it waited in */
-		rec->stats.off_cpu_stale++;
-		rec->ids[depth++] = rec->unknown_frame;
-	} else if (r == 0 || r == -ENOENT) {
+	if (r == 0 || r == -ENOENT) {
 		struct merge_in mi = {
 			.native = rec->nat, .n_native = native_frames(rec, s),
 			.py = py, .n_py = r == 0 ? n : 0,
@@ -345,7 +346,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		/* a Python stack read long after the sample is a later one, not this sample's
 		 * (a launched command's first samples wait while hwspy loads symbols, and may
 		 * even fit a later stack by chance): the native frames are the sample's own */
-		if (o->native && mi.n_py && late_ns > RECORD_STALE_READ_NS) {
+		if (o->native && mi.n_py && late_ns > RECORD_STALE_READ_NS && !tentative) {
 			rec->stats.late_unfit++;
 			mi.n_py = 0;
 			mi.py_unknown = true;
@@ -393,11 +394,21 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		char reason[256];
 
 		/* it weighs its time off the CPU, known once the thread runs again */
-		record_wait_reason(rec, s, reason, sizeof(reason));
-		record_offcpu_sample(rec, &out, reason);
+		if (reason_given)
+			snprintf(reason, sizeof(reason), "%s", reason_given);
+		else
+			record_wait_reason(rec, s, reason, sizeof(reason));
+		record_offcpu_sample(rec, &out, reason, tentative ? s->time_ns + late_ns : 0,
+				     n_prefix);
 	} else if (rec->sink.sample(rec->sink.ctx, &out) < 0) {
 		rec->stats.add_failed++;
 	}
+}
+
+void record_finish_wait(struct recorder *rec, const struct sample *s, int r, size_t n,
+			const struct pyframes_cut *cut, const char *reason)
+{
+	finish(rec, s, r, rec->pyf, n, cut, 0, false, RECORD_GIL_UNKNOWN, reason);
 }
 
 void record_flush(void *ctx)
@@ -406,7 +417,7 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false, p->gil);
+		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false, p->gil, NULL);
 	}
 	rec->n_pending = 0;
 }
@@ -564,7 +575,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, &cut, gil))
-		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone, gil);
+		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone, gil, NULL);
 	rec->in_child = false;
 	if (rec->fatal && rec->stop)
 		*rec->stop = 1;

@@ -19,15 +19,27 @@
               weight is 5 x 30 ms within 20%.
 --case diff   two --off-cpu runs of it, the second sleeping 3 times as long in nap: hwspy diff
               ranks [wait: sleep] first among the functions that grew.
+--case attach tests/targets/blocked.py's threads, each blocked in its own function before hwspy
+              attaches (accept, a queue, a lock, a sleep(1) loop; the main thread on stdin):
+              --wall -p for 2 s: each thread's time is the recording's length within 2%, its
+              wait under its function with the reason `hwspy dump` gives the same thread;
+              --off-cpu the same for the waiting part (not with --wall-only). The summary
+              counts them as waiting at the start.
+--case launch blocked.py launch: a script that sleeps 2 s in nap_once from its first line,
+              before hwspy's capture is ready: in --wall, >= 95% of the weight of
+              [wait: sleep] leaves, and of 2 s, is under nap_once (not [unknown]); the rest
+              of the run is the interpreter's start-up.
 --case gil    tests/targets/gil_threads.py: two threads running Python code for 1.5 s each:
               with a GIL each waits for it ([wait: GIL] under its spin function) for 20% to
               80% of its measured wall time (half, on an idle machine: the rest of a busy
               machine's time shows as [preempted]). (No free-threaded build is installed
               here to show that one without a GIL has none.)
 """
+import json
 import os
 import re
 import subprocess
+import time
 
 import harness
 from harness import check, log, py_frames
@@ -187,12 +199,95 @@ def case_gil(opts):
               '20-80%%' % (name, 100 * share))
 
 
+BLOCKED = {'server': 'serve', 'worker': 'work', 'locker': 'lock_wait', 'napper': 'nap',
+           'MainThread': 'main'}
+
+
+def dump_waits(opts, pid):
+    """{thread name: (its functions, wait words)} as `hwspy dump` gives them."""
+    p = subprocess.run([opts.hwspy, 'dump', '--json', '-p', str(pid)], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 0, 'hwspy dump: exit %d: %s' % (p.returncode, p.stderr))
+    return {t['name']: ([f['function'] for f in t['frames']], t['wait'])
+            for t in json.loads(p.stdout)['threads']}
+
+
+def per_thread(profile):
+    """{thread name: {'total': ns, 'funcs': {innermost BLOCKED function: {leaf: ns}}}}"""
+    threads = {}
+    for frames, c in profile.stacks:
+        m = harness.THREAD_FRAME.match(frames[0])
+        check(m, 'with --threads, a stack without a [thread TID NAME] root: %s' % frames[0])
+        t = threads.setdefault(m.group('name'), {'total': 0, 'funcs': {}})
+        t['total'] += c
+        names = [f[0] for f in py_frames(frames)]
+        fn = BLOCKED.get(m.group('name'))
+        if fn in names:
+            leaves = t['funcs'].setdefault(fn, {})
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + c
+    return threads
+
+
+def case_attach(opts):
+    target = os.path.join(opts.targets, 'blocked.py')
+    proc = harness.Process(opts.py.argv + [target])
+    proc.expect_ready()
+    time.sleep(0.3)     # the main thread back in its read of stdin
+    waits = dump_waits(opts, proc.pid)
+    log('dump: %s' % waits)
+    for name, fn in BLOCKED.items():
+        check(fn in waits.get(name, ([],))[0], 'dump: %s is not in %s: %s' % (name, fn,
+                                                                                waits.get(name)))
+    for flag in ('--wall',) if opts.wall_only else ('--wall', '--off-cpu'):
+        run = harness.record(opts, [flag, '--threads', '-p', str(proc.pid), '-d', '2'],
+                             name=flag[2:])
+        profile = run.expect_profile()
+        m = re.search(r' for (\d+\.\d+) s: ', run.stderr)
+        check(m, 'the summary does not say how long it sampled')
+        length = float(m.group(1)) * 1e9
+        m = re.search(r'off-cpu: (\d+) threads already waiting at the start', run.stderr)
+        check(m and int(m.group(1)) >= 4, '%s: the summary does not count the threads '
+              'waiting at the start' % flag)
+        threads = per_thread(profile)
+        for name, fn in BLOCKED.items():
+            t = threads.get(name)
+            check(t, '%s: no stack of thread %s in the profile' % (flag, name))
+            log('%s %s: %.1f ms of %.1f ms, %s' % (flag, name, t['total'] / 1e6, length / 1e6,
+                                                  t['funcs']))
+            check(abs(t['total'] - length) <= 0.02 * length, '%s: thread %s weighs %.1f ms, '
+                  'not the recording\'s %.1f ms (2%%)' % (flag, name, t['total'] / 1e6,
+                                                         length / 1e6))
+            leaves = t['funcs'].get(fn, {})
+            want = '[wait: %s]' % waits[name][1]
+            under = sum(leaves.values())
+            check(under >= 0.98 * t['total'], '%s: %s: %.1f of %.1f ms under %s' % (
+                flag, name, under / 1e6, t['total'] / 1e6, fn))
+            check(leaves.get(want, 0) >= 0.98 * under, '%s: %s waits on %s, not %s as dump '
+                  'says' % (flag, name, leaves, want))
+    proc.quit()
+
+
+def case_launch(opts):
+    target = os.path.join(opts.targets, 'blocked.py')
+    run = harness.record(opts, ['--wall', '--', *opts.py.argv, target, 'launch'])
+    profile = run.expect_profile()
+    sleeps = [(frames, c) for frames, c in profile.stacks if frames[-1] == '[wait: sleep]']
+    total = sum(c for _, c in sleeps)
+    under = sum(c for frames, c in sleeps if 'nap_once' in [f[0] for f in py_frames(frames)])
+    log('[wait: sleep]: %.1f ms, %.1f ms of it under nap_once; all: %.1f ms' % (
+        total / 1e6, under / 1e6, sum(c for _, c in profile.stacks) / 1e6))
+    check(under >= 0.95 * total and under >= 0.95 * 2e9, 'only %.1f of %.1f ms of sleep (2 s '
+          'slept) under nap_once' % (under / 1e6, total / 1e6))
+
+
 def test(opts):
     {'waits': case_waits, 'wall': case_wall, 'kinds': case_kinds, 'diff': case_diff,
-     'gil': case_gil}[opts.case](opts)
+     'gil': case_gil, 'attach': case_attach, 'launch': case_launch}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'diff', 'gil'], required=True)
+    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'diff', 'gil', 'attach',
+                                      'launch'], required=True)
+    p.add_argument('--wall-only', action='store_true', help='--case attach: not --off-cpu')
     harness.main(test, p)
