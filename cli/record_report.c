@@ -311,6 +311,10 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 			 rs->processes);
 	if (o->off_cpu || o->wall)
 		log_info("off-cpu: threads waited %.3f s in all", rs->off_cpu_ns / 1e9);
+	if (rs->off_cpu_capped)
+		log_info("off-cpu: %" PRIu64 " waits lost the record of their end (the ring "
+			 "overflowed): each ends where its thread was next seen to run",
+			 rs->off_cpu_capped);
 	if (rs->off_cpu_initial)
 		log_info("off-cpu: %" PRIu64 " threads already waiting at the start, each read where "
 			 "it waits, weighed from the start", rs->off_cpu_initial);

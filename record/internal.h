@@ -173,6 +173,9 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 			 uint64_t read_end_ns, size_t n_prefix);
 void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
 void record_offcpu_end(struct recorder *rec, bool exited);
+/* Thread tid ran at time_ns (a sample on the CPU): a wait of it before then ended by then, even
+ * where its switch-in record was lost. */
+void record_offcpu_ran(struct recorder *rec, pid_t tid, uint64_t time_ns);
 /* Attach, --off-cpu or --wall: notes the threads blocked now, just before the events open ... */
 void record_offcpu_before(struct recorder *rec);
 /* ... and, at the run's start, makes a sample of each one's wait under way since (offcpu.c). */

@@ -47,6 +47,8 @@ struct waiting {
 	uint32_t *ids;                  /* its stack, its reason the last */
 	size_t depth, cap;
 	uint64_t read_end_ns;           /* its stack read after the sample, by then (0: at it) */
+	uint64_t ran_ns;                /* the first time after out_ns the thread was seen to run
+	                                 * (a sample on the CPU, its next switch-out; 0: none) */
 	size_t n_prefix;                /* ... the root frames before that stack */
 	uint64_t values[SAMPLER_MAX_EVENTS + 1];
 	size_t n_values;
@@ -246,12 +248,18 @@ static void settle_known(struct recorder *rec, struct offcpu_thread *t, uint64_t
 	size_t k = 0;
 
 	while (k < t->n_waiting) {
-		uint64_t in = ins_next(t, t->w[k].out_ns, horizon);
+		struct waiting *w = &t->w[k];
+		uint64_t in = ins_next(t, w->out_ns, horizon);
 
-		if (in)
+		if (in && (!w->ran_ns || in <= w->ran_ns)) {
 			settle(rec, t, k, in);
-		else
+		} else if (w->ran_ns && w->ran_ns <= horizon) {
+			/* its switch-in was lost (the ring overflowed): it ran by then */
+			rec->stats.off_cpu_capped++;
+			settle(rec, t, k, w->ran_ns);
+		} else {
 			k++;
+		}
 	}
 	ins_forget(t, horizon);
 }
@@ -308,12 +316,32 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 	w->preempted = false;
 	w->read_end_ns = n_prefix + 1 < w->depth ? read_end_ns : 0;
 	w->n_prefix = n_prefix;
+	w->ran_ns = 0;
 	/* in time order: one read from another ring may be older than those waiting */
 	hold = *w;
 	for (k = t->n_waiting; k > 0 && t->w[k - 1].out_ns > hold.out_ns; k--)
 		t->w[k] = t->w[k - 1];
 	t->w[k] = hold;
 	t->n_waiting++;
+	/* a switch-out: the thread ran just before it */
+	record_offcpu_ran(rec, s->tid, s->time_ns);
+}
+
+void record_offcpu_ran(struct recorder *rec, pid_t tid, uint64_t time_ns)
+{
+	struct offcpu *oc = rec->offcpu;
+	struct offcpu_thread *t;
+	uint32_t *slot;
+
+	if (!oc || !oc->index_size)
+		return;
+	slot = index_slot(oc, tid);
+	if (!*slot)
+		return;
+	t = &oc->t[*slot - 1];
+	for (size_t k = 0; k < t->n_waiting && t->w[k].out_ns < time_ns; k++)
+		if (!t->w[k].ran_ns || time_ns < t->w[k].ran_ns)
+			t->w[k].ran_ns = time_ns;
 }
 
 void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e)
@@ -364,7 +392,12 @@ void record_offcpu_end(struct recorder *rec, bool exited)
 
 		while (t->n_waiting) {
 			uint64_t from = t->w[0].out_ns, in = ins_next(t, from, 0);
+			uint64_t ran = t->w[0].ran_ns;
 
+			if (ran && (!in || ran < in)) {
+				rec->stats.off_cpu_capped++;
+				in = ran;
+			}
 			settle(rec, t, 0, in ? in : end > from ? end : from);
 		}
 	}

@@ -176,6 +176,9 @@ struct record_stats {
 	uint64_t processes;             /* --subprocesses: processes that had samples (the target
 	                                 * too) */
 	uint64_t off_cpu_unmatched;     /* --off-cpu: switch-ins not kept (out of memory) */
+	uint64_t off_cpu_capped;        /* --off-cpu, --wall: waits whose switch-in was lost (a
+	                                 * ring overflowed), ended where the thread was next seen
+	                                 * to run (never counted past it) */
 	uint64_t off_cpu_initial;       /* --off-cpu, --wall, attach: waits under way at the start,
 	                                 * each read where it waits (a sample at the start) */
 	uint64_t off_cpu_stale;         /* --off-cpu, capture mode: switch-outs read after their

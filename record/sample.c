@@ -400,8 +400,11 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			record_wait_reason(rec, s, reason, sizeof(reason));
 		record_offcpu_sample(rec, &out, reason, tentative ? s->time_ns + late_ns : 0,
 				     n_prefix);
-	} else if (rec->sink.sample(rec->sink.ctx, &out) < 0) {
-		rec->stats.add_failed++;
+	} else {
+		if (rec->offcpu)
+			record_offcpu_ran(rec, s->tid, s->time_ns);
+		if (rec->sink.sample(rec->sink.ctx, &out) < 0)
+			rec->stats.add_failed++;
 	}
 }
 
