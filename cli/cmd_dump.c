@@ -7,7 +7,8 @@
  * calls from /proc, then the stop (dump_stop.c) for the walks alone (and, with --native, the
  * registers and stack copies), then after the release what needs no stop: Python's thread
  * names, the fds' names of the wait reasons, the native unwinding and symbols. --nonblocking
- * stops nothing: each walk is verified and retried when torn.
+ * stops nothing: each walk is verified and retried when torn. --subprocesses: the same for
+ * each process of the target's tree (its children, theirs ...), one after the other.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,10 +37,12 @@
 #define BLOCKED_TRIES 3         /* a blocked thread: reads before it is taken as running */
 #define ROUNDS       3          /* reads of waiting threads, then stops of running ones */
 #define COMMAND_MAX  1024
+#define MAX_PROCESSES 256       /* --subprocesses: processes dumped, the target's tree */
+#define CHILDREN_MAX 4096       /* bytes of one thread's /proc children list read */
 
 struct dump_opts {
 	pid_t pid;
-	bool native, json, nonblocking;
+	bool native, json, nonblocking, subprocesses;
 	const char *output;
 };
 
@@ -84,12 +87,16 @@ struct dump {
 	size_t n;
 	size_t n_blocked, n_stopped, n_running;     /* threads read each way */
 	uint64_t stopped_ns;
+	bool quiet;                     /* a child (--subprocesses): why it cannot be read goes
+	                                 * into error, not to stderr */
+	char error[160];
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hwspy dump -p PID [--native] [--json] [--nonblocking] [-o FILE]\n\n"
+		"usage: hwspy dump -p PID [--native] [--json] [--nonblocking] [--subprocesses]\n"
+		"                  [-o FILE]\n\n"
 		"Prints the current stack of every thread of a Python process, once: its id and\n"
 		"name, whether it holds the GIL, running or waiting (and on what), its Python frames\n"
 		"innermost first. A thread waiting in the kernel is read as it waits (it cannot\n"
@@ -99,6 +106,7 @@ static void usage(FILE *out)
 		"      --native       native frames too (DWARF unwinding of each thread's stack)\n"
 		"      --json         one JSON object instead of text\n"
 		"      --nonblocking  stop nothing: read the stacks as the threads run\n"
+		"      --subprocesses the processes it started too (and theirs), each in turn\n"
 		"  -o, --output FILE  write there (whole or not at all) instead of standard output\n");
 }
 
@@ -109,6 +117,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 		{ "native", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "nonblocking", no_argument, NULL, 'b' },
+		{ "subprocesses", no_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -134,6 +143,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 		case 'n': o->native = true; break;
 		case 'j': o->json = true; break;
 		case 'b': o->nonblocking = true; break;
+		case 's': o->subprocesses = true; break;
 		case 'o': o->output = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
@@ -215,11 +225,18 @@ static int list_threads(struct dump *d)
 }
 
 /* The one line for a target dump cannot read; 1. */
-static int target_error(const struct dump *d, int r, const struct pyframes_info *info)
+static int target_error(struct dump *d, int r, const struct pyframes_info *info)
 {
 	char what[32];
 
 	snprintf(what, sizeof(what), "pid %d", (int) d->o.pid);
+	if (d->quiet) {
+		snprintf(d->error, sizeof(d->error), "%s", r == -ESRCH ? "gone" :
+			 r == -ENOENT ? "not a Python process" :
+			 r == -ENOTSUP ? "unsupported Python" :
+			 r == -EPERM || r == -EACCES ? "not allowed" : strerror(-r));
+		return 1;
+	}
 	if (r == -ESRCH)
 		log_error("no process with pid %d", (int) d->o.pid);
 	else if (r == -EPERM || r == -EACCES)
@@ -572,10 +589,12 @@ static void write_text(FILE *f, const struct dump *d)
 	if (d->o.nonblocking) {
 		fprintf(f, "%zu threads read without a stop (--nonblocking)\n", d->n);
 	} else {
-		fprintf(f, "%zu threads: %zu read as they waited, %zu stopped for %.3f ms", d->n,
-			d->n_blocked, d->n_stopped, (double) d->stopped_ns / 1e6);
+		fprintf(f, "%zu thread%s: %zu read as %s waited, %zu stopped for %.3f ms", d->n,
+			d->n == 1 ? "" : "s", d->n_blocked, d->n_blocked == 1 ? "it" : "they",
+			d->n_stopped, (double) d->stopped_ns / 1e6);
 		if (d->n_running)
-			fprintf(f, ", %zu read as they ran", d->n_running);
+			fprintf(f, ", %zu read as %s ran", d->n_running,
+				d->n_running == 1 ? "it" : "they");
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < d->n; i++) {
@@ -663,7 +682,7 @@ static void write_json(FILE *f, const struct dump *d)
 			fputc(',', f);
 		json_thread(f, d, &d->t[i]);
 	}
-	fprintf(f, "]}\n");
+	fprintf(f, d->o.subprocesses ? "]}" : "]}\n");
 }
 
 /* ---- the command ---- */
@@ -714,28 +733,113 @@ static int dump_target(struct dump *d, struct remote_mem *mem, bool *mem_open)
 	return 0;
 }
 
-int cmd_dump(int argc, char **argv)
+/* --subprocesses: pid, then its descendants, breadth first (each thread's
+ * /proc/PID/task/TID/children), at most max: how many. */
+static size_t list_tree(pid_t pid, pid_t *ret, size_t max)
 {
-	struct dump d = { 0 };
+	size_t n = 1;
+
+	ret[0] = pid;
+	for (size_t i = 0; i < n; i++) {
+		char path[64], buf[CHILDREN_MAX];
+		struct dirent *e;
+		DIR *dir;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int) ret[i]);
+		dir = opendir(path);
+		if (!dir)
+			continue;
+		while ((e = readdir(dir)) && n < max) {
+			char *p, *end;
+			size_t len;
+			FILE *f;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int) ret[i],
+				 e->d_name);
+			f = fopen(path, "re");
+			if (!f)
+				continue;
+			len = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[len] = '\0';
+			for (p = buf; n < max; p = end) {
+				long child = strtol(p, &end, 10);
+				bool seen = false;
+
+				if (end == p || child <= 0)
+					break;
+				for (size_t k = 0; k < n; k++)
+					seen |= ret[k] == (pid_t) child;
+				if (!seen)
+					ret[n++] = (pid_t) child;
+			}
+		}
+		closedir(dir);
+	}
+	return n;
+}
+
+/* One process into f: 0, or 1 when it could not be read (said, unless it is a child: then
+ * written as such). */
+static int dump_one(const struct dump_opts *o, pid_t pid, bool child, FILE *f, bool first)
+{
+	struct dump d = { .o = *o, .quiet = child };
 	struct remote_mem mem;
-	struct outfile out;
 	bool mem_open = false;
 	int r;
 
-	r = parse_args(argc, argv, &d.o);
+	d.o.pid = pid;
+	r = dump_target(&d, &mem, &mem_open);
+	if (o->subprocesses && !first)
+		fputs(o->json ? "," : "\n", f);
+	if (r && child) {
+		read_command(pid, d.command, sizeof(d.command));
+		if (o->json) {
+			fprintf(f, "{\"pid\":%d,\"command\":", (int) pid);
+			json_write_string(f, d.command);
+			fprintf(f, ",\"error\":");
+			json_write_string(f, d.error);
+			fprintf(f, "}");
+		} else {
+			fprintf(f, "Process %d: %s\n(cannot dump it: %s)\n", (int) pid, d.command,
+				d.error);
+		}
+		r = 0;
+	} else if (r == 0 && o->json) {
+		write_json(f, &d);
+	} else if (r == 0) {
+		write_text(f, &d);
+	}
+	dump_release(&d, &mem, mem_open);
+	return r;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	struct dump_opts o;
+	struct outfile out;
+	pid_t tree[MAX_PROCESSES];
+	size_t n = 1;
+	int r;
+
+	r = parse_args(argc, argv, &o);
 	if (r)
 		return r < 0 ? 2 : 0;
-	if (cli_output_open(&out, d.o.output) < 0)
+	if (cli_output_open(&out, o.output) < 0)
 		return 1;
-	if (dump_target(&d, &mem, &mem_open)) {
-		outfile_abort(&out);
-		dump_release(&d, &mem, mem_open);
-		return 1;
+	if (o.subprocesses) {
+		n = list_tree(o.pid, tree, MAX_PROCESSES);
+		if (o.json)
+			fputs("{\"processes\":[", out.f);
 	}
-	if (d.o.json)
-		write_json(out.f, &d);
-	else
-		write_text(out.f, &d);
-	dump_release(&d, &mem, mem_open);
+	for (size_t i = 0; i < n; i++)
+		if (dump_one(&o, i ? tree[i] : o.pid, i > 0, out.f, i == 0)) {
+			outfile_abort(&out);
+			return 1;
+		}
+	if (o.subprocesses && o.json)
+		fputs("]}\n", out.f);
 	return cli_output_commit(&out) < 0 ? 1 : 0;
 }

@@ -18,6 +18,10 @@ harm: tests/targets/dump_eintr.py's threads in raw system calls that fail with E
   than its 1 s timeout plus 0.5 s, every SIGUSR1 ran the target's handler within 0.3 s, every
   dump that finished shows the waiting threads as waiting, and no thread is left stopped or
   traced.
+tree: tests/targets/dump_tree.py, a parent waiting on stdin with two forked children spinning
+  in child_a and child_b and a `sleep` child: `dump --subprocesses` shows four processes, the
+  parent in parent_wait, each Python child in its own function, the sleep as no Python
+  process (text and --json); without --subprocesses the parent alone.
 errors: no such pid, a process that is not Python (sleep 30), --native with --nonblocking, no
   -p: exit 1 (2 for the usage errors), one line on stderr saying what; the sleep left untouched.
 """
@@ -209,6 +213,52 @@ def case_errors(opts):
     sleeper.kill()
 
 
+PROCESS = re.compile(r'^Process (?P<pid>\d+): (?P<command>.*)$')
+
+
+def case_tree(opts):
+    if not opts.python:
+        raise Skip('--case tree needs --python')
+    proc = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'dump_tree.py')])
+    proc.expect_ready()
+    want = {'child_a', 'child_b', 'parent_wait'}
+    p = run_dump(opts, ['-p', str(proc.pid), '--subprocesses'])
+    log(p.stdout)
+    check(p.returncode == 0, 'dump --subprocesses: exit %d' % p.returncode)
+    procs = []
+    for line in p.stdout.splitlines():
+        m = PROCESS.match(line)
+        if m:
+            procs.append({'pid': int(m['pid']), 'command': m['command'], 'frames': []})
+        elif procs:
+            f = FRAME.match(line)
+            if f:
+                procs[-1]['frames'].append(f['fn'])
+            elif line.startswith('(cannot dump it: '):
+                procs[-1]['error'] = line
+    check(len(procs) == 4 and procs[0]['pid'] == proc.pid, 'dump --subprocesses: %d '
+          'processes, the first %r' % (len(procs), procs[:1]))
+    seen = {fn for pr in procs for fn in pr['frames'] if fn in want}
+    check(seen == want, 'dump --subprocesses: functions %s, not %s' % (sorted(seen), sorted(want)))
+    for pr in procs[1:]:
+        if pr['command'].startswith('sleep'):
+            check('not a Python process' in pr.get('error', ''), 'the sleep child: %r' % pr)
+    p = run_dump(opts, ['-p', str(proc.pid), '--subprocesses', '--json'])
+    d = json.loads(p.stdout)
+    check(p.returncode == 0 and len(d['processes']) == 4, '--json: exit %d, %d processes'
+          % (p.returncode, len(d.get('processes', []))))
+    seen = {f['function'] for pr in d['processes'] for t in pr.get('threads', [])
+            for f in t['frames'] if f['function'] in want}
+    check(seen == want, '--json: functions %s' % sorted(seen))
+    check(sum('error' in pr for pr in d['processes']) == 1, '--json: not one process in error')
+    p = run_dump(opts, ['-p', str(proc.pid)])
+    heads = [line for line in p.stdout.splitlines() if PROCESS.match(line)]
+    check(p.returncode == 0 and len(heads) == 1 and 'child_a' not in p.stdout,
+          'without --subprocesses: %d processes' % len(heads))
+    harness.check_untouched(proc.pid)
+    proc.quit()
+
+
 DUMPS_FAST = 16
 KILLS = 24
 
@@ -277,7 +327,7 @@ def case_harm(opts):
             p.wait()
 
 
-CASES = {'states': case_states, 'errors': case_errors, 'harm': case_harm}
+CASES = {'states': case_states, 'errors': case_errors, 'harm': case_harm, 'tree': case_tree}
 
 
 def test(opts):
