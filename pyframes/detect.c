@@ -186,7 +186,11 @@ static bool version_string_at(const char *s, size_t room, int want_major, int wa
 	return true;
 }
 
-static void scan_rodata(Elf *elf, int want_major, int want_minor, char *ret, size_t size)
+/* The version string in .rodata: one of its own (after a NUL), or with tails, also the tail of
+ * another string the linker merged it into ("/root/.pyenv/versions/3.8.18": PY_VERSION is
+ * "3.8.18", stored once), after a character no version holds. */
+static void scan_rodata(Elf *elf, int want_major, int want_minor, bool tails, char *ret,
+			size_t size)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -210,7 +214,10 @@ static void scan_rodata(Elf *elf, int want_major, int want_minor, char *ret, siz
 			return;
 		p = d->d_buf;
 		for (i = 1; i + 5 < d->d_size; i++) {
-			if (p[i - 1] != '\0' || !isdigit((unsigned char) p[i]) || p[i + 1] != '.')
+			if (!isdigit((unsigned char) p[i]) || p[i + 1] != '.')
+				continue;
+			if (p[i - 1] != '\0' && (!tails || isalnum((unsigned char) p[i - 1]) ||
+						  p[i - 1] == '.' || p[i - 1] == '-' || p[i - 1] == '_'))
 				continue;
 			if (version_string_at(p + i, d->d_size - i, want_major, want_minor, ret, size))
 				return;
@@ -402,7 +409,8 @@ static int inspect(pid_t pid, const struct remote_mem *mem, const struct mapped_
 	}
 	d->info.runtime_addr = d->runtime_addr;
 
-	/* version: _Py_DebugOffsets, then Py_Version, then the string in .rodata */
+	/* version: _Py_DebugOffsets, then Py_Version, then the string in .rodata or in
+	 * Py_GetVersion()'s buffer, then one merged into another string */
 	if (d->runtime_addr) {
 		unsigned char head[16];
 
@@ -433,10 +441,14 @@ static int inspect(pid_t pid, const struct remote_mem *mem, const struct mapped_
 			goto out;
 		}
 	}
-	scan_rodata(elf, want_major, want_minor, ef.version, sizeof(ef.version));
+	scan_rodata(elf, want_major, want_minor, false, ef.version, sizeof(ef.version));
 	if (!ef.version[0] && ef.bss_hi)
 		scan_bss(mem, ef.bss_lo + ef.bias, ef.bss_hi + ef.bias, want_major, want_minor,
 			 ef.version, sizeof(ef.version));
+	/* a launched interpreter may not have written its version string yet (Py_GetVersion()'s
+	 * buffer): the tail of another string then, rather than no micro version at all */
+	if (!ef.version[0] && want_major)
+		scan_rodata(elf, want_major, want_minor, true, ef.version, sizeof(ef.version));
 	if (ef.version[0]) {
 		int a, b, c;
 
