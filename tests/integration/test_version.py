@@ -18,7 +18,7 @@ def test(opts):
     want = re.match(r'\d+\.\d+\.\d+', got).group(0)
     script = os.path.join(opts.tmp, 'short.py')
     with open(script, 'w') as f:
-        f.write('x = sum(range(100000))\n')
+        f.write('x = sum(range(3000000))\n')
     named = {}
     for i in range(LAUNCHES):
         run = harness.record(opts, ['--', *opts.py.argv, script], name='v%d' % i)
