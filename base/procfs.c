@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/procfs.h"
@@ -248,6 +249,39 @@ int procfs_task_syscall(pid_t pid, pid_t tid, struct procfs_syscall *ret)
 		return errno == ESRCH ? -ENOENT : -errno;
 	text[n] = '\0';
 	return procfs_syscall_parse(text, ret);
+}
+
+int procfs_age_ns(pid_t pid, uint64_t *ret)
+{
+	char path[64], text[1024], *p;
+	unsigned long long start;
+	struct timespec now;
+	long hz = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	int fd, field;
+
+	(void) snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	do
+		n = read(fd, text, sizeof(text) - 1);
+	while (n < 0 && errno == EINTR);
+	(void) close(fd);
+	if (n <= 0)
+		return -ENOENT;
+	text[n] = '\0';
+	/* "PID (COMM) S ..." : the name may hold ')' and blanks; starttime is field 22 */
+	p = strrchr(text, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || hz <= 0 || sscanf(p + 1, "%llu", &start) != 1 ||
+	    clock_gettime(CLOCK_BOOTTIME, &now) < 0)
+		return -EBADMSG;
+	start = start * (1000000000ull / (unsigned long long) hz);
+	*ret = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
+	*ret = *ret > start ? *ret - start : 0;
+	return 0;
 }
 
 static int cmp_pid(const void *a, const void *b)

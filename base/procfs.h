@@ -56,6 +56,9 @@ int procfs_syscall_parse(const char *text, struct procfs_syscall *ret);
 /* Task tid of pid's: 0, -EAGAIN (it runs), -ENOENT (gone), -EBADMSG, open()'s errno. */
 int procfs_task_syscall(pid_t pid, pid_t tid, struct procfs_syscall *ret);
 
+/* How long ago process pid started (CLOCK_BOOTTIME, to the clock tick), in ns. */
+int procfs_age_ns(pid_t pid, uint64_t *ret);
+
 /* Every thread of pid, as its own namespace knows it, at most max, sorted ascending, into
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n);

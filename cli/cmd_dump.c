@@ -715,7 +715,7 @@ static int dump_target(struct dump *d, struct remote_mem *mem, bool *mem_open)
 	if (r < 0)
 		return target_error(d, r, &info);
 	*mem_open = true;
-	r = pyframes_open(d->o.pid, mem, &d->pf, &info);
+	r = pyframes_open_settled(d->o.pid, mem, &d->pf, &info);
 	if (r < 0)
 		return target_error(d, r, &info);
 	d->info = pyframes_info(d->pf);

@@ -117,7 +117,7 @@ static bool worth_writing(struct recorder *rec, const struct record_args *o, con
 		record_python_error(py.result && py.result != -ESRCH ? py.result : -ENOENT, rec, target);
 		return false;
 	}
-	if (!recorder_stats(rec)->sampler->samples) {
+	if (!recorder_stats(rec)->sampler->samples && !recorder_stats(rec)->off_cpu_initial) {
 		/* an empty profile is nothing useful: the previous output stays */
 		record_no_samples(rec, o, target);
 		return false;

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "base/procfs.h"
 
 #include "pyframes/pyframes_internal.h"
 
@@ -521,5 +524,23 @@ int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret)
 	}
 out:
 	free(files);
+	return r;
+}
+
+int pyframes_open_settled(pid_t pid, const struct remote_mem *mem, struct pyframes **ret,
+			  struct pyframes_info *ret_info)
+{
+	const struct timespec nap = { 0, 20000000 };
+	int r;
+
+	for (int i = 0; i < (int) (PYFRAMES_SETTLE_NS / 20000000ull) + 1; i++) {
+		uint64_t age;
+
+		r = pyframes_open(pid, mem, ret, ret_info);
+		if ((r != -ENOENT && r != -EAGAIN) || procfs_age_ns(pid, &age) < 0 ||
+		    age >= PYFRAMES_SETTLE_NS)
+			return r;
+		(void) nanosleep(&nap, NULL);
+	}
 	return r;
 }

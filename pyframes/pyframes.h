@@ -113,6 +113,13 @@ struct pyframes;
  * Does not take ownership of mem, which must outlive the struct pyframes. */
 int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret,
 		  struct pyframes_info *ret_info);
+/* As pyframes_open(), for a process attached to, which may have been started a moment ago: one
+ * younger than PYFRAMES_SETTLE_NS whose interpreter is not found (-ENOENT, -EAGAIN: the loader
+ * has not mapped it yet, no thread state yet) is looked at again every 20 ms until it is that
+ * old (as py-spy and austin wait for a new process). */
+#define PYFRAMES_SETTLE_NS 2000000000ull
+int pyframes_open_settled(pid_t pid, const struct remote_mem *mem, struct pyframes **ret,
+			  struct pyframes_info *ret_info);
 void pyframes_free(struct pyframes *pf);
 const struct pyframes_info *pyframes_info(const struct pyframes *pf);
 

@@ -168,22 +168,22 @@ void record_offcpu_free(struct recorder *rec);
 /* A switch-out sample s of reason, waiting for its thread's next switch-in. read_end_ns: its
  * stack (past its first n_prefix root frames) was read after the sample, by that time (0: at
  * the sample, a capture): it is the stack of that wait only if the thread was not switched in
- * before it (blocked, a thread cannot change its stack); else it is kept as [unknown]. */
+ * before it (blocked, a thread cannot change its stack); else it is kept as [unknown].
+ * initial: a wait under way at the start (record_offcpu_initial()). */
 void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason,
-			 uint64_t read_end_ns, size_t n_prefix);
-void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
-void record_offcpu_end(struct recorder *rec, bool exited);
+			 uint64_t read_end_ns, size_t n_prefix, bool initial);
 /* Thread tid ran at time_ns (a sample on the CPU): a wait of it before then ended by then, even
  * where its switch-in record was lost. */
 void record_offcpu_ran(struct recorder *rec, pid_t tid, uint64_t time_ns);
-/* Attach, --off-cpu or --wall: notes the threads blocked now, just before the events open ... */
-void record_offcpu_before(struct recorder *rec);
-/* ... and, at the run's start, makes a sample of each one's wait under way since (offcpu.c). */
+void record_offcpu_switch(struct recorder *rec, const struct sampler_event *e);
+void record_offcpu_end(struct recorder *rec, bool exited);
+/* Attach, --off-cpu or --wall, at the run's start: a sample of each wait under way (offcpu.c). */
 void record_offcpu_initial(struct recorder *rec);
-/* sample.c: a switch-out sample s made by the recorder (no ring record) whose Python walk gave
- * r, n frames in rec->pyf and cut, and whose wait is reason ("[wait: ...]"). */
+/* sample.c: a wait under way at the start, s made by the recorder (no ring record), whose
+ * Python walk gave r, n frames in rec->pyf and cut, read by read_end_ns, whose wait is
+ * reason ("[wait: ...]"). */
 void record_finish_wait(struct recorder *rec, const struct sample *s, int r, size_t n,
-			const struct pyframes_cut *cut, const char *reason);
+			const struct pyframes_cut *cut, const char *reason, uint64_t read_end_ns);
 
 /* procs.c (--subprocesses): the root frame [process PID COMMAND] of a sample of process pid;
  * the Python walk of a child's sample (record_walk() in its own interpreter: its captures where

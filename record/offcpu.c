@@ -14,13 +14,12 @@
  * (same ring) has told whether it was involuntary ([preempted]). At the end of the run, a
  * thread still waiting weighs until the end.
  *
- * Waits under way when hwspy attaches (record_offcpu_before(), record_offcpu_initial()): each
- * thread blocked just before the events opened whose switch count has not moved when its stack
- * has been read since was blocked all along, in one wait, from before the recording began:
- * that wait is a sample at the recording's start, with its stack and the reason /proc gives,
- * weighing until the thread's first switch-in as any other. A thread that ran meanwhile was
- * sampled as it runs and as it blocked again; only the moments before it first ran (the few
- * milliseconds of the read at most) are not counted.
+ * Waits under way when hwspy attaches (record_offcpu_initial(), at the run's start, the events
+ * open): each thread blocked then whose switch count does not move while its stack is read is
+ * a sample at the recording's start, with that stack and the reason /proc gives, weighing
+ * until the thread's first switch-in as any other. Unless a switch-out of that thread was
+ * sampled before the read ended: it blocked once the events were open, and that sample covers
+ * its wait; the one at the start is then dropped.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -47,6 +46,7 @@ struct waiting {
 	uint32_t *ids;                  /* its stack, its reason the last */
 	size_t depth, cap;
 	uint64_t read_end_ns;           /* its stack read after the sample, by then (0: at it) */
+	bool initial;                   /* a wait under way at the start (its stack read then) */
 	uint64_t ran_ns;                /* the first time after out_ns the thread was seen to run
 	                                 * (a sample on the CPU, its next switch-out; 0: none) */
 	size_t n_prefix;                /* ... the root frames before that stack */
@@ -62,14 +62,7 @@ struct offcpu_thread {
 	size_t n_ins, cap_ins;
 };
 
-struct initial {                        /* a thread blocked just before the events opened */
-	pid_t tid;
-	uint64_t switches;
-};
-
 struct offcpu {
-	struct initial *initial;
-	size_t n_initial;
 	struct offcpu_thread *t;
 	size_t n, cap;
 	uint32_t *index;                /* open addressing by tid: 1 + the thread's place, 0 empty */
@@ -208,7 +201,6 @@ void record_offcpu_free(struct recorder *rec)
 	}
 	free(oc->t);
 	free(oc->index);
-	free(oc->initial);
 	free(oc);
 	rec->offcpu = NULL;
 }
@@ -265,7 +257,7 @@ static void settle_known(struct recorder *rec, struct offcpu_thread *t, uint64_t
 }
 
 void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, const char *reason,
-			 uint64_t read_end_ns, size_t n_prefix)
+			 uint64_t read_end_ns, size_t n_prefix, bool initial)
 {
 	struct offcpu *oc = rec->offcpu;
 	struct offcpu_thread *t = thread_of(rec, s->tid);
@@ -280,6 +272,17 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 		rec->stats.add_failed++;
 		return;
 	}
+	/* a switch-out sampled before a wait under way at the start was read: it covers that
+	 * wait (the thread blocked with the events open), which is dropped */
+	for (k = 0; !initial && k < t->n_waiting; k++)
+		if (t->w[k].initial && t->w[k].read_end_ns >= s->time_ns) {
+			struct waiting gone = t->w[k];
+
+			memmove(&t->w[k], &t->w[k + 1], (t->n_waiting - k - 1) * sizeof(*t->w));
+			t->w[--t->n_waiting] = gone;
+			rec->stats.off_cpu_initial--;
+			break;
+		}
 	if (t->n_waiting == OFFCPU_MAX_WAITING) {
 		/* never settled (its switch-ins lost): until this one, at the most */
 		settle(rec, t, 0, s->time_ns);
@@ -314,8 +317,9 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 	memcpy(w->values, s->values, w->n_values * sizeof(*w->values));
 	w->out_ns = s->time_ns;
 	w->preempted = false;
-	w->read_end_ns = n_prefix + 1 < w->depth ? read_end_ns : 0;
+	w->read_end_ns = n_prefix + 1 < w->depth || initial ? read_end_ns : 0;
 	w->n_prefix = n_prefix;
+	w->initial = initial;
 	w->ran_ns = 0;
 	/* in time order: one read from another ring may be older than those waiting */
 	hold = *w;
@@ -403,39 +407,6 @@ void record_offcpu_end(struct recorder *rec, bool exited)
 	}
 }
 
-void record_offcpu_before(struct recorder *rec)
-{
-	struct offcpu *oc = rec->offcpu;
-	char path[64];
-	struct dirent *e;
-	DIR *dir;
-
-	if (!oc || !rec->opts.pid || !(rec->opts.off_cpu || rec->opts.wall))
-		return;
-	oc->n_initial = 0;      /* a start tried again */
-	snprintf(path, sizeof(path), "/proc/%d/task", (int) rec->opts.pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((e = readdir(dir)) && oc->n_initial < OFFCPU_INITIAL_MAX) {
-		struct initial *v;
-		uint64_t switches;
-		char *end, state;
-		long tid = strtol(e->d_name, &end, 10);
-
-		if (end == e->d_name || *end || tid <= 0 ||
-		    procfs_task_sched(rec->opts.pid, (pid_t) tid, &state, &switches) < 0 ||
-		    !procfs_task_still(state))
-			continue;
-		v = realloc(oc->initial, (oc->n_initial + 1) * sizeof(*v));
-		if (!v)
-			break;
-		oc->initial = v;
-		oc->initial[oc->n_initial++] = (struct initial) { (pid_t) tid, switches };
-	}
-	closedir(dir);
-}
-
 /* --native: a blocked thread's stack from the SP its system call left, into stack (size bytes),
  * and that SP and PC as its registers: the bytes copied. */
 static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t *regs,
@@ -459,27 +430,37 @@ static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t
 
 void record_offcpu_initial(struct recorder *rec)
 {
-	struct offcpu *oc = rec->offcpu;
+	char path[64];
 	void *stack = NULL;
+	struct dirent *e;
+	size_t seen = 0;
+	DIR *dir;
 
-	if (!oc || !oc->n_initial || !rec->pf)
+	if (!rec->offcpu || !rec->opts.pid || !(rec->opts.off_cpu || rec->opts.wall) || !rec->pf)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) rec->pid);
+	dir = opendir(path);
+	if (!dir)
 		return;
 	if (rec->opts.native)
 		stack = malloc(rec->opts.stack_size);
-	for (size_t i = 0; i < oc->n_initial; i++) {
-		const struct initial *in = &oc->initial[i];
-		struct sample s = { .pid = rec->pid, .tid = in->tid, .time_ns = rec->run_start_ns,
-				    .off_cpu = true };
+	while ((e = readdir(dir)) && seen++ < OFFCPU_INITIAL_MAX) {
+		struct sample s = { .pid = rec->pid, .time_ns = rec->run_start_ns, .off_cpu = true };
 		struct pyframes_cut cut = { 0 };
 		struct procfs_syscall sc;
-		uint64_t regs[N_REGS], switches;
-		char state, words[192], reason[224];
+		uint64_t regs[N_REGS], before, after;
+		char state, words[192], reason[224], *end;
+		long tid = strtol(e->d_name, &end, 10);
 		size_t n = 0;
 		int r;
 
-		if (procfs_task_syscall(rec->pid, in->tid, &sc) < 0)
+		if (end == e->d_name || *end || tid <= 0)
 			continue;
-		r = pyframes_thread_stack(rec->pf, in->tid, rec->pyf, MAX_PY_FRAMES, &n, &cut);
+		s.tid = (pid_t) tid;
+		if (procfs_task_sched(rec->pid, s.tid, &state, &before) < 0 ||
+		    !procfs_task_still(state) || procfs_task_syscall(rec->pid, s.tid, &sc) < 0)
+			continue;
+		r = pyframes_thread_stack(rec->pf, s.tid, rec->pyf, MAX_PY_FRAMES, &n, &cut);
 		s.stack_size = blocked_stack(rec->pid, &sc, regs, stack, rec->opts.stack_size);
 		if (s.stack_size) {
 			s.stack = stack;
@@ -488,18 +469,16 @@ void record_offcpu_initial(struct recorder *rec)
 			s.ip = sc.pc;
 			s.user = true;
 		}
-		/* blocked all along since before the events opened: this is its wait's stack */
-		if (procfs_task_sched(rec->pid, in->tid, &state, &switches) < 0 ||
-		    !procfs_task_still(state) || switches != in->switches)
+		/* blocked all along the read: this is the stack of the wait it is in */
+		if (procfs_task_sched(rec->pid, s.tid, &state, &after) < 0 ||
+		    !procfs_task_still(state) || after != before)
 			continue;
 		wait_words_proc(rec->pid, state, &sc, record_gil_addr(rec, rec->pid),
 				rec->fd_cache, words, sizeof(words));
 		snprintf(reason, sizeof(reason), "[wait: %s]", words);
-		record_finish_wait(rec, &s, r, n, &cut, reason);
+		record_finish_wait(rec, &s, r, n, &cut, reason, clock_now_ns());
 		rec->stats.off_cpu_initial++;
 	}
+	closedir(dir);
 	free(stack);
-	free(oc->initial);
-	oc->initial = NULL;
-	oc->n_initial = 0;
 }

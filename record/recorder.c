@@ -94,7 +94,10 @@ int recorder_find_python(struct recorder *rec)
 	rec->pf = NULL;
 	if (!rec->mem_open && (r = remote_mem_open_pid(rec->pid, &rec->mem)) >= 0)
 		rec->mem_open = true;
-	if (r >= 0)
+	/* attached: a process started a moment ago may still be loading its interpreter */
+	if (r >= 0 && rec->opts.pid)
+		r = pyframes_open_settled(rec->pid, &rec->mem, &rec->pf, &rec->info);
+	else if (r >= 0)
 		r = pyframes_open(rec->pid, &rec->mem, &rec->pf, &rec->info);
 	rec->detect_error = r;
 	return r;
@@ -172,7 +175,6 @@ int recorder_start(struct recorder *rec)
 	/* attach: the interpreter is known, so every sample can be captured from the first */
 	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0)
 		so.capture_spec = &cspec;
-	record_offcpu_before(rec);
 	r = sampler_new(&so, &rec->sampler);
 	if (r < 0)
 		return r;

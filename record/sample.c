@@ -309,7 +309,7 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
 		   size_t n, const struct pyframes_cut *cut, uint64_t late_ns, bool gone, int gil,
-		   const char *reason_given)
+		   const char *initial_reason, uint64_t initial_read_ns)
 {
 	const struct record_opts *o = &rec->opts;
 	uint64_t values[SAMPLER_MAX_EVENTS + 1] = { 1 };
@@ -394,12 +394,13 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		char reason[256];
 
 		/* it weighs its time off the CPU, known once the thread runs again */
-		if (reason_given)
-			snprintf(reason, sizeof(reason), "%s", reason_given);
+		if (initial_reason)
+			snprintf(reason, sizeof(reason), "%s", initial_reason);
 		else
 			record_wait_reason(rec, s, reason, sizeof(reason));
-		record_offcpu_sample(rec, &out, reason, tentative ? s->time_ns + late_ns : 0,
-				     n_prefix);
+		record_offcpu_sample(rec, &out, reason, initial_reason ? initial_read_ns :
+				     tentative ? s->time_ns + late_ns : 0, n_prefix,
+				     initial_reason != NULL);
 	} else {
 		if (rec->offcpu)
 			record_offcpu_ran(rec, s->tid, s->time_ns);
@@ -409,9 +410,9 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 }
 
 void record_finish_wait(struct recorder *rec, const struct sample *s, int r, size_t n,
-			const struct pyframes_cut *cut, const char *reason)
+			const struct pyframes_cut *cut, const char *reason, uint64_t read_end_ns)
 {
-	finish(rec, s, r, rec->pyf, n, cut, 0, false, RECORD_GIL_UNKNOWN, reason);
+	finish(rec, s, r, rec->pyf, n, cut, 0, false, RECORD_GIL_UNKNOWN, reason, read_end_ns);
 }
 
 void record_flush(void *ctx)
@@ -420,7 +421,7 @@ void record_flush(void *ctx)
 
 	for (size_t i = 0; i < rec->n_pending; i++) {
 		struct pending *p = &rec->pending[i];
-		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false, p->gil, NULL);
+		finish(rec, &p->s, p->r, p->py, p->n_py, &p->cut, 0, false, p->gil, NULL, 0);
 	}
 	rec->n_pending = 0;
 }
@@ -578,7 +579,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	}
 	/* the thread waits only for its Python stack; the rest is done once it runs again */
 	if (!s->stopped || !defer(rec, s, r, n, &cut, gil))
-		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone, gil, NULL);
+		finish(rec, s, r, rec->pyf, n, &cut, late_ns, gone, gil, NULL, 0);
 	rec->in_child = false;
 	if (rec->fatal && rec->stop)
 		*rec->stop = 1;

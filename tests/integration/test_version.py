@@ -1,7 +1,12 @@
-"""The version hwspy names for a launched interpreter: LAUNCHES launches of a script that ends
-at once (so that the interpreter is found early, before 3.8-3.10 have written their version
-string), each summary naming the interpreter's own platform.python_version() (3.8-3.10 were
-named X.Y.0 in about a third of runs, the micro version read before the interpreter set it)."""
+"""A newly started interpreter, as hwspy finds it.
+
+--case version: LAUNCHES launches of a script that ends at once (so that the interpreter is
+  found early, before 3.8-3.10 have written their version string), each summary naming the
+  interpreter's own platform.python_version() (3.8-3.10 were named X.Y.0 in about a third of
+  runs, the micro version read before the interpreter set it).
+--case spawn: SPAWNS times, `hwspy dump -p` and `hwspy record --wall -p` the moment a
+  Python process was spawned (its interpreter still loading): each finds its interpreter and
+  succeeds, never "not a Python process" (it is looked at again until it is 2 s old)."""
 import os
 import re
 import subprocess
@@ -10,9 +15,30 @@ import harness
 from harness import check, log
 
 LAUNCHES = 20
+SPAWNS = 8
 
 
-def test(opts):
+def case_spawn(opts):
+    fails = []
+    for i in range(SPAWNS):
+        for cmd in (['dump'], ['record', '--wall', '-d', '0.3', '-o',
+                                os.path.join(opts.tmp, 's%d.folded' % i)]):
+            target = subprocess.Popen(opts.py.argv + ['-c', 'import time; time.sleep(3)'])
+            try:
+                p = subprocess.run([opts.hwspy] + cmd + ['-p', str(target.pid)],
+                                   capture_output=True, text=True, timeout=60)
+            finally:
+                target.kill()
+                target.wait()
+            if p.returncode != 0:
+                fails.append('%s: exit %d: %s' % (cmd[0], p.returncode, p.stderr.strip()))
+            elif cmd[0] == 'dump' and not re.search(r'^Python v\d', p.stdout, re.M):
+                fails.append('dump: no interpreter named: %s' % p.stdout)
+    log('\n'.join(fails))
+    check(not fails, '%d of %d attaches at a spawn failed' % (len(fails), 2 * SPAWNS))
+
+
+def case_version(opts):
     got = subprocess.run(opts.py.argv + ['-c', 'import platform; print(platform.python_version())'],
                          capture_output=True, text=True, timeout=60).stdout.strip()
     want = re.match(r'\d+\.\d+\.\d+', got).group(0)
@@ -30,5 +56,11 @@ def test(opts):
           % (named, want))
 
 
+def test(opts):
+    {'version': case_version, 'spawn': case_spawn}[opts.case](opts)
+
+
 if __name__ == '__main__':
-    harness.main(test, harness.parser(__doc__))
+    p = harness.parser(__doc__)
+    p.add_argument('--case', choices=['version', 'spawn'], required=True)
+    harness.main(test, p)

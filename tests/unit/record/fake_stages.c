@@ -150,6 +150,12 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 	return 0;
 }
 
+int pyframes_open_settled(pid_t pid, const struct remote_mem *mem, struct pyframes **ret,
+			  struct pyframes_info *ret_info)
+{
+	return pyframes_open(pid, mem, ret, ret_info);
+}
+
 void pyframes_free(struct pyframes *pf)
 {
 	if (!pf)
