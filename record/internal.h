@@ -66,7 +66,8 @@ struct record_gils {
 struct recorder {
 	struct record_opts opts;
 	struct record_sink sink;        /* record_gil_sink(), which calls user_sink */
-	struct record_sink user_sink;   /* recorder_new()'s, or the profile's own */
+	struct record_sink user_sink;   /* recorder_new()'s, or the profile's own (with
+	                                 * --subprocesses: record_procs_sink() before it) */
 	struct record_gils gil;
 	struct record_stats stats;
 	struct profile *prof;
@@ -111,8 +112,11 @@ struct recorder {
 	bool capture_gil;               /* it reads the GIL (record_gil_capture_late()) */
 	unsigned capture_gil_tries;
 	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
-	struct record_proc *procs;      /* --subprocesses: the processes seen (procs.c) */
+	struct record_proc **procs;     /* --subprocesses: the processes seen (procs.c), each
+	                                 * allocated once (its pyframes points into it) */
 	size_t n_procs, cap_procs;
+	struct record_sink procs_sink;  /* --subprocesses: user_sink, behind record_procs_sink() */
+	uint32_t procs_last_frame;      /* the root frame record_procs_sink() counted last */
 	bool in_child;                  /* the sample at hand is a child process's */
 	uint64_t gil_addr, gil_tried_ns;        /* the interpreter's GIL state (0: none, not known
 	                                         * yet), when last looked for (record_gil_addr) */
@@ -196,6 +200,10 @@ bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root);
 void record_proc_event(struct recorder *rec, const struct sampler_event *e);
 /* The address of process pid's GIL state (the target's, or a child's): 0 if not known. */
 uint64_t record_gil_addr(struct recorder *rec, pid_t pid);
+/* --subprocesses: the user sink's wrapper (ctx: the recorder), sending on to rec->procs_sink;
+ * a process counts in stats.processes once the sink has taken one of its samples, known by
+ * its root frame. */
+int record_procs_sink(void *ctx, const struct record_sample *s);
 void record_procs_free(struct recorder *rec);
 /* gil.c: whether s's thread held the GIL (enum record_gil; called while a stopped thread
  * is); the sink every finished sample goes to (ctx: the recorder): it counts the thread's GIL

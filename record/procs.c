@@ -31,7 +31,9 @@ struct record_proc {
 	bool gone;                      /* exited, or unreadable */
 	uint64_t last_detect_ns;
 	uint32_t frame;                 /* [process PID COMMAND] */
+	uint32_t old_frame;             /* the one before its last exec (UINT32_MAX: none) */
 	uint64_t gil_addr, gil_tried_ns;        /* its GIL state (0: none, not known yet) */
+	bool sampled;                   /* one of its samples reached the sink (stats.processes) */
 };
 
 /* The command of pid, as ps shows it: its cmdline's first two words, else its comm. */
@@ -88,8 +90,8 @@ static int proc_frame(struct recorder *rec, struct record_proc *p)
 static struct record_proc *proc_find(struct recorder *rec, pid_t pid)
 {
 	for (size_t i = 0; i < rec->n_procs; i++)
-		if (rec->procs[i].pid == pid)
-			return &rec->procs[i];
+		if (rec->procs[i]->pid == pid)
+			return rec->procs[i];
 	return NULL;
 }
 
@@ -103,19 +105,24 @@ static struct record_proc *proc_of(struct recorder *rec, pid_t pid)
 		return NULL;
 	if (rec->n_procs == rec->cap_procs) {
 		size_t cap = rec->cap_procs ? rec->cap_procs * 2 : 8;
-		struct record_proc *v = realloc(rec->procs, cap * sizeof(*v));
+		struct record_proc **v = realloc(rec->procs, cap * sizeof(*v));
 
 		if (!v)
 			return NULL;
 		rec->procs = v;
 		rec->cap_procs = cap;
 	}
-	p = &rec->procs[rec->n_procs];
-	*p = (struct record_proc) { .pid = pid };
-	if (proc_frame(rec, p) < 0)
+	/* each one where it was made: its pyframes keeps a pointer to its mem */
+	p = calloc(1, sizeof(*p));
+	if (!p)
 		return NULL;
-	rec->n_procs++;
-	rec->stats.processes++;
+	p->pid = pid;
+	p->old_frame = UINT32_MAX;
+	if (proc_frame(rec, p) < 0) {
+		free(p);
+		return NULL;
+	}
+	rec->procs[rec->n_procs++] = p;
 	return p;
 }
 
@@ -252,14 +259,41 @@ void record_proc_event(struct recorder *rec, const struct sampler_event *e)
 	proc_forget(p);
 	p->last_detect_ns = 0;
 	p->gone = e->kind == SAMPLER_EVENT_CHILD_EXIT;
-	if (e->kind == SAMPLER_EVENT_CHILD_EXEC)
+	if (e->kind == SAMPLER_EVENT_CHILD_EXEC) {
+		p->old_frame = p->frame;
 		(void) proc_frame(rec, p);
+	}
+}
+
+int record_procs_sink(void *ctx, const struct record_sample *s)
+{
+	struct recorder *rec = ctx;
+	int r = rec->procs_sink.sample(rec->procs_sink.ctx, s);
+
+	if (r < 0 || s->depth == 0 || s->frames[0] == rec->procs_last_frame ||
+	    s->frames[0] == rec->unknown_frame)
+		return r;
+	/* its root frame says whose it is; a process that exec'd has had two */
+	for (size_t i = 0; i < rec->n_procs; i++) {
+		struct record_proc *p = rec->procs[i];
+
+		if (p->frame == s->frames[0] || p->old_frame == s->frames[0]) {
+			if (!p->sampled)
+				rec->stats.processes++;
+			p->sampled = true;
+			rec->procs_last_frame = s->frames[0];
+			break;
+		}
+	}
+	return r;
 }
 
 void record_procs_free(struct recorder *rec)
 {
-	for (size_t i = 0; i < rec->n_procs; i++)
-		proc_forget(&rec->procs[i]);
+	for (size_t i = 0; i < rec->n_procs; i++) {
+		proc_forget(rec->procs[i]);
+		free(rec->procs[i]);
+	}
 	free(rec->procs);
 	rec->procs = NULL;
 	rec->n_procs = rec->cap_procs = 0;

@@ -47,6 +47,12 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 		(void) profile_log_start(rec->prof, opts->log_bytes);
 	rec->user_sink = sink && sink->sample ? *sink :
 			 (struct record_sink) { .sample = profile_sink, .ctx = rec->prof };
+	if (opts->subprocesses) {
+		/* counts the processes whose samples the sink took (their root frames) */
+		rec->procs_sink = rec->user_sink;
+		rec->procs_last_frame = UINT32_MAX;
+		rec->user_sink = (struct record_sink) { .sample = record_procs_sink, .ctx = rec };
+	}
 	rec->sink = (struct record_sink) { .sample = record_gil_sink, .ctx = rec };
 	rec->scratch = malloc(MAX_NATIVE * MERGE_SCRATCH_PER_FRAME);
 	/* reads after the sample: how late (exact mode by stops reads late too: samples past a

@@ -148,9 +148,8 @@ static int report_modules(struct symbolizer *sym)
 void maps_dwfl_setup(struct symbolizer *sym)
 {
 	sym->dwfl_cb.find_elf = find_elf_cb;
-	sym->dwfl_cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	sym->dwfl_cb.find_debuginfo = debuginfo_find;
 	sym->dwfl_cb.section_address = dwfl_offline_section_address;
-	sym->dwfl_cb.debuginfo_path = &sym->debuginfo_path;
 }
 
 /* ---- refresh ------------------------------------------------------------------------------- */

@@ -285,32 +285,35 @@ void module_free(struct sym_module *m)
 	free(m);
 }
 
+/* The file of mapping l: its path under the target's root when that is the same file (its
+ * path is the target's to change: a FIFO or a link put there in the file's place is not opened),
+ * else /proc/PID/map_files/START-END. 0, or -errno. */
 static int open_module_file(struct symbolizer *sym, const struct maps_line *l, dev_t dev,
 			    char **ret_path, int *ret_fd)
 {
 	char path[PATH_MAX + 64];
 	struct stat st;
-	int fd;
+	int fd = -1, root;
 
 	if (l->path[0] == '/' && strlen(l->path) < PATH_MAX) {
 		(void) snprintf(path, sizeof(path), "%s%s", sym->root, l->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		root = open(sym->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root >= 0) {
+			fd = sym_open_planted(root, l->path, SYM_PLANT_NO_LINKS, (uid_t) -1,
+					      UINT64_MAX, &st);
+			(void) close(root);
+		}
 		if (fd >= 0) {
-			if (fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == l->ino &&
-			    S_ISREG(st.st_mode))
+			if (st.st_dev == dev && st.st_ino == l->ino)
 				goto found;
 			(void) close(fd);
 		}
 	}
 	(void) snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 			(int)sym->pid, l->start, l->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sym_open_planted(AT_FDCWD, path, SYM_PLANT_MAGIC, (uid_t) -1, UINT64_MAX, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		(void) close(fd);
-		return -ENOEXEC;
-	}
+		return fd == -EINVAL ? -ENOEXEC : fd;
 found:
 	*ret_path = strdup(path);
 	if (!*ret_path) {
@@ -377,6 +380,7 @@ int module_open(struct symbolizer *sym, const struct maps_line *l, struct sym_mo
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->sym = sym;
 	m->has_dwarf = -1;
 	m->fd = -1;
 	m->dev = makedev(l->dev_major, l->dev_minor);
@@ -467,6 +471,7 @@ int module_open_vdso(struct symbolizer *sym, const struct maps_line *l,
 		return -ENOMEM;
 	}
 	m->has_dwarf = -1;
+	m->sym = sym;
 	m->fd = -1;
 	m->image = img;
 	m->image_size = size;

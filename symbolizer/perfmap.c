@@ -3,6 +3,9 @@
  * SIZE, with or without 0x; the name is the rest of the line and may hold spaces). CPython
  * 3.12+ `-X perf` writes `py::func:file` trampolines there. A later line wins over an earlier
  * one that overlaps it (JITs reuse memory). Malformed lines are skipped and counted.
+ * The target (or anyone who can write its /tmp) can put anything at that path: it is read as
+ * perf reads it, a regular file of the target's user or root, not through a link, never
+ * waiting on a FIFO (sym_open_planted), its first PERFMAP_MAX_BYTES at most.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -134,29 +137,34 @@ int perfmap_parse(struct perfmap *pm, struct strpool *pool, const char *data, si
 	return 0;
 }
 
-int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path)
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+int perfmap_load(struct perfmap *pm, struct strpool *pool, int dir_fd, const char *path,
+		 uid_t owner)
 {
 	struct stat st;
 	char *buf;
-	size_t len = 0;
+	size_t len = 0, want;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sym_open_planted(dir_fd, path, 0, owner, UINT64_MAX, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		return fd;
+	if (st.st_size == pm->loaded_size && mtime_ns(&st) == pm->loaded_mtime_ns) {
 		(void) close(fd);
-		return -ENOENT;
+		return 0;
 	}
-	if ((uint64_t)st.st_size > PERFMAP_MAX_BYTES)
-		st.st_size = PERFMAP_MAX_BYTES;
-	buf = malloc((size_t)st.st_size + 1);
+	want = (uint64_t)st.st_size > PERFMAP_MAX_BYTES ? PERFMAP_MAX_BYTES : (size_t)st.st_size;
+	buf = malloc(want + 1);
 	if (!buf) {
 		(void) close(fd);
 		return -ENOMEM;
 	}
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+	while (len < want) {
+		ssize_t n = read(fd, buf + len, want - len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -171,7 +179,7 @@ int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path)
 	r = perfmap_parse(pm, pool, buf, len);
 	free(buf);
 	pm->loaded_size = st.st_size;
-	pm->loaded_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	pm->loaded_mtime_ns = mtime_ns(&st);
 	return r;
 }
 
@@ -198,12 +206,22 @@ const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr)
 	return best;
 }
 
+/* perfmap_load() of the map at path under the directory root. */
+static int load_under(struct symbolizer *sym, const char *root, const char *path)
+{
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = perfmap_load(&sym->perfmap, &sym->pool, fd, path, sym->uid);
+	(void) close(fd);
+	return r;
+}
+
 const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr)
 {
 	const struct jit_sym *j = perfmap_find(&sym->perfmap, addr);
 	uint64_t now;
-	struct stat st;
-	const char *path = sym->perfmap_path;
 
 	if (j)
 		return j;
@@ -211,15 +229,10 @@ const struct jit_sym *perfmap_lookup(struct symbolizer *sym, uint64_t addr)
 	if (sym->perfmap.last_check_ns && now - sym->perfmap.last_check_ns < SYM_REFRESH_NS)
 		return NULL;
 	sym->perfmap.last_check_ns = now;
-	if (stat(path, &st) < 0) {
-		path = sym->perfmap_path2;
-		if (stat(path, &st) < 0)
-			return NULL;
-	}
-	if (st.st_size == sym->perfmap.loaded_size &&
-	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == sym->perfmap.loaded_mtime_ns)
-		return NULL;
-	if (perfmap_load(&sym->perfmap, &sym->pool, path) < 0)
+	(void) sym_proc_uid(sym->pid, &sym->uid);
+	/* the target's /tmp, its map named by its pid in its namespace; else ours */
+	if (load_under(sym, sym->root, sym->perfmap_path) < 0 &&
+	    load_under(sym, "/", sym->perfmap_path2) < 0)
 		return NULL;
 	return perfmap_find(&sym->perfmap, addr);
 }

@@ -31,16 +31,15 @@ int symbolizer_new(pid_t pid, struct symbolizer **ret)
 	if (procfs_ns_tid("/proc", pid, pid, &sym->nspid, NULL) < 0)
 		sym->nspid = pid;
 	(void) snprintf(sym->root, sizeof(sym->root), "/proc/%d/root", (int)pid);
-	if (stat(sym->root, &st_root) == 0 && stat("/", &st_self) == 0 &&
-	    (st_root.st_dev != st_self.st_dev || st_root.st_ino != st_self.st_ino)) {
-		/* a container: debug files by build-id from its own /usr/lib/debug first */
-		(void) snprintf(sym->debug_dirs, sizeof(sym->debug_dirs),
-				":.debug:%s/usr/lib/debug:/usr/lib/debug", sym->root);
-		sym->debuginfo_path = sym->debug_dirs;
-	}
-	(void) snprintf(sym->perfmap_path, sizeof(sym->perfmap_path), "/proc/%d/root/tmp/perf-%d.map",
-			(int)pid, (int)sym->nspid);
-	(void) snprintf(sym->perfmap_path2, sizeof(sym->perfmap_path2), "/tmp/perf-%d.map", (int)pid);
+	/* a container: debug files from its own /usr/lib/debug first */
+	sym->other_root = stat(sym->root, &st_root) == 0 && stat("/", &st_self) == 0 &&
+			  (st_root.st_dev != st_self.st_dev || st_root.st_ino != st_self.st_ino);
+	(void) snprintf(sym->perfmap_path, sizeof(sym->perfmap_path), "tmp/perf-%d.map",
+			(int)sym->nspid);
+	(void) snprintf(sym->perfmap_path2, sizeof(sym->perfmap_path2), "tmp/perf-%d.map", (int)pid);
+	/* whose files the target's perf map and debug files may be (besides root's) */
+	sym->uid = 0;
+	(void) sym_proc_uid(pid, &sym->uid);
 	sym->kallsyms_path = "/proc/kallsyms";
 	strpool_init(&sym->pool);
 	perfmap_init(&sym->perfmap);
@@ -95,6 +94,7 @@ int symbolizer_refresh(struct symbolizer *sym)
 
 	sym->last_refresh_ns = clock_now_ns();
 	sym->stats.refreshes++;
+	(void) sym_proc_uid(sym->pid, &sym->uid);     /* it may have changed its user */
 	r = maps_refresh(sym, &changed);
 	/* Lookups by address and the unwinders' rules are about the old set. The build-id cache
 	 * holds file addresses, true wherever a module is mapped; a module's .cold parts and

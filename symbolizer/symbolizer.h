@@ -6,7 +6,11 @@
  * One struct symbolizer per target. Modules come from /proc/PID/maps and are opened through
  * /proc/PID/map_files/ or /proc/PID/root/ (containers, deleted files); their parsed ELF/DWARF
  * is kept while they stay mapped, and lookups are also cached by build-id and file address, so
- * a library mapped again is not resolved again. symbolizer_refresh() re-reads the mappings (a
+ * a library mapped again is not resolved again. Files the target can put in place (its perf map,
+ * debug files found by build-id or .gnu_debuglink, a mapped file's path) are opened as perf
+ * opens a perf map: regular files of the target's user or root, no link followed where the
+ * target could plant one (and none out of its root), never waited on (a FIFO), bounded; any
+ * other is as good as missing. symbolizer_refresh() re-reads the mappings (a
  * C extension imported after attaching); symbolizer_lookup() and symbolizer_module_name() of an
  * address in no known mapping refresh once by themselves, rate-limited. Strings handed out stay
  * valid until symbolizer_free().

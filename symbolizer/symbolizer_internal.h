@@ -5,13 +5,16 @@
  * The files, leaves first; each calls only files listed before it (and base/: strpool, clock,
  * hash, procfs), never one after it:
  *
- * file.c        leaves: a whole (proc) file read (sym_read_file), a path's basename.
+ * file.c        leaves: a whole (proc) file read (sym_read_file), a file the target can plant
+ *               opened safely (sym_open_planted), its owner (sym_proc_uid), a path's basename.
  * cache.c       the lookup caches (struct addr_cache): two 64-bit keys -> a copy of the frames.
  * module.c      one mapped ELF file (struct sym_module): opened through /proc/PID/root/PATH or
  *               /proc/PID/map_files/ (the vdso copied from /proc/PID/mem), mmapped read-only, its
  *               PT_LOADs, load bias, build-id and .eh_frame_hdr parsed by hand; reads of its
  *               image (module_read), the .eh_frame FDE covering an address (module_fde_range);
  *               the build-ids of the modules opened (symbolizer_build_id()).
+ * debuginfo.c   libdwfl's find_debuginfo callback: a module's debug file and its dwz alternate
+ *               file, by build-id and by name, each opened as a file the target can plant.
  * cold.c        "<function>.cold" for the nameless .cold part of an exported split function in a
  *               stripped module (cold_lookup).
  * elf.c         an address in a module -> frames through libdw: symtab/dynsym, source line,
@@ -79,6 +82,28 @@ enum {
 
 /* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */
 int sym_read_file(const char *path, char **ret, size_t *ret_len, size_t max);
+/* Opens a file the target can plant (its perf map, a debug file, the path of a mapped file)
+ * without letting it choose what is opened, as perf does for perf maps: path is looked up from
+ * dir_fd (openat2) inside it (RESOLVE_IN_ROOT: a target's /proc/PID/root, where an absolute link
+ * would otherwise lead out to hwspy's own root), no magic link followed, the last component not
+ * followed, and nothing opened by the look-up (O_PATH: a FIFO does not block, a device is not
+ * opened). The file must then be regular, owned by root or owner ((uid_t) -1: anyone), at most
+ * max bytes; only then is it opened to read (through /proc/self/fd). Flags:
+ *   SYM_PLANT_FOLLOW    the last component may be a link (a build-id link farm), kept inside
+ *   SYM_PLANT_NO_LINKS  no link anywhere on the path (a path the kernel printed: canonical)
+ *   SYM_PLANT_MAGIC     a /proc magic link (/proc/PID/map_files/...) followed: path absolute
+ * Without openat2 no link is followed at all. The fd (O_RDONLY|O_CLOEXEC) with its fstat in
+ * *ret_st (may be NULL), or -errno: the look-up's (-ENOENT, -ELOOP, -EXDEV a link or ".."
+ * leaving dir_fd, ...), -EINVAL not a regular file, -EPERM another user's, -EFBIG too big. */
+#define SYM_PLANT_FOLLOW   1u
+#define SYM_PLANT_NO_LINKS 2u
+#define SYM_PLANT_MAGIC    4u
+struct stat;
+int sym_open_planted(int dir_fd, const char *path, unsigned flags, uid_t owner, uint64_t max,
+		     struct stat *ret_st);
+/* The owner of /proc/PID (the process's effective user; root if it is not dumpable) into
+ * *ret: 0, or stat's -errno (*ret untouched). */
+int sym_proc_uid(pid_t pid, uid_t *ret);
 /* The part of path after its last '/'. */
 const char *sym_basename(const char *path);
 
@@ -140,6 +165,7 @@ struct sym_range {
 };
 
 struct sym_module {
+	struct symbolizer *sym;  /* whose (libdwfl's callbacks have the module alone) */
 	char *path;              /* as /proc/PID/maps names it */
 	const char *name;        /* pooled basename */
 	char *open_path;         /* the path we opened (/proc/PID/map_files/.. or /proc/PID/root/..) */
@@ -183,6 +209,15 @@ bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_star
 		      uint64_t *ret_end);
 void module_free(struct sym_module *m);
 
+/* ---- debug files (debuginfo.c) -------------------------------------------------------------- */
+
+/* libdwfl's find_debuginfo callback (the module's userdata: its struct sym_module): an fd of
+ * the debug file, or of the dwz alternate file libdwfl asks for, its name in
+ * *debuginfo_file_name; -1 (errno 0) when there is none that fits. */
+int debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		   const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+		   char **debuginfo_file_name);
+
 /* ---- .cold parts (cold.c) ------------------------------------------------------------------- */
 
 /* Name for the runtime address a of module m that has no symbol: "<function>.cold" when a lies
@@ -217,8 +252,11 @@ struct perfmap {
 
 void perfmap_init(struct perfmap *pm);
 void perfmap_release(struct perfmap *pm);
-/* Parses a perf map file (replacing what was loaded). 0, -ENOENT no file, -ENOMEM. */
-int perfmap_load(struct perfmap *pm, struct strpool *pool, const char *path);
+/* Parses the perf map at path under dir_fd, opened as sym_open_planted() does (a regular file of
+ * owner's or root's, no link, no wait), its first PERFMAP_MAX_BYTES at most, replacing what was
+ * loaded, unless its size and mtime are those loaded last. 0, -ENOMEM, or the open's -errno. */
+int perfmap_load(struct perfmap *pm, struct strpool *pool, int dir_fd, const char *path,
+		 uid_t owner);
 /* Parses a buffer of perf map lines. */
 int perfmap_parse(struct perfmap *pm, struct strpool *pool, const char *data, size_t len);
 const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr);
@@ -316,8 +354,7 @@ struct symbolizer {
 
 	Dwfl *dwfl;
 	Dwfl_Callbacks dwfl_cb;
-	char *debuginfo_path;    /* libdw's debug file search path: debug_dirs, or NULL (its own) */
-	char debug_dirs[128];    /* a target with another root: its /usr/lib/debug, then ours */
+	bool other_root;         /* its root is not ours (a container): its debug files first */
 	bool dwfl_attached;
 
 	struct sym_region *regions;   /* sorted by start */
@@ -334,8 +371,9 @@ struct symbolizer {
 	struct addr_cache cache;     /* by address */
 	struct addr_cache bid_cache; /* by build-id and file address */
 	struct perfmap perfmap;
-	char perfmap_path[128];
-	char perfmap_path2[128];
+	char perfmap_path[64];       /* its map under root: "tmp/perf-NSPID.map" */
+	char perfmap_path2[64];      /* else under ours: "tmp/perf-PID.map" */
+	uid_t uid;                   /* the target's (effective) user: its /proc/PID's owner */
 	struct kallsyms kallsyms;
 	const char *kallsyms_path;
 	struct sym_build_id {

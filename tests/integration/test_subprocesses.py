@@ -4,6 +4,13 @@
               work_a..work_d, one each; each function's weight is under one [process PID
               COMMAND] root, each in a process of its own, none under the target's, and every
               stack has a process root (the target's pid among them).
+--case many   tests/targets/subprocs.py many 12 (launched, -e cpu-clock): twelve Pool workers
+              live at once, a Manager, the target and eight sleeping children, more processes
+              than hwspy first made room for (it kept each one's memory reader in an array it
+              moved as it grew: a crash); every worker that printed its pid has a process root
+              with samples, and the summary's count of processes with samples is that of the
+              process roots in the profile (it counted every process looked up, the sleepers
+              among them)
 --case exec   tests/targets/subprocs.py exec OTHER (launched with this Python): a child process
               runs another interpreter (pyenv's 3.8 under 3.12, or the other way round) on the
               same file; child_spin is under the child's [process PID COMMAND] root, named
@@ -20,7 +27,8 @@ import harness
 import pythons
 from harness import check, log, py_frames
 
-PROCESS = re.compile(r'^\[process (?P<pid>\d+) (?P<command>.*)\]$')
+# a process gone before hwspy read its command has none
+PROCESS = re.compile(r'^\[process (?P<pid>\d+)(?: (?P<command>.*))?\]$')
 
 
 def by_process(profile):
@@ -61,6 +69,25 @@ def case_pool(opts):
           % (len(owners), where))
 
 
+def case_many(opts):
+    target = os.path.join(opts.targets, 'subprocs.py')
+    run = harness.record(opts, ['--subprocesses', '-e', 'cpu-clock', '-F', '199', '--',
+                                *opts.py.argv, target, 'many', '12'], timeout=120)
+    profile = run.expect_profile()
+    procs = by_process(profile)
+    workers = {int(w) for w in re.findall(r'^worker (\d+)$', run.stderr, re.M)}
+    m = re.search(r'subprocesses: (\d+) processes had samples', run.stderr)
+    log('workers %s; process roots %s; the summary says %s'
+        % (sorted(workers), sorted(procs), m and m.group(1)))
+    check(len(workers) == 12, '%d workers printed their pid, expected 12; hwspy\'s stderr:\n%s'
+          % (len(workers), run.stderr))
+    check(workers <= set(procs), 'workers without a process root: %s'
+          % sorted(workers - set(procs)))
+    check(m, 'the summary does not count the processes')
+    check(int(m.group(1)) == len(procs), 'the summary counts %s processes with samples, the '
+          'profile has %d process roots' % (m.group(1), len(procs)))
+
+
 def case_exec(opts):
     other = 'py38' if opts.py.id != 'py38' else 'py312'
     try:
@@ -78,8 +105,8 @@ def case_exec(opts):
         check(m, 'a stack without a [process PID COMMAND] root: %s' % ';'.join(frames[:3]))
         pf = py_frames(frames)
         if any(f[0] == 'child_spin' for f in pf):
-            found.setdefault(m.group('command'), 0)
-            found[m.group('command')] += c
+            found.setdefault(m.group('command') or '', 0)
+            found[m.group('command') or ''] += c
             leaf = pf[-1]
             check(leaf[0] in ('spin', 'child_spin') and leaf[1] == target,
                   'under child_spin, the leaf %s is not in %s' % (leaf, target))
@@ -113,10 +140,11 @@ def case_pipe(opts):
 
 
 def test(opts):
-    {'pool': case_pool, 'exec': case_exec, 'pipe': case_pipe}[opts.case](opts)
+    {'pool': case_pool, 'many': case_many, 'exec': case_exec,
+     'pipe': case_pipe}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['pool', 'exec', 'pipe'], required=True)
+    p.add_argument('--case', choices=['pool', 'many', 'exec', 'pipe'], required=True)
     harness.main(test, p)

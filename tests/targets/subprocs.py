@@ -6,6 +6,11 @@
                  that each function runs in its own worker. Workers are forked (3.14's default,
                  forkserver, starts sys.executable, which Debian's 3.13/3.14 here cannot run
                  without the loader tests/setup-pythons.sh puts before it)
+  many N         after 0.3 s of CPU, forks 8 children that sleep 0.5 s (no CPU, so no samples
+                 of theirs), then the same as pool with a Pool of N workers (more processes
+                 live at once than hwspy first makes room for), each running work_n, held
+                 back until all N run, then 0.1 s of CPU; each prints 'worker PID' to stderr
+                 once it runs
   exec PYTHON    runs PYTHON (another interpreter) on this file with 'child': child_spin burns
                  0.6 s of CPU there, in a process of its own
   pipe           a forked child makes a pipe of its own, past 20 fds it opens first (an fd
@@ -50,6 +55,12 @@ def work_c(barrier):
 def work_d(barrier):
     barrier.wait()
     return spin(0.6)
+
+
+def work_n(barrier):
+    barrier.wait()
+    os.write(2, b'worker %d\n' % os.getpid())      # one write: lines of twelve, whole
+    return spin(0.1)
 
 
 def child_spin():
@@ -98,9 +109,31 @@ def pool():
                 r.get(timeout=60)
 
 
+def many(n):
+    spin(0.3)
+    sleepers = []
+    for _ in range(8):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(0.5)
+            os._exit(0)
+        sleepers.append(pid)
+    ctx = multiprocessing.get_context('fork')
+    with ctx.Manager() as m:
+        barrier = m.Barrier(n)
+        with ctx.Pool(n) as p:
+            results = [p.apply_async(work_n, (barrier,)) for _ in range(n)]
+            for r in results:
+                r.get(timeout=60)
+    for pid in sleepers:
+        os.waitpid(pid, 0)
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'pool':
         pool()
+    elif sys.argv[1] == 'many':
+        many(int(sys.argv[2]))
     elif sys.argv[1] == 'exec':
         spin(0.3)
         subprocess.run([sys.argv[2], __file__, 'child'], check=True)

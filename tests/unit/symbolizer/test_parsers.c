@@ -1,6 +1,8 @@
 /* The text parsers on fixtures: /proc/PID/maps lines, kallsyms (kallsyms.txt), perf maps
- * (perf-map.txt, malformed lines included), and the string pool. argv[1]: this folder. */
+ * (perf-map.txt, malformed lines included), and the string pool; sym_open_planted() on files a
+ * target could plant (a FIFO, links, another user's file, a big one). argv[1]: this folder. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -103,13 +107,17 @@ static void test_perfmap(void **state)
 {
 	struct strpool pool;
 	struct perfmap pm;
-	char path[512];
+	char path[512], *real;
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	(void) state;
+	assert_true(root >= 0);
 	strpool_init(&pool);
 	perfmap_init(&pm);
 	fixture(path, sizeof(path), "perf-map.txt");
-	assert_int_equal(perfmap_load(&pm, &pool, path), 0);
+	real = realpath(path, NULL);
+	assert_non_null(real);
+	assert_int_equal(perfmap_load(&pm, &pool, root, real, getuid()), 0);
 	/* the last line has no newline yet: a JIT is still writing it */
 	assert_int_equal(pm.n, 5);
 	assert_int_equal(pm.malformed, 8);
@@ -149,9 +157,111 @@ static void test_perfmap(void **state)
 		assert_int_equal(pm.n, 0);
 		assert_int_equal(pm.malformed, 1);
 	}
-	assert_int_equal(perfmap_load(&pm, &pool, "/nonexistent/perf-1.map"), -ENOENT);
+	assert_int_equal(perfmap_load(&pm, &pool, root, "/nonexistent/perf-1.map", getuid()),
+			 -ENOENT);
+	free(real);
+	(void) close(root);
 	perfmap_release(&pm);
 	strpool_release(&pool);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double) t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* What a target can put where hwspy opens its files: a FIFO (opening it to read would wait for
+ * a writer, for good), links (to a root-only file; an absolute one inside a container's root
+ * leads to the host's), another user's file, a file past the size bound. */
+static void test_planted(void **state)
+{
+	char tmp[] = "/tmp/hwspy-planted-XXXXXX", p[256];
+	struct strpool pool;
+	struct perfmap pm;
+	struct stat st;
+	double t0;
+	int d, fd;
+	FILE *f;
+
+	(void) state;
+	assert_non_null(mkdtemp(tmp));
+	d = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(d >= 0);
+	snprintf(p, sizeof(p), "%s/map", tmp);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("1000 10 planted_name\n", f);
+	fclose(f);
+	assert_int_equal(mkdir(strcat(strcpy(p, tmp), "/etc"), 0755), 0);
+	assert_int_equal(mkfifo(strcat(strcpy(p, tmp), "/fifo"), 0644), 0);
+	assert_int_equal(symlink("map", strcat(strcpy(p, tmp), "/link")), 0);
+	assert_int_equal(symlink("/etc", strcat(strcpy(p, tmp), "/abs")), 0);
+	assert_int_equal(symlink(".", strcat(strcpy(p, tmp), "/dir")), 0);
+
+	/* the file itself */
+	fd = sym_open_planted(d, "map", 0, getuid(), 1024, &st);
+	assert_true(fd >= 0);
+	assert_int_equal(st.st_size, 21);
+	(void) close(fd);
+	/* a FIFO: refused at once, not waited on */
+	t0 = now_s();
+	assert_int_equal(sym_open_planted(d, "fifo", 0, getuid(), 1024, NULL), -EINVAL);
+	assert_int_equal(sym_open_planted(d, "fifo", SYM_PLANT_FOLLOW, (uid_t) -1, 1024, NULL),
+			 -EINVAL);
+	assert_true(now_s() - t0 < 1.0);
+	/* a link: not followed, unless asked; then inside d */
+	assert_int_equal(sym_open_planted(d, "link", 0, getuid(), 1024, NULL), -EINVAL);
+	fd = sym_open_planted(d, "link", SYM_PLANT_FOLLOW, getuid(), 1024, NULL);
+	assert_true(fd >= 0);
+	(void) close(fd);
+	/* /etc/passwd through an absolute link, resolved in d: d's etc, where there is none */
+	assert_int_equal(sym_open_planted(d, "abs/passwd", SYM_PLANT_FOLLOW, (uid_t) -1, 1 << 20,
+					  NULL), -ENOENT);
+	assert_int_equal(sym_open_planted(d, "../../etc/passwd", 0, (uid_t) -1, 1 << 20, NULL),
+			 -ENOENT);
+	/* a link on the way: refused where no link may be */
+	fd = sym_open_planted(d, "dir/map", 0, getuid(), 1024, NULL);
+	assert_true(fd >= 0);
+	(void) close(fd);
+	assert_true(sym_open_planted(d, "dir/map", SYM_PLANT_NO_LINKS, getuid(), 1024, NULL) < 0);
+	/* too big */
+	assert_int_equal(sym_open_planted(d, "map", 0, getuid(), 20, NULL), -EFBIG);
+	/* another user's (root may give it away; root's own files are always taken) */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(strcat(strcpy(p, tmp), "/map"), 12345, 12345), 0);
+		assert_int_equal(sym_open_planted(d, "map", 0, 54321, 1024, NULL), -EPERM);
+		fd = sym_open_planted(d, "map", 0, 12345, 1024, NULL);
+		assert_true(fd >= 0);
+		(void) close(fd);
+		assert_int_equal(chown(p, 0, 0), 0);
+		fd = sym_open_planted(d, "map", 0, 54321, 1024, NULL);
+		assert_true(fd >= 0);
+		(void) close(fd);
+	} else {
+		print_message("# not root: another user's file not tried\n");
+	}
+	/* the perf map reader goes through it */
+	strpool_init(&pool);
+	perfmap_init(&pm);
+	assert_int_equal(perfmap_load(&pm, &pool, d, "fifo", getuid()), -EINVAL);
+	assert_int_equal(perfmap_load(&pm, &pool, d, "link", getuid()), -EINVAL);
+	assert_int_equal(pm.n, 0);
+	assert_int_equal(perfmap_load(&pm, &pool, d, "map", getuid()), 0);
+	assert_string_equal(perfmap_find(&pm, 0x1000)->name, "planted_name");
+	perfmap_release(&pm);
+	strpool_release(&pool);
+
+	(void) close(d);
+	for (size_t i = 0; i < 6; i++) {
+		static const char *const names[] = { "map", "fifo", "link", "abs", "dir", "etc" };
+
+		snprintf(p, sizeof(p), "%s/%s", tmp, names[i]);
+		(void) (i == 5 ? rmdir(p) : unlink(p));
+	}
+	assert_int_equal(rmdir(tmp), 0);
 }
 
 static void test_strpool(void **state)
@@ -190,6 +300,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_kallsyms),
 		cmocka_unit_test(test_perfmap),
+		cmocka_unit_test(test_planted),
 		cmocka_unit_test(test_strpool),
 	};
 
