@@ -99,9 +99,10 @@ static void usage(FILE *out)
 		"                  [-o FILE]\n\n"
 		"Prints the current stack of every thread of a Python process, once: its id and\n"
 		"name, whether it holds the GIL, running or waiting (and on what), its Python frames\n"
-		"innermost first. A thread waiting in the kernel is read as it waits (it cannot\n"
-		"change its stack); a running one is stopped while its stack is read (a fraction of\n"
-		"a millisecond for a few threads), then let go.\n\n"
+		"innermost first. A thread waiting in a call that an interruption would end (epoll,\n"
+		"a socket with a timeout ...) is read as it waits (it cannot change its stack); the\n"
+		"others are stopped while their stacks are read (a fraction of a millisecond for a\n"
+		"few threads), then let go.\n\n"
 		"  -p, --pid PID      the process\n"
 		"      --native       native frames too (DWARF unwinding of each thread's stack)\n"
 		"      --json         one JSON object instead of text\n"
@@ -292,7 +293,7 @@ static void copy_blocked_stack(struct dump *d, struct thread_dump *t)
 	ssize_t got;
 
 	t->regs_ok = false;
-	if (!t->task.sp || !t->task.pc)
+	if (!t->task.sc.sp || !t->task.sc.pc)
 		return;
 	if (!t->stack) {
 		t->stack = malloc(DUMP_STACK_COPY);
@@ -300,15 +301,15 @@ static void copy_blocked_stack(struct dump *d, struct thread_dump *t)
 			return;
 	}
 	local = (struct iovec) { t->stack, DUMP_STACK_COPY };
-	remote = (struct iovec) { (void *) (uintptr_t) t->task.sp, DUMP_STACK_COPY };
+	remote = (struct iovec) { (void *) (uintptr_t) t->task.sc.sp, DUMP_STACK_COPY };
 	/* a partial read ends at the top of the stack's mapping */
 	got = process_vm_readv(d->o.pid, &local, 1, &remote, 1, 0);
 	if (got <= 0)
 		return;
 	t->stack_len = (size_t) got;
 	memset(t->regs, 0, sizeof(t->regs));
-	t->regs[DUMP_REG_SP] = t->task.sp;
-	t->regs[DUMP_REG_IP] = t->task.pc;
+	t->regs[DUMP_REG_SP] = t->task.sc.sp;
+	t->regs[DUMP_REG_IP] = t->task.sc.pc;
 	t->regs_ok = true;
 }
 
@@ -325,7 +326,10 @@ static bool read_blocked(struct dump *d, struct thread_dump *t, struct py_frame 
 
 		if ((i > 0 || !fresh) && dump_task_read(d->o.pid, t->tid, &t->task) < 0)
 			return false;
-		if (!procfs_task_still(t->task.state))
+		/* a wait the kernel restarts after a stop is stopped with the running threads:
+		 * one instant for all of them (the GIL's waiters and its holder) */
+		if (!procfs_task_still(t->task.state) ||
+		    (t->task.state == 'S' && wait_restarts(d->o.pid, &t->task.sc)))
 			return false;
 		r = walk_thread(d, t, buf, 1);
 		if (d->o.native)

@@ -5,10 +5,13 @@
  * thread does and waits on, from /proc. Internal to cli/.
  *
  * A thread blocked in the kernel (a system call, a page fault, a job-control stop) cannot change
- * its user memory or registers, so its stack is read without stopping it: its state and switch
- * count (procfs_task_sched()) before and after the read show whether it ran meanwhile. Only
- * running threads are stopped: interrupting a blocked one would end calls that fail with EINTR
- * (epoll_wait, recv with a timeout, sigtimedwait ...), an end whose undo needs hwspy alive.
+ * its user memory or registers, so its stack can be read without stopping it: its state and
+ * switch count (procfs_task_sched()) before and after the read show whether it ran meanwhile.
+ * That is how a thread waiting in a call that fails with EINTR when interrupted (epoll_wait,
+ * recv with a timeout, sigtimedwait ...) is read: interrupting it would end the call, an end
+ * whose undo needs hwspy alive. Running threads, and those waiting in calls the kernel restarts
+ * by itself after a stop (wait_restarts(): a futex, sleep, poll, a pipe's read ...), are
+ * stopped together, so that the GIL's holder and its waiters are seen at one instant.
  */
 #ifndef HWSPY_CLI_DUMP_H
 #define HWSPY_CLI_DUMP_H
@@ -17,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "base/procfs.h"
 
 #define DUMP_MAX_THREADS  4096
 #define DUMP_STACK_COPY   (64 * 1024)   /* bytes of a stopped thread's stack copied (--native) */
@@ -68,9 +73,8 @@ void dump_stop_free(struct dump_stop *ds);
 struct dump_task {
 	char state;                     /* /proc/PID/task/TID/status: R, S, D, T, t, Z ... */
 	uint64_t switches;              /* ... its switches off a CPU so far (voluntary or not) */
-	long nr;                        /* system call it is in (-1: none, -2: unknown) */
-	uint64_t args[6];
-	uint64_t sp, pc;                /* its user SP and PC while blocked (0: unknown) */
+	struct procfs_syscall sc;       /* the system call it is in (nr -1: none, -2: unknown),
+	                                 * its user SP and PC while blocked (0: unknown) */
 	char comm[32];                  /* the OS's name of the thread */
 };
 

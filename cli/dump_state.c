@@ -36,7 +36,7 @@ int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret)
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	ret->nr = -2;
+	ret->sc.nr = -2;
 	/* the state and the switch count first, in one read: what a read of the thread's
 	 * memory after this call is checked against (procfs_task_sched() again) */
 	r = procfs_task_sched(pid, tid, &ret->state, &ret->switches);
@@ -44,25 +44,20 @@ int dump_task_read(pid_t pid, pid_t tid, struct dump_task *ret)
 		return r == -ENOENT ? -ESRCH : r;
 	if (read_small(pid, tid, "comm", ret->comm, sizeof(ret->comm)) == 0)
 		ret->comm[strcspn(ret->comm, "\n")] = '\0';
-	if (procfs_task_syscall(pid, tid, &sc) == 0) {
-		ret->nr = sc.nr;
-		memcpy(ret->args, sc.args, sizeof(ret->args));
-		ret->sp = sc.sp;
-		ret->pc = sc.pc;
-	}
+	if (procfs_task_syscall(pid, tid, &sc) == 0)
+		ret->sc = sc;
 	return 0;
 }
 
 void dump_task_at_stop(struct dump_task *t, const struct dump_task *now)
 {
 	/* a page fault's I/O (D outside a system call) and a job-control stop show only before */
-	if ((t->state == 'D' && t->nr == -1) || t->state == 'T' || t->state == 'Z')
+	if ((t->state == 'D' && t->sc.nr == -1) || t->state == 'T' || t->state == 'Z')
 		return;
-	if (now->nr < -1)
+	if (now->sc.nr < -1)
 		return;
-	t->nr = now->nr;
-	memcpy(t->args, now->args, sizeof(t->args));
-	t->state = now->nr >= 0 ? 'S' : 'R';
+	t->sc = now->sc;
+	t->state = now->sc.nr >= 0 ? 'S' : 'R';
 }
 
 bool dump_task_waiting(const struct dump_task *t)
@@ -72,8 +67,5 @@ bool dump_task_waiting(const struct dump_task *t)
 
 void dump_task_wait(pid_t pid, const struct dump_task *t, uint64_t gil, char *buf, size_t len)
 {
-	struct procfs_syscall sc = { .nr = t->nr, .sp = t->sp, .pc = t->pc };
-
-	memcpy(sc.args, t->args, sizeof(sc.args));
-	wait_words_proc(pid, t->state, &sc, gil, NULL, buf, len);
+	wait_words_proc(pid, t->state, &t->sc, gil, NULL, buf, len);
 }

@@ -39,6 +39,7 @@
 #include "base/clock.h"
 #include "base/procfs.h"
 #include "cli/dump.h"
+#include "record/record.h"
 #include "sampler/sampler.h"
 
 #define STOP_WAIT_NS 200000000ull      /* a thread not stopped by then is read as it runs */
@@ -182,11 +183,18 @@ static int stop_running(struct dump_stop *ds)
 
 	for (size_t i = 0; i < ds->n; i++) {
 		pid_t tid = ds->t[i].tid;
+		struct procfs_syscall sc;
 		uint64_t switches;
 		char state;
 
-		if (procfs_task_sched(ds->pid, tid, &state, &switches) < 0 || procfs_task_still(state))
-			continue;       /* gone, or waiting now */
+		if (procfs_task_sched(ds->pid, tid, &state, &switches) < 0)
+			continue;       /* gone */
+		/* waiting now in a call that would not go on by itself after a stop: read as it
+		 * waits */
+		if (procfs_task_still(state) &&
+		    (state != 'S' || procfs_task_syscall(ds->pid, tid, &sc) < 0 ||
+		     !wait_restarts(ds->pid, &sc)))
+			continue;
 		if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 			if (errno != ESRCH && !refused++)
 				ds->tracer = tracer_of(ds->pid, tid);

@@ -200,6 +200,12 @@ struct record_stats {
 struct wait_fd_cache {                  /* what sockets are, by their link (NULL: none kept) */
 	char link[64], words[48];
 };
+/* Whether a wait in system call sc (of process pid) goes on by itself after a PTRACE_INTERRUPT
+ * stop, even if the tracer dies: the kernel restarts it on the way out of the stop with what is
+ * left of its timeout (futex, nanosleep, poll, select, wait4, a read of a pipe or a file ...).
+ * Not those that fail with EINTR instead (epoll_wait, sigtimedwait, a socket's with a timeout,
+ * semop ...), nor any not known to restart. */
+bool wait_restarts(pid_t pid, const struct procfs_syscall *sc);
 /* The name of system call nr (x86-64) among those waited in, or NULL. */
 const char *wait_syscall_name(long nr);
 /* A wait in system call sys (its kernel name, "epoll_wait"; NULL: unknown) of process pid,

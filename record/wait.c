@@ -14,6 +14,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fdname.h"
@@ -174,6 +175,30 @@ static const struct syscall_words *syscall_find(const char *sys)
 		if (!strcmp(sys, syscalls[i].name))
 			return &syscalls[i];
 	return NULL;
+}
+
+bool wait_restarts(pid_t pid, const struct procfs_syscall *sc)
+{
+	char path[64];
+	struct stat st;
+
+	switch (sc->nr) {
+	case 202:                       /* futex: restarted, a timeout's deadline kept */
+	case 35: case 230:              /* nanosleep clock_nanosleep: what is left of it */
+	case 7: case 271:               /* poll ppoll: what is left of the timeout */
+	case 23: case 270:              /* select pselect6: the timeout updated */
+	case 61: case 247:              /* wait4 waitid */
+	case 34: case 130:              /* pause rt_sigsuspend */
+		return true;
+	case 0: case 1: case 17: case 18: case 19: case 20:     /* read write (pread, readv ...) */
+		/* on a pipe or a file; a socket's with a timeout fails with EINTR */
+		if (sc->args[0] > INT32_MAX)
+			return false;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) pid, (int) sc->args[0]);
+		return stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
+	default:
+		return false;
+	}
 }
 
 const char *wait_syscall_name(long nr)

@@ -9,6 +9,9 @@ threads (each blocks SIGUSR1, so the test's signals reach the main thread alone)
   accept-N: accept on a listening socket with SO_RCVTIMEO 1 s    (2)
   sigwait-N: sigtimedwait(SIGUSR2, 1 s)                          (2)
   quick-N:  epoll_wait(2 ms) in a loop: often between two calls  (4)
+  poll-N:   poll(1000 ms) on a pipe no one writes, and
+  nap-N:    clock_nanosleep(1 s): calls the kernel restarts after a stop, with what is left
+            of their timeout (a stop of them must not lengthen it)       (1 each)
   spin-N:   a CPU loop                                           (2)
 A call that fails with EINTR, or fails otherwise, or returns after more than its timeout plus
 LATE_S, or before it, is counted against its thread. The main thread waits in Python's
@@ -35,6 +38,8 @@ libc.epoll_wait.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.
 libc.recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 libc.accept.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
 libc.sigtimedwait.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+libc.poll.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int]
+libc.clock_nanosleep.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
 stats = {}
 usr1 = []
 keep = []       # the fds' objects, alive
@@ -110,6 +115,28 @@ def sigwait_loop(name):
         account(name, rc, errno.EAGAIN, 1.0, t0)
 
 
+def poll_loop(name):
+    r, w = os.pipe()
+    keep.extend([r, w])
+    pfd = ctypes.create_string_buffer(struct.pack('ihh', r, select.POLLIN, 0))
+    while True:
+        t0 = time.monotonic()
+        rc = libc.poll(pfd, 1, 1000)
+        account(name, rc, 0, 1.0, t0)
+
+
+def nap_loop(name):
+    ts = Timespec(1, 0)
+    while True:
+        t0 = time.monotonic()
+        rc = libc.clock_nanosleep(time.CLOCK_MONOTONIC, 0, ctypes.byref(ts), None)
+        # clock_nanosleep returns the error itself, not -1 and errno
+        if rc:
+            ctypes.set_errno(rc)
+            rc = -1
+        account(name, rc, 0, 1.0, t0)
+
+
 def spin_loop(name):
     n = 0
     while True:
@@ -138,6 +165,8 @@ def main():
         start('spin-%d' % i, spin_loop)
     for i in range(4):
         start('quick-%d' % i, epoll_loop, 2)
+    start('poll-0', poll_loop)
+    start('nap-0', nap_loop)
     time.sleep(0.3)
     print('ready', flush=True)
     ep = select.epoll()
