@@ -4,9 +4,10 @@
  * Python frames innermost first (and native frames with --native).
  *
  * Order, to stop the target for as short a time as possible: the threads' states and system
- * calls from /proc, then the stop (dump_stop.c) for the walks alone (and, with --native, the
- * registers and stack copies), then after the release what needs no stop: Python's thread
- * names, the fds' names of the wait reasons, the native unwinding and symbols. --nonblocking
+ * calls from /proc, the threads that must not be stopped read as they wait (dump.h), then the
+ * stop of the others (dump_stop.c) for their walks alone (and, with --native, the registers and
+ * stack copies), then after the release what needs no stop: Python's thread names, the fds'
+ * names of the wait reasons, the native unwinding and symbols. --nonblocking
  * stops nothing: each walk is verified and retried when torn. --subprocesses: the same for
  * each process of the target's tree (its children, theirs ...), one after the other.
  */

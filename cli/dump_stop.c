@@ -1,7 +1,8 @@
 /*
- * dump_stop: the stop of `hwspy dump`: the target's running threads held still while their
- * stacks are read, for as short a time as the read takes, with no side effect the target could
- * see (the blocked ones are read without a stop: dump.h).
+ * dump_stop: the stop of `hwspy dump`: the target's running threads (and those waiting in calls
+ * the kernel restarts after a stop) held still while their stacks are read, for as short a time
+ * as the read takes, with no side effect the target could see (the others are read without a
+ * stop: dump.h).
  *
  * Every ptrace call runs on one thread of ours (only the thread that seized a tracee may
  * operate on it), and that thread's exit is the release of last resort: the kernel then
@@ -11,7 +12,8 @@
  * SIGTSTP wait, blocked, until the threads are let go.
  *
  * Order: each thread's state read again just before it is seized and interrupted (one that
- * waits by then is left alone: it is read as it waits), then a wait (STOP_WAIT_NS at most)
+ * waits by then in a call that would not go on by itself is left alone: it is read as it
+ * waits), then a wait (STOP_WAIT_NS at most)
  * for each stop. A refusal ends it all only where no thread could be seized. A running thread
  * stops where it runs, with nothing to undo: calls the kernel restarts by itself (futex, read
  * on a pipe, nanosleep, poll ...) go on with what is left of their timeout when it resumes,
