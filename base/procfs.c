@@ -1,5 +1,6 @@
 /*
- * procfs.c: NSpid of /proc/PID/task/TID/status (see procfs.h).
+ * procfs.c: NSpid of /proc/PID/task/TID/status, a number of a status file, a live thread (see
+ * procfs.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -282,6 +283,74 @@ int procfs_age_ns(pid_t pid, uint64_t *ret)
 	*ret = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
 	*ret = *ret > start ? *ret - start : 0;
 	return 0;
+}
+
+int procfs_task_live(pid_t pid, pid_t tid)
+{
+	char text[STATUS_MAX];
+	const char *v;
+	int r;
+
+	r = read_task_status(pid, tid, text);
+	if (r < 0)
+		return r;
+	v = status_value(text, "State");
+	if (!v)
+		return -ENOENT;
+	v += strspn(v, " \t");
+	return *v != 'Z' && *v != 'X';
+}
+
+/* threads looked at for a live one, at most (a zombie leader's process still runs some) */
+#define LIVE_SCAN_MAX 65536
+
+int procfs_live_tid(pid_t pid, pid_t *ret_tid)
+{
+	char path[64];
+	struct dirent *e;
+	size_t seen = 0;
+	int r = procfs_task_live(pid, 0);
+	DIR *d;
+
+	if (r == 1) {
+		*ret_tid = pid;
+		return 0;
+	}
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	(void) snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	r = -ESRCH;
+	while (seen++ < LIVE_SCAN_MAX && (e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+
+		if (*end || end == e->d_name || tid <= 0 || tid >= (1L << 30) || tid == pid)
+			continue;
+		if (procfs_task_live(pid, (pid_t) tid) == 1) {
+			*ret_tid = (pid_t) tid;
+			r = 0;
+			break;
+		}
+	}
+	(void) closedir(d);
+	return r;
+}
+
+int procfs_mem_dir(pid_t pid, char *buf, size_t size)
+{
+	pid_t tid;
+	int r = procfs_live_tid(pid, &tid), n;
+
+	if (r < 0)
+		return r;
+	if (tid == pid)
+		n = snprintf(buf, size, "/proc/%d", (int) pid);
+	else
+		n = snprintf(buf, size, "/proc/%d/task/%d", (int) pid, (int) tid);
+	return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
 }
 
 static int cmp_pid(const void *a, const void *b)

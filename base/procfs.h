@@ -1,7 +1,8 @@
 /*
  * procfs: the ids a task has in its own PID namespace, read from /proc (the NSpid line), a
  * number of a task's status file (its Tgid, its TracerPid), what a task does now (its state and
- * switch count, the system call it is blocked in) and whether a signal is pending for it.
+ * switch count, the system call it is blocked in), whether a signal is pending for it, and a
+ * live thread of a process whose main thread has exited (pthread_exit) while others run on.
  *
  * A process in a PID namespace of its own (unshare -p, docker, podman) knows itself and its
  * threads by the ids of that namespace: gettid() there, and so CPython's native_thread_id and
@@ -58,6 +59,23 @@ int procfs_task_syscall(pid_t pid, pid_t tid, struct procfs_syscall *ret);
 
 /* How long ago process pid started (CLOCK_BOOTTIME, to the clock tick), in ns. */
 int procfs_age_ns(pid_t pid, uint64_t *ret);
+
+/* Whether task tid of process pid (tid 0: the process's main thread, /proc/PID itself) runs:
+ * 1, 0 for a zombie or dead task (State Z or X), -ENOENT (no such task), open()'s errno. */
+int procfs_task_live(pid_t pid, pid_t tid);
+
+/* A live thread of process pid into *ret_tid: pid itself while its main thread runs; where the
+ * main thread has exited (pthread_exit) while other threads run on (a zombie leader, whose
+ * maps are empty and whose mem, exe and root are unreadable), the first live thread of
+ * /proc/PID/task. 0, -ESRCH (no such process, or no thread of it alive), open()'s errno. */
+int procfs_live_tid(pid_t pid, pid_t *ret_tid);
+
+/* The /proc directory through which process pid's memory, maps, exe and root are read, into
+ * buf: "/proc/PID" while its main thread runs, else "/proc/PID/task/TID" of a live thread
+ * (procfs_live_tid()): a task's directory under PID names a thread of that process only, never
+ * a number reused since. (A task's directory has no map_files: that stays /proc/PID's.)
+ * 0, -ESRCH, -ENAMETOOLONG, open()'s errno. */
+int procfs_mem_dir(pid_t pid, char *buf, size_t size);
 
 /* Every thread of pid, as its own namespace knows it, at most max, sorted ascending, into
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */

@@ -89,14 +89,14 @@ static bool name_version(const char *path, int *major, int *minor)
 	return true;
 }
 
-static int read_maps(pid_t pid, struct mapped_file *files, size_t max, size_t *ret_n,
+static int read_maps(const char *dir, struct mapped_file *files, size_t max, size_t *ret_n,
 		     const char *exe)
 {
-	char path[64], line[4352];
+	char path[96], line[4352];
 	size_t n = 0, lines = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
+	snprintf(path, sizeof(path), "%s/maps", dir);
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -149,7 +149,8 @@ static int read_maps(pid_t pid, struct mapped_file *files, size_t max, size_t *r
 	return 0;
 }
 
-static int open_mapped(pid_t pid, const struct mapped_file *mf)
+/* dir: procfs_mem_dir()'s (map_files are only in /proc/PID) */
+static int open_mapped(pid_t pid, const char *dir, const struct mapped_file *mf)
 {
 	char path[320];
 	int fd;
@@ -159,7 +160,7 @@ static int open_mapped(pid_t pid, const struct mapped_file *mf)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int) pid, mf->path);
+	snprintf(path, sizeof(path), "%s/root%s", dir, mf->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
@@ -372,15 +373,15 @@ static void set_version(struct pf_detect *d, int major, int minor, int micro)
 	snprintf(d->info.version, sizeof(d->info.version), "%d.%d.%d", major, minor, micro);
 }
 
-static int inspect(pid_t pid, const struct remote_mem *mem, const struct mapped_file *mf,
-		   struct pf_detect *d)
+static int inspect(pid_t pid, const char *dir, const struct remote_mem *mem,
+		   const struct mapped_file *mf, struct pf_detect *d)
 {
 	struct elf_facts ef;
 	int want_major = 0, want_minor = 0, fd, r;
 	Elf *elf;
 
 	memset(&ef, 0, sizeof(ef));
-	fd = open_mapped(pid, mf);
+	fd = open_mapped(pid, dir, mf);
 	if (fd < 0)
 		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -477,7 +478,7 @@ out:
 int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret)
 {
 	struct mapped_file *files;
-	char exe_link[64], exe[256];
+	char dir[64], exe_link[80], exe[256];
 	size_t n = 0, i;
 	ssize_t el;
 	int r, rank;
@@ -485,7 +486,14 @@ int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret)
 	memset(ret, 0, sizeof(*ret));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int) pid);
+	/* a main thread that exited (pthread_exit) while others run on has no maps nor exe:
+	 * read them through a live thread */
+	r = procfs_mem_dir(pid, dir, sizeof(dir));
+	if (r == -ESRCH)
+		return r;
+	if (r < 0)
+		snprintf(dir, sizeof(dir), "/proc/%d", (int) pid);
+	snprintf(exe_link, sizeof(exe_link), "%s/exe", dir);
 	el = readlink(exe_link, exe, sizeof(exe) - 1);
 	if (el < 0 && errno == ENOENT)
 		return -ESRCH;
@@ -496,7 +504,7 @@ int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret)
 	files = calloc(MAX_CANDIDATES, sizeof(*files));
 	if (!files)
 		return -ENOMEM;
-	r = read_maps(pid, files, MAX_CANDIDATES, &n, exe[0] ? exe : NULL);
+	r = read_maps(dir, files, MAX_CANDIDATES, &n, exe[0] ? exe : NULL);
 	if (r < 0)
 		goto out;
 	r = -ENOENT;
@@ -508,7 +516,7 @@ int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret)
 			if (files[i].rank != rank)
 				continue;
 			memset(&d, 0, sizeof(d));
-			q = inspect(pid, mem, &files[i], &d);
+			q = inspect(pid, dir, mem, &files[i], &d);
 			if (q == -ESRCH) {
 				r = q;
 				goto out;

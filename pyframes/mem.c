@@ -1,19 +1,68 @@
 /*
- * mem: reading another process's memory (process_vm_readv), counting reads, and a small
+ * mem: reading another process's memory (process_vm_readv; a live thread's /proc mem file where
+ * the main thread has exited), counting reads, and a small
  * per-walk cache of whole 4 KiB pages (one read costs the same from 8 bytes to 4 KiB). Many
  * small scattered ranges go in one vectored read (pf_readv). Under all of them, during a
  * captured walk, the overlay: the frames a capture copied, read in place of the target's bytes.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include "base/procfs.h"
 #include "pyframes/pyframes_internal.h"
 
+/* Reads go through process_vm_readv(pid). Where the main thread has exited (pthread_exit)
+ * while others run on, that answers ESRCH (a zombie has no memory of its own): the reads then
+ * go through /proc/PID/task/TID/mem of a live thread, which reads the process's memory as long
+ * as any thread of it runs, whichever that is (the file holds the memory, not the thread). */
 struct pid_mem {
 	pid_t pid;
+	int fd;                         /* /proc/PID/task/TID/mem, or -1: process_vm_readv */
+	bool gone;                      /* no thread left: every read -ESRCH */
 };
+
+/* process_vm_readv() said ESRCH: 0 if a live thread's mem file now serves the reads, else
+ * -ESRCH (the process is gone, or it was not a zombie leader: no other way in). */
+static int pid_mem_fallback(struct pid_mem *pm)
+{
+	char path[80];
+	pid_t tid;
+
+	if (pm->gone || pm->fd >= 0 || procfs_live_tid(pm->pid, &tid) < 0 || tid == pm->pid) {
+		pm->gone = true;
+		return -ESRCH;
+	}
+	(void) snprintf(path, sizeof(path), "/proc/%d/task/%d/mem", (int) pm->pid, (int) tid);
+	pm->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pm->fd < 0) {
+		pm->gone = errno == ENOENT || errno == ESRCH;
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* One range from the mem file: 0, -EFAULT (unmapped, partly too), -ESRCH (no thread left:
+ * the file reads nothing once the memory is gone). */
+static int fd_read(struct pid_mem *pm, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (addr > (uint64_t) INT64_MAX - len)
+		return -EFAULT;
+	do
+		n = pread(pm->fd, buf, len, (off_t) addr);
+	while (n < 0 && errno == EINTR);
+	if (n == 0) {
+		pm->gone = true;
+		return -ESRCH;
+	}
+	return n < 0 || (size_t) n != len ? -EFAULT : 0;
+}
 
 static int pid_mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
@@ -24,12 +73,34 @@ static int pid_mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 	if (len == 0)
 		return 0;
+	if (pm->gone)
+		return -ESRCH;
+	if (pm->fd >= 0)
+		return fd_read(pm, addr, buf, len);
 	n = process_vm_readv(pm->pid, &local, 1, &remote, 1, 0);
+	if (n < 0 && errno == ESRCH)
+		return pid_mem_fallback(pm) < 0 ? -ESRCH : fd_read(pm, addr, buf, len);
 	if (n < 0)
-		return errno == ESRCH ? -ESRCH : -EFAULT;
+		return -EFAULT;
 	if ((size_t) n != len)
 		return -EFAULT;
 	return 0;
+}
+
+/* readv() through the mem file: one pread() per range, up to the first that fails */
+static int fd_readv(struct pid_mem *pm, const struct remote_range *r, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int k = fd_read(pm, r[i].addr, r[i].buf, r[i].len);
+
+		if (k == -ESRCH && i == 0)
+			return -ESRCH;
+		if (k < 0)
+			break;
+	}
+	return (int) i;
 }
 
 #define PID_IOV 128   /* iovecs per process_vm_readv call (a stack array) */
@@ -42,6 +113,10 @@ static int pid_mem_readv(void *ctx, const struct remote_range *r, size_t n)
 
 	if (n == 0 || n > REMOTE_MEM_READV_MAX)
 		return -EINVAL;
+	if (pm->gone)
+		return -ESRCH;
+	if (pm->fd >= 0)
+		return fd_readv(pm, r, n);
 	while (done < n) {
 		size_t c = n - done < PID_IOV ? n - done : PID_IOV, i, got;
 		ssize_t k;
@@ -55,6 +130,8 @@ static int pid_mem_readv(void *ctx, const struct remote_range *r, size_t n)
 		/* stops at the first unreadable range, returning the bytes read before it (or -1
 		 * EFAULT if none were) */
 		k = process_vm_readv(pm->pid, local, c, remote, c, 0);
+		if (k < 0 && errno == ESRCH && done == 0)
+			return pid_mem_fallback(pm) < 0 ? -ESRCH : fd_readv(pm, r, n);
 		if (k < 0 && errno != EFAULT)
 			return errno == ESRCH ? -ESRCH : -errno;
 		got = k < 0 ? 0 : (size_t) k;
@@ -77,6 +154,7 @@ int remote_mem_open_pid(pid_t pid, struct remote_mem *ret)
 	if (!pm)
 		return -ENOMEM;
 	pm->pid = pid;
+	pm->fd = -1;
 	ret->read = pid_mem_read;
 	ret->readv = pid_mem_readv;
 	ret->ctx = pm;
@@ -85,8 +163,13 @@ int remote_mem_open_pid(pid_t pid, struct remote_mem *ret)
 
 void remote_mem_close(struct remote_mem *mem)
 {
+	struct pid_mem *pm;
+
 	if (!mem)
 		return;
+	pm = mem->ctx;
+	if (pm && pm->fd >= 0)
+		(void) close(pm->fd);
 	free(mem->ctx);
 	mem->ctx = NULL;
 	mem->read = NULL;

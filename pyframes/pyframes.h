@@ -70,8 +70,9 @@ struct remote_mem {
 	void *ctx;
 };
 
-/* process_vm_readv-backed reader (read and readv) for pid (mem.c). remote_mem_close() frees
- * its context. */
+/* process_vm_readv-backed reader (read and readv) for pid (mem.c); where pid's main thread
+ * has exited (pthread_exit) while others run on, from then on a live thread's
+ * /proc/PID/task/TID/mem. remote_mem_close() frees its context. */
 int remote_mem_open_pid(pid_t pid, struct remote_mem *ret);
 void remote_mem_close(struct remote_mem *mem);
 

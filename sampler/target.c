@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/procfs.h"
 #include "sampler/internal.h"
 
 #define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
@@ -161,6 +162,7 @@ int target_list_tasks(pid_t pid, pid_t *ret, size_t max)
 bool proc_alive(pid_t pid)
 {
 	char path[64], buf[512];
+	pid_t tid;
 	ssize_t n;
 	char *p;
 	int fd;
@@ -175,7 +177,13 @@ bool proc_alive(pid_t pid)
 		return false;
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	if (!p || p[1] != ' ')
+		return false;
+	if (p[2] != 'Z' && p[2] != 'X')
+		return true;
+	/* a main thread that exited (pthread_exit) while other threads run on is a zombie: the
+	 * process lives as long as one of them does */
+	return procfs_live_tid(pid, &tid) == 0;
 }
 
 /* PTRACE_SEIZE of thread tid: 0, -ESRCH (gone, or exiting: its EPERM is no refusal), -EPERM.

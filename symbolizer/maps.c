@@ -201,12 +201,22 @@ static int scan_read(struct symbolizer *sym, struct maps_scan *s)
 	size_t len, n_lines = 0;
 	int r;
 
-	(void) snprintf(path, sizeof(path), "/proc/%d/maps", (int)sym->pid);
-	r = sym_read_file(path, &s->text, &len, MAPS_MAX_BYTES);
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	if (len == 0)
-		return -ESRCH;   /* a zombie has no mappings */
+	for (int tries = 0;; tries++) {
+		(void) snprintf(path, sizeof(path), "%s/maps", sym->proc);
+		r = sym_read_file(path, &s->text, &len, MAPS_MAX_BYTES);
+		if (r < 0 && r != -ENOENT)
+			return r;
+		if (r == 0 && len > 0)
+			break;
+		/* a zombie has no mappings: the whole process, or its main thread alone, which
+		 * exited while others run on (their directory then stands in) */
+		if (tries || sym_proc_moved(sym) < 0)
+			return -ESRCH;
+		if (r == 0) {
+			free(s->text);
+			s->text = NULL;
+		}
+	}
 	for (size_t i = 0; i < len; i++)
 		n_lines += s->text[i] == '\n';
 	n_lines++;

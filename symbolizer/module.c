@@ -449,7 +449,7 @@ int module_open_vdso(struct symbolizer *sym, const struct maps_line *l,
 
 	if (size > (1u << 20))
 		return -ENOEXEC;
-	(void) snprintf(path, sizeof(path), "/proc/%d/mem", (int)sym->pid);
+	(void) snprintf(path, sizeof(path), "%s/mem", sym->proc);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

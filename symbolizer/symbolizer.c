@@ -15,9 +15,32 @@
 #include "base/procfs.h"
 #include "symbolizer/symbolizer_internal.h"
 
-int symbolizer_new(pid_t pid, struct symbolizer **ret)
+/* The target's /proc directory and its root. Where its main thread has exited (pthread_exit)
+ * while others run on, /proc/PID's maps, mem and root are gone: a live thread's directory
+ * stands in (procfs_mem_dir()). */
+static void set_proc_dir(struct symbolizer *sym)
 {
 	struct stat st_root, st_self;
+
+	if (procfs_mem_dir(sym->pid, sym->proc, sizeof(sym->proc)) < 0)
+		(void) snprintf(sym->proc, sizeof(sym->proc), "/proc/%d", (int)sym->pid);
+	(void) snprintf(sym->root, sizeof(sym->root), "%s/root", sym->proc);
+	/* a container: debug files from its own /usr/lib/debug first */
+	sym->other_root = stat(sym->root, &st_root) == 0 && stat("/", &st_self) == 0 &&
+			  (st_root.st_dev != st_self.st_dev || st_root.st_ino != st_self.st_ino);
+}
+
+int sym_proc_moved(struct symbolizer *sym)
+{
+	char was[sizeof(sym->proc)];
+
+	memcpy(was, sym->proc, sizeof(was));
+	set_proc_dir(sym);
+	return strcmp(was, sym->proc) ? 0 : -ESRCH;
+}
+
+int symbolizer_new(pid_t pid, struct symbolizer **ret)
+{
 	struct symbolizer *sym;
 	int r;
 
@@ -30,10 +53,7 @@ int symbolizer_new(pid_t pid, struct symbolizer **ret)
 	/* the target's pid in its own PID namespace: the name of its perf map there */
 	if (procfs_ns_tid("/proc", pid, pid, &sym->nspid, NULL) < 0)
 		sym->nspid = pid;
-	(void) snprintf(sym->root, sizeof(sym->root), "/proc/%d/root", (int)pid);
-	/* a container: debug files from its own /usr/lib/debug first */
-	sym->other_root = stat(sym->root, &st_root) == 0 && stat("/", &st_self) == 0 &&
-			  (st_root.st_dev != st_self.st_dev || st_root.st_ino != st_self.st_ino);
+	set_proc_dir(sym);
 	(void) snprintf(sym->perfmap_path, sizeof(sym->perfmap_path), "tmp/perf-%d.map",
 			(int)sym->nspid);
 	(void) snprintf(sym->perfmap_path2, sizeof(sym->perfmap_path2), "tmp/perf-%d.map", (int)pid);

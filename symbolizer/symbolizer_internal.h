@@ -347,10 +347,18 @@ bool unwind_have_libunwind(void);
 
 /* ---- the symbolizer (symbolizer.c) ---------------------------------------------------------- */
 
+struct symbolizer;
+/* The target's maps read empty or gone: where its main thread has exited since (pthread_exit)
+ * while others run on, sym->proc (and the paths under it) now name a live thread's directory:
+ * 0; -ESRCH where nothing changed (the target is gone). */
+int sym_proc_moved(struct symbolizer *sym);
+
 struct symbolizer {
 	pid_t pid;
 	pid_t nspid;             /* the pid inside the target's namespace (perf map name) */
-	char root[64];           /* "/proc/PID/root" */
+	char proc[48];           /* "/proc/PID", or "/proc/PID/task/TID" of a live thread where
+	                          * the main thread has exited (procfs_mem_dir()) */
+	char root[64];           /* proc + "/root" */
 
 	Dwfl *dwfl;
 	Dwfl_Callbacks dwfl_cb;

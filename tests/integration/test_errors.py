@@ -19,7 +19,9 @@ And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 9
   signal kills it later); idle-profiler (hwspy launches a command that sleeps, -d 2.5 ends it
   with SIGINT, exit 130, or 1 if it left no sample; with the default
   capture and with --nonblocking: hwspy's own CPU time over 2 s of sampling stays under 0.2 s; a
-  SIGCHLD left unread once kept its poll loop spinning a whole CPU).
+  SIGCHLD left unread once kept its poll loop spinning a whole CPU); leader-exit (the target's
+  main thread called pthread_exit while a thread runs on: record -p and dump --nonblocking -p
+  read that thread's stack).
 """
 import os
 import shutil
@@ -288,6 +290,48 @@ def tracepoint(opts):
         short = 'unreadable' if words == 'not readable' else words
         check(row and short in row[0] and words in run.stderr,
               'hwspy list and record do not both say %r' % words)
+
+
+def leader_zombie(pid):
+    try:
+        return harness.proc_status(pid).get('State', '').startswith('Z')
+    except OSError:
+        return False
+
+
+@case
+def leader_exit(opts):
+    """A process whose main thread called pthread_exit while another runs on: its leader is a
+    zombie (no maps, no memory of its own), the process alive. record -p and dump -p profile
+    its live thread (they said "no process with pid N")."""
+    py = harness.any_python(opts)
+    src = os.path.join(opts.targets, 'leader_exit.py')
+    hot = ('work', src, harness.markers(src)['HOT:work'])
+    w = harness.Process(py.argv + [src, '60'])
+    w.expect_ready()
+    end = time.monotonic() + 10
+    while not leader_zombie(w.pid):
+        check(time.monotonic() < end, 'the main thread of pid %d did not exit within 10 s' % w.pid)
+        time.sleep(0.05)
+    log('pid %d: main thread a zombie, threads %s' % (w.pid, sorted(os.listdir('/proc/%d/task'
+                                                                               % w.pid))))
+    run = harness.record(opts, ['-p', str(w.pid), '-e', 'cpu-clock', '-F', '199', '-d', '1.5'],
+                         timeout=60)
+    profile = run.expect_profile()
+    share = profile.weight(lambda frames: (py_frames(frames) or [None])[-1] == hot) / profile.total
+    log('work() at its hot line: %.0f%%' % (100 * share))
+    check(share >= 0.5, 'work() at line %d has only %.0f%% of the weight' % (hot[2], 100 * share))
+    # dump reads the same way (its default stops threads: that part is dump's own; here the
+    # stacks read without a stop)
+    p = subprocess.run([opts.hwspy, 'dump', '--nonblocking', '-p', str(w.pid)],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    log('$ hwspy dump --nonblocking -p %d: exit %d\n%s%s' % (w.pid, p.returncode, p.stdout,
+                                                           p.stderr))
+    check(p.returncode == 0, 'hwspy dump exited %d, expected 0' % p.returncode)
+    check(any(l.strip().startswith('work (%s:' % src) for l in p.stdout.splitlines()),
+          'the dump shows no frame of work()')
+    check(w.alive(), 'the target died')
+    harness.check_untouched(w.pid)
 
 
 def test(opts):

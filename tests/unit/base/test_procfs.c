@@ -1,16 +1,21 @@
 /* base/procfs: NSpid parsing (one level, nested namespaces, malformed lines), a task's id in its
  * own namespace and the list of a process's threads, from a fake /proc tree and from this
- * process's own /proc. */
+ * process's own /proc, and the live thread of a child whose main thread has exited. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -213,6 +218,70 @@ static void test_task_sched(void **state)
 	assert_int_equal(waitpid(child, NULL, 0), child);
 }
 
+static void *sleep_forever(void *arg)
+{
+	(void) arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A child whose main thread has called pthread_exit while another thread sleeps on: its
+ * leader a zombie, the process alive. */
+static pid_t zombie_leader_child(void)
+{
+	pid_t pid = fork();
+	pthread_t t;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* gone with the test, even one that fails midway; holding no pipe of it */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || dup2(open("/dev/null", O_WRONLY), 1) < 0 ||
+		    pthread_create(&t, NULL, sleep_forever, NULL) != 0)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	for (int i = 0; i < 2000 && procfs_task_live(pid, 0) != 0; i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		(void) nanosleep(&ms, NULL);
+	}
+	assert_int_equal(procfs_task_live(pid, 0), 0);
+	return pid;
+}
+
+/* A process whose main thread exited while another runs: its live thread and directory;
+ * this process (its leader alive); a process that is gone. */
+static void test_live_tid(void **state)
+{
+	char where[64], want[64];
+	pid_t pid, tid = 0;
+	int status;
+
+	(void) state;
+	assert_int_equal(procfs_task_live(getpid(), 0), 1);
+	assert_int_equal(procfs_task_live(getpid(), getpid()), 1);
+	assert_int_equal(procfs_live_tid(getpid(), &tid), 0);
+	assert_int_equal(tid, getpid());
+	assert_int_equal(procfs_mem_dir(getpid(), where, sizeof(where)), 0);
+	snprintf(want, sizeof(want), "/proc/%d", (int) getpid());
+	assert_string_equal(where, want);
+	assert_int_equal(procfs_mem_dir(getpid(), where, 4), -ENAMETOOLONG);
+
+	pid = zombie_leader_child();
+	assert_int_equal(procfs_live_tid(pid, &tid), 0);
+	assert_true(tid != pid && tid > 0);
+	assert_int_equal(procfs_task_live(pid, tid), 1);
+	assert_int_equal(procfs_mem_dir(pid, where, sizeof(where)), 0);
+	snprintf(want, sizeof(want), "/proc/%d/task/%d", (int) pid, (int) tid);
+	assert_string_equal(where, want);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(procfs_live_tid(pid, &tid), -ESRCH);
+	assert_int_equal(procfs_mem_dir(pid, where, sizeof(where)), -ESRCH);
+	assert_int_equal(procfs_task_live(pid, 0), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_status_long),
 		cmocka_unit_test(test_syscall_parse),
 		cmocka_unit_test(test_task_sched),
+		cmocka_unit_test(test_live_tid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

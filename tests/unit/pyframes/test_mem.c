@@ -1,17 +1,25 @@
 /*
  * mem.c: pf_readv over readers with and without readv (a range that fails, a readv that fails
- * as a whole, more ranges than one call takes), the pid reader's readv on this process, and the
+ * as a whole, more ranges than one call takes), the pid reader's readv on this process and on a
+ * process whose main thread has exited (pthread_exit) while another runs on, and the
  * overlay of a capture's frames under every kind of read (overlaps, memory no longer mapped,
  * page-cache fills, readv ranges, its bounds).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -290,12 +298,94 @@ static void test_pid_readv(void **state)
 	assert_int_equal(munmap(p + 2 * page, page), 0);
 }
 
+/* what the child below holds, at the same address as here (a fork's copy) */
+static unsigned char marker[3 * 4096] = "zombie leader";
+
+static void *sleep_forever(void *arg)
+{
+	(void) arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static bool leader_zombie(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* A process whose main thread has called pthread_exit while another thread runs on: its memory
+ * is read all the same (process_vm_readv answers ESRCH for the zombie leader), by read() and
+ * readv(), a hole still a hole; once it is gone, -ESRCH. */
+static void test_pid_zombie_leader(void **state)
+{
+	struct remote_mem rm;
+	struct remote_range r[3];
+	unsigned char buf[3][16], one[4096];
+	pid_t pid;
+	int status;
+
+	(void) state;
+	for (size_t i = 4096; i < sizeof(marker); i++)
+		marker[i] = (unsigned char) (i * 13);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		/* gone with the test, even one that fails midway; holding no pipe of it */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || dup2(open("/dev/null", O_WRONLY), 1) < 0 ||
+		    pthread_create(&t, NULL, sleep_forever, NULL) != 0)
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	for (int i = 0; i < 2000 && !leader_zombie(pid); i++) {
+		struct timespec ms = { 0, 1000000 };
+
+		(void) nanosleep(&ms, NULL);
+	}
+	assert_true(leader_zombie(pid));
+	assert_int_equal(remote_mem_open_pid(pid, &rm), 0);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(rm.read(rm.ctx, (uintptr_t) marker, buf[0], 14), 0);
+	assert_string_equal((char *) buf[0], "zombie leader");
+	assert_int_equal(rm.read(rm.ctx, (uintptr_t) marker + 4096, one, sizeof(one)), 0);
+	assert_memory_equal(one, marker + 4096, sizeof(one));
+	assert_int_equal(rm.read(rm.ctx, 8, buf[0], 8), -EFAULT);     /* page 0: unmapped */
+	for (size_t i = 0; i < 3; i++)
+		r[i] = (struct remote_range) { .addr = (uintptr_t) marker + 5000 + 100 * i,
+					       .buf = buf[i], .len = 16 };
+	assert_int_equal(rm.readv(rm.ctx, r, 3), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_memory_equal(buf[i], marker + 5000 + 100 * i, 16);
+	r[1].addr = 8;
+	assert_int_equal(rm.readv(rm.ctx, r, 3), 1);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(rm.read(rm.ctx, (uintptr_t) marker, buf[0], 14), -ESRCH);
+	assert_int_equal(rm.readv(rm.ctx, r, 3), -ESRCH);
+	remote_mem_close(&rm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_readv),
 		cmocka_unit_test(test_readv_many),
 		cmocka_unit_test(test_pid_readv),
+		cmocka_unit_test(test_pid_zombie_leader),
 		cmocka_unit_test(test_overlay),
 	};
 
