@@ -175,8 +175,11 @@ static void sampling_events(const struct stat_setup *s, struct record_args *r)
 	const char *names[16];
 	size_t n = stat_rule_events(names, 16);
 
-	if (events_parse("cycles", &r->events[0]) < 0 || events_probe(&r->events[0], 0) < 0)
+	if (events_parse("cycles", &r->events[0]) < 0 ||
+	    (stat_user_only_event(s, &r->events[0]), events_probe(&r->events[0], 0) < 0)) {
 		(void) events_parse("cpu-clock", &r->events[0]);
+		stat_user_only_event(s, &r->events[0]);
+	}
 	r->n_events = 1;
 	for (size_t i = 0; i < n && r->n_events < SAMPLER_MAX_EVENTS; i++) {
 		struct event_spec *e = &r->events[r->n_events];
@@ -185,8 +188,11 @@ static void sampling_events(const struct stat_setup *s, struct record_args *r)
 		for (size_t k = 0; k < s->n_events; k++)
 			counted |= stat_same_event(s->events[k].name, names[i]);
 		if (!counted || stat_same_event(names[i], r->events[0].name) ||
-		    events_parse(names[i], e) < 0 ||
-		    events_probe(e, 0) < 0)
+		    events_parse(names[i], e) < 0)
+			continue;
+		stat_user_only_event(s, e);
+		/* in user space alone a switch counts none: not a column to name functions by */
+		if ((s->user_only && record_kernel_only(e)) || events_probe(e, 0) < 0)
 			continue;
 		r->n_events++;
 	}
@@ -257,7 +263,9 @@ static int open_sampling(struct stat_run *x)
 	int k;
 
 	session_record_opts(r, &ro);
-	ro.gil_waits = true;            /* each thread's share of its time waiting for the GIL */
+	/* each thread's share of its time waiting for the GIL, from the switches off the CPU:
+	 * kernel samples, none in user space alone */
+	ro.gil_waits = !x->s.user_only;
 	ro.exec_fn = r->argv ? on_exec : NULL;
 	ro.exec_ctx = x;
 	if (recorder_new(&ro, NULL, &x->rec) < 0) {
@@ -358,7 +366,7 @@ static void run(struct stat_run *x)
 /* The report on standard output. 0, or -1 (said). */
 static int report(struct stat_run *x)
 {
-	struct stat_totals t = { .have_pmu = events_have_hw_pmu() };
+	struct stat_totals t = { .have_pmu = events_have_hw_pmu(), .user_only = x->s.user_only };
 	struct stat_attribution attr = { .functions = stat_functions };
 	const struct profile *prof = x->rec ? recorder_profile(x->rec) : NULL;
 	struct stat_findings *f = calloc(1, sizeof(*f));
@@ -429,6 +437,8 @@ int cmd_stat(int argc, char **argv)
 	if (status)
 		goto out;
 	status = 1;
+	/* as perf stat does, and record: kernel mode refused, user space alone */
+	(void) stat_user_only(&x->s, !x->a.events);
 	x->ra = x->a.r;
 	if (!x->a.no_profile) {
 		sampling_events(&x->s, &x->ra);
@@ -442,6 +452,11 @@ int cmd_stat(int argc, char **argv)
 	session_catch_signals();
 	if (start(x) < 0)
 		goto out;
+	if (x->s.user_only && !x->a.r.quiet)
+		log_info("counting user space only (':u'): kernel.perf_event_paranoid is %d, which "
+			 "lets users without CAP_PERFMON count their own processes in user space "
+			 "alone, so context switches and migrations, which happen in the kernel, are "
+			 "not counted; run hwspy as root for kernel counts", record_paranoid());
 	run(x);
 	end_command(x);
 	if (report(x) < 0)

@@ -57,6 +57,9 @@ int record_check_options(struct record_args *o);
 int record_check_target(const struct record_args *o);
 bool record_samples_asleep(const struct event_spec *e);
 bool record_user_only(struct record_args *o);
+/* Whether event e happens in the kernel alone (context switches, CPU migrations): with
+ * exclude_kernel (':u') it counts none. */
+bool record_kernel_only(const struct event_spec *e);
 /* record_limits.c: why st's threads were left out, appended to out: "12 out of file descriptors
  * (ulimit -n 256), 3 over the locked-memory limit (RLIMIT_MEMLOCK ...)"; nothing when none
  * was. The limits as they are now: "RLIMIT_MEMLOCK 8192 KiB ('ulimit -l') beyond
@@ -77,6 +80,12 @@ void record_limit_error(int r, const char *target);
  * --kernel frames); r is returned. */
 int record_python_error(int r, const struct recorder *rec, const char *what);
 void record_permission_error(const char *target, pid_t pid, bool kernel);
+/* kernel.perf_event_paranoid, or INT_MIN where it cannot be read. */
+int record_paranoid(void);
+/* The one line for o's events that happen in the kernel (--off-cpu's and --wall's switches, or
+ * a sampled context-switches or cpu-migrations) where kernel mode is refused: their user-space
+ * part counts none, so ':u' is no way out. */
+void record_kernel_refused(const struct record_args *o);
 /* The one line for a run that took no sample (nothing is written then): why, and what to use. */
 void record_no_samples(struct recorder *rec, const struct record_args *o, const char *target);
 /* record_args.c: parses hwspy record's command line into o (zeroed by the caller): 0, 1 after

@@ -1,8 +1,9 @@
 /*
  * record_check: what hwspy record checks before it opens, attaches or writes anything (see
  * record.h): the events (the default one, whether each opens here, a count event's period, one
- * that samples threads as they go to sleep), the target (it exists, it is no kernel thread, the
- * command can be run), and the user-space-only retry of the events.
+ * that samples threads as they go to sleep, one that happens in the kernel alone where kernel mode
+ * is refused), the target (it exists, it is no kernel thread, the command can be run), and the
+ * user-space-only retry of the events.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -71,6 +72,45 @@ bool record_samples_asleep(const struct event_spec *e)
 	       (e->attr.type == PERF_TYPE_SOFTWARE &&
 		(e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
 		 e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS));
+}
+
+bool record_kernel_only(const struct event_spec *e)
+{
+	return e->attr.type == PERF_TYPE_SOFTWARE &&
+	       (e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+		e->attr.config == PERF_COUNT_SW_CGROUP_SWITCHES ||
+		e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS);
+}
+
+/* Samples of what happens in the kernel alone (--off-cpu's and --wall's switches, a sampled
+ * context-switches or cpu-migrations), where kernel mode is refused (perf_event_paranoid >= 2
+ * without CAP_PERFMON, tried on hwspy itself, as the target's own user would be): said before
+ * anything is attached, rather than a user-space-only run that samples nothing. 0, or the
+ * exit status (said). */
+static int kernel_events(const struct record_args *o)
+{
+	const struct event_spec *e = &o->events[0];
+	struct event_spec probe;
+	int r;
+
+	if (o->off_cpu || o->wall) {
+		if (events_parse("context-switches", &probe) < 0)
+			return 0;
+	} else if (record_kernel_only(e) && e->attr.exclude_kernel) {
+		log_error("'%s' counts nothing: %s happens in the kernel, which ':u' leaves out; "
+			  "leave ':u' out", e->name,
+			  e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS ? "a migration" : "a switch");
+		return 2;
+	} else if (record_kernel_only(e)) {
+		probe = *e;
+	} else {
+		return 0;
+	}
+	r = events_probe(&probe, 0);
+	if (r != -EACCES && r != -EPERM)
+		return 0;
+	record_kernel_refused(o);
+	return 1;
 }
 
 /* A count event (faults, switches) samples at a fixed period: its own default where no -c was
@@ -194,6 +234,8 @@ static int wall_event(struct record_args *o)
 
 int record_check_options(struct record_args *o)
 {
+	int r;
+
 	if (o->wall && wall_event(o) < 0)
 		return 2;
 	if (o->off_cpu && off_cpu_event(o) < 0)
@@ -202,6 +244,9 @@ int record_check_options(struct record_args *o)
 		return 1;
 	if (check_events(o) < 0)
 		return 1;
+	r = kernel_events(o);
+	if (r)
+		return r;
 	if (!o->off_cpu && count_event_period(o) < 0)
 		return 2;
 	if (o->ptrace && record_samples_asleep(&o->events[0])) {

@@ -4,12 +4,15 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/procfs.h"
 #include "cli/diagnose.h"
 #include "cli/record.h"
 #include "output/profile.h"
@@ -34,29 +37,110 @@ int record_python_error(int r, const struct recorder *rec, const char *what)
 	return r;
 }
 
+int record_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int paranoid;
+
+	if (!f)
+		return INT_MIN;
+	if (fscanf(f, "%d", &paranoid) != 1)
+		paranoid = INT_MIN;
+	fclose(f);
+	return paranoid;
+}
+
+/* "kernel.perf_event_paranoid=2", or without the value where it cannot be read */
+static const char *paranoid_words(char *buf, size_t size)
+{
+	int paranoid = record_paranoid();
+
+	if (paranoid == INT_MIN)
+		snprintf(buf, size, "kernel.perf_event_paranoid");
+	else
+		snprintf(buf, size, "kernel.perf_event_paranoid=%d", paranoid);
+	return buf;
+}
+
+/* Why a user refused perf events on a process may not profile it: the process is another
+ * user's, or it is not dumpable, or perf_event_paranoid refuses everything. */
+static void user_denied(const char *target, pid_t pid)
+{
+	int paranoid = record_paranoid();
+	long uid = -1;
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+	if (pid > 0 && procfs_status_long(pid, 0, "Uid", &uid) == 0 && uid != (long) getuid()) {
+		log_error("not allowed to profile %s: it runs as uid %ld, not as yours: run hwspy as "
+			  "root, as that user, or with CAP_PERFMON and CAP_SYS_PTRACE "
+			  "(kernel.perf_event_paranoid is %d)", target, uid, paranoid);
+	} else if (paranoid > 2) {
+		log_error("not allowed to profile %s: kernel.perf_event_paranoid is %d, which refuses "
+			  "perf events to users without CAP_PERFMON even on their own processes: run "
+			  "hwspy as root, or set kernel.perf_event_paranoid to 2 (user space only) or "
+			  "lower", target, paranoid);
+	} else if (pid > 0 && uid >= 0 && stat(path, &st) == 0 && (long) st.st_uid != uid) {
+		log_error("not allowed to profile %s: it runs as your user but is not dumpable (a "
+			  "set-uid or set-gid program, or prctl(PR_SET_DUMPABLE, 0)), which only root "
+			  "or CAP_SYS_PTRACE may read: run hwspy as root", target);
+	} else {
+		log_error("not allowed to profile %s, though it runs as your user (a security module, "
+			  "or Yama's ptrace_scope, refused it; kernel.perf_event_paranoid is %d): run "
+			  "hwspy as root", target, paranoid);
+	}
+}
+
 /* The one line for a target hwspy may not profile, and what to do. */
 void record_permission_error(const char *target, pid_t pid, bool kernel)
 {
-	int paranoid = -1;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	char words[64];
 
-	if (f) {
-		if (fscanf(f, "%d", &paranoid) != 1)
-			paranoid = -1;
-		fclose(f);
-	}
 	if (kernel && geteuid() != 0) {
-		log_error("not allowed to record kernel frames (--kernel) of %s: that needs root or "
-			  "CAP_PERFMON, or kernel.perf_event_paranoid <= 1 (it is %d)", target, paranoid);
+		log_error("not allowed to record kernel frames (--kernel) of %s: %s allows them only "
+			  "to root or CAP_PERFMON; run hwspy as root, or set "
+			  "kernel.perf_event_paranoid to 1", target, paranoid_words(words, sizeof(words)));
 	} else if (geteuid() == 0) {
 		char why[320];
 
 		diag_root_denied(pid, why, sizeof(why));
 		log_error("not allowed to profile %s: %s", target, why);
 	} else {
-		log_error("not allowed to profile %s: run hwspy as root or as the target's user with "
-			  "CAP_PERFMON and CAP_SYS_PTRACE (kernel.perf_event_paranoid is %d)", target,
-			  paranoid);
+		user_denied(target, pid);
+	}
+}
+
+/* What a context switch or a migration is, for a message. */
+static const char *kernel_event_what(const struct event_spec *e)
+{
+	return e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS ? "a migration to another CPU" :
+	       "a context switch";
+}
+
+void record_kernel_refused(const struct record_args *o)
+{
+	const struct event_spec *e = &o->events[0];
+	const char *what = o->off_cpu ? "--off-cpu" : o->wall ? "--wall" : NULL;
+	int paranoid = record_paranoid();
+	char words[64];
+
+	paranoid_words(words, sizeof(words));
+	if (paranoid != INT_MIN && paranoid <= 1) {
+		/* kernel mode is not what paranoid refuses here */
+		log_error("%s%s%s needs kernel samples of %ss, which perf_event_open refused here "
+			  "although %s allows them (a security module or seccomp filter?): run hwspy "
+			  "as root", what ? what : "'", what ? "" : e->name, what ? "" : "'",
+			  kernel_event_what(e), words);
+	} else if (what) {
+		log_error("%s needs kernel samples of context switches (a switch happens in the "
+			  "kernel), which %s allows only to root or CAP_PERFMON: run hwspy as root, or "
+			  "set kernel.perf_event_paranoid to 1", what, words);
+	} else {
+		log_error("'%s' counts in the kernel (%s happens there): in user space alone (':u', "
+			  "all that %s allows without root or CAP_PERFMON) it would count none; run "
+			  "hwspy as root, or set kernel.perf_event_paranoid to 1", e->name,
+			  kernel_event_what(e), words);
 	}
 }
 

@@ -142,6 +142,31 @@ void session_capture_said(struct recorder *rec, uint64_t *said)
 		  "stack after its sample instead, as --nonblocking");
 }
 
+/* Counting user space only, said once: why, and the events that count nothing so. */
+static void user_only_said(const struct record_args *o)
+{
+	char none[160] = "";
+	int paranoid = record_paranoid();
+	size_t len = 0;
+
+	for (size_t i = 1; i < o->n_events; i++) {
+		int n;
+
+		if (!record_kernel_only(&o->events[i]))
+			continue;
+		n = snprintf(none + len, sizeof(none) - len, "%s'%s'", len ? ", " : "; ",
+			     o->events[i].name);
+		if (n < 0 || (size_t) n >= sizeof(none) - len) {
+			none[len] = '\0';
+			break;
+		}
+		len += (size_t) n;
+	}
+	log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid is %d: root or "
+		 "CAP_PERFMON only); counting user space only, as ':u'%s%s", paranoid, none,
+		 len ? " happen in the kernel and count nothing so" : "");
+}
+
 /* Opens the events, falling back where the target or the machine refuses: 0, or -1 (said). */
 int session_start(struct recorder *rec, struct record_args *o, const char *target,
 		 uint64_t *capture_failures)
@@ -159,10 +184,13 @@ int session_start(struct recorder *rec, struct record_args *o, const char *targe
 		recorder_set_mode(rec, RECORD_NONBLOCKING);
 		r = recorder_start(rec);
 	}
-	if (r == -EACCES && !o->kernel && record_user_only(o)) {
-		/* as perf does: where kernel-mode counting is refused, count user space only */
-		log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid); counting "
-			 "user space only, as ':u'");
+	/* as perf does: where kernel-mode counting is refused, count user space only; not for
+	 * switches sampled (--off-cpu, --wall, -e context-switches), which happen in the kernel:
+	 * record_check_options() said so where kernel mode is refused to hwspy itself, so here
+	 * the refusal is the target's */
+	if (r == -EACCES && !o->kernel && !o->off_cpu && !o->wall &&
+	    !record_kernel_only(&o->events[0]) && record_user_only(o)) {
+		user_only_said(o);
 		r = recorder_start(rec);
 	}
 	if (r >= 0) {

@@ -72,6 +72,8 @@ struct stat_totals {
 	struct stat_thread *threads;    /* per thread, by task-clock, largest first */
 	size_t n_threads;
 	bool have_pmu;                  /* the machine exposes a hardware PMU */
+	bool user_only;                 /* every event counted user space only (kernel mode
+	                                 * refused): a switch or a migration is not counted */
 	bool sampled;                   /* a sampling run named the functions */
 	uint64_t samples;               /* ... its samples */
 	struct stat_gil_wait *gil;      /* threads that waited for the GIL, longest first */

@@ -1,6 +1,6 @@
 /*
  * stat_collect: what hwspy stat measures beside the counters' totals (stat.h, stat_run.h): the
- * default events and their groups, the context switches each thread made by kind (from
+ * default events and their groups, user space only where kernel mode is refused, the context switches each thread made by kind (from
  * /proc), the totals and the threads from the counter, and the functions behind each event
  * in the light sampling run's profile.
  */
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "cli/record.h"
 #include "cli/stat_run.h"
 #include "cli/top_proc.h"
 #include "output/output.h"
@@ -60,6 +61,44 @@ void stat_groups(struct stat_setup *s)
 					s->groups[i] = s->groups[j];
 		}
 	}
+}
+
+void stat_user_only_event(const struct stat_setup *s, struct event_spec *e)
+{
+	if (!s->user_only)
+		return;
+	e->attr.exclude_kernel = 1;
+	e->attr.exclude_hv = 1;
+}
+
+bool stat_user_only(struct stat_setup *s, bool defaults)
+{
+	struct event_spec user;
+	size_t i;
+	int r = 0;
+
+	/* the first event refused that counts kernel mode, tried in user space alone */
+	for (i = 0; i < s->n_events; i++) {
+		if (s->events[i].attr.exclude_kernel)
+			continue;
+		r = events_probe(&s->events[i], 0);
+		if (r >= 0 || r == -EACCES || r == -EPERM)
+			break;
+	}
+	if (i == s->n_events || (r != -EACCES && r != -EPERM))
+		return false;
+	user = s->events[i];
+	user.attr.exclude_kernel = 1;
+	user.attr.exclude_hv = 1;
+	if (events_probe(&user, 0) < 0)
+		return false;
+	s->user_only = true;
+	for (i = 0; i < s->n_events; i++) {
+		stat_user_only_event(s, &s->events[i]);
+		if (defaults)
+			s->listed[i] = events_probe(&s->events[i], 0) >= 0;
+	}
+	return true;
 }
 
 /* ---- context switches by kind, from /proc ---------------------------------------------- */
@@ -203,8 +242,15 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 	for (size_t i = 0; i < s->n_events && t->n_ev < STAT_MAX_EVENTS; i++) {
 		event_from(&t->ev[t->n_ev], &s->events[i], &v[i]);
 		t->ev[t->n_ev].listed = s->listed[i];
+		if (s->user_only && record_kernel_only(&s->events[i]) && t->ev[t->n_ev].counted) {
+			/* a switch or a migration happens in the kernel: its ':u' count is 0 */
+			t->ev[t->n_ev].counted = false;
+			t->ev[t->n_ev].error = -EACCES;
+		}
 		t->n_ev++;
 	}
+	if (s->user_only)
+		sw = -1;
 	t->wall_ns = counter_stats(c)->wall_ns;
 	t->threads = n ? calloc(n, sizeof(*t->threads)) : NULL;
 	if (n && !t->threads)

@@ -218,27 +218,56 @@ static void finding_line(const struct stat_finding *f, FILE *out)
 	fprintf(out, "; next: %s\n", f->advice);
 }
 
+/* Why event name (a rule's missing one) was not measured: 0 the hardware PMU this machine has
+ * not, 1 kernel mode refused (a switch or a migration counted in user space alone), 2 else. */
+static int missing_why(const struct stat_totals *t, const struct stat_unmeasured *u)
+{
+	const struct stat_event *e = stat_event(t, u->missing);
+
+	if (!t->have_pmu && (!e || e->hardware))
+		return 0;
+	return (u->error == -EACCES || u->error == -EPERM) &&
+	       (stat_same_event(u->missing, "context-switches") ||
+		stat_same_event(u->missing, "cpu-migrations")) ? 1 : 2;
+}
+
 /* The findings that could not be looked for, in one line: what they need and why it is
  * missing. */
 static void unmeasured(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
 {
+	static const char *const why[] = {
+		"which need a hardware PMU, and this machine exposes none (a VM?); run hwspy stat "
+		"on a machine with one",
+		"which happen in the kernel: not counted in user space alone (kernel mode refused, "
+		"kernel.perf_event_paranoid); run hwspy as root",
+		"which did not open or run here",
+	};
+	bool said = false;
+
 	if (!f->n_unmeasured)
 		return;
 	fputs("\n not measured:", out);
 	for (size_t i = 0; i < f->n_unmeasured; i++)
 		fprintf(out, "%s %s", i ? "," : "", f->u[i].metric);
 	fputs(": they need", out);
-	for (size_t i = 0; i < f->n_unmeasured; i++) {
-		bool again = false;
+	for (int w = 0; w < 3; w++) {
+		bool any = false;
 
-		for (size_t k = 0; k < i; k++)
-			again |= !strcmp(f->u[k].missing, f->u[i].missing);
-		if (!again)
-			fprintf(out, "%s '%s'", i ? "," : "", f->u[i].missing);
+		for (size_t i = 0; i < f->n_unmeasured; i++) {
+			bool again = false;
+
+			for (size_t k = 0; k < i; k++)
+				again |= !strcmp(f->u[k].missing, f->u[i].missing);
+			if (again || missing_why(t, &f->u[i]) != w)
+				continue;
+			fprintf(out, "%s '%s'", any ? "," : said ? "; and" : "", f->u[i].missing);
+			any = true;
+		}
+		if (any)
+			fprintf(out, ", %s", why[w]);
+		said |= any;
 	}
-	fprintf(out, ", %s\n", !t->have_pmu ?
-		"which need a hardware PMU, and this machine exposes none (a VM?); run hwspy "
-		"stat on a machine with one" : "which did not open or run here");
+	fputc('\n', out);
 }
 
 void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
@@ -279,7 +308,10 @@ static void json_events(const struct stat_totals *t, FILE *out)
 		if (!e->counted) {
 			fputs(",\"why\":", out);
 			json_write_string(out, e->error == -ENOENT || e->error == -EOPNOTSUPP ?
-					  "not supported on this machine" : strerror(-e->error));
+					  "not supported on this machine" :
+					  t->user_only && e->error == -EACCES ?
+					  "happens in the kernel: not counted in user space only" :
+					  strerror(-e->error));
 			fputs("}", out);
 			continue;
 		}
@@ -393,8 +425,9 @@ int stat_report_json(const struct stat_totals *t, const struct stat_findings *f,
 	json_num(out, t->voluntary >= 0 ? (double) t->voluntary : NAN);
 	fputs(",\"involuntary_switches\":", out);
 	json_num(out, t->involuntary >= 0 ? (double) t->involuntary : NAN);
-	fprintf(out, ",\"hardware_pmu\":%s,\"sampled\":%s,\"samples\":%" PRIu64 ",",
-		t->have_pmu ? "true" : "false", t->sampled ? "true" : "false", t->samples);
+	fprintf(out, ",\"hardware_pmu\":%s,\"user_space_only\":%s,\"sampled\":%s,\"samples\":%"
+		PRIu64 ",", t->have_pmu ? "true" : "false", t->user_only ? "true" : "false",
+		t->sampled ? "true" : "false", t->samples);
 	json_events(t, out);
 	json_threads(t, out);
 	json_gil(t, out);

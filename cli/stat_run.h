@@ -22,6 +22,7 @@ struct stat_setup {
 	unsigned groups[COUNTER_MAX_EVENTS];
 	bool listed[COUNTER_MAX_EVENTS];        /* shown in the table */
 	size_t n_events;
+	bool user_only;                 /* every event counts user space only (stat_user_only()) */
 };
 
 /* The default events (perf stat's and the rules'), each marked listed if it opens here. 0 or
@@ -29,6 +30,14 @@ struct stat_setup {
 int stat_default_events(struct stat_setup *s);
 /* Groups: instructions with cycles, X-misses with its reference event, the others alone. */
 void stat_groups(struct stat_setup *s);
+/* Where kernel-mode counting is refused (kernel.perf_event_paranoid >= 2 without CAP_PERFMON,
+ * tried on hwspy itself, as the target's own user is) and user space is not: every event set
+ * to count user space only (':u'), as perf stat does, s->user_only set, and (defaults: the
+ * default events) those that open so listed; true if so. The events that happen in the kernel
+ * alone (context-switches, cpu-migrations) are then not counted (stat_totals_fill()). */
+bool stat_user_only(struct stat_setup *s, bool defaults);
+/* Makes e count user space only where s does (the sampling run's events). */
+void stat_user_only_event(const struct stat_setup *s, struct event_spec *e);
 
 /* Each thread's voluntary and involuntary switches: the first reading and the last. A thread
  * first seen after the first reading counts from 0. */

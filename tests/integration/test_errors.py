@@ -7,6 +7,9 @@ no profile written, and an attached target left running, neither stopped nor tra
   hardware-event (-e cache-misses on a machine without a PMU: says so and names cpu-clock; the
   command is not run), no-permission (hwspy as nobody against a root python: mentions
   perf_event_paranoid or CAP_PERFMON / CAP_SYS_PTRACE), no-such-command (-- /nonexistent/cmd).
+own-stat, own-switches (hwspy as nobody against nobody's own python, perf_event_paranoid 2:
+  stat counts user space only and says so; --off-cpu, --wall and -e context-switches say they
+  need kernel samples of switches, and what to do; -e context-switches:u counts nothing).
 tracepoint (-e sched:sched_switch in a mount namespace without tracefs: as root hwspy mounts
   it, 'hwspy list' says ok and record samples, reading stacks as --nonblocking; as nobody, with
   tracefs unmounted and mounted, list and record give the same reason, never "unknown event").
@@ -23,6 +26,7 @@ And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 9
   main thread called pthread_exit while a thread runs on: record -p and dump --nonblocking -p
   read that thread's stack).
 """
+import json
 import os
 import shutil
 import subprocess
@@ -134,6 +138,74 @@ def no_permission(opts):
     run = harness.record(opts, ['-p', str(w.pid), '-d', '2'], name='nobody/out', timeout=30,
                          prefix=prefix, hwspy=exe)
     expect_error(run, any_of=['perf_event_paranoid', 'CAP_PERFMON', 'CAP_SYS_PTRACE'])
+    harness.check_untouched(w.pid)
+
+
+def own_target(opts):
+    """As an unprivileged user against a process of its own, where kernel.perf_event_paranoid is
+    2 (user space only): (prefix, hwspy, the target) with the target a spinner started by that
+    user; Skip where that cannot be set up."""
+    if os.geteuid() != 0:
+        raise Skip('needs root, to run hwspy and its target as nobody')
+    with open('/proc/sys/kernel/perf_event_paranoid') as f:
+        paranoid = int(f.read())
+    if paranoid != 2:
+        raise Skip('kernel.perf_event_paranoid is %d here: these messages are for 2 (users '
+                   'count their own processes in user space only)' % paranoid)
+    prefix, exe = harness.as_nobody(opts)
+    py = harness.any_python(opts)
+    if subprocess.run(prefix + py.argv + ['-c', 'pass'], capture_output=True).returncode:
+        raise Skip('nobody cannot run %s' % py.argv[0])
+    w = harness.Process(prefix + py.argv + [os.path.join(opts.targets, 'spin.py'), '120'])
+    w.expect_ready()
+    check(os.stat('/proc/%d' % w.pid).st_uid != 0, 'the target does not run as nobody')
+    return prefix, exe, w
+
+
+@case
+def own_stat(opts):
+    """stat -p of one's own process with kernel counting refused: counts user space only, as
+    record does, says so once and why (it said 'run hwspy as root or as the target's user')."""
+    prefix, exe, w = own_target(opts)
+    argv = prefix + [exe, 'stat', '--json', '-d', '1', '-p', str(w.pid)]
+    log('$ %s' % ' '.join(argv))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    log('exit %d; stderr:\n%s' % (p.returncode, p.stderr.rstrip()))
+    check(p.returncode == 0, 'hwspy stat exited %d, expected 0' % p.returncode)
+    said = [l for l in p.stderr.splitlines() if 'user space only' in l]
+    check(len(said) == 1, 'not one line says it counts user space only: %s' % said)
+    check('perf_event_paranoid is 2' in said[0] and 'root' in said[0],
+          'the line does not say why (perf_event_paranoid is 2) and what to do (root)')
+    d = json.loads(p.stdout)
+    ev = {e['name']: e for e in d['events']}
+    log('user_space_only %s; task-clock %s; context-switches %s' % (
+        d.get('user_space_only'), ev['task-clock'].get('value'), ev['context-switches']))
+    check(d.get('user_space_only') is True, 'the JSON does not say user_space_only')
+    check(ev['task-clock']['counted'] and ev['task-clock']['value'] > 1e7,
+          'task-clock did not count the spinning target')
+    check(not ev['context-switches']['counted'],
+          'context-switches "counted" in user space only, where it counts none')
+    harness.check_untouched(w.pid)
+
+
+@case
+def own_switches(opts):
+    """Switches sampled from one's own process with kernel mode refused: --off-cpu and --wall
+    need kernel samples of the switches, and -e context-switches would count none in user space:
+    each says so (they said 'run hwspy as root or as the target's user', to that user, and 'too
+    few events'); 'context-switches:u' counts nothing, whoever runs it."""
+    prefix, exe, w = own_target(opts)
+    for i, args in enumerate((['--off-cpu'], ['--wall'], ['-e', 'context-switches'])):
+        run = harness.record(opts, args + ['-p', str(w.pid), '-d', '1'], name='nobody/%d' % i,
+                             prefix=prefix, hwspy=exe, timeout=60)
+        expect_error(run, all_of=['kernel', 'perf_event_paranoid=2', 'root'])
+        check("target's user" not in run.stderr and 'too few' not in run.stderr,
+              'a message sends the target\'s own user the wrong way')
+        check(run.elapsed < 5, 'hwspy took %.1f s to refuse' % run.elapsed)
+    run = harness.record(opts, ['-e', 'context-switches:u', '-p', str(w.pid), '-d', '1'],
+                         name='nobody/u', prefix=prefix, hwspy=exe, timeout=60)
+    check(run.rc == 2, 'hwspy exited %s, expected 2 (a usage error)' % run.rc)
+    expect_error(run, all_of=['counts nothing', 'kernel'])
     harness.check_untouched(w.pid)
 
 

@@ -254,6 +254,45 @@ static void test_report(void **state)
 	unlink(path);
 }
 
+/* Kernel mode refused (user space only): context-switches not counted, and said so apart from
+ * the events a PMU would count; the JSON says user_space_only. */
+static void test_user_only_report(void **state)
+{
+	struct stat_totals t;
+	struct stat_findings f;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void) state;
+	software(&t, 0.9, 0, 10);
+	t.user_only = true;
+	t.ev[1].counted = false;                /* context-switches */
+	t.ev[1].error = -EACCES;
+	stat_find(&t, NULL, &f);
+	assert_true(unmeasured(&f, "high-switch-rate"));
+	out = open_memstream(&text, &len);
+	assert_non_null(out);
+	stat_report_text(&t, &f, out);
+	assert_int_equal(fclose(out), 0);
+	print_message("%s", text);
+	assert_non_null(strstr(text, "<not counted>      context-switches"));
+	assert_non_null(strstr(text, "they need 'instructions', 'LLC-load-misses', which need a "
+				    "hardware PMU"));
+	assert_non_null(strstr(text, "; and 'context-switches', which happen in the kernel: not "
+				    "counted in user space alone"));
+	free(text);
+	text = NULL;
+	out = open_memstream(&text, &len);
+	assert_non_null(out);
+	assert_int_equal(stat_report_json(&t, &f, out), 0);
+	assert_int_equal(fclose(out), 0);
+	assert_non_null(strstr(text, "\"user_space_only\":true"));
+	assert_non_null(strstr(text, "{\"name\":\"context-switches\",\"counted\":false,\"why\":"
+				    "\"happens in the kernel: not counted in user space only\"}"));
+	free(text);
+}
+
 static void test_explain(void **state)
 {
 	char *text = NULL;
@@ -282,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_switches_and_faults),
 		cmocka_unit_test(test_hardware_rules),
 		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_user_only_report),
 		cmocka_unit_test(test_explain),
 	};
 
