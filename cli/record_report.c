@@ -331,6 +331,49 @@ static void summary_gil(struct recorder *rec, const struct record_args *o)
 		log_info("gil: threads waited %.3f s in all for the GIL", waited / 1e9);
 }
 
+/* what thins the switches sampled, where every one is taken (--off-cpu, --wall) */
+#define FEWER_SWITCHES "record a part of the program that switches less, or sample every Nth " \
+	"switch instead, '-e context-switches -c N' (switches counted, not the time waited)"
+
+/* Samples the kernel lost (its ring full before hwspy read it), and what would lose fewer: a
+ * lower rate or a larger period for the events sampled at one; --off-cpu and --wall's switches
+ * are each taken (-c and -F do not apply to them), their own losses told apart where the
+ * kernel counts them per event. */
+static void summary_lost(const struct sampler_stats *st, const struct record_args *o)
+{
+	uint64_t sw, other;
+
+	if (!st->lost)
+		return;
+	if (o->off_cpu) {
+		log_info("%" PRIu64 " records were lost by the kernel (samples at switches off the "
+			 "CPU, switch records, BPF captures: a ring filled before hwspy read it): "
+			 "--off-cpu takes every switch, which no -c or -F thins; to lose fewer, "
+			 FEWER_SWITCHES, st->lost);
+		return;
+	}
+	if (!o->wall) {
+		log_info("%" PRIu64 " samples were lost by the kernel: %s", st->lost,
+			 o->freq ? "lower the rate (-F)" : "sample less often (a larger -c)");
+		return;
+	}
+	if (!st->switch_lost_known) {
+		log_info("%" PRIu64 " records were lost by the kernel (a ring filled before hwspy "
+			 "read it), of samples on the CPU or at switches off it (this kernel does not "
+			 "tell which): -F lowers the rate on the CPU; --wall takes every switch, which "
+			 "-F does not thin: to lose fewer of those, " FEWER_SWITCHES, st->lost);
+		return;
+	}
+	sw = st->lost_switches < st->lost ? st->lost_switches : st->lost;
+	other = st->lost - sw;
+	log_info("%" PRIu64 " records were lost by the kernel (a ring filled before hwspy read it): "
+		 "%" PRIu64 " of the switches off the CPU (samples and switch records), %" PRIu64
+		 " others (samples on the CPU, at -F, and BPF captures of either); %s", st->lost, sw,
+		 other, sw >= other ?
+		 "--wall takes every switch, which -F does not thin: to lose fewer, " FEWER_SWITCHES :
+		 "lower the rate (-F)");
+}
+
 void record_summary(struct recorder *rec, const struct record_args *o, const char *target,
 		    const char *path)
 {
@@ -434,9 +477,7 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 	if (st->capture_threads_failed)
 		log_info("%" PRIu64 " times a thread could not get the BPF capture (no free slot or "
 			 "fd): its stacks were read after their samples", st->capture_threads_failed);
-	if (st->lost)
-		log_info("%" PRIu64 " samples were lost by the kernel: %s", st->lost,
-			 o->freq ? "lower the rate (-F)" : "sample less often (a larger -c)");
+	summary_lost(st, o);
 	if (st->throttled)
 		log_info("the kernel throttled the sampling event %" PRIu64 " times (more samples at "
 			 "once than kernel.perf_event_max_sample_rate allows): samples are missing "

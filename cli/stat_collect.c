@@ -282,8 +282,8 @@ void stat_gil_waits(struct stat_totals *t, struct recorder *rec)
 	size_t n = 0;
 	const struct record_gil_thread *g = recorder_gil_threads(rec, &n);
 
-	/* stops are not taken at a switch: no switch was sampled */
-	t->gil_measured = recorder_mode(rec) != RECORD_STOPS;
+	/* stops are not taken at a switch, and in user space alone none is sampled */
+	t->gil_measured = recorder_mode(rec) != RECORD_STOPS && !t->user_only;
 	t->gil = t->gil_measured && n ? calloc(n, sizeof(*t->gil)) : NULL;
 	for (size_t i = 0; t->gil && i < n; i++) {
 		const char *name;

@@ -13,6 +13,10 @@
 #include "sampler/ring.h"
 #include "sampler/sampler.h"
 
+#ifndef PERF_FORMAT_LOST
+#define PERF_FORMAT_LOST (1u << 4)     /* Linux 6.0 */
+#endif
+
 /* tracer.c: the share of a thread's time spent in our stops, over a sliding window of
  * STOP_BUCKETS buckets (SAMPLER_STOP_WINDOW_MS in all), CLOCK_MONOTONIC */
 #define STOP_BUCKETS 10
@@ -278,7 +282,8 @@ int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, i
 /* perf.c: whether the records of process pid are the caller's: the target's, or with
  * opts.subprocesses any (only the target and its descendants inherit its events). */
 bool perf_pid_followed(const struct sampler *s, pid_t pid);
-void perf_switch_close(struct thread *t);
+/* Closes t's switch events, adding what the ring lost of their records to stats.lost_switches. */
+void perf_switch_close(struct sampler *s, struct thread *t);
 const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
 					       const struct perf_event_header *h);
 void percpu_thread_disable(struct thread *t);

@@ -204,7 +204,7 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 	}
 	return 0;
 fail:
-	perf_switch_close(t);
+	perf_switch_close(s, t);
 	percpu_thread_close(s, t);
 	return r;
 }

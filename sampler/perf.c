@@ -82,6 +82,9 @@ static void build_switch_attr(struct sampler *s)
 			       PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER,
 		.sample_regs_user = o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG,
 		.watermark = 1, .wakeup_watermark = s->attrs[0].wakeup_watermark,
+		/* what the ring lost of this event's records (Linux 6.0+; else dropped at the
+		 * first open): --wall's losses told apart from those on the CPU */
+		.read_format = PERF_FORMAT_LOST,
 	};
 	if (o->switch_stack_size) {
 		a->sample_type |= PERF_SAMPLE_STACK_USER;
@@ -186,8 +189,14 @@ int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, i
 
 	s->switch_attr.inherit_thread = s->attrs[0].inherit_thread;   /* as the kernel took it */
 	fd = perf_open_fd(s, &s->switch_attr, t->tid, cpu, -1);
+	if (fd == -EINVAL && s->switch_attr.read_format) {
+		/* a kernel before 6.0: no PERF_FORMAT_LOST, the losses not told apart */
+		s->switch_attr.read_format = 0;
+		fd = perf_open_fd(s, &s->switch_attr, t->tid, cpu, -1);
+	}
 	if (fd < 0)
 		return fd;
+	s->stats.switch_lost_known = s->switch_attr.read_format != 0;
 	t->switch_fds[k] = fd;
 	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, out_fd) < 0 ||
 	    ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
@@ -208,11 +217,19 @@ int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, i
 	return 0;
 }
 
-void perf_switch_close(struct thread *t)
+void perf_switch_close(struct sampler *s, struct thread *t)
 {
-	for (int k = 0; t->switch_fds && k < t->n_switch_fds; k++)
-		if (t->switch_fds[k] >= 0)
-			(void) close(t->switch_fds[k]);
+	for (int k = 0; t->switch_fds && k < t->n_switch_fds; k++) {
+		uint64_t v[2];          /* { value, lost } (PERF_FORMAT_LOST) */
+
+		if (t->switch_fds[k] < 0)
+			continue;
+		/* an inherited event's losses are its parent's (the kernel counts them there) */
+		if (s->switch_attr.read_format == PERF_FORMAT_LOST &&
+		    read(t->switch_fds[k], v, sizeof(v)) == (ssize_t) sizeof(v))
+			s->stats.lost_switches += v[1];
+		(void) close(t->switch_fds[k]);
+	}
 	free(t->switch_fds);
 	t->switch_fds = NULL;
 	t->n_switch_fds = 0;
@@ -500,7 +517,7 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 {
 	perf_thread_disable(t);
 	percpu_thread_close(s, t);
-	perf_switch_close(t);
+	perf_switch_close(s, t);
 	capture_thread_close(s, t);
 	if (t->map)
 		(void) munmap(t->map, t->map_size);

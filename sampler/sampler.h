@@ -319,6 +319,12 @@ enum sampler_fail {
 struct sampler_stats {
 	uint64_t samples;               /* samples handed to the callback */
 	uint64_t lost;                  /* samples the kernel lost (PERF_RECORD_LOST) */
+	uint64_t lost_switches;         /* opts.wall: of those, records of the switch event (its
+	                                 * samples off the CPU and their switch records), as the
+	                                 * kernel counts them per event (PERF_FORMAT_LOST, read at
+	                                 * its close); the rest were the CPU event's or the
+	                                 * capture's */
+	bool switch_lost_known;         /* ... the kernel counts them (Linux 6.0+) */
 	uint64_t throttled;             /* PERF_RECORD_THROTTLE records */
 	uint64_t stops;                 /* exact mode: signal-delivery-stops handled */
 	uint64_t stops_without_sample;  /* stops that found no sample in the ring */

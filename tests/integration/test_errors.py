@@ -24,10 +24,12 @@ And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 9
   capture and with --nonblocking: hwspy's own CPU time over 2 s of sampling stays under 0.2 s; a
   SIGCHLD left unread once kept its poll loop spinning a whole CPU); leader-exit (the target's
   main thread called pthread_exit while a thread runs on: record -p and dump --nonblocking -p
-  read that thread's stack).
+  read that thread's stack); lost-switches (--off-cpu and --wall lose records to a
+  ping-pong pinned to hwspy's CPU: the advice fits the mode, never '-c' under --off-cpu).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -404,6 +406,46 @@ def leader_exit(opts):
           'the dump shows no frame of work()')
     check(w.alive(), 'the target died')
     harness.check_untouched(w.pid)
+
+
+LOST = re.compile(r'^hwspy: (\d+) (?:samples|records) were lost by the kernel', re.M)
+
+
+@case
+def lost_switches(opts):
+    """Records lost under --off-cpu and --wall (two threads ping-ponging through pipes, pinned
+    with hwspy to one CPU, switch faster than hwspy reads): the advice names what thins the
+    switches, never '-c' (which --off-cpu refuses) nor, when the switches were lost, '-F'."""
+    if not shutil.which('taskset'):
+        raise Skip('taskset is not installed (util-linux)')
+    py = harness.any_python(opts)
+    cmd = py.argv + [os.path.join(opts.targets, 'pingpong.py'), '10']
+    for mode in ('--off-cpu', '--wall'):
+        run = harness.record(opts, [mode, '-d', '1.5', '--'] + cmd, name=mode[2:],
+                             prefix=['taskset', '-c', '0'], timeout=60)
+        check(run.rc in (0, 130), 'hwspy exited %s, expected 130 (its -d ends the command)'
+              % run.rc)
+        m = LOST.search(run.stderr)
+        if not m:
+            raise Skip('%s lost nothing here: no advice to check' % mode)
+        line = run.stderr[m.start():].splitlines()[0]
+        log('%s: %s' % (mode, line))
+        check('every switch' in line and "'-e context-switches -c N'" in line,
+              'the advice does not say that every switch is taken, and what thins them')
+        if mode == '--off-cpu':
+            check('a larger -c' not in line and 'lower the rate' not in line,
+                  'the advice under --off-cpu names -c or -F, which it refuses')
+        else:
+            split = re.search(r': (\d+) of the switches off the CPU .*, (\d+) others', line)
+            if split:
+                sw, other = int(split.group(1)), int(split.group(2))
+                check(sw + other == int(m.group(1)), 'the split does not add up')
+                check(sw > 0, 'no loss put on the switches, which are most of the records')
+                check((sw >= other) == ('lower the rate' not in line),
+                      'the advice does not follow the larger part of the loss')
+            else:
+                check('does not tell which' in line, 'the loss is neither split nor said '
+                      'to be unsplit')
 
 
 def test(opts):
