@@ -452,11 +452,14 @@ int cmd_stat(int argc, char **argv)
 	session_catch_signals();
 	if (start(x) < 0)
 		goto out;
-	if (x->s.user_only && !x->a.r.quiet)
-		log_info("counting user space only (':u'): kernel.perf_event_paranoid is %d, which "
-			 "lets users without CAP_PERFMON count their own processes in user space "
-			 "alone, so context switches and migrations, which happen in the kernel, are "
-			 "not counted; run hwspy as root for kernel counts", record_paranoid());
+	if (x->s.user_only && !x->a.r.quiet) {
+		char words[64];
+
+		log_info("counting user space only (':u'): %s lets users without CAP_PERFMON count "
+			 "their own processes in user space alone, so context switches and "
+			 "migrations, which happen in the kernel, are not counted; run hwspy as root "
+			 "for kernel counts", record_paranoid_words(words, sizeof(words)));
+	}
 	run(x);
 	end_command(x);
 	if (report(x) < 0)

@@ -80,8 +80,10 @@ void record_limit_error(int r, const char *target);
  * --kernel frames); r is returned. */
 int record_python_error(int r, const struct recorder *rec, const char *what);
 void record_permission_error(const char *target, pid_t pid, bool kernel);
-/* kernel.perf_event_paranoid, or INT_MIN where it cannot be read. */
+/* kernel.perf_event_paranoid, or INT_MIN where it cannot be read; as words for a message,
+ * into buf: "kernel.perf_event_paranoid=2" (without "=N" where it cannot be read). */
 int record_paranoid(void);
+const char *record_paranoid_words(char *buf, size_t size);
 /* The one line for o's events that happen in the kernel (--off-cpu's and --wall's switches, or
  * a sampled context-switches or cpu-migrations) where kernel mode is refused: their user-space
  * part counts none, so ':u' is no way out. */

@@ -50,8 +50,7 @@ int record_paranoid(void)
 	return paranoid;
 }
 
-/* "kernel.perf_event_paranoid=2", or without the value where it cannot be read */
-static const char *paranoid_words(char *buf, size_t size)
+const char *record_paranoid_words(char *buf, size_t size)
 {
 	int paranoid = record_paranoid();
 
@@ -67,28 +66,28 @@ static const char *paranoid_words(char *buf, size_t size)
 static void user_denied(const char *target, pid_t pid)
 {
 	int paranoid = record_paranoid();
+	char path[64], words[64];
 	long uid = -1;
-	char path[64];
 	struct stat st;
+
+	record_paranoid_words(words, sizeof(words));
 
 	snprintf(path, sizeof(path), "/proc/%d", (int) pid);
 	if (pid > 0 && procfs_status_long(pid, 0, "Uid", &uid) == 0 && uid != (long) getuid()) {
 		log_error("not allowed to profile %s: it runs as uid %ld, not as yours: run hwspy as "
-			  "root, as that user, or with CAP_PERFMON and CAP_SYS_PTRACE "
-			  "(kernel.perf_event_paranoid is %d)", target, uid, paranoid);
+			  "root, as that user, or with CAP_PERFMON and CAP_SYS_PTRACE (%s)", target, uid,
+			  words);
 	} else if (paranoid > 2) {
-		log_error("not allowed to profile %s: kernel.perf_event_paranoid is %d, which refuses "
-			  "perf events to users without CAP_PERFMON even on their own processes: run "
-			  "hwspy as root, or set kernel.perf_event_paranoid to 2 (user space only) or "
-			  "lower", target, paranoid);
+		log_error("not allowed to profile %s: %s refuses perf events to users without "
+			  "CAP_PERFMON even on their own processes: run hwspy as root, or set "
+			  "kernel.perf_event_paranoid to 2 (user space only) or lower", target, words);
 	} else if (pid > 0 && uid >= 0 && stat(path, &st) == 0 && (long) st.st_uid != uid) {
 		log_error("not allowed to profile %s: it runs as your user but is not dumpable (a "
 			  "set-uid or set-gid program, or prctl(PR_SET_DUMPABLE, 0)), which only root "
 			  "or CAP_SYS_PTRACE may read: run hwspy as root", target);
 	} else {
 		log_error("not allowed to profile %s, though it runs as your user (a security module, "
-			  "or Yama's ptrace_scope, refused it; kernel.perf_event_paranoid is %d): run "
-			  "hwspy as root", target, paranoid);
+			  "or Yama's ptrace_scope, refused it; %s): run hwspy as root", target, words);
 	}
 }
 
@@ -100,7 +99,8 @@ void record_permission_error(const char *target, pid_t pid, bool kernel)
 	if (kernel && geteuid() != 0) {
 		log_error("not allowed to record kernel frames (--kernel) of %s: %s allows them only "
 			  "to root or CAP_PERFMON; run hwspy as root, or set "
-			  "kernel.perf_event_paranoid to 1", target, paranoid_words(words, sizeof(words)));
+			  "kernel.perf_event_paranoid to 1", target,
+			  record_paranoid_words(words, sizeof(words)));
 	} else if (geteuid() == 0) {
 		char why[320];
 
@@ -111,11 +111,10 @@ void record_permission_error(const char *target, pid_t pid, bool kernel)
 	}
 }
 
-/* What a context switch or a migration is, for a message. */
+/* What the event counts, for a message: "context switch" or "migration". */
 static const char *kernel_event_what(const struct event_spec *e)
 {
-	return e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS ? "a migration to another CPU" :
-	       "a context switch";
+	return e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS ? "migration" : "context switch";
 }
 
 void record_kernel_refused(const struct record_args *o)
@@ -125,19 +124,19 @@ void record_kernel_refused(const struct record_args *o)
 	int paranoid = record_paranoid();
 	char words[64];
 
-	paranoid_words(words, sizeof(words));
+	record_paranoid_words(words, sizeof(words));
 	if (paranoid != INT_MIN && paranoid <= 1) {
 		/* kernel mode is not what paranoid refuses here */
-		log_error("%s%s%s needs kernel samples of %ss, which perf_event_open refused here "
+		log_error("%s%s%s needs kernel samples of each %s, which perf_event_open refused here "
 			  "although %s allows them (a security module or seccomp filter?): run hwspy "
 			  "as root", what ? what : "'", what ? "" : e->name, what ? "" : "'",
-			  kernel_event_what(e), words);
+			  what ? "context switch" : kernel_event_what(e), words);
 	} else if (what) {
 		log_error("%s needs kernel samples of context switches (a switch happens in the "
 			  "kernel), which %s allows only to root or CAP_PERFMON: run hwspy as root, or "
 			  "set kernel.perf_event_paranoid to 1", what, words);
 	} else {
-		log_error("'%s' counts in the kernel (%s happens there): in user space alone (':u', "
+		log_error("'%s' counts in the kernel (a %s happens there): in user space alone (':u', "
 			  "all that %s allows without root or CAP_PERFMON) it would count none; run "
 			  "hwspy as root, or set kernel.perf_event_paranoid to 1", e->name,
 			  kernel_event_what(e), words);

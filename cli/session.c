@@ -145,8 +145,7 @@ void session_capture_said(struct recorder *rec, uint64_t *said)
 /* Counting user space only, said once: why, and the events that count nothing so. */
 static void user_only_said(const struct record_args *o)
 {
-	char none[160] = "";
-	int paranoid = record_paranoid();
+	char none[160] = "", words[64];
 	size_t len = 0;
 
 	for (size_t i = 1; i < o->n_events; i++) {
@@ -154,17 +153,17 @@ static void user_only_said(const struct record_args *o)
 
 		if (!record_kernel_only(&o->events[i]))
 			continue;
-		n = snprintf(none + len, sizeof(none) - len, "%s'%s'", len ? ", " : "; ",
-			     o->events[i].name);
+		n = snprintf(none + len, sizeof(none) - len, "%s'%s'", len ? ", " : " (so nothing "
+			     "is counted of ", o->events[i].name);
 		if (n < 0 || (size_t) n >= sizeof(none) - len) {
 			none[len] = '\0';
 			break;
 		}
 		len += (size_t) n;
 	}
-	log_info("not allowed to count in kernel mode (kernel.perf_event_paranoid is %d: root or "
-		 "CAP_PERFMON only); counting user space only, as ':u'%s%s", paranoid, none,
-		 len ? " happen in the kernel and count nothing so" : "");
+	log_info("not allowed to count in kernel mode (%s: root or CAP_PERFMON only); counting "
+		 "user space only, as ':u'%s%s", record_paranoid_words(words, sizeof(words)), none,
+		 len ? ": switches and migrations happen in the kernel)" : "");
 }
 
 /* Opens the events, falling back where the target or the machine refuses: 0, or -1 (said). */

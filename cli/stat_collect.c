@@ -1,8 +1,8 @@
 /*
  * stat_collect: what hwspy stat measures beside the counters' totals (stat.h, stat_run.h): the
- * default events and their groups, user space only where kernel mode is refused, the context switches each thread made by kind (from
- * /proc), the totals and the threads from the counter, and the functions behind each event
- * in the light sampling run's profile.
+ * default events and their groups, user space only where kernel mode is refused, the context
+ * switches each thread made by kind (from /proc), the totals and the threads from the counter,
+ * and the functions behind each event in the light sampling run's profile.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -176,8 +176,8 @@ def own_stat(opts):
     check(p.returncode == 0, 'hwspy stat exited %d, expected 0' % p.returncode)
     said = [l for l in p.stderr.splitlines() if 'user space only' in l]
     check(len(said) == 1, 'not one line says it counts user space only: %s' % said)
-    check('perf_event_paranoid is 2' in said[0] and 'root' in said[0],
-          'the line does not say why (perf_event_paranoid is 2) and what to do (root)')
+    check('perf_event_paranoid=2' in said[0] and 'root' in said[0],
+          'the line does not say why (perf_event_paranoid=2) and what to do (root)')
     d = json.loads(p.stdout)
     ev = {e['name']: e for e in d['events']}
     log('user_space_only %s; task-clock %s; context-switches %s' % (
