@@ -23,9 +23,10 @@ And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 9
   with SIGINT, exit 130, or 1 if it left no sample; with the default
   capture and with --nonblocking: hwspy's own CPU time over 2 s of sampling stays under 0.2 s; a
   SIGCHLD left unread once kept its poll loop spinning a whole CPU); leader-exit (the target's
-  main thread called pthread_exit while a thread runs on: record -p and dump --nonblocking -p
-  read that thread's stack); lost-switches (--off-cpu and --wall lose records to a
-  ping-pong pinned to hwspy's CPU: the advice fits the mode, never '-c' under --off-cpu).
+  main thread called pthread_exit while a thread runs on: record -p and dump -p, with and
+  without --nonblocking, read that thread's stack); lost-switches (--off-cpu and --wall lose
+  records to a ping-pong pinned to hwspy's CPU: the advice fits the mode, never '-c' under
+  --off-cpu).
 """
 import json
 import os
@@ -395,15 +396,15 @@ def leader_exit(opts):
     share = profile.weight(lambda frames: (py_frames(frames) or [None])[-1] == hot) / profile.total
     log('work() at its hot line: %.0f%%' % (100 * share))
     check(share >= 0.5, 'work() at line %d has only %.0f%% of the weight' % (hot[2], 100 * share))
-    # dump reads the same way (its default stops threads: that part is dump's own; here the
-    # stacks read without a stop)
-    p = subprocess.run([opts.hwspy, 'dump', '--nonblocking', '-p', str(w.pid)],
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    log('$ hwspy dump --nonblocking -p %d: exit %d\n%s%s' % (w.pid, p.returncode, p.stdout,
-                                                           p.stderr))
-    check(p.returncode == 0, 'hwspy dump exited %d, expected 0' % p.returncode)
-    check(any(l.strip().startswith('work (%s:' % src) for l in p.stdout.splitlines()),
-          'the dump shows no frame of work()')
+    # dump reads the same way, its threads stopped or not
+    for extra in ([], ['--nonblocking']):
+        p = subprocess.run([opts.hwspy, 'dump'] + extra + ['-p', str(w.pid)],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        log('$ hwspy dump %s-p %d: exit %d\n%s%s' % (''.join(e + ' ' for e in extra), w.pid,
+                                                   p.returncode, p.stdout, p.stderr))
+        check(p.returncode == 0, 'hwspy dump exited %d, expected 0' % p.returncode)
+        check(any(l.strip().startswith('work (%s:' % src) for l in p.stdout.splitlines()),
+              'the dump shows no frame of work()')
     check(w.alive(), 'the target died')
     harness.check_untouched(w.pid)
 
