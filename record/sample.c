@@ -241,6 +241,10 @@ int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
 		if (c && capture_fits && pyframes_thread_state(pf, s->tid, &root) == 0)
 			(void) sampler_capture_set_root(rec->sampler, s->tid, root);
 	}
+	/* a thread that runs on while it is read (--nonblocking, a capture's miss, a stop past its
+	 * budget, a launched command's first samples): the stack must be checked, and is torn
+	 * (dropped) where the thread changed it under the read */
+	pyframes_set_verify(pf, !s->stopped);
 	r = pyframes_thread_stack(pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	/* a running thread moved under the read: another try gives a whole stack */
 	for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)

@@ -648,6 +648,10 @@ static void test_stops(void **state)
 	assert_int_equal(weight(rec, "main;at_stop;deflate [libz.so.1]", 0), 3);
 	assert_int_equal(weight(rec, "main;ran_on", 0), 1);
 	assert_int_equal(recorder_stats(rec)->n_late, 1);
+	/* the walks at the stops need no check; the one past the budget, of a running thread,
+	 * is checked for a torn stack */
+	assert_int_equal(fake.live_reads, 4);
+	assert_int_equal(fake.verified_reads, 1);
 	assert_int_equal(recorder_stats(rec)->unwound, 3);
 	assert_int_equal(fake.unwinds_in_stop, 0);      /* after the resume, off its time */
 	done(rec);
