@@ -48,9 +48,11 @@
 
 #define RECORD_MAX_PY_FRAMES 4096  /* the innermost kept; a deeper stack is marked cut */
 #define RECORD_DEFAULT_STACK_SIZE 32768
-/* --native: a Python stack read this long after its sample (no capture, no stop) is taken for
- * a later one, not the sample's: its native frames are kept instead. Nonblocking reads are late
- * by a tick (at most 5 ms), a launched command's first ones by up to a second on a busy machine. */
+/* A Python stack read this long after its sample (no capture, no stop) is taken for a later
+ * one, not the sample's: its native frames are kept instead (--native; without, the function
+ * the sample was in where that is outside the interpreter), never paired with it. Nonblocking
+ * reads are late by a tick (at most 5 ms), a launched command's first ones by up to a second on
+ * a busy machine. */
 #define RECORD_STALE_READ_NS 50000000ULL
 /* --off-cpu with the capture: a switch-out read later than this without one is [unknown] (the
  * thread may have run on since; a wait is often shorter than RECORD_STALE_READ_NS) */
@@ -158,7 +160,9 @@ struct record_stats {
 	                                 * with their Python frames) */
 	uint64_t late_unfit;            /* Python stacks read after the sample (no capture, no
 	                                 * stop) more than RECORD_STALE_READ_NS late or not fitting
-	                                 * their native one: kept with their native frames */
+	                                 * their native one: kept with their native frames (without
+	                                 * --native: the function the sample was in, outside the
+	                                 * interpreter), RECORD_PY_UNKNOWN where Python code ran */
 	uint64_t unwound, unwound_frames;   /* --native: stacks unwound, native frames found */
 	uint64_t kernel_frames;         /* --kernel: kernel frames recorded */
 	uint64_t captured, uncaptured;  /* capture mode: Python walks from a capture / from live
