@@ -151,8 +151,9 @@ struct record_stats {
 	                                        * exec starts them again) */
 	const struct symbolizer_stats *symbolizer;     /* NULL: none (yet, or since an exec) */
 	uint64_t elapsed_ns;            /* recorder_run(): from its start to its end (or now) */
-	uint64_t dropped_torn;          /* Python stacks torn by the running thread (kept as
-	                                 * [unknown]) */
+	uint64_t dropped_torn;          /* Python stacks torn by the running thread: read after
+	                                 * the sample, they changed under the read (pyframes_set_verify),
+	                                 * retried and torn again (their sample kept as [unknown]) */
 	uint64_t dropped_unreadable;    /* ... unreadable */
 	uint64_t no_python;             /* samples of threads running no Python code ([native]) */
 	uint64_t read_after_exit;       /* read late, the thread gone by then ([native]) */
