@@ -400,8 +400,9 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 		 " dropped, %" PRIu64 " threads", st->samples, profile_total(prof, 1), st->lost,
 		 dropped, st->threads_seen);
 	if (dropped)
-		log_info("dropped: %" PRIu64 " torn Python stacks, %" PRIu64
-			 " unreadable (kept as [unknown])", rs->dropped_torn, rs->dropped_unreadable);
+		log_info("dropped: %" PRIu64 " torn Python stacks (read after their sample, their "
+			 "thread changed them under the read), %" PRIu64 " unreadable: each sample kept "
+			 "as [unknown]", rs->dropped_torn, rs->dropped_unreadable);
 	if (o->format == FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
 		log_info("speedscope: samples merged by stack, not in time order: their log passed "
 			 "its %u MiB (record for less time, or at a lower rate)", RECORD_LOG_BYTES >> 20);

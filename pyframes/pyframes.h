@@ -140,13 +140,23 @@ struct pyframes_cut {
 int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_frames,
 			  size_t max, size_t *ret_n, struct pyframes_cut *ret_cut);
 
-/* For threads that keep running during the read (--nonblocking), checks of each
- * pyframes_thread_stack() walk: afterwards, the leaf frame's code object and caller link are
- * read again (one read), and -EAGAIN (torn) comes back if either changed, since that frame's
- * slot was popped and reused mid-walk. The thread having moved on to another frame (its current
- * frame now another) is not torn: the stack read is still one it had. An outermost frame that
- * is a generator's is torn: it was read after the generator yielded and lost its caller link.
- * Off by default. */
+/* For threads that keep running during the read (--nonblocking, any read after the sample),
+ * checks of each pyframes_thread_stack() walk, so that the frames it gives are a stack the
+ * thread had, not pieces of several; -EAGAIN (torn) where one fails:
+ *   - the chain ends where a thread's chain ends: 3.12+ at a shim frame (every eval-loop entry
+ *     from C pushes one below its first frame), 3.11 at a frame flagged is_entry; an outermost
+ *     frame that is a generator's was read after the generator yielded (its caller link
+ *     cleared);
+ *   - 3.11+: once the chain is read, each of its frames (the innermost 4096) still holds the
+ *     caller link and code object it was read with, or no code (3.14 clears a frame it pops:
+ *     the thread returned from it since) (read again, all in one readv): a frame whose slot
+ *     was popped and reused mid-walk holds another call, and the frames read past it belong
+ *     to another moment;
+ *   - 3.8-3.10: every frame object was alive when read (a reference count over 0), not freed
+ *     (on the free list, its f_back the list's link, or its code's zombie frame): a live frame
+ *     keeps its caller alive, and its f_back and f_code do not change while it lives.
+ * The thread having moved on (its current frame now another, frames popped but not reused
+ * yet) is not torn: the stack read is still one it had. Off by default. */
 void pyframes_set_verify(struct pyframes *pf, bool on);
 
 /* The remote PyThreadState of thread tid (what a capture program starts from), into

@@ -313,8 +313,17 @@ struct pyframes {
 	uint64_t code_type;         /* PyCode_Type, 0 until known */
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
 	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
-	bool verify;                /* re-read the leaf after the walk (threads that run) */
+	bool verify;                /* check a walk over a running thread (walk.c, verify_chain) */
 	struct tid_slot tids[TID_SLOTS];
+	/* a verified walk: each frame it read (the innermost PF_MAX_DEPTH), its caller link and
+	 * code word as read, to compare with what the target holds once the walk is done */
+	struct pf_link {
+		uint64_t addr, prev, code;
+	} links[PF_MAX_DEPTH];
+	size_t n_links;
+	struct remote_range vr[REMOTE_MEM_READV_MAX];   /* the re-read's ranges, in batches */
+	uint64_t vbuf[REMOTE_MEM_READV_MAX];
+	bool vok[REMOTE_MEM_READV_MAX];
 	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
 	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */
 };

@@ -108,7 +108,32 @@ struct walk {
 	bool unknown;                    /* stopped there: how many more frames is not known */
 	uint64_t tortoise, power, lam;   /* Brent's cycle detection */
 	bool verify;                     /* the checks of a walk over a running thread */
+	bool bottom_entry;               /* the last frame read may end a thread's chain: one an
+	                                  * eval loop entered from C (3.11 is_entry, 3.12+ a shim),
+	                                  * or any frame where the layout tells none apart */
 };
+
+/* A PyFrameObject (3.8-3.10) is a PyObject: its reference count first. Frames the thread runs
+ * hold references (their callee's f_back, the call in progress); a freed one has 0 (on the
+ * frame free list, its f_back the list's link, or its code's zombie frame). A live frame
+ * object's f_back and f_code stay what they were made with (a generator's f_back aside: one
+ * outermost is refused apart), and it keeps its f_back alive: a chain of frames each alive when
+ * read is the chain the innermost was called from. A frame freed and taken by another call
+ * between its callee's read and its own would join two chains; the free list hands out the
+ * frame freed last first, so a call at the same depth takes the memory its predecessor had
+ * there, with the same f_back and code. Frames freed after they were read (the thread
+ * returned) change nothing read. */
+#define PF_OB_REFCNT 0
+
+/* A verified walk of _PyInterpreterFrames notes each frame it read, with its caller link and
+ * code word as read (verify_chain). */
+static void walk_link(struct walk *w, uint64_t frame, uint64_t prev, uint64_t code)
+{
+	struct pyframes *pf = w->pf;
+
+	if (w->verify && pf->n_links < PF_MAX_DEPTH)
+		pf->links[pf->n_links++] = (struct pf_link) { frame, prev, code };
+}
 
 /* Whether the walk ends before frame: PF_MAX_WALK frames followed, or (capture_end) a frame
  * the capture does not hold. */
@@ -225,10 +250,14 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 			return r;
 		code = pf_u64(buf, l->fr_code);
 		lasti = (int32_t) pf_u32(buf, l->fr_instr);
+		prev = pf_u64(buf, l->fr_previous);
+		/* a frame freed since the thread ran it: its f_back leads nowhere it was called
+		 * from (the free list's link: recurse;recurse with no <module>) */
+		if (w->verify && (int64_t) pf_u64(buf, PF_OB_REFCNT) <= 0)
+			return -EAGAIN;
 		r = walk_emit(w, code, lasti, true, false);
 		if (r < 0)
 			return r;
-		prev = pf_u64(buf, l->fr_previous);
 		/* as in walk_interp_frames(): a generator's frame read after it yielded */
 		if (!prev && w->verify && l->fr_gen != PF_NONE && pf_u64(buf, l->fr_gen))
 			return -EAGAIN;
@@ -272,6 +301,13 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		if (l->fr_is_entry != PF_NONE)
 			is_entry = buf[l->fr_is_entry] != 0;
 		shim = l->owner_cstack_min != PF_NONE && owner >= l->owner_cstack_min;
+		walk_link(w, frame, prev, code);
+		/* 3.12+: every eval-loop entry pushes a shim below its first frame, so a thread's
+		 * chain ends at one; 3.11: at a frame flagged is_entry */
+		if (l->owner_cstack_min != PF_NONE)
+			w->bottom_entry = shim;
+		else if (l->fr_is_entry != PF_NONE)
+			w->bottom_entry = is_entry;
 		if (shim) {
 			if (have_pending) {
 				r = walk_emit(w, p_code, p_instr, true, p_gen);
@@ -338,30 +374,61 @@ void pyframes_set_verify(struct pyframes *pf, bool on)
 	pf->verify = on;
 }
 
-/* The thread ran on while we walked: if the leaf frame's code object or caller link is no
- * longer what the walk read, that slot was popped and reused mid-walk and the frames read form
- * no stack the thread ever had. The thread having moved on (its current frame now another) is
- * no reason to drop the stack: a thread that calls and returns often (a generator feeding
- * sum()) moves on during almost every walk, and dropping those would bias against it. */
-static int verify_leaf(struct pyframes *pf, uint64_t frame)
+/*
+ * The checks of a walk over a running thread, once its frames are read and before they are
+ * named: the frames read must form a stack the thread had, not pieces of several.
+ *   - The chain ended where a thread's chain ends (walk.bottom_entry): a frame that an eval
+ *     loop entered from C. A chain that ends elsewhere ran into a frame popped mid-walk, its
+ *     caller link stale or cleared.
+ *   - 3.11+: each frame read still holds the caller link and code it was read with (one fresh
+ *     readv of them all), or no code (3.14 clears it when it pops a frame: the thread returned
+ *     from it since, and a frame read as popped failed the walk). Frames live in a stack of
+ *     slots that a return leaves as they were (3.14: its code cleared) and a call overwrites:
+ *     a frame whose slot was popped and reused mid-walk holds another call now, and the frames
+ *     read past it belong to another moment. (3.8-3.10: frame objects, each checked alive as
+ *     it is read, PF_OB_REFCNT. A re-read would find the frames the thread returned from
+ *     since changed, their f_back the free list's link, and drop stacks it had: 95% of a
+ *     recursion's.)
+ * The thread having moved on (its current frame now another, frames popped since but not yet
+ * reused) is no reason to drop the stack: one that calls and returns often (a generator
+ * feeding sum()) moves on during almost every walk, and dropping those would bias against it.
+ * 0, -EAGAIN (torn), -ESRCH.
+ */
+static int verify_chain(struct walk *w)
 {
+	struct pyframes *pf = w->pf;
 	const struct py_layout *l = &pf->layout;
-	uint32_t lo = l->fr_code < l->fr_previous ? l->fr_code : l->fr_previous;
-	uint32_t hi = l->fr_code < l->fr_previous ? l->fr_previous : l->fr_code;
-	unsigned char now[PF_FRAME_READ_MAX];
-	uint64_t seen[2];
+	const size_t batch = REMOTE_MEM_READV_MAX / 2;
 
-	if (!frame)
-		return 0;
-	if (hi + 8 - lo > sizeof(now))   /* never: both fields lie inside a frame's copy */
-		return -EINVAL;
-	/* the walk's copy (cached), then one fresh read spanning both fields */
-	if (pf_read_u64(&pf->mem, frame + l->fr_code, &seen[0]) < 0 ||
-	    pf_read_u64(&pf->mem, frame + l->fr_previous, &seen[1]) < 0 ||
-	    pf_read_raw(&pf->mem, frame + lo, now, hi + 8 - lo) < 0)
+	if (!w->more && !w->unknown && !w->bottom_entry)
 		return -EAGAIN;
-	return seen[0] == pf_u64(now, l->fr_code - lo) && seen[1] == pf_u64(now, l->fr_previous - lo) ?
-		0 : -EAGAIN;
+	for (size_t i = 0; i < pf->n_links; i += batch) {
+		size_t n = pf->n_links - i < batch ? pf->n_links - i : batch;
+		int r;
+
+		for (size_t k = 0; k < n; k++) {
+			pf->vr[2 * k] = (struct remote_range) { pf->links[i + k].addr + l->fr_previous,
+								&pf->vbuf[2 * k], 8 };
+			pf->vr[2 * k + 1] = (struct remote_range) { pf->links[i + k].addr + l->fr_code,
+								    &pf->vbuf[2 * k + 1], 8 };
+		}
+		r = pf_readv(&pf->mem, pf->vr, 2 * n, pf->vok);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; k < n; k++) {
+			const struct pf_link *x = &pf->links[i + k];
+			uint64_t code = pf->vbuf[2 * k + 1] & l->fr_code_mask;
+
+			if (!pf->vok[2 * k] || !pf->vok[2 * k + 1])
+				return -EAGAIN;
+			/* 3.14 clears a popped frame's code: the thread returned from it since */
+			if (code == 0)
+				continue;
+			if (pf->vbuf[2 * k] != x->prev || code != x->code)
+				return -EAGAIN;
+		}
+	}
+	return 0;
 }
 
 /* Walks the chain from frame and names its frames. */
@@ -369,10 +436,14 @@ static int walk_chain(struct walk *w, uint64_t frame)
 {
 	int r;
 
+	w->pf->n_links = 0;
+	w->bottom_entry = true;
 	if (w->pf->layout.frames == PY_FRAMES_OBJECT)
 		r = walk_frame_objects(w, frame);
 	else
 		r = walk_interp_frames(w, frame);
+	if (r >= 0 && w->verify)
+		r = verify_chain(w);
 	if (r >= 0)
 		r = walk_resolve(w);
 	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
@@ -438,8 +509,6 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 		frame = pf_u64(ts, l->ts_frame);
 	}
 	r = walk_chain(&w, frame);
-	if (r >= 0 && w.verify)
-		r = verify_leaf(pf, frame);
 	return walk_done(&w, r, ret_n, ret_cut);
 }
 

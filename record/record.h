@@ -48,9 +48,11 @@
 
 #define RECORD_MAX_PY_FRAMES 4096  /* the innermost kept; a deeper stack is marked cut */
 #define RECORD_DEFAULT_STACK_SIZE 32768
-/* --native: a Python stack read this long after its sample (no capture, no stop) is taken for
- * a later one, not the sample's: its native frames are kept instead. Nonblocking reads are late
- * by a tick (at most 5 ms), a launched command's first ones by up to a second on a busy machine. */
+/* A Python stack read this long after its sample (no capture, no stop) is taken for a later
+ * one, not the sample's: its native frames are kept instead (--native; without, the function
+ * the sample was in where that is outside the interpreter), never paired with it. Nonblocking
+ * reads are late by a tick (at most 5 ms), a launched command's first ones by up to a second on
+ * a busy machine. */
 #define RECORD_STALE_READ_NS 50000000ULL
 /* --off-cpu with the capture: a switch-out read later than this without one is [unknown] (the
  * thread may have run on since; a wait is often shorter than RECORD_STALE_READ_NS) */
@@ -149,8 +151,9 @@ struct record_stats {
 	                                        * exec starts them again) */
 	const struct symbolizer_stats *symbolizer;     /* NULL: none (yet, or since an exec) */
 	uint64_t elapsed_ns;            /* recorder_run(): from its start to its end (or now) */
-	uint64_t dropped_torn;          /* Python stacks torn by the running thread (kept as
-	                                 * [unknown]) */
+	uint64_t dropped_torn;          /* Python stacks torn by the running thread: read after
+	                                 * the sample, they changed under the read (pyframes_set_verify),
+	                                 * retried and torn again (their sample kept as [unknown]) */
 	uint64_t dropped_unreadable;    /* ... unreadable */
 	uint64_t no_python;             /* samples of threads running no Python code ([native]) */
 	uint64_t read_after_exit;       /* read late, the thread gone by then ([native]) */
@@ -158,7 +161,9 @@ struct record_stats {
 	                                 * with their Python frames) */
 	uint64_t late_unfit;            /* Python stacks read after the sample (no capture, no
 	                                 * stop) more than RECORD_STALE_READ_NS late or not fitting
-	                                 * their native one: kept with their native frames */
+	                                 * their native one: kept with their native frames (without
+	                                 * --native: the function the sample was in, outside the
+	                                 * interpreter), RECORD_PY_UNKNOWN where Python code ran */
 	uint64_t unwound, unwound_frames;   /* --native: stacks unwound, native frames found */
 	uint64_t kernel_frames;         /* --kernel: kernel frames recorded */
 	uint64_t captured, uncaptured;  /* capture mode: Python walks from a capture / from live

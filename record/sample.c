@@ -241,6 +241,10 @@ int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
 		if (c && capture_fits && pyframes_thread_state(pf, s->tid, &root) == 0)
 			(void) sampler_capture_set_root(rec->sampler, s->tid, root);
 	}
+	/* a thread that runs on while it is read (--nonblocking, a capture's miss, a stop past its
+	 * budget, a launched command's first samples): the stack must be checked, and is torn
+	 * (dropped) where the thread changed it under the read */
+	pyframes_set_verify(pf, !s->stopped);
 	r = pyframes_thread_stack(pf, s->tid, rec->pyf, MAX_PY_FRAMES, ret_n, ret_cut);
 	/* a running thread moved under the read: another try gives a whole stack */
 	for (int retry = 0; r == -EAGAIN && !s->stopped && retry < 3; retry++)
@@ -341,12 +345,17 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
 		};
 		size_t nm = 0, nk;
+		bool py_root;
 		int rm;
 
 		/* a Python stack read long after the sample is a later one, not this sample's
-		 * (a launched command's first samples wait while hwspy loads symbols, and may
-		 * even fit a later stack by chance): the native frames are the sample's own */
-		if (o->native && mi.n_py && late_ns > RECORD_STALE_READ_NS && !tentative) {
+		 * (a launched command's first samples wait while hwspy finds the interpreter and
+		 * loads symbols, and may even fit a later stack by chance): the native frames are
+		 * the sample's own, never paired with it (without --native: the function the
+		 * sample was in, outside the interpreter; with none, the late stack stands for
+		 * the sample as any read after it does) */
+		if (mi.n_py && late_ns > RECORD_STALE_READ_NS && (o->native || mi.n_native) &&
+		    !tentative) {
 			rec->stats.late_unfit++;
 			mi.n_py = 0;
 			mi.py_unknown = true;
@@ -368,11 +377,18 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		if (rm < 0 && rm != -E2BIG)
 			nm = 0;
 		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
-		if (nm == 0 && mi.n_py == 0 && gone)
+		/* Python code no one can name where no eval-loop frame says where it ran (no
+		 * --native: the leaf alone, if outside the interpreter; no unwind): at the root */
+		py_root = mi.py_unknown && (!o->native || nm == 0);
+		if (py_root) {
+			if (record_special_frame(rec, RECORD_PY_UNKNOWN, &rec->ids[depth]) >= 0)
+				depth++;
+		} else if (nm == 0 && mi.n_py == 0 && gone) {
 			rec->stats.read_after_exit++;
-		else if (nm == 0 && mi.n_py == 0)
+		} else if (nm == 0 && mi.n_py == 0) {
 			rec->stats.no_python++;
-		if (nm == 0)
+		}
+		if (nm == 0 && !py_root)
 			rec->ids[depth++] = rec->native_frame;
 		for (size_t i = 0; i < nm + nk; i++)
 			if (profile_frame_id(rec->prof, &rec->merged[i], &rec->ids[depth]) >= 0)

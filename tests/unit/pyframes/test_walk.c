@@ -34,6 +34,10 @@ struct fake {
 	/* the thread running on: at read number poke_at, before it copies, *poke_addr = poke_val */
 	unsigned reads, poke_at;
 	uint64_t poke_addr, poke_val;
+	/* ... and at the first read that starts at pokes[i].on, *pokes[i].addr = pokes[i].val */
+	struct poke {
+		uint64_t on, addr, val;
+	} pokes[4];
 };
 
 static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -42,6 +46,11 @@ static int fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 	if (++f->reads == f->poke_at)
 		memcpy(f->mem + (f->poke_addr - BASE), &f->poke_val, 8);
+	for (size_t i = 0; i < sizeof(f->pokes) / sizeof(f->pokes[0]); i++)
+		if (f->pokes[i].on && f->pokes[i].on == addr) {
+			memcpy(f->mem + (f->pokes[i].addr - BASE), &f->pokes[i].val, 8);
+			f->pokes[i].on = 0;
+		}
 	if (addr < BASE || addr + len > BASE + SIZE || addr + len < addr)
 		return -EFAULT;
 	memcpy(buf, f->mem + (addr - BASE), len);
@@ -153,6 +162,8 @@ static uint64_t mk_frame(struct world *w, uint64_t code, int idx, uint8_t owner,
 	uint64_t a = alloc(&w->f, l->fr_size);
 
 	run_at(w, a, code, idx);
+	if (l->frames == PY_FRAMES_OBJECT)
+		put64(&w->f, a, 1);     /* ob_refcnt: a frame the thread runs is referenced */
 	if (l->frames == PY_FRAMES_INTERP) {
 		put8(&w->f, a + l->fr_owner, owner);
 		if (l->fr_is_entry != PF_NONE)
@@ -484,59 +495,218 @@ static void test_walk_38(void **state)
 	world_free(&w);
 }
 
-/* Makes the last read of the next walk (the re-read of the leaf that a verified walk ends
- * with) see *addr = val: the thread changed it mid-walk. Learns the walk's reads first. */
-static void poke_last_read(struct world *w, uint64_t addr, uint64_t val)
+/* The thread changes *addr to val as the next walk reads from on (a page of frames, the start
+ * of the re-read of a frame's caller link, ...). */
+static void poke_on(struct world *w, size_t slot, uint64_t on, uint64_t addr, uint64_t val)
 {
-	struct py_frame out[8];
-	unsigned before = w->f.reads;
-	size_t n;
-
-	assert_int_equal(pyframes_thread_stack(w->pf, TID, out, 8, &n, NULL), 0);
-	w->f.poke_at = w->f.reads + (w->f.reads - before);
-	w->f.poke_addr = addr;
-	w->f.poke_val = val;
+	w->f.pokes[slot] = (struct poke) { on, addr, val };
 }
 
-/* --nonblocking walks (verify on) a running thread: a leaf slot popped and reused mid-walk is
- * torn; the thread merely moving on to another frame is not; a generator's frame as the
- * outermost one (read after it yielded and lost its caller link) is torn. */
+/* Where the walker's page cache reads the frame at a from. */
+static uint64_t page_of(uint64_t a)
+{
+	return a & ~(uint64_t) (PF_PAGE - 1);
+}
+
+/* A frame on a page of its own, so that a walk reads it (through the page cache) at a moment
+ * of its own. */
+static uint64_t mk_frame_paged(struct world *w, uint64_t code, int idx, uint8_t owner, bool entry)
+{
+	(void) alloc(&w->f, PF_PAGE - (w->f.next & (PF_PAGE - 1)));
+	return mk_frame(w, code, idx, owner, entry);
+}
+
+/* A thread's whole chain as the interpreter leaves it: fr[0] (innermost, the thread's current
+ * frame) ... fr[n - 1], each on a page of its own, the outermost an eval loop's entry (3.11:
+ * is_entry; 3.12+: a shim frame below it, *ret_shim; <=3.10: f_back NULL). */
+static void thread_chain(struct world *w, const uint64_t *co, uint64_t *fr, size_t n,
+			 uint64_t *ret_shim)
+{
+	*ret_shim = 0;
+	for (size_t i = 0; i < n; i++) {
+		fr[i] = mk_frame_paged(w, co[i], (int) i + 1, 0, i == n - 1);
+		if (i > 0)
+			link_frames(w, fr[i - 1], fr[i]);
+	}
+	if (w->l->owner_cstack_min != PF_NONE) {
+		*ret_shim = mk_frame_paged(w, co[n - 1], 0, (uint8_t) w->l->owner_cstack_min, false);
+		link_frames(w, fr[n - 1], *ret_shim);
+	}
+	set_top(w, fr[0]);
+}
+
+/* The thread's current frame, as the walker reads it from the thread state. */
+static uint64_t top_slot(struct world *w)
+{
+	const struct py_layout *l = w->l;
+
+	if (l->ts_cframe != PF_NONE)
+		return get64(w, w->tstate + l->ts_cframe) + l->cf_current_frame;
+	return w->tstate + l->ts_frame;
+}
+
+/* Walks (verify on, then off) that are expected to give r_verify and r_plain. */
+static void walk_is_at(int line, struct world *w, int r_verify, int r_plain, size_t n_plain)
+{
+	struct py_frame out[16];
+	size_t n;
+	int r;
+
+	pyframes_set_verify(w->pf, true);
+	r = pyframes_thread_stack(w->pf, TID, out, 16, &n, NULL);
+	if (r != r_verify)
+		fail_msg("line %d (3.%d): the verified walk gave %d, not %d", line, w->l->minor, r,
+			 r_verify);
+	memset(w->f.pokes, 0, sizeof(w->f.pokes));
+	pyframes_set_verify(w->pf, false);
+	r = pyframes_thread_stack(w->pf, TID, out, 16, &n, NULL);
+	if (r != r_plain)
+		fail_msg("line %d (3.%d): the plain walk gave %d, not %d", line, w->l->minor, r,
+			 r_plain);
+	if (r_plain == 0 && n != n_plain)
+		fail_msg("line %d (3.%d): the plain walk gave %zu frames, not %zu", line,
+			 w->l->minor, n, n_plain);
+}
+#define walk_is(...) walk_is_at(__LINE__, __VA_ARGS__)
+
+/* 3.11+: the thread returned to fr[2] and called leaf() there while the walk read fr[0]:
+ * the walk reads leaf as fr[1]'s caller; by the re-read it recursed again (fr[2] recurse),
+ * or it returned further (fr[3]'s caller link another); the leaf's slot reused after the walk
+ * read it; chains that end at a frame no eval loop entered from C (the walk ran into a popped
+ * frame whose caller link was cleared). */
+static void verify_interp_cases(struct world *w, const uint64_t *co, const uint64_t *fr,
+				uint64_t shim, uint64_t leaf)
+{
+	const struct py_layout *l = w->l;
+
+	poke_on(w, 0, page_of(fr[0]), fr[2] + l->fr_code, leaf);
+	poke_on(w, 1, fr[0] + l->fr_previous, fr[2] + l->fr_code, co[2]);
+	walk_is(w, -EAGAIN, 0, 5);
+	poke_on(w, 0, fr[1] + l->fr_previous, fr[3] + l->fr_previous, fr[1]);
+	walk_is(w, -EAGAIN, -EAGAIN, 0);        /* a loop now, whoever walks */
+	link_frames(w, fr[3], fr[4]);
+	poke_on(w, 0, fr[0] + l->fr_previous, fr[0] + l->fr_previous, fr[2]);
+	walk_is(w, -EAGAIN, 0, 4);
+	link_frames(w, fr[0], fr[1]);
+	/* returned from fr[0] and fr[1] after the walk read them, their code cleared as 3.14
+	 * clears a frame it pops: moved on, not torn */
+	poke_on(w, 0, page_of(fr[4]), fr[0] + l->fr_code, 0);
+	poke_on(w, 1, page_of(fr[4]), fr[1] + l->fr_code, 0);
+	poke_on(w, 2, page_of(fr[4]), top_slot(w), fr[2]);
+	walk_is(w, 0, 0, 3);
+	run_at(w, fr[0], co[0], 1);
+	run_at(w, fr[1], co[1], 2);
+	set_top(w, fr[0]);
+	/* ... but a frame read after it was popped so is torn */
+	put64(&w->f, fr[1] + l->fr_code, 0);
+	walk_is(w, -EAGAIN, -EAGAIN, 0);
+	run_at(w, fr[1], co[1], 2);
+
+	link_frames(w, fr[2], 0);
+	walk_is(w, -EAGAIN, 0, 3);
+	link_frames(w, fr[2], fr[3]);
+	if (shim) {
+		/* 3.12+: the thread's chain ends at the shim below its first frame */
+		link_frames(w, fr[4], 0);
+		walk_is(w, -EAGAIN, 0, 5);
+		link_frames(w, fr[4], shim);
+	} else {
+		put8(&w->f, fr[4] + l->fr_is_entry, 0);
+		walk_is(w, -EAGAIN, 0, 5);
+		put8(&w->f, fr[4] + l->fr_is_entry, 1);
+	}
+	walk_is(w, 0, 0, 5);
+}
+
+/* 3.8-3.10: frame objects, freed on return (count 0; onto the free list, f_back its link, or
+ * kept as their code's zombie frame) and taken by later calls. Torn: a frame read after it was
+ * freed (the walk would end recurse;recurse;recurse;recurse with no <module>, through the free
+ * list). */
+static void verify_object_cases(struct world *w, const uint64_t *co, const uint64_t *fr)
+{
+	uint64_t freed[2];
+
+	freed[0] = mk_frame_paged(w, co[0], 3, 0, false);
+	freed[1] = mk_frame_paged(w, co[0], 3, 0, false);
+	put64(&w->f, freed[0], 0);
+	put64(&w->f, freed[1], 0);
+	link_frames(w, freed[0], freed[1]);
+	put64(&w->f, fr[1], 0);
+	link_frames(w, fr[1], freed[0]);
+	walk_is(w, -EAGAIN, 0, 4);
+	/* ... freed as the walk reads fr[0] */
+	put64(&w->f, fr[1], 1);
+	link_frames(w, fr[1], fr[2]);
+	poke_on(w, 0, page_of(fr[0]), fr[1], 0);
+	poke_on(w, 1, page_of(fr[0]), fr[1] + w->l->fr_previous, freed[0]);
+	walk_is(w, -EAGAIN, 0, 4);
+	put64(&w->f, fr[1], 1);
+	link_frames(w, fr[1], fr[2]);
+	walk_is(w, 0, 0, 5);
+}
+
+/* --nonblocking walks (verify on) of a running thread, as seen with a recursion that returns
+ * and re-enters fast (tests/targets/recurse.py): the frames read must form a stack the thread
+ * had (the cases per frame kind above). Not torn: the thread moving on meanwhile (called into
+ * a new frame; returned from frames the walk read, their memory not reused). Torn: a
+ * generator's frame outermost (read after it yielded, its caller link cleared). Without
+ * verify (a stopped thread) every one of them walks. */
 static void verify_cases(int minor)
 {
 	struct world w;
-	struct py_frame out[8];
-	uint64_t fr[3], co[3], moved;
+	struct py_frame out[16];
+	uint64_t co[5], fr[5], shim, moved, leaf;
 	size_t n;
 
 	world_init(&w, minor);
-	chain3(&w, fr, co);
+	co[0] = mk_code(&w, "recurse", 10);
+	co[1] = co[2] = co[0];
+	co[3] = mk_code(&w, "loop", 20);
+	co[4] = mk_code(&w, "<module>", 30);
+	leaf = mk_code(&w, "leaf", 40);
+	thread_chain(&w, co, fr, 5, &shim);
+	/* whole and still: a stack */
+	walk_is(&w, 0, 0, 5);
 	pyframes_set_verify(w.pf, true);
-	/* the leaf's caller link changed: its slot now holds another call */
-	poke_last_read(&w, fr[0] + w.l->fr_previous, fr[2]);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
-	assert_int_equal(pyframes_stats(w.pf)->torn, 1);
-	link_frames(&w, fr[0], fr[1]);
-	/* the thread called on into a new frame: the stack read is still one it had */
-	moved = mk_frame(&w, co[2], 0, 0, false);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 16, &n, NULL), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(out[0].name, "recurse");
+	assert_string_equal(out[4].name, "<module>");
+
+	if (w.l->frames == PY_FRAMES_INTERP)
+		verify_interp_cases(&w, co, fr, shim, leaf);
+	else
+		verify_object_cases(&w, co, fr);
+
+	/* the thread moved on as the walk read its outermost frame: called into a new frame,
+	 * or returned from fr[0] and fr[1] (<=3.10: freed) */
+	moved = mk_frame_paged(&w, leaf, 0, 0, false);
 	link_frames(&w, moved, fr[0]);
-	if (w.l->ts_cframe != PF_NONE)
-		poke_last_read(&w, pf_u64(w.f.mem, (uint32_t) (w.tstate + w.l->ts_cframe - BASE)) +
-				   w.l->cf_current_frame, moved);
-	else
-		poke_last_read(&w, w.tstate + w.l->ts_frame, moved);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
-	assert_int_equal(n, 3);
-	assert_string_equal(out[0].name, "A.f0");
+	poke_on(&w, 0, fr[4], top_slot(&w), moved);
+	walk_is(&w, 0, 0, 6);                   /* the plain walk starts at moved */
 	set_top(&w, fr[0]);
-	/* a generator's frame outermost: torn when verifying, a real stack otherwise */
+	poke_on(&w, 0, fr[4], top_slot(&w), fr[2]);
+	if (w.l->frames == PY_FRAMES_OBJECT) {
+		poke_on(&w, 1, fr[4], fr[0], 0);
+		poke_on(&w, 2, fr[4], fr[1], 0);
+		poke_on(&w, 3, fr[4], fr[1] + w.l->fr_previous, 0);
+	}
+	walk_is(&w, 0, 0, 3);
+	set_top(&w, fr[0]);
+	if (w.l->frames == PY_FRAMES_OBJECT) {
+		put64(&w.f, fr[0], 1);
+		put64(&w.f, fr[1], 1);
+		link_frames(&w, fr[1], fr[2]);
+		walk_is(&w, 0, 0, 5);
+	}
+
+	/* a generator's frame outermost: read after it yielded, its caller link cleared */
+	link_frames(&w, fr[1], 0);
 	if (w.l->fr_gen != PF_NONE)
-		put64(&w.f, fr[2] + w.l->fr_gen, 0x4242);
+		put64(&w.f, fr[1] + w.l->fr_gen, 0x4242);
 	else
-		put8(&w.f, fr[2] + w.l->fr_owner, (uint8_t) w.l->owner_generator);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
-	pyframes_set_verify(w.pf, false);
-	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
-	assert_int_equal(n, 3);
+		put8(&w.f, fr[1] + w.l->fr_owner, (uint8_t) w.l->owner_generator);
+	walk_is(&w, -EAGAIN, 0, 2);
 	world_free(&w);
 }
 
@@ -544,9 +714,46 @@ static void test_walk_verify(void **state)
 {
 	(void) state;
 	verify_cases(8);
+	verify_cases(9);
 	verify_cases(10);
 	verify_cases(11);
 	verify_cases(12);
+}
+
+/* The re-read of a verified walk: one readv for the frames' links (two ranges each) where the
+ * reader has one, whatever the depth; the innermost PF_MAX_DEPTH frames of a deeper chain. */
+static void test_walk_verify_reads(void **state)
+{
+	struct world w;
+	struct py_frame out[8];
+	uint64_t co, prev = 0, top = 0, f = 0;
+	size_t n, i;
+
+	(void) state;
+	world_init(&w, 11);
+	w.rm.readv = fake_readv;
+	co = mk_code(&w, "rec", 1);
+	for (i = 0; i < 40; i++) {
+		f = mk_frame(&w, co, 0, 0, i == 39);
+		if (prev)
+			link_frames(&w, prev, f);
+		else
+			top = f;
+		prev = f;
+	}
+	set_top(&w, top);
+	pyframes_set_verify(w.pf, true);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
+	w.f.readv_calls = w.f.readv_ranges = 0;
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 8);
+	/* the code check (one range), the frames' links (80 ranges) */
+	assert_int_equal(w.f.readv_calls, 2);
+	assert_int_equal(w.f.readv_ranges, 1 + 2 * 40);
+	/* an outer frame changed after the walk read it, past the 8 kept: still torn */
+	poke_on(&w, 0, top + w.l->fr_previous, f + w.l->fr_code, co + 8);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), -EAGAIN);
+	world_free(&w);
 }
 
 static uint64_t walk_misses(struct world *w)
@@ -1404,6 +1611,7 @@ int main(void)
 		cmocka_unit_test(test_walk_incomplete),
 		cmocka_unit_test(test_walk_38),
 		cmocka_unit_test(test_walk_verify),
+		cmocka_unit_test(test_walk_verify_reads),
 		cmocka_unit_test(test_code_reuse),
 		cmocka_unit_test(test_code_validate_recursion),
 		cmocka_unit_test(test_code_validate_ranges),

@@ -182,6 +182,7 @@ int pyframes_thread_stack(struct pyframes *pf, pid_t tid, struct py_frame *ret_f
 	int r;
 
 	fake.live_reads++;
+	fake.verified_reads += fake.verify;
 	*ret_n = 0;
 	if (ret_cut)
 		*ret_cut = cut;

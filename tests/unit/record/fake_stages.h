@@ -133,6 +133,7 @@ struct fake_world {
 	unsigned live_reads, captured_reads;
 	size_t captured_walk_extras;    /* n_extras of the last captured walk */
 	bool verify;                    /* pyframes_set_verify's last */
+	unsigned verified_reads;        /* live_reads made with verify on */
 	unsigned sym_news, sym_live, sym_warms;
 	bool in_stop;                   /* a stopped sample's callback runs */
 	unsigned unwinds_in_stop;       /* symbolizer_unwind() calls meanwhile */

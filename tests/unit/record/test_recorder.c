@@ -648,6 +648,10 @@ static void test_stops(void **state)
 	assert_int_equal(weight(rec, "main;at_stop;deflate [libz.so.1]", 0), 3);
 	assert_int_equal(weight(rec, "main;ran_on", 0), 1);
 	assert_int_equal(recorder_stats(rec)->n_late, 1);
+	/* the walks at the stops need no check; the one past the budget, of a running thread,
+	 * is checked for a torn stack */
+	assert_int_equal(fake.live_reads, 4);
+	assert_int_equal(fake.verified_reads, 1);
 	assert_int_equal(recorder_stats(rec)->unwound, 3);
 	assert_int_equal(fake.unwinds_in_stop, 0);      /* after the resume, off its time */
 	done(rec);
@@ -722,6 +726,38 @@ static void test_leaf_and_kernel(void **state)
 	assert_int_equal(weight(rec, "main;read_file", 0), 1);
 	assert_int_equal(weight(rec, "main;read_file;entry_SYSCALL_64_[k];ksys_read_[k]", 0), 1);
 	assert_int_equal(recorder_stats(rec)->kernel_frames, 2);
+	done(rec);
+}
+
+/* Without --native, a Python stack read over RECORD_STALE_READ_NS after its sample (a launched
+ * command's first samples) is a later one: never paired with the sample's own leaf function,
+ * which stays, under [python]. A sample in the interpreter keeps the stack read, as any read
+ * after its sample does; so does one read late by less. */
+static void test_stale_leaf(void **state)
+{
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	const struct record_stats *st;
+	struct recorder *rec;
+
+	(void) state;
+	thread(image(0, "3.10.13"), 1201, "main;Foo.run");
+	samples(1201, 1)->ip = FAKE_IP_DEFLATE;
+	fake.items[0].age_ns = 2 * RECORD_STALE_READ_NS;
+	samples(1201, 1)->ip = FAKE_IP_EVAL;
+	fake.items[1].age_ns = 2 * RECORD_STALE_READ_NS;
+	samples(1201, 1)->ip = FAKE_IP_DEFLATE;
+	fake.items[2].age_ns = RECORD_STALE_READ_NS / 2;
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	st = recorder_stats(rec);
+	assert_int_equal(weight(rec, "[python];deflate [libz.so.1]", 0), 1);
+	assert_int_equal(weight(rec, "main;Foo.run", 0), 1);
+	assert_int_equal(weight(rec, "main;Foo.run;deflate [libz.so.1]", 0), 1);
+	assert_int_equal(n_samples(rec), 3);
+	assert_int_equal(st->late_unfit, 1);
+	assert_int_equal(st->no_python, 0);
 	done(rec);
 }
 
@@ -811,6 +847,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stops, reset),
 		cmocka_unit_test_setup(test_native, reset),
 		cmocka_unit_test_setup(test_leaf_and_kernel, reset),
+		cmocka_unit_test_setup(test_stale_leaf, reset),
 		cmocka_unit_test_setup(test_unsupported, reset),
 		cmocka_unit_test_setup(test_free_unstarted, reset),
 	};
