@@ -126,6 +126,9 @@ struct record_sample {
 	size_t event;                   /* the event whose sample this is (sample.event): 0, or
 	                                 * one of opts.leaders, whose values[1 + event] alone is
 	                                 * set */
+	uint64_t late_ns;               /* its Python stack was read this long after the sample
+	                                 * (no capture, no stop: a running thread's, maybe a later
+	                                 * one); 0: at it */
 	int gil;                        /* enum record_gil */
 	bool off_cpu;                   /* a switch off the CPU: values[1] its time off it (ns) */
 };
