@@ -19,7 +19,7 @@
            page fault, inner() only computes, in turns of ~1 and ~2.5 ms), 3 runs of 1 s, the
            third beside two CPU hogs: each names alloc first with >= 80% of the page-fault
            samples, from 30 or more of them, and the text report says how many. (Counts read at
-           cpu-clock's ticks credited inner with 64-96% of the faults: the tick mostly comes
+           cpu-clock's ticks credited inner with 59-96% of the faults: the tick mostly comes
            while it runs.)
   gil-finding attached to stat_work.py gil (the main thread and worker-1 run Python code, each
            waiting for the GIL about half the time it would run, idler waits on an event): the
