@@ -169,7 +169,10 @@ static int setup_events(const struct stat_args *a, struct stat_setup *s)
 }
 
 /* The sampling run's events: cycles (cpu-clock without a PMU), with the events the rules name
- * functions by that open here, read at every sample. */
+ * functions by that open here, each sampling on its own (record_opts.leaders: a count event at
+ * its default period, a hardware one at the run's rate), so that a function is named by the
+ * samples its own event took where it ran, not by counts read at the CPU's samples, which
+ * credit whatever ran at the next one. */
 static void sampling_events(const struct stat_setup *s, struct record_args *r)
 {
 	const char *names[16];
@@ -194,6 +197,7 @@ static void sampling_events(const struct stat_setup *s, struct record_args *r)
 		/* in user space alone a switch counts none: not a column to name functions by */
 		if ((s->user_only && record_kernel_only(e)) || events_probe(e, 0) < 0)
 			continue;
+		r->leaders |= 1u << r->n_events;
 		r->n_events++;
 	}
 	r->freq = STAT_RATE;
@@ -208,6 +212,9 @@ struct stat_run {
 	struct recorder *rec;           /* NULL: no sampling run */
 	struct counter *ctr;
 	struct stat_switch_log sw;
+	struct stat_tally tally;        /* the sampling run's samples, by event and function */
+	struct pyframes_thread_name *pynames;   /* the threads' Python names, at the end */
+	size_t n_pynames;
 	struct record_child child;
 	char target[320];
 	pid_t pid;
@@ -259,6 +266,7 @@ static void on_exec(void *ctx, pid_t pid)
 static int open_sampling(struct stat_run *x)
 {
 	struct record_args *r = &x->ra;
+	struct record_sink sink = { .sample = stat_tally_sample, .ctx = &x->tally };
 	struct record_opts ro;
 	int k;
 
@@ -268,10 +276,14 @@ static int open_sampling(struct stat_run *x)
 	ro.gil_waits = !x->s.user_only;
 	ro.exec_fn = r->argv ? on_exec : NULL;
 	ro.exec_ctx = x;
-	if (recorder_new(&ro, NULL, &x->rec) < 0) {
+	if (recorder_new(&ro, &sink, &x->rec) < 0) {
 		log_error("out of memory");
 		return -1;
 	}
+	x->tally.prof = recorder_profile(x->rec);
+	x->tally.rec = x->rec;
+	x->tally.events = r->events;
+	x->tally.n_events = r->n_events;
 	if (r->pid) {
 		k = recorder_find_python(x->rec);
 		if (k < 0 && k != -EPERM && k != -EACCES && k != -ESRCH) {
@@ -360,6 +372,9 @@ static void run(struct stat_run *x)
 	}
 	stat_switches_read(&x->sw, x->pid);
 	counter_stop(x->ctr);
+	/* what the threads are called in Python, while the target is there to ask */
+	if (!counter_stats(x->ctr)->target_exited)
+		stat_python_names(x->pid, &x->pynames, &x->n_pynames);
 	session_after_run();
 }
 
@@ -367,12 +382,15 @@ static void run(struct stat_run *x)
 static int report(struct stat_run *x)
 {
 	struct stat_totals t = { .have_pmu = events_have_hw_pmu(), .user_only = x->s.user_only };
-	struct stat_attribution attr = { .functions = stat_functions };
-	const struct profile *prof = x->rec ? recorder_profile(x->rec) : NULL;
+	struct stat_attribution attr = { .functions = stat_functions, .ctx = &x->tally };
+	struct stat_names names = {
+		.py = x->pynames, .n_py = x->n_pynames,
+		.prof = x->rec ? recorder_profile(x->rec) : NULL,
+	};
 	struct stat_findings *f = calloc(1, sizeof(*f));
 	int r;
 
-	if (!f || stat_totals_fill(&t, &x->s, x->ctr, prof) < 0) {
+	if (!f || stat_totals_fill(&t, &x->s, x->ctr, &names) < 0) {
 		free(f);
 		free(t.threads);
 		log_error("out of memory");
@@ -380,12 +398,11 @@ static int report(struct stat_run *x)
 	}
 	snprintf(t.target, sizeof(t.target), "%s", x->target);
 	if (x->rec)
-		stat_gil_waits(&t, x->rec);
+		stat_gil_waits(&t, x->rec, &names);
 	stat_switches_sum(&x->sw, &t.voluntary, &t.involuntary);
 	t.samples = x->rec ? recorder_stats(x->rec)->sampler->samples : 0;
 	t.sampled = t.samples > 0;
-	attr.ctx = (void *) prof;
-	stat_find(&t, prof ? &attr : NULL, f);
+	stat_find(&t, x->rec ? &attr : NULL, f);
 	r = 0;
 	if (x->a.json)
 		r = stat_report_json(&t, f, stdout);
@@ -472,6 +489,8 @@ out:
 	recorder_free(x->rec);
 	counter_free(x->ctr);
 	stat_switches_release(&x->sw);
+	stat_tally_release(&x->tally);
+	free(x->pynames);
 	free(x);
 	return status;
 }

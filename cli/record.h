@@ -28,6 +28,8 @@ struct record_args {
 	struct event_spec events[SAMPLER_MAX_EVENTS];
 	size_t n_events;
 	uint64_t freq, period;
+	uint32_t leaders;               /* record_opts.leaders: --color-by's events sample on
+	                                 * their own */
 	bool freq_given;                /* -F was given (a count event refuses it) */
 	double duration;
 	double grace;                   /* --grace: between SIGINT, SIGTERM and SIGKILL */

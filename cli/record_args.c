@@ -14,6 +14,8 @@
 #include "cli/diagnose.h"
 #include "cli/format.h"
 #include "cli/record.h"
+#include "output/profile.h"
+#include "output/ratios.h"
 #include "sampler/sampler.h"
 
 /* -d: at least a millisecond, at most about three years (nanoseconds in a uint64_t, with room) */
@@ -325,6 +327,32 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 	return 0;
 }
 
+/* --color-by A/B (ipc, mpki): each of its events samples on its own, so that a frame's ratio
+ * is of its own samples of each, not of counts read at events[0]'s samples (those would credit
+ * a function with what ran just before it). A metric that names no event of -e is left to
+ * format_color_check(), which says so; a tracepoint stays a member (no capture attaches to
+ * it). */
+static void color_leaders(struct record_args *o)
+{
+	const char *names[SAMPLER_MAX_EVENTS];
+	struct profile *p;
+	struct ratio q;
+
+	if (!o->fmt.color_by || o->n_events < 2)
+		return;
+	for (size_t i = 0; i < o->n_events; i++)
+		names[i] = o->events[i].name;
+	p = profile_new(names, o->n_events);
+	if (p && ratio_metric(p, o->fmt.color_by, &q, NULL) == 0) {
+		size_t cols[] = { q.num, q.den };
+
+		for (size_t k = 0; k < 2; k++)
+			if (cols[k] > 1 && o->events[cols[k] - 1].kind != EVENT_TRACEPOINT)
+				o->leaders |= 1u << (cols[k] - 1);
+	}
+	profile_free(p);
+}
+
 int record_parse_args(int argc, char **argv, struct record_args *o)
 {
 	static const struct option longopts[] = {
@@ -375,5 +403,6 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
+	color_leaders(o);
 	return record_check_args(o, "record", "profile");
 }

@@ -51,7 +51,7 @@ void session_record_opts(const struct record_args *o, struct record_opts *ret)
 {
 	*ret = (struct record_opts) {
 		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
-		.freq = o->freq, .period = o->period,
+		.freq = o->freq, .period = o->period, .leaders = o->leaders,
 		.mode = o->nonblocking ? RECORD_NONBLOCKING : o->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
 		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
 		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,

@@ -22,6 +22,9 @@
 #define STAT_MAX_EVENTS 24
 #define STAT_MAX_FUNCS 3                /* functions named per finding */
 #define STAT_MAX_FINDINGS 16
+/* A function's share of an event is said only from this many samples of that event on: a share
+ * of n samples is off by up to 1.96 x sqrt(0.25 / n) (95%), +-18 points at 30 */
+#define STAT_MIN_SAMPLES 30
 
 struct stat_event {
 	char name[96];
@@ -41,17 +44,25 @@ struct stat_thread {
 	double switches;                /* context-switches (< 0: not counted) */
 };
 
-/* A function named behind a finding: its share of the finding's event in the sampling run. */
+/* A function named behind a finding: its share of the finding's event in the sampling run, from
+ * the samples that event took itself (it samples on its own: record_opts.leaders); or, for the
+ * GIL finding, a thread and its share of the run spent waiting (tid set). */
 struct stat_func {
-	char text[256];                 /* "shuffle_rows (train.py:12)" */
+	char text[256];                 /* "shuffle_rows (train.py:12)", "MainThread" */
 	double share;                   /* 0..1 */
+	uint64_t samples;               /* the event's samples in it */
+	pid_t tid;                      /* a thread named (0: a function) */
 };
 
-/* What a rule can name functions by: per event column of the sampling run, the innermost
- * Python function's share (cmd_stat.c fills it; NULL: no sampling run). */
+/* What a rule can name functions by: per event of the sampling run, the innermost Python
+ * function of each of the samples that event took (cmd_stat.c fills it; NULL: no sampling
+ * run). */
 struct stat_attribution {
-	/* up to max functions for event name ev, largest share first, each >= 5%: how many */
-	size_t (*functions)(void *ctx, const char *ev, struct stat_func *ret, size_t max);
+	/* up to max functions for event name ev, largest share first, each >= 5%, none from
+	 * fewer than STAT_MIN_SAMPLES samples: how many; *ret_samples: the event's samples in
+	 * Python code (0: it was not sampled) */
+	size_t (*functions)(void *ctx, const char *ev, struct stat_func *ret, size_t max,
+			    uint64_t *ret_samples);
 	void *ctx;
 };
 
@@ -61,6 +72,7 @@ struct stat_gil_wait {
 	pid_t tid;
 	char name[128];
 	double wait_ns;
+	double cpu_ns;                  /* its time on the CPU (< 0: not known) */
 };
 
 struct stat_totals {
@@ -101,6 +113,10 @@ struct stat_finding {
 	const char *event;              /* the event its functions are named by (NULL: none) */
 	struct stat_func funcs[STAT_MAX_FUNCS];
 	size_t n_funcs;
+	uint64_t samples;               /* the event's samples in Python code the shares are of (0
+	                                 * with n_funcs 0: none taken; under STAT_MIN_SAMPLES: too
+	                                 * few to name a function) */
+	bool threads;                   /* funcs are threads (the GIL finding) */
 };
 
 /* A finding that could not be looked for: its rule, and why (one phrase). */

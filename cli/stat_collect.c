@@ -16,6 +16,7 @@
 #include "cli/stat_run.h"
 #include "cli/top_proc.h"
 #include "output/output.h"
+#include "pyframes/pyframes.h"
 
 /* perf stat's default set and more: those that open here are counted */
 static const char *const default_events[] = {
@@ -209,16 +210,54 @@ static int index_of(const struct stat_setup *s, const char *name)
 	return -1;
 }
 
-/* The thread's name: Python's (the sampling run's profile), else its /proc comm. */
-static void thread_name(const struct profile *prof, pid_t pid, pid_t tid, char *buf, size_t size)
+/* threads whose Python names are read, at most (the registry's, as dump reads it) */
+#define STAT_PYNAMES_MAX 4096
+
+void stat_python_names(pid_t pid, struct pyframes_thread_name **ret, size_t *ret_n)
 {
-	const char *py = prof ? profile_thread_name(prof, (uint32_t) tid) : NULL;
+	struct pyframes_thread_name *v = NULL;
+	struct pyframes_info info = { 0 };
+	struct pyframes *pf = NULL;
+	struct remote_mem mem;
+	size_t n = 0;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (remote_mem_open_pid(pid, &mem) < 0)
+		return;
+	if (pyframes_open(pid, &mem, &pf, &info) >= 0) {
+		v = calloc(STAT_PYNAMES_MAX, sizeof(*v));
+		if (v && pyframes_thread_names(pf, v, STAT_PYNAMES_MAX, &n) < 0)
+			n = 0;
+	}
+	pyframes_free(pf);
+	remote_mem_close(&mem);
+	if (!n) {
+		free(v);
+		return;
+	}
+	*ret = v;
+	*ret_n = n;
+}
+
+/* Thread tid's name, as struct stat_names says (pid: its process, for /proc). */
+static void thread_name(const struct stat_names *names, pid_t pid, pid_t tid, char *buf,
+			size_t size)
+{
+	const char *prof = names && names->prof ?
+			   profile_thread_name(names->prof, (uint32_t) tid) : NULL;
 	char path[96];
 	FILE *f;
 
 	buf[0] = '\0';
-	if (py) {
-		snprintf(buf, size, "%s", py);
+	for (size_t i = 0; names && i < names->n_py; i++) {
+		if (names->py[i].tid == tid && names->py[i].name[0]) {
+			snprintf(buf, size, "%s", names->py[i].name);
+			return;
+		}
+	}
+	if (prof) {
+		snprintf(buf, size, "%s", prof);
 		return;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int) pid, (int) tid);
@@ -231,7 +270,7 @@ static void thread_name(const struct profile *prof, pid_t pid, pid_t tid, char *
 }
 
 int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
-		     const struct profile *prof)
+		     const struct stat_names *names)
 {
 	struct counter_value v[COUNTER_MAX_EVENTS];
 	int clock = index_of(s, "task-clock"), sw = index_of(s, "context-switches");
@@ -261,7 +300,7 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 		th->tid = counter_thread(c, k, v);
 		th->task_clock_ns = clock >= 0 && !v[clock].error ? v[clock].scaled : -1;
 		th->switches = sw >= 0 && !v[sw].error ? v[sw].scaled : -1;
-		thread_name(prof, counter_pid(c), th->tid, th->name, sizeof(th->name));
+		thread_name(names, counter_pid(c), th->tid, th->name, sizeof(th->name));
 	}
 	t->n_threads = n;
 	qsort(t->threads, n, sizeof(*t->threads), cmp_thread);
@@ -276,9 +315,24 @@ static int cmp_gil(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-void stat_gil_waits(struct stat_totals *t, struct recorder *rec)
+/* Thread g's time on the CPU: the sampling run's where its sampling event counts time (the sum
+ * of its periods, g->weight), else the thread's own task-clock where it has counters of its own
+ * (attached; one started since counts in its creator's); < 0 not known. */
+static double cpu_time(const struct stat_totals *t, const struct profile *prof,
+		       const struct record_gil_thread *g)
 {
-	const struct profile *prof = recorder_profile(rec);
+	const struct profile_event *e = prof ? profile_event(prof, 0) : NULL;
+
+	if (e && profile_event_is_time(e->name))
+		return (double) g->weight;
+	for (size_t i = 0; i < t->n_threads; i++)
+		if (t->threads[i].tid == g->tid)
+			return t->threads[i].task_clock_ns;
+	return -1;
+}
+
+void stat_gil_waits(struct stat_totals *t, struct recorder *rec, const struct stat_names *names)
+{
 	size_t n = 0;
 	const struct record_gil_thread *g = recorder_gil_threads(rec, &n);
 
@@ -286,15 +340,13 @@ void stat_gil_waits(struct stat_totals *t, struct recorder *rec)
 	t->gil_measured = recorder_mode(rec) != RECORD_STOPS && !t->user_only;
 	t->gil = t->gil_measured && n ? calloc(n, sizeof(*t->gil)) : NULL;
 	for (size_t i = 0; t->gil && i < n; i++) {
-		const char *name;
+		struct stat_gil_wait *w = &t->gil[t->n_gil];
 
 		if (!g[i].gil_wait_ns)
 			continue;
-		name = prof ? profile_thread_name(prof, (uint32_t) g[i].tid) : NULL;
-		t->gil[t->n_gil] = (struct stat_gil_wait) { .tid = g[i].tid,
-							     .wait_ns = (double) g[i].gil_wait_ns };
-		snprintf(t->gil[t->n_gil].name, sizeof(t->gil[t->n_gil].name), "%s",
-			 name ? name : "");
+		*w = (struct stat_gil_wait) { .tid = g[i].tid, .wait_ns = (double) g[i].gil_wait_ns,
+					      .cpu_ns = cpu_time(t, recorder_profile(rec), &g[i]) };
+		thread_name(names, recorder_pid(rec), g[i].tid, w->name, sizeof(w->name));
 		t->n_gil++;
 	}
 	if (t->n_gil)
@@ -303,49 +355,110 @@ void stat_gil_waits(struct stat_totals *t, struct recorder *rec)
 
 /* ---- the functions behind an event --------------------------------------------------------- */
 
-size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max)
+/* Room in e's counts for frame id: false if out of memory. */
+static bool tally_room(struct stat_tally_event *e, uint32_t id)
 {
-	const struct profile *p = ctx;
-	int e = profile_find_event(p, ev);
-	size_t n_frames = profile_n_frames(p), col, n = 0;
-	uint64_t *sum, total = 0, samples = 0;
+	size_t cap = e->cap ? e->cap : 64;
+	uint64_t *a, *b;
+
+	if (id < e->cap)
+		return true;
+	while (cap <= id)
+		cap *= 2;
+	a = realloc(e->samples, cap * sizeof(*a));
+	if (a)
+		e->samples = a;
+	b = a ? realloc(e->weight, cap * sizeof(*b)) : NULL;
+	if (b)
+		e->weight = b;
+	if (!a || !b)
+		return false;
+	memset(a + e->cap, 0, (cap - e->cap) * sizeof(*a));
+	memset(b + e->cap, 0, (cap - e->cap) * sizeof(*b));
+	e->cap = cap;
+	return true;
+}
+
+int stat_tally_sample(void *ctx, const struct record_sample *s)
+{
+	struct stat_tally *t = ctx;
+	struct stat_tally_event *e;
+
+	if (!t->prof || s->event >= t->n_events || 1 + s->event >= s->n_values)
+		return 0;
+	if (s->late_ns && t->rec && recorder_mode(t->rec) != RECORD_NONBLOCKING) {
+		t->late++;
+		return 0;
+	}
+	e = &t->ev[s->event];
+	/* the sample's weight to its innermost Python frame */
+	for (size_t d = s->depth; d-- > 0;) {
+		if (profile_frame(t->prof, s->frames[d])->kind != FRAME_PYTHON)
+			continue;
+		if (!tally_room(e, s->frames[d])) {
+			t->failed = true;
+			return -ENOMEM;
+		}
+		e->samples[s->frames[d]]++;
+		e->weight[s->frames[d]] += s->values[1 + s->event];
+		e->n_samples++;
+		e->n_weight += s->values[1 + s->event];
+		break;
+	}
+	return 0;
+}
+
+void stat_tally_release(struct stat_tally *t)
+{
+	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++) {
+		free(t->ev[i].samples);
+		free(t->ev[i].weight);
+	}
+	memset(t->ev, 0, sizeof(t->ev));
+}
+
+size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max,
+		      uint64_t *ret_samples)
+{
+	const struct stat_tally *t = ctx;
+	const struct stat_tally_event *e = NULL;
+	size_t n = 0;
+	bool *named;
 	struct buf text;
 
-	if (e < 0 || !n_frames)
+	*ret_samples = 0;
+	for (size_t i = 0; i < t->n_events && !e; i++)
+		if (stat_same_event(t->events[i].name, ev))
+			e = &t->ev[i];
+	if (!e || !e->n_weight)
 		return 0;
-	col = 1 + (size_t) e;
-	sum = calloc(n_frames, sizeof(*sum));
-	if (!sum)
+	*ret_samples = e->n_samples;
+	if (e->n_samples < STAT_MIN_SAMPLES)
 		return 0;
-	/* each stack's weight to its innermost Python frame */
-	for (size_t i = 0; i < profile_n_stacks(p); i++) {
-		const struct profile_stack *st = profile_stack(p, i);
-		uint64_t w = profile_values(p, i)[col];
-
-		for (size_t d = st->depth; d-- > 0;)
-			if (profile_frame(p, st->frames[d])->kind == FRAME_PYTHON) {
-				sum[st->frames[d]] += w;
-				total += w;
-				samples += w ? profile_values(p, i)[0] : 0;
-				break;
-			}
-	}
+	named = calloc(e->cap, sizeof(*named));
+	if (!named)
+		return 0;
 	buf_init(&text);
-	while (total && samples >= STAT_MIN_SAMPLES && n < max) {
-		uint32_t best = 0;
+	while (n < max) {
+		size_t best = SIZE_MAX;
 
-		for (uint32_t id = 1; id < n_frames; id++)
-			if (sum[id] > sum[best])
+		for (size_t id = 0; id < e->cap; id++)
+			if (!named[id] && e->weight[id] &&
+			    (best == SIZE_MAX || e->weight[id] > e->weight[best]))
 				best = id;
-		if ((double) sum[best] < 0.05 * (double) total)
+		if (best == SIZE_MAX || (double) e->weight[best] < 0.05 * (double) e->n_weight)
 			break;
+		named[best] = true;
 		buf_reset(&text);
-		(void) folded_frame_text(profile_frame(p, best), &text);
+		(void) folded_frame_text(profile_frame(t->prof, (uint32_t) best), &text);
+		ret[n] = (struct stat_func) {
+			.share = (double) e->weight[best] / (double) e->n_weight,
+			.samples = e->samples[best],
+		};
 		snprintf(ret[n].text, sizeof(ret[n].text), "%s", text.len ? text.data : "?");
-		ret[n++].share = (double) sum[best] / (double) total;
-		sum[best] = 0;
+		n++;
 	}
 	buf_release(&text);
-	free(sum);
+	free(named);
 	return n;
 }

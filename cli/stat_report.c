@@ -208,12 +208,20 @@ static void finding_line(const struct stat_finding *f, FILE *out)
 	fprintf(out, " (%s, %s %s%s): %s", f->cmp == STAT_ABOVE ? "high" : "low",
 		f->cmp == STAT_ABOVE ? ">" : "<", grouped_g(f->threshold, num, sizeof(num)), f->unit,
 		f->meaning);
-	for (size_t k = 0; k < f->n_funcs; k++) {
-		if (k)
+	if (f->threads) {
+		for (size_t k = 0; k < f->n_funcs; k++)
+			fprintf(out, "%s%s%s(tid %d) %.0f%%", k ? ", " : "; waiting: ",
+				f->funcs[k].text, f->funcs[k].text[0] ? " " : "", (int) f->funcs[k].tid,
+				100 * f->funcs[k].share);
+	} else if (f->n_funcs) {
+		/* the share of the event's own samples, and how many there were */
+		fprintf(out, "; %.0f%% of %s %s samples in %s", 100 * f->funcs[0].share,
+			grouped((double) f->samples, num, sizeof(num)), f->event, f->funcs[0].text);
+		for (size_t k = 1; k < f->n_funcs; k++)
 			fprintf(out, ", %.0f%% in %s", 100 * f->funcs[k].share, f->funcs[k].text);
-		else
-			fprintf(out, "; %.0f%% of the %s in %s", 100 * f->funcs[k].share, f->event,
-				f->funcs[k].text);
+	} else if (f->event && f->samples) {
+		fprintf(out, "; too few %s samples in Python code (%s, under %d) to name where", f->event,
+			grouped((double) f->samples, num, sizeof(num)), STAT_MIN_SAMPLES);
 	}
 	fprintf(out, "; next: %s\n", f->advice);
 }
@@ -386,9 +394,23 @@ static void json_findings(const struct stat_findings *f, FILE *out)
 		json_write_string(out, x->meaning);
 		fputs(",\"advice\":", out);
 		json_write_string(out, x->advice);
-		fputs(",\"functions\":[", out);
-		for (size_t k = 0; k < x->n_funcs; k++) {
+		/* the event's own samples the shares are of (null: no sampling run named any) */
+		fputs(",\"event\":", out);
+		if (x->event)
+			json_write_string(out, x->event);
+		else
+			fputs("null", out);
+		fprintf(out, ",\"samples\":%" PRIu64 ",\"functions\":[", x->samples);
+		for (size_t k = 0; !x->threads && k < x->n_funcs; k++) {
 			fputs(k ? ",{\"function\":" : "{\"function\":", out);
+			json_write_string(out, x->funcs[k].text);
+			fputs(",\"share\":", out);
+			json_num(out, x->funcs[k].share);
+			fprintf(out, ",\"samples\":%" PRIu64 "}", x->funcs[k].samples);
+		}
+		fputs("],\"threads\":[", out);
+		for (size_t k = 0; x->threads && k < x->n_funcs; k++) {
+			fprintf(out, "%s{\"tid\":%d,\"name\":", k ? "," : "", (int) x->funcs[k].tid);
 			json_write_string(out, x->funcs[k].text);
 			fputs(",\"share\":", out);
 			json_num(out, x->funcs[k].share);

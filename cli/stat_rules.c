@@ -14,6 +14,8 @@ enum metric_kind {
 	M_RATE,                         /* num per second of wall time */
 	M_CORES,                        /* num (ns) / wall (ns): CPUs used */
 	M_INVOLUNTARY,                  /* involuntary switches (/proc) per second */
+	M_GIL,                          /* the most a thread waited for the GIL, in % of its time
+	                                 * on the CPU and waiting for it (gil_share()) */
 };
 
 struct rule {
@@ -108,11 +110,27 @@ static const struct rule rules[] = {
 		"is coloured",
 	},
 	{
+		"gil-contention", "time a thread waited for the GIL (the most, in % of its time on "
+		"the CPU and waiting for it)", M_GIL, NULL, NULL, 1, STAT_ABOVE, 20, "%",
+		"threads take turns on the GIL: Python code in several threads runs one thread at a "
+		"time, so the others wait instead of running",
+		"run CPU-bound Python in processes (multiprocessing, concurrent.futures."
+		"ProcessPoolExecutor) or in native code that releases the GIL (numpy, a C "
+		"extension), or on a free-threaded build (3.13t+); see where threads wait for it: "
+		"'hwspy record --wall' (their [wait: GIL] frames), and what runs while they do: "
+		"'hwspy record --gil'",
+		NULL,
+		"hwspy's choice: a thread that waits for the GIL a fifth of the time it would run "
+		"loses that much to turn-taking (two threads running Python code wait about half "
+		"of it each, on a busy machine as on an idle one); only threads that waited 5% of "
+		"the run or more count",
+	},
+	{
 		"low-cpu-utilization", "CPU utilisation", M_CORES, "task-clock", NULL, 1,
 		STAT_BELOW, 0.5, " CPUs",
 		"the program waits most of the time: for I/O, a lock, a sleep, or another thread's GIL",
-		"profile where it waits (off-CPU time): 'hwspy record -e context-switches' samples "
-		"the stacks that block",
+		"see where it waits and why: 'hwspy record --wall' (time on and off the CPU, each "
+		"wait's reason as a [wait: ...] frame) or 'hwspy record --off-cpu' (the waits alone)",
 		"context-switches",
 		"hwspy's choice: under half a CPU over the whole run, the process is off the CPU "
 		"more than on it",
@@ -123,7 +141,7 @@ static const struct rule rules[] = {
 		"threads block and wake very often: contention on a lock or the GIL, many small I/O "
 		"calls, or more busy threads than CPUs",
 		"batch work per wakeup, use fewer threads (processes for CPU-bound Python), and see "
-		"the stacks that block: 'hwspy record -e context-switches'",
+		"where the threads block and for how long: 'hwspy record --off-cpu' (or --wall)",
 		"context-switches",
 		"hwspy's choice: a CPU-bound thread is switched out ~100-250 times a second by the "
 		"scheduler's slices; 1000 a second means blocking, and each switch costs a few us "
@@ -203,6 +221,23 @@ static const struct stat_event *event_of(const struct stat_totals *t, const char
 	return first;
 }
 
+/* A thread's wait for the GIL as a share of its time on the CPU and waiting for it (where its
+ * CPU time is not known, of the run's): on a busy machine its threads are preempted as often
+ * as they wait, and a share of the run would shrink with the load. */
+static double gil_share(const struct stat_totals *t, const struct stat_gil_wait *g)
+{
+	double of = g->cpu_ns >= 0 ? g->cpu_ns + g->wait_ns : (double) t->wall_ns;
+
+	return of > 0 ? g->wait_ns / of : 0;
+}
+
+/* Whether a thread's wait counts at all: 5% of the run or more (a thread that ran 1 ms and
+ * waited 1 ms waited half its time, and cost nothing). */
+static bool gil_counts(const struct stat_totals *t, const struct stat_gil_wait *g)
+{
+	return g->wait_ns >= 0.05 * (double) t->wall_ns;
+}
+
 /* The rule's metric from t: 1 and *ret, 0 not asked for, -1 asked but not measured (the
  * event missing in *ret_missing). */
 static int rule_value(const struct rule *r, const struct stat_totals *t, double *ret,
@@ -213,6 +248,17 @@ static int rule_value(const struct rule *r, const struct stat_totals *t, double 
 	const char *name;
 
 	*ret_missing = NULL;
+	if (r->kind == M_GIL) {
+		/* the sampling run took the switches off the CPU (not with --no-profile, nor by
+		 * stops) */
+		if (!t->gil_measured || t->wall_ns == 0)
+			return 0;
+		*ret = 0;
+		for (size_t i = 0; i < t->n_gil; i++)
+			if (gil_counts(t, &t->gil[i]) && 100 * gil_share(t, &t->gil[i]) > *ret)
+				*ret = 100 * gil_share(t, &t->gil[i]);
+		return 1;
+	}
 	if (r->kind == M_INVOLUNTARY) {
 		/* a thread that wakes another is often preempted by it (a lock handed over, a
 		 * queue): starvation only where preemption outweighs blocking */
@@ -260,6 +306,23 @@ static bool found(const struct stat_findings *f, const char *id)
 	return false;
 }
 
+/* The GIL finding's threads: those whose wait counts and is over the threshold, longest
+ * wait first, each with its share (gil_share()). */
+static void gil_threads(const struct stat_totals *t, double threshold, struct stat_finding *f)
+{
+	f->threads = true;
+	for (size_t i = 0; i < t->n_gil && f->n_funcs < STAT_MAX_FUNCS; i++) {
+		struct stat_func *x = &f->funcs[f->n_funcs];
+		double share = gil_share(t, &t->gil[i]);
+
+		if (!gil_counts(t, &t->gil[i]) || 100 * share <= threshold)
+			continue;
+		*x = (struct stat_func) { .share = share, .tid = t->gil[i].tid };
+		snprintf(x->text, sizeof(x->text), "%s", t->gil[i].name);
+		f->n_funcs++;
+	}
+}
+
 void stat_find(const struct stat_totals *t, const struct stat_attribution *attr,
 	       struct stat_findings *ret)
 {
@@ -287,8 +350,11 @@ void stat_find(const struct stat_totals *t, const struct stat_attribution *attr,
 			.cmp = r->cmp, .unit = r->unit, .meaning = r->meaning, .advice = r->advice,
 			.event = r->by,
 		};
-		if (attr && attr->functions && r->by)
-			f->n_funcs = attr->functions(attr->ctx, r->by, f->funcs, STAT_MAX_FUNCS);
+		if (r->kind == M_GIL)
+			gil_threads(t, r->threshold, f);
+		else if (attr && attr->functions && r->by)
+			f->n_funcs = attr->functions(attr->ctx, r->by, f->funcs, STAT_MAX_FUNCS,
+						     &f->samples);
 	}
 }
 
@@ -311,6 +377,12 @@ static void metric_how(const struct rule *r, FILE *out)
 		fputs("nonvoluntary_ctxt_switches of /proc/PID/task/*/status, per second, where "
 		      "they outnumber the voluntary ones", out);
 		break;
+	case M_GIL:
+		fputs("each thread's time off the CPU waiting for the GIL ([wait: GIL], from the "
+		      "sampling run's switches), in % of that and its time on the CPU (the "
+		      "sampling run's cpu-clock, else its task-clock; else the run's wall time); "
+		      "the most of any thread that waited 5% of the run or more", out);
+		break;
 	}
 }
 
@@ -327,8 +399,12 @@ void stat_explain(FILE *out)
 		fprintf(out, "\n  means:  %s\n  next:   %s\n  source: %s\n", r->meaning, r->advice,
 			r->source);
 		if (r->by)
-			fprintf(out, "  names the Python functions behind it by their share of '%s' "
-				     "in a light sampling run (not with --no-profile)\n", r->by);
+			fprintf(out, "  names the Python functions behind it by their share of the "
+				     "samples '%s' took itself in a light sampling run (from %d of "
+				     "them on; not with --no-profile)\n", r->by, STAT_MIN_SAMPLES);
+		if (r->kind == M_GIL)
+			fputs("  names the threads that waited, from the same sampling run (not with "
+			      "--no-profile or --ptrace)\n", out);
 	}
 }
 

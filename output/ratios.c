@@ -2,6 +2,7 @@
 #include "output/ratios.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -139,6 +140,8 @@ void ratio_format(const struct ratio *q, double x, char *buf, size_t size)
 {
 	if (q->percent)
 		snprintf(buf, size, "%.1f%%", x);
+	else if (q->general && fabs(x) >= 1e4 && fabs(x) < 1e15)
+		snprintf(buf, size, "%.0f", x);         /* "253400", not "2.534e+05" */
 	else if (q->general)
 		snprintf(buf, size, "%.4g", x);
 	else
@@ -224,6 +227,47 @@ static int metric_named(const struct profile *p, const char *spec, struct ratio 
 	}
 }
 
+/* Whether event name (":modifiers" ignored) is base. */
+static bool named(const char *name, const char *base)
+{
+	size_t n = strcspn(name, ":");
+
+	return n == strlen(base) && !strncmp(name, base, n);
+}
+
+/* An A/B metric (q->num over q->den, columns of p) in units a person reads: per ms of a time
+ * event's nanoseconds (cpu-clock and task-clock: of CPU; wall; off-cpu), per 1k instructions
+ * or cycles (instructions per cycle is IPC), a time over a time as a percentage, else A per B
+ * as it is. Sets q's scale and form, and the words into label (NULL: not wanted). */
+static int a_over_b(const struct profile *p, struct ratio *q, struct buf *label)
+{
+	const char *num = profile_event(p, q->num - 1)->name, *den = profile_event(p, q->den - 1)->name;
+	const char *per = den;
+	bool num_time = profile_event_is_time(num), den_time = profile_event_is_time(den);
+
+	*q = (struct ratio) { .num = q->num, .den = q->den, .scale = 1, .general = true };
+	if (num_time && den_time) {
+		*q = (struct ratio) { .num = q->num, .den = q->den, .scale = 100, .percent = true };
+		return label ? buf_printf(label, "%s as a share of %s", num, den) : 0;
+	}
+	if (named(num, "instructions") && (named(den, "cycles") || named(den, "cpu-cycles"))) {
+		q->general = false;
+		return label ? buf_puts(label, "IPC") : 0;
+	}
+	if (den_time) {
+		q->scale = 1e6;
+		per = named(den, "wall") ? "ms of wall time" : named(den, "off-cpu") ?
+		      "ms off the CPU" : "ms of CPU";
+	} else if (named(den, "instructions")) {
+		q->scale = 1000;
+		per = "1k instructions";
+	} else if (named(den, "cycles") || named(den, "cpu-cycles")) {
+		q->scale = 1000;
+		per = "1k cycles";
+	}
+	return label ? buf_printf(label, "%s per %s", num, per) : 0;
+}
+
 /* "A/B": split at its '/', or where there are several (a PMU event "cpu/event=0x3c/" holds
  * two), at the one '/' that leaves an event of p on either side. */
 int ratio_metric(const struct profile *p, const char *spec, struct ratio *ret,
@@ -250,8 +294,8 @@ int ratio_metric(const struct profile *p, const char *spec, struct ratio *ret,
 		if (!den)
 			return metric_error(err, -ENOENT, "names an event the profile lacks",
 					    slash + 1, len - slash - 1);
-		*ret = (struct ratio) { .num = num, .den = den, .scale = 1, .general = true };
-		return 0;
+		*ret = (struct ratio) { .num = num, .den = den };
+		return a_over_b(p, ret, NULL);
 	}
 	for (size_t i = 1; i + 1 < len; i++) {
 		if (spec[i] != '/' || !column_of(p, spec, i) ||
@@ -265,15 +309,15 @@ int ratio_metric(const struct profile *p, const char *spec, struct ratio *ret,
 				    "one of its '/'" : "has more than one '/' and splits at none of "
 				    "them into two events", 0, 0);
 	*ret = (struct ratio) { .num = column_of(p, spec, at),
-				.den = column_of(p, spec + at + 1, len - at - 1),
-				.scale = 1, .general = true };
-	return 0;
+				.den = column_of(p, spec + at + 1, len - at - 1) };
+	return a_over_b(p, ret, NULL);
 }
 
 int ratios_add_metric(struct ratios *ra, const struct profile *p, const char *spec,
 		      size_t *ret_index, struct svg_metric_error *err)
 {
 	struct ratio q;
+	struct buf label;
 	int r = ratio_metric(p, spec, &q, err);
 
 	if (r < 0)
@@ -284,7 +328,12 @@ int ratios_add_metric(struct ratios *ra, const struct profile *p, const char *sp
 			return 0;
 		}
 	}
-	r = ratio_add(ra, q.num, q.den, q.scale, false, "%s", spec);
+	/* ipc and mpki are ratios of ra's already; an A/B is said in its units */
+	buf_init(&label);
+	r = a_over_b(p, &q, &label);
+	if (r >= 0)
+		r = ratio_add(ra, q.num, q.den, q.scale, q.percent, "%s", label.data);
+	buf_release(&label);
 	if (r < 0)
 		return r;
 	ra->r[ra->n - 1].general = q.general;

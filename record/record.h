@@ -76,6 +76,10 @@ struct record_opts {
 	                                 * failed recorder_start() calls) */
 	size_t n_events;
 	uint64_t freq, period;          /* as struct sampler_opts */
+	uint32_t leaders;               /* sampler_opts.leaders: events[i] samples on its own, at its
+	                                 * own rate (sampler_leader_rate(), the profile's event
+	                                 * rate): its column weighs its own samples (record_sample
+	                                 * .event), not deltas read at events[0]'s */
 	enum record_mode mode;
 	unsigned stop_budget;           /* RECORD_STOPS: sampler_opts.stop_budget_pct */
 	bool function;                  /* one frame per function (its first line) */
@@ -122,6 +126,12 @@ struct record_sample {
 	size_t depth;
 	const uint64_t *values;         /* [0] 1 (the sample), [1 + i] what event i counted */
 	size_t n_values;
+	size_t event;                   /* the event whose sample this is (sample.event): 0, or
+	                                 * one of opts.leaders, whose values[1 + event] alone is
+	                                 * set */
+	uint64_t late_ns;               /* its Python stack was read this long after the sample
+	                                 * (no capture, no stop: a running thread's, maybe a later
+	                                 * one); 0: at it */
 	int gil;                        /* enum record_gil */
 	bool off_cpu;                   /* a switch off the CPU: values[1] its time off it (ns) */
 };

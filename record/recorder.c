@@ -43,6 +43,15 @@ int recorder_new(const struct record_opts *opts, const struct record_sink *sink,
 	    record_special_frame(rec, "[unknown]", &rec->unknown_frame) < 0)
 		goto fail;
 	profile_set_event_rate(rec->prof, 0, opts->freq, opts->period, true);
+	for (size_t i = 1; i < n; i++) {
+		struct sampler_opts so = { .events = opts->events, .n_events = n, .freq = opts->freq };
+		uint64_t freq, period;
+
+		if (!(opts->leaders >> i & 1))
+			continue;
+		sampler_leader_rate(&so, i, &freq, &period);
+		profile_set_event_rate(rec->prof, i, freq, period, true);
+	}
 	if (opts->log_bytes)
 		(void) profile_log_start(rec->prof, opts->log_bytes);
 	rec->user_sink = sink && sink->sample ? *sink :
@@ -161,7 +170,8 @@ int recorder_start(struct recorder *rec)
 	struct sampler_capture_spec cspec;
 	struct sampler_opts so = {
 		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
-		.freq = o->freq, .period = o->period, .exact = o->mode == RECORD_STOPS,
+		.freq = o->freq, .period = o->period, .leaders = o->leaders,
+		.exact = o->mode == RECORD_STOPS,
 		.stop_budget_pct = o->stop_budget, .capture = capture,
 		.stack_user_size = o->native ? o->stack_size : 0,
 		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu,

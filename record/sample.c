@@ -405,6 +405,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 	out = (struct record_sample) {
 		.tid = s->tid, .time_ns = s->time_ns, .frames = rec->ids, .depth = depth,
 		.values = values, .n_values = 1 + rec->opts.n_events, .gil = gil,
+		.event = s->event, .late_ns = late_ns,
 	};
 	if (s->off_cpu) {
 		char reason[256];

@@ -335,6 +335,14 @@ static int capture_thread_open_percpu(struct sampler *s, struct thread *t)
 		if ((fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0) ||
 		    (sw >= 0 && ioctl(sw, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0))
 			return -errno;
+		/* the events that sample on their own: their overflows are captured too */
+		for (size_t i = 1; fd >= 0 && i < n; i++) {
+			int lead = t->cpu_fds[(size_t) c * n + i];
+
+			if (perf_is_leader(s, i) && lead >= 0 &&
+			    ioctl(lead, PERF_EVENT_IOC_SET_BPF, s->capture.entry_fd) < 0)
+				return -errno;
+		}
 	}
 	t->prog = t->cpu_fds != NULL;
 	if (s->capture.prog_fd < 0)
@@ -382,6 +390,13 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	     ioctl(t->switch_fds[0], PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0)) {
 		r = -errno;
 		goto fail;
+	}
+	for (size_t i = 1; i < s->opts.n_events; i++) {
+		if (perf_is_leader(s, i) && t->fds[i] >= 0 &&
+		    ioctl(t->fds[i], PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0) {
+			r = -errno;
+			goto fail;
+		}
 	}
 	t->prog = true;
 	return 0;
@@ -541,7 +556,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	c->held_len = 0;
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
 	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
-	    (!smp->off_cpu && (s->attrs[0].sample_type & PERF_SAMPLE_PERIOD) &&
+	    (!smp->off_cpu && (s->attrs[smp->event].sample_type & PERF_SAMPLE_PERIOD) &&
 	     h.period != smp->values[0]) ||
 	    h.n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + h.n * stride > c->held_len_used ||
 	    h.status > SAMPLE_CAPTURE_CUT) {

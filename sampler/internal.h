@@ -143,6 +143,17 @@ struct sampler {
 	struct perf_event_attr switch_attr;    /* opts.wall */
 	uint64_t *switch_ids;           /* ... its events' ids, ascending (samples tell by id) */
 	size_t n_switch_ids, cap_switch_ids;
+	/* opts.leaders: the ids of the events that sample on their own, ascending, each with its
+	 * event's index (samples tell by id); the leaders that weigh their count's delta; those
+	 * whose overflow stops its thread (exact mode); each group member's place in events[0]'s
+	 * group read */
+	struct lead_id {
+		uint64_t id;
+		size_t event;
+	} *lead_ids;
+	size_t n_lead_ids, cap_lead_ids;
+	uint32_t lead_by_count, lead_signal;
+	size_t group_pos[SAMPLER_MAX_EVENTS];
 	pid_t pid;
 	bool launched;                  /* pid is our child */
 	int signo;                      /* exact mode: the signal our events raise */
@@ -284,8 +295,22 @@ int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, i
 bool perf_pid_followed(const struct sampler *s, pid_t pid);
 /* Closes t's switch events, adding what the ring lost of their records to stats.lost_switches. */
 void perf_switch_close(struct sampler *s, struct thread *t);
+/* The attr a sample record h is laid out by (the switch event's, a leader's or the group's),
+ * and the index of the event it is a sample of in *ret_event (0: events[0], or the switch
+ * event; may be NULL). */
 const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
-					       const struct perf_event_header *h);
+					       const struct perf_event_header *h, size_t *ret_event);
+/* perf.c, opts.leaders: whether events[i] samples on its own; opens t's leaders on cpu (-1:
+ * any) into the ring of out_fd, at fds[i] of the fds given (t->fds, or its CPU's part of
+ * t->cpu_fds), each disabled, noting their ids; enables them; t's fds that signal it (exact
+ * mode), on or off. */
+bool perf_is_leader(const struct sampler *s, size_t i);
+int perf_leaders_open(struct sampler *s, struct thread *t, int cpu, int out_fd, int *fds);
+int perf_leaders_enable(const struct sampler *s, const int *fds);
+/* Enables t's group and its leaders (per thread): 0 or -errno. */
+int perf_thread_enable(const struct sampler *s, struct thread *t);
+/* Whether fd is one of t's that signal it (events[0], a leader whose overflow stops it). */
+bool perf_thread_signals_by(const struct sampler *s, const struct thread *t, int fd);
 void percpu_thread_disable(struct thread *t);
 void percpu_thread_close(struct sampler *s, struct thread *t);
 /* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,

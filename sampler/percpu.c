@@ -163,6 +163,8 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 				goto fail;
 		}
 		for (size_t i = 0; i < n; i++) {
+			if (perf_is_leader(s, i))
+				continue;       /* opened once the group writes into the ring */
 			r = perf_open_fd(s, &s->attrs[i], t->tid, c, i ? fds[0] : -1);
 			if (r == -EINVAL && s->attrs[i].inherit_thread) {
 				/* a kernel before 5.13: child processes inherit the events too (their
@@ -181,6 +183,9 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 		}
 		if (s->opts.wall && (r = perf_switch_open(s, t, c, s->cpus[c].fd, c)) < 0)
 			goto fail;
+		r = perf_leaders_open(s, t, c, s->cpus[c].fd, fds);
+		if (r < 0)
+			goto fail;
 		used++;
 	}
 	if (!used) {
@@ -196,6 +201,8 @@ int percpu_thread_open(struct sampler *s, struct thread *t)
 			r = -errno;
 			goto fail;
 		}
+		if (fd >= 0 && (r = perf_leaders_enable(s, &t->cpu_fds[(size_t) c * n])) < 0)
+			goto fail;
 		if (t->switch_fds && t->switch_fds[c] >= 0 &&
 		    ioctl(t->switch_fds[c], PERF_EVENT_IOC_ENABLE, 0) < 0) {
 			r = -errno;
@@ -281,7 +288,7 @@ static void ring_sample(struct sampler *s, int c, const struct perf_event_header
 		capture_hold(s, 0, h);
 		return;
 	}
-	if (ring_parse_sample(perf_sample_attr(s, h), h, h->size, &peek, &g) < 0 ||
+	if (ring_parse_sample(perf_sample_attr(s, h, NULL), h, h->size, &peek, &g) < 0 ||
 	    !perf_pid_followed(s, peek.pid))
 		return;
 	t = sampler_thread_get(s, peek.tid, true);

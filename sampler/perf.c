@@ -93,27 +93,122 @@ static void build_switch_attr(struct sampler *s)
 	s->attrs[0].sample_type |= PERF_SAMPLE_IDENTIFIER;
 }
 
+bool perf_is_leader(const struct sampler *s, size_t i)
+{
+	return i > 0 && i < s->opts.n_events && (s->opts.leaders >> i & 1);
+}
+
+void sampler_leader_rate(const struct sampler_opts *o, size_t i, uint64_t *ret_freq,
+			 uint64_t *ret_period)
+{
+	const struct perf_event_attr *a = &o->events[i].attr;
+
+	*ret_freq = 0;
+	*ret_period = a->sample_period && !a->freq ? a->sample_period : events_default_period(a);
+	if (!*ret_period)
+		*ret_freq = o->freq ? o->freq : SAMPLER_LEADER_FREQ;
+}
+
+/* An event that can overflow while its thread goes to sleep (a switch out, a migration, a
+ * tracepoint): a stop there would interrupt the system call it sleeps in. */
+static bool overflows_asleep(const struct perf_event_attr *a)
+{
+	return a->type == PERF_TYPE_TRACEPOINT ||
+	       (a->type == PERF_TYPE_SOFTWARE && (a->config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+						  a->config == PERF_COUNT_SW_CGROUP_SWITCHES ||
+						  a->config == PERF_COUNT_SW_CPU_MIGRATIONS));
+}
+
+/* The sampling fields of a (events[0], or leader i): what its samples carry, its rate (freq,
+ * else period), how its ring wakes us. by_count: it weighs its count's delta (read_group: and
+ * carries its group's values). */
+static void sampling_fields(struct sampler *s, struct perf_event_attr *a, bool by_count,
+			    bool read_group, uint64_t freq, uint64_t period)
+{
+	const struct sampler_opts *o = &s->opts;
+
+	/* no PERF_SAMPLE_PERIOD for a count event: its weight is its count's delta, and
+	 * with a fixed period the kernel samples a software event that has it at every
+	 * single occurrence (period 1), whatever the period asked */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			 (by_count ? 0 : PERF_SAMPLE_PERIOD);
+	if (read_group || by_count)
+		a->sample_type |= PERF_SAMPLE_READ;
+	if (o->kernel_callchain) {
+		/* the user part comes from our own unwinding of the stack copy */
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 1;
+	}
+	if (o->stack_user_size) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = o->regs_user_mask;
+		a->sample_stack_user = o->stack_user_size;
+	}
+	if (o->off_cpu) {
+		/* the switch happens in the kernel: its callchain says why (the syscall,
+		 * the wait); switch records time the thread's way back in */
+		a->exclude_kernel = 0;
+		a->context_switch = 1;
+		a->sample_id_all = 1;
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER;
+		a->exclude_callchain_user = 1;
+		a->sample_regs_user |= o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG;
+	}
+	if (freq) {
+		a->freq = 1;
+		a->sample_freq = freq;
+	} else {
+		a->freq = 0;
+		a->sample_period = period;
+	}
+	if (o->exact) {
+		a->wakeup_events = 1;
+	} else {
+		/* capture mode: the stack is captured at the overflow, so reading late
+		 * costs nothing. Nonblocking mode: the rings are read on a short tick
+		 * (target.c), because waking us for each sample costs the sampled thread
+		 * ~30 us more per sample on a VM (the wakeup's IPIs), the most of this
+		 * mode's cost. Either way the kernel wakes us only for every eighth of the
+		 * ring, so that a burst cannot overflow it */
+		if (o->capture)         /* capture records share the ring: told apart by id */
+			a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+		a->watermark = 1;
+		a->wakeup_watermark = (uint32_t) (s->ring_pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
+	}
+}
+
 void perf_build_attrs(struct sampler *s)
 {
 	const struct sampler_opts *o = &s->opts;
-	bool read_group;
+	bool read_group = false;
+	size_t pos = 1;
 
 	s->ring_pages = o->ring_pages ? o->ring_pages : DEFAULT_RING_PAGES;
 	s->ring_floor = ring_floor(o, s->ring_pages);
 	s->stats.ring_pages = s->ring_pages;
 	/* its samples weigh its count's delta, read with each sample (events_counts_occurrences()) */
 	s->weigh_by_count = events_counts_occurrences(&s->events[0].attr);
-	read_group = o->n_events > 1 || s->weigh_by_count;
+	s->lead_by_count = s->lead_signal = 0;
+	/* the members of events[0]'s group, in its order: per-CPU groups read by position */
+	for (size_t i = 1; i < o->n_events; i++) {
+		if (perf_is_leader(s, i))
+			continue;
+		s->group_pos[i] = pos++;
+		read_group = true;
+	}
+	read_group |= s->weigh_by_count;
 
 	for (size_t i = 0; i < o->n_events; i++) {
 		struct perf_event_attr *a = &s->attrs[i];
+		bool leader = perf_is_leader(s, i);
+		uint64_t freq = o->freq, period = o->period;
 
 		*a = s->events[i].attr;
 		a->size = sizeof(*a);
-		a->disabled = i == 0;           /* the leader enables the group */
+		a->disabled = i == 0 || leader; /* a leader enables its group */
 		a->use_clockid = 1;
 		a->clockid = CLOCK_MONOTONIC;
-		a->read_format = read_group ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
+		a->read_format = read_group && !leader ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
 		/* per-CPU layout: threads created later carry the events; the leader tells us of
 		 * them (PERF_RECORD_FORK / EXIT) */
 		a->inherit = s->percpu;
@@ -122,55 +217,20 @@ void perf_build_attrs(struct sampler *s)
 		a->task = s->percpu && i == 0;
 		/* a followed child's exec: PERF_RECORD_COMM with PERF_RECORD_MISC_COMM_EXEC */
 		a->comm = a->comm_exec = o->subprocesses && i == 0;
-		if (i > 0)
+		if (i > 0 && !leader)
 			continue;
-		/* no PERF_SAMPLE_PERIOD for a count event: its weight is its count's delta, and
-		 * with a fixed period the kernel samples a software event that has it at every
-		 * single occurrence (period 1), whatever the period asked */
-		a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-				 (s->weigh_by_count ? 0 : PERF_SAMPLE_PERIOD);
-		if (read_group)
-			a->sample_type |= PERF_SAMPLE_READ;
-		if (o->kernel_callchain) {
-			/* the user part comes from our own unwinding of the stack copy */
-			a->sample_type |= PERF_SAMPLE_CALLCHAIN;
-			a->exclude_callchain_user = 1;
+		if (leader) {
+			sampler_leader_rate(o, i, &freq, &period);
+			if (events_counts_occurrences(&s->events[i].attr))
+				s->lead_by_count |= 1u << i;
+			if (o->exact && !overflows_asleep(a))
+				s->lead_signal |= 1u << i;
 		}
-		if (o->stack_user_size) {
-			a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-			a->sample_regs_user = o->regs_user_mask;
-			a->sample_stack_user = o->stack_user_size;
-		}
-		if (o->off_cpu) {
-			/* the switch happens in the kernel: its callchain says why (the syscall,
-			 * the wait); switch records time the thread's way back in */
-			a->exclude_kernel = 0;
-			a->context_switch = 1;
-			a->sample_id_all = 1;
-			a->sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER;
-			a->exclude_callchain_user = 1;
-			a->sample_regs_user |= o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG;
-		}
-		if (o->freq) {
-			a->freq = 1;
-			a->sample_freq = o->freq;
-		} else {
-			a->sample_period = o->period;
-		}
-		if (o->exact) {
-			a->wakeup_events = 1;
-		} else {
-			/* capture mode: the stack is captured at the overflow, so reading late
-			 * costs nothing. Nonblocking mode: the rings are read on a short tick
-			 * (target.c), because waking us for each sample costs the sampled thread
-			 * ~30 us more per sample on a VM (the wakeup's IPIs), the most of this
-			 * mode's cost. Either way the kernel wakes us only for every eighth of the
-			 * ring, so that a burst cannot overflow it */
-			if (o->capture)         /* capture records share the ring: told apart by id */
-				a->sample_type |= PERF_SAMPLE_IDENTIFIER;
-			a->watermark = 1;
-			a->wakeup_watermark = (uint32_t) (s->ring_pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
-		}
+		sampling_fields(s, a, i ? (s->lead_by_count >> i & 1) : s->weigh_by_count,
+				i == 0 && read_group, freq, period);
+		/* the samples of several events share a ring: told apart by id */
+		if (o->leaders)
+			a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 	}
 	if (o->wall)
 		build_switch_attr(s);
@@ -236,14 +296,16 @@ void perf_switch_close(struct sampler *s, struct thread *t)
 }
 
 const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
-					       const struct perf_event_header *h)
+					       const struct perf_event_header *h, size_t *ret_event)
 {
 	size_t lo = 0, hi = s->n_switch_ids;
 	uint64_t id;
 
-	if (!s->opts.wall || h->size < sizeof(*h) + 8)
+	if (ret_event)
+		*ret_event = 0;
+	if ((!s->opts.wall && !s->n_lead_ids) || h->size < sizeof(*h) + 8)
 		return &s->attrs[0];
-	memcpy(&id, h + 1, 8);          /* PERF_SAMPLE_IDENTIFIER: first in both */
+	memcpy(&id, h + 1, 8);          /* PERF_SAMPLE_IDENTIFIER: first in every one */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -254,7 +316,94 @@ const struct perf_event_attr *perf_sample_attr(const struct sampler *s,
 		else
 			hi = mid;
 	}
+	lo = 0;
+	hi = s->n_lead_ids;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->lead_ids[mid].id == id) {
+			if (ret_event)
+				*ret_event = s->lead_ids[mid].event;
+			return &s->attrs[s->lead_ids[mid].event];
+		}
+		if (s->lead_ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return &s->attrs[0];
+}
+
+/* Notes id as a sample id of leader i (sorted in). 0 or -ENOMEM. */
+static int lead_id_add(struct sampler *s, uint64_t id, size_t i)
+{
+	size_t k;
+
+	if (s->n_lead_ids == s->cap_lead_ids) {
+		size_t cap = s->cap_lead_ids ? s->cap_lead_ids * 2 : 16;
+		struct lead_id *v = realloc(s->lead_ids, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->lead_ids = v;
+		s->cap_lead_ids = cap;
+	}
+	for (k = s->n_lead_ids; k > 0 && s->lead_ids[k - 1].id > id; k--)
+		s->lead_ids[k] = s->lead_ids[k - 1];
+	s->lead_ids[k] = (struct lead_id) { .id = id, .event = i };
+	s->n_lead_ids++;
+	return 0;
+}
+
+int perf_leaders_open(struct sampler *s, struct thread *t, int cpu, int out_fd, int *fds)
+{
+	for (size_t i = 1; i < s->opts.n_events; i++) {
+		uint64_t id;
+		int r;
+
+		if (!perf_is_leader(s, i))
+			continue;
+		r = perf_open_fd(s, &s->attrs[i], t->tid, cpu, -1);
+		if (r < 0)
+			return r;
+		fds[i] = r;
+		if (ioctl(r, PERF_EVENT_IOC_SET_OUTPUT, out_fd) < 0 ||
+		    ioctl(r, PERF_EVENT_IOC_ID, &id) < 0)
+			return -errno;
+		if (cpu < 0)
+			t->ids[i] = id;
+		r = lead_id_add(s, id, i);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int perf_leaders_enable(const struct sampler *s, const int *fds)
+{
+	for (size_t i = 1; i < s->opts.n_events; i++)
+		if (perf_is_leader(s, i) && fds[i] >= 0 && ioctl(fds[i], PERF_EVENT_IOC_ENABLE, 0) < 0)
+			return -errno;
+	return 0;
+}
+
+int perf_thread_enable(const struct sampler *s, struct thread *t)
+{
+	if (t->fds[0] >= 0 && ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0)
+		return -errno;
+	return perf_leaders_enable(s, t->fds);
+}
+
+bool perf_thread_signals_by(const struct sampler *s, const struct thread *t, int fd)
+{
+	if (fd < 0)
+		return false;
+	if (fd == t->fds[0])
+		return true;
+	for (size_t i = 1; i < s->opts.n_events; i++)
+		if ((s->lead_signal >> i & 1) && t->fds[i] == fd)
+			return true;
+	return false;
 }
 
 enum sampler_fail perf_fail_reason(int err)
@@ -388,6 +537,8 @@ static int open_group(struct sampler *s, struct thread *t, size_t pages, long ps
 	if (!s->opts.exact)
 		lead.wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8);
 	for (size_t i = 0; i < s->opts.n_events; i++) {
+		if (perf_is_leader(s, i))
+			continue;       /* opened once the ring is mapped, into it */
 		r = perf_open_fd(s, i ? &s->attrs[i] : &lead, t->tid, -1, i ? t->fds[0] : -1);
 		if (r < 0)
 			return r;
@@ -450,11 +601,19 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 	r = open_mapped(s, t, psz);
 	if (r < 0)
 		goto fail;
+	r = perf_leaders_open(s, t, -1, t->fds[0], t->fds);
+	if (r < 0)
+		goto fail;
 	if (s->signo) {
 		struct f_owner_ex owner = { F_OWNER_TID, t->tid };
-		if (fcntl(t->fds[0], F_SETOWN_EX, &owner) < 0) {
-			r = -errno;
-			goto fail;
+
+		for (size_t i = 0; i < s->opts.n_events; i++) {
+			if (!perf_thread_signals_by(s, t, t->fds[i]))
+				continue;
+			if (fcntl(t->fds[i], F_SETOWN_EX, &owner) < 0) {
+				r = -errno;
+				goto fail;
+			}
 		}
 		r = perf_thread_signal(s, t, true);
 		if (r < 0)
@@ -475,8 +634,10 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 	/* a thread that cannot have the program (no free slot) is still sampled, uncaptured */
 	if (capture_thread_open(s, t) < 0)
 		s->stats.capture_threads_failed++;
-	if (ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0 ||
-	    (t->switch_fds && ioctl(t->switch_fds[0], PERF_EVENT_IOC_ENABLE, 0) < 0)) {
+	r = perf_thread_enable(s, t);
+	if (r < 0)
+		goto fail;
+	if (t->switch_fds && ioctl(t->switch_fds[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -488,18 +649,20 @@ fail:
 
 int perf_thread_signal(struct sampler *s, struct thread *t, bool on)
 {
-	int fl;
+	for (size_t i = 0; i < s->opts.n_events; i++) {
+		int fd = t->fds[i], fl;
 
-	if (t->fds[0] < 0)
-		return 0;
-	fl = fcntl(t->fds[0], F_GETFL);
-	if (fl < 0)
-		return -errno;
-	if (on && fcntl(t->fds[0], F_SETSIG, s->signo) < 0)
-		return -errno;
-	/* clearing O_ASYNC takes the fd off the fasync list: no signal is sent after this */
-	if (fcntl(t->fds[0], F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC) < 0)
-		return -errno;
+		if (!perf_thread_signals_by(s, t, fd))
+			continue;
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if (on && fcntl(fd, F_SETSIG, s->signo) < 0)
+			return -errno;
+		/* clearing O_ASYNC takes the fd off the fasync list: no signal is sent after this */
+		if (fcntl(fd, F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC) < 0)
+			return -errno;
+	}
 	return 0;
 }
 
@@ -511,6 +674,11 @@ void perf_thread_disable(struct thread *t)
 	percpu_thread_disable(t);
 	if (t->fds[0] >= 0)
 		(void) ioctl(t->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+	/* the events that sample on their own (a member disabled too is enabled again with its
+	 * group) */
+	for (int i = 1; i < SAMPLER_MAX_EVENTS; i++)
+		if (t->fds[i] >= 0)
+			(void) ioctl(t->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void perf_thread_close(struct sampler *s, struct thread *t)
@@ -534,16 +702,19 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
 		  bool stopped, uint64_t *last)
 {
-	const struct perf_event_attr *attr = perf_sample_attr(s, h);
+	size_t ev;
+	const struct perf_event_attr *attr = perf_sample_attr(s, h, &ev);
 	struct ring_group g = { 0 };
 	struct sample smp;
 
 	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
 	smp.off_cpu = s->opts.off_cpu || attr == &s->switch_attr;
+	smp.event = ev;
 	if (s->percpu && !perf_pid_followed(s, smp.pid))
 		return;                 /* a child process, which inherited the events */
-	smp.stopped = stopped && smp.tid == t->tid;
+	/* a leader that does not stop its thread is read after its sample */
+	smp.stopped = stopped && smp.tid == t->tid && (ev == 0 || (s->lead_signal >> ev & 1));
 	if (s->opts.capture) {
 		smp.capture = capture_match(s, t, &smp);
 		s->stats.captured += smp.capture != NULL;
@@ -551,14 +722,28 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	if (smp.off_cpu) {
 		smp.values[0] = 1;              /* the switch: its weight is the recorder's */
 		smp.n_values = s->opts.n_events;
+	} else if (ev > 0) {
+		/* an event that samples on its own: its period, or what it counted since its last
+		 * sample on this thread (its own value, read with it) */
+		uint64_t w = smp.values[0];
+
+		if ((s->lead_by_count >> ev & 1) && g.nr == 1) {
+			w = g.value[0] >= last[ev] ? g.value[0] - last[ev] : 0;
+			last[ev] = g.value[0];
+		}
+		memset(smp.values, 0, sizeof(smp.values));
+		smp.values[ev] = w;
+		smp.n_values = s->opts.n_events;
 	} else if (s->opts.n_events > 1 || s->weigh_by_count) {
 		/* group totals -> what each member (and the leader, if it weighs by its count)
 		 * counted since this thread's last sample */
 		for (size_t i = s->weigh_by_count ? 0 : 1; i < s->opts.n_events; i++) {
+			if (perf_is_leader(s, i))
+				continue;       /* not in the group: 0 at this sample */
 			for (uint64_t k = 0; k < g.nr; k++) {
 				/* inherited events read their parent's ids: per-CPU groups go by
 				 * position, the group's order */
-				if (s->percpu ? k != i : g.id[k] != t->ids[i])
+				if (s->percpu ? k != (i ? s->group_pos[i] : 0) : g.id[k] != t->ids[i])
 					continue;
 				smp.values[i] = g.value[k] >= last[i] ? g.value[k] - last[i] : 0;
 				last[i] = g.value[k];

@@ -7,7 +7,7 @@
  * launch, run loop and teardown, tracer.c: exact mode's ptrace thread) attaches to a running
  * process (every thread, and threads started later) or launches a command and starts counting
  * at its exec, opens one event group per thread (events[0] samples, the others are read with
- * every sample), drains the mmap rings and hands each decoded sample to a callback. What else
+ * every sample, or sample on their own: opts.leaders), drains the mmap rings and hands each decoded sample to a callback. What else
  * the caller must know of comes as events (struct sampler_event, opts.event_fn): an exec of the
  * target, a thread getting the capture program (whose root the caller then gives).
  * Counting mode (count.c, count_target.c; "counting" below) opens the same events as counters
@@ -125,6 +125,14 @@ bool events_counts_occurrences(const struct perf_event_attr *attr);
  * second at a typical rate: 100 for page and minor faults, 10 for context switches, 1 for the
  * rare ones); 0 for any other event (time and hardware events sample at a rate). */
 uint64_t events_default_period(const struct perf_event_attr *attr);
+/* How events[i] of a sampler with opts o samples (0 < i, a bit of o->leaders): at
+ * events[i].attr.sample_period where the caller set one, else at events_default_period() for an
+ * event that counts occurrences (its samples then weigh what it counted, as events[0]'s do),
+ * else at o->freq samples per second (SAMPLER_LEADER_FREQ where o samples at a period). */
+#define SAMPLER_LEADER_FREQ 100
+struct sampler_opts;
+void sampler_leader_rate(const struct sampler_opts *o, size_t i, uint64_t *ret_freq,
+			 uint64_t *ret_period);
 /* Splits a comma-separated event list ("cycles,cpu/event=0x3c,umask=0/,page-faults:u"; commas
  * inside pmu/.../ belong to that event) into ret[0..max). Returns the count, or -EINVAL (empty
  * list or item, unclosed '/'), -E2BIG (more than max items), -ENAMETOOLONG (an item of 96 bytes
@@ -198,10 +206,21 @@ typedef void (*sampler_event_fn)(void *ctx, const struct sampler_event *e);
 struct sampler_opts {
 	pid_t pid;                      /* attach to this process, or 0 */
 	char *const *argv;              /* launch this command (argv[0] searched in PATH), or NULL */
-	const struct event_spec *events;/* events[0] samples; others are counted in its group */
+	const struct event_spec *events;/* events[0] samples; others are counted in its group,
+	                                 * read with each of its samples, unless leaders says */
 	size_t n_events;                /* 1..SAMPLER_MAX_EVENTS */
 	uint64_t freq;                  /* samples per second (frequency mode), or 0 */
 	uint64_t period;                /* fixed period, used when freq == 0 */
+	/* Bit i (0 < i < n_events): events[i] samples on its own, not read at events[0]'s
+	 * samples: an event of its own per thread (a group of one), at its own rate
+	 * (sampler_leader_rate()), its samples in the same ring, told apart by their id
+	 * (PERF_SAMPLE_IDENTIFIER, as opts.wall's switch event) and handed over with
+	 * sample.event = i, so that what such an event counts is credited to the code that made it
+	 * overflow, not to the code events[0] happens to sample next. With the capture, its
+	 * overflows are captured as events[0]'s are; by stops, each stops its thread (one that
+	 * overflows as threads go to sleep, a context switch or a migration, does not: its samples
+	 * are read after it, not stopped). Not with off_cpu. */
+	uint32_t leaders;
 	bool exact;                     /* stop the sampled thread at each sample (needs ptrace) */
 	unsigned stop_budget_pct;       /* exact: the stop budget, 1-100 (100: none; 0: the default,
 	                                 * SAMPLER_STOP_BUDGET_PCT) */
@@ -291,6 +310,10 @@ struct sample {
 	                                      * neither); values[i] = what event i counted on this
 	                                      * thread since its last sample */
 	size_t n_values;
+	size_t event;                   /* the event whose overflow this is: 0, or a bit of
+	                                 * opts.leaders, whose sample weighs values[event] (its
+	                                 * period, or what it counted since its last sample on this
+	                                 * thread), every other value 0 (off-CPU samples: 0) */
 	bool stopped;                   /* the thread is stopped while the callback runs (exact) */
 	bool off_cpu;                   /* a switch off the CPU: opts.off_cpu's samples, opts.wall's
 	                                 * switch event's (values: 1, then 0s) */

@@ -436,7 +436,9 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period) ||
 	    (opts->exact && opts->capture) ||
 	    /* a stop as a thread switches out would interrupt the call it sleeps in */
-	    (opts->exact && (opts->wall || opts->off_cpu)))
+	    (opts->exact && (opts->wall || opts->off_cpu)) ||
+	    (opts->leaders && (opts->off_cpu || (opts->leaders & 1) ||
+			       opts->leaders >> opts->n_events)))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -717,6 +719,7 @@ void sampler_free(struct sampler *s)
 		(void) sigprocmask(SIG_UNBLOCK, &chld, NULL);
 	}
 	free(s->switch_ids);
+	free(s->lead_ids);
 	capture_close(&s->capture);
 	tracer_release_resources(s);
 	percpu_free(s);

@@ -351,7 +351,7 @@ static bool our_signal(struct sampler *s, pid_t tid, struct thread *t, int sig)
 		return false;
 	if (si.si_signo != sig || si.si_code <= 0)
 		return false;
-	return si.si_fd == t->fds[0];
+	return perf_thread_signals_by(s, t, si.si_fd);
 }
 
 /* System calls that fail with EINTR, and are not restarted by the kernel, when a signal is
@@ -677,8 +677,7 @@ int tracer_reattach(struct sampler *s, void *arg)
 			continue;
 		if (!t->budget.over)
 			(void) perf_thread_signal(s, t, true);
-		if (t->fds[0] >= 0)
-			(void) ioctl(t->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+		(void) perf_thread_enable(s, t);
 	}
 	(void) scan_threads(s, false);
 	return 0;

@@ -519,8 +519,9 @@ def svg_color(opts):
     legend = {t.get('id'): t.text for t in root.iter(SVG + 'text')
               if (t.get('id') or '').startswith('legend')}
     log('legend: %s' % legend)
-    check(legend.get('legend-name') == 'colour: ' + COLOR_METRIC and legend.get('legend-low') ==
-          '1e-06' and legend.get('legend-high') == '%.4g' % (13330 / 93e6) and
+    # in faults per ms of CPU (cpu-clock counts ns)
+    check(legend.get('legend-name') == 'colour: page-faults per ms of CPU' and
+          legend.get('legend-low') == '1' and legend.get('legend-high') == '%.4g' % (13330 / 93) and
           'under 10 samples' in (legend.get('legend-grey-text') or ''),
           'the legend in the DOM is %s' % legend)
     bar = [r for r in root.iter(SVG + 'rect') if r.get('id') in ('legend-scale', 'legend-grey')]

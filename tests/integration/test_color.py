@@ -3,8 +3,9 @@
   convert   a pprof file with the events cpu-clock and page-faults (written here by
             pprof_build.py: four functions of known ratios, one with 3 samples) through
             `hwspy convert -o X.svg --color-by page-faults/cpu-clock`: xmllint accepts it (where
-            installed), each frame's tooltip gives the metric first among the ratios with the
-            value computed here from the stacks, the fills follow the ratios' order on the
+            installed), each frame's tooltip gives the metric first among the ratios, in faults
+            per ms of CPU (cpu-clock counts ns), with the value computed here from the stacks,
+            the fills follow the ratios' order on the
             scale (YlOrRd: its green falls from the low end to the high one), the frame with 3
             samples is grey and says "too few samples", the legend names the metric and its
             ends are the lowest and highest coloured values (nothing is clipped in this
@@ -17,15 +18,22 @@
             -F 1000 --function -d 2 -o X.svg -- PYTHON faults.py 4000 20000 (turns of ~11 ms
             of touch_pages, which faults on every page, and ~20 ms of compute, which does not:
             each is many 1 ms samples long, so the counted faults land in the function that
-            caused them; at 100 Hz a turn is shorter than a sample and every frame gets the same
-            mix): touch_pages is the reddest frame (no coloured frame is further up the scale),
-            with a ratio 5x compute's or more, and the compute frame under main the least red
-            (none further down). Measured: 5 runs at load average 1 to 1.2 and 2 more beside a
-            CPU hog gave touch_pages 0.00029 to 0.00034 faults per ns, compute 0 to 2.8e-06
-            (what reaches it is a sample's share of the faults at the end of a touch_pages
-            turn): 100x apart at the least. Then the mistakes, before anything runs: an event
-            -e lacks, a malformed metric, a folded output: one line each, exit 2, no output,
-            and the command never started (it would have written a file).
+            caused them): touch_pages is the reddest frame (no coloured frame is further up the
+            scale), with a ratio 5x compute's or more, and the compute frame under main the
+            least red (none further down). Measured (page-faults read at cpu-clock's samples,
+            before they sampled on their own): 5 runs at load average 1 to 1.2 and 2 more beside
+            a CPU hog gave touch_pages 0.00029 to 0.00034 faults per ns, compute 0 to 2.8e-06:
+            100x apart at the least. Then the mistakes, before anything runs: an event -e lacks,
+            a malformed metric, a folded output: one line each, exit 2, no output, and the
+            command never started (it would have written a file).
+  alloc     (--python) hwspy record -e cpu-clock,page-faults --color-by page-faults/cpu-clock
+            --function -d 1 -p PID of tests/targets/stat_work.py alloc (alloc() takes every page
+            fault in turns of ~1 ms, inner() only computes, ~2.5 ms: at the default 100 Hz a
+            turn is far shorter than a sample), 3 runs, the third beside two CPU hogs: the legend
+            says "page-faults per ms of CPU", alloc holds >= 80% of the faults of the two, its
+            ratio is 5x inner's or more and it is further up the scale (inner grey or lower).
+            page-faults samples on its own (record_opts.leaders): read at cpu-clock's samples
+            instead, most faults went to inner, where the tick came.
 """
 import os
 import re
@@ -41,6 +49,8 @@ from harness import Fail, check, log
 CASES = {}
 SVG = '{http://www.w3.org/2000/svg}'
 METRIC = 'page-faults/cpu-clock'
+LABEL = 'page-faults per ms of CPU'     # the metric in its units: cpu-clock counts ns
+PER_MS = 1e6
 GREY = (180, 180, 180)
 LOW, HIGH = (254, 217, 118), (227, 26, 28)     # the scale's ends (output.h)
 
@@ -110,14 +120,19 @@ def check_scale(frames):
             continue
         check(-0.01 <= f.pos() <= 1.01 and LOW[0] >= f.rgb[0] >= HIGH[0] and
               LOW[2] >= f.rgb[2] >= HIGH[2], '%r: its fill is not on the scale' % f)
-        m = re.fullmatch(re.escape(METRIC) + r': ([0-9.e+-]+)', f.metric_line())
-        check(m, '%r: coloured, but its metric line is not "%s: VALUE"' % (f, METRIC))
+        m = re.fullmatch(re.escape(LABEL) + r': ([0-9.e+-]+)', f.metric_line())
+        check(m, '%r: coloured, but its metric line is not "%s: VALUE"' % (f, LABEL))
         coloured.append((float(m.group(1)), f.pos(), f))
     coloured.sort(key=lambda c: c[0])
     for (x0, p0, f0), (x1, p1, f1) in zip(coloured, coloured[1:]):
         check(p1 >= p0 - 1e-9 or x1 == x0,
               '%r has a higher %s than %r but is lower on the scale' % (f1, METRIC, f0))
     return coloured
+
+
+def fmt(x):
+    """A value as an A/B metric is written: 4 significant digits, whole from 10^4 on."""
+    return '%.0f' % x if x >= 1e4 else '%.4g' % x
 
 
 def run_hwspy(opts, args, stdin=subprocess.DEVNULL, timeout=60):
@@ -165,7 +180,7 @@ def convert(opts):
     for name, n, ns, pf in FUNCS:
         f = by[name]
         check(f.value('cpu-clock') == ns and f.value('page-faults') == pf, '%r: counts' % f)
-        want = '%s: %.4g' % (METRIC, pf / ns)
+        want = '%s: %s' % (LABEL, fmt(pf / ns * PER_MS))
         if n < 10:
             want += ', too few samples to colour (%d, under 10)' % n
         check(f.metric_line() == want, '%r: metric line %r, expected %r'
@@ -177,10 +192,10 @@ def convert(opts):
     check(by['low'].pos() < by['mid'].pos() < by['high'].pos() < by['main'].pos(),
           'the fills do not rise with the ratio: low, mid, high, main')
     lo, hi = coloured[0][0], coloured[-1][0]
-    check(texts.get('legend-name') == 'colour: ' + METRIC, 'legend: %r' % texts.get('legend-name'))
-    check(texts.get('legend-low') == '%.4g' % lo and texts.get('legend-high') == '%.4g' % hi,
-          'the legend says %r to %r, the coloured frames go from %.4g to %.4g'
-          % (texts.get('legend-low'), texts.get('legend-high'), lo, hi))
+    check(texts.get('legend-name') == 'colour: ' + LABEL, 'legend: %r' % texts.get('legend-name'))
+    check(texts.get('legend-low') == fmt(lo) and texts.get('legend-high') == fmt(hi),
+          'the legend says %r to %r, the coloured frames go from %s to %s'
+          % (texts.get('legend-low'), texts.get('legend-high'), fmt(lo), fmt(hi)))
     check('under 10 samples' in texts.get('legend-grey-text', ''), 'the legend says not what grey is')
     log('fills follow %s over %d coloured frames; legend %s to %s'
         % (METRIC, len(coloured), texts['legend-low'], texts['legend-high']))
@@ -202,6 +217,12 @@ def convert(opts):
 
 
 # ---------------------------------------------------------------------------- record
+
+def widest(frames, name, script):
+    got = [f for f in frames if f.name.startswith(name + ' (') and script in f.name]
+    check(got, 'no %s frame' % name)
+    return max(got, key=lambda f: f.w)
+
 
 @case
 def record(opts):
@@ -231,11 +252,7 @@ def record(opts):
     coloured = check_scale(frames)
     check(len(coloured) >= 3, 'only %d coloured frames' % len(coloured))
 
-    def widest(name):
-        got = [f for f in frames if f.name.startswith(name + ' (') and 'faults.py' in f.name]
-        check(got, 'no %s frame' % name)
-        return max(got, key=lambda f: f.w)
-    touch, compute = widest('touch_pages'), widest('compute')
+    touch, compute = widest(frames, 'touch_pages', 'faults.py'), widest(frames, 'compute', 'faults.py')
     log('touch_pages: %r\ncompute: %r\nlegend: %s to %s'
         % (touch, compute, texts.get('legend-low'), texts.get('legend-high')))
     top = max(c[1] for c in coloured)
@@ -263,6 +280,43 @@ def record(opts):
     check_refused(run_hwspy(opts, ['record', '-e', 'cpu-clock,page-faults', '--color-by', METRIC,
                                    '-o', folded] + cmd), 2, folded, 'written as folded')
     check(not os.path.exists(marker), 'the command ran although the options were refused')
+
+
+@case
+def alloc(opts):
+    w = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'stat_work.py'), 'alloc',
+                                        '60'])
+    w.expect_ready()
+    time.sleep(0.3)
+    for run in range(3):
+        hogs = []
+        for _ in range(2 if run == 2 else 0):
+            hogs.append(harness.Process(['/usr/bin/python3', '-c',
+                                         'print("ready", flush=True)\nwhile True: pass']))
+            hogs[-1].expect_ready()
+        out = os.path.join(opts.tmp, 'alloc%d.svg' % run)
+        r = run_hwspy(opts, ['record', '-q', '-e', 'cpu-clock,page-faults', '--color-by', METRIC,
+                             '--function', '-d', '1', '-o', out, '-p', str(w.pid)])
+        for h in hogs:
+            h.kill()
+        check(r.returncode == 0, 'run %d: hwspy record exited %d' % (run + 1, r.returncode))
+        frames, texts = read_svg(out)
+        check_scale(frames)
+        a, i = widest(frames, 'alloc', 'stat_work.py'), widest(frames, 'inner', 'stat_work.py')
+        log('run %d%s:\n  alloc: %r\n  inner: %r\n  legend: %s to %s'
+            % (run + 1, ' beside two CPU hogs' if hogs else '', a, i, texts.get('legend-low'),
+               texts.get('legend-high')))
+        check(texts.get('legend-name') == 'colour: ' + LABEL,
+              'the legend is %r, not in faults per ms of CPU' % texts.get('legend-name'))
+        pf = {f: f.value('page-faults') for f in (a, i)}
+        check(pf[a] >= 0.8 * (pf[a] + pf[i]), 'run %d: alloc has %d page faults, inner %d: '
+              'inner only computes' % (run + 1, pf[a], pf[i]))
+        ratio = {f: f.value('page-faults') / max(f.value('cpu-clock'), 1) for f in (a, i)}
+        check(ratio[a] > 0 and ratio[a] >= 5 * ratio[i],
+              'run %d: alloc has %.3g faults per ns, inner %.3g' % (run + 1, ratio[a], ratio[i]))
+        check(a.pos() is not None and (i.pos() is None or i.pos() < a.pos()),
+              'run %d: alloc is not further up the scale than inner: %r, %r' % (run + 1, a, i))
+    w.kill()
 
 
 def main():

@@ -15,11 +15,24 @@
            in --json's gil_waits and in the text report's GIL section
   no-profile --no-profile: counts, findings, no function named
   errors   no such pid, unknown event, nothing to count, a hardware event without a PMU
+  alloc    attached to an allocator beside a computer (stat_work.py alloc: alloc() takes every
+           page fault, inner() only computes, in turns of ~1 and ~2.5 ms), 3 runs of 1 s, the
+           third beside two CPU hogs: each names alloc first with >= 80% of the page-fault
+           samples, from 30 or more of them, and the text report says how many. (Counts read at
+           cpu-clock's ticks credited inner with 59-96% of the faults: the tick mostly comes
+           while it runs.)
+  gil-finding attached to stat_work.py gil (the main thread and worker-1 run Python code, each
+           waiting for the GIL about half the time it would run, idler waits on an event): the
+           GIL finding naming both threads (each over 20%, the finding's threshold), its advice
+           (and no other) naming `hwspy record --wall`, not `-e context-switches`, and the
+           thread table by Python names (idler too, which took no sample). Measured: 53-71% at
+           load averages of 7 to 11 on 2 CPUs, where the share of the run was 20-38%
 
 Every case runs in one invocation (`--cases` picks some); each stat run takes 1 s.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -101,6 +114,9 @@ def case_sleep(opts):
     d = stat_json(opts, w.pid)
     f = finding(d, 'low-cpu-utilization')
     check(f and f['value'] < 0.2, 'a sleeper: no low-utilisation finding (%s)' % f)
+    # where a program waits is what --wall and --off-cpu show, not a context-switch sample
+    check('record --wall' in f['advice'] and 'record --off-cpu' in f['advice'] and
+          '-e context-switches' not in f['advice'], 'the waiting advice: %r' % f['advice'])
     w.kill()
 
 
@@ -256,10 +272,70 @@ def case_errors(opts):
     w.kill()
 
 
+def hogs(n=2):
+    """n processes that spin on a CPU each (killed at the end of the test at the latest)."""
+    got = []
+    for _ in range(n):
+        h = harness.Process(['/usr/bin/python3', '-c',
+                             'print("ready", flush=True)\nwhile True: pass'])
+        h.expect_ready()
+        got.append(h)
+    return got
+
+
+def case_alloc(opts):
+    w = target(opts, 'alloc')
+    for run in range(3):
+        loaded = hogs() if run == 2 else []
+        d = stat_json(opts, w.pid)
+        f = finding(d, 'many-page-faults')
+        check(f, 'run %d%s: an allocator at %.0f faults/s: no page-fault finding' %
+              (run + 1, ' (beside two CPU hogs)' if loaded else '',
+               event(d, 'page-faults')['per_second']))
+        log('run %d%s: %s page-faults samples, functions %s' %
+            (run + 1, ' beside two CPU hogs' if loaded else '', f.get('samples'),
+             f['functions']))
+        check(f['functions'] and f['functions'][0]['function'].startswith('alloc (') and
+              f['functions'][0]['share'] >= 0.8,
+              'run %d: the page-fault finding names %s first, not alloc with >= 80%% (inner '
+              'only computes)' % (run + 1, f['functions']))
+        check((f.get('samples') or 0) >= 30, 'run %d: the share is of %s page-faults samples, '
+              'not 30 or more' % (run + 1, f.get('samples')))
+        for h in loaded:
+            h.kill()
+    p = run_stat(opts, ['-p', str(w.pid), '-d', DURATION])
+    line = next((l for l in p.stdout.splitlines() if 'page faults per second' in l), '')
+    check(re.search(r'; \d+% of [\d,]+ page-faults samples in alloc \(', line),
+          'the text report does not say how many samples the share is of: %r' % line)
+    w.kill()
+
+
+def case_gil_finding(opts):
+    w = target(opts, 'gil')
+    d = stat_json(opts, w.pid)
+    f = finding(d, 'gil-contention')
+    check(f, 'two threads running Python code: no GIL finding (gil_waits %s)' % d['gil_waits'])
+    waits = {t['name']: t['share'] for t in f['threads']}
+    check(waits.get('MainThread', 0) > 0.2 and waits.get('worker-1', 0) > 0.2,
+          'the GIL finding names %s; MainThread and worker-1 each wait ~half the time' % waits)
+    check('record --wall' in f['advice'], 'the GIL advice: %r' % f['advice'])
+    names = sorted(t['name'] for t in d['threads'])
+    check(names == ['MainThread', 'idler', 'worker-1'],
+          'the threads are called %s, not by their Python names' % names)
+    p = run_stat(opts, ['-p', str(w.pid), '-d', DURATION])
+    log(p.stdout)
+    check('-e context-switches' not in p.stdout, 'the report still sends to -e context-switches')
+    for name in ('MainThread', 'idler', 'worker-1'):
+        check(re.search(r'tid \d+ +%s ' % name, p.stdout),
+              'the thread table has no %s:\n%s' % (name, p.stdout))
+    check('time a thread waited for the GIL' in p.stdout, 'no GIL finding in the text report')
+    w.kill()
+
+
 CASES = {
     'cpu': case_cpu, 'sleep': case_sleep, 'lock': case_lock, 'touch': case_touch,
     'perf': case_perf, 'launch': case_launch, 'gil': case_gil, 'no-profile': case_no_profile,
-    'errors': case_errors,
+    'errors': case_errors, 'alloc': case_alloc, 'gil-finding': case_gil_finding,
 }
 
 

@@ -62,10 +62,12 @@ static bool unmeasured(const struct stat_findings *f, const char *id)
 
 /* The attribution: every event's functions are "busy (t.py:1)" 70% and "other (t.py:9)" 30% */
 static unsigned attr_calls;
-static size_t fake_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max)
+static size_t fake_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max,
+			     uint64_t *ret_samples)
 {
 	(void) ctx;
 	attr_calls++;
+	*ret_samples = 340;
 	assert_non_null(ev);
 	assert_true(max >= 2);
 	snprintf(ret[0].text, sizeof(ret[0].text), "busy (t.py:1)");
@@ -230,13 +232,23 @@ static void test_report(void **state)
 	rewind(out);
 	n = fread(text, 1, sizeof(text) - 1, out);
 	text[n] = '\0';
-	print_message("%s", text);
+	/* line by line: cmocka cuts a long message, and the TAP line after it with it */
+	for (char *l = text, *end; *l; l = end + 1) {
+		end = l + strcspn(l, "\n");
+		if (!*end) {
+			print_message("# %s\n", l);
+			break;
+		}
+		*end = '\0';
+		print_message("# %s\n", l);
+		*end = '\n';
+	}
 	assert_non_null(strstr(text, "task-clock"));
 	assert_non_null(strstr(text, "0.020 CPUs utilised"));
 	assert_non_null(strstr(text, "(50.0%)"));
 	assert_non_null(strstr(text, "CPU utilisation: 0.02 CPUs (low, < 0.5 CPUs)"));
-	assert_non_null(strstr(text, "70% of the context-switches in busy (t.py:1), 30% in other "
-				    "(t.py:9)"));
+	assert_non_null(strstr(text, "70% of 340 context-switches samples in busy (t.py:1), 30% in "
+				    "other (t.py:9)"));
 	assert_non_null(strstr(text, "not measured: IPC"));
 	assert_non_null(strstr(text, "they need 'instructions'"));
 	assert_non_null(strstr(text, "hardware PMU"));
@@ -293,6 +305,89 @@ static void test_user_only_report(void **state)
 	free(text);
 }
 
+/* The GIL finding: a thread's wait as a share of its time on the CPU and waiting for it (of the
+ * run's where its CPU time is not known), from 5% of the run on; the threads it names. */
+static void test_gil(void **state)
+{
+	struct stat_gil_wait gil[] = {
+		{ .tid = 11, .name = "MainThread", .wait_ns = 1.2e9, .cpu_ns = 1.0e9 },
+		{ .tid = 12, .name = "worker-1", .wait_ns = 1.0e9, .cpu_ns = 1.1e9 },
+		{ .tid = 13, .name = "short", .wait_ns = 0.2e9, .cpu_ns = 0.01e9 },   /* 4% of 5 s */
+		{ .tid = 14, .name = "", .wait_ns = 0.3e9, .cpu_ns = -1 },            /* 6% of 5 s */
+	};
+	const struct stat_finding *x;
+	struct stat_totals t;
+	struct stat_findings f;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void) state;
+	software(&t, 0.6, 20, 10);
+	t.gil = gil;
+	t.n_gil = 4;
+	stat_find(&t, NULL, &f);
+	assert_null(found(&f, "gil-contention"));               /* not measured: no finding */
+	t.gil_measured = true;
+	stat_find(&t, NULL, &f);
+	x = found(&f, "gil-contention");
+	assert_non_null(x);
+	assert_true(x->value > 54.5 && x->value < 54.6);        /* 1.2 / 2.2 */
+	assert_true(x->threads);
+	assert_int_equal(x->n_funcs, 2);                        /* short waited too little, 14 6% */
+	assert_string_equal(x->funcs[0].text, "MainThread");
+	assert_int_equal(x->funcs[0].tid, 11);
+	assert_int_equal(x->funcs[1].tid, 12);
+	assert_true(x->funcs[1].share > 0.47 && x->funcs[1].share < 0.48);
+	out = open_memstream(&text, &len);
+	stat_report_text(&t, &f, out);
+	fclose(out);
+	assert_non_null(strstr(text, "waiting: MainThread (tid 11) 55%, worker-1 (tid 12) 48%"));
+	assert_non_null(strstr(text, "'hwspy record --wall'"));
+	assert_null(strstr(text, "-e context-switches"));
+	free(text);
+	/* under the threshold: 0.3 / (2 + 0.3) */
+	gil[0] = (struct stat_gil_wait) { .tid = 11, .wait_ns = 0.3e9, .cpu_ns = 2e9 };
+	t.n_gil = 1;
+	stat_find(&t, NULL, &f);
+	assert_null(found(&f, "gil-contention"));
+}
+
+/* Too few samples of a finding's event: no share, and the report says how many there were. */
+static size_t few_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max,
+			    uint64_t *ret_samples)
+{
+	(void) ctx;
+	(void) ev;
+	(void) ret;
+	(void) max;
+	*ret_samples = 12;
+	return 0;
+}
+
+static void test_few_samples(void **state)
+{
+	struct stat_attribution attr = { .functions = few_functions };
+	struct stat_totals t;
+	struct stat_findings f;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	(void) state;
+	software(&t, 1.0, 20, 60000);
+	stat_find(&t, &attr, &f);
+	assert_non_null(found(&f, "many-page-faults"));
+	assert_int_equal(found(&f, "many-page-faults")->n_funcs, 0);
+	assert_int_equal(found(&f, "many-page-faults")->samples, 12);
+	out = open_memstream(&text, &len);
+	stat_report_text(&t, &f, out);
+	fclose(out);
+	assert_non_null(strstr(text, "too few page-faults samples in Python code (12, under 30) to "
+				     "name where"));
+	free(text);
+}
+
 static void test_explain(void **state)
 {
 	char *text = NULL;
@@ -322,6 +417,8 @@ int main(void)
 		cmocka_unit_test(test_hardware_rules),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_user_only_report),
+		cmocka_unit_test(test_gil),
+		cmocka_unit_test(test_few_samples),
 		cmocka_unit_test(test_explain),
 	};
 

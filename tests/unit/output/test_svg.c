@@ -538,11 +538,12 @@ static void test_color_order(void **state)
 	/* widths stay task-clock's */
 	assert_true(fabs(r[0].w - 1180.0 / 6) < 0.01);
 
+	/* in faults per ms of CPU: cpu-clock counts nanoseconds */
 	assert_non_null(strstr(text, "<g id=\"legend\"><title>Frames coloured by "
-				     "page-faults/cpu-clock"));
-	assert_string_equal(text_of(text, "legend-name"), "colour: page-faults/cpu-clock");
-	assert_string_equal(text_of(text, "legend-low"), "0.01");
-	assert_string_equal(text_of(text, "legend-high"), "0.2534");
+				     "page-faults per ms of CPU"));
+	assert_string_equal(text_of(text, "legend-name"), "colour: page-faults per ms of CPU");
+	assert_string_equal(text_of(text, "legend-low"), "10000");
+	assert_string_equal(text_of(text, "legend-high"), "253400");
 	assert_string_equal(text_of(text, "legend-grey-text"), "under 10 samples, or cpu-clock is 0");
 	assert_non_null(strstr(text, "<rect id=\"legend-scale\""));
 	assert_non_null(strstr(text, "fill=\"url(#color-scale)\""));
@@ -551,15 +552,15 @@ static void test_color_order(void **state)
 
 	assert_string_equal(tooltip(text, "a (app.py:2)"),
 			    "a (app.py:2)\ntask-clock: 1,000 (16.7%)\npage-faults: 10 (0.8%)\n"
-			    "cpu-clock: 1,000 (20.0%)\nsamples: 20\npage-faults/cpu-clock: 0.01");
+			    "cpu-clock: 1,000 (20.0%)\nsamples: 20\npage-faults per ms of CPU: 10000");
 	assert_string_equal(tooltip(text, "few (app.py:6)"),
 			    "few (app.py:6)\ntask-clock: 1,000 (16.7%)\npage-faults: 900 (71.0%)\n"
-			    "cpu-clock: 1,000 (20.0%)\nsamples: 5\npage-faults/cpu-clock: 0.9, too few "
+			    "cpu-clock: 1,000 (20.0%)\nsamples: 5\npage-faults per ms of CPU: 900000, too few "
 			    "samples to colour (5, under 10)");
 	assert_non_null(strstr(tooltip(text, "zero (app.py:7)"),
-			       "\nsamples: 20\npage-faults/cpu-clock: none (cpu-clock is 0)"));
+			       "\nsamples: 20\npage-faults per ms of CPU: none (cpu-clock is 0)"));
 	assert_non_null(strstr(tooltip(text, "main (app.py:1)"),
-			       "\nsamples: 105\npage-faults/cpu-clock: 0.2534"));
+			       "\nsamples: 105\npage-faults per ms of CPU: 253400"));
 	assert_int_not_equal(xmllint(text), 1);
 	free(text);
 	profile_free(p);
@@ -583,10 +584,11 @@ static void test_color_clip(void **state)
 	assert_memory_equal(spike.rgb, main_.rgb, sizeof(spike.rgb));
 	assert_true(d.rgb[1] > main_.rgb[1]);
 	/* main: (1,267 + 500) / 5,050 */
-	snprintf(expect, sizeof(expect), "\xe2\x89\xa5 %.4g", 1767.0 / 5050);
+	snprintf(expect, sizeof(expect), "\xe2\x89\xa5 %.0f", 1767.0 / 5050 * 1e6);
 	assert_string_equal(text_of(text, "legend-high"), expect);
-	assert_string_equal(text_of(text, "legend-low"), "0.01");
-	assert_non_null(strstr(tooltip(text, "spike (app.py:8)"), "\npage-faults/cpu-clock: 10"));
+	assert_string_equal(text_of(text, "legend-low"), "10000");
+	assert_non_null(strstr(tooltip(text, "spike (app.py:8)"),
+			       "\npage-faults per ms of CPU: 10000000"));
 	free(text);
 	profile_free(p);
 }
@@ -614,8 +616,8 @@ static void test_color_layout(void **state)
 	assert_true(root.y == 96 && c.y == 96 + 2 * 16);       /* under the legend's row */
 	assert_true(d.rgb[1] < c.rgb[1]);
 	assert_non_null(strstr(text, ">3 frames narrower than 50 px not drawn</text>"));
-	/* the label keeps the metric as given */
-	assert_string_equal(text_of(text, "legend-name"), "colour: page-faults:u/cpu-clock");
+	/* the label says the metric in its units, with the profile's names */
+	assert_string_equal(text_of(text, "legend-name"), "colour: page-faults per ms of CPU");
 	assert_int_not_equal(xmllint(text), 1);
 	free(text);
 	profile_free(p);
@@ -656,7 +658,7 @@ static void test_color_named(void **state)
 	assert_int_equal(profile_add(p3, 1, &m, 1, v3), 0);
 	text = write_svg(p3, &pmu);
 	assert_non_null(strstr(tooltip(text, "main (app.py:1)"),
-			       "\ncpu/event=0x3c,umask=0x00//instructions: 0.5"));
+			       "\ncpu/event=0x3c,umask=0x00/ per 1k instructions: 500"));
 	free(text);
 
 	/* two miss events: mpki is ambiguous; no cycles: no ipc */
@@ -679,8 +681,8 @@ static void test_color_named(void **state)
 	m = frame(p4, FRAME_PYTHON, "main", "app.py", 1, NULL);
 	assert_int_equal(profile_add(p4, 1, &m, 1, v4), 0);
 	text = write_svg(p4, &hostile);
-	assert_non_null(strstr(text, "\na&lt;&amp;&gt;/b&quot;&#39;: none (b&quot;&#39; is 0)"));
-	assert_non_null(strstr(text, ">colour: a&lt;&amp;&gt;/b&quot;&#39;</text>"));
+	assert_non_null(strstr(text, "\na&lt;&amp;&gt; per b&quot;&#39;: none (b&quot;&#39; is 0)"));
+	assert_non_null(strstr(text, ">colour: a&lt;&amp;&gt; per b&quot;&#39;</text>"));
 	assert_null(strstr(text, "a<&>"));
 	assert_int_not_equal(xmllint(text), 1);
 	free(text);
@@ -689,6 +691,46 @@ static void test_color_named(void **state)
 	profile_free(p2);
 	profile_free(p3);
 	profile_free(base);
+}
+
+/* An A/B metric's legend and tooltip in units a person reads: a count per ms of a time
+ * event's nanoseconds, per 1k instructions (the mpki ratio's own line) or cycles, a time as a
+ * share of another, IPC for instructions/cycles; any other pair as A per B. */
+static void test_color_units(void **state)
+{
+	const char *ev[] = { "cpu-clock", "instructions", "cycles", "LLC-load-misses", "wall",
+			     "page-faults", "minor-faults" };
+	struct profile *p = profile_new(ev, 7);
+	static const struct {
+		const char *metric, *label, *value;
+	} cases[] = {
+		{ "page-faults/cpu-clock", "page-faults per ms of CPU", "250" },
+		{ "page-faults/wall", "page-faults per ms of wall time", "125" },
+		{ "LLC-load-misses/instructions", "LLC-load-misses per 1k instructions", "4.00" },
+		{ "LLC-load-misses/cycles", "LLC-load-misses per 1k cycles", "8" },
+		{ "instructions/cycles", "IPC", "2.00" },
+		{ "cpu-clock/wall", "cpu-clock as a share of wall", "50.0%" },
+		{ "minor-faults/page-faults", "minor-faults per page-faults", "0.5" },
+	};
+	/* samples, cpu-clock 4 ms, 2M instructions, 1M cycles, 8k misses, 8 ms wall, 1000 faults */
+	uint64_t v[] = { 40, 4000000, 2000000, 1000000, 8000, 8000000, 1000, 500 };
+	uint32_t m;
+	(void) state;
+
+	m = frame(p, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	assert_int_equal(profile_add(p, 1, &m, 1, v), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct svg_opts o = { .color_by = cases[i].metric };
+		char *text = write_svg(p, &o), line[128];
+
+		print_message("# %s: %s\n", cases[i].metric, text_of(text, "legend-name"));
+		snprintf(line, sizeof(line), "colour: %s", cases[i].label);
+		assert_string_equal(text_of(text, "legend-name"), line);
+		snprintf(line, sizeof(line), "\nsamples: 40\n%s: %s", cases[i].label, cases[i].value);
+		assert_non_null(strstr(tooltip(text, "main (app.py:1)"), line));
+		free(text);
+	}
+	profile_free(p);
 }
 
 /* svg_color_check(): the form alone, then against a profile's events. */
@@ -795,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_color_clip),
 		cmocka_unit_test(test_color_layout),
 		cmocka_unit_test(test_color_named),
+		cmocka_unit_test(test_color_units),
 		cmocka_unit_test(test_color_check),
 		cmocka_unit_test(test_speed),
 	};

@@ -411,6 +411,14 @@ struct sampler {
 	unsigned char stack[16];
 };
 
+/* the rate of an event that samples on its own: the caller's period, else the run's rate */
+void sampler_leader_rate(const struct sampler_opts *o, size_t i, uint64_t *ret_freq,
+			 uint64_t *ret_period)
+{
+	*ret_period = o->events[i].attr.sample_period;
+	*ret_freq = *ret_period ? 0 : o->freq;
+}
+
 static uint64_t *root_slot(pid_t tid, bool make)
 {
 	for (size_t i = 0; i < fake.n_roots; i++)

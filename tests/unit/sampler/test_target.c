@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,11 +154,129 @@ static void test_exec_event(void **state)
 	assert_true(v.samples >= 20);
 }
 
+/* A second sampling event (opts.leaders): a child that alternates touching fresh pages in
+ * touch() and computing in compute(), sampled by cpu-clock with page-faults sampling on its
+ * own. Its samples say so (event 1) and weigh their faults (values[1], values[0] 0), land in
+ * touch() (the faulting instruction), and are stopped with their thread in exact mode;
+ * cpu-clock's carry no faults. */
+__attribute__((noinline, section("hwspy_touch"))) static void touch(void)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	volatile char *p = mmap(NULL, 64 * (size_t) psz, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	for (int i = 0; i < 64; i++)
+		p[(size_t) i * (size_t) psz] = 1;
+	(void) munmap((void *) p, 64 * (size_t) psz);
+}
+
+__attribute__((noinline)) static void compute(void)
+{
+	volatile unsigned long x = 0;
+
+	for (unsigned long i = 0; i < 300000; i++)
+		x += i;
+}
+
+extern const char __start_hwspy_touch[], __stop_hwspy_touch[];
+
+struct lead_seen {
+	size_t cpu, faults, faults_in_touch, faults_stopped, bad;
+	uint64_t fault_weight;
+};
+
+static void lead_on_sample(void *ctx, const struct sample *smp)
+{
+	struct lead_seen *v = ctx;
+
+	if (smp->n_values != 2 || smp->event > 1) {
+		v->bad++;
+		return;
+	}
+	if (smp->event == 0) {
+		v->cpu++;
+		v->bad += smp->values[0] == 0 || smp->values[1] != 0;
+		return;
+	}
+	v->faults++;
+	v->fault_weight += smp->values[1];
+	v->bad += smp->values[0] != 0 || smp->values[1] == 0;
+	v->faults_in_touch += smp->ip >= (uintptr_t) __start_hwspy_touch &&
+			      smp->ip < (uintptr_t) __stop_hwspy_touch;
+	v->faults_stopped += smp->stopped;
+}
+
+static void lead_run(bool exact)
+{
+	struct event_spec ev[2];
+	struct sampler_opts o = { .n_events = 2, .freq = 1000, .exact = exact, .leaders = 1u << 1,
+				  .stop_budget_pct = 100 };
+	volatile sig_atomic_t stop = 0;
+	struct lead_seen v = { 0 };
+	struct sampler *s;
+	int r, r_run = -1;
+	pid_t pid;
+
+	assert_int_equal(events_parse("cpu-clock", &ev[0]), 0);
+	assert_int_equal(events_parse("page-faults", &ev[1]), 0);
+	o.events = ev;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (;;) {
+			touch();
+			compute();
+		}
+	}
+	o.pid = pid;
+	r = sampler_new(&o, &s);
+	if (r == 0) {
+		r_run = sampler_run(s, lead_on_sample, &v, &stop, 300000000ULL);
+		sampler_free(s);
+	}
+	(void) kill(pid, SIGKILL);
+	(void) waitpid(pid, NULL, 0);
+	if (r == -EACCES || r == -EPERM || r == -ENOENT) {
+		fprintf(stderr, "# skip: cannot open perf events or ptrace here (%s)\n", strerror(-r));
+		skip();
+		return;
+	}
+	fprintf(stderr, "# %s: %zu cpu-clock samples, %zu page-fault samples (%llu faults), "
+		"%zu in touch(), %zu stopped, %zu bad\n", exact ? "exact" : "nonblocking", v.cpu,
+		v.faults, (unsigned long long) v.fault_weight, v.faults_in_touch, v.faults_stopped,
+		v.bad);
+	assert_int_equal(r, 0);
+	assert_int_equal(r_run, 0);
+	assert_int_equal(v.bad, 0);
+	assert_true(v.cpu >= 20);
+	assert_true(v.faults >= 20);
+	/* each weighs about its period (100), what it counted since the thread's last one */
+	assert_true(v.fault_weight >= 50 * v.faults && v.fault_weight <= 200 * v.faults);
+	assert_true(v.faults_in_touch * 10 >= v.faults * 9);
+	assert_true(v.faults_stopped == (exact ? v.faults : 0));
+}
+
+static void test_leader_nonblocking(void **state)
+{
+	(void) state;
+	lead_run(false);
+}
+
+static void test_leader_exact(void **state)
+{
+	(void) state;
+	lead_run(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigchld_mask),
 		cmocka_unit_test(test_exec_event),
+		cmocka_unit_test(test_leader_nonblocking),
+		cmocka_unit_test(test_leader_exact),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
