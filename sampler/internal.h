@@ -292,6 +292,17 @@ void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
+/* tree.c (opts.subprocesses, attach): the processes the target started before the attach */
+#define TREE_MAX_PROCS 256
+/* The live descendants of pid (children, theirs: each thread's /proc/PID/task/TID/children),
+ * breadth first, at most max, into ret: how many. */
+size_t tree_list(pid_t pid, pid_t *ret, size_t max);
+/* Opens the events of every thread of procs[0..n) (listed before the target's events opened):
+ * a thread that cannot have them is counted as left out, the others are sampled on. */
+void tree_attach(struct sampler *s, const pid_t *procs, size_t n);
+/* The threads of the target's live descendants, appended to tids[n..max): the new count. */
+size_t tree_tasks(struct sampler *s, pid_t *tids, size_t n, size_t max);
+
 /* count.c: the two system calls counting makes, a seam for the tests (counter_opts.sys;
  * NULL: the kernel's). open: perf_event_open(attr, tid, cpu -1, group_fd, CLOEXEC), an fd or
  * -errno; read: read(2) of n bytes into buf, bytes read or -errno. */
