@@ -303,6 +303,7 @@ int record_procs_sink(void *ctx, const struct record_sample *s)
 			if (!p->sampled)
 				rec->stats.processes++;
 			p->sampled = true;
+			rec->stats.target_sampled |= p->pid == rec->pid;
 			rec->procs_last_frame = s->frames[0];
 			break;
 		}

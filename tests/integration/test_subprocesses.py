@@ -26,7 +26,8 @@
               cpu-clock: each child's function is under that child's own [process PID COMMAND]
               root, at least 20% of the profile each (about 50% each when it has a CPU), none
               under another root; the sleep child has no Python frame; every sample captured
-              (BPF, as root). --wall: each child's time is the recording's length within 5%
+              (BPF, as root); the summary says whether the target had samples (it said "the
+              target among them" of a target that had none). --wall: each child's time is the recording's length within 5%
               (at most 1.3% off in 27 runs on 2 vCPUs at load 5-11), the parent's too (its
               wait under way at the start).
 """
@@ -200,9 +201,11 @@ def case_attach_tree(opts):
     check(set(where['child_a']) != set(where['child_b']), 'child_a and child_b under one root')
     check(not any(procs.get(k) for k in sleeper), 'the sleep child has Python frames: %s'
           % {k: procs.get(k) for k in sleeper})
-    m = re.search(r'subprocesses: (\d+) processes had samples', run.stderr)
+    m = re.search(r'subprocesses: (\d+) processes had samples \((.*)\)', run.stderr)
     check(m and int(m.group(1)) == len(procs), 'the summary counts %s processes with samples, '
           'the profile has %d process roots' % (m and m.group(1), len(procs)))
+    check((m.group(2) == 'the target among them') == (proc.pid in procs), 'the summary says '
+          '"%s", the target has %s root' % (m.group(2), 'a' if proc.pid in procs else 'no'))
     if harness.bpf_capture_allowed():
         harness.check_exact(run, 'capture', max_uncaptured=0.05)
 
