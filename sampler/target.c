@@ -228,9 +228,9 @@ int scan_threads(struct sampler *s, bool fail_hard)
 			free(unknown);
 			return n;
 		}
-		/* the processes it started too: a thread of one started while the attach listed
-		 * them may have inherited no events (tree.c) */
-		if (second_look && s->opts.subprocesses)
+		/* just after an attach, the processes it started too: a thread of one started
+		 * while the attach listed them may have inherited no events (tree.c) */
+		if (second_look && s->tree_scans)
 			n = (int) tree_tasks(s, tids, (size_t) n, sizeof(tids) / sizeof(tids[0]));
 		if (round == 0 && s->n_left_out && (size_t) n < sizeof(tids) / sizeof(tids[0])) {
 			qsort(tids, (size_t) n, sizeof(*tids), perf_cmp_tid);

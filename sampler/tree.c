@@ -8,8 +8,11 @@
  * TREE_MAX_PROCS processes) before any event opens: a process started after the listing is
  * one no event is opened on, so none is sampled twice (once through events it inherited, once
  * through its own). One started in between by a process whose events were not open yet
- * inherited nothing: the periodic scans (scan_threads()) list the tree's threads too, and a
- * thread unknown in two scans in a row gets events of its own, as the target's threads do.
+ * inherited nothing: the first TREE_SCANS periodic scans after the attach (scan_threads(),
+ * every 100 ms) list the tree's threads too, and a thread unknown in two scans in a row gets
+ * events of its own, as the target's threads do. Not later: once every event is open, what
+ * starts inherits them, and a listing of the tree costs ~70 us a process here (its threads'
+ * children files, its state).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -97,12 +100,18 @@ void tree_attach(struct sampler *s, const pid_t *procs, size_t n)
 		}
 	}
 	free(tids);
+	s->tree_scans = TREE_SCANS;
 }
 
 size_t tree_tasks(struct sampler *s, pid_t *tids, size_t n, size_t max)
 {
 	pid_t procs[TREE_MAX_PROCS];
-	size_t n_procs = tree_list(s->pid, procs, TREE_MAX_PROCS);
+	size_t n_procs;
+
+	if (!s->tree_scans)
+		return n;
+	s->tree_scans--;
+	n_procs = tree_list(s->pid, procs, TREE_MAX_PROCS);
 
 	for (size_t i = 0; i < n_procs && n < max; i++) {
 		int k = target_list_tasks(procs[i], tids + n, max - n);
