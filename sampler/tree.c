@@ -40,6 +40,12 @@ static void add_children(const char *path, pid_t root, pid_t *ret, size_t *n, si
 	len = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[len] = '\0';
+	/* a list longer than that: its last number may be cut (another process's) */
+	if (len == sizeof(buf) - 1) {
+		char *cut = strrchr(buf, ' ');
+
+		*(cut ? cut : buf) = '\0';
+	}
 	for (char *p = buf, *end; *n < max; p = end) {
 		long child = strtol(p, &end, 10);
 		bool seen = child == root || child == self;
