@@ -434,8 +434,8 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 		log_info("%" PRIu64 " samples read after their thread had exited, their Python stack "
 			 "gone (kept as [native])", rs->read_after_exit);
 	if (o->subprocesses)
-		log_info("subprocesses: %" PRIu64 " processes had samples (the target among them)",
-			 rs->processes);
+		log_info("subprocesses: %" PRIu64 " processes had samples (%s)", rs->processes,
+			 rs->target_sampled ? "the target among them" : "the target had none");
 	if (o->off_cpu || o->wall)
 		log_info("off-cpu: threads waited %.3f s in all", rs->off_cpu_ns / 1e9);
 	if (rs->off_cpu_capped)

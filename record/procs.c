@@ -1,6 +1,7 @@
 /*
  * procs: --subprocesses. The processes the target starts, and theirs, inherit its events (per
- * CPU: inherit without inherit_thread): their samples come here, each process with an
+ * CPU: inherit without inherit_thread), and attached, those it started before have events of
+ * their own (the sampler's tree.c): their samples come here, each process with an
  * interpreter of its own, found as the target's is (pyframes_open on its memory, at most every
  * DETECT_INTERVAL_NS until found), or none ([native]). Its Python stacks come from their
  * captures where its interpreter is laid out as the one the capture program was made for (a
@@ -27,7 +28,9 @@ struct record_proc {
 	bool mem_open;
 	struct pyframes *pf;
 	struct pyframes_info info;
-	bool same_layout;               /* its captures follow the program's spec */
+	bool same_layout;               /* its captures follow the program's spec ... */
+	uint64_t layout_gen;            /* ... made for rec->capture_gen layout_gen - 1 (0: not
+	                                 * known yet) */
 	bool gone;                      /* exited, or unreadable */
 	uint64_t last_detect_ns;
 	uint32_t frame;                 /* [process PID COMMAND] */
@@ -137,6 +140,7 @@ static void proc_forget(struct record_proc *p)
 {
 	pyframes_free(p->pf);
 	p->pf = NULL;
+	p->layout_gen = 0;
 	p->gil_addr = p->gil_tried_ns = 0;
 	if (p->mem_open)
 		remote_mem_close(&p->mem);
@@ -157,10 +161,31 @@ static bool same_spec(const struct pyframes_capture_spec *a, const struct pyfram
 	return true;
 }
 
-/* Looks for p's interpreter (at most every DETECT_INTERVAL_NS); whether its captures fit. */
-static void proc_detect(struct recorder *rec, struct record_proc *p)
+/* Whether p's captures follow the spec of the capture program running now: its interpreter is
+ * laid out as the target's, which the program was made for (a fork of the target). Known once
+ * per program (attached, the children's threads get theirs from sampler_new(), before the
+ * recorder knows the capture started). */
+static bool proc_fits(const struct recorder *rec, struct record_proc *p)
 {
 	struct pyframes_capture_spec mine, theirs;
+
+	if (!p->pf)
+		return false;
+	if (p->layout_gen == rec->capture_gen + 1)
+		return p->same_layout;
+	/* the target's interpreter is the one of the program (not yet made for one found since
+	 * an exec: not known then) */
+	if (!rec->pf || rec->capture_gen != rec->pf_gen)
+		return false;
+	p->layout_gen = rec->capture_gen + 1;
+	p->same_layout = pyframes_capture_spec(rec->pf, &mine) == 0 &&
+			 pyframes_capture_spec(p->pf, &theirs) == 0 && same_spec(&mine, &theirs);
+	return p->same_layout;
+}
+
+/* Looks for p's interpreter (at most every DETECT_INTERVAL_NS). */
+static void proc_detect(struct record_proc *p)
+{
 	uint64_t now = clock_now_ns();
 
 	if (p->pf || p->gone || now - p->last_detect_ns < DETECT_INTERVAL_NS)
@@ -178,10 +203,7 @@ static void proc_detect(struct recorder *rec, struct record_proc *p)
 		return;
 	}
 	pyframes_set_verify(p->pf, true);
-	p->same_layout = rec->pf && rec->capture_gen == rec->pf_gen &&
-			 pyframes_capture_spec(rec->pf, &mine) == 0 &&
-			 pyframes_capture_spec(p->pf, &theirs) == 0 &&
-			 same_spec(&mine, &theirs);
+	p->layout_gen = 0;
 }
 
 int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
@@ -192,10 +214,10 @@ int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n
 	*ret_n = 0;
 	if (!p)
 		return -ENOMEM;
-	proc_detect(rec, p);
+	proc_detect(p);
 	if (!p->pf)
 		return -ENOENT;
-	return record_walk(rec, p->pf, p->same_layout, s, ret_n, ret_cut);
+	return record_walk(rec, p->pf, proc_fits(rec, p), s, ret_n, ret_cut);
 }
 
 /* The process thread tid belongs to (its Tgid), 0 if unknown. */
@@ -216,8 +238,8 @@ bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root)
 	p = proc_of(rec, pid);
 	if (!p)
 		return false;
-	proc_detect(rec, p);
-	return p->pf && p->same_layout && pyframes_thread_state(p->pf, tid, ret_root) == 0;
+	proc_detect(p);
+	return proc_fits(rec, p) && pyframes_thread_state(p->pf, tid, ret_root) == 0;
 }
 
 /* 3.12+ makes its GIL state, and points the interpreter to it, after hwspy may have found the
@@ -281,6 +303,7 @@ int record_procs_sink(void *ctx, const struct record_sample *s)
 			if (!p->sampled)
 				rec->stats.processes++;
 			p->sampled = true;
+			rec->stats.target_sampled |= p->pid == rec->pid;
 			rec->procs_last_frame = s->frames[0];
 			break;
 		}

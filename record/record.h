@@ -190,6 +190,7 @@ struct record_stats {
 	uint64_t off_cpu_ns;            /* --off-cpu: the time of the samples sent to the sink */
 	uint64_t processes;             /* --subprocesses: processes that had samples (the target
 	                                 * too) */
+	bool target_sampled;            /* ... the target among them */
 	uint64_t off_cpu_unmatched;     /* --off-cpu: switch-ins not kept (out of memory) */
 	uint64_t off_cpu_capped;        /* --off-cpu, --wall: waits whose switch-in was lost (a
 	                                 * ring overflowed), ended where the thread was next seen

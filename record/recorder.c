@@ -189,8 +189,12 @@ int recorder_start(struct recorder *rec)
 	if (rec->pf && rec->pf_gen == 0)
 		record_python_found(rec);
 	/* attach: the interpreter is known, so every sample can be captured from the first */
-	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0)
+	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0) {
 		so.capture_spec = &cspec;
+		/* made for this interpreter: --subprocesses, the roots of the children's threads
+		 * that sampler_new() opens are given where their layout is the same */
+		rec->capture_gen = rec->pf_gen;
+	}
 	r = sampler_new(&so, &rec->sampler);
 	if (r < 0)
 		return r;

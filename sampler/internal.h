@@ -190,6 +190,8 @@ struct sampler {
 	size_t n_unknown;
 	bool stopped;                   /* sampler_stop() ran */
 	bool brk;                       /* sampler_break() asked sampler_run() to return */
+	unsigned tree_scans;            /* opts.subprocesses, attach: scans left that look at the
+	                                 * tree's threads too (tree.c) */
 };
 
 /* target.c */
@@ -322,6 +324,20 @@ bool percpu_poll(struct sampler *s, int timeout_ms);
 void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
+
+/* tree.c (opts.subprocesses, attach): the processes the target started before the attach */
+#define TREE_MAX_PROCS 256
+/* The live descendants of pid (children, theirs: each thread's /proc/PID/task/TID/children),
+ * breadth first, at most max, into ret: how many. */
+size_t tree_list(pid_t pid, pid_t *ret, size_t max);
+/* Opens the events of every thread of procs[0..n) (listed before the target's events opened):
+ * a thread that cannot have them is counted as left out, the others are sampled on. The next
+ * TREE_SCANS periodic scans look at the tree's threads too. */
+#define TREE_SCANS 3
+void tree_attach(struct sampler *s, const pid_t *procs, size_t n);
+/* A periodic scan, while s->tree_scans: the threads of the target's live descendants,
+ * appended to tids[n..max): the new count. */
+size_t tree_tasks(struct sampler *s, pid_t *tids, size_t n, size_t max);
 
 /* count.c: the two system calls counting makes, a seam for the tests (counter_opts.sys;
  * NULL: the kernel's). open: perf_event_open(attr, tid, cpu -1, group_fd, CLOEXEC), an fd or

@@ -4,7 +4,8 @@
  * Event names (events.c; the sysfs and tracefs forms, pmu/.../ and subsys:name, in pmu.c) ->
  * struct perf_event_attr, exactly as perf itself encodes them.
  * The sampler (perf.c: events and rings of a thread, ring.c: record decoding, target.c: attach,
- * launch, run loop and teardown, tracer.c: exact mode's ptrace thread) attaches to a running
+ * launch, run loop and teardown, tracer.c: exact mode's ptrace thread, tree.c: the target's
+ * child processes at an attach) attaches to a running
  * process (every thread, and threads started later) or launches a command and starts counting
  * at its exec, opens one event group per thread (events[0] samples, the others are read with
  * every sample, or sample on their own: opts.leaders), drains the mmap rings and hands each decoded sample to a callback. What else
@@ -252,8 +253,10 @@ struct sampler_opts {
 	                                 * switch_stack_size bytes (0: none) */
 	uint32_t switch_stack_size;
 	bool subprocesses;              /* the processes the target starts (and theirs) carry its
-	                                 * events too (per CPU, which this forces): their samples
-	                                 * come with their own pid, their execs and exits as events
+	                                 * events too (per CPU, which this forces), and attached,
+	                                 * those it started before (its tree, tree.c) get events
+	                                 * of their own: their samples come with their own pid,
+	                                 * their execs and exits as events
 	                                 * (SAMPLER_EVENT_CHILD_*); the capture program gets their
 	                                 * threads' roots from the caller only */
 	bool off_cpu;                   /* events[0] is context-switches at period 1: a sample at

@@ -236,6 +236,10 @@ int scan_threads(struct sampler *s, bool fail_hard)
 			free(unknown);
 			return n;
 		}
+		/* just after an attach, the processes it started too: a thread of one started
+		 * while the attach listed them may have inherited no events (tree.c) */
+		if (second_look && s->tree_scans)
+			n = (int) tree_tasks(s, tids, (size_t) n, sizeof(tids) / sizeof(tids[0]));
 		if (round == 0 && s->n_left_out && (size_t) n < sizeof(tids) / sizeof(tids[0])) {
 			qsort(tids, (size_t) n, sizeof(*tids), perf_cmp_tid);
 			perf_left_out_prune(s, tids, (size_t) n);
@@ -394,6 +398,8 @@ fail:
 /* Launches or attaches (in exact mode, on the tracer thread). */
 static int start_job(struct sampler *s, void *arg)
 {
+	pid_t tree[TREE_MAX_PROCS];
+	size_t n_tree = 0;
 	int r;
 
 	if (s->opts.argv) {
@@ -421,7 +427,12 @@ static int start_job(struct sampler *s, void *arg)
 		return -ESRCH;
 	if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
 		return -EBUSY;
+	/* the processes it started before now: listed before any event opens (tree.c) */
+	if (s->opts.subprocesses && s->percpu)
+		n_tree = tree_list(s->pid, tree, TREE_MAX_PROCS);
 	r = scan_threads(s, true);
+	if (r > 0)
+		tree_attach(s, tree, n_tree);
 	return r == 0 ? -ESRCH : r < 0 ? r : 0;
 }
 
