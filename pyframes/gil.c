@@ -19,8 +19,7 @@ static int gil_read(const struct pyframes *pf, uint64_t addr, void *buf, size_t 
 	return r < 0 && r != -ESRCH ? -EFAULT : r;
 }
 
-/* The main interpreter: the last of _PyRuntime's list (bounded). */
-static int main_interp(const struct pyframes *pf, uint64_t *ret)
+int pf_main_interp(const struct pyframes *pf, uint64_t *ret)
 {
 	const struct py_layout *l = &pf->layout;
 	uint64_t interp, next;
@@ -63,7 +62,7 @@ static int gil_addr(const struct pyframes *pf, uint64_t *ret)
 		*ret = pf->runtime + l->rt_gil;
 		return 0;
 	}
-	r = main_interp(pf, &interp);
+	r = pf_main_interp(pf, &interp);
 	if (r < 0)
 		return r;
 	r = gil_read(pf, interp + l->is_ceval_gil, &gil, 8);

@@ -48,14 +48,14 @@ const struct py_layout *layout_static(int major, int minor)
 struct dbg_map {
 	int minor;
 	uint32_t total;
-	uint32_t runtime, interp, thread, frame, code, pyobject, type, bytes, unicode;
+	uint32_t runtime, interp, thread, frame, code, pyobject, type, bytes, unicode, gc;
 };
 
 static const struct dbg_map dbg_maps[] = {
 	{ .minor = 13, .total = 584, .runtime = 24, .interp = 48, .thread = 152, .frame = 224,
-	  .code = 272, .pyobject = 352, .type = 368, .bytes = 512, .unicode = 536 },
+	  .code = 272, .pyobject = 352, .type = 368, .bytes = 512, .unicode = 536, .gc = 568 },
 	{ .minor = 14, .total = 760, .runtime = 24, .interp = 48, .thread = 176, .frame = 248,
-	  .code = 312, .pyobject = 400, .type = 416, .bytes = 592, .unicode = 616 },
+	  .code = 312, .pyobject = 400, .type = 416, .bytes = 592, .unicode = 616, .gc = 648 },
 };
 
 #define DBG_STRUCT_MAX (16u << 20)   /* no CPython struct is near 16 MiB */
@@ -189,6 +189,28 @@ static void dbg_gil(const unsigned char *block, const struct dbg_map *map, int m
 	l->gil_holder = (uint32_t) (holder - own);
 }
 
+/* The cyclic GC's offsets: interpreter_state.gc (where the interpreter's struct
+ * _gc_runtime_state lies: field 4 after the size in 3.13, 5 in 3.14, after threads_main) and
+ * the gc section's size and collecting. Offsets that do not fit (the state past the
+ * interpreter, collecting past the state) leave the GC unknown (PF_NONE), not the layout
+ * refused: stacks do not need it. */
+static void dbg_gc(const unsigned char *block, const struct dbg_map *map, int minor,
+		   struct py_layout *l)
+{
+	uint64_t isize = pf_u64(block, map->interp);
+	uint64_t at = pf_u64(block, map->interp + 8 * (minor >= 14 ? 5 : 4));
+	uint64_t size = pf_u64(block, map->gc), collecting = pf_u64(block, map->gc + 8);
+
+	l->rt_gc = PF_NONE;
+	l->is_gc = PF_NONE;
+	l->gc_collecting = PF_NONE;
+	if (isize > DBG_STRUCT_MAX || size > DBG_STRUCT_MAX || at > isize || isize - at < size ||
+	    collecting > size || size - collecting < 4)
+		return;
+	l->is_gc = (uint32_t) at;
+	l->gc_collecting = (uint32_t) collecting;
+}
+
 /* Every offset of the layout from the block's sections (errors in d). */
 static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int minor,
 		       struct py_layout *ret)
@@ -268,6 +290,7 @@ static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int mino
 				 "imports_modules", 8);
 	l.ht_cached_keys = 880;
 	dbg_gil(block, map, minor, &l);
+	dbg_gc(block, map, minor, &l);
 	l.str_kind_shift = 2;
 	l.str_compact_bit = 5;
 	l.str_ascii_bit = 6;

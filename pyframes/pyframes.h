@@ -194,6 +194,28 @@ int pyframes_gil_spec(const struct pyframes *pf, uint64_t *ret_addr, uint32_t *r
 		      uint32_t *ret_holder_off);
 
 /*
+ * The cyclic garbage collector of the main interpreter, read live: collecting, true from the
+ * start to the end of a collection (gc.collect()'s or an automatic one, its callbacks and the
+ * finalizers it runs included): the int collecting of its struct _gc_runtime_state,
+ * _PyRuntime.gc in 3.8, the main interpreter's gc from 3.9 on; offsets from the static tables,
+ * from _Py_DebugOffsets on 3.13+ (its gc section). The flag is the interpreter's: the thread
+ * that collects is the one that holds the GIL (a finalizer that lets the GIL go lets another
+ * thread run while it is still set). known false (and 0 returned): a layout that does not
+ * place it. Reads the target uncached, counted in no stats. 0; -EFAULT (unreadable), -EAGAIN
+ * (the interpreter list changed under the read, or the int read is neither 0 nor 1), -ESRCH;
+ * *ret is { false } on error.
+ */
+struct pyframes_gc {
+	bool known;
+	bool collecting;
+};
+int pyframes_gc(const struct pyframes *pf, struct pyframes_gc *ret);
+/* For a reader of its own (a BPF program at a sample): the remote address of that int (32
+ * bits, 0 or 1). 0; -ENOTSUP (known false above), else as pyframes_gc(); *ret_addr is 0 on
+ * error. */
+int pyframes_gc_spec(const struct pyframes *pf, uint64_t *ret_addr);
+
+/*
  * Python's own names of the threads: threading's registry of live threads (threading._active,
  * found through sys.modules of the main interpreter), each Thread's _name and _native_id (the
  * kernel TID, as the target's PID namespace numbers it). Reads Python objects of the target:

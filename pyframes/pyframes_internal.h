@@ -100,6 +100,11 @@ struct py_layout {
 	uint32_t rt_gil, is_ceval_gil;
 	uint32_t gil_locked;         /* int locked (inside _Py_atomic_int up to 3.12) */
 	uint32_t gil_holder;         /* last_holder: a PyThreadState * */
+	/* the cyclic GC (gc.c): struct _gc_runtime_state in _PyRuntime.gc (3.8: rt_gc), or in the
+	 * main interpreter's gc (3.9+: is_gc), PF_NONE both where it is not known; its int
+	 * collecting (1 while a collection runs), PF_NONE where not known */
+	uint32_t rt_gc, is_gc;
+	uint32_t gc_collecting;
 };
 
 /* layout.c */
@@ -270,6 +275,11 @@ struct pf_detect {
 int pf_detect(pid_t pid, const struct remote_mem *mem, struct pf_detect *ret);
 /* Parses "3.11.7" or "3.11.7+" style strings at the start of s. */
 int pf_parse_version(const char *s, int *major, int *minor, int *micro);
+
+/* gil.c: the main interpreter, the last of _PyRuntime's list (bounded), read uncached and
+ * counted in no stats: 0, -ESRCH, -EFAULT (the list head unreadable), -EAGAIN (a bad or
+ * looping list). */
+int pf_main_interp(const struct pyframes *pf, uint64_t *ret);
 
 /* threads.c: Python's names of the threads (pyframes_thread_names()), from the interpreter
  * whose _PyRuntime is at runtime. */

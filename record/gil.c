@@ -1,5 +1,6 @@
 /*
  * gil: whether each sample's thread held the GIL (from its capture, else read live), the
+ * capture program made again once what it lacked turns up (the GIL, the GC's flag), the
  * --gil filter, and each thread's GIL counts (record.h, struct record_gil_thread). Every
  * finished sample passes record_gil_sink() on its way to the caller's sink, so the off-CPU
  * samples too, which weigh their [wait: GIL] time there.
@@ -33,22 +34,24 @@ int record_gil_at_sample(struct recorder *rec, const struct sample *s)
 int record_gil_capture_late(struct recorder *rec)
 {
 	struct sampler_capture_spec ss;
-	uint64_t at;
-	uint32_t lo, ho;
 	int r;
 
-	if (rec->capture_gil || rec->stats.capture_error || rec->capture_gil_tries >= RECORD_GIL_TRIES)
+	if ((rec->capture_gil && rec->capture_gc) || rec->stats.capture_error ||
+	    rec->capture_gil_tries >= RECORD_GIL_TRIES)
 		return 0;
 	rec->capture_gil_tries++;
-	if (pyframes_gil_spec(rec->pf, &at, &lo, &ho) < 0)
-		return 0;
 	r = record_capture_spec(rec, &ss);
-	if (r < 0 || !ss.gil_at)
+	/* made again only for what the program lacks and has turned up since */
+	if (r < 0 || !((ss.gil_at && !rec->capture_gil) || (ss.gc_at && !rec->capture_gc)))
 		return r;
 	ss.n_extras = rec->capture_extras;      /* what this kernel took */
 	r = sampler_capture_start(rec->sampler, &ss);
-	rec->capture_gil = r >= 0;
-	rec->capture_gil_tries = RECORD_GIL_TRIES;      /* once, whatever came of it */
+	if (r >= 0) {
+		rec->capture_gil = ss.gil_at != 0;
+		rec->capture_gc = ss.gc_at != 0;
+	} else {
+		rec->capture_gil_tries = RECORD_GIL_TRIES;      /* the program as it was goes on */
+	}
 	return r;
 }
 

@@ -8,6 +8,7 @@
  *                native and kernel frames, merge, defer while the thread is stopped, the sink;
  *                the sampler's events (an exec, a thread that needs its capture root)
  *   gil.c        whether a sample's thread held the GIL, --gil, each thread's GIL counts
+ *   gc.c         whether a sample's thread ran the cyclic GC: the [gc] frame
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
  */
@@ -46,7 +47,8 @@ struct thread_name {
 struct pending {
 	struct sample s;
 	int r;                          /* pyframes result */
-	int gil;                        /* enum record_gil, read while it was stopped */
+	int gil;                        /* enum record_gil, read while it was stopped (with
+	                                 * RECORD_IN_GC, gc.c) */
 	size_t n_py;
 	struct pyframes_cut cut;
 	struct py_frame py[MAX_PY_FRAMES];
@@ -110,6 +112,7 @@ struct recorder {
 	uint64_t capture_gen;           /* the pf_gen the program was made for (0: none yet) */
 	uint32_t capture_extras;        /* the extras its nodes carry (pyframes_capture_spec) */
 	bool capture_gil;               /* it reads the GIL (record_gil_capture_late()) */
+	bool capture_gc;                /* ... the cyclic GC's flag (gc.c) */
 	unsigned capture_gil_tries;
 	struct offcpu *offcpu;          /* --off-cpu: samples waiting for their weight */
 	struct record_proc **procs;     /* --subprocesses: the processes seen (procs.c), each
@@ -210,12 +213,24 @@ void record_procs_free(struct recorder *rec);
  * and applies --gil before rec->user_sink; free of its counts */
 int record_gil_at_sample(struct recorder *rec, const struct sample *s);
 /* Capture mode: a program made before the interpreter had its GIL (3.12+: it points to it once
- * made) is made again with it, once there is one (tried between slices, RECORD_GIL_TRIES
- * times at most). 0, or the failure (the program as it was goes on). */
+ * made), or before its main interpreter was in its list (a launched command: where the GC's
+ * flag lies, 3.9+), is made again with what it lacked, once there is some (tried between
+ * slices, RECORD_GIL_TRIES times at most; made again once for each that turns up). 0, or the
+ * failure (the program as it was goes on). */
 #define RECORD_GIL_TRIES 40
 int record_gil_capture_late(struct recorder *rec);
 int record_gil_sink(void *ctx, const struct record_sample *s);
 void record_gil_free(struct recorder *rec);
+
+/* gc.c: record_gc_at_sample() gives gil (s's enum record_gil, from record_gil_at_sample()) or'ed
+ * with RECORD_IN_GC where s's thread ran the interpreter's cyclic GC at the sample (called while
+ * a stopped thread is; the gil finish() and struct pending carry); record_gc_frame() (finish())
+ * puts the [gc] frame at the leaf end of rec->ids[0..*depth) for such a gil, before the kernel's
+ * frames (while a slot is left), and gives the gil without RECORD_IN_GC. */
+#define RECORD_IN_GC 0x100
+#define RECORD_GC_FRAME "[gc]"
+int record_gc_at_sample(struct recorder *rec, const struct sample *s, int gil);
+int record_gc_frame(struct recorder *rec, int gil, size_t *depth);
 
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
 #define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS

@@ -57,6 +57,10 @@
 /* --off-cpu with the capture: a switch-out read later than this without one is [unknown] (the
  * thread may have run on since; a wait is often shorter than RECORD_STALE_READ_NS) */
 #define RECORD_OFF_CPU_STALE_NS 1000000ULL
+/* The [gc] frame: the cyclic GC's flag of a running thread read later than this after its
+ * sample is not taken (a collection lasts milliseconds); nonblocking reads come up to a tick
+ * late (5 ms at most), more on a loaded machine */
+#define RECORD_GC_STALE_NS 10000000ULL
 
 /* The frame that stands for Python code no one can name any more (merge.h: a stack read after
  * its sample that did not fit it) */

@@ -158,6 +158,7 @@ static void capture_started(struct recorder *rec, struct sampler_capture_spec *c
 	}
 	rec->capture_extras = r ? 0 : cspec->n_extras;
 	rec->capture_gil = !r && cspec->gil_at;
+	rec->capture_gc = !r && cspec->gc_at;
 	rec->capture_gil_tries = 0;
 	rec->stats.capture_error = r;
 	rec->stats.capture_failures += r != 0;

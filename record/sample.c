@@ -187,6 +187,8 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 	/* the GIL at each overflow (none: free-threaded, or not created yet; read live then) */
 	if (pyframes_gil_spec(rec->pf, &ret->gil_at, &ret->gil_locked_off, &ret->gil_holder_off) < 0)
 		ret->gil_at = 0;
+	/* the cyclic GC's flag at each overflow (gc.c; none: not placed, or not found yet) */
+	(void) pyframes_gc_spec(rec->pf, &ret->gc_at);
 	return 0;
 }
 
@@ -206,6 +208,7 @@ int record_capture_start(struct recorder *rec)
 		r = sampler_capture_start(rec->sampler, &ss);
 	rec->capture_extras = r >= 0 ? ss.n_extras : 0;
 	rec->capture_gil = r >= 0 && ss.gil_at;
+	rec->capture_gc = r >= 0 && ss.gc_at;
 	if (r < 0 && r != -EPERM && ss.n_extras) {
 		/* a kernel that refuses the larger program: the frames alone */
 		ss.n_extras = 0;
@@ -400,6 +403,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			rec->stats.dropped_unreadable++;
 		rec->ids[depth++] = rec->unknown_frame;
 	}
+	gil = record_gc_frame(rec, gil, &depth);        /* [gc] ends a collection's stacks */
 	for (size_t i = 0; i < s->n_values && i < SAMPLER_MAX_EVENTS; i++)
 		values[i + 1] = s->values[i];
 	out = (struct record_sample) {
@@ -579,7 +583,7 @@ void record_on_sample(void *ctx, const struct sample *s)
 	}
 	/* a switched-out thread's: its leaf says whether it waits for the GIL */
 	if (rec->pf && !rec->in_child && !s->off_cpu)
-		gil = record_gil_at_sample(rec, s);
+		gil = record_gc_at_sample(rec, s, record_gil_at_sample(rec, s));
 	late = !s->stopped && rec->stats.captured == captured_before;
 	if (late) {
 		uint64_t t = clock_now_ns();

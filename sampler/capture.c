@@ -577,5 +577,10 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		c->out.gil_known = true;
 		c->out.gil_held = h.gil_locked == 1 && h.gil_holder == h.root;
 	}
+	/* collecting is 0 or 1 (anything else: no GC state there) */
+	if (c->spec.gc_at && h.gc_read == 1 && h.gc_collecting <= 1) {
+		c->out.gc_known = true;
+		c->out.gc_collecting = h.gc_collecting == 1;
+	}
 	return &c->out;
 }

@@ -6,9 +6,9 @@
  * n nodes of capture_stride() bytes: the node's address and its copied bytes, then per extra
  * (what the node points to: a frame's code object and its names, which may be freed soon after
  * the sample) the address read (0: none) and its bytes. A failed extra read leaves its address
- * 0 and the node whole. With spec.gil_at, the header holds the GIL's two words too, read
- * before the chain. The roots map's value, which the program reads and writes too, is struct
- * root_value (internal.h).
+ * 0 and the node whole. With spec.gil_at, the header holds the GIL's two words too, with
+ * spec.gc_at the GC's collecting word, both read before the chain. The roots map's value,
+ * which the program reads and writes too, is struct root_value (internal.h).
  */
 #include <errno.h>
 #include <linux/bpf.h>
@@ -188,6 +188,22 @@ static void read_gil(struct prog *p, const struct sampler_capture_spec *spec)
 	land(p, skip[1]);
 }
 
+/* The GC's collecting word into the record (r7): gc_read stays 0 unless the read succeeds. */
+static void read_gc(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	struct fixup skip;
+
+	st(p, BPF_W, R7, REC_AT(gc_read), 0);
+	mov_reg(p, R1, R7);
+	add_imm(p, R1, REC_AT(gc_collecting));
+	mov_imm(p, R2, 4);
+	ld_imm64(p, R3, spec->gc_at);
+	call(p, BPF_FUNC_probe_read_user);
+	skip = jump_imm(p, BPF_JNE, R0, 0);
+	st(p, BPF_W, R7, REC_AT(gc_read), 1);
+	land(p, skip);
+}
+
 /* After the roots lookup (r8 = the entry or 0): a thread with no root looks for it (see
  * sampler_capture_spec) and keeps what it finds in the roots map; r8 then points to
  * { root, slot, tries } (the entry, or the stack). An entry whose search failed counts the
@@ -341,6 +357,10 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		read_gil(p, spec);
 	else
 		st(p, BPF_W, R7, REC_AT(gil_read), 0);
+	if (spec->gc_at)
+		read_gc(p, spec);
+	else
+		st(p, BPF_W, R7, REC_AT(gc_read), 0);
 	ldx(p, BPF_DW, R3, R8, ROOT_AT(root));
 	stx(p, BPF_DW, R7, R3, REC_AT(root));
 	mov_imm(p, R9, (int32_t) CAPTURE_HDR);            /* r9 = bytes to send */

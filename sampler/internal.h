@@ -84,9 +84,11 @@ struct capture_record {
 	uint64_t gil_holder;            /* spec.gil_at: the two words read at the overflow, */
 	uint32_t gil_locked;
 	uint32_t gil_read;              /* 1 where both reads succeeded */
+	uint32_t gc_collecting;         /* spec.gc_at: the word read at the overflow, */
+	uint32_t gc_read;               /* 1 where the read succeeded */
 };
 #define CAPTURE_HDR sizeof(struct capture_record)
-_Static_assert(sizeof(struct capture_record) == 64, "the capture record's header is 64 bytes");
+_Static_assert(sizeof(struct capture_record) == 72, "the capture record's header is 72 bytes");
 
 /* The roots map's value (capture.c writes it, the program reads it and may write it), keyed by
  * the thread id (u32). */

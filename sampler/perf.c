@@ -23,7 +23,7 @@
  * callchain (perf's default max depth), and a capture record of every node at its largest */
 #define SAMPLE_FIXED_BYTES 1024
 #define CALLCHAIN_BYTES (128 * 8)
-#define CAPTURE_RECORD_BYTES (64 + SAMPLER_CAPTURE_MAX_NODES * SAMPLER_CAPTURE_MAX_STRIDE)
+#define CAPTURE_RECORD_BYTES (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * SAMPLER_CAPTURE_MAX_STRIDE)
 
 
 int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns)

@@ -299,6 +299,9 @@ struct sample_capture {
 	 * the thread's root); known false: no gil_at, a failed read, locked neither 0 nor 1, or
 	 * locked with no root to compare the holder with */
 	bool gil_known, gil_held;
+	/* spec.gc_at: whether the interpreter's cyclic GC was collecting at the overflow; known
+	 * false: no gc_at, a failed read, or a word neither 0 nor 1 */
+	bool gc_known, gc_collecting;
 };
 
 struct sample {
@@ -477,6 +480,9 @@ struct sampler_capture_spec {
 	 * sample then says whether its thread held it (struct sample_capture) */
 	uint64_t gil_at;
 	uint32_t gil_locked_off, gil_holder_off;
+	/* The cyclic GC at the overflow: gc_at 0, not read; else the u32 at gc_at (its collecting
+	 * flag) goes into the record: the sample then says whether it was collecting */
+	uint64_t gc_at;
 };
 #define SAMPLER_CAPTURE_SEARCH 32
 

@@ -25,4 +25,6 @@ static const struct py_layout py312_layout = {
 	.objs = PY_OBJS_312, .is_modules = 944, .ht_cached_keys = 880,
 	/* the GIL (gil.c): interp->ceval.gil points to it; interval, last_holder, locked */
 	.rt_gil = PF_NONE, .is_ceval_gil = 384, .gil_locked = 16, .gil_holder = 8,
+	/* the cyclic GC (gc.c): PyInterpreterState.gc; its collecting */
+	.rt_gc = PF_NONE, .is_gc = 112, .gc_collecting = 200,
 };

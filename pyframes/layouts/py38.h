@@ -25,4 +25,6 @@ static const struct py_layout py38_layout = {
 	.objs = PY_OBJS_38, .is_modules = 56, .ht_cached_keys = 872,
 	/* the GIL (gil.c): _PyRuntime.ceval.gil; interval, last_holder, locked */
 	.rt_gil = 1152, .is_ceval_gil = PF_NONE, .gil_locked = 16, .gil_holder = 8,
+	/* the cyclic GC (gc.c): _PyRuntime.gc; its collecting */
+	.rt_gc = 344, .is_gc = PF_NONE, .gc_collecting = 200,
 };

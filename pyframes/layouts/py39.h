@@ -25,4 +25,6 @@ static const struct py_layout py39_layout = {
 	.objs = PY_OBJS_38, .is_modules = 856, .ht_cached_keys = 864,
 	/* the GIL (gil.c): _PyRuntime.ceval.gil; interval, last_holder, locked */
 	.rt_gil = 352, .is_ceval_gil = PF_NONE, .gil_locked = 16, .gil_holder = 8,
+	/* the cyclic GC (gc.c): PyInterpreterState.gc; its collecting */
+	.rt_gc = PF_NONE, .is_gc = 616, .gc_collecting = 200,
 };

@@ -64,3 +64,11 @@ for v in 3.8.18:3.8:modules 3.9.18:3.9:modules 3.10.13:3.10:modules 3.11.7:3.11:
 		'&((PyTypeObject*)0)->tp_dictoffset' '&((PyModuleObject*)0)->md_dict' \
 		'&((PyDictObject*)0)->ma_keys' '&((PyDictObject*)0)->ma_values'
 done
+# gc.c: the cyclic GC's collecting flag: _PyRuntime.gc (3.8), PyInterpreterState.gc (3.9+; one
+# of the two prints an error), collecting in struct _gc_runtime_state (3.13+: _Py_DebugOffsets)
+for v in 3.8.18:3.8 3.9.18:3.9 3.10.13:3.10 3.11.7:3.11 3.12.1:3.12 3.13.0:3.13; do
+	echo "== ${v%%:*}: gc"
+	off "$root/versions/${v%%:*}/lib/libpython${v##*:}.so.1.0" \
+		'&((struct pyruntimestate*)0)->gc' '&((PyInterpreterState*)0)->gc' \
+		'&((struct _gc_runtime_state*)0)->collecting' 2>&1 | grep -v 'no member'
+done

@@ -266,6 +266,21 @@ int pyframes_gil(const struct pyframes *pf, struct pyframes_gil *ret)
 	return 0;
 }
 
+int pyframes_gc_spec(const struct pyframes *pf, uint64_t *ret_addr)
+{
+	*ret_addr = fake.images[pf->image].gc ? FAKE_GC_AT : 0;
+	return *ret_addr ? 0 : -ENOTSUP;
+}
+
+int pyframes_gc(const struct pyframes *pf, struct pyframes_gc *ret)
+{
+	const struct fake_image *im = &fake.images[pf->image];
+
+	fake.gc_reads++;
+	*ret = (struct pyframes_gc) { .known = im->gc, .collecting = im->gc && im->gc_collecting };
+	return 0;
+}
+
 int pyframes_search_spec(struct pyframes *pf, struct pyframes_search_spec *ret)
 {
 	if (!fake.images[pf->image].searchable)
@@ -449,6 +464,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		fake.capture_extras[k] = spec->n_extras;
 		fake.capture_search_at[k] = spec->search_at;
 		fake.capture_gil_at[k] = spec->gil_at;
+		fake.capture_gc_at[k] = spec->gc_at;
 	}
 	if (!s->opts.capture)
 		return -EINVAL;
@@ -546,6 +562,7 @@ static void capture_of(struct sampler *s, const struct fake_item *it, struct sam
 		.status = it->capture_status, .root = *slot, .head = 1,
 		.nodes = (const void *) it, .n = 1, .stride = 8 + s->spec.node_bytes,
 		.gil_known = s->spec.gil_at && it->gil != 0, .gil_held = it->gil == 2,
+		.gc_known = s->spec.gc_at && it->gc != 0, .gc_collecting = it->gc == 2,
 	};
 	s->stats.captured++;
 }
@@ -568,6 +585,10 @@ static void play_sample(struct sampler *s, const struct fake_item *it, sampler_s
 	if (it->gil_holder_now)
 		fake.images[fake.image].gil_holder = it->gil_holder_now == FAKE_GIL_FREE ? 0 :
 						     it->gil_holder_now;
+	if (it->gc_now)
+		fake.images[fake.image].gc_collecting = it->gc_now == 2;
+	if (it->gc_placed)
+		fake.images[fake.image].gc = true;
 	smp.values[0] = it->values[0] ? it->values[0] : 1000;
 	for (size_t i = 1; i < SAMPLER_MAX_EVENTS; i++)
 		smp.values[i] = it->values[i];

@@ -48,6 +48,7 @@
 #define FAKE_IP_K_SYSCALL 0xffffffff81000100ull /* entry_SYSCALL_64 (kernel) */
 #define FAKE_GIL_AT 0x6000
 #define FAKE_GIL_FREE 1
+#define FAKE_GC_AT 0x7000
 #define FAKE_BUILD_ID_LIBZ "00112233445566778899aabbccddeeff00112233"
 
 struct fake_thread {
@@ -69,6 +70,9 @@ struct fake_image {
 	bool searchable;                /* pyframes_search_spec() gives a search */
 	bool gil;                       /* it has a GIL (pyframes_gil_spec() at FAKE_GIL_AT) */
 	uint64_t gil_holder;            /* a live read of it: locked by this state, 0: free */
+	bool gc;                        /* it places its GC's flag (pyframes_gc_spec() at
+	                                 * FAKE_GC_AT) */
+	bool gc_collecting;             /* a live read of it */
 	struct fake_thread threads[FAKE_MAX_THREADS];
 	size_t n_threads;
 };
@@ -98,6 +102,11 @@ struct fake_item {
 	                                 * root gets none) */
 	uint64_t gil_holder_now;        /* a live read of the GIL from this sample on gives this
 	                                 * holder (FAKE_GIL_FREE: free; 0: as before) */
+	int gc;                         /* its capture's GC flag: 0 not read, 1 not collecting,
+	                                 * 2 collecting */
+	int gc_now;                     /* a live read of the GC from this sample on: 0 as before,
+	                                 * 1 not collecting, 2 collecting */
+	bool gc_placed;                 /* from this sample on, the image places its GC's flag */
 	uint64_t ip;                    /* the sample's IP (user unless a kernel one) */
 	uint64_t native[FAKE_MAX_IPS];  /* --native: the unwound addresses, innermost first */
 	uint64_t kernel[FAKE_MAX_IPS];  /* --kernel: the kernel callchain, innermost first */
@@ -128,6 +137,8 @@ struct fake_world {
 	uint32_t capture_extras[FAKE_MAX_STARTS * 2];   /* n_extras of each */
 	uint64_t capture_search_at[FAKE_MAX_STARTS * 2];
 	uint64_t capture_gil_at[FAKE_MAX_STARTS * 2];
+	uint64_t capture_gc_at[FAKE_MAX_STARTS * 2];
+	unsigned gc_reads;              /* pyframes_gc() calls */
 	unsigned pf_opens, pf_live, pf_frees;
 	unsigned mem_opens, mem_closes;
 	unsigned live_reads, captured_reads;

@@ -540,6 +540,147 @@ static void test_gil(void **state)
 	done(rec);
 }
 
+/* [gc] ends the stack of a sample taken while its thread ran the cyclic GC: from the capture
+ * where it read the GC's flag, exact; never where the thread did not hold the GIL; a stack
+ * captured without the flag is not marked (a flag read later is not the sample's); else read
+ * live: at a stop (exact, however old the sample), or late but not stale (a read more than
+ * RECORD_GC_STALE_NS late says nothing). [gc] comes before the kernel's frames. An interpreter
+ * whose flag is not placed has no [gc]; one that places it only later (a launched command) gets
+ * a program that reads it, once. The GIL the sink sees is the sample's own. */
+static void test_gc(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct fake_image *im = image(0, "3.12.1");
+	const struct record_gil_thread *gt;
+	struct fake_item *it;
+	struct recorder *rec;
+	size_t n;
+
+	(void) state;
+	im->gil = true;
+	im->gc = true;
+	im->gil_holder = 0x701;
+	thread(im, 701, "main;collect")->tstate = 0x701;
+	thread(im, 702, "main;other")->tstate = 0x702;
+	thread(im, 703, "main;rootless");       /* no state yet: no root, read live */
+	for (int i = 0; i < 4; i++) {
+		it = samples(701, 1);
+		it->captured = "main;collect";
+		it->gil = RECORD_GIL_HELD;
+		it->gc = i < 3 ? 2 : 1;
+	}
+	/* another thread while 701 collects: it does not hold the GIL */
+	it = samples(702, 1);
+	it->captured = "main;other";
+	it->gil = RECORD_GIL_FREE;
+	it->gc = 2;
+	/* captured, the flag unread: not marked, though a live read now says collecting */
+	it = samples(701, 1);
+	it->captured = "main;unread";
+	it->gil = RECORD_GIL_HELD;
+	it->gc_now = 2;
+	/* no capture of the stack: read live, then as late as stale */
+	samples(703, 1);
+	samples(703, 1)->age_ns = 2 * RECORD_GC_STALE_NS;
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(fake.capture_gc_at[0], FAKE_GC_AT);
+	assert_int_equal(weight(rec, "main;collect;[gc]", 0), 3);
+	assert_int_equal(weight(rec, "main;collect", 0), 1);
+	assert_int_equal(weight(rec, "main;other", 0), 1);
+	assert_int_equal(weight(rec, "main;unread", 0), 1);
+	assert_int_equal(weight(rec, "main;rootless;[gc]", 0), 1);
+	assert_int_equal(weight(rec, "main;rootless", 0), 1);
+	assert_int_equal(fake.gc_reads, 1);
+	gt = recorder_gil_threads(rec, &n);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		if (gt[i].tid == 701)
+			assert_int_equal(gt[i].held, 5);
+	done(rec);
+
+	/* the flag placed after the capture started: the program made again with it, once */
+	o = opts_for(RECORD_CAPTURE);
+	im = image(0, "3.11.2");
+	im->gil = true;
+	im->gil_holder = 0x701;
+	thread(im, 701, "main;late")->tstate = 0x701;
+	it = samples(701, 1);
+	it->captured = "main;late";
+	it->gc = 2;                             /* not read: the program has no flag */
+	it->gc_placed = true;
+	item(FAKE_SLICE, 0);
+	it = samples(701, 1);
+	it->captured = "main;late";
+	it->gc = 2;
+	item(FAKE_SLICE, 0);
+	samples(701, 1)->captured = "main;late";
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(fake.capture_starts, 2);
+	assert_int_equal(fake.capture_gc_at[0], 0);
+	assert_int_equal(fake.capture_gil_at[1], FAKE_GIL_AT);
+	assert_int_equal(fake.capture_gc_at[1], FAKE_GC_AT);
+	assert_int_equal(weight(rec, "main;late;[gc]", 0), 1);
+	assert_int_equal(weight(rec, "main;late", 0), 2);
+	done(rec);
+
+	/* stops: read in the stop, exact however old the sample; the GIL held (not or'ed) */
+	o = opts_for(RECORD_STOPS);
+	im = image(0, "3.8.18");
+	im->gil = true;
+	im->gc = true;
+	im->gil_holder = 0x701;
+	thread(im, 701, "main;stopped")->tstate = 0x701;
+	for (int i = 0; i < 3; i++) {
+		it = item(FAKE_SAMPLE, 701);
+		it->stopped = true;
+		it->age_ns = 2 * RECORD_STALE_READ_NS;
+		it->gc_now = i < 2 ? 2 : 1;
+	}
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "main;stopped;[gc]", 0), 2);
+	assert_int_equal(weight(rec, "main;stopped", 0), 1);
+	gt = recorder_gil_threads(rec, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(gt[0].held, 3);
+	done(rec);
+
+	/* no GIL known: the flag alone says; --kernel: the kernel's frames stay at the leaf end;
+	 * no flag placed: no [gc] */
+	o = opts_for(RECORD_NONBLOCKING);
+	o.kernel = true;
+	im = image(0, "3.13.0");
+	im->gc = true;
+	im->gc_collecting = true;
+	thread(im, 701, "main;nogil");
+	samples(701, 2);
+	it = samples(701, 1);
+	it->ip = FAKE_IP_K_READ;
+	it->kernel[0] = FAKE_IP_K_READ;
+	it->kernel[1] = FAKE_IP_K_SYSCALL;
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "main;nogil;[gc]", 0), 2);
+	assert_int_equal(weight(rec, "main;nogil;[gc];entry_SYSCALL_64_[k];ksys_read_[k]", 0), 1);
+	done(rec);
+	o = opts_for(RECORD_NONBLOCKING);
+	im = image(0, "3.12.1");
+	im->gc_collecting = true;
+	thread(im, 701, "main;unplaced");
+	samples(701, 2);
+	rec = attach(&o, NULL);
+	run(rec);
+	assert_int_equal(weight(rec, "main;unplaced", 0), 2);
+	done(rec);
+}
+
 /* A thread started later: the program finds its state itself (the search spec given with the
  * capture) and captures it from its first sample. */
 static void test_capture_search(void **state)
@@ -842,6 +983,7 @@ int main(void)
 		cmocka_unit_test_setup(test_capture_paths, reset),
 		cmocka_unit_test_setup(test_capture_search, reset),
 		cmocka_unit_test_setup(test_gil, reset),
+		cmocka_unit_test_setup(test_gc, reset),
 		cmocka_unit_test_setup(test_capture_refused, reset),
 		cmocka_unit_test_setup(test_start_fallback, reset),
 		cmocka_unit_test_setup(test_stops, reset),

@@ -6,8 +6,9 @@
  * before the thread has a root, or the root the program found itself in a list of states by the
  * thread's id (directly, or through a pointer as in glibc's struct pthread). With a GIL to
  * read, each capture says whether the thread held it: a fake GIL state held by the thread's
- * root, by another, free, or unreadable. Needs CAP_BPF + CAP_PERFMON (root): skipped, saying
- * so, without them.
+ * root, by another, free, or unreadable; with the GC's flag to read, whether it was collecting:
+ * set, clear, unreadable, or no flag (neither 0 nor 1). Needs CAP_BPF + CAP_PERFMON (root):
+ * skipped, saying so, without them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -63,6 +64,9 @@ static volatile struct { uint64_t interval; volatile void *holder; uint32_t lock
 
 /* What the child's GIL says (run_child's gil) */
 enum { GIL_NONE, GIL_HELD, GIL_OTHER, GIL_FREE, GIL_UNREADABLE, GIL_TORN };
+/* The GC's collecting flag as CPython's (an int), and what it says (run_child's gc) */
+static volatile uint32_t gc_flag;
+enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
 
 /* extra 0: payload w[1..2]; extra 1: the tag, through w[1] masked (body 48: extra 0's data) */
 static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8, 2, {
@@ -173,6 +177,11 @@ static void test_capture_specs(void **state)
 		sp.gil_at = with_gil[i].gil_at;
 		search_spec(&sp, false);
 		assert_int_equal(capture_load(&c, &sp), 0);
+		/* and the GC's flag */
+		sp.gc_at = with_gil[i].gil_at + 200;
+		assert_int_equal(capture_load(&c, &sp), 0);
+		c.percpu = false;
+		assert_int_equal(capture_load(&c, &sp), 0);
 		capture_close(&c);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -197,7 +206,7 @@ static void test_capture_specs(void **state)
 
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
  * bad_at < len, and spins. */
-static void child(size_t len, size_t bad_at, int search, int gil_mode)
+static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mode)
 {
 	for (size_t i = 0; i < len; i++) {
 		nodes[i].marker = 0xc0de0000u + i;
@@ -223,6 +232,7 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode)
 	interp = &interp_state;
 	gil.holder = gil_mode == GIL_OTHER ? (volatile void *) &decoy : &root;
 	gil.locked = gil_mode == GIL_FREE ? 0 : gil_mode == GIL_TORN ? 7 : 1;
+	gc_flag = gc_mode == GC_COLLECTING ? 1 : gc_mode == GC_TORN ? 7 : 0;
 	for (volatile uint64_t x = 0;; x++)
 		;
 }
@@ -230,6 +240,7 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode)
 struct seen {
 	size_t samples, captured, by_status[4];
 	size_t gil_known, gil_held;     /* captures that knew the GIL, that held it */
+	size_t gc_known, gc_collecting; /* captures that knew the GC's flag, that it was set */
 	size_t n_min, n_max;
 	bool bytes_ok, fields_ok;       /* every capture's bytes, and its other fields */
 	bool extras_ok;                 /* every node's extras */
@@ -291,6 +302,9 @@ static void on_sample(void *ctx, const struct sample *smp)
 	v->gil_known += c->gil_known;
 	v->gil_held += c->gil_held;
 	v->fields_ok &= c->gil_known || !c->gil_held;
+	v->gc_known += c->gc_known;
+	v->gc_collecting += c->gc_collecting;
+	v->fields_ok &= c->gc_known || !c->gc_collecting;
 	if (c->status == SAMPLE_CAPTURE_NO_ROOT) {
 		v->fields_ok &= c->n == 0;
 		v->late_no_root += v->by_status[SAMPLE_CAPTURE_OK] > 0;
@@ -349,7 +363,7 @@ static int run_until(struct seen *v, volatile sig_atomic_t *stop, const size_t *
 /* Samples a child holding a chain of len nodes for 300 ms; the capture starts with the sampler
  * (opts.capture_spec), or with sampler_capture_start() once it runs (late_start). */
 static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start, int search,
-		      int gil_mode, struct seen *v)
+		      int gil_mode, int gc_mode, struct seen *v)
 {
 	struct sampler_capture_spec sp = spec;
 
@@ -376,10 +390,12 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 		sp.gil_locked_off = GIL_LOCKED_OFF;
 		sp.gil_holder_off = GIL_HOLDER_OFF;
 	}
+	if (gc_mode != GC_NONE)
+		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		child(len, bad_at, search, gil_mode);
+		child(len, bad_at, search, gil_mode, gc_mode);
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
@@ -435,61 +451,81 @@ static void test_capture_live(void **state)
 		return;
 	}
 	/* a whole chain */
-	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, &v);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 	assert_int_equal(v.n_max, 5);
 	/* longer than the program copies */
-	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, &v);
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
 	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
 	/* node 3 links to an unmapped address: nodes 0-3 copied, then a fault */
-	run_child(10, 3, false, false, 0, GIL_NONE, &v);
+	run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
 	assert_int_equal(v.n_min, 4);
 	assert_int_equal(v.n_max, 4);
 	/* no root for the first samples: nothing copied, then the chain */
-	run_child(5, SIZE_MAX, true, false, 0, GIL_NONE, &v);
+	run_child(5, SIZE_MAX, true, false, 0, GIL_NONE, GC_NONE, &v);
 	assert_true(v.by_status[SAMPLE_CAPTURE_NO_ROOT] >= 50);
 	assert_true(v.by_status[SAMPLE_CAPTURE_OK] >= 50);
 	assert_int_equal(v.late_no_root, 0);
 	assert_int_equal(v.n_min, 5);
 	/* the program put on the running sampler's events */
-	run_child(5, SIZE_MAX, false, true, 0, GIL_NONE, &v);
+	run_child(5, SIZE_MAX, false, true, 0, GIL_NONE, GC_NONE, &v);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 	assert_int_equal(v.n_min, 5);
 	/* no root from hwspy ever: the program finds it at the first sample, by the thread's id
 	 * in its state, and through a "struct pthread" */
 	for (int search = 1; search <= 2; search++) {
-		run_child(5, SIZE_MAX, false, false, search, GIL_NONE, &v);
+		run_child(5, SIZE_MAX, false, false, search, GIL_NONE, GC_NONE, &v);
 		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 		assert_int_equal(v.n_min, 5);
 	}
 	assert_int_equal(v.gil_known, 0);
 	/* the GIL: held by the thread's root, by another, free, unreadable, not a GIL state */
-	run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, &v);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, GC_NONE, &v);
 	assert_int_equal(v.gil_known, v.captured);
 	assert_int_equal(v.gil_held, v.captured);
 	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-	run_child(5, SIZE_MAX, false, false, 0, GIL_OTHER, &v);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_OTHER, GC_NONE, &v);
 	assert_int_equal(v.gil_known, v.captured);
 	assert_int_equal(v.gil_held, 0);
-	run_child(5, SIZE_MAX, false, false, 0, GIL_FREE, &v);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_FREE, GC_NONE, &v);
 	assert_int_equal(v.gil_known, v.captured);
 	assert_int_equal(v.gil_held, 0);
 	for (int mode = GIL_UNREADABLE; mode <= GIL_TORN; mode++) {
-		run_child(5, SIZE_MAX, false, false, 0, mode, &v);
+		run_child(5, SIZE_MAX, false, false, 0, mode, GC_NONE, &v);
 		assert_int_equal(v.gil_known, 0);
 		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
 		assert_int_equal(v.n_min, 5);
 	}
 	/* before the thread has a root: free is known, held is not */
-	run_child(5, SIZE_MAX, true, false, 0, GIL_HELD, &v);
+	run_child(5, SIZE_MAX, true, false, 0, GIL_HELD, GC_NONE, &v);
 	assert_true(v.gil_held >= 50);
 	assert_int_equal(v.gil_known, v.by_status[SAMPLE_CAPTURE_OK]);
-	run_child(5, SIZE_MAX, true, false, 0, GIL_FREE, &v);
+	run_child(5, SIZE_MAX, true, false, 0, GIL_FREE, GC_NONE, &v);
 	assert_int_equal(v.gil_known, v.captured);
 	assert_int_equal(v.gil_held, 0);
+	assert_int_equal(v.gc_known, 0);
+	/* the GC's flag: set, clear (with the GIL read too), unreadable, not a flag; known even
+	 * before the thread has a root */
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_COLLECTING, &v);
+	assert_int_equal(v.gc_known, v.captured);
+	assert_int_equal(v.gc_collecting, v.captured);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+	run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, GC_IDLE, &v);
+	assert_int_equal(v.gc_known, v.captured);
+	assert_int_equal(v.gc_collecting, 0);
+	assert_int_equal(v.gil_held, v.captured);
+	for (int mode = GC_UNREADABLE; mode <= GC_TORN; mode++) {
+		run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, mode, &v);
+		assert_int_equal(v.gc_known, 0);
+		assert_int_equal(v.gil_held, v.captured);
+		assert_int_equal(v.n_min, 5);
+	}
+	run_child(5, SIZE_MAX, true, false, 0, GIL_NONE, GC_COLLECTING, &v);
+	assert_int_equal(v.gc_known, v.captured);
+	assert_int_equal(v.gc_collecting, v.captured);
 }
 
 int main(void)
