@@ -173,7 +173,8 @@ static void ins_forget(struct offcpu_thread *t, uint64_t horizon)
 
 	while (k < t->n_ins && t->ins[k] <= before)
 		k++;
-	memmove(t->ins, t->ins + k, (t->n_ins - k) * sizeof(*t->ins));
+	if (k)          /* none yet: t->ins may be NULL */
+		memmove(t->ins, t->ins + k, (t->n_ins - k) * sizeof(*t->ins));
 	t->n_ins -= k;
 }
 
