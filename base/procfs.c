@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,69 @@ int procfs_mem_dir(pid_t pid, char *buf, size_t size)
 	else
 		n = snprintf(buf, size, "/proc/%d/task/%d", (int) pid, (int) tid);
 	return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+#define CHILDREN_MAX 4096       /* bytes of one thread's children list read */
+
+/* Appends the children listed in path to ret[*n .. max), those not there yet, hwspy itself
+ * never (a target that started it: its samples would be of our own reads). */
+static void add_children(const char *path, pid_t root, pid_t *ret, size_t *n, size_t max)
+{
+	char buf[CHILDREN_MAX];
+	pid_t self = getpid();
+	size_t len;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	/* a list longer than that: its last number may be cut (another process's) */
+	if (len == sizeof(buf) - 1) {
+		char *cut = strrchr(buf, ' ');
+
+		*(cut ? cut : buf) = '\0';
+	}
+	for (char *p = buf, *end; *n < max; p = end) {
+		pid_t live;
+		long child = strtol(p, &end, 10);
+		bool seen = child == root || child == self;
+
+		if (end == p || child <= 0 || child > INT32_MAX)
+			break;
+		for (size_t k = 0; k < *n && !seen; k++)
+			seen = ret[k] == (pid_t) child;
+		if (!seen && procfs_live_tid((pid_t) child, &live) == 0)     /* not a zombie: no events for it */
+			ret[(*n)++] = (pid_t) child;
+	}
+}
+
+size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max)
+{
+	size_t n = 0;
+
+	/* i == n: pid itself, first; then each descendant found, in turn */
+	for (size_t i = 0; i <= n && i <= max; i++) {
+		pid_t p = i == 0 ? pid : ret[i - 1];
+		char path[64];
+		struct dirent *e;
+		DIR *dir;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int) p);
+		dir = opendir(path);
+		if (!dir)
+			continue;
+		while ((e = readdir(dir)) && n < max) {
+			if (e->d_name[0] < '1' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int) p,
+				 e->d_name);
+			add_children(path, pid, ret, &n, max);
+		}
+		closedir(dir);
+	}
+	return n;
 }
 
 static int cmp_pid(const void *a, const void *b)

@@ -77,6 +77,11 @@ int procfs_live_tid(pid_t pid, pid_t *ret_tid);
  * 0, -ESRCH, -ENAMETOOLONG, open()'s errno. */
 int procfs_mem_dir(pid_t pid, char *buf, size_t size);
 
+/* The live processes pid started and theirs (each thread's /proc/PID/task/TID/children,
+ * breadth first: children before grandchildren), not pid itself, not zombies, never the caller
+ * (a target that started it), at most max, into ret: how many. */
+size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max);
+
 /* Every thread of pid, as its own namespace knows it, at most max, sorted ascending, into
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n);

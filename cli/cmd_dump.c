@@ -39,7 +39,6 @@
 #define ROUNDS       3          /* reads of waiting threads, then stops of running ones */
 #define COMMAND_MAX  1024
 #define MAX_PROCESSES 256       /* --subprocesses: processes dumped, the target's tree */
-#define CHILDREN_MAX 4096       /* bytes of one thread's /proc children list read */
 
 struct dump_opts {
 	pid_t pid;
@@ -738,54 +737,6 @@ static int dump_target(struct dump *d, struct remote_mem *mem, bool *mem_open)
 	return 0;
 }
 
-/* --subprocesses: pid, then its descendants, breadth first (each thread's
- * /proc/PID/task/TID/children), at most max: how many. */
-static size_t list_tree(pid_t pid, pid_t *ret, size_t max)
-{
-	size_t n = 1;
-
-	ret[0] = pid;
-	for (size_t i = 0; i < n; i++) {
-		char path[64], buf[CHILDREN_MAX];
-		struct dirent *e;
-		DIR *dir;
-
-		snprintf(path, sizeof(path), "/proc/%d/task", (int) ret[i]);
-		dir = opendir(path);
-		if (!dir)
-			continue;
-		while ((e = readdir(dir)) && n < max) {
-			char *p, *end;
-			size_t len;
-			FILE *f;
-
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int) ret[i],
-				 e->d_name);
-			f = fopen(path, "re");
-			if (!f)
-				continue;
-			len = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[len] = '\0';
-			for (p = buf; n < max; p = end) {
-				long child = strtol(p, &end, 10);
-				bool seen = false;
-
-				if (end == p || child <= 0)
-					break;
-				for (size_t k = 0; k < n; k++)
-					seen |= ret[k] == (pid_t) child;
-				if (!seen)
-					ret[n++] = (pid_t) child;
-			}
-		}
-		closedir(dir);
-	}
-	return n;
-}
-
 /* One process into f: 0, or 1 when it could not be read (said, unless it is a child: then
  * written as such). */
 static int dump_one(const struct dump_opts *o, pid_t pid, bool child, FILE *f, bool first)
@@ -835,7 +786,7 @@ int cmd_dump(int argc, char **argv)
 	if (cli_output_open(&out, o.output) < 0)
 		return 1;
 	if (o.subprocesses) {
-		n = list_tree(o.pid, tree, MAX_PROCESSES);
+		n = 1 + procfs_descendants(o.pid, tree + 1, MAX_PROCESSES - 1);
 		if (o.json)
 			fputs("{\"processes\":[", out.f);
 	}

@@ -197,6 +197,8 @@ void record_finish_wait(struct recorder *rec, const struct sample *s, int r, siz
  * it is laid out as the target's, else its memory); the capture root of a child's
  * thread tid (false: none known); a child's exec or exit; free. */
 uint32_t record_proc_frame(struct recorder *rec, pid_t pid);
+/* A child's interpreter (looked for as its samples do), NULL: none (yet). */
+struct pyframes *record_proc_python(struct recorder *rec, pid_t pid);
 int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
 		     struct pyframes_cut *ret_cut);
 bool record_proc_root(struct recorder *rec, pid_t tid, uint64_t *ret_root);

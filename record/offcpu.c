@@ -15,7 +15,7 @@
  * thread still waiting weighs until the end.
  *
  * Waits under way when hwspy attaches (record_offcpu_initial(), at the run's start, the events
- * open): each thread blocked then whose switch count does not move while its stack is read is
+ * open; with --subprocesses in every process of the target's tree): each thread blocked then whose switch count does not move while its stack is read is
  * a sample at the recording's start, with that stack and the reason /proc gives, weighing
  * until the thread's first switch-in as any other. Unless a switch-out of that thread was
  * sampled before the read ended: it blocked once the events were open, and that sample covers
@@ -35,7 +35,8 @@
 #define OFFCPU_MAX_WAITING 65536        /* samples waiting per thread, at most */
 #define OFFCPU_MAX_THREADS 65536
 #define OFFCPU_PREEMPT_WINDOW_NS 1000000 /* a switch-out record within this of its sample */
-#define OFFCPU_INITIAL_MAX 65536        /* threads looked at for waits under way at attach */
+#define OFFCPU_INITIAL_MAX 65536        /* threads of a process looked at for waits under way */
+#define OFFCPU_TREE_MAX 256             /* --subprocesses: processes of the tree looked at */
 #define SP_REG 7                        /* SYMBOLIZER_X86_64_REGS order: SP, then IP */
 #define IP_REG 8
 #define N_REGS 20
@@ -429,40 +430,40 @@ static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t
 	return (size_t) got;
 }
 
-void record_offcpu_initial(struct recorder *rec)
+/* The waits under way in process pid (the target, or a child with --subprocesses) whose
+ * interpreter is pf; stack: --native's buffer (or NULL). */
+static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, void *stack)
 {
 	char path[64];
-	void *stack = NULL;
 	struct dirent *e;
 	size_t seen = 0;
 	DIR *dir;
 
-	if (!rec->offcpu || !rec->opts.pid || !(rec->opts.off_cpu || rec->opts.wall) || !rec->pf)
-		return;
-	snprintf(path, sizeof(path), "/proc/%d/task", (int) rec->pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
 	dir = opendir(path);
 	if (!dir)
 		return;
-	if (rec->opts.native)
-		stack = malloc(rec->opts.stack_size);
+	rec->in_child = pid != rec->pid;
 	while ((e = readdir(dir)) && seen++ < OFFCPU_INITIAL_MAX) {
-		struct sample s = { .pid = rec->pid, .time_ns = rec->run_start_ns, .off_cpu = true };
+		struct sample s = { .pid = pid, .time_ns = rec->run_start_ns, .off_cpu = true };
 		struct pyframes_cut cut = { 0 };
 		struct procfs_syscall sc;
 		uint64_t regs[N_REGS], before, after;
 		char state, words[192], reason[224], *end;
 		long tid = strtol(e->d_name, &end, 10);
 		size_t n = 0;
-		int r;
+		int r = -ENOENT;
 
 		if (end == e->d_name || *end || tid <= 0)
 			continue;
 		s.tid = (pid_t) tid;
-		if (procfs_task_sched(rec->pid, s.tid, &state, &before) < 0 ||
-		    !procfs_task_still(state) || procfs_task_syscall(rec->pid, s.tid, &sc) < 0)
+		if (procfs_task_sched(pid, s.tid, &state, &before) < 0 ||
+		    !procfs_task_still(state) || procfs_task_syscall(pid, s.tid, &sc) < 0)
 			continue;
-		r = pyframes_thread_stack(rec->pf, s.tid, rec->pyf, MAX_PY_FRAMES, &n, &cut);
-		s.stack_size = blocked_stack(rec->pid, &sc, regs, stack, rec->opts.stack_size);
+		if (pf)
+			r = pyframes_thread_stack(pf, s.tid, rec->pyf, MAX_PY_FRAMES, &n, &cut);
+		s.stack_size = rec->in_child ? 0 :
+			       blocked_stack(pid, &sc, regs, stack, rec->opts.stack_size);
 		if (s.stack_size) {
 			s.stack = stack;
 			s.regs = regs;
@@ -471,15 +472,34 @@ void record_offcpu_initial(struct recorder *rec)
 			s.user = true;
 		}
 		/* blocked all along the read: this is the stack of the wait it is in */
-		if (procfs_task_sched(rec->pid, s.tid, &state, &after) < 0 ||
+		if (procfs_task_sched(pid, s.tid, &state, &after) < 0 ||
 		    !procfs_task_still(state) || after != before)
 			continue;
-		wait_words_proc(rec->pid, state, &sc, record_gil_addr(rec, rec->pid),
-				rec->fd_cache, words, sizeof(words));
+		wait_words_proc(pid, state, &sc, record_gil_addr(rec, pid), rec->fd_cache, words,
+				sizeof(words));
 		snprintf(reason, sizeof(reason), "[wait: %s]", words);
 		record_finish_wait(rec, &s, r, n, &cut, reason, clock_now_ns());
 		rec->stats.off_cpu_initial++;
 	}
+	rec->in_child = false;
 	closedir(dir);
+}
+
+void record_offcpu_initial(struct recorder *rec)
+{
+	pid_t tree[OFFCPU_TREE_MAX];
+	void *stack = NULL;
+	size_t n = 0;
+
+	if (!rec->offcpu || !rec->opts.pid || !(rec->opts.off_cpu || rec->opts.wall) || !rec->pf)
+		return;
+	if (rec->opts.native)
+		stack = malloc(rec->opts.stack_size);
+	initial_waits(rec, rec->pid, rec->pf, stack);
+	/* --subprocesses: the processes it started before the attach, and theirs */
+	if (rec->opts.subprocesses)
+		n = procfs_descendants(rec->pid, tree, OFFCPU_TREE_MAX);
+	for (size_t i = 0; i < n; i++)
+		initial_waits(rec, tree[i], record_proc_python(rec, tree[i]), stack);
 	free(stack);
 }

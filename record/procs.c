@@ -206,6 +206,16 @@ static void proc_detect(struct record_proc *p)
 	p->layout_gen = 0;
 }
 
+struct pyframes *record_proc_python(struct recorder *rec, pid_t pid)
+{
+	struct record_proc *p = proc_of(rec, pid);
+
+	if (!p)
+		return NULL;
+	proc_detect(p);
+	return p->pf;
+}
+
 int record_proc_walk(struct recorder *rec, const struct sample *s, size_t *ret_n,
 		     struct pyframes_cut *ret_cut)
 {

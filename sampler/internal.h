@@ -329,9 +329,6 @@ struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 
 /* tree.c (opts.subprocesses, attach): the processes the target started before the attach */
 #define TREE_MAX_PROCS 256
-/* The live descendants of pid (children, theirs: each thread's /proc/PID/task/TID/children),
- * breadth first, at most max, into ret: how many. */
-size_t tree_list(pid_t pid, pid_t *ret, size_t max);
 /* Opens the events of every thread of procs[0..n) (listed before the target's events opened):
  * a thread that cannot have them is counted as left out, the others are sampled on. The next
  * TREE_SCANS periodic scans look at the tree's threads too. */

@@ -429,7 +429,7 @@ static int start_job(struct sampler *s, void *arg)
 		return -EBUSY;
 	/* the processes it started before now: listed before any event opens (tree.c) */
 	if (s->opts.subprocesses && s->percpu)
-		n_tree = tree_list(s->pid, tree, TREE_MAX_PROCS);
+		n_tree = procfs_descendants(s->pid, tree, TREE_MAX_PROCS);
 	r = scan_threads(s, true);
 	if (r > 0)
 		tree_attach(s, tree, n_tree);

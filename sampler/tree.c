@@ -21,70 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/procfs.h"
 #include "sampler/internal.h"
 
-#define CHILDREN_MAX 4096       /* bytes of one thread's children list read */
 #define TREE_TASKS_MAX 4096     /* threads of one process opened at the attach */
 
-/* Appends the children listed in path to ret[*n .. max), those not there yet, hwspy itself
- * never (a target that started it: its samples would be of our own reads). */
-static void add_children(const char *path, pid_t root, pid_t *ret, size_t *n, size_t max)
-{
-	char buf[CHILDREN_MAX];
-	pid_t self = getpid();
-	size_t len;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	/* a list longer than that: its last number may be cut (another process's) */
-	if (len == sizeof(buf) - 1) {
-		char *cut = strrchr(buf, ' ');
-
-		*(cut ? cut : buf) = '\0';
-	}
-	for (char *p = buf, *end; *n < max; p = end) {
-		long child = strtol(p, &end, 10);
-		bool seen = child == root || child == self;
-
-		if (end == p || child <= 0 || child > INT32_MAX)
-			break;
-		for (size_t k = 0; k < *n && !seen; k++)
-			seen = ret[k] == (pid_t) child;
-		if (!seen && proc_alive((pid_t) child))     /* not a zombie: no events for it */
-			ret[(*n)++] = (pid_t) child;
-	}
-}
-
-size_t tree_list(pid_t pid, pid_t *ret, size_t max)
-{
-	size_t n = 0;
-
-	/* i == n: pid itself, first; then each descendant found, in turn */
-	for (size_t i = 0; i <= n && i <= max; i++) {
-		pid_t p = i == 0 ? pid : ret[i - 1];
-		char path[64];
-		struct dirent *e;
-		DIR *dir;
-
-		snprintf(path, sizeof(path), "/proc/%d/task", (int) p);
-		dir = opendir(path);
-		if (!dir)
-			continue;
-		while ((e = readdir(dir)) && n < max) {
-			if (e->d_name[0] < '1' || e->d_name[0] > '9')
-				continue;
-			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int) p,
-				 e->d_name);
-			add_children(path, pid, ret, &n, max);
-		}
-		closedir(dir);
-	}
-	return n;
-}
 
 void tree_attach(struct sampler *s, const pid_t *procs, size_t n)
 {
@@ -117,7 +58,7 @@ size_t tree_tasks(struct sampler *s, pid_t *tids, size_t n, size_t max)
 	if (!s->tree_scans)
 		return n;
 	s->tree_scans--;
-	n_procs = tree_list(s->pid, procs, TREE_MAX_PROCS);
+	n_procs = procfs_descendants(s->pid, procs, TREE_MAX_PROCS);
 
 	for (size_t i = 0; i < n_procs && n < max; i++) {
 		int k = target_list_tasks(procs[i], tids + n, max - n);

@@ -25,6 +25,9 @@
               wait under its function with the reason `hwspy dump` gives the same thread;
               --off-cpu the same for the waiting part (not with --wall-only). The summary
               counts them as waiting at the start.
+--case tree   blocked.py tree: the same, with two forked children sleeping in child_nap from
+              before the attach: --wall --subprocesses -p for 2 s: each child's time is the
+              recording's length within 2%, under child_nap and [wait: sleep].
 --case launch blocked.py launch: a script that sleeps 2 s in nap_once from its first line,
               before hwspy's capture is ready: in --wall, >= 95% of the weight of
               [wait: sleep] leaves, and of 2 s, is under nap_once (not [unknown]); the rest
@@ -267,6 +270,31 @@ def case_attach(opts):
     proc.quit()
 
 
+def case_tree(opts):
+    target = os.path.join(opts.targets, 'blocked.py')
+    proc = harness.Process(opts.py.argv + [target, 'tree'])
+    proc.expect_ready()
+    kids = [int(k) for k in proc.readline().split()]
+    time.sleep(0.3)
+    run = harness.record(opts, ['--wall', '--subprocesses', '-p', str(proc.pid), '-d', '2'])
+    profile = run.expect_profile()
+    m = re.search(r' for (\d+\.\d+) s: ', run.stderr)
+    check(m, 'the summary does not say how long it sampled')
+    length = float(m.group(1)) * 1e9
+    for kid in kids:
+        mine = [(frames, c) for frames, c in profile.stacks
+                if frames[0].startswith('[process %d ' % kid) or frames[0] == '[process %d]' % kid]
+        total = sum(c for _, c in mine)
+        napping = sum(c for frames, c in mine if frames[-1] == '[wait: sleep]' and
+                      'child_nap' in [f[0] for f in py_frames(frames)])
+        log('child %d: %.1f ms of %.1f ms, %.1f ms in child_nap' % (kid, total / 1e6,
+                                                                   length / 1e6, napping / 1e6))
+        check(abs(total - length) <= 0.02 * length and napping >= 0.98 * total,
+              'child %d weighs %.1f ms (%.1f ms asleep in child_nap), not the recording\'s '
+              '%.1f ms' % (kid, total / 1e6, napping / 1e6, length / 1e6))
+    proc.quit()
+
+
 def case_launch(opts):
     target = os.path.join(opts.targets, 'blocked.py')
     run = harness.record(opts, ['--wall', '--', *opts.py.argv, target, 'launch'])
@@ -282,12 +310,13 @@ def case_launch(opts):
 
 def test(opts):
     {'waits': case_waits, 'wall': case_wall, 'kinds': case_kinds, 'diff': case_diff,
-     'gil': case_gil, 'attach': case_attach, 'launch': case_launch}[opts.case](opts)
+     'gil': case_gil, 'attach': case_attach, 'launch': case_launch,
+     'tree': case_tree}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
     p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'diff', 'gil', 'attach',
-                                      'launch'], required=True)
+                                      'launch', 'tree'], required=True)
     p.add_argument('--wall-only', action='store_true', help='--case attach: not --off-cpu')
     harness.main(test, p)

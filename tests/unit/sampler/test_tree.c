@@ -1,5 +1,5 @@
 /*
- * tree.c: opts.subprocesses on attach. tree_list() gives a process's live descendants, breadth
+ * tree.c: opts.subprocesses on attach. procfs_descendants() gives a process's live descendants, breadth
  * first, zombies and hwspy itself left out, at most max; a sampler attached to a parent
  * blocked in pause() has the children it started before the attach, a grandchild among them,
  * from its start (their threads in its table when sampler_new() returns), samples them, and
@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "base/procfs.h"
 #include "sampler/internal.h"
 
 struct ready {
@@ -127,9 +128,9 @@ static void test_tree_list(void **state)
 
 	(void) state;
 	make_tree(false, pids);
-	n = tree_list(pids['A'], ret, 16);
-	n_self = tree_list(getpid(), self_tree, 16);
-	n_one = tree_list(pids['A'], ret + 8, 1);
+	n = procfs_descendants(pids['A'], ret, 16);
+	n_self = procfs_descendants(getpid(), self_tree, 16);
+	n_one = procfs_descendants(pids['A'], ret + 8, 1);
 	end_tree(pids);
 	assert_true(pids['B'] > 0 && pids['C'] > 0 && pids['E'] > 0);
 	/* A's children, then theirs; the zombie C never */
