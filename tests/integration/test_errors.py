@@ -26,7 +26,8 @@ And: profiler-killed (hwspy gets SIGKILL in the middle of an exact-mode run at 9
   main thread called pthread_exit while a thread runs on: record -p and dump -p, with and
   without --nonblocking, read that thread's stack); lost-switches (--off-cpu and --wall lose
   records to a ping-pong pinned to hwspy's CPU: the advice fits the mode, never '-c' under
-  --off-cpu).
+  --off-cpu); and no thread's time passes the recording's (a wait whose switch-in was lost
+  ends where the thread was next seen to run).
 """
 import json
 import os
@@ -422,10 +423,20 @@ def lost_switches(opts):
     py = harness.any_python(opts)
     cmd = py.argv + [os.path.join(opts.targets, 'pingpong.py'), '10']
     for mode in ('--off-cpu', '--wall'):
-        run = harness.record(opts, [mode, '-d', '1.5', '--'] + cmd, name=mode[2:],
-                             prefix=['taskset', '-c', '0'], timeout=60)
+        run = harness.record(opts, [mode, '--threads', '-d', '1.5', '--'] + cmd,
+                             name=mode[2:], prefix=['taskset', '-c', '0'], timeout=60)
         check(run.rc in (0, 130), 'hwspy exited %s, expected 130 (its -d ends the command)'
               % run.rc)
+        # a wait whose switch-in was lost ends where its thread was next seen to run: no
+        # thread's time passes the recording's
+        length = float(re.search(r' for (\d+\.\d+) s: ', run.stderr).group(1)) * 1e9
+        per = {}
+        for frames, c in harness.Profile.read(run.out_path).stacks:
+            per[frames[0]] = per.get(frames[0], 0) + c
+        log('%s: %s of %.0f ms' % (mode, {k: round(v / 1e6) for k, v in per.items()},
+                                   length / 1e6))
+        check(all(v <= 1.02 * length for v in per.values()), '%s: a thread weighs more than '
+              'the recording\'s %.0f ms: %s' % (mode, length / 1e6, per))
         m = LOST.search(run.stderr)
         if not m:
             raise Skip('%s lost nothing here: no advice to check' % mode)
