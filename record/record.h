@@ -54,6 +54,10 @@
  * reads are late by a tick (at most 5 ms), a launched command's first ones by up to a second on
  * a busy machine. */
 #define RECORD_STALE_READ_NS 50000000ULL
+/* ... without --native, where the sample's leaf is a function outside the interpreter (libz's
+ * deflate), the late stack is paired with it only this soon: a nonblocking read's tick (5 ms
+ * at most); later, the thread may have left that call for another (a launch's first reads) */
+#define RECORD_STALE_LEAF_NS 5000000ULL
 /* --off-cpu with the capture: a switch-out read later than this without one is [unknown] (the
  * thread may have run on since; a wait is often shorter than RECORD_STALE_READ_NS) */
 #define RECORD_OFF_CPU_STALE_NS 1000000ULL

@@ -357,8 +357,8 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		 * the sample's own, never paired with it (without --native: the function the
 		 * sample was in, outside the interpreter; with none, the late stack stands for
 		 * the sample as any read after it does) */
-		if (mi.n_py && late_ns > RECORD_STALE_READ_NS && (o->native || mi.n_native) &&
-		    !tentative) {
+		if (mi.n_py && (o->native || mi.n_native) && !tentative &&
+		    late_ns > (o->native ? RECORD_STALE_READ_NS : RECORD_STALE_LEAF_NS)) {
 			rec->stats.late_unfit++;
 			mi.n_py = 0;
 			mi.py_unknown = true;

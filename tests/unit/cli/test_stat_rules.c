@@ -287,7 +287,6 @@ static void test_user_only_report(void **state)
 	assert_non_null(out);
 	stat_report_text(&t, &f, out);
 	assert_int_equal(fclose(out), 0);
-	print_message("%s", text);
 	assert_non_null(strstr(text, "<not counted>      context-switches"));
 	assert_non_null(strstr(text, "they need 'instructions', 'LLC-load-misses', which need a "
 				    "hardware PMU"));

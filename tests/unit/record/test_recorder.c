@@ -870,10 +870,10 @@ static void test_leaf_and_kernel(void **state)
 	done(rec);
 }
 
-/* Without --native, a Python stack read over RECORD_STALE_READ_NS after its sample (a launched
- * command's first samples) is a later one: never paired with the sample's own leaf function,
- * which stays, under [python]. A sample in the interpreter keeps the stack read, as any read
- * after its sample does; so does one read late by less. */
+/* Without --native, a Python stack read over RECORD_STALE_LEAF_NS after its sample (a launched
+ * command's first samples) may be a later one: never paired with the sample's own leaf
+ * function, which stays, under [python]. A sample in the interpreter keeps the stack read, as
+ * any read after its sample does; so does one read late by less. */
 static void test_stale_leaf(void **state)
 {
 	struct record_opts o = opts_for(RECORD_NONBLOCKING);
@@ -883,11 +883,11 @@ static void test_stale_leaf(void **state)
 	(void) state;
 	thread(image(0, "3.10.13"), 1201, "main;Foo.run");
 	samples(1201, 1)->ip = FAKE_IP_DEFLATE;
-	fake.items[0].age_ns = 2 * RECORD_STALE_READ_NS;
+	fake.items[0].age_ns = 2 * RECORD_STALE_LEAF_NS;
 	samples(1201, 1)->ip = FAKE_IP_EVAL;
 	fake.items[1].age_ns = 2 * RECORD_STALE_READ_NS;
 	samples(1201, 1)->ip = FAKE_IP_DEFLATE;
-	fake.items[2].age_ns = RECORD_STALE_READ_NS / 2;
+	fake.items[2].age_ns = RECORD_STALE_LEAF_NS / 2;
 
 	rec = attach(&o, NULL);
 	run(rec);
