@@ -192,7 +192,8 @@ def idle_attach(opts):
     run = harness.record(opts, ['-e', 'cpu-clock', '-p', str(w.pid), '-d', '1'], timeout=30)
     errs = [l for l in run.stderr.splitlines() if 'no samples' in l]
     check(len(errs) == 1, 'not one "no samples" line')
-    check('pid %d did not run on a CPU' % w.pid in errs[0] and 'context-switches' in errs[0],
+    check('pid %d did not run on a CPU' % w.pid in errs[0] and '--wall' in errs[0] and
+          '--off-cpu' in errs[0],
           'the line does not say the target did not run and what to use: %s' % errs[0])
     check(run.rc == 1, 'hwspy exited %s, expected 1 (nothing written)' % run.rc)
     check(not os.path.exists(run.out_path), 'an empty output was written')
