@@ -197,6 +197,12 @@ static int stop_running(struct dump_stop *ds)
 		    (state != 'S' || procfs_task_syscall(ds->pid, tid, &sc) < 0 ||
 		     !wait_restarts(ds->pid, &sc)))
 			continue;
+		/* runnable inside such a call (woken, its timeout just over, waiting for a CPU):
+		 * an interrupt now would make it fail with EINTR, and made again it would wait its
+		 * whole timeout once more; it is looked at in the next round */
+		if (state == 'R' && procfs_task_syscall(ds->pid, tid, &sc) == 0 && sc.nr >= 0 &&
+		    !wait_restarts(ds->pid, &sc))
+			continue;
 		if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 			if (errno != ESRCH && !refused++)
 				ds->tracer = tracer_of(ds->pid, tid);

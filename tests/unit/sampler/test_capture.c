@@ -245,7 +245,9 @@ struct seen {
 	bool bytes_ok, fields_ok;       /* every capture's bytes, and its other fields */
 	bool extras_ok;                 /* every node's extras */
 	int set_root_ret;
-	size_t late_uncaptured;         /* samples without a capture after one with */
+	size_t late_uncaptured;         /* samples without a capture after one with (in time: the
+	                                 * rings are per CPU, each read in turn) */
+	uint64_t first_captured_ns;
 	size_t late_no_root;            /* captures without a root after one with */
 	uint64_t want_root;
 	bool late_root;                 /* the root is set after the first samples */
@@ -290,10 +292,11 @@ static void on_sample(void *ctx, const struct sample *smp)
 	/* no assertions here: a failure must not leave the child spinning */
 	v->samples++;
 	if (!c) {
-		v->late_uncaptured += v->captured > 0;
+		v->late_uncaptured += v->captured > 0 && smp->time_ns > v->first_captured_ns;
 		return;
 	}
-	v->captured++;
+	if (!v->captured++ || smp->time_ns < v->first_captured_ns)
+		v->first_captured_ns = smp->time_ns;
 	if (c->status < 0 || c->status >= 4) {
 		v->fields_ok = false;
 		return;
