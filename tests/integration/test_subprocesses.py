@@ -223,9 +223,11 @@ def case_attach_tree(opts):
               '%s' % ';'.join(frames))
     log('wall time by process (s): %s; recording %.3f s'
         % ({p: round(v / 1e9, 3) for p, v in by_pid.items()}, length / 1e9))
+    # within 1.3% on a quiet machine; 5.7% short for a spinning 3.8 child in a loaded full
+    # suite (its time as it was preempted at the start): 10%
     for p in spinners + [proc.pid]:
         got = by_pid.get(p, 0)
-        check(abs(got - length) <= 0.05 * length, 'process %d: %.3f s of wall time in a %.3f s '
+        check(abs(got - length) <= 0.10 * length, 'process %d: %.3f s of wall time in a %.3f s '
               'recording' % (p, got / 1e9, length / 1e9))
     for p in [proc.pid] + list(kids):
         harness.check_untouched(p, 'process %d' % p)
