@@ -27,7 +27,7 @@
               root, at least 20% of the profile each (about 50% each when it has a CPU), none
               under another root; the sleep child has no Python frame; every sample captured
               (BPF, as root); the summary says whether the target had samples (it said "the
-              target among them" of a target that had none). --wall: each child's time is the recording's length within 5%
+              target among them" of a target that had none). --wall: each child's time is the recording's length within 10%
               (at most 1.3% off in 27 runs on 2 vCPUs at load 5-11), the parent's too (its
               wait under way at the start).
 """
