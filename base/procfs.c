@@ -141,6 +141,20 @@ int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret)
 	return errno || end == v ? -EBADMSG : 0;
 }
 
+/* The state letter of a status file's text: 0, or -EBADMSG (no State line). */
+static int state_of(const char *text, char *ret)
+{
+	const char *v = status_value(text, "State");
+
+	if (!v)
+		return -EBADMSG;
+	v += strspn(v, " \t");
+	if (!*v || *v == '\n')
+		return -EBADMSG;
+	*ret = *v;
+	return 0;
+}
+
 int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
 {
 	static const char *const keys[] = { "voluntary_ctxt_switches",
@@ -153,13 +167,9 @@ int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switc
 	r = read_task_status(pid, tid, text);
 	if (r < 0)
 		return r;
-	v = status_value(text, "State");
-	if (!v)
-		return -EBADMSG;
-	v += strspn(v, " \t");
-	if (!*v || *v == '\n')
-		return -EBADMSG;
-	*ret_state = *v;
+	r = state_of(text, ret_state);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < 2; i++) {
 		char *end;
 
@@ -288,18 +298,15 @@ int procfs_age_ns(pid_t pid, uint64_t *ret)
 
 int procfs_task_live(pid_t pid, pid_t tid)
 {
-	char text[STATUS_MAX];
-	const char *v;
+	char text[STATUS_MAX], state;
 	int r;
 
 	r = read_task_status(pid, tid, text);
 	if (r < 0)
 		return r;
-	v = status_value(text, "State");
-	if (!v)
+	if (state_of(text, &state) < 0)
 		return -ENOENT;
-	v += strspn(v, " \t");
-	return *v != 'Z' && *v != 'X';
+	return state != 'Z' && state != 'X';
 }
 
 /* threads looked at for a live one, at most (a zombie leader's process still runs some) */
