@@ -57,6 +57,8 @@ void session_record_opts(const struct record_args *o, struct record_opts *ret)
 		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
 		.off_cpu = o->off_cpu, .wall = o->wall, .subprocesses = o->subprocesses,
 		.gil_only = o->gil,
+		/* the command line's own choices: SIGCHLD through a signalfd, every fd it may */
+		.sigchld = true, .raise_nofile = true,
 	};
 }
 

@@ -113,7 +113,8 @@ struct record_opts {
 	                                 * (profile_log_start; speedscope), 0: none */
 	void (*exec_fn)(void *ctx, pid_t pid);  /* launch: sampler_opts.exec_fn (inside
 	                                 * recorder_start(), the command stopped at its exec) */
-	void *exec_ctx;
+	void *exec_ctx;	bool sigchld;                   /* sampler_opts.sigchld */
+	bool raise_nofile;              /* sampler_opts.raise_nofile */
 };
 
 /* Whether a sample's thread held the GIL at the sample: from its capture (read at the

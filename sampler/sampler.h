@@ -266,6 +266,11 @@ struct sampler_opts {
 	                                 * SAMPLER_OFF_CPU_ARG_REG), and the switches told as
 	                                 * events (SAMPLER_EVENT_SWITCH_*) */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
+	/* Side effects on the calling process, false by default (a library inside someone's
+	 * process): block SIGCHLD on the calling thread and read it through a signalfd; raise the
+	 * soft RLIMIT_NOFILE to the hard one. The command line sets both. */
+	bool sigchld;
+	bool raise_nofile;
 };
 
 /* The register of a switch-out sample's first syscall argument (perf's x86-64 DI): a read's or
