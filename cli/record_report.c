@@ -13,7 +13,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/procfs.h"
-#include "cli/diagnose.h"
+#include "include/hwspy.h"
 #include "cli/record.h"
 #include "output/profile.h"
 #include "sampler/sampler.h"
@@ -104,7 +104,7 @@ void record_permission_error(const char *target, pid_t pid, bool kernel)
 	} else if (geteuid() == 0) {
 		char why[320];
 
-		diag_root_denied(pid, why, sizeof(why));
+		hwspy_root_denied_words(pid, why, sizeof(why));
 		log_error("not allowed to profile %s: %s", target, why);
 	} else {
 		user_denied(target, pid);
@@ -403,7 +403,7 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 		log_info("dropped: %" PRIu64 " torn Python stacks (read after their sample, their "
 			 "thread changed them under the read), %" PRIu64 " unreadable: each sample kept "
 			 "as [unknown]", rs->dropped_torn, rs->dropped_unreadable);
-	if (o->format == FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
+	if (o->format == HWSPY_FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
 		log_info("speedscope: samples merged by stack, not in time order: their log passed "
 			 "its %u MiB (record for less time, or at a lower rate)", RECORD_LOG_BYTES >> 20);
 	if (o->native)

@@ -108,6 +108,8 @@ const struct hwspy_event_info *hwspy_event_table(size_t *ret_n);
 size_t hwspy_events_suggest(const char *name, const char **ret_names, size_t max);
 /* The machine's PMUs (/sys/bus/event_source/devices), names into ret: how many. */
 size_t hwspy_pmus(char (*ret)[64], size_t max);
+/* PMU's type number (perf_event_attr.type of its events): 0, or -ENOENT. */
+int hwspy_pmu_type(const char *pmu, unsigned *ret);
 /* Whether the machine has a hardware PMU (no: a VM without one; hardware events -ENOENT). */
 bool hwspy_have_hw_pmu(void);
 /* Whether tracepoints can be looked up (tracefs mounted and readable): 0, or -errno; with
@@ -437,6 +439,53 @@ int hwspy_profile_set_target(struct hwspy_profile *p, const char *target);
 void hwspy_profile_set_run(struct hwspy_profile *p, uint64_t start_time_ns, uint64_t duration_ns,
 			   uint64_t lost, uint64_t dropped, uint64_t threads);
 int hwspy_profile_set_threads_missed(struct hwspy_profile *p, uint64_t n, const char *why);
+
+/* Column col's total over every stack (col 0: samples, 1 + e: event e). */
+uint64_t hwspy_profile_total(const struct hwspy_profile *p, size_t col);
+
+/* The --color-by metric (SVG): "ipc", "mpki" or "A/B" (two events), checked in form alone (p
+ * NULL) or against p's events. 0, or -EINVAL (its form: err->why) / -ENOENT (no such event in
+ * p: err->at and err->len mark the name in metric; 0 len: err->why says what is wrong). */
+struct hwspy_color_error {
+	const char *why;
+	size_t at, len;
+};
+int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
+		      struct hwspy_color_error *err);
+
+/* Differences between BEFORE and AFTER (two profiles of one program): one merged profile whose
+ * shared event e has BEFORE's values in column 1 + 2e and AFTER's in 2 + 2e (both named as in
+ * AFTER: hwspy_profile_event(merged, 2e)); every frame matched by its text; each side's shares
+ * of its own total unless raw. -ENOENT when no event is shared. */
+struct hwspy_diff_opts {
+	bool ignore_lines;              /* match Python frames by function and file only */
+	bool raw;                       /* counts as they are, shares of BEFORE's total */
+};
+int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
+		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret);
+size_t hwspy_diff_n_events(const struct hwspy_profile *merged);
+/* The fraction (0..1) of BEFORE's and AFTER's weight of shared event e in stacks with a
+ * function both sides have: near 0 for unrelated programs. 0 or -errno. */
+int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_before,
+		      double *ret_after);
+enum hwspy_diff_format {
+	HWSPY_DIFF_TABLE,               /* per event, the functions whose share changed most */
+	HWSPY_DIFF_SVG,                 /* a differential flame graph */
+	HWSPY_DIFF_FOLDED,              /* 'stack before after' lines (difffolded.pl's) */
+};
+struct hwspy_diff_write_opts {
+	enum hwspy_diff_format format;
+	size_t event;                   /* the shared event the graph and the lines show */
+	struct hwspy_diff_opts diff;
+	const char *title;              /* SVG (NULL: "Differential Flame Graph") */
+	bool icicle, negate;            /* SVG: root at the top; BEFORE's widths */
+	double min_width;               /* SVG: px (0: the default) */
+	size_t top;                     /* table: rows per event (0: 20) */
+	const char *before_name, *after_name;   /* table: what each side is */
+	uint64_t before_ns, after_ns;   /* table: each side's duration (0: unknown) */
+};
+int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
+		     FILE *out);
 
 enum hwspy_format {
 	HWSPY_FORMAT_FOLDED,            /* .folded, .txt, any other name */

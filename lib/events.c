@@ -3,11 +3,13 @@
  * table): a list of parsed events behind a handle, their facts, the PMUs and tracefs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/internal.h"
 #include "lib/lib.h"
+#include "record/record.h"
 #include "sampler/sampler.h"
 
 int hwspy_events_new(struct hwspy_events **ret)
@@ -105,31 +107,14 @@ bool hwspy_events_counts_occurrences(const struct hwspy_events *ev, size_t i)
 	return events_counts_occurrences(&ev->spec[i].attr);
 }
 
-bool lib_event_kernel_only(const struct event_spec *e)
-{
-	return e->attr.type == PERF_TYPE_SOFTWARE &&
-	       (e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-		e->attr.config == PERF_COUNT_SW_CGROUP_SWITCHES ||
-		e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS);
-}
-
-/* A stop where the thread goes to sleep would wake its call early (EINTR in the target) */
-bool lib_event_samples_asleep(const struct event_spec *e)
-{
-	return e->kind == EVENT_TRACEPOINT ||
-	       (e->attr.type == PERF_TYPE_SOFTWARE &&
-		(e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-		 e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS));
-}
-
 bool hwspy_events_kernel_only(const struct hwspy_events *ev, size_t i)
 {
-	return lib_event_kernel_only(&ev->spec[i]);
+	return record_event_kernel_only(&ev->spec[i]);
 }
 
 bool hwspy_events_samples_asleep(const struct hwspy_events *ev, size_t i)
 {
-	return lib_event_samples_asleep(&ev->spec[i]);
+	return record_event_samples_asleep(&ev->spec[i]);
 }
 
 bool hwspy_events_user_only(const struct hwspy_events *ev, size_t i)
@@ -139,12 +124,7 @@ bool hwspy_events_user_only(const struct hwspy_events *ev, size_t i)
 
 bool hwspy_events_set_user_only(struct hwspy_events *ev, size_t i)
 {
-	struct perf_event_attr *a = &ev->spec[i].attr;
-	bool changed = !a->exclude_kernel || !a->exclude_hv;
-
-	a->exclude_kernel = 1;
-	a->exclude_hv = 1;
-	return changed;
+	return record_events_user_only(&ev->spec[i], 1);
 }
 
 int hwspy_events_probe(const struct hwspy_events *ev, size_t i, pid_t pid)
@@ -192,6 +172,19 @@ size_t hwspy_events_suggest(const char *name, const char **ret_names, size_t max
 size_t hwspy_pmus(char (*ret)[64], size_t max)
 {
 	return events_list_pmus(ret, max);
+}
+
+int hwspy_pmu_type(const char *pmu, unsigned *ret)
+{
+	struct event_spec spec;
+	char probe[96];
+
+	/* "PMU//" parses to an attr holding the PMU's type number */
+	snprintf(probe, sizeof(probe), "%s//", pmu);
+	if (events_parse(probe, &spec) < 0)
+		return -ENOENT;
+	*ret = spec.attr.type;
+	return 0;
 }
 
 bool hwspy_have_hw_pmu(void)

@@ -1,6 +1,6 @@
 /*
  * lib.h: what lib/'s files share beyond lib/internal.h: the event list behind struct
- * hwspy_events (events.c), the event facts the recording's fallbacks use, the profile handle
+ * hwspy_events (events.c), the profile handle
  * (profile.c) and the machine's words (diagnose.c).
  */
 #ifndef HWSPY_LIB_LIB_H
@@ -16,9 +16,6 @@ struct hwspy_events {
 	struct event_spec spec[HWSPY_MAX_EVENTS];
 	size_t n;
 };
-
-bool lib_event_kernel_only(const struct event_spec *e);
-bool lib_event_samples_asleep(const struct event_spec *e);
 
 /* A profile handle: a recorder's (owned false: freed with it) or the caller's. */
 struct hwspy_profile {

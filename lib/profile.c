@@ -209,3 +209,85 @@ int hwspy_profile_write_file(const struct hwspy_profile *p, enum hwspy_format f,
 	r = outfile_commit(&out);
 	return r < 0 ? lib_fail_errno(r, "cannot write '%s'", path) : 0;
 }
+
+uint64_t hwspy_profile_total(const struct hwspy_profile *p, size_t col)
+{
+	return profile_total(p->p, col);
+}
+
+int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
+		      struct hwspy_color_error *err)
+{
+	struct svg_metric_error e = { 0 };
+	int r = svg_color_check(p ? p->p : NULL, metric, &e);
+
+	*err = (struct hwspy_color_error) { .why = e.why, .at = e.at, .len = e.len };
+	return r;
+}
+
+int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
+		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret)
+{
+	struct diff_opts d = { .ignore_lines = o && o->ignore_lines, .raw = o && o->raw };
+	struct profile *m;
+	int r;
+
+	lib_reason_clear();
+	*ret = NULL;
+	r = diff_merge(before->p, after->p, &d, &m);
+	if (r == -ENOENT)
+		return lib_fail(r, "no event to compare");
+	if (r < 0)
+		return lib_fail_errno(r, "cannot compare the profiles");
+	*ret = malloc(sizeof(**ret));
+	if (!*ret) {
+		profile_free(m);
+		return lib_fail(-ENOMEM, "out of memory");
+	}
+	**ret = (struct hwspy_profile) { .p = m, .owned = true };
+	return 0;
+}
+
+size_t hwspy_diff_n_events(const struct hwspy_profile *merged)
+{
+	return diff_n_events(merged->p);
+}
+
+int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_before,
+		      double *ret_after)
+{
+	lib_reason_clear();
+	int r = diff_common(merged->p, e, ret_before, ret_after);
+
+	return r < 0 ? lib_fail_errno(r, "cannot compare the profiles") : 0;
+}
+
+int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
+		     FILE *out)
+{
+	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw };
+	struct diff_side sides[2] = { { o->before_name, o->before_ns },
+				      { o->after_name, o->after_ns } };
+	struct svg_opts so = {
+		.column = diff_before_col(o->event),
+		.title = o->title ? o->title : "Differential Flame Graph",
+		.icicle = o->icicle, .min_width_px = o->min_width, .diff = true,
+		.diff_raw = o->diff.raw, .negate = o->negate,
+	};
+	int r;
+
+	lib_reason_clear();
+	switch (o->format) {
+	case HWSPY_DIFF_SVG:
+		r = svg_write(merged->p, &so, out);
+		break;
+	case HWSPY_DIFF_FOLDED:
+		r = diff_folded_write(merged->p, o->event, &d, out);
+		break;
+	case HWSPY_DIFF_TABLE:
+	default:
+		r = diff_table_write(merged->p, &sides[0], &sides[1], &d, o->top, out);
+		break;
+	}
+	return r < 0 ? lib_fail_errno(r, "cannot write the difference") : 0;
+}

@@ -197,38 +197,43 @@ int hwspy_recorder_open(struct hwspy_recorder *h)
 	return 0;
 }
 
-/* Capture where BPF is allowed, else stops, else (a sampling event that overflows as threads go
- * to sleep, a tracepoint, the calling process) nonblocking; each fallback told. */
-static void choose_mode(struct hwspy_recorder *h)
+/* record/'s notes in the public codes, with the phrase they take */
+static void policy_note(void *ctx, enum record_note n, int err, const char *name)
 {
-	const struct event_spec *e = &h->events.spec[0];
-	enum hwspy_record_mode m = h->opts.mode;
+	struct hwspy_recorder *h = ctx;
 	char why[320];
-	int r;
 
-	if (m == HWSPY_RECORD_AUTO && e->kind == EVENT_TRACEPOINT) {
-		note(h, HWSPY_NOTE_TRACEPOINT, 0, e->name);
-		m = HWSPY_RECORD_NONBLOCKING;
+	switch (n) {
+	case RECORD_NOTE_TRACEPOINT:
+		note(h, HWSPY_NOTE_TRACEPOINT, err, name);
+		break;
+	case RECORD_NOTE_NO_CAPTURE_ASLEEP:
+	case RECORD_NOTE_NO_CAPTURE:
+		hwspy_bpf_refused_words(err, why, sizeof(why));
+		note(h, n == RECORD_NOTE_NO_CAPTURE ? HWSPY_NOTE_NO_CAPTURE :
+			HWSPY_NOTE_NO_CAPTURE_ASLEEP, err, why);
+		break;
+	case RECORD_NOTE_STOPS_BUSY:
+		note(h, HWSPY_NOTE_STOPS_BUSY, err, NULL);
+		break;
+	case RECORD_NOTE_STOPS_REFUSED:
+		note(h, HWSPY_NOTE_STOPS_REFUSED, err, NULL);
+		break;
+	case RECORD_NOTE_USER_ONLY:
+		note(h, HWSPY_NOTE_USER_ONLY, err, NULL);
+		break;
 	}
-	if (m == HWSPY_RECORD_AUTO || (m == HWSPY_RECORD_CAPTURE && h->opts.self)) {
-		r = sampler_capture_probe();
-		if (r == 0) {
-			m = HWSPY_RECORD_CAPTURE;
-		} else {
-			hwspy_bpf_refused_words(r, why, sizeof(why));
-			/* --wall samples every switch off the CPU too; the calling process is never
-			 * stopped */
-			if (lib_event_samples_asleep(e) || h->opts.wall || h->opts.self) {
-				note(h, HWSPY_NOTE_NO_CAPTURE_ASLEEP, r, why);
-				m = HWSPY_RECORD_NONBLOCKING;
-			} else {
-				note(h, HWSPY_NOTE_NO_CAPTURE, r, why);
-				m = HWSPY_RECORD_STOPS;
-			}
-		}
-	}
-	h->opts.mode = m;
-	recorder_set_mode(h->rec, internal_mode(m));
+}
+
+static struct record_fallback policy(struct hwspy_recorder *h)
+{
+	return (struct record_fallback) {
+		/* the calling process asked for its capture: nonblocking where none is allowed */
+		.auto_mode = h->opts.mode == HWSPY_RECORD_AUTO ||
+			     (h->opts.mode == HWSPY_RECORD_CAPTURE && h->opts.self),
+		.mode = internal_mode(h->opts.mode), .self = h->opts.self,
+		.note_fn = policy_note, .note_ctx = h,
+	};
 }
 
 static void capture_told(struct hwspy_recorder *h)
@@ -241,20 +246,10 @@ static void capture_told(struct hwspy_recorder *h)
 	note(h, HWSPY_NOTE_CAPTURE_FAILED, rs->capture_error, NULL);
 }
 
-/* Kernel-mode counting refused: every event counts user space only; false if none counted
- * kernel mode (nothing to fall back to) */
-static bool user_only(struct hwspy_recorder *h)
-{
-	bool changed = false;
-
-	for (size_t i = 0; i < h->events.n; i++)
-		changed |= hwspy_events_set_user_only(&h->events, i);
-	return changed;
-}
-
 int hwspy_recorder_start(struct hwspy_recorder *h)
 {
 	const char *target = h->opts.argv ? h->opts.argv[0] : NULL;
+	struct record_fallback fb;
 	int r;
 
 	lib_reason_clear();
@@ -263,21 +258,9 @@ int hwspy_recorder_start(struct hwspy_recorder *h)
 		return lib_fail(-EINVAL, "the recorder has started already");
 	if (!h->opts.argv && !h->opened && (r = hwspy_recorder_open(h)) < 0)
 		return r;
-	choose_mode(h);
-	r = recorder_start(h->rec);
-	if ((r == -EPERM || r == -EBUSY) && recorder_mode(h->rec) == RECORD_STOPS) {
-		note(h, r == -EBUSY ? HWSPY_NOTE_STOPS_BUSY : HWSPY_NOTE_STOPS_REFUSED, r, NULL);
-		h->opts.mode = HWSPY_RECORD_NONBLOCKING;
-		recorder_set_mode(h->rec, RECORD_NONBLOCKING);
-		r = recorder_start(h->rec);
-	}
-	/* as perf does: where kernel-mode counting is refused, count user space only; not for
-	 * switches sampled (off-CPU, wall, context-switches), which happen in the kernel */
-	if (r == -EACCES && !h->opts.kernel && !h->opts.off_cpu && !h->opts.wall &&
-	    !lib_event_kernel_only(&h->events.spec[0]) && user_only(h)) {
-		note(h, HWSPY_NOTE_USER_ONLY, r, NULL);
-		r = recorder_start(h->rec);
-	}
+	fb = policy(h);
+	(void) recorder_choose_mode(h->rec, &fb);
+	r = recorder_start_fallback(h->rec, &fb, h->events.spec);
 	if (r == -ESRCH)
 		return lib_fail(r, "no process with pid %d (it exited)", h->ro.pid);
 	if (r == -EACCES || r == -EPERM)

@@ -11,6 +11,7 @@
  *   gc.c         whether a sample's thread ran the cyclic GC: the [gc] frame
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
+ *   fallback.c   the mode chosen and fallen back from, as notes (record.h)
  */
 #ifndef HWSPY_RECORD_INTERNAL_H
 #define HWSPY_RECORD_INTERNAL_H
