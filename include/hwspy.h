@@ -342,7 +342,7 @@ enum hwspy_child_note {
 	HWSPY_CHILD_KILLING,
 };
 struct hwspy_child_end_opts {
-	double grace;                   /* seconds; 0 (zeroed options): 5 */
+	double grace;                   /* seconds between the signals (the command line's: 5) */
 	bool keep_running;
 	bool tty_sigint;
 	volatile sig_atomic_t *quits;   /* NULL: none */

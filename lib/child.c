@@ -16,7 +16,6 @@
 
 #define POLL_NS 10000000L               /* how often the command's end is looked for */
 #define QUIET_NS 500000000ULL           /* a command that ends sooner than this: no word of it */
-#define GRACE_DEFAULT 5.0
 
 static bool reap(struct hwspy_child *c, int flags)
 {
@@ -48,7 +47,7 @@ static void told(const struct hwspy_child_end_opts *o, enum hwspy_child_note n, 
 
 void hwspy_child_end(struct hwspy_child *c, const struct hwspy_child_end_opts *o)
 {
-	double grace_s = o->grace > 0 ? o->grace : GRACE_DEFAULT;
+	double grace_s = o->grace > 0 ? o->grace : 0;
 	uint64_t start = clock_now_ns(), since = start, grace = (uint64_t) (grace_s * 1e9);
 	sig_atomic_t quits = o->quits ? *o->quits : 0;
 	bool waiting_told = false;

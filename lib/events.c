@@ -3,6 +3,7 @@
  * table): a list of parsed events behind a handle, their facts, the PMUs and tracefs.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,29 +139,30 @@ int hwspy_events_probe(const struct hwspy_events *ev, size_t i, pid_t pid)
 	return r < 0 ? lib_fail_errno(r, "cannot open event '%s'", ev->spec[i].name) : 0;
 }
 
+/* sampler/'s table in the public struct, made once (a static table: nothing to free) */
+static struct hwspy_event_info *table;
+static size_t table_n;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_make(void)
+{
+	size_t n;
+	const struct event_info *in = events_table(&n);
+	struct hwspy_event_info *t = calloc(n ? n : 1, sizeof(*t));
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < n; i++)
+		t[i] = (struct hwspy_event_info) { .name = in[i].name, .alias = in[i].alias,
+						   .kind = public_kind(in[i].kind), .desc = in[i].desc };
+	table = t;
+	table_n = n;
+}
+
 const struct hwspy_event_info *hwspy_event_table(size_t *ret_n)
 {
-	static struct hwspy_event_info *table;
-	static size_t n;
-	const struct event_info *in;
-
-	/* translated once; the table is static and constant */
-	if (!table) {
-		struct hwspy_event_info *t;
-
-		in = events_table(&n);
-		t = calloc(n ? n : 1, sizeof(*t));
-		if (!t) {
-			*ret_n = 0;
-			return NULL;
-		}
-		for (size_t i = 0; i < n; i++)
-			t[i] = (struct hwspy_event_info) { .name = in[i].name, .alias = in[i].alias,
-							   .kind = public_kind(in[i].kind),
-							   .desc = in[i].desc };
-		table = t;
-	}
-	*ret_n = n;
+	(void) pthread_once(&table_once, table_make);
+	*ret_n = table ? table_n : 0;
 	return table;
 }
 

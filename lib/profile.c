@@ -256,9 +256,10 @@ size_t hwspy_diff_n_events(const struct hwspy_profile *merged)
 int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_before,
 		      double *ret_after)
 {
-	lib_reason_clear();
-	int r = diff_common(merged->p, e, ret_before, ret_after);
+	int r;
 
+	lib_reason_clear();
+	r = diff_common(merged->p, e, ret_before, ret_after);
 	return r < 0 ? lib_fail_errno(r, "cannot compare the profiles") : 0;
 }
 

@@ -305,16 +305,18 @@ static int slice(void *ctx, struct recorder *rec, int r)
 int hwspy_recorder_run(struct hwspy_recorder *h, const struct hwspy_run *run)
 {
 	static volatile sig_atomic_t never;
-	struct record_run rr = {
-		.stop = run->stop ? run->stop : &never, .duration_ns = run->duration_ns,
-		.slice_fn = slice, .ctx = h,
-	};
+	static const struct hwspy_run none;
+	struct record_run rr = { .slice_fn = slice, .ctx = h };
 	int r;
 
 	lib_reason_clear();
 	exclude_caller(h);
 	if (!h->started)
 		return lib_fail(-EINVAL, "the recorder has not started");
+	if (!run)
+		run = &none;
+	rr.stop = run->stop ? run->stop : &never;
+	rr.duration_ns = run->duration_ns;
 	h->run = run;
 	r = recorder_run(h->rec, &rr);
 	h->run = NULL;
