@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "cli/stat.h"
+#include "analysis/stat.h"
 
 #define WALL_NS 5000000000ull   /* 5 s */
 
