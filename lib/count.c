@@ -104,8 +104,9 @@ int hwspy_count_start(struct hwspy_count *c, pid_t pid, char *const *argv)
 	if (r == -ENOENT && !argv)
 		return lib_fail(r, "none of the events opens on this machine");
 	if (r < 0)
-		return lib_fail_errno(r, "cannot count events of %s%s", argv ? "'" : "",
-				      argv ? argv[0] : pid ? "that process" : "this process");
+		return lib_fail_errno(r, "cannot count events of %s%s%s", argv ? "'" : "",
+				      argv ? argv[0] : pid ? "that process" : "this process",
+				      argv ? "'" : "");
 	c->started = true;
 	return 0;
 }
