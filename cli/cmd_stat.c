@@ -1,8 +1,8 @@
 /*
  * hwspy stat: count events on a Python process (attach with -p, or launch a command) as perf
- * stat does, and say in plain words what the counts mean (stat_rules.c), naming the Python
- * functions behind each finding from a light sampling run beside the counters (the recorder),
- * unless --no-profile.
+ * stat does, and say in plain words what the counts mean (libhwspy's findings), naming the
+ * Python functions behind each finding from a light sampling run beside the counters (the
+ * recorder), unless --no-profile.
  *
  * Order: every option checked; the counters opened (attach), or the command launched by the
  * recorder and its counters opened while it is stopped at its exec (record_opts.exec_fn), or,
