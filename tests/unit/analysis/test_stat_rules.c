@@ -1,8 +1,7 @@
 /*
  * Unit tests of hwspy stat's findings (analysis/rules.c) and report (analysis/report.c,
- * report_json.c) on
- * synthetic counts: each rule fires past its threshold and not at it, hardware rules on
- * hardware counts no machine here has, what is missing is said as not measured, functions are
+ * report_json.c) on synthetic counts: each rule fires past its threshold and not at it,
+ * hardware rules on hardware counts no machine here has, what is missing is said as not measured, functions are
  * named from the attribution callback, one cause is told once, and the JSON parses.
  */
 #include <errno.h>
