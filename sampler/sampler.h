@@ -540,8 +540,8 @@ int sampler_capture_error(const struct sampler *s);
  * likeliest a thread opened before it: /proc lists by age) and counted in stats.threads_raced,
  * where the caller can say the totals may miss it. A thread that exits keeps its final counts
  * (its fds stay open until counter_stop()); a thread whose counters cannot be opened for want
- * of fds (after the soft RLIMIT_NOFILE is raised to the hard one) or because it vanished is
- * counted in stats.threads_failed.
+ * of fds (after the soft RLIMIT_NOFILE is raised to the hard one, unless opts.keep_nofile) or
+ * because it vanished is counted in stats.threads_failed.
  *
  * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
  * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec (one never let
