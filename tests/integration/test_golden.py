@@ -30,7 +30,7 @@ Live (a target whose state is known; numbers and ids vary from run to run), on D
     the key tree): issue 20's one wait table may change them (e.g. dump's "accept fd N" against
     --off-cpu's "accept socket"). The text dump likewise, tids and times masked, each
     thread's wait words replaced by WAIT, its thread blocks sorted by name.
-  - `hwspy stat -e page-faults,task-clock -d 0.6 --json` of a launched toucher: the key tree
+  - `hwspy stat -e page-faults,task-clock -d 1 --json -p PID` of a page toucher: the key tree
     and the stable values (events, counted, split; thread names; finding ids with their
     metric, comparison, threshold, unit, meaning, advice, event, first function; not
     measured), numbers masked.
@@ -45,10 +45,9 @@ import os
 import re
 import shutil
 import subprocess
-import sys
+import time
 
 import harness
-import pprof_build   # noqa: F401 (documents how inputs/hw-events.pb.gz was made)
 import pythons
 from harness import Fail, Skip, check, log
 
@@ -285,6 +284,23 @@ def live_dump(opts, py, src, version):
     proc = harness.Process(py.argv + ['-S', os.path.join(src, 'tests', 'golden',
                                                          'live_target.py'), 'dump'])
     proc.expect_ready()
+    # every thread blocked in its call (state S) before the dump: the main thread goes back to
+    # its read after 'ready', a loaded machine may be slow to get the others there
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        states = []
+        for tid in os.listdir('/proc/%d/task' % proc.pid):
+            try:
+                with open('/proc/%d/task/%s/stat' % (proc.pid, tid)) as f:
+                    states.append(f.read().rsplit(')', 1)[1].split()[0])
+            except OSError:
+                pass
+        if len(states) == 8 and all(st == 'S' for st in states):
+            break
+        time.sleep(0.05)
+    else:
+        raise Fail('the dump target\'s 8 threads were not all blocked after 10 s: %s' % states)
+    time.sleep(0.1)
     norm = lambda s: s.replace(src, '<SRC>')
     p = subprocess.run([opts.hwspy, 'dump', '-p', str(proc.pid), '--json'], capture_output=True,
                        timeout=60, stdin=subprocess.DEVNULL)
@@ -329,10 +345,14 @@ def live_dump(opts, py, src, version):
 
 
 def live_stat(opts, py, src, version):
-    argv = [opts.hwspy, 'stat', '-e', 'page-faults,task-clock', '-d', '0.6', '--json', '--'] + \
-        py.argv + ['-S', os.path.join(src, 'tests', 'golden', 'live_target.py'), 'stat']
+    proc = harness.Process(py.argv + ['-S', os.path.join(src, 'tests', 'golden',
+                                                         'live_target.py'), 'stat'])
+    proc.expect_ready()
+    argv = [opts.hwspy, 'stat', '-e', 'page-faults,task-clock', '-d', '1', '--json', '-p',
+            str(proc.pid)]
     log('$ ' + ' '.join(argv))
     p = subprocess.run(argv, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc.kill()
     raw = p.stdout.decode('utf-8', 'backslashreplace')
     err = p.stderr.decode('utf-8', 'replace')
     try:
@@ -343,9 +363,9 @@ def live_stat(opts, py, src, version):
     norm = lambda s: s.replace(src, '<SRC>') if isinstance(s, str) else s
     values = {
         'exit': p.returncode,
-        'stderr': re.sub(r'\(pid \d+\)', '(pid PID)', err),
+        'stderr': re.sub(r'\bpid \d+', 'pid PID', err),
         'hwspy_stat': d.get('hwspy_stat'),
-        'target': re.sub(r'\(pid \d+\)', '(pid PID)', d.get('target', '')),
+        'target': re.sub(r'\bpid \d+', 'pid PID', d.get('target', '')),
         'user_space_only': d.get('user_space_only'), 'sampled': d.get('sampled'),
         'events': [{k: e.get(k) for k in ('name', 'counted', 'split', 'why')}
                    for e in d.get('events') or []],
