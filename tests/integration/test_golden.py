@@ -27,8 +27,8 @@ Live (a target whose state is known; numbers and ids vary from run to run), on D
     JSON types, array elements merged) and the stable values (command, threads by name: GIL,
     state, error, frames with file and line, how each was read, the raw JSON of each name);
     pid, tids and times masked. Dump's wait WORDS are left out on purpose (their type is in
-    the key tree): issue 20's one wait table may change them (e.g. dump's "accept fd N" against
-    --off-cpu's "accept socket"). The text dump likewise, tids and times masked, each
+    the key tree): issue 20's one wait table may change them (dump's words came from syscall
+    numbers, --off-cpu's from kernel symbols). The text dump likewise, tids and times masked, each
     thread's wait words replaced by WAIT, its thread blocks sorted by name.
   - `hwspy stat -e page-faults,task-clock -d 1 --json -p PID` of a page toucher: the key tree
     and the stable values (events, counted, split; thread names; finding ids with their
