@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "sampler/count.h"
+#include "sampler/count_internal.h"
 
 #define READ_ALONE_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
 #define READ_GROUP_FORMAT (READ_ALONE_FORMAT | PERF_FORMAT_ID | PERF_FORMAT_GROUP)

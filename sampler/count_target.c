@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "sampler/count.h"
+#include "sampler/count_internal.h"
 
 #define MAX_LIST 65536
 
