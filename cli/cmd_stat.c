@@ -240,6 +240,7 @@ static int new_counter(struct stat_run *x, pid_t pid)
 	struct counter_opts co = {
 		.pid = pid, .argv = pid ? NULL : x->a.r.argv,
 		.events = x->s.events, .groups = x->s.groups, .n_events = x->s.n_events,
+		.raise_nofile = true,
 	};
 
 	return counter_new(&co, &x->ctr);

@@ -36,8 +36,8 @@
  * likeliest a thread opened before it: /proc lists by age) and counted in stats.threads_raced,
  * where the caller can say the totals may miss it. A thread that exits keeps its final counts
  * (its fds stay open until counter_stop()); a thread whose counters cannot be opened for want
- * of fds (after the soft RLIMIT_NOFILE is raised to the hard one) or because it vanished is
- * counted in stats.threads_failed.
+ * of fds (after the soft RLIMIT_NOFILE is raised to the hard one, where opts.raise_nofile
+ * asks) or because it vanished is counted in stats.threads_failed.
  *
  * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
  * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec (one never let
@@ -78,6 +78,10 @@ struct counter_opts {
 	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
 	 * kernel's */
 	const struct counter_sys *sys;
+	bool raise_nofile;              /* raise the process's soft RLIMIT_NOFILE to the hard one
+	                                 * (a command sets it; false: the limit is left as it is).
+	                                 * Counting blocks no signal (it waits on a pidfd): it has
+	                                 * no sigchld to ask for */
 };
 struct counter_value {
 	uint64_t raw;                   /* what the counter counted */

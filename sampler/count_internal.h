@@ -48,7 +48,7 @@ struct counter {
 	bool released;                  /* ... and let go to its exec */
 	int exec_pipe;                  /* the launched child's exec errno (see target.c), or -1 */
 	int pidfd;                      /* the target, to wait for its exit, or -1 */
-	int fd_limit;                   /* RLIMIT_NOFILE, raised */
+	int fd_limit;                   /* RLIMIT_NOFILE, raised if opts.raise_nofile */
 	struct count_thread *threads;
 	size_t n_threads, cap_threads;
 	uint64_t start_ns, end_ns;

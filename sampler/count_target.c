@@ -177,7 +177,7 @@ int count_attach(struct counter *c)
 	c->pid = c->opts.pid;
 	if ((kill(c->pid, 0) < 0 && errno == ESRCH) || !proc_alive(c->pid))
 		return -ESRCH;
-	c->fd_limit = perf_nofile_raise();
+	c->fd_limit = perf_nofile_raise(c->opts.raise_nofile);
 	if (c->opts.at_exec) {
 		r = open_tid(c, c->pid);
 		if (r < 0)
@@ -230,7 +230,7 @@ int count_launch(struct counter *c)
 	if (r < 0)
 		return r;
 	c->launched = true;
-	c->fd_limit = perf_nofile_raise();      /* after the fork: the command keeps its own */
+	c->fd_limit = perf_nofile_raise(c->opts.raise_nofile);      /* after the fork: the command keeps its own */
 	t = count_thread_new(c, c->pid);
 	if (!t)
 		return -ENOMEM;

@@ -162,7 +162,7 @@ struct sampler {
 	int old_signo;                  /* the one before, if the target began to catch it */
 	struct tracer tracer;           /* exact mode */
 	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
-	int sigfd;                      /* signalfd for SIGCHLD (exact mode / launch) */
+	int sigfd;                      /* signalfd for SIGCHLD (opts.sigchld), or -1 */
 	bool chld_blocked;              /* sampler_new() blocked SIGCHLD (the caller had not):
 	                                 * sampler_free() unblocks it */
 	struct thread *threads;
@@ -178,7 +178,7 @@ struct sampler {
 	uint64_t execs_told;            /* stats.execs as of the last SAMPLER_EVENT_EXEC */
 	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */
 	unsigned ring_floor;            /* the fewest data pages a ring may have */
-	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
+	int fd_limit;                   /* RLIMIT_NOFILE, raised if asked (perf_raise_nofile()) */
 	pid_t *left_out;                /* sorted: threads counted in threads_failed, not retried */
 	size_t n_left_out, cap_left_out;
 	bool percpu;                    /* the per-CPU layout (see percpu.c), chosen in sampler_new() */
@@ -259,10 +259,11 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
  * a new thread that gets the number of one gone is tried (and counted) afresh. */
 void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);
 enum sampler_fail perf_fail_reason(int err);
-/* Raises the soft RLIMIT_NOFILE to the hard limit, and keeps it in s->fd_limit. */
+/* With opts.raise_nofile, raises the soft RLIMIT_NOFILE to the hard limit; keeps the soft
+ * limit in s->fd_limit. */
 void perf_raise_nofile(struct sampler *s);
-/* The same for any caller (count.c): the soft limit now (0: unknown). */
-int perf_nofile_raise(void);
+/* The same for any caller (count.c), raising only if raise: the soft limit now (0: unknown). */
+int perf_nofile_raise(bool raise);
 /* perf_fd_keep() against a limit from perf_nofile_raise(). */
 int perf_fd_keep_under(int fd_limit, int fd);
 /* Takes a new event fd (or -errno) and keeps it, unless it eats into the reserve of fds that

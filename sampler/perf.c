@@ -488,13 +488,13 @@ void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int
 		s->stats.threads_failed_errno = err;
 }
 
-int perf_nofile_raise(void)
+int perf_nofile_raise(bool raise)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
-	if (rl.rlim_cur < rl.rlim_max) {
+	if (raise && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			(void) getrlimit(RLIMIT_NOFILE, &rl);
@@ -504,7 +504,7 @@ int perf_nofile_raise(void)
 
 void perf_raise_nofile(struct sampler *s)
 {
-	s->fd_limit = perf_nofile_raise();
+	s->fd_limit = perf_nofile_raise(s->opts.raise_nofile);
 }
 
 int perf_fd_keep_under(int fd_limit, int fd)

@@ -44,7 +44,8 @@
  *   epoll_wait, recv with a timeout, sigtimedwait ... fail with EINTR in the target).
  *
  * No thread is left out silently. sampler_new() raises the soft RLIMIT_NOFILE to the hard one
- * (after a launched command is forked: the command keeps its own limit). A thread whose events
+ * where opts.raise_nofile asks (after a launched command is forked: the command keeps its own
+ * limit). A thread whose events
  * cannot be opened or mapped for lack of a resource (file descriptors, locked memory, memory,
  * room in the thread table) is counted in stats.threads_failed_by[] under its reason and the
  * others are sampled on; sampler_new() fails only when no thread at all could be set up. A ring
@@ -204,6 +205,16 @@ struct sampler_opts {
 	                                 * SAMPLER_OFF_CPU_ARG_REG), and the switches told as
 	                                 * events (SAMPLER_EVENT_SWITCH_*) */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
+	/* What the sampler may do to the calling process (false, the default: nothing; a command,
+	 * which owns its process, sets both): */
+	bool sigchld;                   /* block SIGCHLD on the calling thread and read it through
+	                                 * a signalfd (see sampler_new()): needed by exact mode
+	                                 * (-EINVAL without); without it, a launched command's exit
+	                                 * is seen at the next look for threads (within 100 ms)
+	                                 * rather than at once, and the caller must not reap it */
+	bool raise_nofile;              /* raise the process's soft RLIMIT_NOFILE to the hard one
+	                                 * (see "No thread is left out" above); without it, the
+	                                 * events fit under the limit as it is */
 };
 
 /* The register of a switch-out sample's first syscall argument (perf's x86-64 DI): a read's or
@@ -313,9 +324,10 @@ typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 /* Creates the sampler and attaches or launches (a launched command runs from its exec on,
  * opts.exec_fn called just before; its samples wait in the rings until sampler_run()).
  * Errors as above; on error nothing is left attached or running (nor SIGCHLD blocked).
- * SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
- * the launched command's exit) until sampler_free(), which unblocks it if the caller had not
- * blocked it itself: free samplers on the thread that made them, the last made first. */
+ * With opts.sigchld (else the signal mask is left alone and no signalfd is made), SIGCHLD is
+ * blocked on the calling thread (read through a signalfd: ptrace stops, the launched
+ * command's exit) until sampler_free(), which unblocks it if the caller had not blocked it
+ * itself: free samplers on the thread that made them, the last made first. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
 /* The target's pid (the launched child's, in launch mode). */
 pid_t sampler_pid(const struct sampler *s);
@@ -343,8 +355,8 @@ void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx));
  * callback (not stopped), closes the events and detaches, resuming every thread. Stats stay
  * readable. A launched child is left running. Idempotent. */
 void sampler_stop(struct sampler *s);
-/* sampler_stop() if not done, then frees, and gives the calling thread back SIGCHLD as it was
- * before sampler_new(). NULL is a no-op. */
+/* sampler_stop() if not done, then frees, and (opts.sigchld) gives the calling thread back
+ * SIGCHLD as it was before sampler_new(). NULL is a no-op. */
 void sampler_free(struct sampler *s);
 const struct sampler_stats *sampler_stats(const struct sampler *s);
 

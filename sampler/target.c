@@ -446,6 +446,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
 	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period) ||
 	    (opts->exact && opts->capture) ||
+	    /* a ptrace stop is seen through the SIGCHLD signalfd only */
+	    (opts->exact && !opts->sigchld) ||
 	    /* a stop as a thread switches out would interrupt the call it sleeps in */
 	    (opts->exact && (opts->wall || opts->off_cpu)) ||
 	    (opts->leaders && (opts->off_cpu || (opts->leaders & 1) ||
@@ -478,15 +480,18 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	if (opts->capture && opts->capture_spec)
 		s->capture_error = sampler_capture_start(s, opts->capture_spec);
 
-	/* ptrace stops and child exits wake the loop through this fd */
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &chld, &caller) == 0)
-		s->chld_blocked = !sigismember(&caller, SIGCHLD);
-	s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (s->sigfd < 0) {
-		r = -errno;
-		goto fail;
+	/* ptrace stops and child exits wake the loop through this fd (asked: it blocks SIGCHLD
+	 * on this thread; without it a launched command's exit is seen at the next scan) */
+	if (opts->sigchld) {
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		if (sigprocmask(SIG_BLOCK, &chld, &caller) == 0)
+			s->chld_blocked = !sigismember(&caller, SIGCHLD);
+		s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (s->sigfd < 0) {
+			r = -errno;
+			goto fail;
+		}
 	}
 
 	if (opts->exact) {
