@@ -458,3 +458,28 @@ int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size
 	*ret_n = n;
 	return 0;
 }
+
+int procfs_tasks(pid_t pid, pid_t *ret, size_t max)
+{
+	char path[64];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (n < max && (de = readdir(d))) {
+		char *end;
+		long v = strtol(de->d_name, &end, 10);
+
+		if (*end != '\0' || v <= 0)
+			continue;
+		if (ret)
+			ret[n] = (pid_t) v;
+		n++;
+	}
+	(void) closedir(d);
+	return (int) n;                 /* under pid_max (at most 4M) */
+}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/procfs.h"
 #include "sampler/count_internal.h"
 
 #define MAX_LIST 65536
@@ -60,7 +61,7 @@ static int list_tasks(pid_t pid, pid_t **ret)
 			return -ENOMEM;
 		}
 		v = w;
-		n = target_list_tasks(pid, v, cap);
+		n = procfs_tasks(pid, v, cap);
 		if (n < 0 || (size_t) n < cap || cap >= MAX_LIST)
 			break;
 		cap *= 4;

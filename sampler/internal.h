@@ -206,9 +206,6 @@ void thread_gone(struct sampler *s, struct thread *t);
 /* Finds threads not yet known and adds them (seizing them first in exact mode): how many,
  * or -errno (fail_hard: the first failure; else failures are counted). */
 int scan_threads(struct sampler *s, bool fail_hard);
-/* The TIDs of /proc/PID/task into ret (at most max; ret NULL: only counted): how many, or
- * -errno (-ESRCH: no such process). */
-int target_list_tasks(pid_t pid, pid_t *ret, size_t max);
 /* Whether process pid runs: some thread of it does (its main thread may have exited). */
 bool proc_alive(pid_t pid);
 void target_ended(struct sampler *s, int status);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/procfs.h"
 #include "sampler/internal.h"
 
 struct task_record {            /* PERF_RECORD_FORK / PERF_RECORD_EXIT */
@@ -43,7 +44,7 @@ bool percpu_choose(struct sampler *s)
 	if (s->opts.argv || s->opts.subprocesses)
 		return true;            /* one thread: the others inherit (children too) */
 	perf_raise_nofile(s);
-	r = target_list_tasks(s->opts.pid, NULL, 1u << 20);
+	r = procfs_tasks(s->opts.pid, NULL, 1u << 20);
 	n = r > 0 ? (uint64_t) r : 0;
 	if (!n || !s->fd_limit)
 		return true;

@@ -3,7 +3,6 @@
  * command, the nonblocking run loop, and the teardown. In exact mode every ptrace call runs
  * on the tracer thread (tracer.c): attach and launch are handed to it as a job.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -135,30 +134,6 @@ void thread_gone(struct sampler *s, struct thread *t)
 	t->traced = false;
 }
 
-int target_list_tasks(pid_t pid, pid_t *ret, size_t max)
-{
-	char path[64];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d)) && n < max) {
-		char *end;
-		long v = strtol(de->d_name, &end, 10);
-		if (*end != '\0' || v <= 0)
-			continue;
-		if (ret)
-			ret[n] = (pid_t) v;
-		n++;
-	}
-	closedir(d);
-	return (int) n;
-}
-
 bool proc_alive(pid_t pid)
 {
 	char path[64], buf[512];
@@ -231,7 +206,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 
 	for (int round = 0; round < 8; round++) {
 		int new = 0;
-		n = target_list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
+		n = procfs_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
 		if (n < 0) {
 			free(unknown);
 			return n;
