@@ -13,12 +13,14 @@
  * Counting mode (count.h) opens the same events as counters only, for the totals of
  * `hwspy stat`.
  *
- * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
- * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
- * thread's group opened on each CPU with inherit=1, so that threads created later carry the
- * events, the capture program included, and are learned from PERF_RECORD_FORK; locked memory
- * then follows the CPUs, while fds are CPUs x events per attached thread: where those are more
- * than RLIMIT_NOFILE leaves and more than a ring per thread takes, a ring per thread).
+ * Rings: one per thread in exact mode by stops (perthread.c: each thread's fd signals that
+ * thread); one per CPU with the capture and in nonblocking mode (percpu.c: perf's layout,
+ * every attached thread's group opened on each CPU with inherit=1, so that threads created
+ * later carry the events, the capture program included, and are learned from
+ * PERF_RECORD_FORK; locked memory then follows the CPUs, while fds are CPUs x events per
+ * attached thread: where those are more than RLIMIT_NOFILE leaves and more than a ring per
+ * thread takes, a ring per thread). The two are implementations of one internal interface
+ * (struct ring_layout), chosen once in sampler_new().
  *
  * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
  * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled

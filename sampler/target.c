@@ -197,7 +197,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 	/* per CPU, after the attach: new threads come with inherited events (and a FORK record,
 	 * written just after the thread shows in /proc); one unknown in two scans in a row has
 	 * none: it was started by a thread left out */
-	bool second_look = s->percpu && !fail_hard;
+	bool second_look = s->layout->inherit && !fail_hard;
 	pid_t *unknown = second_look ? malloc(sizeof(tids)) : NULL;
 	size_t n_unknown = 0;
 
@@ -403,7 +403,7 @@ static int start_job(struct sampler *s, void *arg)
 	if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
 		return -EBUSY;
 	/* the processes it started before now: listed before any event opens (tree.c) */
-	if (s->opts.subprocesses && s->percpu)
+	if (s->opts.subprocesses && s->layout->inherit)
 		n_tree = procfs_descendants(s->pid, tree, TREE_MAX_PROCS);
 	r = scan_threads(s, true);
 	if (r > 0)
@@ -441,16 +441,16 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		free(s);
 		return -ENOMEM;
 	}
-	s->percpu = percpu_choose(s);
-	s->capture.percpu = s->percpu;
-	if (s->percpu && (r = percpu_init(s)) < 0) {
+	s->layout = ring_layout_choose(s);
+	s->capture.percpu = s->layout == &ring_per_cpu;
+	if ((r = s->layout->init(s)) < 0) {
 		sampler_free(s);
 		return r;
 	}
 	perf_build_attrs(s);
 	/* per CPU, the events carry the entry from their open (capture.c); its error, if any, is
 	 * sampler_capture_start()'s */
-	if (opts->capture && s->percpu)
+	if (opts->capture && s->capture.percpu)
 		(void) capture_entry_load(&s->capture);
 	if (opts->capture && opts->capture_spec)
 		s->capture_error = sampler_capture_start(s, opts->capture_spec);
@@ -540,57 +540,9 @@ void drain_all(struct sampler *s)
 
 	/* every record written before now is read by the end of this pass, whatever its ring */
 	e.time_ns = clock_now_ns();
-	if (s->percpu) {
-		percpu_drain(s);
-	} else {
-		for (size_t i = 0; i < s->n_threads; i++)
-			if (s->threads[i].alive)
-				perf_thread_drain(s, &s->threads[i], false);
-	}
+	s->layout->drain(s);
 	if ((s->opts.off_cpu || s->opts.wall) && s->opts.event_fn)
 		s->opts.event_fn(s->opts.event_ctx, &e);
-}
-
-/* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us
- * (the caller then drains them all: drain_all()). True if a SIGCHLD came (a launched command
- * changed state: look at it now). */
-static bool poll_rings(struct sampler *s, int timeout_ms)
-{
-	struct signalfd_siginfo fdsi;
-	struct pollfd *pfd;
-	bool chld = false;
-	size_t n = 0;
-
-	if (s->percpu)
-		return percpu_poll(s, timeout_ms);
-
-	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
-	if (!pfd) {
-		(void) poll(NULL, 0, timeout_ms);       /* the caller drains every ring */
-		return false;
-	}
-	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
-	for (size_t i = 0; i < s->n_threads; i++)
-		if (s->threads[i].alive)
-			pfd[n++] = (struct pollfd) { .fd = s->threads[i].fds[0], .events = POLLIN };
-	(void) poll(pfd, n, timeout_ms);
-	/* a SIGCHLD left unread would keep the signalfd readable and this poll from ever
-	 * sleeping again: read it */
-	if (pfd[0].revents & POLLIN)
-		while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-			chld = true;
-	for (size_t i = 1, k = 0; i < n; i++, k++) {
-		struct thread *t;
-		while (!s->threads[k].alive)
-			k++;
-		t = &s->threads[k];
-		if (pfd[i].revents & (POLLIN | POLLHUP))
-			perf_thread_drain(s, t, false);
-		if (pfd[i].revents & POLLHUP)
-			thread_gone(s, t);
-	}
-	free(pfd);
-	return chld;
 }
 
 static void check_exit_nonblocking(struct sampler *s)
@@ -638,7 +590,7 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		/* the rings wake us only when an eighth full: capture rings are read every
 		 * 100 ms, nonblocking ones every tick (reads late by up to a tick) */
 		int tick = s->opts.capture ? timeout : read_tick_ms(&s->opts);
-		bool chld = poll_rings(s, timeout < tick ? timeout : tick);
+		bool chld = s->layout->poll(s, timeout < tick ? timeout : tick);
 
 		drain_all(s);
 		now = clock_now_ns();
@@ -713,7 +665,8 @@ void sampler_free(struct sampler *s)
 	free(s->lead_ids);
 	capture_close(&s->capture);
 	tracer_release_resources(s);
-	percpu_free(s);
+	if (s->layout)
+		s->layout->free(s);
 	free(s->unknown);
 	free(s->left_out);
 	free(s->threads);
