@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "sampler/internal.h"
 
@@ -261,15 +262,9 @@ int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, i
 	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, out_fd) < 0 ||
 	    ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
 		return -errno;
-	if (s->n_switch_ids == s->cap_switch_ids) {
-		size_t cap = s->cap_switch_ids ? s->cap_switch_ids * 2 : 16;
-		uint64_t *v = realloc(s->switch_ids, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->switch_ids = v;
-		s->cap_switch_ids = cap;
-	}
+	if (array_grow((void **) &s->switch_ids, &s->cap_switch_ids, s->n_switch_ids + 1,
+		       sizeof(*s->switch_ids), 16) < 0)
+		return -ENOMEM;
 	for (i = s->n_switch_ids; i > 0 && s->switch_ids[i - 1] > id; i--)
 		s->switch_ids[i] = s->switch_ids[i - 1];
 	s->switch_ids[i] = id;
@@ -339,15 +334,9 @@ static int lead_id_add(struct sampler *s, uint64_t id, size_t i)
 {
 	size_t k;
 
-	if (s->n_lead_ids == s->cap_lead_ids) {
-		size_t cap = s->cap_lead_ids ? s->cap_lead_ids * 2 : 16;
-		struct lead_id *v = realloc(s->lead_ids, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->lead_ids = v;
-		s->cap_lead_ids = cap;
-	}
+	if (array_grow((void **) &s->lead_ids, &s->cap_lead_ids, s->n_lead_ids + 1,
+		       sizeof(*s->lead_ids), 16) < 0)
+		return -ENOMEM;
 	for (k = s->n_lead_ids; k > 0 && s->lead_ids[k - 1].id > id; k--)
 		s->lead_ids[k] = s->lead_ids[k - 1];
 	s->lead_ids[k] = (struct lead_id) { .id = id, .event = i };
@@ -468,14 +457,9 @@ void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int
 
 	if (i < s->n_left_out && s->left_out[i] == tid)
 		return;                 /* counted already */
-	if (s->n_left_out == s->cap_left_out && s->cap_left_out < MAX_LEFT_OUT) {
-		size_t cap = s->cap_left_out ? s->cap_left_out * 2 : 64;
-		pid_t *v = realloc(s->left_out, cap * sizeof(*v));
-		if (v) {
-			s->left_out = v;
-			s->cap_left_out = cap;
-		}
-	}
+	if (s->cap_left_out < MAX_LEFT_OUT)
+		(void) array_grow((void **) &s->left_out, &s->cap_left_out, s->n_left_out + 1,
+				  sizeof(*s->left_out), 64);
 	/* past the bound (or out of memory) it is counted each time it is tried */
 	if (s->n_left_out < s->cap_left_out) {
 		memmove(s->left_out + i + 1, s->left_out + i, (s->n_left_out - i) * sizeof(*s->left_out));

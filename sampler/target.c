@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/procfs.h"
 #include "sampler/internal.h"
@@ -48,16 +49,11 @@ static struct thread *thread_slot(struct sampler *s, pid_t tid, int *ret_err)
 		if (!s->threads[i].alive && !s->threads[i].traced && !s->threads[i].cpu_fds)
 			t = &s->threads[i];
 	if (!t && s->n_threads == s->cap_threads) {
-		size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
-		struct thread *v;
-		*ret_err = cap > MAX_THREADS ? -E2BIG : -ENOMEM;
-		if (cap > MAX_THREADS)
+		*ret_err = s->cap_threads * 2 > MAX_THREADS ? -E2BIG : -ENOMEM;
+		if (s->cap_threads * 2 > MAX_THREADS ||
+		    array_grow((void **) &s->threads, &s->cap_threads, s->n_threads + 1,
+			       sizeof(*s->threads), 16) < 0)
 			return NULL;
-		v = realloc(s->threads, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		s->threads = v;
-		s->cap_threads = cap;
 	}
 	if (t)
 		free(t->cpu_last);      /* an inherited thread's, gone */
