@@ -466,20 +466,20 @@ int procfs_tasks(pid_t pid, pid_t *ret, size_t max)
 	size_t n = 0;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
 	d = opendir(path);
 	if (!d)
 		return errno == ENOENT ? -ESRCH : -errno;
-	while (n < max && (de = readdir(d))) {
+	while ((de = readdir(d)) && n < max) {
 		char *end;
 		long v = strtol(de->d_name, &end, 10);
 
-		if (*end != '\0' || v <= 0)
+		if (end == de->d_name || *end != '\0' || v <= 0 || v > INT32_MAX)
 			continue;
 		if (ret)
 			ret[n] = (pid_t) v;
 		n++;
 	}
 	(void) closedir(d);
-	return (int) n;                 /* under pid_max (at most 4M) */
+	return (int) n;
 }

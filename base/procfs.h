@@ -86,9 +86,9 @@ size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max);
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n);
 
-/* The thread ids of /proc/PID/task, in directory order, into ret (at most max; ret NULL:
- * only counted, up to max): how many, or -errno (-ESRCH: no such process). The one lister of
- * a process's threads. */
+/* The threads of process pid (/proc/PID/task, as the procfs mount sees them), in directory
+ * order, at most max, into ret (NULL: only counted): how many, or -ESRCH (gone), opendir()'s
+ * -errno. The one lister of a process's threads. */
 int procfs_tasks(pid_t pid, pid_t *ret, size_t max);
 
 #endif
