@@ -155,13 +155,29 @@ static int state_of(const char *text, char *ret)
 	return 0;
 }
 
-int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
+/* A status file's switch counts, voluntary (ret[0]) and not (ret[1]): 0 or -EBADMSG. */
+static int switches_of(const char *text, uint64_t ret[2])
 {
 	static const char *const keys[] = { "voluntary_ctxt_switches",
 					     "nonvoluntary_ctxt_switches" };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = status_value(text, keys[i]);
+		char *end;
+
+		if (!v)
+			return -EBADMSG;
+		ret[i] = strtoull(v, &end, 10);
+		if (end == v)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
+{
 	char text[STATUS_MAX];
-	const char *v;
-	uint64_t sum = 0;
+	uint64_t sw[2];
 	int r;
 
 	r = read_task_status(pid, tid, text);
@@ -170,17 +186,27 @@ int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switc
 	r = state_of(text, ret_state);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < 2; i++) {
-		char *end;
+	r = switches_of(text, sw);
+	if (r < 0)
+		return r;
+	*ret_switches = sw[0] + sw[1];
+	return 0;
+}
 
-		v = status_value(text, keys[i]);
-		if (!v)
-			return -EBADMSG;
-		sum += strtoull(v, &end, 10);
-		if (end == v)
-			return -EBADMSG;
-	}
-	*ret_switches = sum;
+int procfs_task_switches(pid_t pid, pid_t tid, uint64_t *ret_vol, uint64_t *ret_invol)
+{
+	char text[STATUS_MAX];
+	uint64_t sw[2];
+	int r;
+
+	r = read_task_status(pid, tid, text);
+	if (r < 0)
+		return r;
+	r = switches_of(text, sw);
+	if (r < 0)
+		return r;
+	*ret_vol = sw[0];
+	*ret_invol = sw[1];
 	return 0;
 }
 
@@ -457,4 +483,29 @@ int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size
 	qsort(ret_ids, n, sizeof(*ret_ids), cmp_pid);
 	*ret_n = n;
 	return 0;
+}
+
+int procfs_tasks(pid_t pid, pid_t *ret, size_t max)
+{
+	char path[64];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d)) && n < max) {
+		char *end;
+		long v = strtol(de->d_name, &end, 10);
+
+		if (end == de->d_name || *end != '\0' || v <= 0 || v > INT32_MAX)
+			continue;
+		if (ret)
+			ret[n] = (pid_t) v;
+		n++;
+	}
+	(void) closedir(d);
+	return (int) n;
 }

@@ -38,6 +38,9 @@ int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret);
  * in two such reads with the same count did not run in between: it cannot have changed its
  * user memory or registers meanwhile. 0, -ENOENT (gone), -EBADMSG. */
 int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches);
+/* Task tid of pid's switches off a CPU so far, voluntary and involuntary (its status file's
+ * voluntary_ctxt_switches and nonvoluntary_ctxt_switches): 0, -ENOENT (gone), -EBADMSG. */
+int procfs_task_switches(pid_t pid, pid_t tid, uint64_t *ret_vol, uint64_t *ret_invol);
 /* Whether a state is one in which a task cannot run user code: blocked in the kernel (S, D) or
  * stopped (T, t). */
 bool procfs_task_still(char state);
@@ -85,5 +88,10 @@ size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max);
 /* Every thread of pid, as its own namespace knows it, at most max, sorted ascending, into
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n);
+
+/* The threads of process pid (/proc/PID/task, as the procfs mount sees them), in directory
+ * order, at most max, into ret (NULL: only counted): how many, or -ESRCH (gone), opendir()'s
+ * -errno. The one lister of a process's threads. */
+int procfs_tasks(pid_t pid, pid_t *ret, size_t max);
 
 #endif

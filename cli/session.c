@@ -57,9 +57,7 @@ void session_record_opts(const struct record_args *o, struct record_opts *ret)
 		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
 		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
 		.off_cpu = o->off_cpu, .wall = o->wall, .subprocesses = o->subprocesses,
-		.gil_only = o->gil,
-		/* the command line's own choices: SIGCHLD through a signalfd, every fd it may */
-		.sigchld = true, .raise_nofile = true,
+		.gil_only = o->gil, .sigchld = true, .raise_nofile = true,
 	};
 }
 

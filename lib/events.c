@@ -11,7 +11,7 @@
 #include "lib/internal.h"
 #include "lib/lib.h"
 #include "record/record.h"
-#include "sampler/sampler.h"
+#include "sampler/events.h"
 
 int hwspy_events_new(struct hwspy_events **ret)
 {

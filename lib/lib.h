@@ -10,7 +10,7 @@
 
 #include "include/hwspy.h"
 #include "output/profile.h"
-#include "sampler/sampler.h"
+#include "sampler/events.h"
 
 struct hwspy_events {
 	struct event_spec spec[HWSPY_MAX_EVENTS];

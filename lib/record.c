@@ -109,6 +109,9 @@ int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sin
 	if (opts->self && opts->mode == HWSPY_RECORD_STOPS)
 		return lib_fail(-EINVAL, "the calling process cannot be recorded by stops (it would "
 				"stop itself): give the capture or nonblocking mode");
+	if (!opts->sigchld && opts->mode == HWSPY_RECORD_STOPS)
+		return lib_fail(-EINVAL, "recording by stops reads them through SIGCHLD: set "
+				"opts.sigchld, or give the capture or nonblocking mode");
 	if (opts->events && (opts->events->n == 0 || opts->events->n > HWSPY_MAX_EVENTS))
 		return lib_fail(-EINVAL, "no event to sample");
 	h = calloc(1, sizeof(*h));
@@ -231,7 +234,10 @@ static struct record_fallback policy(struct hwspy_recorder *h)
 		/* the calling process asked for its capture: nonblocking where none is allowed */
 		.auto_mode = h->opts.mode == HWSPY_RECORD_AUTO ||
 			     (h->opts.mode == HWSPY_RECORD_CAPTURE && h->opts.self),
-		.mode = internal_mode(h->opts.mode), .self = h->opts.self,
+		.mode = internal_mode(h->opts.mode),
+		/* never stopped: the calling process, or a target of a caller whose SIGCHLD the
+		 * recorder may not take (stops are read through it) */
+		.self = h->opts.self || !h->opts.sigchld,
 		.note_fn = policy_note, .note_ctx = h,
 	};
 }

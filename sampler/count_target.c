@@ -6,18 +6,21 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "sampler/count.h"
+#include "base/procfs.h"
+#include "sampler/count_internal.h"
 
 #define MAX_LIST 65536
 
@@ -60,7 +63,7 @@ static int list_tasks(pid_t pid, pid_t **ret)
 			return -ENOMEM;
 		}
 		v = w;
-		n = target_list_tasks(pid, v, cap);
+		n = procfs_tasks(pid, v, cap);
 		if (n < 0 || (size_t) n < cap || cap >= MAX_LIST)
 			break;
 		cap *= 4;
@@ -177,7 +180,7 @@ int count_attach(struct counter *c)
 	c->pid = c->opts.pid;
 	if ((kill(c->pid, 0) < 0 && errno == ESRCH) || !proc_alive(c->pid))
 		return -ESRCH;
-	c->fd_limit = perf_nofile_raise();
+	c->fd_limit = perf_nofile_raise(c->opts.raise_nofile);
 	if (c->opts.at_exec) {
 		r = open_tid(c, c->pid);
 		if (r < 0)
@@ -230,7 +233,7 @@ int count_launch(struct counter *c)
 	if (r < 0)
 		return r;
 	c->launched = true;
-	c->fd_limit = perf_nofile_raise();      /* after the fork: the command keeps its own */
+	c->fd_limit = perf_nofile_raise(c->opts.raise_nofile);      /* after the fork: the command keeps its own */
 	t = count_thread_new(c, c->pid);
 	if (!t)
 		return -ENOMEM;
