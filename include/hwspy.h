@@ -170,8 +170,8 @@ struct hwspy_record_opts {
 	pid_t pid;                      /* attach to this process, or 0 */
 	char *const *argv;              /* or launch this command (argv[0] searched in PATH) */
 	bool self;                      /* or the calling process */
-	const struct hwspy_events *events;  /* events[0] samples; NULL: cpu-clock. The caller's,
-	                                 * outliving the recorder (':u' may be set on a fallback) */
+	const struct hwspy_events *events;  /* events[0] samples; NULL: cpu-clock. Copied (the
+	                                 * user-space-only fallback sets ':u' on the copy) */
 	uint64_t freq, period;          /* samples a second, or a fixed period (freq 0); both 0:
 	                                 * 100 Hz */
 	uint32_t leaders;               /* bit i: events[i] samples on its own, at its own rate */
@@ -216,7 +216,7 @@ typedef int (*hwspy_sample_fn)(void *ctx, const struct hwspy_sample *s);
 
 struct hwspy_recorder;
 
-/* The recorder for opts (copied; opts->events is not). sink NULL: every sample goes into the
+/* The recorder for opts (copied, its events too). sink NULL: every sample goes into the
  * recorder's own profile (hwspy_recorder_profile()). 0, -EINVAL (no target, two targets, more
  * events than HWSPY_MAX_EVENTS), -ENOMEM. */
 int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sink, void *ctx,

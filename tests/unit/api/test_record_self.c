@@ -3,16 +3,19 @@
  * while the main thread burns CPU in api_test_burn(); through include/hwspy.h alone. The folded
  * flame graph written has api_test_burn in it, and no stack of the recording thread (each
  * stack's root is its thread: [thread TID NAME]). Nothing stops the process (no ptrace of
- * itself), and everything is freed (the ASan build's LeakSanitizer checks).
+ * itself), SIGCHLD stays unblocked and RLIMIT_NOFILE as it was, and everything is freed (the
+ * ASan build's LeakSanitizer checks).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -41,6 +44,8 @@ struct rec_result {
 	char path[64];
 	struct hwspy_record_stats st;
 	int mode;
+	bool sigchld_blocked;           /* SIGCHLD blocked on the recording thread while it ran */
+	bool nofile_changed;            /* RLIMIT_NOFILE changed by the start */
 };
 
 static void *record_thread(void *arg)
@@ -51,7 +56,11 @@ static void *record_thread(void *arg)
 	struct hwspy_run run = { .duration_ns = 1000000000ULL };
 	int r;
 
+	struct rlimit before, after;
+	sigset_t mask;
+
 	res->tid = gettid();
+	(void) getrlimit(RLIMIT_NOFILE, &before);
 	hwspy_record_opts_init(&o);
 	o.self = true;
 	o.native = true;
@@ -62,6 +71,11 @@ static void *record_thread(void *arg)
 	if (r >= 0)
 		r = hwspy_recorder_start(rec);
 	if (r >= 0) {
+		/* a library in someone's process: no signal taken, no limit raised */
+		(void) pthread_sigmask(SIG_SETMASK, NULL, &mask);
+		res->sigchld_blocked = sigismember(&mask, SIGCHLD) == 1;
+		(void) getrlimit(RLIMIT_NOFILE, &after);
+		res->nofile_changed = after.rlim_cur != before.rlim_cur;
 		res->mode = hwspy_recorder_mode(rec);
 		r = hwspy_recorder_run(rec, &run);
 	}
@@ -115,6 +129,8 @@ static void record_self(enum hwspy_record_mode mode)
 	if (res.r < 0)
 		fail_msg("recording the calling process failed: %d %s", res.r, res.why);
 	assert_int_not_equal(res.mode, HWSPY_RECORD_STOPS);
+	assert_false(res.sigchld_blocked);
+	assert_false(res.nofile_changed);
 	folded = slurp(res.path);
 	(void) unlink(res.path);
 	assert_non_null(folded);
