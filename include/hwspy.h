@@ -186,6 +186,9 @@ struct hwspy_record_opts {
 	bool wall;                      /* events[0] is cpu-clock, with the switches off the CPU */
 	bool subprocesses;              /* follow the processes the target starts */
 	bool gil_only;                  /* only samples whose thread held the GIL */
+	bool gil_waits;                 /* the switches off the CPU sampled too (not by stops), for
+	                                 * each thread's GIL waits (hwspy_recorder_gil_threads()),
+	                                 * not for the samples */
 	size_t log_bytes;               /* keep the time-ordered sample log (speedscope) up to this */
 	bool sigchld;                   /* may block SIGCHLD on the calling thread (signalfd): stops
 	                                 * need it; without, a launched command's exit is seen
@@ -199,6 +202,14 @@ struct hwspy_record_opts {
 };
 void hwspy_record_opts_init(struct hwspy_record_opts *o);
 
+/* Whether a sample's thread held the GIL: from its capture, else read live (late by as much as
+ * the read); unknown without a GIL (free-threaded), a failed read, or a switch off the CPU. */
+enum hwspy_gil {
+	HWSPY_GIL_UNKNOWN,
+	HWSPY_GIL_FREE,                 /* not held by this thread */
+	HWSPY_GIL_HELD,
+};
+
 /* One finished sample, handed to the sink. Valid during the call only. */
 struct hwspy_sample {
 	pid_t tid;
@@ -209,6 +220,9 @@ struct hwspy_sample {
 	size_t n_values;
 	size_t event;                   /* the event whose sample this is (0, or a leader) */
 	bool off_cpu;                   /* a switch off the CPU: values[1] its time off it (ns) */
+	enum hwspy_gil gil;             /* whether its thread held the GIL at the sample */
+	uint64_t late_ns;               /* its Python stack read this long after the sample (no
+	                                 * capture, no stop: maybe a later one); 0: at it */
 };
 /* < 0: the sample could not be kept (stats.add_failed). Runs on the thread running the
  * recorder. */

@@ -78,7 +78,9 @@ static int sample_sink(void *ctx, const struct record_sample *s)
 	hs = (struct hwspy_sample) {
 		.tid = s->tid, .time_ns = s->time_ns, .frames = s->frames, .depth = s->depth,
 		.values = s->values, .n_values = s->n_values, .event = s->event,
-		.off_cpu = s->off_cpu,
+		.off_cpu = s->off_cpu, .late_ns = s->late_ns,
+		.gil = s->gil == RECORD_GIL_HELD ? HWSPY_GIL_HELD :
+		       s->gil == RECORD_GIL_FREE ? HWSPY_GIL_FREE : HWSPY_GIL_UNKNOWN,
 	};
 	return h->sink(h->sink_ctx, &hs);
 }
@@ -138,6 +140,7 @@ int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sin
 		.stack_size = opts->stack_size ? opts->stack_size : RECORD_DEFAULT_STACK_SIZE,
 		.kernel = opts->kernel, .off_cpu = opts->off_cpu, .wall = opts->wall,
 		.subprocesses = opts->subprocesses, .gil_only = opts->gil_only,
+		.gil_waits = opts->gil_waits,
 		.log_bytes = opts->log_bytes, .exec_fn = opts->exec_fn, .exec_ctx = opts->exec_ctx,
 		.sigchld = opts->sigchld, .raise_nofile = opts->raise_nofile,
 	};
