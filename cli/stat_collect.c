@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/procfs.h"
 #include "cli/record.h"
 #include "cli/stat_run.h"
-#include "cli/top_proc.h"
 #include "output/output.h"
 #include "pyframes/pyframes.h"
 
@@ -143,7 +143,7 @@ void stat_switches_read(struct stat_switch_log *l, pid_t pid)
 		uint64_t v = 0, nv = 0;
 		int64_t vol, invol;
 
-		if (tid <= 0 || top_proc_task_switches("/proc", pid, d->d_name, &v, &nv) < 0)
+		if (tid <= 0 || procfs_task_switches("/proc", pid, tid, &v, &nv) < 0)
 			continue;
 		vol = (int64_t) v;
 		invol = (int64_t) nv;
