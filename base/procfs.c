@@ -475,8 +475,9 @@ int procfs_tasks_at(const char *proc, pid_t pid, pid_t *ret, size_t max, size_t 
 		if (*end || end == e->d_name || tid <= 0 || tid >= (1L << 30))
 			continue;
 		seen++;
-		if (n < max)
-			ret[n++] = (pid_t) tid;
+		if (n < max && ret)
+			ret[n] = (pid_t) tid;
+		n += n < max;
 	}
 	(void) closedir(d);
 	if (ret_seen)

@@ -87,12 +87,13 @@ size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max);
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n);
 
-/* The task lister: the thread ids of process pid, as proc sees them (the entries of
- * PROC/PID/task), in the directory's order, the first max of them into ret: how many, or -ESRCH
- * (no such process), open()'s errno. ret_seen (may be NULL) gets how many the directory held,
- * counted up to PROCFS_TASKS_COUNTED (without it, the listing stops at max): a process of 10^5
- * threads costs no more than that. Threads that start or exit during the listing may be left
- * out. procfs_tasks() is procfs_tasks_at("/proc", ..., NULL). */
+/* The task lister (the one: list a process's threads through it): the thread ids of process
+ * pid, as proc sees them (the entries of PROC/PID/task), in the directory's order, the first
+ * max of them into ret (NULL: only counted): how many, or -ESRCH (no such process), opendir()'s
+ * -errno. ret_seen (may be NULL) gets how many the directory held, counted up to
+ * PROCFS_TASKS_COUNTED (without it, the listing stops at max): a process of 10^5 threads costs
+ * no more than that. Threads that start or exit during the listing may be left out.
+ * procfs_tasks() is procfs_tasks_at("/proc", ..., NULL). */
 #define PROCFS_TASKS_COUNTED 100000
 int procfs_tasks_at(const char *proc, pid_t pid, pid_t *ret, size_t max, size_t *ret_seen);
 int procfs_tasks(pid_t pid, pid_t *ret, size_t max);

@@ -134,6 +134,7 @@ struct tracer {
 	pthread_cond_t cond;
 	int state;
 	int (*job)(struct sampler *s, void *arg);
+	struct sampler *s;              /* the jobs' first argument (NULL: a one-shot stop, stop.h) */
 	void *arg;
 	int ret;
 };

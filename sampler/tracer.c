@@ -23,6 +23,10 @@
  * install a handler later (SigBlk is no reason to move: glibc blocks every signal for an
  * instant in each pthread_create).
  *
+ * One-shot stops (stop.h: the snapshot's, `hwspy dump`) run on the same engine: a tracer thread
+ * of their own (tracer_thread_*(), the jobs' sampler NULL), the same undo of an EINTR at the
+ * stop (undo_at_stop()) and the same release (release_stopped()); see the last part of this file.
+ *
  * The stop budget (SAMPLER_STOP_BUDGET_PCT, sampler.h): each stop of ours is timed, from the
  * first sample it finds in the thread's ring (the overflow that raised our signal; or from when
  * the tracer saw the stop, if none) to the thread's resume, into per-thread buckets of a
@@ -35,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,12 +48,15 @@
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/procfs.h"
 #include "sampler/internal.h"
+#include "sampler/stop.h"
 
 #define TEARDOWN_TIMEOUT_NS 3000000000ULL
 #define SIGNAL_CHECK_NS 100000000ULL    /* re-check the target's handlers this often */
@@ -63,8 +71,7 @@
 
 static void *tracer_main(void *arg)
 {
-	struct sampler *s = arg;
-	struct tracer *tr = &s->tracer;
+	struct tracer *tr = arg;
 
 	tr->tid = gettid();
 	pthread_mutex_lock(&tr->lock);
@@ -74,7 +81,7 @@ static void *tracer_main(void *arg)
 		if (tr->state != TRACER_POSTED)
 			break;
 		pthread_mutex_unlock(&tr->lock);
-		tr->ret = tr->job(s, tr->arg);
+		tr->ret = tr->job(tr->s, tr->arg);
 		pthread_mutex_lock(&tr->lock);
 		tr->state = TRACER_DONE;
 		pthread_cond_broadcast(&tr->cond);
@@ -84,9 +91,9 @@ static void *tracer_main(void *arg)
 	return NULL;
 }
 
-int tracer_start(struct sampler *s)
+/* Starts tr's thread; its jobs get s (NULL for a one-shot stop) as their first argument. */
+static int tracer_thread_start(struct tracer *tr, struct sampler *s)
 {
-	struct tracer *tr = &s->tracer;
 	int r;
 
 	if (!tr->init) {
@@ -94,26 +101,27 @@ int tracer_start(struct sampler *s)
 			return -ENOMEM;
 		tr->init = true;
 	}
+	tr->s = s;
 	tr->quit = false;
 	tr->state = TRACER_IDLE;
-	/* the new thread inherits our mask: SIGCHLD blocked (read through s->sigfd) */
-	r = pthread_create(&tr->thread, NULL, tracer_main, s);
+	/* the new thread inherits our mask (the sampler's: SIGCHLD blocked, read through s->sigfd) */
+	r = pthread_create(&tr->thread, NULL, tracer_main, tr);
 	if (r)
 		return -r;
 	tr->running = true;
 	return 0;
 }
 
-int tracer_call(struct sampler *s, int (*job)(struct sampler *s, void *arg), void *arg)
+/* Runs job on tr's thread (started) and waits for it, with the signals of block blocked
+ * meanwhile (NULL: none). */
+static int tracer_thread_call(struct tracer *tr, int (*job)(struct sampler *s, void *arg),
+			      void *arg, const sigset_t *block)
 {
-	struct tracer *tr = &s->tracer;
-	sigset_t all, old;
+	sigset_t old;
 	int r;
 
-	if (!tr->running)
-		return job(s, arg);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (block)
+		pthread_sigmask(SIG_BLOCK, block, &old);
 	pthread_mutex_lock(&tr->lock);
 	tr->job = job;
 	tr->arg = arg;
@@ -124,14 +132,14 @@ int tracer_call(struct sampler *s, int (*job)(struct sampler *s, void *arg), voi
 	tr->state = TRACER_IDLE;
 	r = tr->ret;
 	pthread_mutex_unlock(&tr->lock);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (block)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
 }
 
-void tracer_end(struct sampler *s)
+/* Ends tr's thread: the kernel lets go of every tracee it still has. */
+static void tracer_thread_end(struct tracer *tr)
 {
-	struct tracer *tr = &s->tracer;
-
 	if (!tr->running)
 		return;
 	pthread_mutex_lock(&tr->lock);
@@ -141,21 +149,49 @@ void tracer_end(struct sampler *s)
 	(void) pthread_join(tr->thread, NULL);
 	/* the join returns before the kernel has let the tracees go (exit_ptrace comes later in
 	 * the thread's exit): wait until the thread is gone, so that a new tracer (the retry of
-	 * sampler_new(), sampler_resume()) can seize them at once */
+	 * sampler_new(), sampler_resume(), the next stop) can seize them at once */
 	for (int i = 0; i < TRACER_EXIT_TRIES && tgkill(getpid(), tr->tid, 0) == 0; i++)
 		(void) usleep(1000);
 	tr->running = false;
+}
+
+static void tracer_thread_release(struct tracer *tr)
+{
+	if (tr->init) {
+		pthread_mutex_destroy(&tr->lock);
+		pthread_cond_destroy(&tr->cond);
+		tr->init = false;
+	}
+}
+
+int tracer_start(struct sampler *s)
+{
+	return tracer_thread_start(&s->tracer, s);
+}
+
+int tracer_call(struct sampler *s, int (*job)(struct sampler *s, void *arg), void *arg)
+{
+	sigset_t all;
+
+	if (!s->tracer.running)
+		return job(s, arg);
+	/* the user's Ctrl-C or Ctrl-Z interrupts the tracer's wait, not ours */
+	sigfillset(&all);
+	return tracer_thread_call(&s->tracer, job, arg, &all);
+}
+
+void tracer_end(struct sampler *s)
+{
+	if (!s->tracer.running)
+		return;
+	tracer_thread_end(&s->tracer);
 	for (size_t i = 0; i < s->n_threads; i++)
 		s->threads[i].traced = false;
 }
 
 void tracer_release_resources(struct sampler *s)
 {
-	if (s->tracer.init) {
-		pthread_mutex_destroy(&s->tracer.lock);
-		pthread_cond_destroy(&s->tracer.cond);
-		s->tracer.init = false;
-	}
+	tracer_thread_release(&s->tracer);
 }
 
 /* ---- /proc reads ---- */
@@ -394,17 +430,33 @@ bool sampler_undo_eintr(pid_t tid)
 	return ptrace(PTRACE_SETREGS, tid, 0, &regs) == 0;
 }
 
-/* At a stop for our signal: if that signal made the system call the thread was in fail with
- * EINTR (it came as the call was about to sleep: a sample in its kernel entry), the call is
- * made again (sampler_undo_eintr()), so the target never sees an EINTR it did not cause; not
- * where a signal of the target's own was passed on at this same exit (its EINTR is then the
- * target's, and a handler frame may be set up). Counted in stats.eintr_undone. */
+/* At a stop of ours (a signal's, an interrupt's): if it made the system call the thread was in
+ * fail with EINTR (it came as the call was about to sleep), the call is made again
+ * (sampler_undo_eintr()), so the target never sees an EINTR it did not cause; not where a
+ * signal of the target's own is its cause too (theirs: one passed on at this same exit, or
+ * pending for the thread: its EINTR is then the target's, and a handler frame may be set up).
+ * True if undone. The one undo of the sampler's stops and of the one-shot stops. */
+static bool undo_at_stop(pid_t tid, bool theirs)
+{
+	return !theirs && sampler_undo_eintr(tid);
+}
+
+/* Lets a thread in a ptrace-stop of ours go, passing on sig (0: none), the signal it stopped
+ * for if it was not ours. The one release of the sampler's stops and of the one-shot stops. */
+static int release_stopped(pid_t tid, int sig)
+{
+	return ptrace(PTRACE_DETACH, tid, 0, sig) < 0 ? -errno : 0;
+}
+
+/* At a stop for our signal (a sample in a system call's kernel entry): undo_at_stop(), theirs
+ * where a signal of the target's was passed on at this same exit. Counted in
+ * stats.eintr_undone. */
 static void undo_eintr(struct sampler *s, pid_t tid, struct thread *t)
 {
 	bool forwarded = t->forwarded;
 
 	t->forwarded = false;
-	if (!forwarded && sampler_undo_eintr(tid))
+	if (undo_at_stop(tid, forwarded))
 		s->stats.eintr_undone++;
 }
 
@@ -587,7 +639,7 @@ static void detach_stopped(struct sampler *s)
 		} else if ((status >> 16) == 0 && t) {
 			undo_eintr(s, tid, t);
 		}
-		if (ptrace(PTRACE_DETACH, tid, 0, sig) == 0 && t)
+		if (release_stopped(tid, sig) == 0 && t)
 			t->traced = false;
 	}
 }
@@ -681,4 +733,290 @@ int tracer_reattach(struct sampler *s, void *arg)
 	}
 	(void) scan_threads(s, false);
 	return 0;
+}
+
+/* ---- one-shot stops (stop.h) ---- */
+
+#define STOP_WAIT_NS 200000000ull       /* a thread not stopped by then is read as it runs */
+#define STOP_POLL_NS 20000              /* between checks for stops */
+
+struct stop_own {
+	bool seized;
+	int sig;                /* a signal that stopped it, passed on at the release */
+};
+
+struct stop {
+	pid_t pid;
+	bool native, hold_signals;
+	stop_restarts_fn restarts;
+	size_t n;
+	struct stopped_thread *t;
+	struct stop_own *own;
+	struct tracer tr;               /* the engine's thread: every ptrace call of this stop */
+	pid_t tracer;                   /* the first refusal's tracer */
+	uint64_t stopped_at, released_at;       /* the first interrupt, the last detach */
+	sigset_t old_mask;
+	bool ended;
+};
+
+/* A thread just stopped by our interrupt: if the call it was entering failed with EINTR
+ * because of it, the call is made again (undo_at_stop(): theirs where a signal of the
+ * target's is pending for it) and the thread let go now, unread. */
+static void stop_undo_now(struct stop *st, struct stopped_thread *t, struct stop_own *o)
+{
+	struct user_regs_struct regs;
+
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &regs) < 0 || (long long) regs.rax != -EINTR ||
+	    (long long) regs.orig_rax < 0)
+		return;
+	if (!undo_at_stop(t->tid, procfs_task_signal_pending(st->pid, t->tid)))
+		return;
+	(void) release_stopped(t->tid, 0);
+	o->seized = false;
+	t->stopped = false;
+	t->rewound = true;
+}
+
+/* Waits for the stops of the interrupted threads, STOP_WAIT_NS at most: each seized thread's
+ * own wait (never another child of the caller's). */
+static void stop_wait(struct stop *st, size_t pending)
+{
+	uint64_t deadline = clock_now_ns() + STOP_WAIT_NS;
+	struct timespec nap = { 0, STOP_POLL_NS };
+
+	while (pending > 0 && clock_now_ns() < deadline) {
+		bool any = false;
+
+		for (size_t i = 0; i < st->n && pending > 0; i++) {
+			struct stopped_thread *t = &st->t[i];
+			struct stop_own *o = &st->own[i];
+			int status;
+			pid_t tid;
+
+			if (!o->seized || t->stopped)
+				continue;
+			tid = waitpid(t->tid, &status, __WALL | WNOHANG);
+			if (tid < 0 && errno != EINTR) {
+				o->seized = false;      /* gone, reaped by the kernel */
+				pending--;
+				continue;
+			}
+			if (tid <= 0)
+				continue;
+			any = true;
+			if (WIFEXITED(status) || WIFSIGNALED(status)) {
+				o->seized = false;
+				pending--;
+				continue;
+			}
+			if (!WIFSTOPPED(status))
+				continue;
+			t->stopped = true;
+			pending--;
+			if ((status >> 16) == PTRACE_EVENT_STOP)
+				stop_undo_now(st, t, o);
+			else if ((status >> 16) == 0)
+				o->sig = WSTOPSIG(status);
+		}
+		if (!any)
+			(void) nanosleep(&nap, NULL);
+	}
+}
+
+/* A stopped thread's registers, in perf's REGS_USER order (stop.h), and its stack from SP. */
+static void stop_take_native(struct stop *st, struct stopped_thread *t)
+{
+	struct user_regs_struct r;
+	struct iovec local, remote;
+	ssize_t got;
+
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r) < 0)
+		return;
+	{
+		const uint64_t v[] = {
+			r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.rip, r.eflags,
+			r.cs, r.ss, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15,
+		};
+		_Static_assert(sizeof(v) / sizeof(v[0]) == STOP_N_REGS, "SYMBOLIZER_X86_64_REGS");
+		memcpy(t->regs, v, sizeof(v));
+	}
+	t->regs_ok = true;
+	t->stack = malloc(STOP_STACK_COPY);
+	if (!t->stack)
+		return;
+	local = (struct iovec) { t->stack, STOP_STACK_COPY };
+	remote = (struct iovec) { (void *) (uintptr_t) r.rsp, STOP_STACK_COPY };
+	/* a partial read ends at the top of the stack's mapping */
+	got = process_vm_readv(st->pid, &local, 1, &remote, 1, 0);
+	if (got <= 0) {
+		free(t->stack);
+		t->stack = NULL;
+		return;
+	}
+	t->stack_len = (size_t) got;
+}
+
+/* Seizes and interrupts each thread that runs now (one found waiting by then is left alone: it
+ * is read as it waits): how many were interrupted, or -EPERM where every thread it tried
+ * refused (st->tracer the first refusal's tracer) and none was seized. */
+static int stop_running(struct stop *st)
+{
+	size_t pending = 0, refused = 0, seized = 0;
+
+	for (size_t i = 0; i < st->n; i++) {
+		pid_t tid = st->t[i].tid;
+		struct procfs_syscall sc;
+		uint64_t switches;
+		char state;
+
+		if (procfs_task_sched(st->pid, tid, &state, &switches) < 0)
+			continue;       /* gone */
+		/* waiting now in a call that would not go on by itself after a stop: read as it
+		 * waits */
+		if (procfs_task_still(state) &&
+		    (state != 'S' || procfs_task_syscall(st->pid, tid, &sc) < 0 ||
+		     !st->restarts(st->pid, &sc)))
+			continue;
+		/* runnable inside such a call (woken, its timeout just over, waiting for a CPU):
+		 * an interrupt now would make it fail with EINTR, and made again it would wait its
+		 * whole timeout once more; it is looked at in the next round */
+		if (state == 'R' && procfs_task_syscall(st->pid, tid, &sc) == 0 && sc.nr >= 0 &&
+		    !st->restarts(st->pid, &sc))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+			if (errno != ESRCH && !refused++)
+				(void) tracer_task_owner(st->pid, tid, &st->tracer);
+			continue;
+		}
+		st->own[i].seized = true;
+		seized++;
+		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0)
+			pending++;
+	}
+	return refused && !seized ? -EPERM : (int) pending;
+}
+
+/* The job that stops: on the stop's tracer thread. */
+static int stop_job(struct sampler *s, void *arg)
+{
+	struct stop *st = arg;
+	int r;
+
+	(void) s;
+	st->stopped_at = clock_now_ns();
+	r = stop_running(st);
+	if (r < 0)
+		return r;
+	stop_wait(st, (size_t) r);
+	for (size_t i = 0; st->native && i < st->n; i++)
+		if (st->own[i].seized && st->t[i].stopped)
+			stop_take_native(st, &st->t[i]);
+	return 0;
+}
+
+/* The job that lets go: every stopped thread detached (a signal that stopped it passed on);
+ * the tracer thread's exit then lets go the ones that had not stopped yet. */
+static int stop_release_job(struct sampler *s, void *arg)
+{
+	struct stop *st = arg;
+
+	(void) s;
+	for (size_t i = 0; i < st->n; i++) {
+		if (!st->own[i].seized || !st->t[i].stopped)
+			continue;
+		/* a stopped thread has run nothing since its stop: no EINTR to undo here */
+		(void) release_stopped(st->t[i].tid, st->own[i].sig);
+	}
+	st->released_at = clock_now_ns();
+	return 0;
+}
+
+static void stop_release_memory(struct stop *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		free(st->t[i].stack);
+	free(st->t);
+	free(st->own);
+	tracer_thread_release(&st->tr);
+	free(st);
+}
+
+int stop_begin(pid_t pid, const pid_t *tids, size_t n, bool native, bool hold_signals,
+	       stop_restarts_fn restarts, struct stop **ret, pid_t *ret_tracer)
+{
+	struct stop *st = calloc(1, sizeof(*st));
+	int r;
+
+	*ret = NULL;
+	*ret_tracer = 0;
+	if (!st)
+		return -ENOMEM;
+	st->pid = pid;
+	st->native = native;
+	st->hold_signals = hold_signals;
+	st->restarts = restarts;
+	st->n = n;
+	st->t = calloc(n ? n : 1, sizeof(*st->t));
+	st->own = calloc(n ? n : 1, sizeof(*st->own));
+	if (!st->t || !st->own) {
+		stop_release_memory(st);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		st->t[i].tid = tids[i];
+	if (hold_signals) {
+		sigset_t quit;
+
+		/* the tracer thread inherits the mask: the caller's quit signals wait for the
+		 * release */
+		sigemptyset(&quit);
+		sigaddset(&quit, SIGINT);
+		sigaddset(&quit, SIGTERM);
+		sigaddset(&quit, SIGHUP);
+		sigaddset(&quit, SIGQUIT);
+		sigaddset(&quit, SIGTSTP);
+		pthread_sigmask(SIG_BLOCK, &quit, &st->old_mask);
+	}
+	r = tracer_thread_start(&st->tr, NULL);
+	if (r < 0) {
+		if (hold_signals)
+			pthread_sigmask(SIG_SETMASK, &st->old_mask, NULL);
+		st->ended = true;
+		stop_release_memory(st);
+		return r;
+	}
+	r = tracer_thread_call(&st->tr, stop_job, st, NULL);
+	if (r < 0) {
+		*ret_tracer = st->tracer;
+		stop_free(st);
+		return r;
+	}
+	*ret = st;
+	return 0;
+}
+
+const struct stopped_thread *stop_thread(const struct stop *st, size_t i)
+{
+	return i < st->n ? &st->t[i] : NULL;
+}
+
+uint64_t stop_end(struct stop *st)
+{
+	if (!st->ended) {
+		(void) tracer_thread_call(&st->tr, stop_release_job, st, NULL);
+		/* exiting detaches the rest: threads that had not stopped yet go on unstopped */
+		tracer_thread_end(&st->tr);
+		st->ended = true;
+		if (st->hold_signals)
+			pthread_sigmask(SIG_SETMASK, &st->old_mask, NULL);
+	}
+	return st->stopped_at ? st->released_at - st->stopped_at : 0;
+}
+
+void stop_free(struct stop *st)
+{
+	if (!st)
+		return;
+	(void) stop_end(st);
+	stop_release_memory(st);
 }

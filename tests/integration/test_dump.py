@@ -26,6 +26,11 @@ tree: tests/targets/dump_tree.py, a parent waiting on stdin with two forked chil
   process (text and --json); without --subprocesses the parent alone.
 errors: no such pid, a process that is not Python (sleep 30), --native with --nonblocking, no
   -p: exit 1 (2 for the usage errors), one line on stderr saying what; the sleep left untouched.
+waits (--python ID): tests/targets/dump_waits.py's six threads blocked in accept, recv, a pipe's
+  read, a lock, a sleep and a child's wait: dump --json gives each the words of the one wait
+  table ("accept socket", "recv socket", "read fd N (pipe)", "futex (lock)", "sleep", "wait
+  child"), and `record --off-cpu --threads` of the same threads puts WAITS_SHARE of each one's
+  time under a [wait: ...] frame with dump's words.
 """
 import json
 import os
@@ -46,6 +51,11 @@ WAITING = {'sleeping': ('sleep_long', 'sleep'), 'lock': ('wait_lock', 'futex (lo
 THREAD = re.compile(r'^Thread (?P<tid>\d+) \((?P<name>.*)\)(?P<gil> holds the GIL,)? '
                     r'(?:running|waiting: (?P<wait>.*)):$')
 FRAME = re.compile(r'^    (?P<fn>.+) \((?P<file>.+):(?P<line>\d+)\)$')
+# dump_waits.py's threads: (function, the words of their wait)
+WAITS = {'acceptor': ('accept_wait', r'accept socket'), 'receiver': ('recv_wait', r'recv socket'),
+         'piper': ('pipe_wait', r'read fd \d+ \(pipe\)'), 'locker': ('lock_wait', r'futex \(lock\)'),
+         'sleeper': ('sleep_wait', r'sleep'), 'reaper': ('child_wait', r'wait child')}
+WAITS_SHARE = 0.9
 
 
 def run_dump(opts, args, timeout=60):
@@ -328,7 +338,44 @@ def case_harm(opts):
             p.wait()
 
 
-CASES = {'states': case_states, 'errors': case_errors, 'harm': case_harm, 'tree': case_tree}
+def case_waits(opts):
+    if not opts.python:
+        raise Skip('--case waits needs --python')
+    proc = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'dump_waits.py')])
+    proc.expect_ready()
+    p = run_dump(opts, ['-p', str(proc.pid), '--json'])
+    check(p.returncode == 0, 'dump --json: exit %d' % p.returncode)
+    log(p.stdout.rstrip())
+    dumped = {t['name']: t for t in json.loads(p.stdout)['threads']}
+    for name, (fn, words) in WAITS.items():
+        t = dumped.get(name)
+        check(t, 'dump: no thread %s in %s' % (name, sorted(dumped)))
+        check(fn in [f['function'] for f in t['frames']][:2], 'dump: %s is not in %s: %r'
+              % (name, fn, t['frames'][:2]))
+        check(t['wait'] is not None and re.fullmatch(words, t['wait']),
+              'dump: %s waits on %r, not %r' % (name, t['wait'], words))
+    run = harness.record(opts, ['--off-cpu', '--threads', '-p', str(proc.pid), '-d', '1'])
+    # every thread waits all along: weighed from the start, with no sample taken
+    check(run.rc == 0 and os.path.exists(run.out_path), 'record --off-cpu: exit %s' % run.rc)
+    profile = harness.Profile.read(run.out_path)
+    for name, (fn, _) in WAITS.items():
+        leaves, total = {}, 0
+        for frames, c in profile.stacks:
+            m = harness.THREAD_FRAME.match(frames[0])
+            if not m or m.group('name') != name:
+                continue
+            total += c
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + c
+        want = '[wait: %s]' % dumped[name]['wait']
+        log('--off-cpu %s: %s' % (name, leaves))
+        check(total and leaves.get(want, 0) >= WAITS_SHARE * total,
+              '--off-cpu: %s waits on %s, not %s as dump says' % (name, leaves, want))
+    harness.check_untouched(proc.pid)
+    proc.quit()
+
+
+CASES = {'states': case_states, 'errors': case_errors, 'harm': case_harm, 'tree': case_tree,
+         'waits': case_waits}
 
 
 def test(opts):

@@ -119,6 +119,7 @@ static void test_tasks(void **state)
 	assert_int_equal(procfs_tasks_at(root, 42, tids, 1, &seen), 1);
 	assert_int_equal(seen, 3);
 	assert_int_equal(procfs_tasks_at(root, 42, tids, 2, NULL), 2);
+	assert_int_equal(procfs_tasks_at(root, 42, NULL, 8, &seen), 3);   /* only counted */
 	assert_int_equal(procfs_tasks_at(root, 44, tids, 8, &seen), -ESRCH);
 	assert_int_equal(seen, 0);
 	/* this process: one thread, itself */

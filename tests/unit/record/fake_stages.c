@@ -670,3 +670,41 @@ const struct sampler_stats *sampler_stats(const struct sampler *s)
 {
 	return &s->stats;
 }
+
+/* ---- sampler/stop.h: the snapshot's stops (not used by the recorder) --------------------- */
+
+#include "sampler/stop.h"
+
+int stop_begin(pid_t pid, const pid_t *tids, size_t n, bool native, bool hold_signals,
+	       stop_restarts_fn restarts, struct stop **ret, pid_t *ret_tracer)
+{
+	(void) pid, (void) tids, (void) n, (void) native, (void) hold_signals, (void) restarts;
+	*ret = NULL;
+	*ret_tracer = 0;
+	return -ENOSYS;
+}
+
+const struct stopped_thread *stop_thread(const struct stop *st, size_t i)
+{
+	(void) st, (void) i;
+	return NULL;
+}
+
+uint64_t stop_end(struct stop *st)
+{
+	(void) st;
+	return 0;
+}
+
+void stop_free(struct stop *st)
+{
+	(void) st;
+}
+
+const struct pyframes_info *pyframes_info(const struct pyframes *pf)
+{
+	static const struct pyframes_info none;
+
+	(void) pf;
+	return &none;
+}
