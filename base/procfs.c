@@ -156,13 +156,29 @@ static int state_of(const char *text, char *ret)
 	return 0;
 }
 
-int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
+/* A status file's switch counts, voluntary (ret[0]) and not (ret[1]): 0 or -EBADMSG. */
+static int switches_of(const char *text, uint64_t ret[2])
 {
 	static const char *const keys[] = { "voluntary_ctxt_switches",
 					     "nonvoluntary_ctxt_switches" };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = status_value(text, keys[i]);
+		char *end;
+
+		if (!v)
+			return -EBADMSG;
+		ret[i] = strtoull(v, &end, 10);
+		if (end == v)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
+{
 	char text[STATUS_MAX];
-	const char *v;
-	uint64_t sum = 0;
+	uint64_t sw[2];
 	int r;
 
 	r = read_task_status(pid, tid, text);
@@ -171,17 +187,27 @@ int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switc
 	r = state_of(text, ret_state);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < 2; i++) {
-		char *end;
+	r = switches_of(text, sw);
+	if (r < 0)
+		return r;
+	*ret_switches = sw[0] + sw[1];
+	return 0;
+}
 
-		v = status_value(text, keys[i]);
-		if (!v)
-			return -EBADMSG;
-		sum += strtoull(v, &end, 10);
-		if (end == v)
-			return -EBADMSG;
-	}
-	*ret_switches = sum;
+int procfs_task_switches(pid_t pid, pid_t tid, uint64_t *ret_vol, uint64_t *ret_invol)
+{
+	char text[STATUS_MAX];
+	uint64_t sw[2];
+	int r;
+
+	r = read_task_status(pid, tid, text);
+	if (r < 0)
+		return r;
+	r = switches_of(text, sw);
+	if (r < 0)
+		return r;
+	*ret_vol = sw[0];
+	*ret_invol = sw[1];
 	return 0;
 }
 
@@ -510,28 +536,15 @@ int procfs_cpu_ticks(const char *proc, pid_t pid, uint64_t *ret_ticks)
 	return 0;
 }
 
-int procfs_task_switches(const char *proc, pid_t pid, pid_t tid, uint64_t *ret_vol,
-			 uint64_t *ret_invol)
+/* Task tid of pid's switches under proc: as procfs_task_switches(). */
+static int task_switches_at(const char *proc, pid_t pid, pid_t tid, uint64_t ret[2])
 {
-	static const char *const keys[] = { "voluntary_ctxt_switches",
-					     "nonvoluntary_ctxt_switches" };
-	uint64_t *rets[] = { ret_vol, ret_invol };
 	char path[256], text[STATUS_MAX];
 	int r;
 
 	(void) snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc, (int) pid, (int) tid);
 	r = read_status(path, text);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < 2; i++) {
-		const char *v = status_value(text, keys[i]);
-		unsigned long long x;
-
-		if (!v || sscanf(v, "%llu", &x) != 1)
-			return -EBADMSG;
-		*rets[i] = x;
-	}
-	return 0;
+	return r < 0 ? r : switches_of(text, ret);
 }
 
 int procfs_switches(const char *proc, pid_t pid, size_t max, struct procfs_switches *ret)
@@ -544,12 +557,12 @@ int procfs_switches(const char *proc, pid_t pid, size_t max, struct procfs_switc
 		return -ENOMEM;
 	n = procfs_tasks_at(proc, pid, tids, max, &ret->seen);
 	for (int i = 0; i < n; i++) {
-		uint64_t v, nv;
+		uint64_t sw[2];
 
-		if (procfs_task_switches(proc, pid, tids[i], &v, &nv) < 0)
+		if (task_switches_at(proc, pid, tids[i], sw) < 0)
 			continue;       /* exited meanwhile: left out */
-		ret->voluntary += v;
-		ret->involuntary += nv;
+		ret->voluntary += sw[0];
+		ret->involuntary += sw[1];
 		ret->read++;
 	}
 	free(tids);

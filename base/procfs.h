@@ -39,6 +39,9 @@ int procfs_status_long(pid_t pid, pid_t tid, const char *key, long *ret);
  * in two such reads with the same count did not run in between: it cannot have changed its
  * user memory or registers meanwhile. 0, -ENOENT (gone), -EBADMSG. */
 int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches);
+/* Task tid of pid's switches off a CPU so far, voluntary and involuntary (its status file's
+ * voluntary_ctxt_switches and nonvoluntary_ctxt_switches): 0, -ENOENT (gone), -EBADMSG. */
+int procfs_task_switches(pid_t pid, pid_t tid, uint64_t *ret_vol, uint64_t *ret_invol);
 /* Whether a state is one in which a task cannot run user code: blocked in the kernel (S, D) or
  * stopped (T, t). */
 bool procfs_task_still(char state);
@@ -101,10 +104,6 @@ int procfs_tasks(pid_t pid, pid_t *ret, size_t max);
 /* Process pid's CPU time in clock ticks (sysconf(_SC_CLK_TCK)), user and system, every thread's
  * (utime + stime of PROC/PID/stat): 0, -ENOENT (gone), -EBADMSG, open()'s errno. */
 int procfs_cpu_ticks(const char *proc, pid_t pid, uint64_t *ret_ticks);
-/* Task tid of pid: its context switches so far, voluntary and not (PROC/PID/task/TID/status):
- * 0, -ENOENT (gone), -EBADMSG, open()'s errno. */
-int procfs_task_switches(const char *proc, pid_t pid, pid_t tid, uint64_t *ret_vol,
-			 uint64_t *ret_invol);
 /* The switches of pid's first max tasks (procfs_tasks_at()) summed: those of the tasks read
  * (one that exits meanwhile is left out), how many were read, how many the directory listed.
  * 0, -ENOENT (gone: no task read of those listed), -ENOMEM, open()'s errno. */

@@ -1,14 +1,19 @@
 /*
  * hwspy stat: count events on a Python process (attach with -p, or launch a command) as perf
- * stat does, and say in plain words what the counts mean (stat_rules.c), naming the Python
- * functions behind each finding from a light sampling run beside the counters (the recorder),
- * unless --no-profile.
+ * stat does, and say in plain words what the counts mean (libhwspy's findings), naming the
+ * Python functions behind each finding from a light sampling run beside the counters (the
+ * recorder), unless --no-profile.
  *
  * Order: every option checked; the counters opened (attach), or the command launched by the
  * recorder and its counters opened while it is stopped at its exec (record_opts.exec_fn), or,
  * --no-profile, launched by the counter itself; the recorder samples for the duration (or the
  * counter alone waits); then the counters are read, the command ended as record ends it, the
  * report written.
+ *
+ * The counting, the findings and the report are libhwspy's (include/hwspy.h: counting,
+ * findings). The sampling run beside the counters is still the recorder's through cli/session.c
+ * (record/record.h, sampler/sampler.h's events, analysis/stat.h's tally of its samples), until
+ * hwspy.h's recording API takes it: it plugs into the counting as struct hwspy_count_sampling.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,16 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/stat.h"             /* the sampling run's tally (stat_tally) */
 #include "base/log.h"
 #include "cli/cli.h"
-#include "cli/format.h"
 #include "cli/record.h"
 #include "cli/session.h"
-#include "cli/stat.h"
-#include "cli/stat_run.h"
+#include "include/hwspy.h"
+#include "output/profile.h"
 #include "record/record.h"
 
-#define SLICE_NS 250000000ULL
 #define STAT_RATE 100                   /* the sampling run's samples per second per thread */
 
 struct stat_args {
@@ -133,39 +137,45 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 	return record_check_args(&a->r, "stat", "count");
 }
 
-/* The counted events: -e's (each must be an event hwspy knows), else the defaults. 0, or the
- * exit status (said). */
-static int setup_events(const struct stat_args *a, struct stat_setup *s)
+/* The counted events: -e's (each must be an event hwspy knows), else the defaults; user space
+ * only where kernel mode is refused, as perf stat does, and record. 0, or the exit status
+ * (said). */
+static int setup_events(const struct stat_args *a, struct hwspy_count **ret)
 {
-	char items[COUNTER_MAX_EVENTS][96];
-	int n;
+	struct hwspy_count_opts o = {
+		.events = a->events, .user_only_fallback = true, .raise_nofile = true,
+		.python_names = true,
+	};
+	int r = hwspy_count_new(&o, ret);
 
-	if (!a->events) {
-		if (stat_default_events(s) < 0)
-			return 1;
-		stat_groups(s);
+	if (r >= 0)
 		return 0;
-	}
-	n = events_split(a->events, items, COUNTER_MAX_EVENTS);
-	if (n == -E2BIG) {
-		log_error("-e: at most %d events", COUNTER_MAX_EVENTS);
-		return 2;
-	}
-	if (n < 0) {
+	if (!a->events)
+		return 1;
+	if (r == -E2BIG)
+		log_error("-e: at most %d events", HWSPY_COUNT_MAX_EVENTS);
+	else if (r == -ENOENT)
+		log_error("%s; 'hwspy list' shows the events hwspy knows", hwspy_reason());
+	else if (r == -EINVAL)
 		log_error("-e: '%s' is no list of events (EV[,EV...])", a->events);
-		return 2;
-	}
-	s->n_events = (size_t) n;
-	for (int i = 0; i < n; i++) {
-		if (events_parse(items[i], &s->events[i]) < 0) {
-			log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows",
-				  items[i]);
-			return 2;
-		}
-		s->listed[i] = true;
-	}
-	stat_groups(s);
-	return 0;
+	else
+		log_error("out of memory");
+	return r == -ENOMEM ? 1 : 2;
+}
+
+/* Whether events name one event, ":modifiers" ignored. */
+static bool same_event(const char *a, const char *b)
+{
+	return stat_same_event(a, b);
+}
+
+/* e counts user space alone where the counters do. */
+static void user_only_event(const struct hwspy_count *c, struct event_spec *e)
+{
+	if (!hwspy_count_user_only(c))
+		return;
+	e->attr.exclude_kernel = 1;
+	e->attr.exclude_hv = 1;
 }
 
 /* The sampling run's events: cycles (cpu-clock without a PMU), with the events the rules name
@@ -173,29 +183,40 @@ static int setup_events(const struct stat_args *a, struct stat_setup *s)
  * its default period, a hardware one at the run's rate), so that a function is named by the
  * samples its own event took where it ran, not by counts read at the CPU's samples, which
  * credit whatever ran at the next one. */
-static void sampling_events(const struct stat_setup *s, struct record_args *r)
+static void sampling_events(const struct hwspy_count *c, struct record_args *r)
 {
 	const char *names[16];
-	size_t n = stat_rule_events(names, 16);
+	size_t n = 0, n_ev;
+	const struct hwspy_count_event *ev = hwspy_count_events(c, &n_ev);
+	struct hwspy_rule rule;
 
+	/* the events the findings name functions by, each once */
+	for (size_t i = 0; n < 16 && hwspy_finding_rule(i, &rule); i++) {
+		bool seen = false;
+
+		for (size_t k = 0; rule.by && k < n; k++)
+			seen |= !strcmp(names[k], rule.by);
+		if (rule.by && !seen)
+			names[n++] = rule.by;
+	}
 	if (events_parse("cycles", &r->events[0]) < 0 ||
-	    (stat_user_only_event(s, &r->events[0]), events_probe(&r->events[0], 0) < 0)) {
+	    (user_only_event(c, &r->events[0]), events_probe(&r->events[0], 0) < 0)) {
 		(void) events_parse("cpu-clock", &r->events[0]);
-		stat_user_only_event(s, &r->events[0]);
+		user_only_event(c, &r->events[0]);
 	}
 	r->n_events = 1;
 	for (size_t i = 0; i < n && r->n_events < SAMPLER_MAX_EVENTS; i++) {
 		struct event_spec *e = &r->events[r->n_events];
 		bool counted = false;
 
-		for (size_t k = 0; k < s->n_events; k++)
-			counted |= stat_same_event(s->events[k].name, names[i]);
-		if (!counted || stat_same_event(names[i], r->events[0].name) ||
+		for (size_t k = 0; k < n_ev; k++)
+			counted |= same_event(ev[k].name, names[i]);
+		if (!counted || same_event(names[i], r->events[0].name) ||
 		    events_parse(names[i], e) < 0)
 			continue;
-		stat_user_only_event(s, e);
+		user_only_event(c, e);
 		/* in user space alone a switch counts none: not a column to name functions by */
-		if ((s->user_only && record_kernel_only(e)) || events_probe(e, 0) < 0)
+		if ((hwspy_count_user_only(c) && record_kernel_only(e)) || events_probe(e, 0) < 0)
 			continue;
 		r->leaders |= 1u << r->n_events;
 		r->n_events++;
@@ -207,18 +228,15 @@ static void sampling_events(const struct stat_setup *s, struct record_args *r)
 
 struct stat_run {
 	struct stat_args a;
-	struct stat_setup s;
+	struct hwspy_count *cnt;        /* the counting (libhwspy) */
 	struct record_args ra;          /* the sampling run's */
 	struct recorder *rec;           /* NULL: no sampling run */
-	struct counter *ctr;
-	struct stat_switch_log sw;
 	struct stat_tally tally;        /* the sampling run's samples, by event and function */
-	struct pyframes_thread_name *pynames;   /* the threads' Python names, at the end */
-	size_t n_pynames;
 	struct record_child child;
 	char target[320];
 	pid_t pid;
-	int exec_error;                 /* on_exec()'s counter_new() */
+	bool counting;                  /* the counters are open */
+	int exec_error;                 /* on_exec()'s hwspy_count_start() */
 };
 
 static int counter_error(int r, const struct stat_run *x)
@@ -237,12 +255,10 @@ static int counter_error(int r, const struct stat_run *x)
 /* The counters of pid, or (0) of the command they launch themselves: 0 or -errno. */
 static int new_counter(struct stat_run *x, pid_t pid)
 {
-	struct counter_opts co = {
-		.pid = pid, .argv = pid ? NULL : x->a.r.argv,
-		.events = x->s.events, .groups = x->s.groups, .n_events = x->s.n_events,
-	};
+	int r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->a.r.argv);
 
-	return counter_new(&co, &x->ctr);
+	x->counting |= r >= 0;
+	return r;
 }
 
 static int open_counter(struct stat_run *x, pid_t pid)
@@ -273,7 +289,7 @@ static int open_sampling(struct stat_run *x)
 	session_record_opts(r, &ro);
 	/* each thread's share of its time waiting for the GIL, from the switches off the CPU:
 	 * kernel samples, none in user space alone */
-	ro.gil_waits = !x->s.user_only;
+	ro.gil_waits = !hwspy_count_user_only(x->cnt);
 	ro.exec_fn = r->argv ? on_exec : NULL;
 	ro.exec_ctx = x;
 	if (recorder_new(&ro, &sink, &x->rec) < 0) {
@@ -323,12 +339,12 @@ static int start(struct stat_run *x)
 			return -1;
 		x->pid = recorder_pid(x->rec);
 		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
-		if (!x->ctr)
+		if (!x->counting)
 			return counter_error(x->exec_error ? x->exec_error : -ECHILD, x);
 	} else {
 		if (open_counter(x, 0) < 0)
 			return -1;
-		x->pid = counter_pid(x->ctr);
+		x->pid = hwspy_count_pid(x->cnt);
 		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
 	}
 	snprintf(x->target, sizeof(x->target), "'%s' (pid %d)", x->a.r.argv[0], x->pid);
@@ -339,7 +355,7 @@ static int stat_slice(void *ctx, struct recorder *rec, int r)
 {
 	struct stat_run *x = ctx;
 
-	stat_switches_read(&x->sw, x->pid);
+	hwspy_count_tick(x->cnt);
 	r = session_tstp(rec, r);
 	if (r < 0 && r != -EBUSY)
 		log_errno(r, "sampling stopped early; counting ended with it");
@@ -349,80 +365,108 @@ static int stat_slice(void *ctx, struct recorder *rec, int r)
 /* Counts (and samples) until the duration, Ctrl-C or the target's end. */
 static void run(struct stat_run *x)
 {
-	uint64_t duration = (uint64_t) (x->a.r.duration * 1e9), done = 0;
+	uint64_t duration = (uint64_t) (x->a.r.duration * 1e9);
 	volatile sig_atomic_t *stop = session_stop();
 
-	stat_switches_read(&x->sw, x->pid);
+	hwspy_count_tick(x->cnt);
 	if (x->rec) {
 		struct record_run run = {
 			.stop = stop, .duration_ns = duration, .slice_fn = stat_slice, .ctx = x,
 		};
 		(void) recorder_run(x->rec, &run);
 	} else {
-		/* in slices, to follow the threads' switches */
-		while (!*stop && (!duration || done < duration) &&
-		       !counter_stats(x->ctr)->target_exited) {
-			uint64_t slice = duration && duration - done < SLICE_NS ? duration - done :
-					 SLICE_NS;
-			if (counter_run(x->ctr, stop, slice) < 0)
-				break;
-			done += slice;
-			stat_switches_read(&x->sw, x->pid);
-		}
+		(void) hwspy_count_run(x->cnt, stop, duration);
 	}
-	stat_switches_read(&x->sw, x->pid);
-	counter_stop(x->ctr);
-	/* what the threads are called in Python, while the target is there to ask */
-	if (!counter_stats(x->ctr)->target_exited)
-		stat_python_names(x->pid, &x->pynames, &x->n_pynames);
+	/* the final values and, while the target is there to ask, the threads' Python names */
+	(void) hwspy_count_stop(x->cnt);
 	session_after_run();
+}
+
+/* A thread's name in the sampling run's profile. */
+static const char *profile_name(void *ctx, pid_t tid)
+{
+	const struct stat_run *x = ctx;
+
+	return profile_thread_name(recorder_profile(x->rec), (uint32_t) tid);
+}
+
+/* The functions behind event ev in the sampling run's samples (the tally's). */
+static size_t functions(void *ctx, const char *ev, struct hwspy_function *ret, size_t max,
+			uint64_t *ret_samples)
+{
+	struct stat_run *x = ctx;
+	struct stat_func f[STAT_MAX_FUNCS];
+	size_t n = stat_functions(&x->tally, ev, f, max < STAT_MAX_FUNCS ? max : STAT_MAX_FUNCS,
+				  ret_samples);
+
+	for (size_t i = 0; i < n; i++) {
+		ret[i] = (struct hwspy_function) { .share = f[i].share, .samples = f[i].samples,
+						   .tid = f[i].tid };
+		snprintf(ret[i].text, sizeof(ret[i].text), "%.*s", (int) sizeof(ret[i].text) - 1,
+			 f[i].text);
+	}
+	return n;
+}
+
+/* What the sampling run adds to the report: the threads' names, their waits for the GIL (a
+ * thread's time on the CPU: the run's where its sampling event counts time, the sum of its
+ * periods), the functions behind the findings. 0 or -ENOMEM. */
+static int sampling_report(struct stat_run *x)
+{
+	const struct profile_event *e = profile_event(recorder_profile(x->rec), 0);
+	bool time = e && profile_event_is_time(e->name);
+	size_t n = 0;
+	const struct record_gil_thread *g = recorder_gil_threads(x->rec, &n);
+	struct hwspy_gil_wait *w = n ? calloc(n, sizeof(*w)) : NULL;
+	struct hwspy_count_sampling s = {
+		.thread_name = profile_name, .functions = functions, .ctx = x,
+		.samples = recorder_stats(x->rec)->sampler->samples, .gil = w,
+		/* stops are not taken at a switch */
+		.gil_measured = recorder_mode(x->rec) != RECORD_STOPS,
+	};
+	int r;
+
+	if (n && !w)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].gil_wait_ns)
+			w[s.n_gil++] = (struct hwspy_gil_wait) {
+				.tid = g[i].tid, .wait_ns = (double) g[i].gil_wait_ns,
+				.cpu_ns = time ? (double) g[i].weight : -1,
+			};
+	r = hwspy_count_report(x->cnt, &s);
+	free(w);
+	return r;
 }
 
 /* The report on standard output. 0, or -1 (said). */
 static int report(struct stat_run *x)
 {
-	struct stat_totals t = { .have_pmu = events_have_hw_pmu(), .user_only = x->s.user_only };
-	struct stat_attribution attr = { .functions = stat_functions, .ctx = &x->tally };
-	struct stat_names names = {
-		.py = x->pynames, .n_py = x->n_pynames,
-		.prof = x->rec ? recorder_profile(x->rec) : NULL,
-	};
-	struct stat_findings *f = calloc(1, sizeof(*f));
-	int r;
+	int r = x->rec ? sampling_report(x) : 0;
 
-	if (!f || stat_totals_fill(&t, &x->s, x->ctr, &names) < 0) {
-		free(f);
-		free(t.threads);
+	if (r < 0) {
 		log_error("out of memory");
 		return -1;
 	}
-	snprintf(t.target, sizeof(t.target), "%s", x->target);
-	if (x->rec)
-		stat_gil_waits(&t, x->rec, &names);
-	stat_switches_sum(&x->sw, &t.voluntary, &t.involuntary);
-	t.samples = x->rec ? recorder_stats(x->rec)->sampler->samples : 0;
-	t.sampled = t.samples > 0;
-	stat_find(&t, x->rec ? &attr : NULL, f);
-	r = 0;
 	if (x->a.json)
-		r = stat_report_json(&t, f, stdout);
+		r = hwspy_count_write_json(x->cnt, x->target, stdout);
 	else
-		stat_report_text(&t, f, stdout);
+		r = hwspy_count_write_text(x->cnt, x->target, stdout);
 	if (fflush(stdout) == EOF || ferror(stdout) || r < 0) {
-		log_errno(r < 0 ? r : -EIO, "cannot write the report");
+		if (r == -ENOMEM)
+			log_error("out of memory");
+		else
+			log_errno(r < 0 ? r : -EIO, "cannot write the report");
 		r = -1;
 	}
 	if (!x->a.json && x->a.explain)
-		stat_explain(stdout);
-	free(t.threads);
-	free(t.gil);
-	free(f);
+		(void) hwspy_findings_explain(stdout);
 	return r;
 }
 
 static void end_command(struct stat_run *x)
 {
-	const struct counter_stats *cs;
+	struct hwspy_count_stats cs = { 0 };
 
 	if (!x->child.pid || x->child.ended || x->child.kept)
 		return;
@@ -430,8 +474,9 @@ static void end_command(struct stat_run *x)
 		session_end_command(x->rec, &x->ra, &x->child);
 		return;
 	}
-	cs = x->ctr ? counter_stats(x->ctr) : NULL;
-	session_end_child(&x->a.r, &x->child, cs && cs->target_exited, cs ? cs->exit_status : 0);
+	if (x->cnt)
+		hwspy_count_stats(x->cnt, &cs);
+	session_end_child(&x->a.r, &x->child, cs.target_exited, cs.exit_status);
 }
 
 int cmd_stat(int argc, char **argv)
@@ -446,19 +491,18 @@ int cmd_stat(int argc, char **argv)
 	r = parse_args(argc, argv, &x->a);
 	if (r || (x->a.explain && !x->a.r.pid && !x->a.r.argv)) {
 		if (!r)
-			stat_explain(stdout);
+			(void) hwspy_findings_explain(stdout);
 		free(x);
 		return r > 0 || !r ? 0 : 2;
 	}
-	status = setup_events(&x->a, &x->s);
+	/* as perf stat does, and record: kernel mode refused, user space alone */
+	status = setup_events(&x->a, &x->cnt);
 	if (status)
 		goto out;
 	status = 1;
-	/* as perf stat does, and record: kernel mode refused, user space alone */
-	(void) stat_user_only(&x->s, !x->a.events);
 	x->ra = x->a.r;
 	if (!x->a.no_profile) {
-		sampling_events(&x->s, &x->ra);
+		sampling_events(x->cnt, &x->ra);
 		x->ra.quiet = true;
 		if (record_check_options(&x->ra))
 			goto out;
@@ -469,7 +513,7 @@ int cmd_stat(int argc, char **argv)
 	session_catch_signals();
 	if (start(x) < 0)
 		goto out;
-	if (x->s.user_only && !x->a.r.quiet) {
+	if (hwspy_count_user_only(x->cnt) && !x->a.r.quiet) {
 		char words[64];
 
 		log_info("counting user space only (':u'): %s lets users without CAP_PERFMON count "
@@ -487,10 +531,8 @@ int cmd_stat(int argc, char **argv)
 out:
 	end_command(x);
 	recorder_free(x->rec);
-	counter_free(x->ctr);
-	stat_switches_release(&x->sw);
+	hwspy_count_free(x->cnt);
 	stat_tally_release(&x->tally);
-	free(x->pynames);
 	free(x);
 	return status;
 }

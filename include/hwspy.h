@@ -180,6 +180,188 @@ size_t hwspy_snapshot_processes(const struct hwspy_snapshot *s,
  * subprocesses; a newline at the end). 0, or -EIO (the stream's error). */
 int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f);
 void hwspy_snapshot_free(struct hwspy_snapshot *s);
+/* ==== counting ============================================================================== */
+/*
+ * Counting, as perf stat counts: each event a counter (no sampling, nothing stopped, no signal
+ * sent) on every thread of a process, threads it starts later counted with the thread that
+ * started them (inherit); on a command launched, counted from its exec; or on the calling
+ * process itself (pid 0, argv NULL), from any of its threads. In-process, the library starts no
+ * thread, blocks and handles no signal and leaves RLIMIT_NOFILE as it is (unless raise_nofile);
+ * it holds one file descriptor per event per thread counted, until hwspy_count_stop().
+ *
+ * A session: hwspy_count_new() (the events chosen), hwspy_count_start(), then any of
+ * hwspy_count_read() (live) and hwspy_count_run() (blocks: counts in slices, following the
+ * threads' context switches from /proc), hwspy_count_stop() (the final values), the values
+ * (hwspy_count_events(), hwspy_count_threads(), hwspy_count_stats()), the findings, the report.
+ * A value not measured is said (counted false, error why), never given as 0.
+ */
+#define HWSPY_COUNT_MAX_EVENTS 32
+struct hwspy_count;
+/* Zero is the default of each. */
+struct hwspy_count_opts {
+	const char *events;             /* "task-clock,page-faults" (perf's names, ":u" ...); NULL:
+	                                 * perf stat's defaults and the findings' events, those that
+	                                 * open here listed */
+	bool user_only_fallback;        /* where kernel mode is refused (perf_event_paranoid >= 2
+	                                 * without CAP_PERFMON) and user space is not: count user
+	                                 * space only (':u'), as perf stat does */
+	bool raise_nofile;              /* raise the soft RLIMIT_NOFILE to the hard one (a command
+	                                 * counting a process of many threads) */
+	bool python_names;              /* at the stop, name threads by their Python names (reads
+	                                 * the target's memory) */
+};
+/* One event's values (scaled for multiplexing as perf stat does) and the metrics derived from
+ * them and the others (NaN where they do not apply or are not counted). */
+struct hwspy_count_event {
+	char name[96];
+	bool counted;                   /* it opened and ran */
+	int error;                      /* why not: -ENOENT not supported here, -EACCES kernel-only
+	                                 * event counted in user space only ... */
+	bool listed;                    /* asked for, or a default that opens here */
+	bool hardware;                  /* a PMU event (hardware, cache, raw, pmu) */
+	bool split;                     /* its group could not be scheduled whole */
+	double value;
+	uint64_t raw, enabled_ns, running_ns;
+	double per_second;              /* value per second of wall time */
+	double cpus;                    /* task-clock, cpu-clock: CPUs used */
+	double ipc;                     /* instructions: per cycle */
+	double ghz;                     /* cycles: per ns of task-clock */
+	double mpki;                    /* X-misses: per 1k instructions */
+	char reference[112];            /* X-misses: the event counted it is a share of
+	                                 * (cache-references, X-loads ...; "": none) */
+	double miss_rate;               /* X-misses: in % of reference */
+};
+/* One thread's values, by task-clock, largest first. */
+struct hwspy_count_thread {
+	pid_t tid;
+	char name[128];                 /* Python's, else the sampling run's, else /proc's comm */
+	double task_clock_ns;           /* < 0: not counted */
+	double switches;                /* context-switches (< 0: not counted) */
+	double value[HWSPY_COUNT_MAX_EVENTS];   /* each event's, as hwspy_count_events() (NaN:
+	                                 * not counted) */
+};
+struct hwspy_count_stats {
+	uint64_t wall_ns;               /* counting so far (start or exec to the reading) */
+	unsigned threads;               /* threads with counters of their own */
+	unsigned threads_failed;        /* threads whose counters could not be opened */
+	unsigned threads_raced;         /* started while the counters opened, taken as counted */
+	bool target_exited;
+	int exit_status;                /* wait status of a command it launched */
+	int64_t voluntary, involuntary; /* context switches from /proc (< 0: not known) */
+	bool user_only;                 /* every event counts user space only */
+	bool hardware_pmu;              /* the machine exposes a hardware PMU */
+};
+/* A thread's time waiting for the GIL, measured by a sampling run beside the counters. */
+struct hwspy_gil_wait {
+	pid_t tid;
+	char name[128];                 /* filled by hwspy_count_report() */
+	double wait_ns;
+	double cpu_ns;                  /* its time on the CPU (< 0: not known: its task-clock) */
+};
+struct hwspy_function;
+/* What a sampling run beside the counters adds (the CLI's light one; callbacks run on the
+ * calling thread, inside hwspy_count_report() and hwspy_count_findings()). */
+struct hwspy_count_sampling {
+	/* a thread's name where Python's is not known (NULL back: none) */
+	const char *(*thread_name)(void *ctx, pid_t tid);
+	/* up to max functions behind event ev, largest share first: how many; *ret_samples the
+	 * event's samples in Python code (0: not sampled) */
+	size_t (*functions)(void *ctx, const char *ev, struct hwspy_function *ret, size_t max,
+			    uint64_t *ret_samples);
+	void *ctx;
+	uint64_t samples;               /* its samples (0: it named none) */
+	const struct hwspy_gil_wait *gil;   /* copied */
+	size_t n_gil;
+	bool gil_measured;              /* it took the switches off the CPU */
+};
+
+/* The events chosen. -E2BIG (more than HWSPY_COUNT_MAX_EVENTS), -EINVAL (no list of events),
+ * -ENOENT (an unknown event: hwspy_reason() "unknown event 'NAME'"), -ENOMEM. */
+int hwspy_count_new(const struct hwspy_count_opts *o, struct hwspy_count **ret);
+void hwspy_count_free(struct hwspy_count *c);   /* stops first; NULL a no-op */
+/* Whether every event counts user space only (user_only_fallback applied). */
+bool hwspy_count_user_only(const struct hwspy_count *c);
+/* Starts counting: pid > 0 that process; argv (pid 0) a command launched, counted from its
+ * exec (it starts in hwspy_count_run()); neither: the calling process. -ESRCH no such process,
+ * -EACCES/-EPERM not allowed, -ENOENT none of the events opens (or no such command), -EBUSY
+ * started already, -EMFILE, -ENOMEM. */
+int hwspy_count_start(struct hwspy_count *c, pid_t pid, char *const *argv);
+pid_t hwspy_count_pid(const struct hwspy_count *c);
+/* Follows the threads' context switches once (where something else waits meanwhile). */
+void hwspy_count_tick(struct hwspy_count *c);
+/* Counts until *stop (NULL: none), duration_ns (0: none) or the target's end; blocks. */
+int hwspy_count_run(struct hwspy_count *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
+/* The values now, counting going on; and after the stop, the final ones. 0, -ENOMEM. */
+int hwspy_count_read(struct hwspy_count *c);
+int hwspy_count_stop(struct hwspy_count *c);
+/* The values of the last reading, valid until the next call on c. Before any: the events
+ * chosen, not counted. */
+const struct hwspy_count_event *hwspy_count_events(const struct hwspy_count *c, size_t *ret_n);
+const struct hwspy_count_thread *hwspy_count_threads(const struct hwspy_count *c, size_t *ret_n);
+void hwspy_count_stats(const struct hwspy_count *c, struct hwspy_count_stats *ret);
+/* The last reading again with a sampling run's part (s NULL: none): thread names, the GIL
+ * waits, the functions the findings name. 0, -ENOMEM. */
+int hwspy_count_report(struct hwspy_count *c, const struct hwspy_count_sampling *s);
+const struct hwspy_gil_wait *hwspy_count_gil_waits(const struct hwspy_count *c, size_t *ret_n);
+/* The report of the last reading (target: how it is named, "pid 123"): perf stat's table, the
+ * threads, the findings in plain words; or as one JSON object (README: "hwspy stat --json").
+ * 0, -EIO, -ENOMEM. */
+int hwspy_count_write_text(struct hwspy_count *c, const char *target, FILE *out);
+int hwspy_count_write_json(struct hwspy_count *c, const char *target, FILE *out);
+
+/* ==== findings ============================================================================== */
+/*
+ * What counts mean, as data: each rule a metric of the counts, a threshold with its source,
+ * what crossing it means and what to do next, and the Python functions (or threads) behind it
+ * where a sampling run named them. Strings are the library's, static.
+ */
+#define HWSPY_FINDING_FUNCTIONS 3
+#define HWSPY_FINDINGS_MAX 16
+/* A function behind a finding (its share of the finding's event's samples), or for the GIL
+ * finding a thread (tid set) and its share of its time spent waiting. */
+struct hwspy_function {
+	char text[256];                 /* "shuffle_rows (train.py:12)", "MainThread" */
+	double share;                   /* 0..1 */
+	uint64_t samples;
+	pid_t tid;                      /* a thread (0: a function) */
+};
+struct hwspy_finding {
+	const char *id;                 /* "high-llc-mpki" (stable) */
+	const char *metric;             /* "LLC-load-misses per 1k instructions" */
+	double value, threshold;
+	bool above;                     /* value > threshold (else below) */
+	const char *unit;               /* "", "%", "/s", " cores" */
+	const char *meaning, *advice;
+	const char *event;              /* the event its functions are named by (NULL: none) */
+	struct hwspy_function functions[HWSPY_FINDING_FUNCTIONS];
+	size_t n_functions;
+	uint64_t samples;               /* the event's samples the shares are of */
+	bool threads;                   /* functions are threads */
+};
+/* A rule that could not be applied: the event it needs was not counted (error why). */
+struct hwspy_unmeasured {
+	const char *id, *metric, *missing_event;
+	int error;
+};
+struct hwspy_findings {
+	struct hwspy_finding f[HWSPY_FINDINGS_MAX];
+	size_t n;
+	struct hwspy_unmeasured u[HWSPY_FINDINGS_MAX];
+	size_t n_unmeasured;
+};
+/* The findings of c's last reading (with hwspy_count_report()'s sampling part, if any). */
+int hwspy_count_findings(struct hwspy_count *c, struct hwspy_findings *ret);
+/* Rule i (0, 1 ...) as data: false past the last. how: its formula in words. */
+struct hwspy_rule {
+	const char *id, *metric, *unit, *meaning, *advice, *source;
+	const char *by;                 /* the event it names functions by (NULL: none) */
+	bool above, threads;
+	double threshold;
+	char how[512];
+};
+bool hwspy_finding_rule(size_t i, struct hwspy_rule *ret);
+/* The rules, thresholds and their sources in words (`hwspy stat --explain`) into out. 0, -EIO. */
+int hwspy_findings_explain(FILE *out);
 /* ==== live table ============================================================================ */
 
 /*

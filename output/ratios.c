@@ -39,14 +39,11 @@ static int ratio_add(struct ratios *ra, size_t num, size_t den, double scale, bo
 	return 0;
 }
 
-/* The column of the reference event of the miss event base + "-misses" (base[0..n)), or 0:
- * cache-misses / cache-references, branch-misses / branches or branch-instructions, and perf's
- * cache events X-load-misses / X-loads, X-store-misses / X-stores, X-prefetch-misses /
- * X-prefetches. */
-static size_t miss_reference(const struct profile *p, const char *base, size_t n)
+const char *ratio_miss_reference(const char *name, size_t i, char *buf, size_t size)
 {
+	/* the one map: base is a whole name, or with a leading '-' a suffix */
 	static const struct {
-		const char *base, *ref;         /* base: a whole name, or with '-' a suffix */
+		const char *base, *ref;
 	} refs[] = {
 		{ "cache", "cache-references" },
 		{ "branch", "branches" },
@@ -55,24 +52,42 @@ static size_t miss_reference(const struct profile *p, const char *base, size_t n
 		{ "-store", "-stores" },
 		{ "-prefetch", "-prefetches" },
 	};
-	char ref[256];
+	size_t n = strcspn(name, ":");
 
-	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
-		size_t k = strlen(refs[i].base), col;
+	if (n <= 7 || memcmp(name + n - 7, "-misses", 7) != 0)
+		return NULL;
+	n -= 7;                 /* the base: name[0..n) */
+	for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); k++) {
+		size_t len = strlen(refs[k].base);
 
-		if (refs[i].base[0] != '-' && n == k && memcmp(base, refs[i].base, k) == 0)
-			col = event_column(p, refs[i].ref);
-		else if (refs[i].base[0] == '-' && n > k &&
-			 n - k + strlen(refs[i].ref) < sizeof(ref) &&
-			 memcmp(base + n - k, refs[i].base, k) == 0) {
-			snprintf(ref, sizeof(ref), "%.*s%s", (int) (n - k), base, refs[i].ref);
-			col = event_column(p, ref);
-		} else {
-			continue;
+		if (refs[k].base[0] != '-' && n == len && memcmp(name, refs[k].base, len) == 0) {
+			if (i-- == 0) {
+				snprintf(buf, size, "%s", refs[k].ref);
+				return buf;
+			}
+		} else if (refs[k].base[0] == '-' && n > len &&
+			   n - len + strlen(refs[k].ref) < size &&
+			   memcmp(name + n - len, refs[k].base, len) == 0) {
+			if (i-- == 0) {
+				snprintf(buf, size, "%.*s%s", (int) (n - len), name, refs[k].ref);
+				return buf;
+			}
 		}
-		if (col)
-			return col;
 	}
+	return NULL;
+}
+
+/* The column of the reference event of the miss event name in p (the first of
+ * ratio_miss_reference()'s that p has), or 0. */
+static size_t miss_reference(const struct profile *p, const char *name)
+{
+	char ref[256];
+	const char *r;
+	size_t col;
+
+	for (size_t i = 0; (r = ratio_miss_reference(name, i, ref, sizeof(ref))); i++)
+		if ((col = event_column(p, r)))
+			return col;
 	return 0;
 }
 
@@ -106,7 +121,7 @@ int ratios_init(struct ratios *ra, const struct profile *p)
 		if (instr)
 			r = ratio_add(ra, 1 + i, instr, 1000, false, "%.*s per 1k instructions",
 				      (int) n, name);
-		ref = miss_reference(p, name, n - 7);
+		ref = miss_reference(p, name);
 		if (r >= 0 && ref)
 			r = ratio_add(ra, 1 + i, ref, 100, true, "%.*s miss rate", (int) (n - 7),
 				      name);

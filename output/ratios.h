@@ -1,8 +1,9 @@
 /*
  * ratios: the ratios derived from a profile's events (IPC, misses per 1k instructions, miss
  * rates), which the SVG tooltips show; svg_write() in output.h says which and how they are
- * labelled; cli's top (top_table.c) shows them as columns. Private to output/ and cli/;
- * not part of output.h.
+ * labelled; top's live table shows them as columns; and the one miss-to-reference event map
+ * (ratio_miss_reference()), which hwspy stat's derived metrics (analysis/) use too. Private to
+ * output/ and the stages above it; not part of output.h.
  *
  * struct ratios is embedded: ratios_init() / ratios_release(). It holds its labels; it keeps
  * value columns of the profile, not pointers into it.
@@ -19,6 +20,13 @@
 
 #include "base/buf.h"
 #include "output/profile.h"
+
+/* The one miss-to-reference map: the i-th (0, 1 ...) event a miss event name ("X-misses",
+ * ":modifiers" ignored) is a share of, into buf[0..size), until NULL (none, or not a miss event):
+ * cache-misses: cache-references; branch-misses: branches, then branch-instructions; perf's
+ * cache events X-load-misses: X-loads, X-store-misses: X-stores, X-prefetch-misses:
+ * X-prefetches. A caller takes the first of them it has. */
+const char *ratio_miss_reference(const char *name, size_t i, char *buf, size_t size);
 
 /* scale * v[num] / v[den] for a frame's value vector v (columns as in profile.h). */
 struct ratio {

@@ -452,6 +452,14 @@ int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duratio
 	return 0;
 }
 
+void counter_read(struct counter *c)
+{
+	if (c->stopped)
+		return;
+	count_read_all(c);
+	c->stats.wall_ns = c->start_ns && c->started ? clock_now_ns() - c->start_ns : 0;
+}
+
 void counter_stop(struct counter *c)
 {
 	if (c->stopped)

@@ -6,11 +6,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -170,6 +172,16 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
+/* The soft RLIMIT_NOFILE as it is (0: not known), for opts.keep_nofile. */
+static int nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	return rl.rlim_cur > INT_MAX ? INT_MAX : (int) rl.rlim_cur;
+}
+
 int count_attach(struct counter *c)
 {
 	int r;
@@ -177,7 +189,7 @@ int count_attach(struct counter *c)
 	c->pid = c->opts.pid;
 	if ((kill(c->pid, 0) < 0 && errno == ESRCH) || !proc_alive(c->pid))
 		return -ESRCH;
-	c->fd_limit = perf_nofile_raise();
+	c->fd_limit = c->opts.keep_nofile ? nofile_limit() : perf_nofile_raise();
 	if (c->opts.at_exec) {
 		r = open_tid(c, c->pid);
 		if (r < 0)
@@ -230,7 +242,8 @@ int count_launch(struct counter *c)
 	if (r < 0)
 		return r;
 	c->launched = true;
-	c->fd_limit = perf_nofile_raise();      /* after the fork: the command keeps its own */
+	/* after the fork: the command keeps its own */
+	c->fd_limit = c->opts.keep_nofile ? nofile_limit() : perf_nofile_raise();
 	t = count_thread_new(c, c->pid);
 	if (!t)
 		return -ENOMEM;

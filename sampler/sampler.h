@@ -540,8 +540,8 @@ int sampler_capture_error(const struct sampler *s);
  * likeliest a thread opened before it: /proc lists by age) and counted in stats.threads_raced,
  * where the caller can say the totals may miss it. A thread that exits keeps its final counts
  * (its fds stay open until counter_stop()); a thread whose counters cannot be opened for want
- * of fds (after the soft RLIMIT_NOFILE is raised to the hard one) or because it vanished is
- * counted in stats.threads_failed.
+ * of fds (after the soft RLIMIT_NOFILE is raised to the hard one, unless opts.keep_nofile) or
+ * because it vanished is counted in stats.threads_failed.
  *
  * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
  * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec (one never let
@@ -568,6 +568,9 @@ struct counter_opts {
 	                                 * open as one perf group, the first of them its leader;
 	                                 * NULL: each event alone */
 	size_t n_events;                /* 1..COUNTER_MAX_EVENTS */
+	bool keep_nofile;               /* leave RLIMIT_NOFILE as it is (in-process: the caller's
+	                                 * limits are its own); false: the soft limit is raised to
+	                                 * the hard one, as a command does */
 	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
 	 * kernel's */
 	const struct counter_sys *sys;
@@ -608,10 +611,14 @@ pid_t counter_pid(const struct counter *c);
  * (a launched command starts here). 0 or -errno. Not needed when something else (the
  * recorder) runs meanwhile: the kernel counts by itself; counter_stop() then reads. */
 int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
+/* Reads every counter now, counting going on (a live reading): counter_totals() and
+ * counter_thread() then give these values, and stats.wall_ns the time since counting started.
+ * Nothing after counter_stop(). */
+void counter_read(struct counter *c);
 /* Ends counting: disables and reads every counter (final values), closes the events. A
  * launched command is left running (its pid from counter_pid()). Idempotent. */
 void counter_stop(struct counter *c);
-/* After counter_stop(): event i's values summed over every thread (n_events entries), each
+/* After counter_stop() (or counter_read()): event i's values summed over every thread (n_events entries), each
  * thread's scaled on its own and added; and thread k's (0 <= k < counter_n_threads()): its
  * tid returned, its values into ret. */
 void counter_totals(const struct counter *c, struct counter_value *ret);

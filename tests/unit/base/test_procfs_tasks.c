@@ -133,7 +133,7 @@ static void test_tasks(void **state)
 	}
 }
 
-/* One task's switches by tid; this process's name. */
+/* This process's main thread's switches (it has slept: setup wrote files), its name. */
 static void test_task_switches_and_comm(void **state)
 {
 	uint64_t v = 0, nv = 0;
@@ -141,10 +141,8 @@ static void test_task_switches_and_comm(void **state)
 	FILE *f;
 	(void) state;
 
-	assert_int_equal(procfs_task_switches(root, 42, 43, &v, &nv), 0);
-	assert_int_equal(v, 20);
-	assert_int_equal(nv, 2);
-	assert_int_equal(procfs_task_switches(root, 42, 45, &v, &nv), -ENOENT);
+	assert_int_equal(procfs_task_switches(getpid(), getpid(), &v, &nv), 0);
+	assert_true(v + nv > 0);
 	assert_int_equal(procfs_comm(getpid(), comm, sizeof(comm)), 0);
 	f = fopen("/proc/self/comm", "re");
 	assert_non_null(f);

@@ -1,5 +1,5 @@
 /*
- * stat_rules: the findings of hwspy stat (stat.h). One table of rules, each a metric of the
+ * rules: the findings of hwspy stat (analysis/stat.h). One table of rules, each a metric of the
  * counts, a threshold and where that threshold comes from, what it means in plain words and
  * what to do next; `hwspy stat --explain` prints it.
  */
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/stat.h"
+#include "analysis/stat.h"
 
 enum metric_kind {
 	M_RATIO,                        /* scale * num / den */
@@ -358,32 +358,56 @@ void stat_find(const struct stat_totals *t, const struct stat_attribution *attr,
 	}
 }
 
-static void metric_how(const struct rule *r, FILE *out)
+/* The metric's formula in words, into buf[0..size). */
+static const char *metric_how(const struct rule *r, char *buf, size_t size)
 {
 	switch (r->kind) {
 	case M_RATIO:
 		if (r->scale == 1000)
-			fprintf(out, "1000 x %s / %s", r->num, r->den);
+			snprintf(buf, size, "1000 x %s / %s", r->num, r->den);
 		else
-			fprintf(out, "%s / %s%s", r->num, r->den, r->scale == 100 ? ", in %" : "");
+			snprintf(buf, size, "%s / %s%s", r->num, r->den,
+				 r->scale == 100 ? ", in %" : "");
 		break;
 	case M_RATE:
-		fprintf(out, "%s per second of wall time", r->num);
+		snprintf(buf, size, "%s per second of wall time", r->num);
 		break;
 	case M_CORES:
-		fprintf(out, "%s / wall time (CPUs used)", r->num);
+		snprintf(buf, size, "%s / wall time (CPUs used)", r->num);
 		break;
 	case M_INVOLUNTARY:
-		fputs("nonvoluntary_ctxt_switches of /proc/PID/task/*/status, per second, where "
-		      "they outnumber the voluntary ones", out);
+		snprintf(buf, size, "%s", "nonvoluntary_ctxt_switches of /proc/PID/task/*/status, "
+			 "per second, where they outnumber the voluntary ones");
 		break;
 	case M_GIL:
-		fputs("each thread's time off the CPU waiting for the GIL ([wait: GIL], from the "
-		      "sampling run's switches), in % of that and its time on the CPU (the "
-		      "sampling run's cpu-clock, else its task-clock; else the run's wall time); "
-		      "the most of any thread that waited 5% of the run or more", out);
+		snprintf(buf, size, "%s", "each thread's time off the CPU waiting for the GIL "
+			 "([wait: GIL], from the sampling run's switches), in % of that and its time "
+			 "on the CPU (the sampling run's cpu-clock, else its task-clock; else the "
+			 "run's wall time); the most of any thread that waited 5% of the run or more");
 		break;
 	}
+	return buf;
+}
+
+size_t stat_n_rules(void)
+{
+	return N_RULES;
+}
+
+bool stat_rule(size_t i, struct stat_rule_info *ret, char *buf, size_t size)
+{
+	const struct rule *r;
+
+	if (i >= N_RULES)
+		return false;
+	r = &rules[i];
+	*ret = (struct stat_rule_info) {
+		.id = r->id, .metric = r->metric, .unit = r->unit, .meaning = r->meaning,
+		.advice = r->advice, .source = r->source, .by = r->by, .cmp = r->cmp,
+		.threshold = r->threshold, .threads = r->kind == M_GIL,
+		.how = metric_how(r, buf, size),
+	};
+	return true;
 }
 
 void stat_explain(FILE *out)
@@ -393,9 +417,11 @@ void stat_explain(FILE *out)
 	for (size_t i = 0; i < N_RULES; i++) {
 		const struct rule *r = &rules[i];
 
+		char how[512];
+
 		fprintf(out, "\n%s: %s %s %g%s\n  metric: ", r->id, r->metric,
 			r->cmp == STAT_ABOVE ? ">" : "<", r->threshold, r->unit);
-		metric_how(r, out);
+		fputs(metric_how(r, how, sizeof(how)), out);
 		fprintf(out, "\n  means:  %s\n  next:   %s\n  source: %s\n", r->meaning, r->advice,
 			r->source);
 		if (r->by)

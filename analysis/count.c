@@ -1,21 +1,19 @@
 /*
- * stat_collect: what hwspy stat measures beside the counters' totals (stat.h, stat_run.h): the
+ * count: what a counting session measures beside the counters' totals (analysis/stat.h): the
  * default events and their groups, user space only where kernel mode is refused, the context
  * switches each thread made by kind (from /proc), the totals and the threads from the counter,
- * and the functions behind each event in the light sampling run's profile.
+ * the threads' names and their waits for the GIL.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
+#include "analysis/stat.h"
 #include "base/procfs.h"
-#include "cli/record.h"
-#include "cli/stat_run.h"
-#include "output/output.h"
 #include "pyframes/pyframes.h"
 
 /* perf stat's default set and more: those that open here are counted */
@@ -62,6 +60,14 @@ void stat_groups(struct stat_setup *s)
 					s->groups[i] = s->groups[j];
 		}
 	}
+}
+
+bool stat_kernel_only(const struct event_spec *e)
+{
+	return e->attr.type == PERF_TYPE_SOFTWARE &&
+	       (e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+		e->attr.config == PERF_COUNT_SW_CGROUP_SWITCHES ||
+		e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS);
 }
 
 void stat_user_only_event(const struct stat_setup *s, struct event_spec *e)
@@ -143,7 +149,7 @@ void stat_switches_read(struct stat_switch_log *l, pid_t pid)
 		uint64_t v = 0, nv = 0;
 		int64_t vol, invol;
 
-		if (tid <= 0 || procfs_task_switches("/proc", pid, tid, &v, &nv) < 0)
+		if (tid <= 0 || procfs_task_switches(pid, tid, &v, &nv) < 0)
 			continue;
 		vol = (int64_t) v;
 		invol = (int64_t) nv;
@@ -244,8 +250,7 @@ void stat_python_names(pid_t pid, struct pyframes_thread_name **ret, size_t *ret
 static void thread_name(const struct stat_names *names, pid_t pid, pid_t tid, char *buf,
 			size_t size)
 {
-	const char *prof = names && names->prof ?
-			   profile_thread_name(names->prof, (uint32_t) tid) : NULL;
+	const char *other = names && names->name ? names->name(names->ctx, tid) : NULL;
 	char path[96];
 	FILE *f;
 
@@ -256,8 +261,8 @@ static void thread_name(const struct stat_names *names, pid_t pid, pid_t tid, ch
 			return;
 		}
 	}
-	if (prof) {
-		snprintf(buf, size, "%s", prof);
+	if (other) {
+		snprintf(buf, size, "%s", other);
 		return;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int) pid, (int) tid);
@@ -281,7 +286,7 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 	for (size_t i = 0; i < s->n_events && t->n_ev < STAT_MAX_EVENTS; i++) {
 		event_from(&t->ev[t->n_ev], &s->events[i], &v[i]);
 		t->ev[t->n_ev].listed = s->listed[i];
-		if (s->user_only && record_kernel_only(&s->events[i]) && t->ev[t->n_ev].counted) {
+		if (s->user_only && stat_kernel_only(&s->events[i]) && t->ev[t->n_ev].counted) {
 			/* a switch or a migration happens in the kernel: its ':u' count is 0 */
 			t->ev[t->n_ev].counted = false;
 			t->ev[t->n_ev].error = -EACCES;
@@ -300,6 +305,8 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 		th->tid = counter_thread(c, k, v);
 		th->task_clock_ns = clock >= 0 && !v[clock].error ? v[clock].scaled : -1;
 		th->switches = sw >= 0 && !v[sw].error ? v[sw].scaled : -1;
+		for (size_t i = 0; i < s->n_events; i++)
+			th->value[i] = v[i].error || v[i].never_ran ? NAN : v[i].scaled;
 		thread_name(names, counter_pid(c), th->tid, th->name, sizeof(th->name));
 	}
 	t->n_threads = n;
@@ -315,150 +322,31 @@ static int cmp_gil(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Thread g's time on the CPU: the sampling run's where its sampling event counts time (the sum
- * of its periods, g->weight), else the thread's own task-clock where it has counters of its own
- * (attached; one started since counts in its creator's); < 0 not known. */
-static double cpu_time(const struct stat_totals *t, const struct profile *prof,
-		       const struct record_gil_thread *g)
+int stat_gil_waits(struct stat_totals *t, const struct stat_gil_wait *in, size_t n,
+		   bool measured, pid_t pid, const struct stat_names *names)
 {
-	const struct profile_event *e = prof ? profile_event(prof, 0) : NULL;
-
-	if (e && profile_event_is_time(e->name))
-		return (double) g->weight;
-	for (size_t i = 0; i < t->n_threads; i++)
-		if (t->threads[i].tid == g->tid)
-			return t->threads[i].task_clock_ns;
-	return -1;
-}
-
-void stat_gil_waits(struct stat_totals *t, struct recorder *rec, const struct stat_names *names)
-{
-	size_t n = 0;
-	const struct record_gil_thread *g = recorder_gil_threads(rec, &n);
-
 	/* stops are not taken at a switch, and in user space alone none is sampled */
-	t->gil_measured = recorder_mode(rec) != RECORD_STOPS && !t->user_only;
+	t->gil_measured = measured && !t->user_only;
 	t->gil = t->gil_measured && n ? calloc(n, sizeof(*t->gil)) : NULL;
+	if (t->gil_measured && n && !t->gil)
+		return -ENOMEM;
 	for (size_t i = 0; t->gil && i < n; i++) {
 		struct stat_gil_wait *w = &t->gil[t->n_gil];
 
-		if (!g[i].gil_wait_ns)
+		if (!(in[i].wait_ns > 0))
 			continue;
-		*w = (struct stat_gil_wait) { .tid = g[i].tid, .wait_ns = (double) g[i].gil_wait_ns,
-					      .cpu_ns = cpu_time(t, recorder_profile(rec), &g[i]) };
-		thread_name(names, recorder_pid(rec), g[i].tid, w->name, sizeof(w->name));
+		*w = (struct stat_gil_wait) { .tid = in[i].tid, .wait_ns = in[i].wait_ns,
+					      .cpu_ns = in[i].cpu_ns };
+		/* its time on the CPU: the sampling run's where it is known, else the thread's
+		 * own task-clock where it has counters of its own (attached; one started since
+		 * counts in its creator's); < 0 not known */
+		for (size_t k = 0; w->cpu_ns < 0 && k < t->n_threads; k++)
+			if (t->threads[k].tid == w->tid)
+				w->cpu_ns = t->threads[k].task_clock_ns;
+		thread_name(names, pid, w->tid, w->name, sizeof(w->name));
 		t->n_gil++;
 	}
 	if (t->n_gil)
 		qsort(t->gil, t->n_gil, sizeof(*t->gil), cmp_gil);
-}
-
-/* ---- the functions behind an event --------------------------------------------------------- */
-
-/* Room in e's counts for frame id: false if out of memory. */
-static bool tally_room(struct stat_tally_event *e, uint32_t id)
-{
-	size_t cap = e->cap ? e->cap : 64;
-	uint64_t *a, *b;
-
-	if (id < e->cap)
-		return true;
-	while (cap <= id)
-		cap *= 2;
-	a = realloc(e->samples, cap * sizeof(*a));
-	if (a)
-		e->samples = a;
-	b = a ? realloc(e->weight, cap * sizeof(*b)) : NULL;
-	if (b)
-		e->weight = b;
-	if (!a || !b)
-		return false;
-	memset(a + e->cap, 0, (cap - e->cap) * sizeof(*a));
-	memset(b + e->cap, 0, (cap - e->cap) * sizeof(*b));
-	e->cap = cap;
-	return true;
-}
-
-int stat_tally_sample(void *ctx, const struct record_sample *s)
-{
-	struct stat_tally *t = ctx;
-	struct stat_tally_event *e;
-
-	if (!t->prof || s->event >= t->n_events || 1 + s->event >= s->n_values)
-		return 0;
-	if (s->late_ns && t->rec && recorder_mode(t->rec) != RECORD_NONBLOCKING) {
-		t->late++;
-		return 0;
-	}
-	e = &t->ev[s->event];
-	/* the sample's weight to its innermost Python frame */
-	for (size_t d = s->depth; d-- > 0;) {
-		if (profile_frame(t->prof, s->frames[d])->kind != FRAME_PYTHON)
-			continue;
-		if (!tally_room(e, s->frames[d])) {
-			t->failed = true;
-			return -ENOMEM;
-		}
-		e->samples[s->frames[d]]++;
-		e->weight[s->frames[d]] += s->values[1 + s->event];
-		e->n_samples++;
-		e->n_weight += s->values[1 + s->event];
-		break;
-	}
 	return 0;
-}
-
-void stat_tally_release(struct stat_tally *t)
-{
-	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++) {
-		free(t->ev[i].samples);
-		free(t->ev[i].weight);
-	}
-	memset(t->ev, 0, sizeof(t->ev));
-}
-
-size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max,
-		      uint64_t *ret_samples)
-{
-	const struct stat_tally *t = ctx;
-	const struct stat_tally_event *e = NULL;
-	size_t n = 0;
-	bool *named;
-	struct buf text;
-
-	*ret_samples = 0;
-	for (size_t i = 0; i < t->n_events && !e; i++)
-		if (stat_same_event(t->events[i].name, ev))
-			e = &t->ev[i];
-	if (!e || !e->n_weight)
-		return 0;
-	*ret_samples = e->n_samples;
-	if (e->n_samples < STAT_MIN_SAMPLES)
-		return 0;
-	named = calloc(e->cap, sizeof(*named));
-	if (!named)
-		return 0;
-	buf_init(&text);
-	while (n < max) {
-		size_t best = SIZE_MAX;
-
-		for (size_t id = 0; id < e->cap; id++)
-			if (!named[id] && e->weight[id] &&
-			    (best == SIZE_MAX || e->weight[id] > e->weight[best]))
-				best = id;
-		if (best == SIZE_MAX || (double) e->weight[best] < 0.05 * (double) e->n_weight)
-			break;
-		named[best] = true;
-		buf_reset(&text);
-		(void) folded_frame_text(profile_frame(t->prof, (uint32_t) best), &text);
-		ret[n] = (struct stat_func) {
-			.share = (double) e->weight[best] / (double) e->n_weight,
-			.samples = e->samples[best],
-		};
-		snprintf(ret[n].text, sizeof(ret[n].text), "%s", text.len ? text.data : "?");
-		n++;
-	}
-	buf_release(&text);
-	free(named);
-	return n;
 }

@@ -1,10 +1,11 @@
 /*
- * Unit tests of hwspy stat's findings (cli/stat_rules.c) and report (cli/stat_report.c) on
- * synthetic counts: each rule fires past its threshold and not at it, hardware rules on
- * hardware counts no machine here has, what is missing is said as not measured, functions are
+ * Unit tests of hwspy stat's findings (analysis/rules.c) and report (analysis/report.c,
+ * report_json.c) on synthetic counts: each rule fires past its threshold and not at it,
+ * hardware rules on hardware counts no machine here has, what is missing is said as not measured, functions are
  * named from the attribution callback, one cause is told once, and the JSON parses.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "cli/stat.h"
+#include "analysis/stat.h"
 
 #define WALL_NS 5000000000ull   /* 5 s */
 
@@ -407,6 +408,51 @@ static void test_explain(void **state)
 	free(text);
 }
 
+/* The derived metrics take the reference of a miss event from output/ratios.h's one map: a
+ * store miss is a share of its stores, a prefetch miss of its prefetches (stat had its own map
+ * of cache, branch and load misses alone), branch-misses of branches where that is counted. */
+static void test_miss_references(void **state)
+{
+	static const char *const lines[] = {
+		"0.50 per 1k instructions, 10.00% of L1-dcache-stores",
+		"0.20 per 1k instructions, 4.00% of L1-dcache-prefetches",
+		"1.00 per 1k instructions, 20.00% of LLC-loads",
+		"2.00 per 1k instructions, 0.40% of branches",
+	};
+	struct stat_totals t = { .wall_ns = WALL_NS, .voluntary = -1, .involuntary = -1 };
+	struct stat_findings f;
+	struct stat_derived d;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out;
+
+	(void) state;
+	add(&t, "instructions", 1e9, true);
+	add(&t, "L1-dcache-store-misses", 5e5, true);
+	add(&t, "L1-dcache-stores", 5e6, true);
+	add(&t, "L1-dcache-prefetch-misses", 2e5, true);
+	add(&t, "L1-dcache-prefetches", 5e6, true);
+	add(&t, "LLC-load-misses:u", 1e6, true);
+	add(&t, "LLC-loads", 5e6, true);
+	add(&t, "branch-misses", 2e6, true);
+	add(&t, "branches", 5e8, true);
+	stat_derive(&t, &t.ev[1], &d);
+	assert_string_equal(d.reference, "L1-dcache-stores");
+	assert_true(d.miss_rate > 9.99 && d.miss_rate < 10.01);
+	stat_derive(&t, &t.ev[2], &d);
+	assert_string_equal(d.reference, "");
+	assert_true(isnan(d.mpki) && isnan(d.miss_rate));
+	stat_find(&t, NULL, &f);
+	out = open_memstream(&text, &size);
+	assert_non_null(out);
+	stat_report_text(&t, &f, out);
+	assert_int_equal(fclose(out), 0);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		if (!strstr(text, lines[i]))
+			fail_msg("no '%s' in the table", lines[i]);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_gil),
 		cmocka_unit_test(test_few_samples),
 		cmocka_unit_test(test_explain),
+		cmocka_unit_test(test_miss_references),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
- * stat_report: hwspy stat's output (stat.h): perf stat's table (value, unit, the derived
- * metric and, where the counter was multiplexed, the share of the time it ran), the threads'
- * CPU use, then the findings in plain words; or all of it as one JSON object.
+ * report: hwspy stat's report (analysis/stat.h): the metrics derived from the counts
+ * (stat_derive()), and perf stat's table (value, unit, the derived metric and, where the
+ * counter was multiplexed, the share of the time it ran), the threads' CPU use, then the
+ * findings in plain words (report_json.c writes the same as one JSON object).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/stat.h"
-#include "output/output.h"
+#include "analysis/stat.h"
+#include "output/ratios.h"
 
 #define THREADS_SHOWN 10
 
@@ -52,56 +53,74 @@ static double ratio(const struct stat_totals *t, const char *num, const char *de
 	return a && b && a->counted && b->counted && b->value > 0 ? a->value / b->value : NAN;
 }
 
-/* The reference event of NAME-misses: cache-references, branch-instructions, X-loads ... */
-static const char *reference_of(const char *name, char *buf, size_t size)
+/* The reference event of a miss event of t: the first of output/ratios.h's one map that t
+ * has (NULL: none). */
+static const char *reference_of(const struct stat_totals *t, const char *name, char *buf,
+				size_t size)
 {
-	size_t n = strcspn(name, ":");
+	const char *r;
 
-	if (stat_same_event(name, "cache-misses"))
-		return "cache-references";
-	if (stat_same_event(name, "branch-misses"))
-		return "branch-instructions";
-	if (n > 12 && !strncmp(name + n - 12, "-load-misses", 12)) {
-		snprintf(buf, size, "%.*s-loads", (int) (n - 12), name);
-		return buf;
-	}
+	for (size_t i = 0; (r = ratio_miss_reference(name, i, buf, size)); i++)
+		if (stat_event(t, r))
+			return r;
+	if (size)
+		buf[0] = '\0';
 	return NULL;
+}
+
+void stat_derive(const struct stat_totals *t, const struct stat_event *e, struct stat_derived *ret)
+{
+	double wall_s = (double) t->wall_ns / 1e9, r;
+
+	*ret = (struct stat_derived) { NAN, NAN, NAN, NAN, "", NAN, NAN };
+	if (!e->counted)
+		return;
+	if (is_clock(e->name) && t->wall_ns)
+		ret->cpus = e->value / (double) t->wall_ns;
+	if (stat_same_event(e->name, "instructions"))
+		ret->ipc = ratio(t, "instructions", "cycles");
+	if (stat_same_event(e->name, "cycles"))
+		ret->ghz = ratio(t, "cycles", "task-clock");
+	if (strstr(e->name, "-misses")) {
+		if (!isnan(r = ratio(t, e->name, "instructions")))
+			ret->mpki = 1000 * r;
+		if (reference_of(t, e->name, ret->reference, sizeof(ret->reference)) &&
+		    !isnan(r = ratio(t, e->name, ret->reference)))
+			ret->miss_rate = 100 * r;
+	}
+	if (wall_s > 0)
+		ret->per_second = e->value / wall_s;
 }
 
 /* The comment after '#': the derived metric of e, or "" */
 static void derived(const struct stat_totals *t, const struct stat_event *e, char *buf,
 		    size_t size)
 {
-	double wall_s = (double) t->wall_ns / 1e9, r;
-	char ref[112];
-	const char *den;
+	struct stat_derived d;
 
+	stat_derive(t, e, &d);
 	buf[0] = '\0';
-	if (is_clock(e->name) && t->wall_ns) {
-		snprintf(buf, size, "%.3f CPUs utilised", e->value / (double) t->wall_ns);
-	} else if (stat_same_event(e->name, "instructions") &&
-		   !isnan(r = ratio(t, "instructions", "cycles"))) {
-		snprintf(buf, size, "%.2f insn per cycle", r);
-	} else if (stat_same_event(e->name, "cycles") &&
-		   !isnan(r = ratio(t, "cycles", "task-clock"))) {
-		snprintf(buf, size, "%.3f GHz", r);
+	if (!isnan(d.cpus)) {
+		snprintf(buf, size, "%.3f CPUs utilised", d.cpus);
+	} else if (!isnan(d.ipc)) {
+		snprintf(buf, size, "%.2f insn per cycle", d.ipc);
+	} else if (!isnan(d.ghz)) {
+		snprintf(buf, size, "%.3f GHz", d.ghz);
 	} else if (strstr(e->name, "-misses")) {
 		int at = 0;
 
-		if (!isnan(r = ratio(t, e->name, "instructions")))
-			at = snprintf(buf, size, "%.2f per 1k instructions", 1000 * r);
-		den = reference_of(e->name, ref, sizeof(ref));
-		if (den && !isnan(r = ratio(t, e->name, den)) && at >= 0 && (size_t) at < size)
+		if (!isnan(d.mpki))
+			at = snprintf(buf, size, "%.2f per 1k instructions", d.mpki);
+		if (!isnan(d.miss_rate) && at >= 0 && (size_t) at < size)
 			snprintf(buf + at, size - (size_t) at, "%s%.2f%% of %s", at ? ", " : "",
-				 100 * r, den);
-	} else if (wall_s > 0) {
+				 d.miss_rate, d.reference);
+	} else if (!isnan(d.per_second)) {
 		char num[48];
 
-		r = e->value / wall_s;
-		if (r >= 1000)
-			snprintf(buf, size, "%s /s", grouped(r, num, sizeof(num)));
+		if (d.per_second >= 1000)
+			snprintf(buf, size, "%s /s", grouped(d.per_second, num, sizeof(num)));
 		else
-			snprintf(buf, size, "%.1f /s", r);
+			snprintf(buf, size, "%.1f /s", d.per_second);
 	}
 	if (stat_same_event(e->name, "context-switches") && t->voluntary >= 0 && t->involuntary >= 0) {
 		size_t at = strlen(buf);
@@ -294,168 +313,3 @@ void stat_report_text(const struct stat_totals *t, const struct stat_findings *f
 	unmeasured(t, f, out);
 }
 
-/* ---- JSON -------------------------------------------------------------------------------- */
-
-static void json_num(FILE *out, double v)
-{
-	if (isfinite(v))
-		fprintf(out, "%.17g", v);
-	else
-		fputs("null", out);
-}
-
-static void json_events(const struct stat_totals *t, FILE *out)
-{
-	fputs("\"events\":[", out);
-	for (size_t i = 0; i < t->n_ev; i++) {
-		const struct stat_event *e = &t->ev[i];
-
-		fputs(i ? ",{\"name\":" : "{\"name\":", out);
-		json_write_string(out, e->name);
-		fprintf(out, ",\"counted\":%s", e->counted ? "true" : "false");
-		if (!e->counted) {
-			fputs(",\"why\":", out);
-			json_write_string(out, e->error == -ENOENT || e->error == -EOPNOTSUPP ?
-					  "not supported on this machine" :
-					  t->user_only && e->error == -EACCES ?
-					  "happens in the kernel: not counted in user space only" :
-					  strerror(-e->error));
-			fputs("}", out);
-			continue;
-		}
-		fputs(",\"value\":", out);
-		json_num(out, e->value);
-		fprintf(out, ",\"raw\":%" PRIu64 ",\"enabled_ns\":%" PRIu64 ",\"running_ns\":%" PRIu64
-			",\"split\":%s,\"per_second\":", e->raw, e->enabled_ns, e->running_ns,
-			e->split ? "true" : "false");
-		json_num(out, t->wall_ns ? e->value * 1e9 / (double) t->wall_ns : NAN);
-		fputs("}", out);
-	}
-	fputs("]", out);
-}
-
-static void json_threads(const struct stat_totals *t, FILE *out)
-{
-	fputs(",\"threads\":[", out);
-	for (size_t i = 0; i < t->n_threads; i++) {
-		const struct stat_thread *th = &t->threads[i];
-
-		fprintf(out, "%s{\"tid\":%d,\"name\":", i ? "," : "", (int) th->tid);
-		json_write_string(out, th->name);
-		fputs(",\"task_clock_ns\":", out);
-		json_num(out, th->task_clock_ns >= 0 ? th->task_clock_ns : NAN);
-		fputs(",\"cpus\":", out);
-		json_num(out, th->task_clock_ns >= 0 && t->wall_ns ?
-			      th->task_clock_ns / (double) t->wall_ns : NAN);
-		fputs(",\"context_switches\":", out);
-		json_num(out, th->switches >= 0 ? th->switches : NAN);
-		fputs("}", out);
-	}
-	fputs("]", out);
-}
-
-static void json_gil(const struct stat_totals *t, FILE *out)
-{
-	fputs(",\"gil_waits\":", out);
-	if (!t->gil_measured) {
-		fputs("null", out);
-		return;
-	}
-	fputc('[', out);
-	for (size_t i = 0; i < t->n_gil; i++) {
-		fprintf(out, "%s{\"tid\":%d,\"name\":", i ? "," : "", (int) t->gil[i].tid);
-		json_write_string(out, t->gil[i].name);
-		fputs(",\"wait_ns\":", out);
-		json_num(out, t->gil[i].wait_ns);
-		fputs(",\"share\":", out);
-		json_num(out, t->wall_ns ? t->gil[i].wait_ns / (double) t->wall_ns : NAN);
-		fputc('}', out);
-	}
-	fputc(']', out);
-}
-
-static void json_findings(const struct stat_findings *f, FILE *out)
-{
-	fputs(",\"findings\":[", out);
-	for (size_t i = 0; i < f->n; i++) {
-		const struct stat_finding *x = &f->f[i];
-
-		fputs(i ? ",{\"id\":" : "{\"id\":", out);
-		json_write_string(out, x->id);
-		fputs(",\"metric\":", out);
-		json_write_string(out, x->metric);
-		fputs(",\"value\":", out);
-		json_num(out, x->value);
-		fprintf(out, ",\"comparison\":\"%s\",\"threshold\":", x->cmp == STAT_ABOVE ? ">" : "<");
-		json_num(out, x->threshold);
-		fputs(",\"unit\":", out);
-		json_write_string(out, x->unit[0] == ' ' ? x->unit + 1 : x->unit);
-		fputs(",\"meaning\":", out);
-		json_write_string(out, x->meaning);
-		fputs(",\"advice\":", out);
-		json_write_string(out, x->advice);
-		/* the event's own samples the shares are of (null: no sampling run named any) */
-		fputs(",\"event\":", out);
-		if (x->event)
-			json_write_string(out, x->event);
-		else
-			fputs("null", out);
-		fprintf(out, ",\"samples\":%" PRIu64 ",\"functions\":[", x->samples);
-		for (size_t k = 0; !x->threads && k < x->n_funcs; k++) {
-			fputs(k ? ",{\"function\":" : "{\"function\":", out);
-			json_write_string(out, x->funcs[k].text);
-			fputs(",\"share\":", out);
-			json_num(out, x->funcs[k].share);
-			fprintf(out, ",\"samples\":%" PRIu64 "}", x->funcs[k].samples);
-		}
-		fputs("],\"threads\":[", out);
-		for (size_t k = 0; x->threads && k < x->n_funcs; k++) {
-			fprintf(out, "%s{\"tid\":%d,\"name\":", k ? "," : "", (int) x->funcs[k].tid);
-			json_write_string(out, x->funcs[k].text);
-			fputs(",\"share\":", out);
-			json_num(out, x->funcs[k].share);
-			fputs("}", out);
-		}
-		fputs("]}", out);
-	}
-	fputs("],\"not_measured\":[", out);
-	for (size_t i = 0; i < f->n_unmeasured; i++) {
-		fputs(i ? ",{\"id\":" : "{\"id\":", out);
-		json_write_string(out, f->u[i].id);
-		fputs(",\"metric\":", out);
-		json_write_string(out, f->u[i].metric);
-		fputs(",\"missing_event\":", out);
-		json_write_string(out, f->u[i].missing);
-		fputs("}", out);
-	}
-	fputs("]", out);
-}
-
-int stat_report_json(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
-{
-	const struct stat_event *clock;
-
-	fputs("{\"hwspy_stat\":1,\"target\":", out);
-	json_write_string(out, t->target);
-	fputs(",\"wall_ns\":", out);
-	json_num(out, (double) t->wall_ns);
-	clock = stat_event(t, "task-clock");
-	fputs(",\"cpus_utilised\":", out);
-	json_num(out, clock && clock->counted && t->wall_ns ? clock->value / (double) t->wall_ns :
-		      NAN);
-	fputs(",\"voluntary_switches\":", out);
-	json_num(out, t->voluntary >= 0 ? (double) t->voluntary : NAN);
-	fputs(",\"involuntary_switches\":", out);
-	json_num(out, t->involuntary >= 0 ? (double) t->involuntary : NAN);
-	fprintf(out, ",\"hardware_pmu\":%s,\"user_space_only\":%s,\"sampled\":%s,\"samples\":%"
-		PRIu64 ",", t->have_pmu ? "true" : "false", t->user_only ? "true" : "false",
-		t->sampled ? "true" : "false", t->samples);
-	json_events(t, out);
-	json_threads(t, out);
-	json_gil(t, out);
-	json_findings(f, out);
-	fputs("}\n", out);
-	if (fflush(out) == EOF || ferror(out))
-		return -EIO;
-	return 0;
-}
