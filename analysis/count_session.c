@@ -54,7 +54,7 @@ int stat_count_start(struct stat_count *c, pid_t pid, char *const *argv)
 	struct counter_opts co = {
 		.pid = argv && !pid ? 0 : pid ? pid : getpid(), .argv = pid ? NULL : argv,
 		.events = c->s.events, .groups = c->s.groups, .n_events = c->s.n_events,
-		.keep_nofile = !c->o.raise_nofile,
+		.raise_nofile = c->o.raise_nofile,
 	};
 	int r;
 

@@ -56,7 +56,7 @@ void session_record_opts(const struct record_args *o, struct record_opts *ret)
 		.stop_budget = o->stop_budget, .function = o->function, .threads = o->threads,
 		.native = o->native, .stack_size = o->stack_size, .kernel = o->kernel,
 		.off_cpu = o->off_cpu, .wall = o->wall, .subprocesses = o->subprocesses,
-		.gil_only = o->gil,
+		.gil_only = o->gil, .sigchld = true, .raise_nofile = true,
 	};
 }
 

@@ -11,6 +11,11 @@
  *   gc.c         whether a sample's thread ran the cyclic GC: the [gc] frame
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
+ *   offcpu.c     --off-cpu: each switch-out a sample, weighing the time until the thread runs
+ *                again (the sampler's switch events)
+ *   procs.c      --subprocesses: the target's child processes, each with its own interpreter,
+ *                the [process ...] root frames
+ *   wait.c       why a thread waited: the wait-reason table ([wait: ...] words)
  */
 #ifndef HWSPY_RECORD_INTERNAL_H
 #define HWSPY_RECORD_INTERNAL_H

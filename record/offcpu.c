@@ -39,7 +39,7 @@
 #define OFFCPU_TREE_MAX 256             /* --subprocesses: processes of the tree looked at */
 #define SP_REG 7                        /* SYMBOLIZER_X86_64_REGS order: SP, then IP */
 #define IP_REG 8
-#define N_REGS 20
+#define N_REGS SYMBOLIZER_N_REGS      /* the registers of a REGS_USER sample */
 
 struct waiting {
 	uint64_t out_ns;

@@ -114,6 +114,9 @@ struct record_opts {
 	void (*exec_fn)(void *ctx, pid_t pid);  /* launch: sampler_opts.exec_fn (inside
 	                                 * recorder_start(), the command stopped at its exec) */
 	void *exec_ctx;
+	bool sigchld, raise_nofile;     /* sampler_opts.sigchld, .raise_nofile: what the recorder
+	                                 * may do to the calling process (false: nothing; a
+	                                 * command sets both; RECORD_STOPS needs sigchld) */
 };
 
 /* Whether a sample's thread held the GIL at the sample: from its capture (read at the

@@ -183,6 +183,7 @@ int recorder_start(struct recorder *rec)
 		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
 		.event_fn = record_on_event, .event_ctx = rec,
 		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,
+		.sigchld = o->sigchld, .raise_nofile = o->raise_nofile,
 		.ring_pages = o->native ? (capture ? 512 : 256) : capture ? 256 : 0,
 	};
 	int r;

@@ -359,7 +359,7 @@ int capture_thread_open(struct sampler *s, struct thread *t)
 	uint32_t key = (uint32_t) t->tid, slot;
 	int r;
 
-	if (s->percpu)
+	if (s->capture.percpu)
 		return capture_thread_open_percpu(s, t);
 	if (c->prog_fd < 0 || t->fds[0] < 0 || t->out_fd >= 0)
 		return 0;
@@ -413,12 +413,12 @@ void capture_thread_close(struct sampler *s, struct thread *t)
 	if (t->slot >= 0) {
 		uint32_t slot = (uint32_t) t->slot;
 
-		if (c->out_fd >= 0 && !s->percpu)     /* per CPU: the out map is the CPUs' */
+		if (c->out_fd >= 0 && !s->capture.percpu)     /* per CPU: the out map is the CPUs' */
 			(void) map_delete(c->out_fd, &slot);
 		slot_put(c, t->slot);
 	}
 	/* per CPU, the program may have made the entry of a thread learned late */
-	if (c->roots_fd >= 0 && (t->slot >= 0 || s->percpu))
+	if (c->roots_fd >= 0 && (t->slot >= 0 || s->capture.percpu))
 		(void) map_delete(c->roots_fd, &key);
 	t->slot = -1;
 	if (t->out_fd >= 0)
@@ -464,7 +464,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 			return -ENOMEM;
 	}
 	s->capture.pid = s->pid ? s->pid : s->opts.pid;
-	if (s->percpu && (r = capture_entry_load(&s->capture)) < 0)
+	if (s->capture.percpu && (r = capture_entry_load(&s->capture)) < 0)
 		return r;
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
@@ -475,7 +475,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 
 		(void) map_delete(s->capture.roots_fd, &key);
 	}
-	for (int c = 0; s->percpu && c < s->ncpu; c++)
+	for (int c = 0; s->capture.percpu && c < s->ncpu; c++)
 		if (capture_cpu_open(s, c) < 0)
 			s->stats.capture_threads_failed++;
 	for (size_t i = 0; i < s->n_threads; i++) {
@@ -483,11 +483,11 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 
 		if (!t->alive)
 			continue;
-		if (s->percpu && !t->cpu_fds) {         /* inherited: it has the program */
+		if (s->capture.percpu && !t->cpu_fds) {         /* inherited: it has the program */
 			capture_thread_root(s, t);
 			continue;
 		}
-		if (again && t->prog && !s->percpu) {
+		if (again && t->prog && !s->capture.percpu) {
 			/* a program stays on its event until the event is closed: open them anew
 			 * (per CPU, the entry on the events runs the new one: closing a thread's
 			 * events would take them from the threads that inherited them) */

@@ -13,8 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
-#include "sampler/count.h"
+#include "sampler/count_internal.h"
 
 #define READ_ALONE_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
 #define READ_GROUP_FORMAT (READ_ALONE_FORMAT | PERF_FORMAT_ID | PERF_FORMAT_GROUP)
@@ -193,18 +194,11 @@ struct count_thread *count_thread_new(struct counter *c, pid_t tid)
 {
 	struct count_thread *t;
 
-	if (c->n_threads == c->cap_threads) {
-		size_t cap = c->cap_threads ? c->cap_threads * 2 : 16;
-		struct count_thread *v;
-
-		if (cap > MAX_THREADS)
-			return NULL;
-		v = realloc(c->threads, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		c->threads = v;
-		c->cap_threads = cap;
-	}
+	if (c->n_threads == c->cap_threads &&
+	    (c->cap_threads * 2 > MAX_THREADS ||
+	     array_grow((void **) &c->threads, &c->cap_threads, c->n_threads + 1,
+			sizeof(*c->threads), 16) < 0))
+		return NULL;
 	t = &c->threads[c->n_threads++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;

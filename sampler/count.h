@@ -1,84 +1,138 @@
 /*
- * Internal to sampler/: the counter object that count.c (events, groups, values) and
- * count_target.c (attach, launch, the run) share. Not for other modules.
+ * count: counting mode (count.c: events, groups, values; count_target.c: attach, launch, the
+ * run; their shared object in count_internal.h).
+ *
+ * Counting mode: the totals behind `hwspy stat`, as `perf stat` counts them. Every event is
+ * opened as a counter (no sampling, no ring) on every thread of the target, in groups
+ * (opts.groups), inherit=1 so that threads (and child processes) started later count in the
+ * counters of the thread that started them. Nothing stops the target or sends it a signal;
+ * counter_stop() closes every fd, so nothing of hwspy is left on it.
+ *
+ * Groups: each group's leader reads PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED |
+ * TOTAL_TIME_RUNNING (Linux allows GROUP with inherit for counting; where a kernel refuses
+ * the combination, -EINVAL at the leader's open, every event is read from its own fd with the
+ * two times instead: stats.group_read says which). A group the PMU cannot schedule whole is
+ * split, its events opened alone (value.split): where a member's open fails with EINVAL or
+ * ENOSPC in the group and that event opens alone (more events than the PMU has counters, a
+ * mix of two hardware PMUs; software events and msr/ always group), and where counter_run()
+ * finds a group that was enabled yet never ran (checked every 100 ms until it has run on
+ * some thread: it is reopened alone, counting from then on, on the threads that have counters
+ * of their own; what threads that inherited the group's counters count is lost). Without
+ * counter_run() such a group is only told (never_ran). An event that does not open with perf's
+ * exclude_guest retries without it, as perf does (msr/ refuses the exclusion bits).
+ *
+ * Attach (opts.pid): the threads of /proc/PID/task get their groups (each its own, disabled
+ * until every one is open, then enabled: the counting's start). A thread started meanwhile is
+ * never counted twice, and missed only where nothing can tell (threads_raced), by when its
+ * number was given out (numbers wrapping at pid_max): /proc/sys/kernel/ns_last_pid is read
+ * before the first listing (B) and after the last open (A), then the tasks are listed again. A
+ * thread the second listing finds and the first did not: numbered up to B, it existed (half
+ * made) before any counter did, inherited none, and gets its own; numbered after A, it began
+ * after every thread listed had counters, so its creator's counters count it (inherit): it gets
+ * none (unless its creator was one of those unlisted threads, which got its counters only
+ * after: a window of microseconds, taken as closed). Where ns_last_pid cannot be read, every
+ * such thread is raced. Between B and A it was started while the counters opened: it inherited
+ * iff its creator's opened first, which nothing tells; it is taken as inherited (its creator is
+ * likeliest a thread opened before it: /proc lists by age) and counted in stats.threads_raced,
+ * where the caller can say the totals may miss it. A thread that exits keeps its final counts
+ * (its fds stay open until counter_stop()); a thread whose counters cannot be opened for want
+ * of fds (after the soft RLIMIT_NOFILE is raised to the hard one, where opts.raise_nofile
+ * asks) or because it vanished is counted in stats.threads_failed.
+ *
+ * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
+ * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec (one never let
+ * go is killed and reaped by counter_free(): it was to run counted). at_exec: the
+ * same on a child the caller forked and holds stopped before its exec (as sampler_new()'s
+ * launch leaves one): counting starts at the exec, once the caller lets it go.
+ *
+ * Values (struct counter_value): raw as counted, its times, scaled = raw * enabled / running
+ * (perf stat's estimate where the PMU multiplexed), per thread and summed over the threads;
+ * error says why an event did not open on any thread (-ENOENT no such event here, ...).
  */
 #ifndef HWSPY_SAMPLER_COUNT_H
 #define HWSPY_SAMPLER_COUNT_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sampler/internal.h"
+#include "sampler/events.h"
 
-/* What an event is in the layout chosen on the first thread (and kept for every other). */
-enum count_role {
-	COUNT_NONE,                     /* did not open (error[i] says why) */
-	COUNT_ALONE,                    /* opened alone (a group of one, or split) */
-	COUNT_LEAD,                     /* leads a group of several */
-	COUNT_MEMBER,                   /* in lead[i]'s group */
+#define COUNTER_MAX_EVENTS 32
+struct counter_sys;
+struct counter_opts {
+	pid_t pid;                      /* count every thread of pid (threads it starts later are
+	                                 * counted with the thread that started them: inherit) */
+	bool at_exec;                   /* pid is a launched child stopped before its exec (as the
+	                                 * sampler's launch leaves it, see sampler_new()/recorder):
+	                                 * count from its exec on (enable_on_exec), one thread */
+	char *const *argv;              /* or, pid 0: launch this command (argv[0] searched in PATH),
+	                                 * counting from its exec; it keeps its stdin/stdout/stderr */
+	const struct event_spec *events;/* from events_parse() */
+	const unsigned *groups;         /* events[i] is in group groups[i]: events with one number
+	                                 * open as one perf group, the first of them its leader;
+	                                 * NULL: each event alone */
+	size_t n_events;                /* 1..COUNTER_MAX_EVENTS */
+	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
+	 * kernel's */
+	const struct counter_sys *sys;
+	bool raise_nofile;              /* raise the process's soft RLIMIT_NOFILE to the hard one
+	                                 * (a command sets it; false: the limit is left as it is).
+	                                 * Counting blocks no signal (it waits on a pidfd): it has
+	                                 * no sigchld to ask for */
 };
-
-struct count_thread {
-	pid_t tid;
-	int fds[COUNTER_MAX_EVENTS];    /* -1: not open (or closed at the stop) */
-	struct counter_value v[COUNTER_MAX_EVENTS];
+struct counter_value {
+	uint64_t raw;                   /* what the counter counted */
+	uint64_t enabled_ns, running_ns;/* time enabled and time running (multiplexing) */
+	double scaled;                  /* raw * enabled / running, the estimate perf stat prints;
+	                                 * raw where running == enabled; 0 where running is 0 */
+	int error;                      /* 0, or why it was not counted at all: -ENOENT (no such
+	                                 * event on this machine), -EACCES, -EOPNOTSUPP, -EINVAL ... */
+	bool split;                     /* its group could not be scheduled whole and its events
+	                                 * were opened alone instead */
+	bool never_ran;                 /* enabled but running_ns 0 (never scheduled) */
 };
-
-struct counter {
-	struct counter_opts opts;
-	struct counter_sys sys;
-	size_t n_events;
-	struct event_spec events[COUNTER_MAX_EVENTS]; /* attr's exclude_guest/host dropped where
-	                                 * the event opens only without them (as perf does) */
-	size_t group_of[COUNTER_MAX_EVENTS]; /* the first event with the same group number */
-	enum count_role role[COUNTER_MAX_EVENTS];
-	size_t lead[COUNTER_MAX_EVENTS];/* a member's leader; the event itself otherwise */
-	bool split[COUNTER_MAX_EVENTS];
-	bool ran[COUNTER_MAX_EVENTS];   /* a leader's group ran on some thread (no split needed) */
-	int error[COUNTER_MAX_EVENTS];
-	bool chosen;                    /* the roles are chosen */
-	bool at_exec;                   /* the events open with enable_on_exec */
-	bool started;                   /* counting runs: events opened now count at once */
-	bool stopped;
-	pid_t pid;
-	bool launched;                  /* pid is our child, forked by counter_new() */
-	bool released;                  /* ... and let go to its exec */
-	int exec_pipe;                  /* the launched child's exec errno (see target.c), or -1 */
-	int pidfd;                      /* the target, to wait for its exit, or -1 */
-	int fd_limit;                   /* RLIMIT_NOFILE, raised */
-	struct count_thread *threads;
-	size_t n_threads, cap_threads;
-	uint64_t start_ns, end_ns;
-	struct counter_stats stats;
-	struct counter_value totals[COUNTER_MAX_EVENTS];
+struct counter_stats {
+	uint64_t wall_ns;               /* from counting's start (attach, or exec) to its end
+	                                 * (at_exec: from counter_new()'s return, launch: from
+	                                 * the release, each just before the exec) */
+	unsigned threads;               /* threads opened (counter_n_threads) */
+	unsigned threads_failed;        /* threads whose counters could not be opened (gone, fds) */
+	bool target_exited;
+	int exit_status;                /* wait status of a command counter_new() launched */
+	/* added to the API stat is written against: */
+	unsigned threads_raced;         /* attach: threads started while the counters opened, taken
+	                                 * as counted by their creator's (see above) */
+	bool group_read;                /* groups read with PERF_FORMAT_GROUP (else fd by fd) */
 };
-
-/* count.c */
-/* Whether err is a thread's failure (gone, out of fds or memory), not an event's. */
-bool count_thread_error(int err);
-/* A new entry of the table for tid (fds -1, not counted until opened), or NULL. */
-struct count_thread *count_thread_new(struct counter *c, pid_t tid);
-/* Opens thread t's events (the last entry of the table; the roles chosen here on the first
- * one): 0, or -errno, t's fds closed and t dropped from the table. */
-int count_thread_open(struct counter *c, struct count_thread *t);
-/* Enables (or disables) every group of every thread: each leader's fd and each event alone. */
-void count_enable_all(struct counter *c, bool on);
-/* Reads every thread's values. */
-void count_read_all(struct counter *c);
-/* Splits the groups that were enabled but never ran on any thread (their events reopened
- * alone, counting from now on): how many. Reads only the groups not yet seen running. */
-int count_split_idle(struct counter *c);
-
-/* count_target.c */
-/* Attach (every thread, the race handled), or the child's one thread (at_exec, launch). */
-int count_attach(struct counter *c);
-int count_launch(struct counter *c);
-/* Lets a launched child exec and waits for the exec: 0, or its errno (it exited). */
-int count_release(struct counter *c);
-/* Waits up to timeout_ms for the target's exit: true if it exited (its status kept). */
-bool count_wait_exit(struct counter *c, int timeout_ms);
-/* The end of counter_free() for a launched child never let go: killed and reaped. */
-void count_drop_child(struct counter *c);
+struct counter;
+/* Opens every event on every thread (attach), or launches argv / takes the stopped child
+ * (counting starts at its exec, once counter_run() or the caller lets it go). Errors:
+ * -ESRCH no such process, -EACCES/-EPERM not allowed, -ENOENT none of the events opens here,
+ * -ENOEXEC/-ENOENT the command cannot be run, -EMFILE, -ENOMEM. An event that does not open
+ * (no PMU here ...) is no error of counter_new() as long as one does: its value says why. */
+int counter_new(const struct counter_opts *o, struct counter **ret);
+pid_t counter_pid(const struct counter *c);
+/* Counts until *stop is set, duration_ns has passed (0: no limit), or the target exits
+ * (a launched command starts here). 0 or -errno. Not needed when something else (the
+ * recorder) runs meanwhile: the kernel counts by itself; counter_stop() then reads. */
+int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
+/* Ends counting: disables and reads every counter (final values), closes the events. A
+ * launched command is left running (its pid from counter_pid()). Idempotent. */
+void counter_stop(struct counter *c);
+/* Reads every counter now, counting going on (a live reading): counter_totals() and
+ * counter_thread() then give these values, and stats.wall_ns the time since counting started.
+ * Nothing after counter_stop(). */
+void counter_read(struct counter *c);
+/* After counter_stop() (or counter_read()): event i's values summed over every thread (n_events entries), each
+ * thread's scaled on its own and added; and thread k's (0 <= k < counter_n_threads()): its
+ * tid returned, its values into ret. */
+void counter_totals(const struct counter *c, struct counter_value *ret);
+size_t counter_n_threads(const struct counter *c);
+pid_t counter_thread(const struct counter *c, size_t k, struct counter_value *ret);
+const struct counter_stats *counter_stats(const struct counter *c);
+void counter_free(struct counter *c);       /* stops first; NULL a no-op */
 
 #endif

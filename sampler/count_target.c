@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "sampler/count.h"
+#include "base/procfs.h"
+#include "sampler/count_internal.h"
 
 #define MAX_LIST 65536
 
@@ -62,7 +63,7 @@ static int list_tasks(pid_t pid, pid_t **ret)
 			return -ENOMEM;
 		}
 		v = w;
-		n = target_list_tasks(pid, v, cap);
+		n = procfs_tasks(pid, v, cap);
 		if (n < 0 || (size_t) n < cap || cap >= MAX_LIST)
 			break;
 		cap *= 4;
@@ -172,16 +173,6 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
-/* The soft RLIMIT_NOFILE as it is (0: not known), for opts.keep_nofile. */
-static int nofile_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return 0;
-	return rl.rlim_cur > INT_MAX ? INT_MAX : (int) rl.rlim_cur;
-}
-
 int count_attach(struct counter *c)
 {
 	int r;
@@ -189,7 +180,7 @@ int count_attach(struct counter *c)
 	c->pid = c->opts.pid;
 	if ((kill(c->pid, 0) < 0 && errno == ESRCH) || !proc_alive(c->pid))
 		return -ESRCH;
-	c->fd_limit = c->opts.keep_nofile ? nofile_limit() : perf_nofile_raise();
+	c->fd_limit = perf_nofile_raise(c->opts.raise_nofile);
 	if (c->opts.at_exec) {
 		r = open_tid(c, c->pid);
 		if (r < 0)
@@ -242,8 +233,7 @@ int count_launch(struct counter *c)
 	if (r < 0)
 		return r;
 	c->launched = true;
-	/* after the fork: the command keeps its own */
-	c->fd_limit = c->opts.keep_nofile ? nofile_limit() : perf_nofile_raise();
+	c->fd_limit = perf_nofile_raise(c->opts.raise_nofile);      /* after the fork: the command keeps its own */
 	t = count_thread_new(c, c->pid);
 	if (!t)
 		return -ENOMEM;

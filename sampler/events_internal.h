@@ -1,6 +1,6 @@
 /*
  * Internal to sampler/: what events.c (names -> perf_event_attr) and pmu.c (the sysfs and
- * tracefs forms) call in each other. Not for other modules; the public side is sampler.h.
+ * tracefs forms) call in each other. Not for other modules; the public side is events.h.
  *
  * events.c owns the modifier rules; pmu.c owns the sysfs root (events_set_sysfs_root()) and
  * every read under it. Errors are -errno values as in sampler.h: -EINVAL for text that is
@@ -12,7 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler/sampler.h"
+#include "sampler/events.h"
+
+/* pmu.c, tests only: read PMUs (DIR/bus/event_source/devices) and tracepoints
+ * (DIR/kernel/tracing) under DIR instead of /sys; NULL restores /sys. The string is copied.
+ * Not thread-safe. */
+void events_set_sysfs_root(const char *dir);
 
 /* events.c */
 /* Applies the modifier letters MODS (the text after ':', or after a pmu form's closing '/';

@@ -163,7 +163,7 @@ struct sampler {
 	int old_signo;                  /* the one before, if the target began to catch it */
 	struct tracer tracer;           /* exact mode */
 	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
-	int sigfd;                      /* signalfd for SIGCHLD (exact mode / launch) */
+	int sigfd;                      /* signalfd for SIGCHLD (opts.sigchld), or -1 */
 	bool chld_blocked;              /* sampler_new() blocked SIGCHLD (the caller had not):
 	                                 * sampler_free() unblocks it */
 	struct thread *threads;
@@ -179,10 +179,10 @@ struct sampler {
 	uint64_t execs_told;            /* stats.execs as of the last SAMPLER_EVENT_EXEC */
 	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */
 	unsigned ring_floor;            /* the fewest data pages a ring may have */
-	int fd_limit;                   /* RLIMIT_NOFILE, raised (see perf_raise_nofile()) */
+	int fd_limit;                   /* RLIMIT_NOFILE, raised if asked (perf_raise_nofile()) */
 	pid_t *left_out;                /* sorted: threads counted in threads_failed, not retried */
 	size_t n_left_out, cap_left_out;
-	bool percpu;                    /* the per-CPU layout (see percpu.c), chosen in sampler_new() */
+	const struct ring_layout *layout; /* the ring layout, chosen once in sampler_new() */
 	bool weigh_by_count;            /* events[0] counts occurrences: a sample weighs its count's
 	                                 * delta, not its period (perf_build_attrs()) */
 	int ncpu;
@@ -207,9 +207,6 @@ void thread_gone(struct sampler *s, struct thread *t);
 /* Finds threads not yet known and adds them (seizing them first in exact mode): how many,
  * or -errno (fail_hard: the first failure; else failures are counted). */
 int scan_threads(struct sampler *s, bool fail_hard);
-/* The TIDs of /proc/PID/task into ret (at most max; ret NULL: only counted): how many, or
- * -errno (-ESRCH: no such process). */
-int target_list_tasks(pid_t pid, pid_t *ret, size_t max);
 /* Whether process pid runs: some thread of it does (its main thread may have exited). */
 bool proc_alive(pid_t pid);
 void target_ended(struct sampler *s, int status);
@@ -260,10 +257,11 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
  * a new thread that gets the number of one gone is tried (and counted) afresh. */
 void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);
 enum sampler_fail perf_fail_reason(int err);
-/* Raises the soft RLIMIT_NOFILE to the hard limit, and keeps it in s->fd_limit. */
+/* With opts.raise_nofile, raises the soft RLIMIT_NOFILE to the hard limit; keeps the soft
+ * limit in s->fd_limit. */
 void perf_raise_nofile(struct sampler *s);
-/* The same for any caller (count.c): the soft limit now (0: unknown). */
-int perf_nofile_raise(void);
+/* The same for any caller (count.c), raising only if raise: the soft limit now (0: unknown). */
+int perf_nofile_raise(bool raise);
 /* perf_fd_keep() against a limit from perf_nofile_raise(). */
 int perf_fd_keep_under(int fd_limit, int fd);
 /* Takes a new event fd (or -errno) and keeps it, unless it eats into the reserve of fds that
@@ -285,12 +283,36 @@ void perf_note_record(struct sampler *s, const struct perf_event_header *h);
  * began at start_ns and lasts duration_ns, 0: no limit), or -1 once it is over. */
 int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns);
 
-/* percpu.c: the per-CPU layout, used where no per-thread signal or BPF output is needed
- * (nonblocking mode): the same verbs as perf.c for one thread, and the rings' own */
-/* The one selection point of the ring layout (see sampler.h); raises RLIMIT_NOFILE to see it. */
-bool percpu_choose(struct sampler *s);
-int percpu_init(struct sampler *s);
-int percpu_thread_open(struct sampler *s, struct thread *t);
+/* The ring layout (sampler.h's "Rings"): a ring per thread (perthread.c) or per CPU (percpu.c),
+ * two implementations of these verbs, chosen once by ring_layout_choose() in sampler_new() (as
+ * redis ae.c picks its backend); the rest of the sampler calls them through s->layout and
+ * never asks which it has. */
+struct ring_layout {
+	const char *name;
+	bool inherit;                   /* the events inherit (per CPU: threads started later carry
+	                                 * them, records of other tasks may reach the rings, a
+	                                 * group read of an inherited event goes by position) */
+	int (*init)(struct sampler *s); /* before any event opens: 0 or -errno */
+	/* After perf_thread_open()'s reset of t: opens t's events and ring(s), enabled; 0, or
+	 * -errno with t's fds closed */
+	int (*thread_open)(struct sampler *s, struct thread *t);
+	/* Decodes every ring: samples to s->fn (not stopped) */
+	void (*drain)(struct sampler *s);
+	/* Waits up to timeout_ms for a ring to fill or a SIGCHLD (s->sigfd, where there is one);
+	 * the caller then drains (drain_all()). True if a SIGCHLD came. */
+	bool (*poll)(struct sampler *s, int timeout_ms);
+	void (*free)(struct sampler *s);
+};
+extern const struct ring_layout ring_per_thread, ring_per_cpu;
+/* percpu.c: the one selection point: per CPU, unless exact by stops or, attaching, the threads
+ * there now would take more fds per CPU than the limit leaves and than a ring per thread
+ * takes (raises RLIMIT_NOFILE first where opts.raise_nofile asks, to see it). */
+const struct ring_layout *ring_layout_choose(struct sampler *s);
+/* perf.c: the per-thread layout's events of t and their ring, shrunk to fit the locked-memory
+ * limit (see perf_thread_open()): 0 or -errno */
+int perf_open_mapped(struct sampler *s, struct thread *t, long psz);
+
+/* percpu.c: the per-CPU layout's own (its verbs are static, in ring_per_cpu) */
 /* perf.c, opts.wall: opens t's switch event on cpu (-1: any) into the ring of out_fd (fd
  * slot k of t->switch_fds), noting its id; the attr of sample record h (the switch event's or
  * the group's). */
@@ -316,15 +338,10 @@ int perf_leaders_enable(const struct sampler *s, const int *fds);
 int perf_thread_enable(const struct sampler *s, struct thread *t);
 /* Whether fd is one of t's that signal it (events[0], a leader whose overflow stops it). */
 bool perf_thread_signals_by(const struct sampler *s, const struct thread *t, int fd);
+/* percpu.c: a thread's groups on the CPUs (t->cpu_fds; none: no-ops), for perf.c's
+ * perf_thread_disable() / perf_thread_close() */
 void percpu_thread_disable(struct thread *t);
 void percpu_thread_close(struct sampler *s, struct thread *t);
-/* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,
- * exited ones (PERF_RECORD_EXIT) out of it. */
-void percpu_drain(struct sampler *s);
-/* Waits up to timeout_ms for a ring to fill or a SIGCHLD (s->sigfd); the caller then drains
- * (drain_all()). True if a SIGCHLD came. */
-bool percpu_poll(struct sampler *s, int timeout_ms);
-void percpu_free(struct sampler *s);
 /* target.c: the thread tid of the table, added (inherited: no events of its own) if asked. */
 struct thread *sampler_thread_get(struct sampler *s, pid_t tid, bool add);
 

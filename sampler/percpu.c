@@ -11,6 +11,9 @@
  * Samples of inherited events come with the thread's own tid; their group read carries the
  * parent's ids, so the values go by position. Child processes inherit the events too: their
  * samples are dropped (perf_deliver()).
+ *
+ * One of the two layouts behind struct ring_layout (internal.h; the other is perthread.c), and
+ * the one point that chooses between them (ring_layout_choose()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -23,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/procfs.h"
 #include "sampler/internal.h"
 
 struct task_record {            /* PERF_RECORD_FORK / PERF_RECORD_EXIT */
@@ -33,7 +37,7 @@ struct task_record {            /* PERF_RECORD_FORK / PERF_RECORD_EXIT */
 /* Per CPU, unless exact by stops (each thread's own signal) or, attaching, the threads there now
  * would need more fds per CPU (threads x CPUs x events) than the limit leaves and more than a
  * ring per thread would. */
-bool percpu_choose(struct sampler *s)
+static bool percpu_fits(struct sampler *s)
 {
 	uint64_t ncpu = (uint64_t) sysconf(_SC_NPROCESSORS_CONF), n, per_cpu, per_thread;
 	int r;
@@ -43,7 +47,7 @@ bool percpu_choose(struct sampler *s)
 	if (s->opts.argv || s->opts.subprocesses)
 		return true;            /* one thread: the others inherit (children too) */
 	perf_raise_nofile(s);
-	r = target_list_tasks(s->opts.pid, NULL, 1u << 20);
+	r = procfs_tasks(s->opts.pid, NULL, 1u << 20);
 	n = r > 0 ? (uint64_t) r : 0;
 	if (!n || !s->fd_limit)
 		return true;
@@ -52,7 +56,7 @@ bool percpu_choose(struct sampler *s)
 	return per_cpu + 64 <= (uint64_t) s->fd_limit || per_cpu <= per_thread;
 }
 
-int percpu_init(struct sampler *s)
+static int percpu_init(struct sampler *s)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
 
@@ -128,7 +132,7 @@ static int ring_open(struct sampler *s, int c)
 	return 0;
 }
 
-int percpu_thread_open(struct sampler *s, struct thread *t)
+static int percpu_thread_open(struct sampler *s, struct thread *t)
 {
 	size_t n = s->opts.n_events;
 	int r = 0, used = 0;
@@ -323,13 +327,15 @@ static void drain_ring(struct sampler *s, int c)
 	ring_read_done(&cr->ring);
 }
 
-void percpu_drain(struct sampler *s)
+/* Decodes every CPU ring: samples to s->fn, new threads (PERF_RECORD_FORK) into the table,
+ * exited ones (PERF_RECORD_EXIT) out of it. */
+static void percpu_drain(struct sampler *s)
 {
 	for (int c = 0; c < s->ncpu; c++)
 		drain_ring(s, c);
 }
 
-bool percpu_poll(struct sampler *s, int timeout_ms)
+static bool percpu_poll(struct sampler *s, int timeout_ms)
 {
 	struct pollfd *pfd = calloc((size_t) s->ncpu + 1, sizeof(*pfd));
 	struct signalfd_siginfo fdsi;
@@ -353,10 +359,25 @@ bool percpu_poll(struct sampler *s, int timeout_ms)
 	return chld;
 }
 
-void percpu_free(struct sampler *s)
+static void percpu_free(struct sampler *s)
 {
 	for (int c = 0; s->cpus && c < s->ncpu; c++)
 		ring_close(s, c);
 	free(s->cpus);
 	s->cpus = NULL;
+}
+
+const struct ring_layout ring_per_cpu = {
+	.name = "per CPU",
+	.inherit = true,
+	.init = percpu_init,
+	.thread_open = percpu_thread_open,
+	.drain = percpu_drain,
+	.poll = percpu_poll,
+	.free = percpu_free,
+};
+
+const struct ring_layout *ring_layout_choose(struct sampler *s)
+{
+	return percpu_fits(s) ? &ring_per_cpu : &ring_per_thread;
 }

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "sampler/internal.h"
 
@@ -75,8 +76,8 @@ static void build_switch_attr(struct sampler *s)
 	*a = (struct perf_event_attr) {
 		.size = sizeof(*a), .type = PERF_TYPE_SOFTWARE,
 		.config = PERF_COUNT_SW_CONTEXT_SWITCHES, .sample_period = 1, .disabled = 1,
-		.use_clockid = 1, .clockid = CLOCK_MONOTONIC, .inherit = s->percpu,
-		.inherit_thread = s->percpu, .context_switch = 1, .sample_id_all = 1,
+		.use_clockid = 1, .clockid = CLOCK_MONOTONIC, .inherit = s->layout->inherit,
+		.inherit_thread = s->layout->inherit, .context_switch = 1, .sample_id_all = 1,
 		.exclude_hv = 1, .exclude_callchain_user = 1,
 		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			       PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER,
@@ -211,10 +212,10 @@ void perf_build_attrs(struct sampler *s)
 		a->read_format = read_group && !leader ? PERF_FORMAT_GROUP | PERF_FORMAT_ID : 0;
 		/* per-CPU layout: threads created later carry the events; the leader tells us of
 		 * them (PERF_RECORD_FORK / EXIT) */
-		a->inherit = s->percpu;
+		a->inherit = s->layout->inherit;
 		/* not into child processes (5.13+, else dropped), unless they are followed */
-		a->inherit_thread = s->percpu && !o->subprocesses;
-		a->task = s->percpu && i == 0;
+		a->inherit_thread = s->layout->inherit && !o->subprocesses;
+		a->task = s->layout->inherit && i == 0;
 		/* a followed child's exec: PERF_RECORD_COMM with PERF_RECORD_MISC_COMM_EXEC */
 		a->comm = a->comm_exec = o->subprocesses && i == 0;
 		if (i > 0 && !leader)
@@ -261,15 +262,9 @@ int perf_switch_open(struct sampler *s, struct thread *t, int cpu, int out_fd, i
 	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, out_fd) < 0 ||
 	    ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
 		return -errno;
-	if (s->n_switch_ids == s->cap_switch_ids) {
-		size_t cap = s->cap_switch_ids ? s->cap_switch_ids * 2 : 16;
-		uint64_t *v = realloc(s->switch_ids, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->switch_ids = v;
-		s->cap_switch_ids = cap;
-	}
+	if (array_grow((void **) &s->switch_ids, &s->cap_switch_ids, s->n_switch_ids + 1,
+		       sizeof(*s->switch_ids), 16) < 0)
+		return -ENOMEM;
 	for (i = s->n_switch_ids; i > 0 && s->switch_ids[i - 1] > id; i--)
 		s->switch_ids[i] = s->switch_ids[i - 1];
 	s->switch_ids[i] = id;
@@ -339,15 +334,9 @@ static int lead_id_add(struct sampler *s, uint64_t id, size_t i)
 {
 	size_t k;
 
-	if (s->n_lead_ids == s->cap_lead_ids) {
-		size_t cap = s->cap_lead_ids ? s->cap_lead_ids * 2 : 16;
-		struct lead_id *v = realloc(s->lead_ids, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->lead_ids = v;
-		s->cap_lead_ids = cap;
-	}
+	if (array_grow((void **) &s->lead_ids, &s->cap_lead_ids, s->n_lead_ids + 1,
+		       sizeof(*s->lead_ids), 16) < 0)
+		return -ENOMEM;
 	for (k = s->n_lead_ids; k > 0 && s->lead_ids[k - 1].id > id; k--)
 		s->lead_ids[k] = s->lead_ids[k - 1];
 	s->lead_ids[k] = (struct lead_id) { .id = id, .event = i };
@@ -468,14 +457,9 @@ void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int
 
 	if (i < s->n_left_out && s->left_out[i] == tid)
 		return;                 /* counted already */
-	if (s->n_left_out == s->cap_left_out && s->cap_left_out < MAX_LEFT_OUT) {
-		size_t cap = s->cap_left_out ? s->cap_left_out * 2 : 64;
-		pid_t *v = realloc(s->left_out, cap * sizeof(*v));
-		if (v) {
-			s->left_out = v;
-			s->cap_left_out = cap;
-		}
-	}
+	if (s->cap_left_out < MAX_LEFT_OUT)
+		(void) array_grow((void **) &s->left_out, &s->cap_left_out, s->n_left_out + 1,
+				  sizeof(*s->left_out), 64);
 	/* past the bound (or out of memory) it is counted each time it is tried */
 	if (s->n_left_out < s->cap_left_out) {
 		memmove(s->left_out + i + 1, s->left_out + i, (s->n_left_out - i) * sizeof(*s->left_out));
@@ -488,13 +472,13 @@ void perf_thread_failed(struct sampler *s, pid_t tid, enum sampler_fail why, int
 		s->stats.threads_failed_errno = err;
 }
 
-int perf_nofile_raise(void)
+int perf_nofile_raise(bool raise)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
-	if (rl.rlim_cur < rl.rlim_max) {
+	if (raise && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			(void) getrlimit(RLIMIT_NOFILE, &rl);
@@ -504,7 +488,7 @@ int perf_nofile_raise(void)
 
 void perf_raise_nofile(struct sampler *s)
 {
-	s->fd_limit = perf_nofile_raise();
+	s->fd_limit = perf_nofile_raise(s->opts.raise_nofile);
 }
 
 int perf_fd_keep_under(int fd_limit, int fd)
@@ -551,7 +535,7 @@ static int open_group(struct sampler *s, struct thread *t, size_t pages, long ps
 
 /* Opens the group and maps its ring, halving the ring while the mmap is over the locked-memory
  * limit (EPERM; ENOMEM alike), down to the floor. */
-static int open_mapped(struct sampler *s, struct thread *t, long psz)
+int perf_open_mapped(struct sampler *s, struct thread *t, long psz)
 {
 	size_t pages = s->ring_pages;
 	int r;
@@ -584,9 +568,6 @@ static int open_mapped(struct sampler *s, struct thread *t, long psz)
 
 int perf_thread_open(struct sampler *s, struct thread *t)
 {
-	long psz = sysconf(_SC_PAGESIZE);
-	int r;
-
 	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
 		t->fds[i] = -1;
 	t->map = NULL;
@@ -596,55 +577,7 @@ int perf_thread_open(struct sampler *s, struct thread *t)
 	memset(t->last, 0, sizeof(t->last));
 	memset(&t->budget, 0, sizeof(t->budget));
 	t->budget.since_ns = clock_now_ns();
-	if (s->percpu)
-		return percpu_thread_open(s, t);
-	r = open_mapped(s, t, psz);
-	if (r < 0)
-		goto fail;
-	r = perf_leaders_open(s, t, -1, t->fds[0], t->fds);
-	if (r < 0)
-		goto fail;
-	if (s->signo) {
-		struct f_owner_ex owner = { F_OWNER_TID, t->tid };
-
-		for (size_t i = 0; i < s->opts.n_events; i++) {
-			if (!perf_thread_signals_by(s, t, t->fds[i]))
-				continue;
-			if (fcntl(t->fds[i], F_SETOWN_EX, &owner) < 0) {
-				r = -errno;
-				goto fail;
-			}
-		}
-		r = perf_thread_signal(s, t, true);
-		if (r < 0)
-			goto fail;
-	}
-	if (s->opts.wall) {
-		t->switch_fds = malloc(sizeof(*t->switch_fds));
-		if (!t->switch_fds) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		t->switch_fds[0] = -1;
-		t->n_switch_fds = 1;
-		r = perf_switch_open(s, t, -1, t->fds[0], 0);
-		if (r < 0)
-			goto fail;
-	}
-	/* a thread that cannot have the program (no free slot) is still sampled, uncaptured */
-	if (capture_thread_open(s, t) < 0)
-		s->stats.capture_threads_failed++;
-	r = perf_thread_enable(s, t);
-	if (r < 0)
-		goto fail;
-	if (t->switch_fds && ioctl(t->switch_fds[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	return 0;
-fail:
-	perf_thread_close(s, t);
-	return r;
+	return s->layout->thread_open(s, t);
 }
 
 int perf_thread_signal(struct sampler *s, struct thread *t, bool on)
@@ -711,7 +644,7 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 		return;
 	smp.off_cpu = s->opts.off_cpu || attr == &s->switch_attr;
 	smp.event = ev;
-	if (s->percpu && !perf_pid_followed(s, smp.pid))
+	if (s->layout->inherit && !perf_pid_followed(s, smp.pid))
 		return;                 /* a child process, which inherited the events */
 	/* a leader that does not stop its thread is read after its sample */
 	smp.stopped = stopped && smp.tid == t->tid && (ev == 0 || (s->lead_signal >> ev & 1));
@@ -743,7 +676,7 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 			for (uint64_t k = 0; k < g.nr; k++) {
 				/* inherited events read their parent's ids: per-CPU groups go by
 				 * position, the group's order */
-				if (s->percpu ? k != (i ? s->group_pos[i] : 0) : g.id[k] != t->ids[i])
+				if (s->layout->inherit ? k != (i ? s->group_pos[i] : 0) : g.id[k] != t->ids[i])
 					continue;
 				smp.values[i] = g.value[k] >= last[i] ? g.value[k] - last[i] : 0;
 				last[i] = g.value[k];

@@ -1,9 +1,8 @@
 /*
  * sampler: perf events on every thread of a target process, and the samples they produce.
  *
- * Event names (events.c; the sysfs and tracefs forms, pmu/.../ and subsys:name, in pmu.c) ->
- * struct perf_event_attr, exactly as perf itself encodes them.
- * The sampler (perf.c: events and rings of a thread, ring.c: record decoding, target.c: attach,
+ * One API per header: event names -> attrs in events.h, the capture program in capture.h,
+ * counting in count.h, and here the sampler. The sampler (perf.c: events and rings of a thread, ring.c: record decoding, target.c: attach,
  * launch, run loop and teardown, tracer.c: exact mode's ptrace thread, tree.c: the target's
  * child processes at an attach) attaches to a running
  * process (every thread, and threads started later) or launches a command and starts counting
@@ -11,15 +10,17 @@
  * every sample, or sample on their own: opts.leaders), drains the mmap rings and hands each decoded sample to a callback. What else
  * the caller must know of comes as events (struct sampler_event, opts.event_fn): an exec of the
  * target, a thread getting the capture program (whose root the caller then gives).
- * Counting mode (count.c, count_target.c; "counting" below) opens the same events as counters
- * only, for the totals of `hwspy stat`.
+ * Counting mode (count.h) opens the same events as counters only, for the totals of
+ * `hwspy stat`.
  *
- * Rings: one per thread in exact mode by stops (each thread's fd signals that thread); one per
- * CPU with the capture and in nonblocking mode (percpu.c: perf's layout, every attached
- * thread's group opened on each CPU with inherit=1, so that threads created later carry the
- * events, the capture program included, and are learned from PERF_RECORD_FORK; locked memory
- * then follows the CPUs, while fds are CPUs x events per attached thread: where those are more
- * than RLIMIT_NOFILE leaves and more than a ring per thread takes, a ring per thread).
+ * Rings: one per thread in exact mode by stops (perthread.c: each thread's fd signals that
+ * thread); one per CPU with the capture and in nonblocking mode (percpu.c: perf's layout,
+ * every attached thread's group opened on each CPU with inherit=1, so that threads created
+ * later carry the events, the capture program included, and are learned from
+ * PERF_RECORD_FORK; locked memory then follows the CPUs, while fds are CPUs x events per
+ * attached thread: where those are more than RLIMIT_NOFILE leaves and more than a ring per
+ * thread takes, a ring per thread). The two are implementations of one internal interface
+ * (struct ring_layout), chosen once in sampler_new().
  *
  * Without exact mode (nonblocking), the rings are read on a tick of half the sampling interval
  * (1 to 5 ms), not at each sample: waking the reader for every sample costs the sampled
@@ -27,7 +28,7 @@
  * average.
  *
  * Exact mode, two ways:
- * - capture (capture.c, its program capture_prog.c; opts.capture): a BPF program on each
+ * - capture (capture.h; opts.capture): a BPF program on each
  *   thread's sampling event copies the thread's frames at the overflow, in the kernel; the
  *   sample arrives with that copy (sample->capture). Nothing is stopped. Needs CAP_BPF +
  *   CAP_PERFMON (or root).
@@ -45,7 +46,8 @@
  *   epoll_wait, recv with a timeout, sigtimedwait ... fail with EINTR in the target).
  *
  * No thread is left out silently. sampler_new() raises the soft RLIMIT_NOFILE to the hard one
- * (after a launched command is forked: the command keeps its own limit). A thread whose events
+ * where opts.raise_nofile asks (after a launched command is forked: the command keeps its own
+ * limit). A thread whose events
  * cannot be opened or mapped for lack of a resource (file descriptors, locked memory, memory,
  * room in the thread table) is counted in stats.threads_failed_by[] under its reason and the
  * others are sampled on; sampler_new() fails only when no thread at all could be set up. A ring
@@ -74,58 +76,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampler/events.h"     /* opts.events */
+#include "sampler/capture.h"    /* sample.capture, opts.capture_spec */
+
 #define SAMPLER_MAX_EVENTS 8
 
-/* ---- events.c: names -> attrs ------------------------------------------------------------ */
-
-enum event_kind {
-	EVENT_HARDWARE,        /* PERF_TYPE_HARDWARE */
-	EVENT_HW_CACHE,        /* PERF_TYPE_HW_CACHE */
-	EVENT_SOFTWARE,        /* PERF_TYPE_SOFTWARE */
-	EVENT_RAW,             /* r<hex>, e.g. r01c2 */
-	EVENT_PMU,             /* pmu/event=..,umask=../ from sysfs */
-	EVENT_TRACEPOINT,      /* subsys:name (reserved) */
-};
-
-struct event_spec {
-	char name[96];                 /* canonical name as the user wrote it, e.g. "cache-misses:u" */
-	enum event_kind kind;
-	struct perf_event_attr attr;   /* size, type, config, config1/2, exclude_* from the modifiers;
-	                                * sampling fields are left 0 for the sampler to set */
-};
-
-struct event_info {
-	const char *name;              /* "cycles", "L1-dcache-load-misses", "page-faults" */
-	const char *alias;             /* another accepted name ("cpu-cycles") or NULL */
-	enum event_kind kind;
-	const char *desc;              /* one line for `hwspy list` */
-};
-
-/* Parses NAME[:MODIFIERS]. 0, -ENOENT unknown name, -EINVAL malformed (bad modifier, bad
- * raw hex, unknown pmu term). Does not open anything. */
-int events_parse(const char *text, struct event_spec *ret);
-/* Up to max known names closest to text (edit distance), best first; returns how many. */
-size_t events_suggest(const char *text, const char **ret_names, size_t max);
-/* The table of named events (not raw / pmu forms). */
-const struct event_info *events_table(size_t *ret_n);
-const char *event_kind_name(enum event_kind kind);
-/* Tries to open spec as a counting event on pid (0 = this process), closes it again:
- * 0 if it opens here, else -errno (-ENOENT: no such event on this machine, e.g. no PMU). */
-int events_probe(const struct event_spec *spec, pid_t pid);
-/* PMUs in /sys/bus/event_source/devices: names into ret (each < 64 bytes); returns count. */
-size_t events_list_pmus(char (*ret)[64], size_t max);
-/* True if the machine exposes a hardware PMU (sysfs "cpu" / "cpu_core" / "armv8_*" ...). */
-bool events_have_hw_pmu(void);
-/* A software event that counts occurrences (faults, switches, migrations), not time. In
- * frequency mode its sample periods do not add up to its count (the kernel sizes each period
- * from the rate so far: a burst after a quiet spell comes as a few samples with huge periods,
- * and the rate control can stall, leaving a burst with a handful of samples): it is sampled
- * at a fixed period and its samples weigh what the counter counted (see struct sample). */
-bool events_counts_occurrences(const struct perf_event_attr *attr);
-/* The fixed period such an event is sampled at when none is asked for (about 100 samples a
- * second at a typical rate: 100 for page and minor faults, 10 for context switches, 1 for the
- * rare ones); 0 for any other event (time and hardware events sample at a rate). */
-uint64_t events_default_period(const struct perf_event_attr *attr);
 /* How events[i] of a sampler with opts o samples (0 < i, a bit of o->leaders): at
  * events[i].attr.sample_period where the caller set one, else at events_default_period() for an
  * event that counts occurrences (its samples then weigh what it counted, as events[0]'s do),
@@ -134,20 +89,6 @@ uint64_t events_default_period(const struct perf_event_attr *attr);
 struct sampler_opts;
 void sampler_leader_rate(const struct sampler_opts *o, size_t i, uint64_t *ret_freq,
 			 uint64_t *ret_period);
-/* Splits a comma-separated event list ("cycles,cpu/event=0x3c,umask=0/,page-faults:u"; commas
- * inside pmu/.../ belong to that event) into ret[0..max). Returns the count, or -EINVAL (empty
- * list or item, unclosed '/'), -E2BIG (more than max items), -ENAMETOOLONG (an item of 96 bytes
- * or more). Each item is then given to events_parse(). */
-int events_split(const char *list, char (*ret)[96], size_t max);
-/* Whether tracepoints can be looked up here (subsys:name): 0 where tracefs is readable (as root,
- * mounted at /sys/kernel/tracing first where none is), -EACCES mounted but not readable by
- * this user, -EPERM not mounted and this user may not mount it, -ENODEV not mounted and the
- * mount failed (no tracefs in this kernel?), -ENOENT no /sys/kernel/tracing to mount it on (or a
- * test tree without it). */
-int events_tracefs(void);
-/* Tests only: read PMUs (DIR/bus/event_source/devices) and tracepoints (DIR/kernel/tracing)
- * under DIR instead of /sys; NULL restores /sys. The string is copied. Not thread-safe. */
-void events_set_sysfs_root(const char *dir);
 
 /* ---- the sampler -------------------------------------------------------------------------- */
 
@@ -266,6 +207,16 @@ struct sampler_opts {
 	                                 * SAMPLER_OFF_CPU_ARG_REG), and the switches told as
 	                                 * events (SAMPLER_EVENT_SWITCH_*) */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
+	/* What the sampler may do to the calling process (false, the default: nothing; a command,
+	 * which owns its process, sets both): */
+	bool sigchld;                   /* block SIGCHLD on the calling thread and read it through
+	                                 * a signalfd (see sampler_new()): needed by exact mode
+	                                 * (-EINVAL without); without it, a launched command's exit
+	                                 * is seen at the next look for threads (within 100 ms)
+	                                 * rather than at once, and the caller must not reap it */
+	bool raise_nofile;              /* raise the process's soft RLIMIT_NOFILE to the hard one
+	                                 * (see "No thread is left out" above); without it, the
+	                                 * events fit under the limit as it is */
 };
 
 /* The register of a switch-out sample's first syscall argument (perf's x86-64 DI): a read's or
@@ -278,31 +229,6 @@ struct sampler_opts {
  * as the kernel does for ERESTARTNOINTR. True if it was. The caller must know the EINTR is
  * its own (no signal of the target's was delivered at this stop). */
 bool sampler_undo_eintr(pid_t tid);
-
-/* What a capture program copied at one overflow (see sampler_capture_start()). */
-enum {
-	SAMPLE_CAPTURE_OK,              /* the chain, whole (up to SAMPLER_CAPTURE_MAX_NODES) */
-	SAMPLE_CAPTURE_NO_ROOT,         /* the thread had no root set: nothing copied */
-	SAMPLE_CAPTURE_FAULT,           /* a read failed (page not present): the first n nodes */
-	SAMPLE_CAPTURE_CUT,             /* more nodes than SAMPLER_CAPTURE_MAX_NODES: the first n */
-};
-
-struct sample_capture {
-	int status;
-	uint64_t root;                  /* the thread's root pointer, as set */
-	uint64_t head;                  /* the first node's address (0: an empty chain) */
-	const unsigned char *nodes;     /* n nodes, stride bytes apart: the node's address (u64),
-	                                 * then node_bytes bytes copied from it, then its extras
-	                                 * (struct sampler_capture_spec) */
-	size_t n, stride;
-	/* spec.gil_at: whether the thread held the GIL at the overflow (locked, and its holder
-	 * the thread's root); known false: no gil_at, a failed read, locked neither 0 nor 1, or
-	 * locked with no root to compare the holder with */
-	bool gil_known, gil_held;
-	/* spec.gc_at: whether the interpreter's cyclic GC was collecting at the overflow; known
-	 * false: no gc_at, a failed read, or a word neither 0 nor 1 */
-	bool gc_known, gc_collecting;
-};
 
 struct sample {
 	pid_t pid, tid;
@@ -400,9 +326,10 @@ typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
 /* Creates the sampler and attaches or launches (a launched command runs from its exec on,
  * opts.exec_fn called just before; its samples wait in the rings until sampler_run()).
  * Errors as above; on error nothing is left attached or running (nor SIGCHLD blocked).
- * SIGCHLD is blocked on the calling thread (read through a signalfd: ptrace stops,
- * the launched command's exit) until sampler_free(), which unblocks it if the caller had not
- * blocked it itself: free samplers on the thread that made them, the last made first. */
+ * With opts.sigchld (else the signal mask is left alone and no signalfd is made), SIGCHLD is
+ * blocked on the calling thread (read through a signalfd: ptrace stops, the launched
+ * command's exit) until sampler_free(), which unblocks it if the caller had not blocked it
+ * itself: free samplers on the thread that made them, the last made first. */
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret);
 /* The target's pid (the launched child's, in launch mode). */
 pid_t sampler_pid(const struct sampler *s);
@@ -430,204 +357,13 @@ void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx));
  * callback (not stopped), closes the events and detaches, resuming every thread. Stats stay
  * readable. A launched child is left running. Idempotent. */
 void sampler_stop(struct sampler *s);
-/* sampler_stop() if not done, then frees, and gives the calling thread back SIGCHLD as it was
- * before sampler_new(). NULL is a no-op. */
+/* sampler_stop() if not done, then frees, and (opts.sigchld) gives the calling thread back
+ * SIGCHLD as it was before sampler_new(). NULL is a no-op. */
 void sampler_free(struct sampler *s);
 const struct sampler_stats *sampler_stats(const struct sampler *s);
 
-/* ---- capture (capture.c) ----------------------------------------------------------------- */
-
-#define SAMPLER_CAPTURE_NO_OFF UINT32_MAX
-#define SAMPLER_CAPTURE_MAX_NODES 128
-#define SAMPLER_CAPTURE_MAX_NODE_BYTES 128
-#define SAMPLER_CAPTURE_MAX_EXTRAS 8
-#define SAMPLER_CAPTURE_MAX_STRIDE 496   /* 128 nodes of it and the header: one perf record */
-
-/* Per node, after its bytes: len bytes at *(u64 *) (body + from) & mask, plus off, where body
- * is what the node holds after its address (its node_bytes, then the extras before this one,
- * each an address and its bytes): the objects a node points to (a frame's code object, that
- * one's name), copied at the same instant. mask: ~0, or one that clears low tag bits (a
- * sign-extended 32-bit immediate, e.g. ~7). */
-struct sampler_capture_extra {
-	uint32_t from;                  /* from + 8 <= the body bytes before this extra */
-	uint32_t off;                   /* < 65536 */
-	uint32_t len;                   /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
-	uint64_t mask;
-};
-
-/* How the program finds and copies a thread's chain at an overflow: P = *(root + head_off1);
- * head = head_off2 == NO_OFF ? P : *(P + head_off2); then for each node (until a 0 link, at most
- * SAMPLER_CAPTURE_MAX_NODES): copy node_bytes bytes at it, then its extras; next =
- * *(node + next_off). A node in the record: its address (u64), its node_bytes bytes, then per
- * extra the address read (u64; 0 where the pointer was 0 or the read failed) and len bytes. */
-struct sampler_capture_spec {
-	uint32_t head_off1, head_off2;
-	uint32_t node_bytes;            /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
-	uint32_t next_off;              /* next_off + 8 <= node_bytes */
-	uint32_t n_extras;              /* <= SAMPLER_CAPTURE_MAX_EXTRAS; the node's stride at
-	                                 * most SAMPLER_CAPTURE_MAX_STRIDE */
-	struct sampler_capture_extra extra[SAMPLER_CAPTURE_MAX_EXTRAS];
-	/* A thread with no root yet (started since the sampler learned of its threads; its root
-	 * looked up too early): the program looks for it at the sample, and keeps what it finds
-	 * as the thread's root. search_at 0: no search. Else list = *(search_at); node =
-	 * *(list + search_list_off); while node (at most SAMPLER_CAPTURE_SEARCH nodes): id =
-	 * *(node + search_id_off1), then *(id + search_id_off2) unless that is NO_OFF; the node
-	 * whose (u32) id is the thread's tid is the root; node = *(node + search_next_off). */
-	uint64_t search_at;
-	uint32_t search_list_off, search_next_off, search_id_off1, search_id_off2;
-	/* The GIL at the overflow: gil_at 0, not read; else the u32 at gil_at + gil_locked_off
-	 * and the u64 at gil_at + gil_holder_off (each offset < 65536) go into the record: the
-	 * sample then says whether its thread held it (struct sample_capture) */
-	uint64_t gil_at;
-	uint32_t gil_locked_off, gil_holder_off;
-	/* The cyclic GC at the overflow: gc_at 0, not read; else the u32 at gc_at (its collecting
-	 * flag) goes into the record: the sample then says whether it was collecting */
-	uint64_t gc_at;
-};
-#define SAMPLER_CAPTURE_SEARCH 32
-
-/* Whether this process may load and attach a capture program: 0, or -EPERM (no CAP_BPF /
- * CAP_PERFMON), -EINVAL / -ENOSYS (a kernel without BPF perf-event programs). */
-int sampler_capture_probe(void);
-/* Loads the program for spec and puts it on every thread's events, now and later (a sampler
- * made with opts.capture). Each thread's root is asked for when the program is put on its
- * events (SAMPLER_EVENT_CAPTURE_THREAD; unanswered: the thread has none until
- * sampler_capture_set_root(), or until the program finds it, see search_at). Called again (the
- * target exec'd another program), it replaces the program, reopening every thread's events.
- * 0, -EINVAL (bad spec, or not a capture sampler), -EPERM, -E2BIG, -ENOMEM. */
-int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec);
-/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program).
- * From the SAMPLER_EVENT_CAPTURE_THREAD event of tid: the root its entry is made with (0:
- * none, not a clearing), 0. */
-int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
-bool sampler_capturing(const struct sampler *s);
-/* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */
-int sampler_capture_error(const struct sampler *s);
-
-/* ---- counting (count.c) ------------------------------------------------------------------
- *
- * Counting mode: the totals behind `hwspy stat`, as `perf stat` counts them. Every event is
- * opened as a counter (no sampling, no ring) on every thread of the target, in groups
- * (opts.groups), inherit=1 so that threads (and child processes) started later count in the
- * counters of the thread that started them. Nothing stops the target or sends it a signal;
- * counter_stop() closes every fd, so nothing of hwspy is left on it.
- *
- * Groups: each group's leader reads PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED |
- * TOTAL_TIME_RUNNING (Linux allows GROUP with inherit for counting; where a kernel refuses
- * the combination, -EINVAL at the leader's open, every event is read from its own fd with the
- * two times instead: stats.group_read says which). A group the PMU cannot schedule whole is
- * split, its events opened alone (value.split): where a member's open fails with EINVAL or
- * ENOSPC in the group and that event opens alone (more events than the PMU has counters, a
- * mix of two hardware PMUs; software events and msr/ always group), and where counter_run()
- * finds a group that was enabled yet never ran (checked every 100 ms until it has run on
- * some thread: it is reopened alone, counting from then on, on the threads that have counters
- * of their own; what threads that inherited the group's counters count is lost). Without
- * counter_run() such a group is only told (never_ran). An event that does not open with perf's
- * exclude_guest retries without it, as perf does (msr/ refuses the exclusion bits).
- *
- * Attach (opts.pid): the threads of /proc/PID/task get their groups (each its own, disabled
- * until every one is open, then enabled: the counting's start). A thread started meanwhile is
- * never counted twice, and missed only where nothing can tell (threads_raced), by when its
- * number was given out (numbers wrapping at pid_max): /proc/sys/kernel/ns_last_pid is read
- * before the first listing (B) and after the last open (A), then the tasks are listed again. A
- * thread the second listing finds and the first did not: numbered up to B, it existed (half
- * made) before any counter did, inherited none, and gets its own; numbered after A, it began
- * after every thread listed had counters, so its creator's counters count it (inherit): it gets
- * none (unless its creator was one of those unlisted threads, which got its counters only
- * after: a window of microseconds, taken as closed). Where ns_last_pid cannot be read, every
- * such thread is raced. Between B and A it was started while the counters opened: it inherited
- * iff its creator's opened first, which nothing tells; it is taken as inherited (its creator is
- * likeliest a thread opened before it: /proc lists by age) and counted in stats.threads_raced,
- * where the caller can say the totals may miss it. A thread that exits keeps its final counts
- * (its fds stay open until counter_stop()); a thread whose counters cannot be opened for want
- * of fds (after the soft RLIMIT_NOFILE is raised to the hard one, unless opts.keep_nofile) or
- * because it vanished is counted in stats.threads_failed.
- *
- * Launch (opts.argv, pid 0): forked, the child waits before its exec while the counters are
- * opened on it (disabled, enable_on_exec, inherit); counter_run() lets it exec (one never let
- * go is killed and reaped by counter_free(): it was to run counted). at_exec: the
- * same on a child the caller forked and holds stopped before its exec (as sampler_new()'s
- * launch leaves one): counting starts at the exec, once the caller lets it go.
- *
- * Values (struct counter_value): raw as counted, its times, scaled = raw * enabled / running
- * (perf stat's estimate where the PMU multiplexed), per thread and summed over the threads;
- * error says why an event did not open on any thread (-ENOENT no such event here, ...).
- */
-#define COUNTER_MAX_EVENTS 32
-struct counter_sys;
-struct counter_opts {
-	pid_t pid;                      /* count every thread of pid (threads it starts later are
-	                                 * counted with the thread that started them: inherit) */
-	bool at_exec;                   /* pid is a launched child stopped before its exec (as the
-	                                 * sampler's launch leaves it, see sampler_new()/recorder):
-	                                 * count from its exec on (enable_on_exec), one thread */
-	char *const *argv;              /* or, pid 0: launch this command (argv[0] searched in PATH),
-	                                 * counting from its exec; it keeps its stdin/stdout/stderr */
-	const struct event_spec *events;/* from events_parse() */
-	const unsigned *groups;         /* events[i] is in group groups[i]: events with one number
-	                                 * open as one perf group, the first of them its leader;
-	                                 * NULL: each event alone */
-	size_t n_events;                /* 1..COUNTER_MAX_EVENTS */
-	bool keep_nofile;               /* leave RLIMIT_NOFILE as it is (in-process: the caller's
-	                                 * limits are its own); false: the soft limit is raised to
-	                                 * the hard one, as a command does */
-	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
-	 * kernel's */
-	const struct counter_sys *sys;
-};
-struct counter_value {
-	uint64_t raw;                   /* what the counter counted */
-	uint64_t enabled_ns, running_ns;/* time enabled and time running (multiplexing) */
-	double scaled;                  /* raw * enabled / running, the estimate perf stat prints;
-	                                 * raw where running == enabled; 0 where running is 0 */
-	int error;                      /* 0, or why it was not counted at all: -ENOENT (no such
-	                                 * event on this machine), -EACCES, -EOPNOTSUPP, -EINVAL ... */
-	bool split;                     /* its group could not be scheduled whole and its events
-	                                 * were opened alone instead */
-	bool never_ran;                 /* enabled but running_ns 0 (never scheduled) */
-};
-struct counter_stats {
-	uint64_t wall_ns;               /* from counting's start (attach, or exec) to its end
-	                                 * (at_exec: from counter_new()'s return, launch: from
-	                                 * the release, each just before the exec) */
-	unsigned threads;               /* threads opened (counter_n_threads) */
-	unsigned threads_failed;        /* threads whose counters could not be opened (gone, fds) */
-	bool target_exited;
-	int exit_status;                /* wait status of a command counter_new() launched */
-	/* added to the API stat is written against: */
-	unsigned threads_raced;         /* attach: threads started while the counters opened, taken
-	                                 * as counted by their creator's (see above) */
-	bool group_read;                /* groups read with PERF_FORMAT_GROUP (else fd by fd) */
-};
-struct counter;
-/* Opens every event on every thread (attach), or launches argv / takes the stopped child
- * (counting starts at its exec, once counter_run() or the caller lets it go). Errors:
- * -ESRCH no such process, -EACCES/-EPERM not allowed, -ENOENT none of the events opens here,
- * -ENOEXEC/-ENOENT the command cannot be run, -EMFILE, -ENOMEM. An event that does not open
- * (no PMU here ...) is no error of counter_new() as long as one does: its value says why. */
-int counter_new(const struct counter_opts *o, struct counter **ret);
-pid_t counter_pid(const struct counter *c);
-/* Counts until *stop is set, duration_ns has passed (0: no limit), or the target exits
- * (a launched command starts here). 0 or -errno. Not needed when something else (the
- * recorder) runs meanwhile: the kernel counts by itself; counter_stop() then reads. */
-int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
-/* Reads every counter now, counting going on (a live reading): counter_totals() and
- * counter_thread() then give these values, and stats.wall_ns the time since counting started.
- * Nothing after counter_stop(). */
-void counter_read(struct counter *c);
-/* Ends counting: disables and reads every counter (final values), closes the events. A
- * launched command is left running (its pid from counter_pid()). Idempotent. */
-void counter_stop(struct counter *c);
-/* After counter_stop() (or counter_read()): event i's values summed over every thread (n_events entries), each
- * thread's scaled on its own and added; and thread k's (0 <= k < counter_n_threads()): its
- * tid returned, its values into ret. */
-void counter_totals(const struct counter *c, struct counter_value *ret);
-size_t counter_n_threads(const struct counter *c);
-pid_t counter_thread(const struct counter *c, size_t k, struct counter_value *ret);
-const struct counter_stats *counter_stats(const struct counter *c);
-void counter_free(struct counter *c);       /* stops first; NULL a no-op */
-/* The perf_event_attr counter_new() opens events[i] with (leader: it leads its group): for the
- * tests, checked against `perf stat -vv`. */
-void counter_attr(const struct event_spec *e, bool leader, bool at_exec, struct perf_event_attr *ret);
+/* Counting (count.h) is its own API; included here for the clients written against the one
+ * sampler.h of before (cli/stat), until they include count.h themselves. */
+#include "sampler/count.h"
 
 #endif

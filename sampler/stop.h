@@ -36,7 +36,7 @@
 #include "symbolizer/symbolizer.h"
 
 #define STOP_STACK_COPY (64 * 1024)     /* bytes of a stopped thread's stack copied (native) */
-#define STOP_N_REGS ((size_t) __builtin_popcountll(SYMBOLIZER_X86_64_REGS)) /* 20 */
+#define STOP_N_REGS ((size_t) SYMBOLIZER_N_REGS)
 #define STOP_REG_SP 7                   /* ... where SP and IP are in that order */
 #define STOP_REG_IP 8
 

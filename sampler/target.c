@@ -3,7 +3,6 @@
  * command, the nonblocking run loop, and the teardown. In exact mode every ptrace call runs
  * on the tracer thread (tracer.c): attach and launch are handed to it as a job.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/procfs.h"
 #include "sampler/internal.h"
@@ -49,16 +49,11 @@ static struct thread *thread_slot(struct sampler *s, pid_t tid, int *ret_err)
 		if (!s->threads[i].alive && !s->threads[i].traced && !s->threads[i].cpu_fds)
 			t = &s->threads[i];
 	if (!t && s->n_threads == s->cap_threads) {
-		size_t cap = s->cap_threads ? s->cap_threads * 2 : 16;
-		struct thread *v;
-		*ret_err = cap > MAX_THREADS ? -E2BIG : -ENOMEM;
-		if (cap > MAX_THREADS)
+		*ret_err = s->cap_threads * 2 > MAX_THREADS ? -E2BIG : -ENOMEM;
+		if (s->cap_threads * 2 > MAX_THREADS ||
+		    array_grow((void **) &s->threads, &s->cap_threads, s->n_threads + 1,
+			       sizeof(*s->threads), 16) < 0)
 			return NULL;
-		v = realloc(s->threads, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		s->threads = v;
-		s->cap_threads = cap;
 	}
 	if (t)
 		free(t->cpu_last);      /* an inherited thread's, gone */
@@ -135,30 +130,6 @@ void thread_gone(struct sampler *s, struct thread *t)
 	t->traced = false;
 }
 
-int target_list_tasks(pid_t pid, pid_t *ret, size_t max)
-{
-	char path[64];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d)) && n < max) {
-		char *end;
-		long v = strtol(de->d_name, &end, 10);
-		if (*end != '\0' || v <= 0)
-			continue;
-		if (ret)
-			ret[n] = (pid_t) v;
-		n++;
-	}
-	closedir(d);
-	return (int) n;
-}
-
 bool proc_alive(pid_t pid)
 {
 	char path[64], buf[512];
@@ -222,7 +193,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 	/* per CPU, after the attach: new threads come with inherited events (and a FORK record,
 	 * written just after the thread shows in /proc); one unknown in two scans in a row has
 	 * none: it was started by a thread left out */
-	bool second_look = s->percpu && !fail_hard;
+	bool second_look = s->layout->inherit && !fail_hard;
 	pid_t *unknown = second_look ? malloc(sizeof(tids)) : NULL;
 	size_t n_unknown = 0;
 
@@ -231,7 +202,7 @@ int scan_threads(struct sampler *s, bool fail_hard)
 
 	for (int round = 0; round < 8; round++) {
 		int new = 0;
-		n = target_list_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
+		n = procfs_tasks(s->pid, tids, sizeof(tids) / sizeof(tids[0]));
 		if (n < 0) {
 			free(unknown);
 			return n;
@@ -428,7 +399,7 @@ static int start_job(struct sampler *s, void *arg)
 	if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
 		return -EBUSY;
 	/* the processes it started before now: listed before any event opens (tree.c) */
-	if (s->opts.subprocesses && s->percpu)
+	if (s->opts.subprocesses && s->layout->inherit)
 		n_tree = procfs_descendants(s->pid, tree, TREE_MAX_PROCS);
 	r = scan_threads(s, true);
 	if (r > 0)
@@ -446,6 +417,8 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	if (opts->n_events == 0 || opts->n_events > SAMPLER_MAX_EVENTS ||
 	    (!opts->pid) == (!opts->argv) || (!opts->freq && !opts->period) ||
 	    (opts->exact && opts->capture) ||
+	    /* a ptrace stop is seen through the SIGCHLD signalfd only */
+	    (opts->exact && !opts->sigchld) ||
 	    /* a stop as a thread switches out would interrupt the call it sleeps in */
 	    (opts->exact && (opts->wall || opts->off_cpu)) ||
 	    (opts->leaders && (opts->off_cpu || (opts->leaders & 1) ||
@@ -464,29 +437,32 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		free(s);
 		return -ENOMEM;
 	}
-	s->percpu = percpu_choose(s);
-	s->capture.percpu = s->percpu;
-	if (s->percpu && (r = percpu_init(s)) < 0) {
+	s->layout = ring_layout_choose(s);
+	s->capture.percpu = s->layout == &ring_per_cpu;
+	if ((r = s->layout->init(s)) < 0) {
 		sampler_free(s);
 		return r;
 	}
 	perf_build_attrs(s);
 	/* per CPU, the events carry the entry from their open (capture.c); its error, if any, is
 	 * sampler_capture_start()'s */
-	if (opts->capture && s->percpu)
+	if (opts->capture && s->capture.percpu)
 		(void) capture_entry_load(&s->capture);
 	if (opts->capture && opts->capture_spec)
 		s->capture_error = sampler_capture_start(s, opts->capture_spec);
 
-	/* ptrace stops and child exits wake the loop through this fd */
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &chld, &caller) == 0)
-		s->chld_blocked = !sigismember(&caller, SIGCHLD);
-	s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (s->sigfd < 0) {
-		r = -errno;
-		goto fail;
+	/* ptrace stops and child exits wake the loop through this fd (asked: it blocks SIGCHLD
+	 * on this thread; without it a launched command's exit is seen at the next scan) */
+	if (opts->sigchld) {
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		if (sigprocmask(SIG_BLOCK, &chld, &caller) == 0)
+			s->chld_blocked = !sigismember(&caller, SIGCHLD);
+		s->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (s->sigfd < 0) {
+			r = -errno;
+			goto fail;
+		}
 	}
 
 	if (opts->exact) {
@@ -560,57 +536,9 @@ void drain_all(struct sampler *s)
 
 	/* every record written before now is read by the end of this pass, whatever its ring */
 	e.time_ns = clock_now_ns();
-	if (s->percpu) {
-		percpu_drain(s);
-	} else {
-		for (size_t i = 0; i < s->n_threads; i++)
-			if (s->threads[i].alive)
-				perf_thread_drain(s, &s->threads[i], false);
-	}
+	s->layout->drain(s);
 	if ((s->opts.off_cpu || s->opts.wall) && s->opts.event_fn)
 		s->opts.event_fn(s->opts.event_ctx, &e);
-}
-
-/* Waits up to timeout_ms for a ring to fill or a SIGCHLD, and reads the rings that woke us
- * (the caller then drains them all: drain_all()). True if a SIGCHLD came (a launched command
- * changed state: look at it now). */
-static bool poll_rings(struct sampler *s, int timeout_ms)
-{
-	struct signalfd_siginfo fdsi;
-	struct pollfd *pfd;
-	bool chld = false;
-	size_t n = 0;
-
-	if (s->percpu)
-		return percpu_poll(s, timeout_ms);
-
-	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
-	if (!pfd) {
-		(void) poll(NULL, 0, timeout_ms);       /* the caller drains every ring */
-		return false;
-	}
-	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
-	for (size_t i = 0; i < s->n_threads; i++)
-		if (s->threads[i].alive)
-			pfd[n++] = (struct pollfd) { .fd = s->threads[i].fds[0], .events = POLLIN };
-	(void) poll(pfd, n, timeout_ms);
-	/* a SIGCHLD left unread would keep the signalfd readable and this poll from ever
-	 * sleeping again: read it */
-	if (pfd[0].revents & POLLIN)
-		while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-			chld = true;
-	for (size_t i = 1, k = 0; i < n; i++, k++) {
-		struct thread *t;
-		while (!s->threads[k].alive)
-			k++;
-		t = &s->threads[k];
-		if (pfd[i].revents & (POLLIN | POLLHUP))
-			perf_thread_drain(s, t, false);
-		if (pfd[i].revents & POLLHUP)
-			thread_gone(s, t);
-	}
-	free(pfd);
-	return chld;
 }
 
 static void check_exit_nonblocking(struct sampler *s)
@@ -658,7 +586,7 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		/* the rings wake us only when an eighth full: capture rings are read every
 		 * 100 ms, nonblocking ones every tick (reads late by up to a tick) */
 		int tick = s->opts.capture ? timeout : read_tick_ms(&s->opts);
-		bool chld = poll_rings(s, timeout < tick ? timeout : tick);
+		bool chld = s->layout->poll(s, timeout < tick ? timeout : tick);
 
 		drain_all(s);
 		now = clock_now_ns();
@@ -733,7 +661,8 @@ void sampler_free(struct sampler *s)
 	free(s->lead_ids);
 	capture_close(&s->capture);
 	tracer_release_resources(s);
-	percpu_free(s);
+	if (s->layout)
+		s->layout->free(s);
 	free(s->unknown);
 	free(s->left_out);
 	free(s->threads);

@@ -32,7 +32,7 @@ void tree_attach(struct sampler *s, const pid_t *procs, size_t n)
 	pid_t *tids = malloc(TREE_TASKS_MAX * sizeof(*tids));
 
 	for (size_t i = 0; tids && i < n; i++) {
-		int k = target_list_tasks(procs[i], tids, TREE_TASKS_MAX);
+		int k = procfs_tasks(procs[i], tids, TREE_TASKS_MAX);
 
 		for (int j = 0; j < k; j++) {
 			int r;
@@ -61,7 +61,7 @@ size_t tree_tasks(struct sampler *s, pid_t *tids, size_t n, size_t max)
 	n_procs = procfs_descendants(s->pid, procs, TREE_MAX_PROCS);
 
 	for (size_t i = 0; i < n_procs && n < max; i++) {
-		int k = target_list_tasks(procs[i], tids + n, max - n);
+		int k = procfs_tasks(procs[i], tids + n, max - n);
 
 		if (k > 0)
 			n += (size_t) k;

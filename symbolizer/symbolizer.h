@@ -36,6 +36,11 @@
 #include <sys/types.h>
 
 #define SYMBOLIZER_X86_64_REGS 0xff0fffULL
+/* How many registers a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS holds (its
+ * popcount): the one definition, for every stage that keeps such an array */
+#define SYMBOLIZER_N_REGS 20
+_Static_assert(__builtin_popcountll(SYMBOLIZER_X86_64_REGS) == SYMBOLIZER_N_REGS,
+	       "SYMBOLIZER_N_REGS is the popcount of SYMBOLIZER_X86_64_REGS");
 
 struct native_frame {
 	uint64_t addr;          /* the address looked up */

@@ -65,7 +65,6 @@
 #define SYM_CACHE_MIN        4096    /* address cache slots at first (power of two) */
 #define SYM_CACHE_MAX        (1u << 20)  /* slots at most; then the cache starts over */
 #define SYM_REFRESH_NS       20000000ull  /* automatic refreshes at most every 20 ms */
-#define SYM_N_REGS           20      /* popcount(SYMBOLIZER_X86_64_REGS) */
 #define SYM_MAX_COLD         8       /* nameless .cold ranges named per module */
 #define SYM_MAX_BUILD_IDS    65536   /* module name -> build-id pairs remembered */
 #define SYM_MAX_RANGES       65536   /* function ranges per module without DWARF */

@@ -160,7 +160,7 @@ static bool jit_step(const struct symbolizer *sym, const struct dw_walk *w, uint
 	memcpy(&ra, c->stack + (sp - c->sp) + 8, 8);
 	if (ra == 0)
 		return false;
-	memcpy(regs, c->regs, SYM_N_REGS * sizeof(*regs));
+	memcpy(regs, c->regs, SYMBOLIZER_N_REGS * sizeof(*regs));
 	regs[SYM_REG_IP] = ra;
 	regs[SYM_REG_SP] = sp + 16;
 	if (saved > sp + 16 && saved - c->sp < c->stack_size)
@@ -174,7 +174,7 @@ static int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, s
 {
 	struct dw_walk w = { .ips = ret_ips, .max = max };
 	const uint64_t *sampled = sym->cur.regs;
-	uint64_t regs[SYM_N_REGS];
+	uint64_t regs[SYMBOLIZER_N_REGS];
 
 	if (!sym->dwfl_attached) {
 		if (!dwfl_attach_state(sym->dwfl, NULL, sym->pid, &dw_callbacks, sym))
@@ -420,7 +420,7 @@ int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_reg
 	if (!ret_n)
 		return -EINVAL;
 	*ret_n = 0;
-	if (!regs || n_regs < SYM_N_REGS || !ret_ips || max == 0)
+	if (!regs || n_regs < SYMBOLIZER_N_REGS || !ret_ips || max == 0)
 		return -EINVAL;
 	if (!stack || stack_size == 0)
 		return -EINVAL;

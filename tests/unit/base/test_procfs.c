@@ -282,6 +282,57 @@ static void test_live_tid(void **state)
 	assert_int_equal(procfs_task_live(pid, 0), -ENOENT);
 }
 
+/* procfs_tasks(): every thread of this process (a second one started here), counted alone with
+ * ret NULL, cut at max, and -ESRCH for a process gone (a child reaped). */
+static int tasks_ready[2], tasks_go[2];
+
+static void *tasks_thread(void *arg)
+{
+	pid_t *tid = arg;
+	char c;
+
+	*tid = gettid();
+	(void) !write(tasks_ready[1], "r", 1);
+	(void) !read(tasks_go[0], &c, 1);       /* until the test is done listing */
+	return NULL;
+}
+
+static void test_tasks(void **state)
+{
+	pid_t v[256], tid = 0, gone;
+	pthread_t t;
+	bool self = false, other = false;
+	int n, status;
+	char c;
+
+	(void) state;
+	assert_int_equal(pipe(tasks_ready), 0);
+	assert_int_equal(pipe(tasks_go), 0);
+	assert_int_equal(pthread_create(&t, NULL, tasks_thread, &tid), 0);
+	assert_int_equal(read(tasks_ready[0], &c, 1), 1);
+	n = procfs_tasks(getpid(), v, 256);
+	assert_true(n >= 2);
+	for (int i = 0; i < n; i++) {
+		self |= v[i] == getpid();
+		other |= v[i] == tid;
+	}
+	assert_true(self && other);
+	assert_int_equal(procfs_tasks(getpid(), NULL, 256), n);
+	assert_int_equal(procfs_tasks(getpid(), v, 1), 1);
+	assert_int_equal(write(tasks_go[1], "x", 1), 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		(void) close(tasks_ready[i]);
+		(void) close(tasks_go[i]);
+	}
+	gone = fork();
+	assert_true(gone >= 0);
+	if (gone == 0)
+		_exit(0);
+	assert_int_equal(waitpid(gone, &status, 0), gone);
+	assert_int_equal(procfs_tasks(gone, v, 256), -ESRCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_syscall_parse),
 		cmocka_unit_test(test_task_sched),
 		cmocka_unit_test(test_live_tid),
+		cmocka_unit_test(test_tasks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "sampler/count_internal.h"
 #include "sampler/internal.h"
 
 #include "count_children.h"

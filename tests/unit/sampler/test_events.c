@@ -20,6 +20,7 @@
  * argv[1]: the directory holding the tables and the sysfs/ fixture (meson passes it).
  */
 #include "sampler/sampler.h"
+#include "sampler/events_internal.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -17,6 +17,7 @@
 static void build(struct sampler *s, uint32_t stack_user_size, uint64_t regs_user_mask)
 {
 	memset(s, 0, sizeof(*s));
+	s->layout = &ring_per_thread;
 	assert_int_equal(events_parse("cpu-clock", &s->events[0]), 0);
 	s->opts = (struct sampler_opts) { .pid = 1, .events = s->events, .n_events = 1,
 					  .freq = 99, .stack_user_size = stack_user_size,

@@ -3,7 +3,10 @@
  * sampler_free() gives the caller its mask back: unblocked if it was, still blocked if the
  * caller had blocked it itself (attached to a forked child, nonblocking mode: no ptrace).
  * And SAMPLER_EVENT_EXEC: a launched shell that execs another, sampled by stops, is told of
- * once, just before a sample of the new image. Skipped, saying so, where perf events or ptrace
+ * once, just before a sample of the new image. In-process defaults (opts.sigchld and
+ * opts.raise_nofile false, counter_opts.raise_nofile false): the signal mask, the signalfds
+ * and RLIMIT_NOFILE left as they were, a command launched without sigchld still seen to exit,
+ * exact mode without it refused (-EINVAL). Skipped, saying so, where perf events or ptrace
  * are not allowed.
  */
 #include <errno.h>
@@ -14,12 +17,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "sampler/sampler.h"
 
 static bool chld_blocked(void)
@@ -34,7 +40,7 @@ static bool chld_blocked(void)
 static int new_free(pid_t pid, bool *ret_during, bool *ret_after)
 {
 	struct event_spec ev;
-	struct sampler_opts o = { .pid = pid, .n_events = 1, .freq = 100 };
+	struct sampler_opts o = { .pid = pid, .n_events = 1, .freq = 100, .sigchld = true };
 	struct sampler *s;
 	int r;
 
@@ -125,7 +131,7 @@ static void test_exec_event(void **state)
 	struct exec_seen v = { 0 };
 	struct event_spec ev;
 	struct sampler_opts o = { .argv = argv, .n_events = 1, .freq = 500, .exact = true,
-				  .event_fn = exec_on_event, .event_ctx = &v };
+				  .sigchld = true, .event_fn = exec_on_event, .event_ctx = &v };
 	volatile sig_atomic_t stop = 0;
 	uint64_t execs = 0;
 	int r, r_run = -1;
@@ -212,7 +218,7 @@ static void lead_run(bool exact)
 {
 	struct event_spec ev[2];
 	struct sampler_opts o = { .n_events = 2, .freq = 1000, .exact = exact, .leaders = 1u << 1,
-				  .stop_budget_pct = 100 };
+				  .stop_budget_pct = 100, .sigchld = exact };
 	volatile sig_atomic_t stop = 0;
 	struct lead_seen v = { 0 };
 	struct sampler *s;
@@ -270,6 +276,162 @@ static void test_leader_exact(void **state)
 	lead_run(true);
 }
 
+/* How many signalfds this process holds (anon_inode:[signalfd] in /proc/self/fd). */
+static int signalfds(void)
+{
+	char path[300], link[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		k = readlink(path, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		n += strcmp(link, "anon_inode:[signalfd]") == 0;
+	}
+	(void) closedir(d);
+	return n;
+}
+
+/* The soft RLIMIT_NOFILE set under the hard one (so that a raise would show): its value, or 0
+ * where the hard limit leaves no room. */
+static rlim_t lower_nofile(void)
+{
+	struct rlimit rl;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 512)
+		return 0;
+	rl.rlim_cur = 256;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	return rl.rlim_cur;
+}
+
+static rlim_t soft_nofile(void)
+{
+	struct rlimit rl;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	return rl.rlim_cur;
+}
+
+/* The defaults leave the process alone: attached (nonblocking) and counting its own process. */
+static void test_in_process_defaults(void **state)
+{
+	struct event_spec ev;
+	struct sampler_opts o = { .n_events = 1, .freq = 100 };
+	struct counter_opts co = { .n_events = 1 };
+	volatile sig_atomic_t stop = 0;
+	struct sampler *s = NULL;
+	struct counter *c = NULL;
+	bool during = true;
+	int during_fds = -1, fds0, r, rc = -1;
+	rlim_t soft = 0, soft_during = 0, soft_counting = 0;
+	sigset_t chld;
+	pid_t pid;
+
+	(void) state;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	assert_int_equal(sigprocmask(SIG_UNBLOCK, &chld, NULL), 0);
+	assert_int_equal(events_parse("cpu-clock", &ev), 0);
+	o.events = &ev;
+	co.events = &ev;
+	fds0 = signalfds();
+	soft = lower_nofile();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	o.pid = pid;
+	r = sampler_new(&o, &s);
+	if (r == 0) {
+		during = chld_blocked();
+		during_fds = signalfds();
+		soft_during = soft_nofile();
+		(void) sampler_run(s, exec_on_sample, &(struct exec_seen) { 0 }, &stop, 50000000ULL);
+		sampler_free(s);
+	}
+	co.pid = getpid();
+	if (r == 0 && (rc = counter_new(&co, &c)) == 0) {
+		soft_counting = soft_nofile();
+		counter_free(c);
+	}
+	(void) kill(pid, SIGKILL);
+	(void) waitpid(pid, NULL, 0);
+	if (r == -EACCES || r == -EPERM || r == -ENOENT) {
+		fprintf(stderr, "# skip: cannot open perf events here (%s)\n", strerror(-r));
+		skip();
+		return;
+	}
+	assert_int_equal(r, 0);
+	assert_false(during);
+	assert_int_equal(during_fds, fds0);
+	assert_int_equal(rc, 0);
+	if (soft) {
+		assert_int_equal(soft_during, soft);
+		assert_int_equal(soft_counting, soft);
+	} else {
+		fprintf(stderr, "# hard RLIMIT_NOFILE under 512: its raise not checked\n");
+	}
+}
+
+/* Launched without sigchld: the command runs, its exit is seen at a scan (not left running
+ * for the whole duration), nothing blocked. Exact mode without sigchld: -EINVAL at once. */
+static void test_launch_without_sigchld(void **state)
+{
+	static char *const argv[] = { "/bin/sh", "-c", "exit 3", NULL };
+	struct event_spec ev;
+	struct sampler_opts o = { .argv = argv, .n_events = 1, .freq = 100 };
+	volatile sig_atomic_t stop = 0;
+	struct sampler *s = NULL;
+	bool during = true;
+	uint64_t t0, took = 0;
+	int r, r_run = -1, status = -1;
+	sigset_t chld;
+
+	(void) state;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	assert_int_equal(sigprocmask(SIG_UNBLOCK, &chld, NULL), 0);
+	assert_int_equal(events_parse("cpu-clock", &ev), 0);
+	o.events = &ev;
+	o.exact = true;
+	assert_int_equal(sampler_new(&o, &s), -EINVAL);
+	assert_null(s);
+	o.exact = false;
+	r = sampler_new(&o, &s);
+	if (r == 0) {
+		during = chld_blocked();
+		t0 = clock_now_ns();
+		r_run = sampler_run(s, exec_on_sample, &(struct exec_seen) { 0 }, &stop,
+				    5000000000ULL);
+		took = clock_now_ns() - t0;
+		status = sampler_stats(s)->target_exited ? sampler_stats(s)->exit_status : -1;
+		sampler_free(s);
+	}
+	if (r == -EACCES || r == -EPERM || r == -ENOENT) {
+		fprintf(stderr, "# skip: cannot open perf events here (%s)\n", strerror(-r));
+		skip();
+		return;
+	}
+	fprintf(stderr, "# launched without sigchld: exit seen after %llu ms\n",
+		(unsigned long long) (took / 1000000));
+	assert_int_equal(r, 0);
+	assert_int_equal(r_run, 0);
+	assert_false(during);
+	assert_true(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 3);
+	assert_true(took < 2000000000ULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +439,8 @@ int main(void)
 		cmocka_unit_test(test_exec_event),
 		cmocka_unit_test(test_leader_nonblocking),
 		cmocka_unit_test(test_leader_exact),
+		cmocka_unit_test(test_in_process_defaults),
+		cmocka_unit_test(test_launch_without_sigchld),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,112 @@
+/*
+ * capture: exact Python stacks without stopping anything (opts.capture of sampler.h). A BPF
+ * program on each thread's sampling event copies the thread's chain of frames at the overflow,
+ * in the kernel (capture.c loads it, capture_prog.c generates it from a struct
+ * sampler_capture_spec); the sample then arrives with that copy (struct sample's capture, the
+ * struct sample_capture below). Needs CAP_BPF + CAP_PERFMON (or root).
+ *
+ * Errors are negative errno values, as each function says. Library code never prints.
+ */
+#ifndef HWSPY_SAMPLER_CAPTURE_H
+#define HWSPY_SAMPLER_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sampler;
+
+#define SAMPLER_CAPTURE_NO_OFF UINT32_MAX
+#define SAMPLER_CAPTURE_MAX_NODES 128
+#define SAMPLER_CAPTURE_MAX_NODE_BYTES 128
+#define SAMPLER_CAPTURE_MAX_EXTRAS 8
+#define SAMPLER_CAPTURE_MAX_STRIDE 496   /* 128 nodes of it and the header: one perf record */
+
+/* Per node, after its bytes: len bytes at *(u64 *) (body + from) & mask, plus off, where body
+ * is what the node holds after its address (its node_bytes, then the extras before this one,
+ * each an address and its bytes): the objects a node points to (a frame's code object, that
+ * one's name), copied at the same instant. mask: ~0, or one that clears low tag bits (a
+ * sign-extended 32-bit immediate, e.g. ~7). */
+struct sampler_capture_extra {
+	uint32_t from;                  /* from + 8 <= the body bytes before this extra */
+	uint32_t off;                   /* < 65536 */
+	uint32_t len;                   /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
+	uint64_t mask;
+};
+
+/* How the program finds and copies a thread's chain at an overflow: P = *(root + head_off1);
+ * head = head_off2 == NO_OFF ? P : *(P + head_off2); then for each node (until a 0 link, at most
+ * SAMPLER_CAPTURE_MAX_NODES): copy node_bytes bytes at it, then its extras; next =
+ * *(node + next_off). A node in the record: its address (u64), its node_bytes bytes, then per
+ * extra the address read (u64; 0 where the pointer was 0 or the read failed) and len bytes. */
+struct sampler_capture_spec {
+	uint32_t head_off1, head_off2;
+	uint32_t node_bytes;            /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
+	uint32_t next_off;              /* next_off + 8 <= node_bytes */
+	uint32_t n_extras;              /* <= SAMPLER_CAPTURE_MAX_EXTRAS; the node's stride at
+	                                 * most SAMPLER_CAPTURE_MAX_STRIDE */
+	struct sampler_capture_extra extra[SAMPLER_CAPTURE_MAX_EXTRAS];
+	/* A thread with no root yet (started since the sampler learned of its threads; its root
+	 * looked up too early): the program looks for it at the sample, and keeps what it finds
+	 * as the thread's root. search_at 0: no search. Else list = *(search_at); node =
+	 * *(list + search_list_off); while node (at most SAMPLER_CAPTURE_SEARCH nodes): id =
+	 * *(node + search_id_off1), then *(id + search_id_off2) unless that is NO_OFF; the node
+	 * whose (u32) id is the thread's tid is the root; node = *(node + search_next_off). */
+	uint64_t search_at;
+	uint32_t search_list_off, search_next_off, search_id_off1, search_id_off2;
+	/* The GIL at the overflow: gil_at 0, not read; else the u32 at gil_at + gil_locked_off
+	 * and the u64 at gil_at + gil_holder_off (each offset < 65536) go into the record: the
+	 * sample then says whether its thread held it (struct sample_capture) */
+	uint64_t gil_at;
+	uint32_t gil_locked_off, gil_holder_off;
+	/* The cyclic GC at the overflow: gc_at 0, not read; else the u32 at gc_at (its collecting
+	 * flag) goes into the record: the sample then says whether it was collecting */
+	uint64_t gc_at;
+};
+#define SAMPLER_CAPTURE_SEARCH 32
+
+/* Whether this process may load and attach a capture program: 0, or -EPERM (no CAP_BPF /
+ * CAP_PERFMON), -EINVAL / -ENOSYS (a kernel without BPF perf-event programs). */
+int sampler_capture_probe(void);
+/* Loads the program for spec and puts it on every thread's events, now and later (a sampler
+ * made with opts.capture). Each thread's root is asked for when the program is put on its
+ * events (SAMPLER_EVENT_CAPTURE_THREAD; unanswered: the thread has none until
+ * sampler_capture_set_root(), or until the program finds it, see search_at). Called again (the
+ * target exec'd another program), it replaces the program, reopening every thread's events.
+ * 0, -EINVAL (bad spec, or not a capture sampler), -EPERM, -E2BIG, -ENOMEM. */
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec);
+/* Sets (or clears, root 0) thread tid's root: 0, -ENOENT (no such thread with the program).
+ * From the SAMPLER_EVENT_CAPTURE_THREAD event of tid: the root its entry is made with (0:
+ * none, not a clearing), 0. */
+int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
+bool sampler_capturing(const struct sampler *s);
+/* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */
+int sampler_capture_error(const struct sampler *s);
+
+/* What a capture program copied at one overflow (see sampler_capture_start()). */
+enum {
+	SAMPLE_CAPTURE_OK,              /* the chain, whole (up to SAMPLER_CAPTURE_MAX_NODES) */
+	SAMPLE_CAPTURE_NO_ROOT,         /* the thread had no root set: nothing copied */
+	SAMPLE_CAPTURE_FAULT,           /* a read failed (page not present): the first n nodes */
+	SAMPLE_CAPTURE_CUT,             /* more nodes than SAMPLER_CAPTURE_MAX_NODES: the first n */
+};
+
+struct sample_capture {
+	int status;
+	uint64_t root;                  /* the thread's root pointer, as set */
+	uint64_t head;                  /* the first node's address (0: an empty chain) */
+	const unsigned char *nodes;     /* n nodes, stride bytes apart: the node's address (u64),
+	                                 * then node_bytes bytes copied from it, then its extras
+	                                 * (struct sampler_capture_spec) */
+	size_t n, stride;
+	/* spec.gil_at: whether the thread held the GIL at the overflow (locked, and its holder
+	 * the thread's root); known false: no gil_at, a failed read, locked neither 0 nor 1, or
+	 * locked with no root to compare the holder with */
+	bool gil_known, gil_held;
+	/* spec.gc_at: whether the interpreter's cyclic GC was collecting at the overflow; known
+	 * false: no gc_at, a failed read, or a word neither 0 nor 1 */
+	bool gc_known, gc_collecting;
+};
+
+#endif
