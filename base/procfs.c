@@ -1,10 +1,11 @@
 /*
- * procfs.c: NSpid of /proc/PID/task/TID/status, a number of a status file, a live thread (see
- * procfs.h).
+ * procfs.c: NSpid of /proc/PID/task/TID/status, a number of a status file, a live thread, the
+ * task lister, a process's CPU time, switches and name (see procfs.h).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,53 +460,129 @@ static int cmp_pid(const void *a, const void *b)
 
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n)
 {
-	char path[256];
-	struct dirent *e;
+	int listed = procfs_tasks_at(proc, pid, ret_ids, max, NULL);
 	size_t n = 0;
-	DIR *d;
 
 	*ret_n = 0;
-	(void) snprintf(path, sizeof(path), "%s/%d/task", proc, (int) pid);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while (n < max && (e = readdir(d))) {
-		char *end;
-		long tid = strtol(e->d_name, &end, 10);
+	if (listed < 0)
+		return listed == -ESRCH ? -ENOENT : listed;
+	for (size_t i = 0; i < (size_t) listed; i++) {     /* in place: n <= i */
 		pid_t id;
 
-		if (*end || tid <= 0 || tid >= (1L << 30))
-			continue;
-		if (procfs_ns_tid(proc, pid, (pid_t) tid, &id, NULL) == 0)
+		if (procfs_ns_tid(proc, pid, ret_ids[i], &id, NULL) == 0)
 			ret_ids[n++] = id;
 	}
-	(void) closedir(d);
 	qsort(ret_ids, n, sizeof(*ret_ids), cmp_pid);
 	*ret_n = n;
 	return 0;
 }
 
-int procfs_tasks(pid_t pid, pid_t *ret, size_t max)
+/* ---- the task lister; CPU time, switches and name of a process --------------------------- */
+
+int procfs_tasks_at(const char *proc, pid_t pid, pid_t *ret, size_t max, size_t *ret_seen)
 {
-	char path[64];
-	struct dirent *de;
-	size_t n = 0;
+	char path[256];
+	struct dirent *e;
+	size_t n = 0, seen = 0;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+	if (ret_seen)
+		*ret_seen = 0;
+	if (max > INT_MAX)
+		max = INT_MAX;
+	(void) snprintf(path, sizeof(path), "%s/%d/task", proc, (int) pid);
 	d = opendir(path);
 	if (!d)
 		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d)) && n < max) {
+	while (seen < (ret_seen ? PROCFS_TASKS_COUNTED : max) && (e = readdir(d))) {
 		char *end;
-		long v = strtol(de->d_name, &end, 10);
+		long tid = strtol(e->d_name, &end, 10);
 
-		if (end == de->d_name || *end != '\0' || v <= 0 || v > INT32_MAX)
+		if (*end || end == e->d_name || tid <= 0 || tid >= (1L << 30))
 			continue;
-		if (ret)
-			ret[n] = (pid_t) v;
-		n++;
+		seen++;
+		if (n < max && ret)
+			ret[n] = (pid_t) tid;
+		n += n < max;
 	}
 	(void) closedir(d);
+	if (ret_seen)
+		*ret_seen = seen;
 	return (int) n;
+}
+
+int procfs_tasks(pid_t pid, pid_t *ret, size_t max)
+{
+	return procfs_tasks_at("/proc", pid, ret, max, NULL);
+}
+
+int procfs_cpu_ticks(const char *proc, pid_t pid, uint64_t *ret_ticks)
+{
+	char path[128], text[STATUS_MAX], *p;
+	unsigned long long utime, stime;
+	int r;
+
+	(void) snprintf(path, sizeof(path), "%s/%d/stat", proc, (int) pid);
+	r = read_status(path, text);
+	if (r < 0)
+		return r;
+	/* "pid (comm) state ppid ...": comm may hold anything, ')' too: the last one ends it;
+	 * utime and stime are fields 14 and 15, the 12th and 13th after the state */
+	p = strrchr(text, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &utime, &stime) != 2)
+		return -EBADMSG;
+	*ret_ticks = utime + stime;
+	return 0;
+}
+
+/* Task tid of pid's switches under proc: as procfs_task_switches(). */
+static int task_switches_at(const char *proc, pid_t pid, pid_t tid, uint64_t ret[2])
+{
+	char path[256], text[STATUS_MAX];
+	int r;
+
+	(void) snprintf(path, sizeof(path), "%s/%d/task/%d/status", proc, (int) pid, (int) tid);
+	r = read_status(path, text);
+	return r < 0 ? r : switches_of(text, ret);
+}
+
+int procfs_switches(const char *proc, pid_t pid, size_t max, struct procfs_switches *ret)
+{
+	pid_t *tids = malloc((max ? max : 1) * sizeof(*tids));
+	int n;
+
+	*ret = (struct procfs_switches) { 0 };
+	if (!tids)
+		return -ENOMEM;
+	n = procfs_tasks_at(proc, pid, tids, max, &ret->seen);
+	for (int i = 0; i < n; i++) {
+		uint64_t sw[2];
+
+		if (task_switches_at(proc, pid, tids[i], sw) < 0)
+			continue;       /* exited meanwhile: left out */
+		ret->voluntary += sw[0];
+		ret->involuntary += sw[1];
+		ret->read++;
+	}
+	free(tids);
+	if (n < 0)
+		return n == -ESRCH ? -ENOENT : n;
+	return ret->read || !ret->seen ? 0 : -ENOENT;
+}
+
+int procfs_comm(pid_t pid, char *buf, size_t size)
+{
+	char path[64], text[STATUS_MAX];
+	int r;
+
+	if (pid <= 0 || !size)
+		return -EINVAL;
+	(void) snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
+	r = read_status(path, text);
+	if (r < 0)
+		return r;
+	text[strcspn(text, "\n")] = '\0';
+	(void) snprintf(buf, size, "%s", text);
+	return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * procfs: the ids a task has in its own PID namespace, read from /proc (the NSpid line), a
  * number of a task's status file (its Tgid, its TracerPid), what a task does now (its state and
- * switch count, the system call it is blocked in), whether a signal is pending for it, and a
- * live thread of a process whose main thread has exited (pthread_exit) while others run on.
+ * switch count, the system call it is blocked in), whether a signal is pending for it, a live
+ * thread of a process whose main thread has exited (pthread_exit) while others run on; the one
+ * task lister (procfs_tasks()), a process's CPU time, context switches and command name.
  *
  * A process in a PID namespace of its own (unshare -p, docker, podman) knows itself and its
  * threads by the ids of that namespace: gettid() there, and so CPython's native_thread_id and
@@ -89,9 +90,31 @@ size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max);
  * ret_ids; *ret_n how many. Threads that exit during the listing are left out. */
 int procfs_ns_tids(const char *proc, pid_t pid, pid_t *ret_ids, size_t max, size_t *ret_n);
 
-/* The threads of process pid (/proc/PID/task, as the procfs mount sees them), in directory
- * order, at most max, into ret (NULL: only counted): how many, or -ESRCH (gone), opendir()'s
- * -errno. The one lister of a process's threads. */
+/* The task lister (the one: list a process's threads through it): the thread ids of process
+ * pid, as proc sees them (the entries of PROC/PID/task), in the directory's order, the first
+ * max of them into ret (NULL: only counted): how many, or -ESRCH (no such process), opendir()'s
+ * -errno. ret_seen (may be NULL) gets how many the directory held, counted up to
+ * PROCFS_TASKS_COUNTED (without it, the listing stops at max): a process of 10^5 threads costs
+ * no more than that. Threads that start or exit during the listing may be left out.
+ * procfs_tasks() is procfs_tasks_at("/proc", ..., NULL). */
+#define PROCFS_TASKS_COUNTED 100000
+int procfs_tasks_at(const char *proc, pid_t pid, pid_t *ret, size_t max, size_t *ret_seen);
 int procfs_tasks(pid_t pid, pid_t *ret, size_t max);
+
+/* Process pid's CPU time in clock ticks (sysconf(_SC_CLK_TCK)), user and system, every thread's
+ * (utime + stime of PROC/PID/stat): 0, -ENOENT (gone), -EBADMSG, open()'s errno. */
+int procfs_cpu_ticks(const char *proc, pid_t pid, uint64_t *ret_ticks);
+/* The switches of pid's first max tasks (procfs_tasks_at()) summed: those of the tasks read
+ * (one that exits meanwhile is left out), how many were read, how many the directory listed.
+ * 0, -ENOENT (gone: no task read of those listed), -ENOMEM, open()'s errno. */
+struct procfs_switches {
+	uint64_t voluntary, involuntary;
+	size_t read;                    /* tasks read */
+	size_t seen;                    /* tasks listed, up to PROCFS_TASKS_COUNTED */
+};
+int procfs_switches(const char *proc, pid_t pid, size_t max, struct procfs_switches *ret);
+/* Process pid's command name (/proc/PID/comm, its newline cut) into buf: 0, -EINVAL (pid <= 0,
+ * size 0), -ENOENT (gone), open()'s errno. */
+int procfs_comm(pid_t pid, char *buf, size_t size);
 
 #endif

@@ -2,7 +2,7 @@
  * hwspy top: a live view of the hottest Python functions of a process (attached with -p, or a
  * launched command), refreshed every second, or one snapshot as text (--once). The options
  * are record's (record_check.c checks them the same way), the target opened and started as
- * record does it (session.h); a sink sums each finished sample into the table (top_table.h),
+ * record does it (session.h); a sink sums each finished sample into the table (hwspy.h),
  * and the run's slice function reads the keys and redraws (top_view.c, top_screen.h). The
  * terminal is restored on every way out: q, a signal, the target's end, an error.
  */
@@ -19,14 +19,38 @@
 #include "cli/record.h"
 #include "cli/session.h"
 #include "cli/top.h"
+#include "output/output.h"
 
 /* The sink: each finished sample into the table. */
 static int on_sample(void *ctx, const struct record_sample *s)
 {
 	struct top *t = ctx;
 
-	return top_table_add(t->table, (uint32_t) s->tid, s->frames, s->depth, s->values,
-			     s->n_values);
+	return hwspy_table_add(t->table, (uint32_t) s->tid, s->frames, s->depth, s->values,
+			       s->n_values);
+}
+
+/* The table's frame_name(): a frame of the recorder's profile as a row shows it. */
+static const char *frame_name(void *ctx, uint32_t id)
+{
+	struct top *t = ctx;
+	const struct profile *p = recorder_profile(t->rec);
+
+	if (id >= profile_n_frames(p))
+		return NULL;
+	buf_reset(&t->frame_text);
+	if (folded_frame_text(profile_frame(p, id), &t->frame_text) < 0)
+		return NULL;
+	return t->frame_text.data;
+}
+
+/* The table's frame_native(): native and kernel frames' rows are the ones 'n' hides. */
+static bool frame_native(void *ctx, uint32_t id)
+{
+	struct top *t = ctx;
+	const struct profile_frame *f = profile_frame(recorder_profile(t->rec), id);
+
+	return f && (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL);
 }
 
 /* The recorder (its samples to the sink) and the table: 0, or -ENOMEM. */
@@ -34,30 +58,30 @@ static int new_top(struct top *t)
 {
 	const struct record_args *o = &t->a.rec;
 	struct record_sink sink = { .sample = on_sample, .ctx = t };
+	struct hwspy_table_opts to = { .frame_name = frame_name, .frame_native = frame_native,
+				       .ctx = t };
+	const char *events[PROFILE_MAX_EVENTS];
+	const struct profile *p;
 	struct record_opts ro;
 
 	session_record_opts(o, &ro);
 	ro.function = true;     /* one row per function */
 	if (recorder_new(&ro, &sink, &t->rec) < 0)
 		return -ENOMEM;
-	return top_table_new(recorder_profile(t->rec), &t->table);
+	p = recorder_profile(t->rec);
+	for (size_t i = 0; i < profile_n_events(p) && i < PROFILE_MAX_EVENTS; i++)
+		events[to.n_events++] = profile_event(p, i)->name;
+	to.events = events;
+	return hwspy_table_new(&to, &t->table);
 }
 
-/* The target's command name (/proc/PID/comm) into comm; kept as it was when unreadable. */
+/* The target's command name into comm; kept as it was when unreadable. */
 static void read_comm(pid_t pid, char *comm, size_t size)
 {
-	char path[64], text[64];
-	FILE *f;
+	char text[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
-	f = pid > 0 ? fopen(path, "re") : NULL;
-	if (!f)
-		return;
-	if (fgets(text, (int) sizeof(text), f)) {
-		text[strcspn(text, "\n")] = '\0';
+	if (hwspy_target_comm(pid, text, sizeof(text)) == 0)
 		snprintf(comm, size, "%s", text);
-	}
-	(void) fclose(f);
 }
 
 /* After each slice: Ctrl-Z (the screen left first), the keys, the redraw once a second. */
@@ -192,7 +216,7 @@ static int report(struct top *t, int r, struct record_child *child)
 	if (t->a.once) {
 		top_refresh_rates(t, t->drawn_ns);
 		read_comm(recorder_pid(t->rec), t->comm, sizeof(t->comm));
-		if (!top_table_samples(t->table)) {
+		if (!hwspy_table_samples(t->table)) {
 			record_no_samples(t->rec, &t->a.rec, t->target);
 			return 1;
 		}
@@ -212,10 +236,11 @@ static int report(struct top *t, int r, struct record_child *child)
 
 int cmd_top(int argc, char **argv)
 {
-	struct top t = { .vo = { .tid = TOP_ALL_THREADS, .sort = TOP_COL_SELF } };
+	struct top t = { .vo = { .tid = HWSPY_TABLE_ALL_THREADS, .sort = HWSPY_TABLE_COL_SELF } };
 	struct record_child child = { 0 };
 	int r, status = 1;
 
+	buf_init(&t.frame_text);
 	r = top_parse_args(argc, argv, &t.a);
 	if (r)
 		return r > 0 ? 0 : 2;
@@ -249,8 +274,8 @@ out:
 		if (!child.kept)
 			record_child_say(&child);
 	}
-	top_view_release(&t.view);
-	top_table_free(t.table);
+	hwspy_table_free(t.table);
 	recorder_free(t.rec);
+	buf_release(&t.frame_text);
 	return status;
 }

@@ -1,8 +1,8 @@
 /*
  * top (cli): what `hwspy top`'s files share: its state (struct top), the command line
  * (top_args.c) and the view drawn (top_view.c: the header, the table, the keys' help, the
- * plain-text snapshot). cmd_top.c runs it; top_table.h sums the samples; top_screen.h is the
- * terminal. Internal to cli/.
+ * plain-text snapshot). cmd_top.c runs it; hwspy.h's live table sums the samples and reads
+ * the target's CPU time and switches; top_screen.h is the terminal. Internal to cli/.
  */
 #ifndef HWSPY_CLI_TOP_H
 #define HWSPY_CLI_TOP_H
@@ -11,14 +11,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/buf.h"
 #include "cli/record.h"
-#include "cli/top_proc.h"
 #include "cli/top_screen.h"
-#include "cli/top_table.h"
+#include "include/hwspy.h"
 #include "record/record.h"
 
 #define TOP_ONCE_SECONDS 2.0            /* --once samples this long without -d */
 #define TOP_REFRESH_NS 1000000000ULL
+#define TOP_SWITCH_TASKS 256            /* task status files read per refresh */
 
 struct top_args {
 	struct record_args rec;         /* the options shared with record */
@@ -28,8 +29,8 @@ struct top_args {
 /* The last reading of the target's counters, and the rates from the one before. */
 struct top_rates {
 	uint64_t at_ns;
-	uint64_t samples, lost, cpu_ticks;
-	struct top_switches sw;
+	uint64_t samples, lost, cpu_ns;
+	struct hwspy_switches sw;
 	bool have_cpu, have_sw;
 	double samples_s, cpu_pct, vol_s, invol_s;
 	bool samples_ok, cpu_ok, sw_ok; /* the rates above hold (two readings) */
@@ -38,10 +39,10 @@ struct top_rates {
 struct top {
 	struct top_args a;
 	struct recorder *rec;
-	struct top_table *table;
+	struct hwspy_table *table;
+	struct buf frame_text;          /* the table's frame_name(): a frame's text */
 	struct top_screen *screen;      /* NULL with --once and after the screen closed */
-	struct top_view view;
-	struct top_view_opts vo;
+	struct hwspy_table_view_opts vo;
 	char target[320];
 	char comm[64];
 	uint64_t start_ns, window_ns;   /* run start, the window's start (start or last 'z') */

@@ -1,6 +1,6 @@
 /*
  * top_view: what `hwspy top` shows (top.h): the header (target, Python, mode, events, the
- * window, sampling rates, the target's CPU and context switches), the table of top_table.h,
+ * window, sampling rates, the target's CPU and context switches), the table (hwspy.h live table),
  * the keys and their help, and the same as plain text (--once, and the last table at exit).
  */
 #include <errno.h>
@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/text.h"
 #include "cli/top.h"
 
 #define HEADER_LINES 5          /* four lines of header, then the column bar (line 4) */
@@ -86,7 +87,7 @@ static void line_events(struct top *t, uint64_t now_ns, struct buf *b)
 		(void) buf_printf(b, ", %s", o->events[i].name);
 	span_text(now_ns - t->window_ns, span, sizeof(span));
 	(void) buf_printf(b, " | %s since %s | %" PRIu64 " samples", span,
-			  t->zeroed ? "the last reset (z)" : "start", top_table_samples(t->table));
+			  t->zeroed ? "the last reset (z)" : "start", hwspy_table_samples(t->table));
 	if (t->rates.samples_ok)
 		(void) buf_printf(b, ", %.0f/s", t->rates.samples_s);
 	(void) buf_printf(b, ", %" PRIu64 " lost", t->rates.lost);
@@ -108,9 +109,9 @@ static void line_process(struct top *t, uint64_t now_ns, struct buf *b)
 	}
 	(void) buf_printf(b, " | context switches %.0f/s voluntary, %.0f/s involuntary",
 			  q->vol_s, q->invol_s);
-	if (q->sw.read < q->sw.seen)
-		(void) buf_printf(b, " (the first %zu of %zu%s threads)", q->sw.read, q->sw.seen,
-				  q->sw.seen >= TOP_PROC_MAX_LISTED ? "+" : "");
+	if (q->sw.read < q->sw.listed)
+		(void) buf_printf(b, " (the first %zu of %zu%s threads)", q->sw.read, q->sw.listed,
+				  q->sw.listed >= HWSPY_SWITCHES_LISTED ? "+" : "");
 	else
 		(void) buf_printf(b, " (%zu thread%s)", q->sw.read, q->sw.read == 1 ? "" : "s");
 }
@@ -120,9 +121,10 @@ static void line_view(struct top *t, uint64_t now_ns, struct buf *b)
 	const char *name;
 
 	(void) now_ns;
-	(void) buf_printf(b, "sort: %s | thread: ", top_table_column_name(t->table, t->view.sort));
-	if (t->vo.tid == TOP_ALL_THREADS) {
-		(void) buf_printf(b, "all (%zu)", top_table_n_threads(t->table));
+	(void) buf_printf(b, "sort: %s | thread: ",
+			  hwspy_table_column_name(t->table, hwspy_table_sort_column(t->table)));
+	if (t->vo.tid == HWSPY_TABLE_ALL_THREADS) {
+		(void) buf_printf(b, "all (%zu)", hwspy_table_n_threads(t->table));
 	} else {
 		name = profile_thread_name(recorder_profile(t->rec), t->vo.tid);
 		(void) buf_printf(b, "%" PRIu32 " %s", t->vo.tid, name ? name : "(no name yet)");
@@ -151,11 +153,11 @@ static void header_lines(struct top *t, uint64_t now_ns, struct buf *b,
 /* The view of the table as the keys set it (a thread gone from the table: all again). */
 static int make_view(struct top *t)
 {
-	int r = top_table_view(t->table, &t->vo, &t->view);
+	int r = hwspy_table_view(t->table, &t->vo);
 
 	if (r == -EINVAL) {
-		t->vo.tid = TOP_ALL_THREADS;
-		r = top_table_view(t->table, &t->vo, &t->view);
+		t->vo.tid = HWSPY_TABLE_ALL_THREADS;
+		r = hwspy_table_view(t->table, &t->vo);
 	}
 	return r;
 }
@@ -164,6 +166,7 @@ void top_draw(struct top *t, uint64_t now_ns)
 {
 	int rows, cols;
 	size_t starts[HEADER_LINES - 1];
+	const char *text;
 	struct buf b, line;
 
 	if (!t->screen || make_view(t) < 0)
@@ -175,17 +178,15 @@ void top_draw(struct top *t, uint64_t now_ns)
 	header_lines(t, now_ns, &b, starts);
 	for (int i = 0; i < HEADER_LINES - 1 && b.data; i++) {
 		buf_reset(&line);
-		(void) top_cut_text(&line, b.data + starts[i], cols);
+		(void) text_cut(&line, b.data + starts[i], cols);
 		top_screen_line(t->screen, i, line.len ? line.data : "", i ? TOP_PLAIN : TOP_BOLD);
 	}
-	buf_reset(&line);
-	(void) top_table_header_text(t->table, &t->view, cols, &line);
-	top_screen_line(t->screen, HEADER_LINES - 1, line.len ? line.data : "", TOP_REVERSE);
+	(void) hwspy_table_header_text(t->table, cols, &text);
+	top_screen_line(t->screen, HEADER_LINES - 1, text, TOP_REVERSE);
 	t->screen_rows = rows > HEADER_LINES ? rows - HEADER_LINES : 0;
-	for (size_t i = 0; i < t->view.n && (int) i < t->screen_rows; i++) {
-		buf_reset(&line);
-		if (top_table_row_text(t->table, &t->view, i, cols, &line) >= 0 && line.len)
-			top_screen_line(t->screen, HEADER_LINES + (int) i, line.data, TOP_PLAIN);
+	for (size_t i = 0; i < hwspy_table_rows(t->table) && (int) i < t->screen_rows; i++) {
+		if (hwspy_table_row_text(t->table, i, cols, &text) >= 0 && text[0])
+			top_screen_line(t->screen, HEADER_LINES + (int) i, text, TOP_PLAIN);
 	}
 	if (t->help)
 		top_screen_box(t->screen, help_lines, sizeof(help_lines) / sizeof(help_lines[0]));
@@ -197,7 +198,7 @@ void top_draw(struct top *t, uint64_t now_ns)
 
 static void move_sort(struct top *t, int by)
 {
-	size_t n = top_table_n_columns(t->table);
+	size_t n = hwspy_table_n_columns(t->table);
 
 	if (by < 0 && t->vo.sort > 0)
 		t->vo.sort--;
@@ -217,20 +218,20 @@ bool top_key(struct top *t, int key)
 		t->quit = true;
 		return false;
 	case 's':
-		t->vo.sort = TOP_COL_SELF;
+		t->vo.sort = HWSPY_TABLE_COL_SELF;
 		return true;
 	case 't':
-		t->vo.sort = TOP_COL_TOTAL;
+		t->vo.sort = HWSPY_TABLE_COL_TOTAL;
 		return true;
 	case '<':
 	case '>':
 		move_sort(t, key == '<' ? -1 : 1);
 		return true;
 	case 'T':
-		t->vo.tid = top_table_next_thread(t->table, t->vo.tid);
+		t->vo.tid = hwspy_table_next_thread(t->table, t->vo.tid);
 		return true;
 	case 'z':
-		top_table_zero(t->table);
+		hwspy_table_zero(t->table);
 		t->window_ns = clock_now_ns();
 		t->zeroed = true;
 		return true;
@@ -254,19 +255,18 @@ void top_refresh_rates(struct top *t, uint64_t now_ns)
 	const struct sampler_stats *st = recorder_stats(t->rec)->sampler;
 	pid_t pid = recorder_pid(t->rec);
 	double dt = q->at_ns ? (double) (now_ns - q->at_ns) / 1e9 : 0;
-	uint64_t ticks, samples = st ? st->samples : 0;
-	struct top_switches sw;
-	long hz = sysconf(_SC_CLK_TCK);
-	bool cpu = pid > 0 && top_proc_cpu("/proc", pid, &ticks) == 0;
-	bool swok = pid > 0 && top_proc_switches("/proc", pid, TOP_PROC_MAX_TASKS, &sw) == 0;
+	uint64_t cpu_ns, samples = st ? st->samples : 0;
+	struct hwspy_switches sw;
+	bool cpu = pid > 0 && hwspy_target_cpu_ns(pid, &cpu_ns) == 0;
+	bool swok = pid > 0 && hwspy_target_switches(pid, TOP_SWITCH_TASKS, &sw) == 0;
 
 	q->lost = st ? st->lost : 0;
 	q->samples_ok = dt > 0;
 	if (dt > 0) {
 		q->samples_s = (double) (samples - q->samples) / dt;
-		q->cpu_ok = cpu && q->have_cpu && hz > 0;
+		q->cpu_ok = cpu && q->have_cpu;
 		if (q->cpu_ok)
-			q->cpu_pct = 100.0 * (double) (ticks - q->cpu_ticks) / (double) hz / dt;
+			q->cpu_pct = 100.0 * (double) (cpu_ns - q->cpu_ns) / 1e9 / dt;
 		/* a thread that exited takes its switches out of the sum: no negative rate */
 		q->sw_ok = swok && q->have_sw;
 		if (q->sw_ok) {
@@ -280,7 +280,7 @@ void top_refresh_rates(struct top *t, uint64_t now_ns)
 	q->samples = samples;
 	q->have_cpu = cpu;
 	if (cpu)
-		q->cpu_ticks = ticks;
+		q->cpu_ns = cpu_ns;
 	q->have_sw = swok;
 	if (swok)
 		q->sw = sw;
@@ -289,6 +289,7 @@ void top_refresh_rates(struct top *t, uint64_t now_ns)
 int top_write_text(struct top *t, FILE *f, size_t max_rows)
 {
 	size_t starts[HEADER_LINES - 1];
+	const char *text;
 	struct buf b;
 	int r = make_view(t);
 
@@ -298,13 +299,11 @@ int top_write_text(struct top *t, FILE *f, size_t max_rows)
 	header_lines(t, t->drawn_ns, &b, starts);
 	for (int i = 0; i < HEADER_LINES - 1 && b.data; i++)
 		fprintf(f, "%s\n", b.data + starts[i]);
-	buf_reset(&b);
-	(void) top_table_header_text(t->table, &t->view, 0, &b);
-	fprintf(f, "\n%s\n", b.len ? b.data : "");
-	for (size_t i = 0; i < t->view.n && (!max_rows || i < max_rows); i++) {
-		buf_reset(&b);
-		if (top_table_row_text(t->table, &t->view, i, 0, &b) >= 0 && b.len)
-			fprintf(f, "%s\n", b.data);
+	(void) hwspy_table_header_text(t->table, 0, &text);
+	fprintf(f, "\n%s\n", text);
+	for (size_t i = 0; i < hwspy_table_rows(t->table) && (!max_rows || i < max_rows); i++) {
+		if (hwspy_table_row_text(t->table, i, 0, &text) >= 0 && text[0])
+			fprintf(f, "%s\n", text);
 	}
 	buf_release(&b);
 	return fflush(f) == 0 ? 0 : -EIO;

@@ -831,6 +831,110 @@ struct hwspy_rule {
 bool hwspy_finding_rule(size_t i, struct hwspy_rule *ret);
 /* The rules, thresholds and their sources in words (`hwspy stat --explain`) into out. 0, -EIO. */
 int hwspy_findings_explain(FILE *out);
+/* ==== live table ============================================================================ */
+
+/*
+ * What `hwspy top` shows, as data: the finished samples of a recording summed per (thread,
+ * function) into self and total value vectors, the columns those allow, a view of the rows
+ * (one thread or all, native rows shown or not) sorted by any column, and each row and the
+ * column header as text of a given width. Fed from a recording's sink (frame ids, values, tid).
+ *
+ * Values: a sample has 1 + n_events values: [0] the sample (1), [1 + i] what event i counted.
+ * A frame's self vector adds the samples it was the leaf of, its total vector every sample it
+ * was on, once per sample however often it recurs in that stack.
+ *
+ * Frames are the caller's ids (a recording's profile's), named by the callbacks of
+ * struct hwspy_table_opts, each called once per id, the first time a sample holds it, on the
+ * thread calling hwspy_table_add(): frame_name() the text its row shows (valid until the next
+ * call; NULL: no such frame), frame_native() whether it is a native or kernel frame (NULL: none
+ * is). Frames of one text (a native function seen at two addresses) are one row, under the
+ * first id of that text.
+ *
+ * Columns, in this order: "self%" and "total%" (event 0's share of the view's total), one
+ * "NAME%" per further event (its self share), then one per ratio derived from the events
+ * ("IPC", "NAME/1k-instr", "NAME miss%"), on each row's self vector. A value is undefined (shown
+ * "-") where its denominator is 0.
+ *
+ * The view is the table's: hwspy_table_view() builds it; its rows, values and texts stay valid
+ * until the next hwspy_table_add(), hwspy_table_zero() or hwspy_table_view(); a text returned
+ * until the next call on the table. Nothing here blocks but for memory.
+ */
+struct hwspy_table;
+
+#define HWSPY_TABLE_ALL_THREADS UINT32_MAX      /* hwspy_table_view_opts.tid: every thread */
+#define HWSPY_TABLE_COL_SELF 0
+#define HWSPY_TABLE_COL_TOTAL 1
+
+struct hwspy_table_opts {
+	const char *const *events;      /* the events' names, the sampling one first (copied) */
+	size_t n_events;                /* 1 .. 8 */
+	const char *(*frame_name)(void *ctx, uint32_t id);
+	bool (*frame_native)(void *ctx, uint32_t id);   /* may be NULL */
+	void *ctx;
+};
+
+/* An empty table: 0, -EINVAL (no events or more than 8, no frame_name), -ENOMEM. */
+int hwspy_table_new(const struct hwspy_table_opts *o, struct hwspy_table **ret);
+void hwspy_table_free(struct hwspy_table *t);
+/* One finished sample: frames root first (depth >= 1), n_values = 1 + n_events values. 0,
+ * -EINVAL (n_values, tid HWSPY_TABLE_ALL_THREADS, a frame frame_name() does not name), -ENOMEM;
+ * a failed add changes no count. */
+int hwspy_table_add(struct hwspy_table *t, uint32_t tid, const uint32_t *frames, size_t depth,
+		    const uint64_t *values, size_t n_values);
+/* Every count back to 0 (a new window); the threads seen are kept. */
+void hwspy_table_zero(struct hwspy_table *t);
+/* Samples since the start or the last zero. */
+uint64_t hwspy_table_samples(const struct hwspy_table *t);
+/* The threads seen, ascending (i < hwspy_table_n_threads(); else HWSPY_TABLE_ALL_THREADS), and
+ * the one after tid in a cycle: all threads, each by ascending tid, all again. */
+size_t hwspy_table_n_threads(const struct hwspy_table *t);
+uint32_t hwspy_table_thread(const struct hwspy_table *t, size_t i);
+uint32_t hwspy_table_next_thread(const struct hwspy_table *t, uint32_t tid);
+/* The columns, and column col's name (NULL past the last). */
+size_t hwspy_table_n_columns(const struct hwspy_table *t);
+const char *hwspy_table_column_name(const struct hwspy_table *t, size_t col);
+
+struct hwspy_table_view_opts {
+	uint32_t tid;                   /* HWSPY_TABLE_ALL_THREADS, or one thread */
+	bool hide_native;               /* leave out native and kernel frames' rows */
+	size_t sort;                    /* the column sorted by (descending, undefined last) */
+};
+/* The view of vo's thread, sorted by vo's column (self where there is no such column): 0,
+ * -EINVAL (a thread the table has not seen: the view is then empty), -ENOMEM. */
+int hwspy_table_view(struct hwspy_table *t, const struct hwspy_table_view_opts *vo);
+/* The view's rows, its column sorted by, row i's frame id (its text's first; UINT32_MAX past
+ * the last row), value in column col (false where undefined or no such row or column), and
+ * self and total vectors (1 + n_events values; NULL past the last row). */
+size_t hwspy_table_rows(const struct hwspy_table *t);
+size_t hwspy_table_sort_column(const struct hwspy_table *t);
+uint32_t hwspy_table_row_frame(const struct hwspy_table *t, size_t i);
+bool hwspy_table_value(const struct hwspy_table *t, size_t i, size_t col, double *ret);
+const uint64_t *hwspy_table_row_self(const struct hwspy_table *t, size_t i);
+const uint64_t *hwspy_table_row_total(const struct hwspy_table *t, size_t i);
+/* How many columns, left to right, fit a line of width display columns beside the function's
+ * name (width <= 0: every one). */
+size_t hwspy_table_fit(const struct hwspy_table *t, int width);
+/* The column header (the sort column marked "*") and row i as a line of at most width display
+ * columns (<= 0: no limit): the columns that fit, then the function's name, cut with ".." to
+ * fit. *ret valid until the next call on t: 0, -EINVAL (no such row), -ENOMEM. */
+int hwspy_table_header_text(struct hwspy_table *t, int width, const char **ret);
+int hwspy_table_row_text(struct hwspy_table *t, size_t i, int width, const char **ret);
+
+/* The target's CPU time, user and system, every thread's, in ns (to the clock tick): 0,
+ * -ESRCH (gone), -EBADMSG, -errno. */
+int hwspy_target_cpu_ns(pid_t pid, uint64_t *ret_ns);
+/* Context switches of pid's threads so far, voluntary and not, summed over the first max
+ * threads listed (a process of many threads costs no more than max reads), and how many
+ * threads were read and listed (listed counted up to HWSPY_SWITCHES_LISTED). 0, -ESRCH, -errno. */
+#define HWSPY_SWITCHES_LISTED 100000
+struct hwspy_switches {
+	uint64_t voluntary, involuntary;
+	size_t read, listed;
+};
+int hwspy_target_switches(pid_t pid, size_t max, struct hwspy_switches *ret);
+/* The target's command name (as ps shows it: at most 15 bytes) into buf: 0, -ESRCH, -EINVAL
+ * (pid <= 0, size 0), -errno. */
+int hwspy_target_comm(pid_t pid, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

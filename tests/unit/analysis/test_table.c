@@ -1,7 +1,7 @@
-/* hwspy top's table (cli/top_table.c): a sample stream summed per (thread, function), self
+/* hwspy top's table (analysis/table.c): a sample stream summed per (thread, function), self
  * against total with recursion, the sort keys, the thread filter and its cycle, zeroing, rows
  * of one text merged, native rows hidden, the derived columns, and the text of a row cut to a
- * width. */
+ * width. Frames are a profile's (output/profile.h), named as `top` names them. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,15 +11,35 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "analysis/table.h"
 #include "base/buf.h"
-#include "cli/top_table.h"
+#include "output/output.h"
 #include "output/profile.h"
 
 struct fixture {
 	struct profile *p;
-	struct top_table *t;
+	struct table *t;
+	struct buf name;                /* frame_name()'s */
 	uint32_t a, b, c, n1, n2;       /* Python a, b, c; native n1, n2 (one text) */
 };
+
+static const char *frame_name(void *ctx, uint32_t id)
+{
+	struct fixture *x = ctx;
+
+	if (id >= profile_n_frames(x->p))
+		return NULL;
+	buf_reset(&x->name);
+	return folded_frame_text(profile_frame(x->p, id), &x->name) < 0 ? NULL : x->name.data;
+}
+
+static bool frame_native(void *ctx, uint32_t id)
+{
+	struct fixture *x = ctx;
+	const struct profile_frame *f = profile_frame(x->p, id);
+
+	return f && (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL);
+}
 
 static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, int line,
 		      const char *module)
@@ -43,13 +63,19 @@ static void setup_events(struct fixture *x, const char *const *events, size_t n)
 	x->c = frame(x->p, FRAME_PYTHON, "c", 9, NULL);
 	x->n1 = frame(x->p, FRAME_NATIVE, "memcpy", 10, "libc.so.6");
 	x->n2 = frame(x->p, FRAME_NATIVE, "memcpy", 20, "libc.so.6");
-	assert_int_equal(top_table_new(x->p, &x->t), 0);
+	{
+		struct table_opts o = { .events = events, .n_events = n, .frame_name = frame_name,
+					.frame_native = frame_native, .ctx = x };
+		buf_init(&x->name);
+		assert_int_equal(table_new(&o, &x->t), 0);
+	}
 }
 
 static void teardown(struct fixture *x)
 {
-	top_table_free(x->t);
+	table_free(x->t);
 	profile_free(x->p);
+	buf_release(&x->name);
 }
 
 static void add(struct fixture *x, uint32_t tid, const uint32_t *frames, size_t depth,
@@ -57,7 +83,7 @@ static void add(struct fixture *x, uint32_t tid, const uint32_t *frames, size_t 
 {
 	uint64_t v[2] = { 1, weight };
 
-	assert_int_equal(top_table_add(x->t, tid, frames, depth, v, 2), 0);
+	assert_int_equal(table_add(x->t, tid, frames, depth, v, 2), 0);
 }
 
 /* tid 1: a;b three times, a;c once; tid 2: a;b;b;a (a recursion through b) */
@@ -72,7 +98,7 @@ static void stream(struct fixture *x)
 	add(x, 2, abba, 4, 10);
 }
 
-static const struct top_row *row_of(const struct top_view *v, uint32_t frame)
+static const struct table_row *row_of(const struct table_view *v, uint32_t frame)
 {
 	for (size_t i = 0; i < v->n; i++)
 		if (v->rows[i].frame == frame)
@@ -84,15 +110,15 @@ static void test_self_total_recursion(void **state)
 {
 	static const char *const ev[] = { "cpu-clock" };
 	struct fixture x;
-	struct top_view v = { 0 };
-	struct top_view_opts vo = { .tid = TOP_ALL_THREADS, .sort = TOP_COL_SELF };
+	struct table_view v = { 0 };
+	struct table_view_opts vo = { .tid = TABLE_ALL_THREADS, .sort = TABLE_COL_SELF };
 	double d;
 	(void) state;
 
 	setup_events(&x, ev, 1);
 	stream(&x);
-	assert_int_equal(top_table_samples(x.t), 5);
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_samples(x.t), 5);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.n, 3);
 	assert_int_equal(v.sum[0], 5);
 	assert_int_equal(v.sum[1], 50);
@@ -108,22 +134,22 @@ static void test_self_total_recursion(void **state)
 	assert_int_equal(v.rows[0].frame, x.b);
 	assert_int_equal(v.rows[1].frame, x.a);
 	assert_int_equal(v.rows[2].frame, x.c);
-	assert_true(top_view_value(x.t, &v, 0, TOP_COL_SELF, &d));
+	assert_true(table_view_value(x.t, &v, 0, TABLE_COL_SELF, &d));
 	assert_true(d > 59.99 && d < 60.01);
-	assert_true(top_view_value(x.t, &v, 1, TOP_COL_TOTAL, &d));
+	assert_true(table_view_value(x.t, &v, 1, TABLE_COL_TOTAL, &d));
 	assert_true(d > 99.99 && d < 100.01);
 	/* by total: a (100%), b (80%), c (20%) */
-	vo.sort = TOP_COL_TOTAL;
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
-	assert_int_equal(v.sort, TOP_COL_TOTAL);
+	vo.sort = TABLE_COL_TOTAL;
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
+	assert_int_equal(v.sort, TABLE_COL_TOTAL);
 	assert_int_equal(v.rows[0].frame, x.a);
 	assert_int_equal(v.rows[1].frame, x.b);
 	assert_int_equal(v.rows[2].frame, x.c);
 	/* a column past the last: self */
 	vo.sort = 99;
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
-	assert_int_equal(v.sort, TOP_COL_SELF);
-	top_view_release(&v);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
+	assert_int_equal(v.sort, TABLE_COL_SELF);
+	table_view_release(&v);
 	teardown(&x);
 }
 
@@ -131,22 +157,22 @@ static void test_threads_and_zero(void **state)
 {
 	static const char *const ev[] = { "cpu-clock" };
 	struct fixture x;
-	struct top_view v = { 0 };
-	struct top_view_opts vo = { .tid = 2, .sort = TOP_COL_SELF };
+	struct table_view v = { 0 };
+	struct table_view_opts vo = { .tid = 2, .sort = TABLE_COL_SELF };
 	uint32_t ab[] = { 0, 0 };
 	(void) state;
 
 	setup_events(&x, ev, 1);
 	stream(&x);
-	assert_int_equal(top_table_n_threads(x.t), 2);
-	assert_int_equal(top_table_thread(x.t, 0), 1);
-	assert_int_equal(top_table_thread(x.t, 1), 2);
+	assert_int_equal(table_n_threads(x.t), 2);
+	assert_int_equal(table_thread(x.t, 0), 1);
+	assert_int_equal(table_thread(x.t, 1), 2);
 	/* the 'T' cycle: all, 1, 2, all */
-	assert_int_equal(top_table_next_thread(x.t, TOP_ALL_THREADS), 1);
-	assert_int_equal(top_table_next_thread(x.t, 1), 2);
-	assert_int_equal(top_table_next_thread(x.t, 2), TOP_ALL_THREADS);
+	assert_int_equal(table_next_thread(x.t, TABLE_ALL_THREADS), 1);
+	assert_int_equal(table_next_thread(x.t, 1), 2);
+	assert_int_equal(table_next_thread(x.t, 2), TABLE_ALL_THREADS);
 	/* thread 2 alone: a (self 10, total 10) and b (total 10); c is thread 1's */
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.n, 2);
 	assert_int_equal(v.sum[1], 10);
 	assert_int_equal(v.rows[0].frame, x.a);
@@ -154,23 +180,23 @@ static void test_threads_and_zero(void **state)
 	assert_int_equal(row_of(&v, x.b)->self[1], 0);
 	assert_null(row_of(&v, x.c));
 	vo.tid = 7;
-	assert_int_equal(top_table_view(x.t, &vo, &v), -EINVAL);
+	assert_int_equal(table_view(x.t, &vo, &v), -EINVAL);
 	/* zeroed: no rows, no samples, the threads kept; counting again from 0 */
-	top_table_zero(x.t);
-	assert_int_equal(top_table_samples(x.t), 0);
-	assert_int_equal(top_table_n_threads(x.t), 2);
-	vo.tid = TOP_ALL_THREADS;
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	table_zero(x.t);
+	assert_int_equal(table_samples(x.t), 0);
+	assert_int_equal(table_n_threads(x.t), 2);
+	vo.tid = TABLE_ALL_THREADS;
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.n, 0);
 	ab[0] = x.a;
 	ab[1] = x.c;
 	add(&x, 1, ab, 2, 7);
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.n, 2);
 	assert_int_equal(v.rows[0].frame, x.c);
 	assert_int_equal(v.rows[0].self[1], 7);
 	assert_int_equal(v.sum[1], 7);
-	top_view_release(&v);
+	table_view_release(&v);
 	teardown(&x);
 }
 
@@ -178,8 +204,8 @@ static void test_native_rows(void **state)
 {
 	static const char *const ev[] = { "cpu-clock" };
 	struct fixture x;
-	struct top_view v = { 0 };
-	struct top_view_opts vo = { .tid = TOP_ALL_THREADS, .sort = TOP_COL_SELF };
+	struct table_view v = { 0 };
+	struct table_view_opts vo = { .tid = TABLE_ALL_THREADS, .sort = TABLE_COL_SELF };
 	uint32_t s1[] = { 0, 0 }, s2[] = { 0, 0 };
 	(void) state;
 
@@ -190,16 +216,16 @@ static void test_native_rows(void **state)
 	add(&x, 1, s1, 2, 10);
 	add(&x, 1, s2, 2, 10);
 	/* memcpy [libc.so.6] at two addresses: one row */
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.n, 2);
 	assert_int_equal(v.rows[0].frame, x.n1);
 	assert_int_equal(v.rows[0].self[1], 20);
 	vo.hide_native = true;
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.n, 1);
 	assert_int_equal(v.rows[0].frame, x.a);
 	assert_int_equal(v.rows[0].total[1], 20);
-	top_view_release(&v);
+	table_view_release(&v);
 	teardown(&x);
 }
 
@@ -207,8 +233,8 @@ static void test_event_and_ratio_columns(void **state)
 {
 	static const char *const ev[] = { "cycles", "instructions", "cache-misses", "cache-references" };
 	struct fixture x;
-	struct top_view v = { 0 };
-	struct top_view_opts vo = { .tid = TOP_ALL_THREADS, .sort = TOP_COL_SELF };
+	struct table_view v = { 0 };
+	struct table_view_opts vo = { .tid = TABLE_ALL_THREADS, .sort = TABLE_COL_SELF };
 	uint32_t sa[] = { 0 }, sb[] = { 0 };
 	uint64_t va[] = { 1, 1000, 2000, 10, 100 }, vb[] = { 1, 3000, 1500, 0, 0 };
 	double d;
@@ -217,35 +243,35 @@ static void test_event_and_ratio_columns(void **state)
 	setup_events(&x, ev, 4);
 	sa[0] = x.a;
 	sb[0] = x.b;
-	assert_int_equal(top_table_n_columns(x.t), 8);
-	assert_string_equal(top_table_column_name(x.t, 2), "instructions%");
-	assert_string_equal(top_table_column_name(x.t, 4), "cache-references%");
-	assert_string_equal(top_table_column_name(x.t, 5), "IPC");
-	assert_string_equal(top_table_column_name(x.t, 6), "cache-misses/1k-instr");
-	assert_string_equal(top_table_column_name(x.t, 7), "cache miss%");
-	assert_null(top_table_column_name(x.t, 8));
-	assert_int_equal(top_table_add(x.t, 1, sa, 1, va, 5), 0);
-	assert_int_equal(top_table_add(x.t, 1, sb, 1, vb, 5), 0);
-	assert_int_equal(top_table_add(x.t, 1, sb, 1, vb, 4), -EINVAL);
+	assert_int_equal(table_n_columns(x.t), 8);
+	assert_string_equal(table_column_name(x.t, 2), "instructions%");
+	assert_string_equal(table_column_name(x.t, 4), "cache-references%");
+	assert_string_equal(table_column_name(x.t, 5), "IPC");
+	assert_string_equal(table_column_name(x.t, 6), "cache-misses/1k-instr");
+	assert_string_equal(table_column_name(x.t, 7), "cache miss%");
+	assert_null(table_column_name(x.t, 8));
+	assert_int_equal(table_add(x.t, 1, sa, 1, va, 5), 0);
+	assert_int_equal(table_add(x.t, 1, sb, 1, vb, 5), 0);
+	assert_int_equal(table_add(x.t, 1, sb, 1, vb, 4), -EINVAL);
 	sb[0] = 999;
-	assert_int_equal(top_table_add(x.t, 1, sb, 1, vb, 5), -EINVAL);
-	assert_int_equal(top_table_samples(x.t), 2);
+	assert_int_equal(table_add(x.t, 1, sb, 1, vb, 5), -EINVAL);
+	assert_int_equal(table_samples(x.t), 2);
 	/* by IPC: a (2.0) before b (0.5) */
 	vo.sort = 5;
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.rows[0].frame, x.a);
-	assert_true(top_view_value(x.t, &v, 0, 5, &d) && d == 2.0);
-	assert_true(top_view_value(x.t, &v, 1, 5, &d) && d == 0.5);
-	assert_true(top_view_value(x.t, &v, 0, 6, &d) && d == 5.0);    /* 10 per 2000 */
-	assert_true(top_view_value(x.t, &v, 0, 7, &d) && d == 10.0);   /* 10 of 100 */
-	assert_false(top_view_value(x.t, &v, 1, 7, &d));               /* no references */
-	assert_true(top_view_value(x.t, &v, 0, 2, &d) && d > 57.1 && d < 57.2);  /* 2000/3500 */
+	assert_true(table_view_value(x.t, &v, 0, 5, &d) && d == 2.0);
+	assert_true(table_view_value(x.t, &v, 1, 5, &d) && d == 0.5);
+	assert_true(table_view_value(x.t, &v, 0, 6, &d) && d == 5.0);    /* 10 per 2000 */
+	assert_true(table_view_value(x.t, &v, 0, 7, &d) && d == 10.0);   /* 10 of 100 */
+	assert_false(table_view_value(x.t, &v, 1, 7, &d));               /* no references */
+	assert_true(table_view_value(x.t, &v, 0, 2, &d) && d > 57.1 && d < 57.2);  /* 2000/3500 */
 	/* by the sort column, the undefined last: b has no miss rate */
 	vo.sort = 7;
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	assert_int_equal(v.rows[0].frame, x.a);
 	assert_false(v.rows[1].has_key);
-	top_view_release(&v);
+	table_view_release(&v);
 	teardown(&x);
 }
 
@@ -253,8 +279,8 @@ static void test_text_fits(void **state)
 {
 	static const char *const ev[] = { "cycles", "instructions" };
 	struct fixture x;
-	struct top_view v = { 0 };
-	struct top_view_opts vo = { .tid = TOP_ALL_THREADS, .sort = TOP_COL_TOTAL };
+	struct table_view v = { 0 };
+	struct table_view_opts vo = { .tid = TABLE_ALL_THREADS, .sort = TABLE_COL_TOTAL };
 	uint32_t s[] = { 0 };
 	uint64_t val[] = { 1, 100, 50 };
 	struct buf b;
@@ -262,34 +288,34 @@ static void test_text_fits(void **state)
 
 	setup_events(&x, ev, 2);
 	s[0] = frame(x.p, FRAME_PYTHON, "a_function_with_a_long_name_é_and_more", 3, NULL);
-	assert_int_equal(top_table_add(x.t, 1, s, 1, val, 3), 0);
-	assert_int_equal(top_table_view(x.t, &vo, &v), 0);
+	assert_int_equal(table_add(x.t, 1, s, 1, val, 3), 0);
+	assert_int_equal(table_view(x.t, &vo, &v), 0);
 	buf_init(&b);
 	/* no limit: every column, the whole name */
-	assert_int_equal(top_table_fit(x.t, 0), 4);
-	assert_int_equal(top_table_header_text(x.t, &v, 0, &b), 0);
+	assert_int_equal(table_fit(x.t, 0), 4);
+	assert_int_equal(table_header_text(x.t, &v, 0, &b), 0);
 	assert_string_equal(b.data, "  self% *total%  instructions%     IPC function");
 	buf_reset(&b);
-	assert_int_equal(top_table_row_text(x.t, &v, 0, 0, &b), 0);
+	assert_int_equal(table_row_text(x.t, &v, 0, 0, &b), 0);
 	assert_string_equal(b.data, "  100.0   100.0          100.0    0.50 "
 				    "a_function_with_a_long_name_é_and_more (w.py:3)");
 	/* 40 columns: self and total (8 + 8; instructions% needs 15 more, and the name 20) and
 	 * 24 of the name, cut with ".." */
-	assert_int_equal(top_table_fit(x.t, 40), 2);
+	assert_int_equal(table_fit(x.t, 40), 2);
 	buf_reset(&b);
-	assert_int_equal(top_table_row_text(x.t, &v, 0, 40, &b), 0);
+	assert_int_equal(table_row_text(x.t, &v, 0, 40, &b), 0);
 	assert_string_equal(b.data, "  100.0   100.0 a_function_with_a_long..");
 	/* a cut inside the UTF-8 name: whole characters */
 	buf_reset(&b);
-	assert_int_equal(top_table_row_text(x.t, &v, 0, 47, &b), 0);
+	assert_int_equal(table_row_text(x.t, &v, 0, 47, &b), 0);
 	assert_string_equal(b.data, "  100.0   100.0 a_function_with_a_long_name_é..");
 	/* too narrow for any column: the name alone */
-	assert_int_equal(top_table_fit(x.t, 10), 0);
+	assert_int_equal(table_fit(x.t, 10), 0);
 	buf_reset(&b);
-	assert_int_equal(top_table_row_text(x.t, &v, 0, 10, &b), 0);
+	assert_int_equal(table_row_text(x.t, &v, 0, 10, &b), 0);
 	assert_string_equal(b.data, "a_functi..");
 	buf_release(&b);
-	top_view_release(&v);
+	table_view_release(&v);
 	teardown(&x);
 }
 

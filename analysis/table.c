@@ -1,39 +1,51 @@
 /*
- * top_table: the per-(thread, function) sums behind `hwspy top`, their views and their text
- * (top_table.h).
+ * table: the per-(thread, function) sums behind `hwspy top`, their views and their text
+ * (table.h).
  *
  * Rows are entries keyed (tid, frame) in one open-addressing hash of entry indexes; the rows of
- * all threads together are entries of their own, keyed (TOP_ALL_THREADS, frame), added to with
+ * all threads together are entries of their own, keyed (TABLE_ALL_THREADS, frame), added to with
  * every sample, so a view is one pass over the entries. Each entry's self and total vectors
  * sit in vals, 2 x n_values from its off. An add reserves everything it may need first, so it
  * fails before it changes anything.
  *
- * One function, one row: frames of the profile that read the same (folded_frame_text(): a
- * native leaf seen at two addresses of one function ...) count as one, the first id of that
- * text (canon[id], from the pooled texts' map tmap).
+ * One function, one row: frames that read the same (frame_name(): a native leaf seen at two
+ * addresses of one function ...) count as one, the first id of that text (fr[id].canon, from
+ * the pooled texts' map tmap). The event names live in a profile of the table's own (no
+ * frames, no samples), which output/ratios.h derives the ratio columns from.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/table.h"
+#include "base/array.h"
 #include "base/hash.h"
 #include "base/strpool.h"
-#include "cli/top_table.h"
-#include "output/output.h"
+#include "base/text.h"
+#include "output/profile.h"
 #include "output/ratios.h"
 
-#define CANON_NONE UINT32_MAX
-
-struct top_entry {
+struct table_entry {
 	uint32_t tid, frame;
 	size_t off;                     /* into vals: self, then total */
 };
 
-struct top_table {
-	const struct profile *prof;
-	size_t nv;                      /* n_values */
-	struct top_entry *ent;
+/* What the table knows of a frame id, from the first sample that held it. */
+struct table_frame {
+	uint64_t stamp;                 /* the last sample it was counted in */
+	uint32_t canon;                 /* the first id of its text + 1 (0: not seen yet) */
+	bool native;                    /* frame_native() */
+	const char *text;               /* pooled */
+};
+
+struct table {
+	struct profile *ev;             /* the events (names), for ratios_init() */
+	const char *(*frame_name)(void *ctx, uint32_t id);
+	bool (*frame_native)(void *ctx, uint32_t id);
+	void *ctx;
+	size_t ne, nv;                  /* n_events, n_values */
+	struct table_entry *ent;
 	size_t n_ent, cap_ent;
 	uint64_t *vals;                 /* 2 * nv per entry */
 	uint32_t *hash;                 /* entry index + 1, 0 empty */
@@ -42,9 +54,8 @@ struct top_table {
 	uint64_t *tsum;                 /* nv per thread, in the order of tids */
 	size_t n_thr, cap_thr;
 	uint64_t *sum;                  /* every thread's */
-	uint64_t *stamp;                /* per frame id: the last sample it was counted in */
-	uint32_t *canon;                /* per frame id: the first id of its text, or CANON_NONE */
-	size_t n_stamp;                 /* ids stamp and canon hold */
+	struct table_frame *fr;         /* per frame id */
+	size_t fr_cap;                  /* ids fr holds */
 	struct strpool texts;
 	struct tmap { const char *text; uint32_t id; } *tmap;   /* pooled text -> first id */
 	size_t tmap_cap, tmap_n;        /* tmap_cap a power of 2 (0: none yet) */
@@ -55,7 +66,7 @@ struct top_table {
 	struct buf names;               /* column names, NUL-terminated */
 };
 
-static int add_col(struct top_table *t, const char *name, size_t len)
+static int add_col(struct table *t, const char *name, size_t len)
 {
 	t->col_name[t->n_cols] = t->names.len;
 	if (buf_append(&t->names, name, len) < 0 || buf_putc(&t->names, '\0') < 0)
@@ -66,7 +77,7 @@ static int add_col(struct top_table *t, const char *name, size_t len)
 
 /* "cache-misses per 1k instructions" -> "cache-misses/1k-instr", "cache miss rate" -> "cache
  * miss%": narrow enough for a column */
-static int add_ratio_col(struct top_table *t, const char *label)
+static int add_ratio_col(struct table *t, const char *label)
 {
 	static const struct { const char *long_end, *short_end; } cuts[] = {
 		{ " per 1k instructions", "/1k-instr" },
@@ -85,48 +96,57 @@ static int add_ratio_col(struct top_table *t, const char *label)
 	return add_col(t, label, n);
 }
 
-static int init_columns(struct top_table *t)
+static int init_columns(struct table *t)
 {
-	size_t ne = profile_n_events(t->prof);
 	int r = add_col(t, "self%", 5);
 
 	if (r >= 0)
 		r = add_col(t, "total%", 6);
-	for (size_t i = 1; i < ne && r >= 0; i++) {
+	for (size_t i = 1; i < t->ne && r >= 0; i++) {
 		char name[160];
-		snprintf(name, sizeof(name), "%s%%", profile_event(t->prof, i)->name);
+		snprintf(name, sizeof(name), "%s%%", profile_event(t->ev, i)->name);
 		r = add_col(t, name, strlen(name));
 	}
 	if (r >= 0)
-		r = ratios_init(&t->ratios, t->prof);
+		r = ratios_init(&t->ratios, t->ev);
 	for (size_t i = 0; i < t->ratios.n && r >= 0; i++)
 		r = add_ratio_col(t, ratio_label(&t->ratios, i));
 	return r;
 }
 
-int top_table_new(const struct profile *prof, struct top_table **ret)
+int table_new(const struct table_opts *o, struct table **ret)
 {
-	struct top_table *t = calloc(1, sizeof(*t));
+	struct table *t;
 
 	*ret = NULL;
+	if (!o->n_events || o->n_events > PROFILE_MAX_EVENTS || !o->events || !o->frame_name)
+		return -EINVAL;
+	for (size_t i = 0; i < o->n_events; i++)
+		if (!o->events[i])
+			return -EINVAL;
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->prof = prof;
-	t->nv = profile_n_values(prof);
+	t->frame_name = o->frame_name;
+	t->frame_native = o->frame_native;
+	t->ctx = o->ctx;
+	t->ne = o->n_events;
+	t->nv = 1 + o->n_events;
 	buf_init(&t->names);
 	strpool_init(&t->texts);
 	t->ratios.n = 0;
 	buf_init(&t->ratios.labels);
+	t->ev = profile_new(o->events, o->n_events);
 	t->sum = calloc(t->nv, sizeof(uint64_t));
-	if (!t->sum || init_columns(t) < 0) {
-		top_table_free(t);
+	if (!t->ev || !t->sum || init_columns(t) < 0) {
+		table_free(t);
 		return -ENOMEM;
 	}
 	*ret = t;
 	return 0;
 }
 
-void top_table_free(struct top_table *t)
+void table_free(struct table *t)
 {
 	if (!t)
 		return;
@@ -136,22 +156,27 @@ void top_table_free(struct top_table *t)
 	free(t->tids);
 	free(t->tsum);
 	free(t->sum);
-	free(t->stamp);
-	free(t->canon);
+	free(t->fr);
 	free(t->tmap);
 	strpool_release(&t->texts);
 	ratios_release(&t->ratios);
 	buf_release(&t->names);
+	profile_free(t->ev);
 	free(t);
 }
 
-static size_t slot_of(const struct top_table *t, uint32_t tid, uint32_t frame)
+size_t table_n_values(const struct table *t)
+{
+	return t->nv;
+}
+
+static size_t slot_of(const struct table *t, uint32_t tid, uint32_t frame)
 {
 	return hash_u64(((uint64_t) tid << 32) | frame) & (t->hcap - 1);
 }
 
 /* The entry (tid, frame), or SIZE_MAX. */
-static size_t find_entry(const struct top_table *t, uint32_t tid, uint32_t frame)
+static size_t find_entry(const struct table *t, uint32_t tid, uint32_t frame)
 {
 	if (!t->hcap)
 		return SIZE_MAX;
@@ -165,7 +190,7 @@ static size_t find_entry(const struct top_table *t, uint32_t tid, uint32_t frame
 	return SIZE_MAX;
 }
 
-static void hash_put(struct top_table *t, size_t idx)
+static void hash_put(struct table *t, size_t idx)
 {
 	size_t s = slot_of(t, t->ent[idx].tid, t->ent[idx].frame);
 
@@ -174,38 +199,19 @@ static void hash_put(struct top_table *t, size_t idx)
 	t->hash[s] = (uint32_t) idx + 1;
 }
 
-/* p (an array of *cap items of size bytes) grown to hold need: the array (*cap updated), or
- * NULL on -ENOMEM (p and *cap as they were). */
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return p;
-	while (n < need)
-		n *= 2;
-	if (n > SIZE_MAX / size)
-		return NULL;
-	q = realloc(p, n * size);
-	if (q)
-		*cap = n;
-	return q;
-}
-
 /* Room for extra more entries (their vectors and hash slots): 0 or -ENOMEM. */
-static int reserve_entries(struct top_table *t, size_t extra)
+static int reserve_entries(struct table *t, size_t extra)
 {
 	size_t need = t->n_ent + extra, cap = t->cap_ent, hcap = t->hcap ? t->hcap : 128;
-	struct top_entry *ent;
 	void *v;
 
 	if (need > UINT32_MAX - 1)
 		return -ENOMEM;
-	ent = grow(t->ent, &cap, need, sizeof(*t->ent));
-	if (!ent)
+	/* ent grows first, cap_ent after vals: a failure between leaves them consistent */
+	if (array_grow((void **) &t->ent, &cap, need, sizeof(*t->ent), 64) < 0)
 		return -ENOMEM;
-	t->ent = ent;
+	if (cap > SIZE_MAX / 2 / t->nv / sizeof(uint64_t))
+		return -ENOMEM;
 	v = realloc(t->vals, cap * 2 * t->nv * sizeof(uint64_t));
 	if (!v)
 		return -ENOMEM;     /* ent grew, cap_ent did not: still consistent */
@@ -227,10 +233,9 @@ static int reserve_entries(struct top_table *t, size_t extra)
 }
 
 /* The index of thread tid in tids, inserting it (and its zeroed sum): SIZE_MAX on -ENOMEM. */
-static size_t thread_index(struct top_table *t, uint32_t tid)
+static size_t thread_index(struct table *t, uint32_t tid)
 {
 	size_t lo = 0, hi = t->n_thr, cap = t->cap_thr;
-	uint32_t *tids;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -241,10 +246,9 @@ static size_t thread_index(struct top_table *t, uint32_t tid)
 		else
 			hi = mid;
 	}
-	tids = grow(t->tids, &cap, t->n_thr + 1, sizeof(*t->tids));
-	if (!tids)
+	/* tids grows first, cap_thr after tsum: a failure between leaves them consistent */
+	if (array_grow((void **) &t->tids, &cap, t->n_thr + 1, sizeof(*t->tids), 64) < 0)
 		return SIZE_MAX;
-	t->tids = tids;
 	if (cap != t->cap_thr) {
 		uint64_t *s = realloc(t->tsum, cap * t->nv * sizeof(uint64_t));
 		if (!s)
@@ -262,14 +266,14 @@ static size_t thread_index(struct top_table *t, uint32_t tid)
 }
 
 /* The entry (tid, frame), created zeroed if new (room reserved by the caller). */
-static size_t entry(struct top_table *t, uint32_t tid, uint32_t frame)
+static size_t entry(struct table *t, uint32_t tid, uint32_t frame)
 {
 	size_t i = find_entry(t, tid, frame);
 
 	if (i != SIZE_MAX)
 		return i;
 	i = t->n_ent++;
-	t->ent[i] = (struct top_entry) { .tid = tid, .frame = frame, .off = i * 2 * t->nv };
+	t->ent[i] = (struct table_entry) { .tid = tid, .frame = frame, .off = i * 2 * t->nv };
 	memset(t->vals + t->ent[i].off, 0, 2 * t->nv * sizeof(uint64_t));
 	hash_put(t, i);
 	return i;
@@ -281,37 +285,22 @@ static void add_vec(uint64_t *dst, const uint64_t *v, size_t n)
 		dst[i] += v[i];
 }
 
-/* Room for the sample's frames in stamp and canon: 0 or -ENOMEM. */
-static int reserve_stamps(struct top_table *t, const uint32_t *frames, size_t depth)
+/* Room for the sample's frames in fr: 0, -EINVAL (the id UINT32_MAX), -ENOMEM. */
+static int reserve_frames(struct table *t, const uint32_t *frames, size_t depth)
 {
-	size_t need = 0, n = t->n_stamp;
-	uint64_t *s;
-	uint32_t *c;
+	size_t need = 0;
 
-	for (size_t i = 0; i < depth; i++)
+	for (size_t i = 0; i < depth; i++) {
+		if (frames[i] == UINT32_MAX)
+			return -EINVAL;
 		if ((size_t) frames[i] + 1 > need)
 			need = (size_t) frames[i] + 1;
-	if (need <= t->n_stamp)
-		return 0;
-	n = n ? n : 256;
-	while (n < need)
-		n *= 2;
-	s = realloc(t->stamp, n * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	t->stamp = s;
-	c = realloc(t->canon, n * sizeof(*c));
-	if (!c)
-		return -ENOMEM;     /* stamp grew, n_stamp did not: still consistent */
-	t->canon = c;
-	memset(s + t->n_stamp, 0, (n - t->n_stamp) * sizeof(*s));
-	memset(c + t->n_stamp, 0xff, (n - t->n_stamp) * sizeof(*c));
-	t->n_stamp = n;
-	return 0;
+	}
+	return array_grow((void **) &t->fr, &t->fr_cap, need, sizeof(*t->fr), 256);
 }
 
 /* The slot of text in tmap (its own, or the empty one where it goes). */
-static size_t tmap_slot(const struct top_table *t, const char *text)
+static size_t tmap_slot(const struct table *t, const char *text)
 {
 	size_t s = hash_u64((uint64_t) (uintptr_t) text) & (t->tmap_cap - 1);
 
@@ -320,7 +309,7 @@ static size_t tmap_slot(const struct top_table *t, const char *text)
 	return s;
 }
 
-static int tmap_grow(struct top_table *t)
+static int tmap_grow(struct table *t)
 {
 	size_t cap = t->tmap_cap ? 2 * t->tmap_cap : 256;
 	struct tmap *old = t->tmap, *m = calloc(cap, sizeof(*m));
@@ -337,74 +326,74 @@ static int tmap_grow(struct top_table *t)
 	return 0;
 }
 
-/* canon[id] set for the sample's frames (room reserved): 0 or -ENOMEM. */
-static int canon_frames(struct top_table *t, const uint32_t *frames, size_t depth)
+/* fr[id] set for the sample's frames not seen before (room reserved): 0, -EINVAL (a frame with
+ * no name), -ENOMEM. What it set stays (a cache of the names): no count changes. */
+static int canon_frames(struct table *t, const uint32_t *frames, size_t depth)
 {
-	struct buf text;
-	int r = 0;
-
-	buf_init(&text);
-	for (size_t i = 0; i < depth && r >= 0; i++) {
-		const char *pooled;
+	for (size_t i = 0; i < depth; i++) {
+		struct table_frame *f = &t->fr[frames[i]];
+		const char *name, *pooled;
 		size_t slot;
 
-		if (t->canon[frames[i]] != CANON_NONE)
+		if (f->canon)
 			continue;
-		buf_reset(&text);
-		r = folded_frame_text(profile_frame(t->prof, frames[i]), &text);
-		pooled = r < 0 ? NULL : strpool_intern(&t->texts, text.data, text.len);
-		if (!pooled || (2 * (t->tmap_n + 1) > t->tmap_cap && tmap_grow(t) < 0)) {
-			r = -ENOMEM;
-			break;
-		}
+		name = t->frame_name(t->ctx, frames[i]);
+		if (!name)
+			return -EINVAL;
+		pooled = strpool_intern(&t->texts, name, strlen(name));
+		if (!pooled || (2 * (t->tmap_n + 1) > t->tmap_cap && tmap_grow(t) < 0))
+			return -ENOMEM;
 		slot = tmap_slot(t, pooled);
 		if (!t->tmap[slot].text) {
 			t->tmap[slot] = (struct tmap) { .text = pooled, .id = frames[i] };
 			t->tmap_n++;
 		}
-		t->canon[frames[i]] = t->tmap[slot].id;
+		f->text = pooled;
+		f->native = t->frame_native && t->frame_native(t->ctx, frames[i]);
+		f->canon = t->tmap[slot].id + 1;
 	}
-	buf_release(&text);
-	return r;
+	return 0;
 }
 
-int top_table_add(struct top_table *t, uint32_t tid, const uint32_t *frames, size_t depth,
+int table_add(struct table *t, uint32_t tid, const uint32_t *frames, size_t depth,
 		  const uint64_t *values, size_t n_values)
 {
-	size_t nframes = profile_n_frames(t->prof), ti;
+	size_t ti;
 	uint32_t leaf;
+	int r;
 
-	if (n_values != t->nv || !depth || tid == TOP_ALL_THREADS)
+	if (n_values != t->nv || !depth || tid == TABLE_ALL_THREADS)
 		return -EINVAL;
-	for (size_t i = 0; i < depth; i++)
-		if (frames[i] >= nframes)
-			return -EINVAL;
-	if (depth > SIZE_MAX / 4 || reserve_entries(t, 2 * depth) < 0 ||
-	    reserve_stamps(t, frames, depth) < 0 || canon_frames(t, frames, depth) < 0)
+	if (depth > SIZE_MAX / 4 || reserve_entries(t, 2 * depth) < 0)
 		return -ENOMEM;
+	r = reserve_frames(t, frames, depth);
+	if (r >= 0)
+		r = canon_frames(t, frames, depth);
+	if (r < 0)
+		return r;
 	ti = thread_index(t, tid);
 	if (ti == SIZE_MAX)
 		return -ENOMEM;
 	t->seq++;
 	for (size_t i = 0; i < depth; i++) {
-		uint32_t f = t->canon[frames[i]];
+		uint32_t f = t->fr[frames[i]].canon - 1;
 
-		if (t->stamp[f] == t->seq)
+		if (t->fr[f].stamp == t->seq)
 			continue;       /* a recursion: once per stack */
-		t->stamp[f] = t->seq;
+		t->fr[f].stamp = t->seq;
 		add_vec(t->vals + t->ent[entry(t, tid, f)].off + t->nv, values, t->nv);
-		add_vec(t->vals + t->ent[entry(t, TOP_ALL_THREADS, f)].off + t->nv, values, t->nv);
+		add_vec(t->vals + t->ent[entry(t, TABLE_ALL_THREADS, f)].off + t->nv, values, t->nv);
 	}
-	leaf = t->canon[frames[depth - 1]];
+	leaf = t->fr[frames[depth - 1]].canon - 1;
 	add_vec(t->vals + t->ent[entry(t, tid, leaf)].off, values, t->nv);
-	add_vec(t->vals + t->ent[entry(t, TOP_ALL_THREADS, leaf)].off, values, t->nv);
+	add_vec(t->vals + t->ent[entry(t, TABLE_ALL_THREADS, leaf)].off, values, t->nv);
 	add_vec(t->tsum + ti * t->nv, values, t->nv);
 	add_vec(t->sum, values, t->nv);
 	t->samples++;
 	return 0;
 }
 
-void top_table_zero(struct top_table *t)
+void table_zero(struct table *t)
 {
 	t->n_ent = 0;
 	if (t->hash)
@@ -415,50 +404,55 @@ void top_table_zero(struct top_table *t)
 	t->samples = 0;
 }
 
-uint64_t top_table_samples(const struct top_table *t)
+uint64_t table_samples(const struct table *t)
 {
 	return t->samples;
 }
 
-size_t top_table_n_threads(const struct top_table *t)
+size_t table_n_threads(const struct table *t)
 {
 	return t->n_thr;
 }
 
-uint32_t top_table_thread(const struct top_table *t, size_t i)
+uint32_t table_thread(const struct table *t, size_t i)
 {
-	return i < t->n_thr ? t->tids[i] : TOP_ALL_THREADS;
+	return i < t->n_thr ? t->tids[i] : TABLE_ALL_THREADS;
 }
 
-uint32_t top_table_next_thread(const struct top_table *t, uint32_t tid)
+uint32_t table_next_thread(const struct table *t, uint32_t tid)
 {
-	if (tid == TOP_ALL_THREADS)
-		return t->n_thr ? t->tids[0] : TOP_ALL_THREADS;
+	if (tid == TABLE_ALL_THREADS)
+		return t->n_thr ? t->tids[0] : TABLE_ALL_THREADS;
 	for (size_t i = 0; i < t->n_thr; i++)
 		if (t->tids[i] > tid)
 			return t->tids[i];
-	return TOP_ALL_THREADS;
+	return TABLE_ALL_THREADS;
 }
 
-size_t top_table_n_columns(const struct top_table *t)
+size_t table_n_columns(const struct table *t)
 {
 	return t->n_cols;
 }
 
-const char *top_table_column_name(const struct top_table *t, size_t col)
+const char *table_column_name(const struct table *t, size_t col)
 {
 	return col < t->n_cols ? t->names.data + t->col_name[col] : NULL;
 }
 
-static bool value_of(const struct top_table *t, const uint64_t *self, const uint64_t *total,
+const char *table_frame_text(const struct table *t, uint32_t id)
+{
+	return id < t->fr_cap && t->fr[id].canon ? t->fr[id].text : NULL;
+}
+
+static bool value_of(const struct table *t, const uint64_t *self, const uint64_t *total,
 		     const uint64_t *sum, size_t col, double *ret)
 {
-	size_t ne = profile_n_events(t->prof);
+	size_t ne = t->ne;
 
-	if (col == TOP_COL_SELF || col == TOP_COL_TOTAL) {
+	if (col == TABLE_COL_SELF || col == TABLE_COL_TOTAL) {
 		if (!sum[1])
 			return false;
-		*ret = 100.0 * (double) (col == TOP_COL_SELF ? self : total)[1] / (double) sum[1];
+		*ret = 100.0 * (double) (col == TABLE_COL_SELF ? self : total)[1] / (double) sum[1];
 		return true;
 	}
 	if (col < 1 + ne) {
@@ -472,7 +466,7 @@ static bool value_of(const struct top_table *t, const uint64_t *self, const uint
 	return false;
 }
 
-bool top_view_value(const struct top_table *t, const struct top_view *v, size_t i, size_t col,
+bool table_view_value(const struct table *t, const struct table_view *v, size_t i, size_t col,
 		    double *ret)
 {
 	if (i >= v->n)
@@ -482,7 +476,7 @@ bool top_view_value(const struct top_table *t, const struct top_view *v, size_t 
 
 static int row_cmp(const void *a, const void *b)
 {
-	const struct top_row *x = a, *y = b;
+	const struct table_row *x = a, *y = b;
 
 	if (x->has_key != y->has_key)
 		return x->has_key ? -1 : 1;
@@ -493,22 +487,20 @@ static int row_cmp(const void *a, const void *b)
 	return x->frame < y->frame ? -1 : x->frame > y->frame;
 }
 
-static bool hidden(const struct top_table *t, uint32_t frame, bool hide_native)
+static bool hidden(const struct table *t, uint32_t frame, bool hide_native)
 {
-	const struct profile_frame *f = profile_frame(t->prof, frame);
-
-	return hide_native && f && (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL);
+	return hide_native && frame < t->fr_cap && t->fr[frame].native;
 }
 
-int top_table_view(struct top_table *t, const struct top_view_opts *vo, struct top_view *v)
+int table_view(struct table *t, const struct table_view_opts *vo, struct table_view *v)
 {
 	size_t ti = SIZE_MAX;
 
 	v->n = 0;
 	v->tid = vo->tid;
-	v->sort = vo->sort < t->n_cols ? vo->sort : TOP_COL_SELF;
+	v->sort = vo->sort < t->n_cols ? vo->sort : TABLE_COL_SELF;
 	v->sum = t->sum;
-	if (vo->tid != TOP_ALL_THREADS) {
+	if (vo->tid != TABLE_ALL_THREADS) {
 		for (size_t i = 0; i < t->n_thr && ti == SIZE_MAX; i++)
 			if (t->tids[i] == vo->tid)
 				ti = i;
@@ -517,16 +509,13 @@ int top_table_view(struct top_table *t, const struct top_view_opts *vo, struct t
 		v->sum = t->tsum + ti * t->nv;
 	}
 	for (size_t i = 0; i < t->n_ent; i++) {
-		const struct top_entry *e = &t->ent[i];
-		struct top_row *row;
+		const struct table_entry *e = &t->ent[i];
+		struct table_row *row;
 
 		if (e->tid != vo->tid || hidden(t, e->frame, vo->hide_native))
 			continue;
-		struct top_row *rows = grow(v->rows, &v->cap, v->n + 1, sizeof(*v->rows));
-
-		if (!rows)
+		if (array_grow((void **) &v->rows, &v->cap, v->n + 1, sizeof(*v->rows), 64) < 0)
 			return -ENOMEM;
-		v->rows = rows;
 		row = &v->rows[v->n++];
 		row->frame = e->frame;
 		row->self = t->vals + e->off;
@@ -538,50 +527,30 @@ int top_table_view(struct top_table *t, const struct top_view_opts *vo, struct t
 	return 0;
 }
 
-void top_view_release(struct top_view *v)
+void table_view_release(struct table_view *v)
 {
 	free(v->rows);
-	*v = (struct top_view) { 0 };
+	*v = (struct table_view) { 0 };
 }
 
 /* A column's width: its name and the sort marker, at least 7 ("100.0%" and a space). */
-static int col_width(const struct top_table *t, size_t col)
+static int col_width(const struct table *t, size_t col)
 {
-	int n = (int) strlen(top_table_column_name(t, col)) + 1;
+	int n = (int) strlen(table_column_name(t, col)) + 1;
 
 	return n < 7 ? 7 : n;
 }
 
-size_t top_table_fit(const struct top_table *t, int width)
+size_t table_fit(const struct table *t, int width)
 {
 	int used = 0;
 	size_t n = 0;
 
 	if (width <= 0)
 		return t->n_cols;
-	while (n < t->n_cols && used + col_width(t, n) + 1 + TOP_MIN_NAME <= width)
+	while (n < t->n_cols && used + col_width(t, n) + 1 + TABLE_MIN_NAME <= width)
 		used += col_width(t, n++) + 1;
 	return n;
-}
-
-int top_cut_text(struct buf *out, const char *s, int room)
-{
-	size_t len = strlen(s), chars = 0, seen = 0, keep = 0;
-
-	for (size_t i = 0; i < len; i++)
-		chars += ((unsigned char) s[i] & 0xc0) != 0x80;
-	if (room < 0 || chars <= (size_t) room)
-		return buf_append(out, s, len);
-	if (room < 2)
-		return room ? buf_putc(out, '.') : 0;
-	for (size_t i = 0; i < len; i++) {
-		if (((unsigned char) s[i] & 0xc0) != 0x80 && seen++ == (size_t) room - 2)
-			break;
-		keep = i + 1;
-	}
-	if (buf_append(out, s, keep) < 0)
-		return -ENOMEM;
-	return buf_puts(out, "..");
 }
 
 /* What is left of width for the name after used columns (-1: no limit). */
@@ -590,31 +559,31 @@ static int name_room(int width, int used)
 	return width <= 0 ? -1 : width > used ? width - used : 0;
 }
 
-int top_table_header_text(const struct top_table *t, const struct top_view *v, int width,
+int table_header_text(const struct table *t, const struct table_view *v, int width,
 			  struct buf *out)
 {
-	size_t n = top_table_fit(t, width);
+	size_t n = table_fit(t, width);
 	int used = 0;
 
 	for (size_t c = 0; c < n; c++) {
 		char name[200];
 		snprintf(name, sizeof(name), "%s%s", c == v->sort ? "*" : "",
-			 top_table_column_name(t, c));
+			 table_column_name(t, c));
 		if (buf_printf(out, "%*s ", col_width(t, c), name) < 0)
 			return -ENOMEM;
 		used += col_width(t, c) + 1;
 	}
-	return top_cut_text(out, "function", name_room(width, used));
+	return text_cut(out, "function", name_room(width, used));
 }
 
 /* Column col's value as text, at most 31 characters. */
-static void value_text(const struct top_table *t, const struct top_view *v, size_t i, size_t col,
+static void value_text(const struct table *t, const struct table_view *v, size_t i, size_t col,
 		       char *text, size_t size)
 {
-	size_t ne = profile_n_events(t->prof);
+	size_t ne = t->ne;
 	double x;
 
-	if (!top_view_value(t, v, i, col, &x))
+	if (!table_view_value(t, v, i, col, &x))
 		snprintf(text, size, "-");
 	else if (col < 1 + ne || t->ratios.r[col - 1 - ne].percent)
 		snprintf(text, size, "%.1f", x);
@@ -622,12 +591,12 @@ static void value_text(const struct top_table *t, const struct top_view *v, size
 		snprintf(text, size, "%.2f", x);
 }
 
-int top_table_row_text(const struct top_table *t, const struct top_view *v, size_t i, int width,
+int table_row_text(const struct table *t, const struct table_view *v, size_t i, int width,
 		       struct buf *out)
 {
-	size_t n = top_table_fit(t, width);
-	int used = 0, r;
-	struct buf name;
+	size_t n = table_fit(t, width);
+	const char *name;
+	int used = 0;
 
 	if (i >= v->n)
 		return -EINVAL;
@@ -638,10 +607,6 @@ int top_table_row_text(const struct top_table *t, const struct top_view *v, size
 			return -ENOMEM;
 		used += col_width(t, c) + 1;
 	}
-	buf_init(&name);
-	r = folded_frame_text(profile_frame(t->prof, v->rows[i].frame), &name);
-	if (r >= 0)
-		r = top_cut_text(out, name.data, name_room(width, used));
-	buf_release(&name);
-	return r < 0 ? -ENOMEM : 0;
+	name = table_frame_text(t, v->rows[i].frame);
+	return text_cut(out, name ? name : "", name_room(width, used)) < 0 ? -ENOMEM : 0;
 }
