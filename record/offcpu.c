@@ -37,9 +37,6 @@
 #define OFFCPU_PREEMPT_WINDOW_NS 1000000 /* a switch-out record within this of its sample */
 #define OFFCPU_INITIAL_MAX 65536        /* threads of a process looked at for waits under way */
 #define OFFCPU_TREE_MAX 256             /* --subprocesses: processes of the tree looked at */
-#define SP_REG 7                        /* SYMBOLIZER_X86_64_REGS order: SP, then IP */
-#define IP_REG 8
-#define N_REGS SYMBOLIZER_N_REGS      /* the registers of a REGS_USER sample */
 
 struct waiting {
 	uint64_t out_ns;
@@ -424,9 +421,9 @@ static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t
 	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	if (got <= 0)
 		return 0;
-	memset(regs, 0, N_REGS * sizeof(*regs));
-	regs[SP_REG] = sc->sp;
-	regs[IP_REG] = sc->pc;
+	memset(regs, 0, REGS_USER_N * sizeof(*regs));
+	regs[REGS_SP] = sc->sp;
+	regs[REGS_IP] = sc->pc;
 	return (size_t) got;
 }
 
@@ -448,7 +445,7 @@ static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, 
 		struct sample s = { .pid = pid, .time_ns = rec->run_start_ns, .off_cpu = true };
 		struct pyframes_cut cut = { 0 };
 		struct procfs_syscall sc;
-		uint64_t regs[N_REGS], before, after;
+		uint64_t regs[REGS_USER_N], before, after;
 		char state, words[192], reason[224], *end;
 		long tid = strtol(e->d_name, &end, 10);
 		size_t n = 0;
@@ -467,7 +464,7 @@ static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, 
 		if (s.stack_size) {
 			s.stack = stack;
 			s.regs = regs;
-			s.n_regs = N_REGS;
+			s.n_regs = REGS_USER_N;
 			s.ip = sc.pc;
 			s.user = true;
 		}
