@@ -21,7 +21,6 @@
  * sampled before the read ended: it blocked once the events were open, and that sample covers
  * its wait; the one at the start is then dropped.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,29 +430,20 @@ static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t
  * interpreter is pf; stack: --native's buffer (or NULL). */
 static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, void *stack)
 {
-	char path[64];
-	struct dirent *e;
-	size_t seen = 0;
-	DIR *dir;
+	pid_t *tids = malloc(OFFCPU_INITIAL_MAX * sizeof(*tids));
+	int n_tids = tids ? procfs_tasks(pid, tids, OFFCPU_INITIAL_MAX) : -ENOMEM;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
 	rec->in_child = pid != rec->pid;
-	while ((e = readdir(dir)) && seen++ < OFFCPU_INITIAL_MAX) {
-		struct sample s = { .pid = pid, .time_ns = rec->run_start_ns, .off_cpu = true };
+	for (int i = 0; i < n_tids; i++) {
+		struct sample s = { .pid = pid, .tid = tids[i], .time_ns = rec->run_start_ns,
+				    .off_cpu = true };
 		struct pyframes_cut cut = { 0 };
 		struct procfs_syscall sc;
 		uint64_t regs[REGS_USER_N], before, after;
-		char state, words[192], reason[224], *end;
-		long tid = strtol(e->d_name, &end, 10);
+		char state, words[192], reason[224];
 		size_t n = 0;
 		int r = -ENOENT;
 
-		if (end == e->d_name || *end || tid <= 0)
-			continue;
-		s.tid = (pid_t) tid;
 		if (procfs_task_sched(pid, s.tid, &state, &before) < 0 ||
 		    !procfs_task_still(state) || procfs_task_syscall(pid, s.tid, &sc) < 0)
 			continue;
@@ -479,7 +469,7 @@ static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, 
 		rec->stats.off_cpu_initial++;
 	}
 	rec->in_child = false;
-	closedir(dir);
+	free(tids);
 }
 
 void record_offcpu_initial(struct recorder *rec)
