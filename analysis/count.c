@@ -4,7 +4,6 @@
  * switches each thread made by kind (from /proc), the totals and the threads from the counter,
  * the threads' names and their waits for the GIL.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -134,40 +133,30 @@ static struct stat_switches *switches_slot(struct stat_switch_log *l, pid_t tid)
 
 void stat_switches_read(struct stat_switch_log *l, pid_t pid)
 {
-	char path[64];
-	struct dirent *d;
-	DIR *dir;
-	size_t seen = 0;
+	pid_t *tids = malloc(STAT_SWITCH_THREADS * sizeof(*tids));
+	int n = tids ? procfs_tasks(pid, tids, STAT_SWITCH_THREADS) : -ENOMEM;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir)) && seen < STAT_SWITCH_THREADS) {
-		pid_t tid = (pid_t) strtol(d->d_name, NULL, 10);
+	for (int i = 0; i < n; i++) {
 		struct stat_switches *t;
 		uint64_t v = 0, nv = 0;
-		int64_t vol, invol;
 
-		if (tid <= 0 || procfs_task_switches(pid, tid, &v, &nv) < 0)
+		if (procfs_task_switches(pid, tids[i], &v, &nv) < 0)
 			continue;
-		vol = (int64_t) v;
-		invol = (int64_t) nv;
-		seen++;
-		t = switches_slot(l, tid);
+		t = switches_slot(l, tids[i]);
 		if (!t)
 			break;
 		if (t->first_vol < 0 && !l->started_late) {
-			t->first_vol = vol;
-			t->first_invol = invol;
+			t->first_vol = (int64_t) v;
+			t->first_invol = (int64_t) nv;
 		} else if (t->first_vol < 0) {
 			t->first_vol = t->first_invol = 0;   /* started since: all of its own */
 		}
-		t->vol = vol;
-		t->invol = invol;
+		t->vol = (int64_t) v;
+		t->invol = (int64_t) nv;
 	}
-	closedir(dir);
-	l->started_late = true;
+	free(tids);
+	if (n >= 0)
+		l->started_late = true;
 }
 
 void stat_switches_sum(const struct stat_switch_log *l, int64_t *vol, int64_t *invol)

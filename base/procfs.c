@@ -338,14 +338,12 @@ int procfs_task_live(pid_t pid, pid_t tid)
 
 /* threads looked at for a live one, at most (a zombie leader's process still runs some) */
 #define LIVE_SCAN_MAX 65536
+#define DESCENDANTS_TASKS_MAX 65536    /* threads of each process whose children are read */
 
 int procfs_live_tid(pid_t pid, pid_t *ret_tid)
 {
-	char path[64];
-	struct dirent *e;
-	size_t seen = 0;
-	int r = procfs_task_live(pid, 0);
-	DIR *d;
+	int r = procfs_task_live(pid, 0), n;
+	pid_t *tids;
 
 	if (r == 1) {
 		*ret_tid = pid;
@@ -353,24 +351,19 @@ int procfs_live_tid(pid_t pid, pid_t *ret_tid)
 	}
 	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
-	(void) snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	r = -ESRCH;
-	while (seen++ < LIVE_SCAN_MAX && (e = readdir(d))) {
-		char *end;
-		long tid = strtol(e->d_name, &end, 10);
-
-		if (*end || end == e->d_name || tid <= 0 || tid >= (1L << 30) || tid == pid)
-			continue;
-		if (procfs_task_live(pid, (pid_t) tid) == 1) {
-			*ret_tid = (pid_t) tid;
+	tids = malloc(LIVE_SCAN_MAX * sizeof(*tids));
+	if (!tids)
+		return -ENOMEM;
+	n = procfs_tasks(pid, tids, LIVE_SCAN_MAX);
+	r = n < 0 ? n : -ESRCH;
+	for (int i = 0; i < n; i++) {
+		if (tids[i] != pid && procfs_task_live(pid, tids[i]) == 1) {
+			*ret_tid = tids[i];
 			r = 0;
 			break;
 		}
 	}
-	(void) closedir(d);
+	free(tids);
 	return r;
 }
 
@@ -426,28 +419,25 @@ static void add_children(const char *path, pid_t root, pid_t *ret, size_t *n, si
 
 size_t procfs_descendants(pid_t pid, pid_t *ret, size_t max)
 {
+	pid_t *tids = malloc(DESCENDANTS_TASKS_MAX * sizeof(*tids));
 	size_t n = 0;
 
+	if (!tids)
+		return 0;
 	/* i == n: pid itself, first; then each descendant found, in turn */
 	for (size_t i = 0; i <= n && i <= max; i++) {
 		pid_t p = i == 0 ? pid : ret[i - 1];
-		char path[64];
-		struct dirent *e;
-		DIR *dir;
+		int n_tids = procfs_tasks(p, tids, DESCENDANTS_TASKS_MAX);
 
-		snprintf(path, sizeof(path), "/proc/%d/task", (int) p);
-		dir = opendir(path);
-		if (!dir)
-			continue;
-		while ((e = readdir(dir)) && n < max) {
-			if (e->d_name[0] < '1' || e->d_name[0] > '9')
-				continue;
-			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int) p,
-				 e->d_name);
+		for (int k = 0; k < n_tids && n < max; k++) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int) p,
+				 (int) tids[k]);
 			add_children(path, pid, ret, &n, max);
 		}
-		closedir(dir);
 	}
+	free(tids);
 	return n;
 }
 

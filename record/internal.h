@@ -241,7 +241,7 @@ int record_gc_at_sample(struct recorder *rec, const struct sample *s, int gil);
 int record_gc_frame(struct recorder *rec, int gil, size_t *depth);
 
 /* wait.c: the reason frame's name of a switch-out sample, e.g. "[wait: read fd 5 (pipe)]". */
-#define RECORD_OFF_CPU_REGS SYMBOLIZER_X86_64_REGS
+#define RECORD_OFF_CPU_REGS REGS_USER_MASK
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len);
 #define RECORD_GIL_WAIT_FRAME "[wait: GIL]"    /* its name for a wait for the GIL */
 

@@ -21,7 +21,6 @@
  * sampled before the read ended: it blocked once the events were open, and that sample covers
  * its wait; the one at the start is then dropped.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +36,6 @@
 #define OFFCPU_PREEMPT_WINDOW_NS 1000000 /* a switch-out record within this of its sample */
 #define OFFCPU_INITIAL_MAX 65536        /* threads of a process looked at for waits under way */
 #define OFFCPU_TREE_MAX 256             /* --subprocesses: processes of the tree looked at */
-#define SP_REG 7                        /* SYMBOLIZER_X86_64_REGS order: SP, then IP */
-#define IP_REG 8
-#define N_REGS SYMBOLIZER_N_REGS      /* the registers of a REGS_USER sample */
 
 struct waiting {
 	uint64_t out_ns;
@@ -424,9 +420,9 @@ static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t
 	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	if (got <= 0)
 		return 0;
-	memset(regs, 0, N_REGS * sizeof(*regs));
-	regs[SP_REG] = sc->sp;
-	regs[IP_REG] = sc->pc;
+	memset(regs, 0, REGS_USER_N * sizeof(*regs));
+	regs[REGS_SP] = sc->sp;
+	regs[REGS_IP] = sc->pc;
 	return (size_t) got;
 }
 
@@ -434,29 +430,20 @@ static size_t blocked_stack(pid_t pid, const struct procfs_syscall *sc, uint64_t
  * interpreter is pf; stack: --native's buffer (or NULL). */
 static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, void *stack)
 {
-	char path[64];
-	struct dirent *e;
-	size_t seen = 0;
-	DIR *dir;
+	pid_t *tids = malloc(OFFCPU_INITIAL_MAX * sizeof(*tids));
+	int n_tids = tids ? procfs_tasks(pid, tids, OFFCPU_INITIAL_MAX) : -ENOMEM;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
 	rec->in_child = pid != rec->pid;
-	while ((e = readdir(dir)) && seen++ < OFFCPU_INITIAL_MAX) {
-		struct sample s = { .pid = pid, .time_ns = rec->run_start_ns, .off_cpu = true };
+	for (int i = 0; i < n_tids; i++) {
+		struct sample s = { .pid = pid, .tid = tids[i], .time_ns = rec->run_start_ns,
+				    .off_cpu = true };
 		struct pyframes_cut cut = { 0 };
 		struct procfs_syscall sc;
-		uint64_t regs[N_REGS], before, after;
-		char state, words[192], reason[224], *end;
-		long tid = strtol(e->d_name, &end, 10);
+		uint64_t regs[REGS_USER_N], before, after;
+		char state, words[192], reason[224];
 		size_t n = 0;
 		int r = -ENOENT;
 
-		if (end == e->d_name || *end || tid <= 0)
-			continue;
-		s.tid = (pid_t) tid;
 		if (procfs_task_sched(pid, s.tid, &state, &before) < 0 ||
 		    !procfs_task_still(state) || procfs_task_syscall(pid, s.tid, &sc) < 0)
 			continue;
@@ -467,7 +454,7 @@ static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, 
 		if (s.stack_size) {
 			s.stack = stack;
 			s.regs = regs;
-			s.n_regs = N_REGS;
+			s.n_regs = REGS_USER_N;
 			s.ip = sc.pc;
 			s.user = true;
 		}
@@ -482,7 +469,7 @@ static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, 
 		rec->stats.off_cpu_initial++;
 	}
 	rec->in_child = false;
-	closedir(dir);
+	free(tids);
 }
 
 void record_offcpu_initial(struct recorder *rec)

@@ -180,7 +180,7 @@ int recorder_start(struct recorder *rec)
 		.wall = o->wall || (o->gil_waits && o->mode != RECORD_STOPS),
 		.switch_stack_size = o->wall && o->native ? o->stack_size : 0,
 		.subprocesses = o->subprocesses,
-		.regs_user_mask = SYMBOLIZER_X86_64_REGS,
+		.regs_user_mask = REGS_USER_MASK,
 		.event_fn = record_on_event, .event_ctx = rec,
 		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,
 		.sigchld = o->sigchld, .raise_nofile = o->raise_nofile,

@@ -319,7 +319,7 @@ static int native_frames(struct snapshot_process *p)
 
 		if (!t->regs_ok || !t->stack)
 			continue;
-		t->native_ok = symbolizer_unwind(p->sym, t->regs, STOP_N_REGS, t->stack,
+		t->native_ok = symbolizer_unwind(p->sym, t->regs, REGS_USER_N, t->stack,
 						 t->stack_len, t->ips, SNAPSHOT_NATIVE_MAX,
 						 &t->n_ips) >= 0;
 		if (!t->n_ips)

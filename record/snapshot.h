@@ -100,7 +100,7 @@ struct snapshot_thread {
 	size_t n_frames;
 	struct pyframes_cut cut;
 	int walk;                       /* 0, or the walk's -errno (-ENOENT: no thread state) */
-	uint64_t regs[STOP_N_REGS];     /* native: in perf's REGS_USER order */
+	uint64_t regs[REGS_USER_N];     /* native: in perf's REGS_USER order */
 	bool regs_ok;
 	unsigned char *stack;           /* ... a copy of its stack from SP (stack_len bytes) */
 	size_t stack_len;

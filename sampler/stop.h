@@ -8,7 +8,7 @@
  * when its turn comes (its state read again just before: one that waits by then in a call that
  * would not go on by itself after a stop, restarts() false, is left alone), waits a bounded time
  * (STOP_WAIT_NS, tracer.c) for each to stop and, with native, takes each stopped thread's
- * registers (perf's REGS_USER order for SYMBOLIZER_X86_64_REGS) and a copy of its stack from
+ * registers (perf's REGS_USER order for REGS_USER_MASK) and a copy of its stack from
  * SP. The threads it does not stop (gone, waiting by then, refused, not stopped in time) are
  * left for the caller to read as they wait or run.
  * No signal reaches the target and no call of its fails with EINTR: a thread the interrupt
@@ -33,10 +33,9 @@
 #include <sys/types.h>
 
 #include "base/procfs.h"
-#include "symbolizer/symbolizer.h"
+#include "base/regs.h"
 
 #define STOP_STACK_COPY (64 * 1024)     /* bytes of a stopped thread's stack copied (native) */
-#define STOP_N_REGS ((size_t) SYMBOLIZER_N_REGS)
 #define STOP_REG_SP 7                   /* ... where SP and IP are in that order */
 #define STOP_REG_IP 8
 
@@ -48,7 +47,7 @@ struct stopped_thread {
 	                                 * EINTR: the call was made again and the thread let go at
 	                                 * once, unread (it waits there now) */
 	bool regs_ok;
-	uint64_t regs[STOP_N_REGS];
+	uint64_t regs[REGS_USER_N];
 	unsigned char *stack;           /* malloc'd, stack_len bytes; NULL: none */
 	size_t stack_len;
 };

@@ -837,7 +837,7 @@ static void stop_take_native(struct stop *st, struct stopped_thread *t)
 			r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.rip, r.eflags,
 			r.cs, r.ss, r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15,
 		};
-		_Static_assert(sizeof(v) / sizeof(v[0]) == STOP_N_REGS, "SYMBOLIZER_X86_64_REGS");
+		_Static_assert(sizeof(v) / sizeof(v[0]) == REGS_USER_N, "REGS_USER_MASK");
 		memcpy(t->regs, v, sizeof(v));
 	}
 	t->regs_ok = true;

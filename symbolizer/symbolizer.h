@@ -15,9 +15,8 @@
  * address in no known mapping refresh once by themselves, rate-limited. Strings handed out stay
  * valid until symbolizer_free().
  *
- * Registers are perf's x86-64 PERF_SAMPLE_REGS_USER layout sampled with the mask
- * SYMBOLIZER_X86_64_REGS (AX BX CX DX SI DI BP SP IP FLAGS CS SS R8..R15, in perf_regs.h order
- * with the segment registers left out); the stack copy starts at regs' SP.
+ * Registers are perf's x86-64 PERF_SAMPLE_REGS_USER layout sampled with base/regs.h's
+ * REGS_USER_MASK (REGS_USER_N of them, enum regs_user); the stack copy starts at regs' SP.
  *
  * A struct symbolizer is used by one thread at a time. Unwinding reads only the stack copy and
  * the module files (the vdso: a copy taken when a refresh first saw it), never the live
@@ -35,12 +34,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SYMBOLIZER_X86_64_REGS 0xff0fffULL
-/* How many registers a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS holds (its
- * popcount): the one definition, for every stage that keeps such an array */
-#define SYMBOLIZER_N_REGS 20
-_Static_assert(__builtin_popcountll(SYMBOLIZER_X86_64_REGS) == SYMBOLIZER_N_REGS,
-	       "SYMBOLIZER_N_REGS is the popcount of SYMBOLIZER_X86_64_REGS");
+#include "base/regs.h"
+
 
 struct native_frame {
 	uint64_t addr;          /* the address looked up */

@@ -69,14 +69,6 @@
 #define SYM_MAX_BUILD_IDS    65536   /* module name -> build-id pairs remembered */
 #define SYM_MAX_RANGES       65536   /* function ranges per module without DWARF */
 
-/* Indexes into a REGS_USER array sampled with SYMBOLIZER_X86_64_REGS. */
-enum {
-	SYM_REG_AX, SYM_REG_BX, SYM_REG_CX, SYM_REG_DX, SYM_REG_SI, SYM_REG_DI, SYM_REG_BP,
-	SYM_REG_SP, SYM_REG_IP, SYM_REG_FLAGS, SYM_REG_CS, SYM_REG_SS,
-	SYM_REG_R8, SYM_REG_R9, SYM_REG_R10, SYM_REG_R11, SYM_REG_R12, SYM_REG_R13,
-	SYM_REG_R14, SYM_REG_R15,
-};
-
 /* ---- leaves (file.c) ------------------------------------------------------------------------ */
 
 /* Reads a whole (proc) file, at most max bytes, NUL-terminated; the caller frees *ret. */

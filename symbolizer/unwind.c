@@ -29,9 +29,9 @@
 
 /* DWARF x86-64 register number (0..16, rip = 16) -> index in the perf regs array. */
 static const int sym_dwarf_to_perf[17] = {
-	SYM_REG_AX, SYM_REG_DX, SYM_REG_CX, SYM_REG_BX, SYM_REG_SI, SYM_REG_DI, SYM_REG_BP,
-	SYM_REG_SP, SYM_REG_R8, SYM_REG_R9, SYM_REG_R10, SYM_REG_R11, SYM_REG_R12, SYM_REG_R13,
-	SYM_REG_R14, SYM_REG_R15, SYM_REG_IP,
+	REGS_AX, REGS_DX, REGS_CX, REGS_BX, REGS_SI, REGS_DI, REGS_BP,
+	REGS_SP, REGS_R8, REGS_R9, REGS_R10, REGS_R11, REGS_R12, REGS_R13,
+	REGS_R14, REGS_R15, REGS_IP,
 };
 
 static bool mem_read(const struct symbolizer *sym, uint64_t addr, uint64_t *val)
@@ -160,13 +160,13 @@ static bool jit_step(const struct symbolizer *sym, const struct dw_walk *w, uint
 	memcpy(&ra, c->stack + (sp - c->sp) + 8, 8);
 	if (ra == 0)
 		return false;
-	memcpy(regs, c->regs, SYMBOLIZER_N_REGS * sizeof(*regs));
-	regs[SYM_REG_IP] = ra;
-	regs[SYM_REG_SP] = sp + 16;
+	memcpy(regs, c->regs, REGS_USER_N * sizeof(*regs));
+	regs[REGS_IP] = ra;
+	regs[REGS_SP] = sp + 16;
 	if (saved > sp + 16 && saved - c->sp < c->stack_size)
-		regs[SYM_REG_BP] = saved;
+		regs[REGS_BP] = saved;
 	else if (w->have_bp)
-		regs[SYM_REG_BP] = w->last_bp;
+		regs[REGS_BP] = w->last_bp;
 	return true;
 }
 
@@ -174,7 +174,7 @@ static int unwind_libdw(struct symbolizer *sym, uint64_t *ret_ips, size_t max, s
 {
 	struct dw_walk w = { .ips = ret_ips, .max = max };
 	const uint64_t *sampled = sym->cur.regs;
-	uint64_t regs[SYMBOLIZER_N_REGS];
+	uint64_t regs[REGS_USER_N];
 
 	if (!sym->dwfl_attached) {
 		if (!dwfl_attach_state(sym->dwfl, NULL, sym->pid, &dw_callbacks, sym))
@@ -420,12 +420,12 @@ int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_reg
 	if (!ret_n)
 		return -EINVAL;
 	*ret_n = 0;
-	if (!regs || n_regs < SYMBOLIZER_N_REGS || !ret_ips || max == 0)
+	if (!regs || n_regs < REGS_USER_N || !ret_ips || max == 0)
 		return -EINVAL;
 	if (!stack || stack_size == 0)
 		return -EINVAL;
 	sym->cur = (struct unwind_ctx){
-		.regs = regs, .stack = stack, .sp = regs[SYM_REG_SP], .stack_size = stack_size,
+		.regs = regs, .stack = stack, .sp = regs[REGS_SP], .stack_size = stack_size,
 	};
 	sym->stats.unwinds++;
 	if (sym->unwinder == UNWIND_LIBUNWIND)
@@ -435,7 +435,7 @@ int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_reg
 	sym->cur = (struct unwind_ctx){ 0 };
 	if (r < 0 || n == 0) {
 		sym->stats.unwind_errors++;
-		ret_ips[0] = regs[SYM_REG_IP];
+		ret_ips[0] = regs[REGS_IP];
 		n = 1;
 	}
 	sym->stats.unwind_frames += n;

@@ -1,6 +1,6 @@
 /*
  * snapshot.h: a user-stack snapshot of the calling thread in perf's layout (REGS_USER with
- * SYMBOLIZER_X86_64_REGS + a copy of the stack from SP up), for the symbolizer tests.
+ * REGS_USER_MASK + a copy of the stack from SP up), for the symbolizer tests.
  *
  * snapshot_regs() stores the registers as they are in its caller right after it returns (IP =
  * the return address, SP = above it), so the snapshot describes the caller; the caller then

@@ -150,7 +150,7 @@ static bool run_target(char *const argv[], double seconds, const char *const *ch
 	a.freq = 1;
 	a.sample_freq = 999;
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-	a.sample_regs_user = SYMBOLIZER_X86_64_REGS;
+	a.sample_regs_user = REGS_USER_MASK;
 	a.sample_stack_user = STACK_BYTES;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
