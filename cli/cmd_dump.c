@@ -16,7 +16,7 @@
 #include "base/log.h"
 #include "base/outfile.h"
 #include "cli/cli.h"
-#include "cli/record.h"
+#include "cli/args.h"
 #include "include/hwspy.h"
 
 struct dump_opts {

@@ -25,11 +25,12 @@
 #include "analysis/stat.h"             /* the sampling run's tally (stat_tally) */
 #include "base/log.h"
 #include "cli/cli.h"
-#include "cli/record.h"
+#include "cli/args.h"
 #include "cli/session.h"
 #include "include/hwspy.h"
 #include "output/profile.h"
 #include "record/record.h"
+#include "sampler/sampler.h"
 
 #define STAT_RATE 100                   /* the sampling run's samples per second per thread */
 
@@ -183,7 +184,15 @@ static void user_only_event(const struct hwspy_count *c, struct event_spec *e)
  * its default period, a hardware one at the run's rate), so that a function is named by the
  * samples its own event took where it ran, not by counts read at the CPU's samples, which
  * credit whatever ran at the next one. */
-static void sampling_events(const struct hwspy_count *c, struct record_args *r)
+/* The sampling run's options and events (recpath: cli/args.h's struct record_args holds no
+ * internal type any more; this run moves into the library's counting, statpath's). */
+struct stat_ra {
+	struct record_args r;
+	struct event_spec events[SAMPLER_MAX_EVENTS];
+	size_t n_events;
+};
+
+static void sampling_events(const struct hwspy_count *c, struct stat_ra *r)
 {
 	const char *names[16];
 	size_t n = 0, n_ev;
@@ -216,20 +225,20 @@ static void sampling_events(const struct hwspy_count *c, struct record_args *r)
 			continue;
 		user_only_event(c, e);
 		/* in user space alone a switch counts none: not a column to name functions by */
-		if ((hwspy_count_user_only(c) && record_kernel_only(e)) || events_probe(e, 0) < 0)
+		if ((hwspy_count_user_only(c) && record_event_kernel_only(e)) || events_probe(e, 0) < 0)
 			continue;
-		r->leaders |= 1u << r->n_events;
+		r->r.leaders |= 1u << r->n_events;
 		r->n_events++;
 	}
-	r->freq = STAT_RATE;
-	r->function = true;
-	r->stack_size = RECORD_DEFAULT_STACK_SIZE;
+	r->r.freq = STAT_RATE;
+	r->r.function = true;
+	r->r.stack_size = RECORD_DEFAULT_STACK_SIZE;
 }
 
 struct stat_run {
 	struct stat_args a;
 	struct hwspy_count *cnt;        /* the counting (libhwspy) */
-	struct record_args ra;          /* the sampling run's */
+	struct stat_ra ra;              /* the sampling run's */
 	struct recorder *rec;           /* NULL: no sampling run */
 	struct stat_tally tally;        /* the sampling run's samples, by event and function */
 	struct record_child child;
@@ -281,12 +290,17 @@ static void on_exec(void *ctx, pid_t pid)
  * cannot read), none: counting goes on alone, said. 0, or -1 (said). */
 static int open_sampling(struct stat_run *x)
 {
-	struct record_args *r = &x->ra;
+	struct stat_ra *sr = &x->ra;
+	struct record_args *r = &sr->r;
 	struct record_sink sink = { .sample = stat_tally_sample, .ctx = &x->tally };
-	struct record_opts ro;
+	struct record_opts ro = {
+		.pid = r->pid, .argv = r->argv, .events = sr->events, .n_events = sr->n_events,
+		.freq = r->freq, .leaders = r->leaders,
+		.mode = r->nonblocking ? RECORD_NONBLOCKING : r->ptrace ? RECORD_STOPS : RECORD_CAPTURE,
+		.function = true, .stack_size = r->stack_size, .sigchld = true, .raise_nofile = true,
+	};
 	int k;
 
-	session_record_opts(r, &ro);
 	/* each thread's share of its time waiting for the GIL, from the switches off the CPU:
 	 * kernel samples, none in user space alone */
 	ro.gil_waits = !hwspy_count_user_only(x->cnt);
@@ -298,8 +312,8 @@ static int open_sampling(struct stat_run *x)
 	}
 	x->tally.prof = recorder_profile(x->rec);
 	x->tally.rec = x->rec;
-	x->tally.events = r->events;
-	x->tally.n_events = r->n_events;
+	x->tally.events = sr->events;
+	x->tally.n_events = sr->n_events;
 	if (r->pid) {
 		k = recorder_find_python(x->rec);
 		if (k < 0 && k != -EPERM && k != -EACCES && k != -ESRCH) {
@@ -313,29 +327,63 @@ static int open_sampling(struct stat_run *x)
 			x->rec = NULL;
 			return 0;
 		}
-		if (session_target_found(x->rec, r, x->target, k) < 0)
+		if (k == -EPERM || k == -EACCES) {
+			record_permission_error(x->target, r->pid, false);
 			return -1;
+		}
+		if (k == -ESRCH) {
+			log_error("no process with pid %d", r->pid);
+			return -1;
+		}
+		k = recorder_load_symbols(x->rec, !r->nonblocking && !r->ptrace);
+		if (k < 0) {
+			log_errno(k, "cannot read the mappings of %s", x->target);
+			return -1;
+		}
 	}
-	session_choose_mode(x->rec, r);
 	return 0;
+}
+
+/* record/'s fallback policy, as cli/session.c applied it before recpath (notes unsaid: the
+ * sampling run of stat was quiet) */
+static int start_sampling(struct stat_run *x)
+{
+	struct record_args *r = &x->ra.r;
+	struct record_fallback f = {
+		.auto_mode = !r->nonblocking && !r->ptrace,
+		.mode = r->nonblocking ? RECORD_NONBLOCKING : RECORD_STOPS,
+	};
+	int k;
+
+	(void) recorder_choose_mode(x->rec, &f);
+	f.auto_mode = false;
+	f.mode = recorder_mode(x->rec);
+	k = recorder_start_fallback(x->rec, &f, x->ra.events);
+	if (k >= 0)
+		return 0;
+	if (k == -ESRCH)
+		log_error("no process with pid %d (it exited)", r->pid);
+	else if (k == -EACCES || k == -EPERM)
+		record_permission_error(x->target, r->pid, false);
+	else
+		record_limit_error(k, x->target);
+	return -1;
 }
 
 /* Counters on the target and, unless --no-profile, the sampling run's events: a launched
  * command is held at its exec by the recorder and counted from there. 0, or -1 (said). */
 static int start(struct stat_run *x)
 {
-	uint64_t said = 0;
-
 	if (x->a.r.pid) {
 		snprintf(x->target, sizeof(x->target), "pid %d", x->a.r.pid);
 		if (open_counter(x, x->a.r.pid) < 0 || (x->ra.n_events && open_sampling(x) < 0))
 			return -1;
 		x->pid = x->a.r.pid;
-		return x->rec ? session_start(x->rec, &x->ra, x->target, &said) : 0;
+		return x->rec ? start_sampling(x) : 0;
 	}
 	snprintf(x->target, sizeof(x->target), "'%s'", x->a.r.argv[0]);
 	if (x->ra.n_events) {
-		if (open_sampling(x) < 0 || session_start(x->rec, &x->ra, x->target, &said) < 0)
+		if (open_sampling(x) < 0 || start_sampling(x) < 0)
 			return -1;
 		x->pid = recorder_pid(x->rec);
 		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
@@ -356,7 +404,7 @@ static int stat_slice(void *ctx, struct recorder *rec, int r)
 	struct stat_run *x = ctx;
 
 	hwspy_count_tick(x->cnt);
-	r = session_tstp(rec, r);
+	(void) rec;
 	if (r < 0 && r != -EBUSY)
 		log_errno(r, "sampling stopped early; counting ended with it");
 	return r;
@@ -471,7 +519,9 @@ static void end_command(struct stat_run *x)
 	if (!x->child.pid || x->child.ended || x->child.kept)
 		return;
 	if (x->rec) {
-		session_end_command(x->rec, &x->ra, &x->child);
+		recorder_stop(x->rec);
+		session_end_child(&x->a.r, &x->child, recorder_stats(x->rec)->sampler->target_exited,
+				  recorder_stats(x->rec)->sampler->exit_status);
 		return;
 	}
 	if (x->cnt)
@@ -500,14 +550,9 @@ int cmd_stat(int argc, char **argv)
 	if (status)
 		goto out;
 	status = 1;
-	x->ra = x->a.r;
-	if (!x->a.no_profile) {
+	x->ra.r = x->a.r;
+	if (!x->a.no_profile)
 		sampling_events(x->cnt, &x->ra);
-		x->ra.quiet = true;
-		if (record_check_options(&x->ra))
-			goto out;
-		x->ra.quiet = x->a.r.quiet;
-	}
 	if (record_check_target(&x->a.r) < 0)
 		goto out;
 	session_catch_signals();
