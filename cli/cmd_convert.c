@@ -17,7 +17,6 @@
 #include "cli/cli.h"
 #include "cli/format.h"
 #include "cli/load.h"
-#include "output/profile.h"
 
 static void usage(FILE *out)
 {
@@ -72,14 +71,17 @@ static void format_size(char *buf, size_t size, uint64_t v)
 }
 
 /* Says which of p's values is over pprof's int64 limit (pprof_write()'s -EOVERFLOW). */
-static void log_pprof_limit(const struct profile *p, const char *in_path)
+static void log_pprof_limit(const struct hwspy_profile *p, const char *in_path)
 {
-	for (size_t col = 0; col < profile_n_values(p); col++) {
-		const char *ev = col ? profile_event(p, col - 1)->name : "samples";
+	for (size_t col = 0; col < hwspy_profile_n_events(p) + 1; col++) {
+		const char *ev = col ? hwspy_profile_event(p, col - 1) : "samples";
 		uint64_t total = 0;
 
-		for (size_t i = 0; i < profile_n_stacks(p); i++) {
-			uint64_t v = profile_values(p, i)[col];
+		for (size_t i = 0; i < hwspy_profile_n_stacks(p); i++) {
+			const uint32_t *frames;
+			size_t depth;
+			pid_t tid;
+			uint64_t v = hwspy_profile_stack(p, i, &tid, &frames, &depth)[col];
 
 			if (v > (uint64_t) INT64_MAX) {
 				log_error("'%s' is over pprof's limit: one stack's count of '%s' is "
@@ -114,12 +116,12 @@ int cmd_convert(int argc, char **argv)
 	};
 	const char *in_path, *out_path = NULL;
 	struct format_opts fo = { 0 };
-	enum out_format fmt;
+	enum hwspy_format fmt;
 	bool fmt_given = false, verbose = false;
 	double t_start, t_read, t_write;
 	char samples[32], stacks[32], size[32] = "";
 	struct stat st;
-	struct profile *p = NULL;
+	struct hwspy_profile *p = NULL;
 	struct outfile out = { 0 };
 	int c, r, col, status = 1;
 
@@ -171,7 +173,7 @@ int cmd_convert(int argc, char **argv)
 	col = format_column(&fo, p);
 	if (col < 0 || format_color_check(&fo, p) < 0)
 		goto out;
-	if (profile_n_stacks(p) == 0 || profile_total(p, (size_t) col) == 0) {
+	if (hwspy_profile_n_stacks(p) == 0 || hwspy_profile_total(p, (size_t) col) == 0) {
 		log_error("'%s' holds no stacks with a count above 0: nothing to convert", in_path);
 		goto out;
 	}
@@ -184,12 +186,12 @@ int cmd_convert(int argc, char **argv)
 		if (fstat(fileno(out.f), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
 			format_size(size, sizeof(size), (uint64_t) st.st_size);
 		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
-			 format_thousands(samples, sizeof(samples), profile_total(p, 0)),
-			 format_thousands(stacks, sizeof(stacks), profile_n_stacks(p)),
+			 format_thousands(samples, sizeof(samples), hwspy_profile_total(p, 0)),
+			 format_thousands(stacks, sizeof(stacks), hwspy_profile_n_stacks(p)),
 			 t_read - t_start,
 			 format_name(fmt), size[0] ? " (" : "", size, size[0] ? ")" : "", t_write);
 	}
-	if (r == -EOVERFLOW && fmt == FORMAT_PPROF) {
+	if (r == -EOVERFLOW && fmt == HWSPY_FORMAT_PPROF) {
 		log_pprof_limit(p, in_path);
 		goto out;
 	}
@@ -202,6 +204,6 @@ int cmd_convert(int argc, char **argv)
 	status = 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	profile_free(p);
+	hwspy_profile_free(p);
 	return status;
 }

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +17,27 @@
 #include "cli/cli.h"
 #include "cli/format.h"
 #include "cli/load.h"
-#include "output/output.h"
+
+/* BEFORE and AFTER of shared event e in a merged profile: its columns */
+static size_t before_col(size_t e)
+{
+	return 1 + 2 * e;
+}
+
+static size_t after_col(size_t e)
+{
+	return 2 + 2 * e;
+}
+
+/* What each side is: its name (file), duration (0: unknown). */
+struct diff_side {
+	const char *name;
+	uint64_t duration_ns;
+};
 
 /* Below this share of common weight on both sides the profiles are of unrelated programs. */
 #define MIN_COMMON 0.05
 
-enum diff_out {
-	DIFF_TABLE,
-	DIFF_SVG,
-	DIFF_FOLDED,
-};
 
 static void usage(FILE *out)
 {
@@ -54,14 +66,14 @@ static void usage(FILE *out)
 		"  -h, --help          this text\n");
 }
 
-static int parse_out(const char *name, enum diff_out *ret)
+static int parse_out(const char *name, enum hwspy_diff_format *ret)
 {
 	if (!strcmp(name, "table") || !strcmp(name, "txt"))
-		*ret = DIFF_TABLE;
+		*ret = HWSPY_DIFF_TABLE;
 	else if (!strcmp(name, "svg"))
-		*ret = DIFF_SVG;
+		*ret = HWSPY_DIFF_SVG;
 	else if (!strcmp(name, "folded"))
-		*ret = DIFF_FOLDED;
+		*ret = HWSPY_DIFF_FOLDED;
 	else {
 		log_error("unknown diff format '%s': table, svg or folded", name);
 		return -EINVAL;
@@ -69,35 +81,35 @@ static int parse_out(const char *name, enum diff_out *ret)
 	return 0;
 }
 
-static enum diff_out out_of_path(const char *path)
+static enum hwspy_diff_format out_of_path(const char *path)
 {
 	size_t n = strlen(path);
 
 	if (n >= 4 && !strcmp(path + n - 4, ".svg"))
-		return DIFF_SVG;
+		return HWSPY_DIFF_SVG;
 	if ((n >= 7 && !strcmp(path + n - 7, ".folded")) ||
 	    (n >= 10 && !strcmp(path + n - 10, ".collapsed")))
-		return DIFF_FOLDED;
-	return DIFF_TABLE;
+		return HWSPY_DIFF_FOLDED;
+	return HWSPY_DIFF_TABLE;
 }
 
 /* The shared event a --weight name picks: its index, or -ENOENT (logged). */
-static int pick_event(const struct profile *m, const char *weight)
+static int pick_event(const struct hwspy_profile *m, const char *weight)
 {
 	struct buf names;
 
 	if (!weight)
 		return 0;
-	for (size_t e = 0; e < diff_n_events(m); e++) {
-		const char *n = profile_event(m, 2 * e)->name;
+	for (size_t e = 0; e < hwspy_diff_n_events(m); e++) {
+		const char *n = hwspy_profile_event(m, 2 * e);
 		size_t len = strcspn(n, ":");
 
 		if (!strcmp(n, weight) || (strlen(weight) == len && !strncmp(n, weight, len)))
 			return (int) e;
 	}
 	buf_init(&names);
-	for (size_t e = 0; e < diff_n_events(m); e++)
-		(void) buf_printf(&names, "%s%s", e ? ", " : "", profile_event(m, 2 * e)->name);
+	for (size_t e = 0; e < hwspy_diff_n_events(m); e++)
+		(void) buf_printf(&names, "%s%s", e ? ", " : "", hwspy_profile_event(m, 2 * e));
 	log_error("--weight %s: not an event both profiles have (they share: %s)", weight,
 		  names.data ? names.data : "");
 	buf_release(&names);
@@ -105,58 +117,47 @@ static int pick_event(const struct profile *m, const char *weight)
 }
 
 /* Notes the events of p that are not compared (in no pair of the merged profile m). */
-static void note_unshared(const struct profile *p, const struct profile *m, const char *side)
+static void note_unshared(const struct hwspy_profile *p, const struct hwspy_profile *m, const char *side)
 {
-	if (profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples"))
+	if (hwspy_profile_n_events(p) == 1 && !strcmp(hwspy_profile_event(p, 0), "samples"))
 		return;         /* a folded file's counts: paired */
-	for (size_t e = 0; e < profile_n_events(p); e++) {
-		const char *n = profile_event(p, e)->name;
+	for (size_t e = 0; e < hwspy_profile_n_events(p); e++) {
+		const char *n = hwspy_profile_event(p, e);
 		bool compared = false;
 
-		for (size_t k = 0; k < diff_n_events(m) && !compared; k++)
-			compared = profile_find_event(p, profile_event(m, 2 * k)->name) == (int) e;
+		for (size_t k = 0; k < hwspy_diff_n_events(m) && !compared; k++)
+			compared = hwspy_profile_find_event(p, hwspy_profile_event(m, 2 * k)) == (int) e;
 		if (!compared)
 			log_info("%s is only in %s: not compared", n, side);
 	}
 }
 
-static void event_list(const struct profile *p, struct buf *b)
+static void event_list(const struct hwspy_profile *p, struct buf *b)
 {
-	for (size_t e = 0; e < profile_n_events(p); e++)
-		(void) buf_printf(b, "%s%s", e ? ", " : "", profile_event(p, e)->name);
+	for (size_t e = 0; e < hwspy_profile_n_events(p); e++)
+		(void) buf_printf(b, "%s%s", e ? ", " : "", hwspy_profile_event(p, e));
 }
 
-static int write_out(enum diff_out kind, const struct profile *m, size_t event,
-		     const struct diff_opts *dopts, const struct format_opts *fo, bool negate,
+static int write_out(enum hwspy_diff_format kind, const struct hwspy_profile *m, size_t event,
+		     const struct hwspy_diff_opts *dopts, const struct format_opts *fo, bool negate,
 		     size_t top, const struct diff_side *sides, FILE *out)
 {
-	struct svg_opts so = {
-		.column = diff_before_col(event),
-		.title = fo->title ? fo->title : "Differential Flame Graph",
-		.icicle = fo->icicle,
-		.min_width_px = fo->min_width,
-		.diff = true,
-		.diff_raw = dopts->raw,
-		.negate = negate,
+	struct hwspy_diff_write_opts o = {
+		.format = kind, .event = event, .diff = *dopts, .title = fo->title,
+		.icicle = fo->icicle, .negate = negate, .min_width = fo->min_width, .top = top,
+		.before_name = sides[0].name, .after_name = sides[1].name,
+		.before_ns = sides[0].duration_ns, .after_ns = sides[1].duration_ns,
 	};
 
-	switch (kind) {
-	case DIFF_SVG:
-		return svg_write(m, &so, out);
-	case DIFF_FOLDED:
-		return diff_folded_write(m, event, dopts, out);
-	case DIFF_TABLE:
-	default:
-		return diff_table_write(m, &sides[0], &sides[1], dopts, top, out);
-	}
+	return hwspy_diff_write(m, &o, out);
 }
 
 /* What the command line asks for. */
 struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
-	enum diff_out kind;             /* -f, else what out_path's name says */
-	struct diff_opts dopts;
+	enum hwspy_diff_format kind;             /* -f, else what out_path's name says */
+	struct hwspy_diff_opts dopts;
 	struct format_opts fo;
 	bool negate, force;
 	unsigned long long top;         /* 0: the default */
@@ -182,7 +183,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 	bool kind_given = false;
 	int c, r;
 
-	*a = (struct diff_args) { .kind = DIFF_TABLE };
+	*a = (struct diff_args) { .kind = HWSPY_DIFF_TABLE };
 	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -246,29 +247,32 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 
 /* Reads BEFORE and AFTER into in[] (owned by the caller, also on failure) and says what each
  * side is in sides[]: 0, or -1 after one line was logged (unreadable, or no samples). */
-static int load_sides(const char *const paths[2], struct profile *in[2],
+static int load_sides(const char *const paths[2], struct hwspy_profile *in[2],
 		      struct diff_side sides[2])
 {
+	struct hwspy_profile_meta meta;
+
 	for (int s = 0; s < 2; s++) {
 		in[s] = load_profile(paths[s]);
 		if (!in[s])
 			return -1;
-		if (profile_n_stacks(in[s]) == 0 || profile_total(in[s], 0) == 0) {
+		if (hwspy_profile_n_stacks(in[s]) == 0 || hwspy_profile_total(in[s], 0) == 0) {
 			log_error("'%s' holds no samples: nothing to compare", paths[s]);
 			return -1;
 		}
-		sides[s] = (struct diff_side) { paths[s], profile_meta_const(in[s])->duration_ns };
-		(void) profile_set_target(in[s], paths[s]);     /* the graph's subtitle names the files */
+		hwspy_profile_meta(in[s], &meta);
+		sides[s] = (struct diff_side) { paths[s], meta.duration_ns };
+		(void) hwspy_profile_set_target(in[s], paths[s]);     /* the graph's subtitle names the files */
 	}
 	return 0;
 }
 
 /* diff_merge() of the two sides into *ret: 0, or -errno after one line was logged (with each
  * side's events when they share none). */
-static int merge_sides(const char *const paths[2], struct profile *const in[2],
-		       const struct diff_opts *dopts, struct profile **ret)
+static int merge_sides(const char *const paths[2], struct hwspy_profile *const in[2],
+		       const struct hwspy_diff_opts *dopts, struct hwspy_profile **ret)
 {
-	int r = diff_merge(in[0], in[1], dopts, ret);
+	int r = hwspy_profile_diff(in[0], in[1], dopts, ret);
 
 	if (r == -ENOENT) {
 		struct buf b;
@@ -290,20 +294,20 @@ static int merge_sides(const char *const paths[2], struct profile *const in[2],
 
 /* Whether every shared event of m can be compared: weight on both sides, and (unless force)
  * enough of it in functions both sides have. 0, or -1 after one line was logged. */
-static int check_comparable(const struct profile *m, const char *const paths[2], bool force)
+static int check_comparable(const struct hwspy_profile *m, const char *const paths[2], bool force)
 {
-	for (size_t e = 0; e < diff_n_events(m); e++) {
-		const char *name = profile_event(m, 2 * e)->name;
+	for (size_t e = 0; e < hwspy_diff_n_events(m); e++) {
+		const char *name = hwspy_profile_event(m, 2 * e);
 		double cb, ca;
 		int r;
 
-		if (profile_total(m, diff_before_col(e)) == 0 ||
-		    profile_total(m, diff_after_col(e)) == 0) {
+		if (hwspy_profile_total(m, before_col(e)) == 0 ||
+		    hwspy_profile_total(m, after_col(e)) == 0) {
 			log_error("%s is 0 in '%s': nothing to compare it with", name,
-				  profile_total(m, diff_before_col(e)) ? paths[1] : paths[0]);
+				  hwspy_profile_total(m, before_col(e)) ? paths[1] : paths[0]);
 			return -1;
 		}
-		r = diff_common(m, e, &cb, &ca);
+		r = hwspy_diff_common(m, e, &cb, &ca);
 		if (r < 0) {
 			log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
 			return -1;
@@ -321,7 +325,7 @@ static int check_comparable(const struct profile *m, const char *const paths[2],
 
 int cmd_diff(int argc, char **argv)
 {
-	struct profile *in[2] = { NULL, NULL }, *m = NULL;
+	struct hwspy_profile *in[2] = { NULL, NULL }, *m = NULL;
 	struct diff_side sides[2];
 	struct outfile out = { 0 };
 	struct diff_args a;
@@ -353,8 +357,8 @@ int cmd_diff(int argc, char **argv)
 	status = 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	profile_free(m);
-	profile_free(in[0]);
-	profile_free(in[1]);
+	hwspy_profile_free(m);
+	hwspy_profile_free(in[0]);
+	hwspy_profile_free(in[1]);
 	return status;
 }

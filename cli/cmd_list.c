@@ -5,8 +5,7 @@
 #include "cli/cli.h"
 
 #include "base/log.h"
-#include "cli/diagnose.h"
-#include "sampler/sampler.h"
+#include "include/hwspy.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,30 +28,37 @@ static void usage(FILE *f)
 		"  -h, --help   show this help\n");
 }
 
-/* What probing spec says, in words ("ok", "not supported here (no hardware PMU)", ...);
- * *ret_opens tells whether it opens at all (perhaps only as NAME:u). */
-static const char *probe_words(const struct event_spec *spec, bool hw_pmu, bool *ret_opens,
-			       char *buf, size_t size)
+/* What probing event name says, in words ("ok", "not supported here (no hardware PMU)", ...);
+ * *ret_opens tells whether it opens at all (perhaps only as NAME:u). NULL: it does not parse. */
+static const char *probe_words(const char *name, bool hw_pmu, bool *ret_opens, char *buf,
+			       size_t size)
 {
-	int r = events_probe(spec, 0);
+	struct hwspy_events *ev;
+	enum hwspy_event_kind kind;
 	bool user_only = false;
+	int r;
 
+	*ret_opens = false;
+	if (hwspy_events_new(&ev) < 0 || hwspy_events_add(ev, name) < 0) {
+		hwspy_events_free(ev);
+		return NULL;
+	}
+	kind = hwspy_events_kind(ev, 0);
+	r = hwspy_events_probe(ev, 0, 0);
 	if (r == -EACCES || r == -EPERM) {
-		struct event_spec user = *spec;
-
 		/* perf_event_paranoid >= 2 refuses kernel counting to unprivileged users: try
 		 * user space only (this also tells "no such event" from "not allowed") */
-		user.attr.exclude_kernel = 1;
-		user.attr.exclude_hv = 1;
-		r = events_probe(&user, 0);
+		(void) hwspy_events_set_user_only(ev, 0);
+		r = hwspy_events_probe(ev, 0, 0);
 		user_only = true;
 	}
+	hwspy_events_free(ev);
 	*ret_opens = r == 0;
 	if (r == 0)
 		return user_only ? "user only (:u, perf_event_paranoid)" : "ok";
 	if (r == -ENOENT || r == -EOPNOTSUPP) {
-		if (!hw_pmu && (spec->kind == EVENT_HARDWARE || spec->kind == EVENT_HW_CACHE ||
-				spec->kind == EVENT_RAW))
+		if (!hw_pmu && (kind == HWSPY_EVENT_HARDWARE || kind == HWSPY_EVENT_HW_CACHE ||
+				kind == HWSPY_EVENT_RAW))
 			return "not supported here (no hardware PMU)";
 		return "not supported here";
 	}
@@ -72,55 +78,53 @@ static void print_row(const char *name, const char *kind, const char *status, co
 	printf("  %-*s %-*s %-38s %s\n", NAME_WIDTH - 1, name, KIND_WIDTH - 1, tag, status, desc);
 }
 
-static void print_named(enum event_kind kind, const char *title, bool hw_pmu, size_t *n_ok)
+static void print_named(enum hwspy_event_kind kind, const char *title, bool hw_pmu, size_t *n_ok)
 {
 	size_t n;
-	const struct event_info *t = events_table(&n);
+	const struct hwspy_event_info *t = hwspy_event_table(&n);
 
 	printf("%s:\n", title);
 	for (size_t i = 0; i < n; i++) {
-		struct event_spec spec;
 		char buf[128], desc[160];
-		const char *status = "cannot parse (hwspy bug)";
+		const char *status;
 		bool opens = false;
 
 		if (t[i].kind != kind)
 			continue;
-		if (events_parse(t[i].name, &spec) == 0)
-			status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
+		status = probe_words(t[i].name, hw_pmu, &opens, buf, sizeof(buf));
+		if (!status)
+			status = "cannot parse (hwspy bug)";
 		*n_ok += opens;
 		if (t[i].alias)
 			snprintf(desc, sizeof(desc), "%s (also '%s')", t[i].desc, t[i].alias);
 		else
 			snprintf(desc, sizeof(desc), "%s", t[i].desc);
-		print_row(t[i].name, event_kind_name(kind), status, desc);
+		print_row(t[i].name, hwspy_event_kind_name(kind), status, desc);
 	}
 	printf("\n");
 }
 
 static void print_syntax(bool hw_pmu)
 {
-	struct event_spec spec;
 	char buf[128];
 	const char *status;
 	bool opens;
+	int r;
 
 	printf("other forms:\n");
-	status = "cannot parse (hwspy bug)";
-	if (events_parse("r0", &spec) == 0) {
-		status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
-		if (opens || !strncmp(status, "refused", 7))
-			status = "depends on the code";
-	}
+	status = probe_words("r0", hw_pmu, &opens, buf, sizeof(buf));
+	if (!status)
+		status = "cannot parse (hwspy bug)";
+	else if (opens || !strncmp(status, "refused", 7))
+		status = "depends on the code";
 	print_row("rNNNN", "raw", status, "raw hardware event code in hex, e.g. r01c2");
 	print_row("PMU/term=value,.../", "pmu", "see the PMUs below",
 		  "terms from PMU/format in sysfs, e.g. cpu/event=0x3c,umask=0x0/");
-	if (events_tracefs() < 0)
-		status = diag_tracefs(events_tracefs(), true);
-	else if (events_parse("sched:sched_switch", &spec) < 0)
+	r = hwspy_tracefs_state();
+	if (r < 0)
+		status = hwspy_tracefs_words(r, true);
+	else if (!(status = probe_words("sched:sched_switch", hw_pmu, &opens, buf, sizeof(buf))))
 		status = "no sched:sched_switch in tracefs";
-	else
-		status = probe_words(&spec, hw_pmu, &opens, buf, sizeof(buf));
 	print_row("subsys:name", "tracepoint", status,
 		  "kernel tracepoint, e.g. sched:sched_switch");
 	printf("  modifiers: NAME:u user, :k kernel, :h hypervisor, :H host, :G guest, "
@@ -130,19 +134,16 @@ static void print_syntax(bool hw_pmu)
 static void print_pmus(void)
 {
 	char pmus[MAX_PMUS][64];
-	size_t n = events_list_pmus(pmus, MAX_PMUS);
+	size_t n = hwspy_pmus(pmus, MAX_PMUS);
 
 	printf("PMUs (/sys/bus/event_source/devices):\n");
 	if (!n)
 		printf("  none found\n");
 	for (size_t i = 0; i < n; i++) {
-		struct event_spec spec;
-		char probe[80];
+		unsigned type;
 
-		/* "PMU//" parses to an attr holding the PMU's type number */
-		snprintf(probe, sizeof(probe), "%s//", pmus[i]);
-		if (events_parse(probe, &spec) == 0)
-			printf("  %-*s type %u\n", NAME_WIDTH - 1, pmus[i], spec.attr.type);
+		if (hwspy_pmu_type(pmus[i], &type) == 0)
+			printf("  %-*s type %u\n", NAME_WIDTH - 1, pmus[i], type);
 		else
 			printf("  %s\n", pmus[i]);
 	}
@@ -175,11 +176,11 @@ int cmd_list(int argc, char **argv)
 		return 2;
 	}
 
-	hw_pmu = events_have_hw_pmu();
-	print_named(EVENT_HARDWARE, "hardware events", hw_pmu, &n_ok);
-	print_named(EVENT_HW_CACHE, "hardware-cache events", hw_pmu, &n_ok);
+	hw_pmu = hwspy_have_hw_pmu();
+	print_named(HWSPY_EVENT_HARDWARE, "hardware events", hw_pmu, &n_ok);
+	print_named(HWSPY_EVENT_HW_CACHE, "hardware-cache events", hw_pmu, &n_ok);
 	n_hw_ok = n_ok;
-	print_named(EVENT_SOFTWARE, "software events", hw_pmu, &n_ok);
+	print_named(HWSPY_EVENT_SOFTWARE, "software events", hw_pmu, &n_ok);
 	print_syntax(hw_pmu);
 	print_pmus();
 	if (!hw_pmu && n_ok > n_hw_ok)

@@ -27,8 +27,8 @@ static void choose_output(struct record_args *o, char *defpath, size_t size)
 {
 	if (!o->output) {
 		snprintf(defpath, size, "hwspy-%d.%s", o->pid ? o->pid : (int) getpid(),
-			 !o->format_given ? "folded" : o->format == FORMAT_SPEEDSCOPE ? "speedscope.json" :
-			 o->format == FORMAT_PPROF ? "pb.gz" : o->format == FORMAT_SVG ? "svg" : "folded");
+			 !o->format_given ? "folded" : o->format == HWSPY_FORMAT_SPEEDSCOPE ? "speedscope.json" :
+			 o->format == HWSPY_FORMAT_PPROF ? "pb.gz" : o->format == HWSPY_FORMAT_SVG ? "svg" : "folded");
 		o->output = defpath;
 	}
 	if (!o->format_given)
@@ -42,14 +42,14 @@ static int new_recorder(const struct record_args *o, struct recorder **ret)
 
 	session_record_opts(o, &ro);
 	/* speedscope shows samples in time order: keep it, within a budget (see README) */
-	ro.log_bytes = o->format == FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0;
+	ro.log_bytes = o->format == HWSPY_FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0;
 	if (recorder_new(&ro, NULL, ret) < 0) {
 		log_error("out of memory");
 		return 1;
 	}
 	/* --weight or --color-by names no event of -e: a usage error */
-	return format_column(&o->fmt, recorder_profile(*ret)) < 0 ||
-	       format_color_check(&o->fmt, recorder_profile(*ret)) < 0 ? 2 : 0;
+	return format_column(&o->fmt, session_profile(*ret)) < 0 ||
+	       format_color_check(&o->fmt, session_profile(*ret)) < 0 ? 2 : 0;
 }
 
 struct slice_ctx {
@@ -138,7 +138,7 @@ static int write_profile(struct recorder *rec, struct record_args *o, struct out
 	for (int i = 0; i < argc; i++)
 		(void) buf_printf(&cmdline, " %s", argv[i]);
 	o->fmt.command_line = cmdline.len ? cmdline.data : NULL;
-	r = format_write(o->format, recorder_profile(rec), &o->fmt, out->f);
+	r = format_write(o->format, session_profile(rec), &o->fmt, out->f);
 	o->fmt.command_line = NULL;
 	buf_release(&cmdline);
 	if (r < 0) {

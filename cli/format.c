@@ -1,4 +1,4 @@
-/* format: output formats by name or by file name (see format.h). */
+/* format: the output options and the output file, in words (see format.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,67 +6,36 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/format.h"
-#include "output/output.h"
 
-static const struct {
-	const char *name;
-	enum out_format format;
-} names[] = {
-	{ "folded", FORMAT_FOLDED },
-	{ "speedscope", FORMAT_SPEEDSCOPE },
-	{ "svg", FORMAT_SVG },
-	{ "pprof", FORMAT_PPROF },
-};
-
-int format_parse(const char *name, enum out_format *ret)
+int format_parse(const char *name, enum hwspy_format *ret)
 {
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(name, names[i].name)) {
-			*ret = names[i].format;
-			return 0;
-		}
-	}
-	log_error("unknown format '%s'; give folded, speedscope, svg or pprof", name);
-	return -EINVAL;
+	int r = hwspy_format_parse(name, ret);
+
+	if (r < 0)
+		log_error("unknown format '%s'; give folded, speedscope, svg or pprof", name);
+	return r;
 }
 
-const char *format_name(enum out_format f)
+const char *format_name(enum hwspy_format f)
 {
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].format == f)
-			return names[i].name;
-	return "?";
+	return hwspy_format_name(f);
 }
 
-static int ends_with(const char *s, const char *suffix)
+enum hwspy_format format_of_path(const char *path)
 {
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && !strcmp(s + n - k, suffix);
+	return hwspy_format_of_path(path);
 }
-
-enum out_format format_of_path(const char *path)
-{
-	if (ends_with(path, ".speedscope.json"))
-		return FORMAT_SPEEDSCOPE;
-	if (ends_with(path, ".svg"))
-		return FORMAT_SVG;
-	if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof"))
-		return FORMAT_PPROF;
-	return FORMAT_FOLDED;
-}
-
 
 /* One line on what is wrong with the --color-by metric, then the profile's events when p is
  * not NULL, else what a metric is: -ENOENT (checked against p) or -EINVAL (its form). */
-static int color_error(const char *metric, const struct svg_metric_error *err,
-		       const struct profile *p)
+static int color_error(const char *metric, const struct hwspy_color_error *err,
+		       const struct hwspy_profile *p)
 {
 	struct buf have;
 
 	buf_init(&have);
-	for (size_t k = 0; p && k < profile_n_events(p); k++)
-		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", profile_event(p, k)->name);
+	for (size_t k = 0; p && k < hwspy_profile_n_events(p); k++)
+		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", hwspy_profile_event(p, k));
 	if (err->len)
 		log_error("--color-by '%s': the profile has no event '%.*s'; it has %s", metric,
 			  (int) err->len, metric + err->at, have.len ? have.data : "none");
@@ -82,7 +51,7 @@ static int color_error(const char *metric, const struct svg_metric_error *err,
 
 int format_opt(struct format_opts *o, int c, const char *arg)
 {
-	struct svg_metric_error err;
+	struct hwspy_color_error err;
 	char *end;
 
 	switch (c) {
@@ -97,7 +66,7 @@ int format_opt(struct format_opts *o, int c, const char *arg)
 		return 1;
 	case FORMAT_OPT_COLOR_BY:
 		o->color_by = arg;
-		return svg_color_check(NULL, arg, &err) < 0 ? color_error(arg, &err, NULL) : 1;
+		return hwspy_color_check(NULL, arg, &err) < 0 ? color_error(arg, &err, NULL) : 1;
 	case FORMAT_OPT_MIN_WIDTH:
 		o->min_width = strtod(arg, &end);
 		if (*end || end == arg || !(o->min_width >= 0 && o->min_width <= 1e6)) {
@@ -110,37 +79,37 @@ int format_opt(struct format_opts *o, int c, const char *arg)
 	}
 }
 
-int format_column(const struct format_opts *o, const struct profile *p)
+int format_column(const struct format_opts *o, const struct hwspy_profile *p)
 {
 	struct buf have;
 	int i;
 
 	if (!o->weight)
 		return 1;
-	i = profile_find_event(p, o->weight);
+	i = hwspy_profile_find_event(p, o->weight);
 	if (i >= 0)
 		return i + 1;
 	buf_init(&have);
-	for (size_t k = 0; k < profile_n_events(p); k++)
-		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", profile_event(p, k)->name);
+	for (size_t k = 0; k < hwspy_profile_n_events(p); k++)
+		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", hwspy_profile_event(p, k));
 	log_error("--weight: the profile has no event '%s'; it has %s", o->weight,
 		  have.len ? have.data : "none");
 	buf_release(&have);
 	return -ENOENT;
 }
 
-int format_color_check(const struct format_opts *o, const struct profile *p)
+int format_color_check(const struct format_opts *o, const struct hwspy_profile *p)
 {
-	struct svg_metric_error err;
+	struct hwspy_color_error err;
 
-	if (!o->color_by || svg_color_check(p, o->color_by, &err) == 0)
+	if (!o->color_by || hwspy_color_check(p, o->color_by, &err) == 0)
 		return 0;
 	return color_error(o->color_by, &err, p);
 }
 
-int format_color_output(const struct format_opts *o, enum out_format f, const char *path)
+int format_color_output(const struct format_opts *o, enum hwspy_format f, const char *path)
 {
-	if (!o->color_by || f == FORMAT_SVG)
+	if (!o->color_by || f == HWSPY_FORMAT_SVG)
 		return 0;
 	if (!strcmp(path, "-"))
 		path = "standard output";
@@ -149,32 +118,15 @@ int format_color_output(const struct format_opts *o, enum out_format f, const ch
 	return -EINVAL;
 }
 
-int format_write(enum out_format f, const struct profile *p, const struct format_opts *o,
+int format_write(enum hwspy_format f, const struct hwspy_profile *p, const struct format_opts *o,
 		 FILE *out)
 {
-	int col = o->weight ? profile_find_event(p, o->weight) + 1 : 1;
-	struct folded_opts fo;
-	struct pprof_opts po = { .command_line = o->command_line };
-	struct svg_opts so = { .title = o->title, .icicle = o->icicle, .min_width_px = o->min_width,
-			       .color_by = o->color_by };
+	struct hwspy_write_opts wo = {
+		.weight = o->weight, .title = o->title, .icicle = o->icicle,
+		.min_width = o->min_width, .color_by = o->color_by, .command_line = o->command_line,
+	};
 
-	if (col < 1)
-		return -ENOENT;
-	fo = (struct folded_opts) { .column = (size_t) col };
-	so.column = (size_t) col;
-
-	switch (f) {
-	case FORMAT_FOLDED:
-		return folded_write(p, &fo, out);
-	case FORMAT_SPEEDSCOPE:
-		return speedscope_write(p, NULL, out);
-	case FORMAT_PPROF:
-		return pprof_write(p, &po, out);
-	case FORMAT_SVG:
-		return svg_write(p, &so, out);
-	default:
-		return -ENOTSUP;
-	}
+	return hwspy_profile_write(p, f, &wo, out);
 }
 
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,

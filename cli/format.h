@@ -1,27 +1,23 @@
 /*
- * format: which writer a profile goes to, chosen by --format or by the output file's name, and
- * the writing itself. Shared by `hwspy record` and `hwspy convert`. Internal to cli/.
+ * format: the output options `hwspy record` and `hwspy convert` share (--format, --weight,
+ * --title, --icicle, --min-width, --color-by), their words, and the output file opened and put
+ * in place. The writers and their choice are the library's (hwspy_profile_write()). Internal
+ * to cli/.
  */
 #ifndef HWSPY_CLI_FORMAT_H
 #define HWSPY_CLI_FORMAT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "base/outfile.h"
-#include "output/profile.h"
-
-enum out_format {
-	FORMAT_FOLDED,          /* .folded, .txt, and any other name */
-	FORMAT_SPEEDSCOPE,      /* .speedscope.json */
-	FORMAT_SVG,             /* .svg: an interactive flame graph */
-	FORMAT_PPROF,           /* .pb.gz, .pprof */
-};
+#include "include/hwspy.h"
 
 /* --format NAME ("folded", "speedscope", "svg", "pprof"): 0, or -EINVAL (logged). */
-int format_parse(const char *name, enum out_format *ret);
+int format_parse(const char *name, enum hwspy_format *ret);
 /* The format a file name asks for by its extension (folded when none says otherwise). */
-enum out_format format_of_path(const char *path);
-const char *format_name(enum out_format f);
+enum hwspy_format format_of_path(const char *path);
+const char *format_name(enum hwspy_format f);
 /* How a profile is written: the options record and convert share, and the command line. */
 struct format_opts {
 	const char *weight;             /* --weight EVENT: what folded and SVG weigh by (NULL: the
@@ -66,13 +62,13 @@ struct format_opts {
 int format_opt(struct format_opts *o, int c, const char *arg);
 /* The value column o->weight names in p (1 + event index): >= 1, or -ENOENT (logged: the
  * profile's events named). */
-int format_column(const struct format_opts *o, const struct profile *p);
-/* o->color_by against the events of p (see svg_color_check() in output/output.h): 0 (also
+int format_column(const struct format_opts *o, const struct hwspy_profile *p);
+/* o->color_by against the events of p (see hwspy_color_check()): 0 (also
  * when it is NULL), or -EINVAL or -ENOENT (logged: the profile's events named). */
-int format_color_check(const struct format_opts *o, const struct profile *p);
+int format_color_check(const struct format_opts *o, const struct hwspy_profile *p);
 /* Whether o->color_by may go with the output format f (an SVG), path naming the output for the
  * message: 0, or -EINVAL (logged). */
-int format_color_output(const struct format_opts *o, enum out_format f, const char *path);
+int format_color_output(const struct format_opts *o, enum hwspy_format f, const char *path);
 /* A whole number from the command line into *ret: decimal digits only (no sign, no space, so
  * strtoull's wrap of "-5" is refused), min <= value <= max. 0 or -EINVAL (not logged). */
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,
@@ -83,7 +79,7 @@ int cli_output_open(struct outfile *o, const char *path);
 /* Completes it: 0, or -errno after one line was logged (path then unchanged). */
 int cli_output_commit(struct outfile *o);
 /* Writes p as f. 0 or -errno (not logged). */
-int format_write(enum out_format f, const struct profile *p, const struct format_opts *o,
+int format_write(enum hwspy_format f, const struct hwspy_profile *p, const struct format_opts *o,
 		 FILE *out);
 
 #endif

@@ -43,7 +43,7 @@ struct record_args {
 	bool subprocesses;              /* --subprocesses: follow the processes it starts */
 	bool gil;                       /* --gil: only samples whose thread held the GIL */
 	unsigned stop_budget;           /* --stop-budget PCT (0: the sampler's default) */
-	enum out_format format;
+	enum hwspy_format format;
 	struct format_opts fmt;         /* --weight, --title, --icicle, --min-width */
 	bool format_given;              /* --format, else the output's name decides */
 	uint32_t stack_size;

@@ -11,7 +11,7 @@
 
 #include "base/log.h"
 #include "cli/cli.h"
-#include "cli/diagnose.h"
+#include "include/hwspy.h"
 #include "cli/format.h"
 #include "cli/record.h"
 #include "output/profile.h"
@@ -119,7 +119,7 @@ int record_parse_events(struct record_args *o, const char *arg)
 			int t = events_tracefs();
 
 			if (t < 0) {
-				log_error("cannot look up tracepoint '%s': %s", items[i], diag_tracefs(t, false));
+				log_error("cannot look up tracepoint '%s': %s", items[i], hwspy_tracefs_words(t, false));
 				return r;
 			}
 		}

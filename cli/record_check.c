@@ -15,7 +15,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "cli/diagnose.h"
+#include "include/hwspy.h"
 #include "cli/record.h"
 
 /* The names of the events that open here, for a message. */
@@ -68,18 +68,12 @@ static int check_events(struct record_args *o)
  * refused for such an event; a clock or fault event overflows only while its thread runs. */
 bool record_samples_asleep(const struct event_spec *e)
 {
-	return e->kind == EVENT_TRACEPOINT ||
-	       (e->attr.type == PERF_TYPE_SOFTWARE &&
-		(e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-		 e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS));
+	return record_event_samples_asleep(e);
 }
 
 bool record_kernel_only(const struct event_spec *e)
 {
-	return e->attr.type == PERF_TYPE_SOFTWARE &&
-	       (e->attr.config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
-		e->attr.config == PERF_COUNT_SW_CGROUP_SWITCHES ||
-		e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS);
+	return record_event_kernel_only(e);
 }
 
 /* Samples of what happens in the kernel alone (--off-cpu's and --wall's switches, a sampled
@@ -152,16 +146,7 @@ static int default_event(struct record_args *o)
 /* Sets exclude_kernel and exclude_hv on every event that counts kernel mode; false if none did. */
 bool record_user_only(struct record_args *o)
 {
-	bool changed = false;
-
-	for (size_t i = 0; i < o->n_events; i++) {
-		struct perf_event_attr *a = &o->events[i].attr;
-		if (!a->exclude_kernel || !a->exclude_hv)
-			changed = true;
-		a->exclude_kernel = 1;
-		a->exclude_hv = 1;
-	}
-	return changed;
+	return record_events_user_only(o->events, o->n_events);
 }
 
 /* 0 if argv0 names an executable (as execvp would find it), else -errno. */
@@ -268,7 +253,7 @@ int record_check_target(const struct record_args *o)
 			log_error("no process with pid %d", o->pid);
 			return -1;
 		}
-		if (diag_kernel_thread(o->pid) == 1) {
+		if (hwspy_kernel_thread(o->pid) == 1) {
 			log_error("pid %d is a kernel thread, not a Python process", o->pid);
 			return -1;
 		}

@@ -1,100 +1,51 @@
 /*
- * record_child: the end of a command hwspy record launched (see record.h). Once sampling ends
- * before the command does (-d, Ctrl-C, SIGTERM, or hwspy failed), the command is ended as
- * timeout(1) ends one: SIGINT, SIGTERM after the grace period, SIGKILL after one more; a signal
- * to hwspy meanwhile (a second Ctrl-C) kills it at once. --keep-running leaves it running.
+ * record_child: the end of a command hwspy launched (see record.h), in words. The ending itself
+ * (SIGINT, SIGTERM after the grace period, SIGKILL after one more; at once on a second signal
+ * to hwspy; --keep-running leaves it) is libhwspy's hwspy_child_end(); its notes are said here.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include "base/clock.h"
 #include "base/log.h"
 #include "cli/record.h"
 
-#define POLL_NS 10000000L               /* how often the command's end is looked for */
-#define QUIET_NS 500000000ULL           /* a command that ends sooner than this: no word of it */
-
-static bool reap(struct record_child *c, int flags)
+static void said(void *ctx, enum hwspy_child_note n, double seconds)
 {
-	int ws;
-	pid_t r;
+	const struct record_child *c = ctx;
 
-	while ((r = waitpid(c->pid, &ws, flags)) < 0 && errno == EINTR)
-		;
-	if (r != c->pid)
-		return r < 0;   /* not our child any more (ECHILD): nothing to wait for */
-	if (!WIFEXITED(ws) && !WIFSIGNALED(ws))
-		return false;
-	c->ended = true;
-	c->status = ws;
-	return true;
-}
-
-static void send(struct record_child *c, int sig)
-{
-	(void) kill(c->pid, sig);
-	c->sent = sig;
+	if (n == HWSPY_CHILD_KILLING)
+		log_info("interrupted again: killing '%s' (pid %d)", c->name, c->pid);
+	else
+		log_info("waiting for '%s' (pid %d) to end after SIGINT: SIGTERM in %.3g s, "
+			 "then SIGKILL (Ctrl-C: SIGKILL now)", c->name, c->pid, seconds);
 }
 
 void record_child_end(struct record_child *c, const struct record_child_opts *o)
 {
-	uint64_t start = clock_now_ns(), since = start, grace = (uint64_t) (o->grace * 1e9);
-	sig_atomic_t quits = *o->quits;
-	bool told = false;
+	struct hwspy_child hc = {
+		.pid = c->pid, .ended = c->ended, .status = c->status, .sent = c->sent,
+		.kept = c->kept,
+	};
+	struct hwspy_child_end_opts ho = {
+		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = o->tty_sigint,
+		.quits = o->quits, .note_fn = said, .note_ctx = c,
+	};
 
-	if (c->ended || reap(c, WNOHANG))
-		return;
-	if (o->keep_running) {
-		c->kept = true;
-		return;
-	}
-	/* a Ctrl-C on the terminal reached the command too, if it is in hwspy's process group:
-	 * a second SIGINT would interrupt its own clean-up */
-	if (o->tty_sigint && getpgid(c->pid) == getpgrp())
-		c->sent = SIGINT;
-	else
-		send(c, SIGINT);
-	while (!reap(c, WNOHANG)) {
-		struct timespec ts = { 0, POLL_NS };
-		uint64_t now = clock_now_ns();
-
-		if (*o->quits != quits) {
-			log_info("interrupted again: killing '%s' (pid %d)", c->name, c->pid);
-			send(c, SIGKILL);
-			(void) reap(c, 0);
-			break;
-		}
-		if (!told && now - start >= QUIET_NS && c->sent != SIGKILL) {
-			log_info("waiting for '%s' (pid %d) to end after SIGINT: SIGTERM in %.3g s, "
-				 "then SIGKILL (Ctrl-C: SIGKILL now)", c->name, c->pid,
-				 o->grace - (double) (now - since) / 1e9 > 0
-				 ? o->grace - (double) (now - since) / 1e9 : 0);
-			told = true;
-		}
-		if (now - since >= grace) {
-			send(c, c->sent == SIGINT ? SIGTERM : SIGKILL);
-			since = now;
-			if (c->sent == SIGKILL) {
-				(void) reap(c, 0);
-				break;
-			}
-		}
-		(void) nanosleep(&ts, NULL);    /* a signal to hwspy cuts it short */
-	}
+	hwspy_child_end(&hc, &ho);
+	c->ended = hc.ended;
+	c->status = hc.status;
+	c->sent = hc.sent;
+	c->kept = hc.kept;
 }
 
 int record_child_exit_code(const struct record_child *c)
 {
-	if (c->kept || !c->ended)
-		return 0;
-	if (WIFSIGNALED(c->status))
-		return 128 + WTERMSIG(c->status);
-	return WEXITSTATUS(c->status);
+	struct hwspy_child hc = { .pid = c->pid, .ended = c->ended, .status = c->status,
+				  .kept = c->kept };
+
+	return hwspy_child_exit_code(&hc);
 }
 
 static const char *sig_name(int sig)

@@ -1,41 +1,35 @@
 /*
  * record_limits: the words for threads the sampler left out and for the limits that made it
- * (see record.h): RLIMIT_NOFILE, RLIMIT_MEMLOCK and kernel.perf_event_mlock_kb.
+ * (see record.h): RLIMIT_NOFILE, RLIMIT_MEMLOCK and kernel.perf_event_mlock_kb, as libhwspy
+ * reads them (hwspy_limits()).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "cli/record.h"
 
-static int put_limit(struct buf *out, rlim_t v, rlim_t unit, const char *suffix)
+static int put_limit(struct buf *out, long long v, const char *suffix)
 {
-	if (v == RLIM_INFINITY)
+	if (v < 0)
 		return buf_puts(out, "unlimited");
-	return buf_printf(out, "%llu%s", (unsigned long long) (v / unit), suffix);
+	return buf_printf(out, "%llu%s", (unsigned long long) v, suffix);
 }
 
 int record_memlock_limits(struct buf *out)
 {
-	struct rlimit rl = { 0, 0 };
-	long kb = -1;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_mlock_kb", "re");
+	struct hwspy_limits l;
 	int r;
 
-	if (f) {
-		if (fscanf(f, "%ld", &kb) != 1)
-			kb = -1;
-		fclose(f);
-	}
-	(void) getrlimit(RLIMIT_MEMLOCK, &rl);
+	hwspy_limits(&l);
 	r = buf_puts(out, "RLIMIT_MEMLOCK ");
 	if (r >= 0)
-		r = put_limit(out, rl.rlim_cur, 1024, " KiB");
+		r = put_limit(out, l.memlock_kib, " KiB");
 	if (r >= 0)
 		r = buf_puts(out, " ('ulimit -l') beyond kernel.perf_event_mlock_kb ");
 	if (r >= 0)
-		r = kb >= 0 ? buf_printf(out, "%ld KiB", kb) : buf_puts(out, "(unreadable)");
+		r = l.perf_mlock_kib >= 0 ? buf_printf(out, "%lld KiB", l.perf_mlock_kib) :
+					    buf_puts(out, "(unreadable)");
 	if (r >= 0)
 		r = buf_puts(out, " per CPU");
 	return r;
@@ -43,13 +37,13 @@ int record_memlock_limits(struct buf *out)
 
 int record_nofile_limit(struct buf *out)
 {
-	struct rlimit rl = { 0, 0 };
+	struct hwspy_limits l;
 	int r;
 
-	(void) getrlimit(RLIMIT_NOFILE, &rl);
+	hwspy_limits(&l);
 	r = buf_puts(out, "ulimit -n ");
 	if (r >= 0)
-		r = put_limit(out, rl.rlim_cur, 1, "");
+		r = put_limit(out, l.nofile, "");
 	return r;
 }
 

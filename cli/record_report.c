@@ -7,13 +7,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "base/procfs.h"
-#include "cli/diagnose.h"
+#include "include/hwspy.h"
 #include "cli/record.h"
 #include "output/profile.h"
 #include "sampler/sampler.h"
@@ -39,15 +37,7 @@ int record_python_error(int r, const struct recorder *rec, const char *what)
 
 int record_paranoid(void)
 {
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	int paranoid;
-
-	if (!f)
-		return INT_MIN;
-	if (fscanf(f, "%d", &paranoid) != 1)
-		paranoid = INT_MIN;
-	fclose(f);
-	return paranoid;
+	return hwspy_paranoid();
 }
 
 const char *record_paranoid_words(char *buf, size_t size)
@@ -66,14 +56,14 @@ const char *record_paranoid_words(char *buf, size_t size)
 static void user_denied(const char *target, pid_t pid)
 {
 	int paranoid = record_paranoid();
-	char path[64], words[64];
+	char words[64];
+	bool not_dumpable = false;
 	long uid = -1;
-	struct stat st;
+	int owner = pid > 0 ? hwspy_process_owner(pid, &uid, &not_dumpable) : -ESRCH;
 
 	record_paranoid_words(words, sizeof(words));
 
-	snprintf(path, sizeof(path), "/proc/%d", (int) pid);
-	if (pid > 0 && procfs_status_long(pid, 0, "Uid", &uid) == 0 && uid != (long) getuid()) {
+	if (owner == 0 && uid != (long) getuid()) {
 		log_error("not allowed to profile %s: it runs as uid %ld, not as yours: run hwspy as "
 			  "root, as that user, or with CAP_PERFMON and CAP_SYS_PTRACE (%s)", target, uid,
 			  words);
@@ -81,7 +71,7 @@ static void user_denied(const char *target, pid_t pid)
 		log_error("not allowed to profile %s: %s refuses perf events to users without "
 			  "CAP_PERFMON even on their own processes: run hwspy as root, or set "
 			  "kernel.perf_event_paranoid to 2 (user space only) or lower", target, words);
-	} else if (pid > 0 && uid >= 0 && stat(path, &st) == 0 && (long) st.st_uid != uid) {
+	} else if (owner == 0 && uid >= 0 && not_dumpable) {
 		log_error("not allowed to profile %s: it runs as your user but is not dumpable (a "
 			  "set-uid or set-gid program, or prctl(PR_SET_DUMPABLE, 0)), which only root "
 			  "or CAP_SYS_PTRACE may read: run hwspy as root", target);
@@ -104,7 +94,7 @@ void record_permission_error(const char *target, pid_t pid, bool kernel)
 	} else if (geteuid() == 0) {
 		char why[320];
 
-		diag_root_denied(pid, why, sizeof(why));
+		hwspy_root_denied_words(pid, why, sizeof(why));
 		log_error("not allowed to profile %s: %s", target, why);
 	} else {
 		user_denied(target, pid);
@@ -403,7 +393,7 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 		log_info("dropped: %" PRIu64 " torn Python stacks (read after their sample, their "
 			 "thread changed them under the read), %" PRIu64 " unreadable: each sample kept "
 			 "as [unknown]", rs->dropped_torn, rs->dropped_unreadable);
-	if (o->format == FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
+	if (o->format == HWSPY_FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
 		log_info("speedscope: samples merged by stack, not in time order: their log passed "
 			 "its %u MiB (record for less time, or at a lower rate)", RECORD_LOG_BYTES >> 20);
 	if (o->native)

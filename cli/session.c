@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "cli/diagnose.h"
 #include "cli/session.h"
+#include "include/hwspy.h"
+#include "lib/lib.h"
 #include "sampler/sampler.h"
 
 /* quit_flag counts SIGINT/SIGTERM/SIGHUP (the second one kills a launched command at once);
@@ -92,42 +93,68 @@ int session_target_found(struct recorder *rec, const struct record_args *o, cons
 	return 0;
 }
 
-/* Exact without stopping anything where BPF is allowed, else by stops, else (a sampling event
- * that overflows as threads go to sleep) nonblocking. */
-void session_choose_mode(struct recorder *rec, struct record_args *o)
-{
-	bool capture = false;
+/* The policy's notes (record/'s recorder_choose_mode(), recorder_start_fallback()), said */
+struct said {
+	struct record_args *o;
+};
 
-	if (!o->nonblocking && !o->ptrace && o->events[0].kind == EVENT_TRACEPOINT) {
-		/* the capture is a perf-event program, which the kernel attaches to software and
-		 * hardware events only; a stop where a thread goes to sleep would interrupt its call */
+static void user_only_said(const struct record_args *o);
+
+static void say_note(void *ctx, enum record_note n, int err, const char *name)
+{
+	struct said *c = ctx;
+	char why[320];
+
+	switch (n) {
+	case RECORD_NOTE_TRACEPOINT:
 		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
 			 "interrupt the system call it samples; reading each stack after its sample, "
-			 "as --nonblocking", o->events[0].name);
+			 "as --nonblocking", name);
+		break;
+	case RECORD_NOTE_NO_CAPTURE_ASLEEP:
+		hwspy_bpf_refused_words(err, why, sizeof(why));
+		log_info("no BPF capture here (%s), and stopping a thread as it goes "
+			 "to sleep would interrupt its system call: reading each stack "
+			 "after its sample instead, as --nonblocking", why);
+		break;
+	case RECORD_NOTE_NO_CAPTURE:
+		hwspy_bpf_refused_words(err, why, sizeof(why));
+		log_info("no BPF capture here (%s): exact mode stops each sampled "
+			 "thread instead", why);
+		break;
+	case RECORD_NOTE_STOPS_BUSY:
+		log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
+			 "SIGWINCH and ignores no signal); falling back to --nonblocking");
+		break;
+	case RECORD_NOTE_STOPS_REFUSED:
+		log_info("cannot stop the target's threads (ptrace refused: another tracer, "
+			 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+		break;
+	case RECORD_NOTE_USER_ONLY:
+		user_only_said(c->o);
+		break;
+	}
+}
+
+static struct record_fallback policy(struct record_args *o, struct said *c)
+{
+	*c = (struct said) { .o = o };
+	return (struct record_fallback) {
+		.auto_mode = !o->nonblocking && !o->ptrace,
+		.mode = o->nonblocking ? RECORD_NONBLOCKING : RECORD_STOPS,
+		.note_fn = say_note, .note_ctx = c,
+	};
+}
+
+/* Exact without stopping anything where BPF is allowed, else by stops, else (a sampling event
+ * that overflows as threads go to sleep) nonblocking: record/'s policy, its notes said. */
+void session_choose_mode(struct recorder *rec, struct record_args *o)
+{
+	struct said c;
+	struct record_fallback f = policy(o, &c);
+
+	if (recorder_choose_mode(rec, &f) == RECORD_NONBLOCKING)
 		o->nonblocking = true;
-	}
-	if (!o->nonblocking && !o->ptrace) {
-		int r = sampler_capture_probe();
-
-		capture = r == 0;
-		if (r < 0) {
-			char why[320];
-
-			diag_bpf_refused(r, why, sizeof(why));
-			/* --wall samples every switch off the CPU too */
-			if (record_samples_asleep(&o->events[0]) || o->wall) {
-				log_info("no BPF capture here (%s), and stopping a thread as it goes "
-					 "to sleep would interrupt its system call: reading each stack "
-					 "after its sample instead, as --nonblocking", why);
-				o->nonblocking = true;
-			} else {
-				log_info("no BPF capture here (%s): exact mode stops each sampled "
-					 "thread instead", why);
-			}
-		}
-	}
-	recorder_set_mode(rec, o->nonblocking ? RECORD_NONBLOCKING :
-			       capture ? RECORD_CAPTURE : RECORD_STOPS);
 }
 
 /* A failure of the BPF capture to start since the last call: said once. */
@@ -166,32 +193,21 @@ static void user_only_said(const struct record_args *o)
 		 len ? ": switches and migrations happen in the kernel)" : "");
 }
 
-/* Opens the events, falling back where the target or the machine refuses: 0, or -1 (said). */
+/* Opens the events, falling back where the target or the machine refuses: 0, or -1 (said).
+ * record_check_options() said where kernel mode is refused to hwspy itself, so a refusal here
+ * is the target's. */
 int session_start(struct recorder *rec, struct record_args *o, const char *target,
 		 uint64_t *capture_failures)
 {
-	int r = recorder_start(rec);
+	struct said c;
+	struct record_fallback f = policy(o, &c);
+	int r;
 
-	if ((r == -EPERM || r == -EBUSY) && recorder_mode(rec) == RECORD_STOPS) {
-		if (r == -EBUSY)
-			log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
-				 "SIGWINCH and ignores no signal); falling back to --nonblocking");
-		else
-			log_info("cannot stop the target's threads (ptrace refused: another tracer, "
-				 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+	f.auto_mode = false;
+	f.mode = recorder_mode(rec);
+	r = recorder_start_fallback(rec, &f, o->events);
+	if (recorder_mode(rec) == RECORD_NONBLOCKING)
 		o->nonblocking = true;
-		recorder_set_mode(rec, RECORD_NONBLOCKING);
-		r = recorder_start(rec);
-	}
-	/* as perf does: where kernel-mode counting is refused, count user space only; not for
-	 * switches sampled (--off-cpu, --wall, -e context-switches), which happen in the kernel:
-	 * record_check_options() said so where kernel mode is refused to hwspy itself, so here
-	 * the refusal is the target's */
-	if (r == -EACCES && !o->kernel && !o->off_cpu && !o->wall &&
-	    !record_kernel_only(&o->events[0]) && record_user_only(o)) {
-		user_only_said(o);
-		r = recorder_start(rec);
-	}
 	if (r >= 0) {
 		session_capture_said(rec, capture_failures);
 		return 0;
@@ -231,6 +247,14 @@ void session_end_command(struct recorder *rec, const struct record_args *o,
 	recorder_stop(rec);
 	st = recorder_stats(rec)->sampler;
 	session_end_child(o, c, st->target_exited, st->exit_status);
+}
+
+struct hwspy_profile *session_profile(struct recorder *rec)
+{
+	static struct hwspy_profile view;
+
+	view = (struct hwspy_profile) { .p = recorder_profile(rec), .owned = false };
+	return &view;
 }
 
 void session_catch_signals(void)

@@ -18,6 +18,11 @@
 #include "cli/record.h"
 #include "record/record.h"
 
+/* The recorder's profile as libhwspy's handle (for format.h's writers): valid until the
+ * recorder is freed; one recorder at a time. Transitional, until the commands record through
+ * hwspy_recorder. */
+struct hwspy_profile *session_profile(struct recorder *rec);
+
 /* Installs the handlers (SIGPIPE ignored too). */
 void session_catch_signals(void);
 /* The run's stop flag (set by the signals above). */

@@ -50,6 +50,487 @@ const char *hwspy_version(void);
  * "" when there is nothing to say. */
 const char *hwspy_reason(void);
 
+/* ==== events ================================================================================ */
+
+/* Events by name, as perf names them: "cpu-clock", "cycles:u", "L1-dcache-load-misses",
+ * "r01c2", "pmu/event=0x3c/", "sched:sched_switch". A list is an opaque handle holding each
+ * event parsed (the perf attributes stay inside the library); the recording takes one. */
+#define HWSPY_MAX_EVENTS 8              /* events one recording samples and reads */
+
+enum hwspy_event_kind {
+	HWSPY_EVENT_HARDWARE,
+	HWSPY_EVENT_HW_CACHE,
+	HWSPY_EVENT_SOFTWARE,
+	HWSPY_EVENT_RAW,                /* r<hex> */
+	HWSPY_EVENT_PMU,                /* pmu/.../ from sysfs */
+	HWSPY_EVENT_TRACEPOINT,         /* subsys:name from tracefs */
+};
+
+/* One named event of the table `hwspy list` prints (raw and pmu forms are not in it). */
+struct hwspy_event_info {
+	const char *name;               /* "cycles", "page-faults" */
+	const char *alias;              /* another accepted name, or NULL */
+	enum hwspy_event_kind kind;
+	const char *desc;               /* one line */
+};
+
+struct hwspy_events;
+
+/* An empty list: 0, or -ENOMEM. */
+int hwspy_events_new(struct hwspy_events **ret);
+void hwspy_events_free(struct hwspy_events *ev);
+/* Parses NAME[:MODIFIERS] and appends it: its index (>= 0), or -ENOENT unknown name, -EINVAL
+ * malformed, -E2BIG the list is full (HWSPY_MAX_EVENTS). Opens nothing. */
+int hwspy_events_add(struct hwspy_events *ev, const char *name);
+/* Parses a comma-separated list ("cpu-clock,page-faults:u"; a pmu/a=1,b=2/ keeps its commas)
+ * and appends each: how many, or as hwspy_events_add() (the reason names the event). */
+int hwspy_events_add_list(struct hwspy_events *ev, const char *list);
+size_t hwspy_events_count(const struct hwspy_events *ev);
+const char *hwspy_events_name(const struct hwspy_events *ev, size_t i);
+enum hwspy_event_kind hwspy_events_kind(const struct hwspy_events *ev, size_t i);
+const char *hwspy_event_kind_name(enum hwspy_event_kind kind);
+/* Facts of event i: it counts occurrences (faults, switches), not time; it happens in the kernel
+ * alone (switches, migrations: as ':u' it counts nothing); it overflows as its thread goes to
+ * sleep (a switch out, a scheduler tracepoint); it counts user space only (':u'). */
+bool hwspy_events_counts_occurrences(const struct hwspy_events *ev, size_t i);
+bool hwspy_events_kernel_only(const struct hwspy_events *ev, size_t i);
+bool hwspy_events_samples_asleep(const struct hwspy_events *ev, size_t i);
+bool hwspy_events_user_only(const struct hwspy_events *ev, size_t i);
+/* Makes event i count user space only (':u'): true if it counted kernel mode before. */
+bool hwspy_events_set_user_only(struct hwspy_events *ev, size_t i);
+/* Opens event i as a counter on pid (0: the calling process) and closes it again: 0 if it
+ * opens on this machine, else -errno (-ENOENT: no such event here, e.g. no hardware PMU;
+ * -EACCES: not allowed). Blocks for one perf_event_open. */
+int hwspy_events_probe(const struct hwspy_events *ev, size_t i, pid_t pid);
+/* The table of named events: *ret_n of them, static. */
+const struct hwspy_event_info *hwspy_event_table(size_t *ret_n);
+/* Up to max known names closest to name (for "did you mean"), best first: how many. */
+size_t hwspy_events_suggest(const char *name, const char **ret_names, size_t max);
+/* The machine's PMUs (/sys/bus/event_source/devices), names into ret: how many. */
+size_t hwspy_pmus(char (*ret)[64], size_t max);
+/* PMU's type number (perf_event_attr.type of its events): 0, or -ENOENT. */
+int hwspy_pmu_type(const char *pmu, unsigned *ret);
+/* Whether the machine has a hardware PMU (no: a VM without one; hardware events -ENOENT). */
+bool hwspy_have_hw_pmu(void);
+/* Whether tracepoints can be looked up (tracefs mounted and readable): 0, or -errno; with
+ * words for a message (short: the form `hwspy list` prints) into hwspy_tracefs_words(). */
+int hwspy_tracefs_state(void);
+const char *hwspy_tracefs_words(int r, bool short_form);
+
+/* ==== recording ============================================================================= */
+
+/* Sampling a process and turning each sample into a stack of Python, native and kernel frames:
+ * a process by pid, a command launched, or the calling process itself.
+ *
+ *   hwspy_record_opts_init(&o); o.pid = PID;  (or o.argv, or o.self)
+ *   hwspy_recorder_new(&o, sink, ctx, &rec);  nothing opened yet
+ *   hwspy_recorder_start(rec);                attach (the interpreter found) or launch, the mode
+ *                                             chosen and fallen back from (notes), events opened
+ *   hwspy_recorder_run(rec, &run);            samples until stopped, the duration or the end
+ *   hwspy_recorder_profile(rec) / stats what was recorded
+ *   hwspy_recorder_free(rec);
+ *
+ * Modes: exact by a BPF capture where allowed (nothing stopped), else exact by ptrace stops of
+ * the sampled thread, else nonblocking (each stack read just after its sample). AUTO tries them
+ * in that order and says each fallback through opts.note_fn; stops are read through SIGCHLD,
+ * so without opts.sigchld (and always for the calling process, self) nothing is stopped:
+ * capture or nonblocking. Recording the calling process works from any thread:
+ * the threads that call this recorder's functions, and any the library starts, are left out
+ * of its samples (stats.excluded counts what they had).
+ *
+ * Side effects are the options': SIGCHLD is blocked on the calling thread (read through a
+ * signalfd) only with opts.sigchld, RLIMIT_NOFILE raised only with opts.raise_nofile, both
+ * false by default (a library inside someone's process); the command line sets both. No signal
+ * handler is ever installed: the caller owns the stop flag. */
+
+enum hwspy_record_mode {
+	HWSPY_RECORD_AUTO,              /* capture, else stops, else nonblocking (notes say which) */
+	HWSPY_RECORD_CAPTURE,
+	HWSPY_RECORD_STOPS,             /* --ptrace (needs opts.sigchld) */
+	HWSPY_RECORD_NONBLOCKING,       /* --nonblocking */
+};
+
+/* What the recorder chose or fell back to on its own, told as it happens (opts.note_fn) so that
+ * a client says it in its own words. err: an -errno where one goes with it; detail: a phrase
+ * or a name (never NULL, maybe ""). */
+enum hwspy_note {
+	HWSPY_NOTE_NOT_PYTHON,          /* attach with native: no interpreter, native frames only */
+	HWSPY_NOTE_TRACEPOINT,          /* events[0] (detail) is a tracepoint: nonblocking */
+	HWSPY_NOTE_NO_CAPTURE_ASLEEP,   /* no BPF capture (detail: why), and a stop as a thread
+	                                 * goes to sleep would interrupt it: nonblocking */
+	HWSPY_NOTE_NO_CAPTURE,          /* no BPF capture (detail: why): stops */
+	HWSPY_NOTE_STOPS_BUSY,          /* no harmless signal to stop with: nonblocking */
+	HWSPY_NOTE_STOPS_REFUSED,       /* ptrace refused: nonblocking */
+	HWSPY_NOTE_USER_ONLY,           /* kernel-mode counting refused: user space only (':u') */
+	HWSPY_NOTE_CAPTURE_FAILED,      /* the capture (err) did not start: nonblocking reads */
+};
+typedef void (*hwspy_note_fn)(void *ctx, enum hwspy_note note, int err, const char *detail);
+
+struct hwspy_record_opts {
+	pid_t pid;                      /* attach to this process, or 0 */
+	char *const *argv;              /* or launch this command (argv[0] searched in PATH) */
+	bool self;                      /* or the calling process */
+	const struct hwspy_events *events;  /* events[0] samples; NULL: cpu-clock. Copied (the
+	                                 * user-space-only fallback sets ':u' on the copy) */
+	uint64_t freq, period;          /* samples a second, or a fixed period (freq 0); both 0:
+	                                 * 100 Hz */
+	uint32_t leaders;               /* bit i: events[i] samples on its own, at its own rate */
+	enum hwspy_record_mode mode;
+	unsigned stop_budget;           /* stops: their share of a thread's time, % (0: 5) */
+	bool function;                  /* one frame per function (its first line) */
+	bool threads;                   /* a root frame per thread: [thread TID NAME] */
+	bool native;                    /* native frames (DWARF unwinding of a stack copy) */
+	uint32_t stack_size;            /* ... of this many bytes (0: 32768) */
+	bool kernel;                    /* kernel frames at the leaf */
+	bool off_cpu;                   /* events[0] is context-switches at period 1 */
+	bool wall;                      /* events[0] is cpu-clock, with the switches off the CPU */
+	bool subprocesses;              /* follow the processes the target starts */
+	bool gil_only;                  /* only samples whose thread held the GIL */
+	bool gil_waits;                 /* the switches off the CPU sampled too (not by stops), for
+	                                 * each thread's GIL waits (hwspy_recorder_gil_threads()),
+	                                 * not for the samples */
+	size_t log_bytes;               /* keep the time-ordered sample log (speedscope) up to this */
+	bool sigchld;                   /* may block SIGCHLD on the calling thread (signalfd): stops
+	                                 * need it; without, a launched command's exit is seen
+	                                 * within 100 ms and the caller must not reap it */
+	bool raise_nofile;              /* may raise the soft RLIMIT_NOFILE to the hard one */
+	hwspy_note_fn note_fn;          /* told of each choice and fallback; NULL: none */
+	void *note_ctx;
+	/* launch: runs inside hwspy_recorder_start() while the command is stopped at its exec */
+	void (*exec_fn)(void *ctx, pid_t pid);
+	void *exec_ctx;
+};
+void hwspy_record_opts_init(struct hwspy_record_opts *o);
+
+/* Whether a sample's thread held the GIL: from its capture, else read live (late by as much as
+ * the read); unknown without a GIL (free-threaded), a failed read, or a switch off the CPU. */
+enum hwspy_gil {
+	HWSPY_GIL_UNKNOWN,
+	HWSPY_GIL_FREE,                 /* not held by this thread */
+	HWSPY_GIL_HELD,
+};
+
+/* One finished sample, handed to the sink. Valid during the call only. */
+struct hwspy_sample {
+	pid_t tid;
+	uint64_t time_ns;               /* CLOCK_MONOTONIC */
+	const uint32_t *frames;         /* ids of hwspy_recorder_profile()'s frames, root first */
+	size_t depth;
+	const uint64_t *values;         /* [0] 1 (the sample), [1 + i] what event i counted */
+	size_t n_values;
+	size_t event;                   /* the event whose sample this is (0, or a leader) */
+	bool off_cpu;                   /* a switch off the CPU: values[1] its time off it (ns) */
+	enum hwspy_gil gil;             /* whether its thread held the GIL at the sample */
+	uint64_t late_ns;               /* its Python stack read this long after the sample (no
+	                                 * capture, no stop: maybe a later one); 0: at it */
+};
+/* < 0: the sample could not be kept (stats.add_failed). Runs on the thread running the
+ * recorder. */
+typedef int (*hwspy_sample_fn)(void *ctx, const struct hwspy_sample *s);
+
+struct hwspy_recorder;
+
+/* The recorder for opts (copied, its events too). sink NULL: every sample goes into the
+ * recorder's own profile (hwspy_recorder_profile()). 0, -EINVAL (no target, two targets, more
+ * events than HWSPY_MAX_EVENTS), -ENOMEM. */
+int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sink, void *ctx,
+		       struct hwspy_recorder **ret);
+void hwspy_recorder_free(struct hwspy_recorder *rec);
+/* Attach (pid or self): opens the target's memory, finds its interpreter and reads its
+ * mappings. 0, or -ESRCH, -EPERM/-EACCES, -ENOENT (no interpreter: no error with native, a
+ * note), -ENOTSUP, -EBADMSG; hwspy_recorder_python() says more. Called by
+ * hwspy_recorder_start() when not called before. Blocks while symbols load (--native: a
+ * second or so). */
+int hwspy_recorder_open(struct hwspy_recorder *rec);
+/* Chooses the mode (AUTO's fallbacks as notes) and opens the events on every thread, launching
+ * the command (it runs from its exec on; its samples wait until hwspy_recorder_run()). 0, or
+ * -ESRCH, -EPERM/-EACCES (not allowed), -ENOENT (the event
+ * does not open here, or the command cannot be run), -ENOBUFS (locked memory), -EMFILE,
+ * -ENOMEM: nothing is left attached or running then. Called again after a failure, it
+ * tries afresh. */
+int hwspy_recorder_start(struct hwspy_recorder *rec);
+/* The mode it runs in (after start), and the target's pid (a launched command's once
+ * started; self: getpid()). */
+enum hwspy_record_mode hwspy_recorder_mode(const struct hwspy_recorder *rec);
+pid_t hwspy_recorder_pid(const struct hwspy_recorder *rec);
+
+struct hwspy_run {
+	volatile sig_atomic_t *stop;    /* ends the run when set (NULL: none) */
+	uint64_t duration_ns;           /* 0: until stopped or the target ends */
+	/* after each slice (250 ms at most) with its result r: 0 goes on, < 0 ends the run with
+	 * that result; may call hwspy_recorder_pause()/resume(). NULL: r decides. */
+	int (*slice_fn)(void *ctx, struct hwspy_recorder *rec, int r);
+	void *ctx;
+};
+/* Samples until run->stop, the duration, the target's end or a Python hwspy cannot read; then
+ * ends sampling and finishes every sample (a launched command is left running). Blocks that
+ * long. 0, or the slice's failure (-EBUSY: stops, the target caught every signal). */
+int hwspy_recorder_run(struct hwspy_recorder *rec, const struct hwspy_run *run);
+/* Stops mode: lets go of the target and takes it again (a Ctrl-Z of the caller's). */
+int hwspy_recorder_pause(struct hwspy_recorder *rec);
+int hwspy_recorder_resume(struct hwspy_recorder *rec);
+/* Ends sampling now (idempotent). */
+void hwspy_recorder_stop(struct hwspy_recorder *rec);
+
+/* The interpreter found (attach: after open; launch: as it is mapped). */
+struct hwspy_python {
+	int result;                     /* the last lookup: 0 found, -ENOENT none (yet) ... */
+	int fatal;                      /* -ENOTSUP, -EBADMSG: one hwspy cannot read (ended run) */
+	bool found;
+	int major, minor, micro;
+	const char *version;            /* "3.11.7" ("" unknown) */
+	const char *binary;             /* the file holding _PyRuntime ("" unknown) */
+	const char *error;              /* -EBADMSG: the field refused and why ("" else) */
+};
+void hwspy_recorder_python(const struct hwspy_recorder *rec, struct hwspy_python *ret);
+
+/* Why threads were left out, by reason (stats.threads_failed_by). */
+enum hwspy_thread_fail {
+	HWSPY_FAIL_FILES,               /* out of file descriptors (RLIMIT_NOFILE) */
+	HWSPY_FAIL_MEMLOCK,             /* its ring over the locked-memory limit */
+	HWSPY_FAIL_MEMORY,
+	HWSPY_FAIL_TABLE,               /* more threads than tracked */
+	HWSPY_FAIL_PTRACE,              /* stops: it could not be seized */
+	HWSPY_FAIL_OTHER,               /* threads_failed_errno */
+	HWSPY_FAIL_N
+};
+
+/* Every number a recording's summary says (a copy, hwspy_recorder_stats()). */
+struct hwspy_record_stats {
+	bool started;                   /* the events opened (the sampler's numbers are real) */
+	/* the sampler */
+	uint64_t samples, lost, lost_switches, throttled;
+	bool switch_lost_known;
+	uint64_t stops, stops_without_sample, signals_forwarded, eintr_undone;
+	uint64_t budget_late, budget_trips, signal_changes;
+	uint64_t threads_seen, threads_failed, threads_failed_by[HWSPY_FAIL_N];
+	int threads_failed_errno;
+	uint64_t threads_shrunk;
+	unsigned cpu_rings, cpu_rings_shrunk, ring_pages, ring_pages_min;
+	uint64_t execs, captured_by_sampler, capture_mismatched, capture_threads_failed;
+	bool target_exited;
+	int exit_status;                /* its wait status, a launched command */
+	/* the interpreter's frame walks (0 without one) */
+	uint64_t py_walks, py_torn, py_unreadable, py_no_thread, py_truncated;
+	/* the native unwinder (0 without one) */
+	bool have_symbolizer;
+	/* the recorder */
+	uint64_t elapsed_ns;
+	uint64_t dropped_torn, dropped_unreadable, no_python, read_after_exit, merge_failed;
+	uint64_t late_unfit, unwound, unwound_frames, kernel_frames, captured, uncaptured;
+	uint64_t captured_cut, truncated, truncated_gone, add_failed;
+	size_t n_late;
+	uint32_t late_median_us, late_p99_us, late_max_us;
+	uint64_t off_cpu_ns, processes;
+	bool target_sampled;
+	uint64_t off_cpu_unmatched, off_cpu_capped, off_cpu_initial, off_cpu_stale;
+	uint64_t gil_live, gil_late, gil_dropped_free, gil_dropped_unknown, gil_untallied;
+	int capture_error;
+	uint64_t capture_failures;
+	uint64_t excluded;              /* self: samples of the recorder's own threads, left out */
+};
+void hwspy_recorder_stats(struct hwspy_recorder *rec, struct hwspy_record_stats *ret);
+
+/* A thread's GIL counts (--gil's summary): see struct record_gil_thread's words. */
+struct hwspy_gil_thread {
+	pid_t tid;
+	uint64_t samples, weight, known, held;
+	uint64_t off_ns, gil_wait_ns, first_ns, last_ns;
+};
+/* Each thread's so far, into ret (up to max): how many there are. */
+size_t hwspy_recorder_gil_threads(const struct hwspy_recorder *rec, struct hwspy_gil_thread *ret,
+				  size_t max);
+
+/* A launched command once sampling has ended (hwspy_recorder_run() leaves it running): it is
+ * waited for, and ended if it does not end as timeout(1) ends one: SIGINT (not sent again where
+ * a Ctrl-C on the terminal reached it already: tty_sigint), SIGTERM after grace seconds,
+ * SIGKILL after grace more, SIGKILL at once when *quits changes (the caller got another
+ * SIGINT/SIGTERM/SIGHUP); with keep_running it is left as it is. Blocks until it ended. Notes
+ * through note_fn: WAITING (after half a second, seconds to SIGTERM), KILLING (quits changed). */
+struct hwspy_child {
+	pid_t pid;
+	bool ended;                     /* status is its wait status */
+	int status;
+	int sent;                       /* the last signal sent to it (0: none) */
+	bool kept;                      /* left running (keep_running) */
+};
+enum hwspy_child_note {
+	HWSPY_CHILD_WAITING,
+	HWSPY_CHILD_KILLING,
+};
+struct hwspy_child_end_opts {
+	double grace;                   /* seconds between the signals (the command line's: 5) */
+	bool keep_running;
+	bool tty_sigint;
+	volatile sig_atomic_t *quits;   /* NULL: none */
+	void (*note_fn)(void *ctx, enum hwspy_child_note note, double seconds);
+	void *note_ctx;
+};
+void hwspy_child_end(struct hwspy_child *c, const struct hwspy_child_end_opts *o);
+/* The recorder's launched command ended as above (sampling ended first; what the sampler
+ * reaped already counts): into *c, whose pid and name the recorder fills. */
+void hwspy_recorder_end_command(struct hwspy_recorder *rec, const struct hwspy_child_end_opts *o,
+				struct hwspy_child *c);
+/* Its exit status: 128+N if signal N killed it, 0 if kept running or not ended. */
+int hwspy_child_exit_code(const struct hwspy_child *c);
+
+/* The machine's facts behind a refusal, as data and phrases for a client's own message. */
+/* kernel.perf_event_paranoid, or INT_MIN where it cannot be read. */
+int hwspy_paranoid(void);
+/* The limits a perf ring and a thread's events meet (-1: unlimited, or unreadable for
+ * perf_mlock_kib). */
+struct hwspy_limits {
+	long long memlock_kib;          /* RLIMIT_MEMLOCK's soft limit ('ulimit -l') */
+	long long perf_mlock_kib;       /* kernel.perf_event_mlock_kb, per CPU */
+	long long nofile;               /* RLIMIT_NOFILE's soft limit ('ulimit -n') */
+};
+void hwspy_limits(struct hwspy_limits *ret);
+/* Whether pid is a kernel thread: 1, 0, or -errno (its status unreadable). */
+int hwspy_kernel_thread(pid_t pid);
+/* Who owns pid: its real uid into *ret_uid, and whether /proc/PID is another's than that (not
+ * dumpable: set-uid, or PR_SET_DUMPABLE 0). 0, or -errno. */
+int hwspy_process_owner(pid_t pid, long *ret_uid, bool *ret_not_dumpable);
+/* Why a root caller may not read pid (ptrace refused), as a phrase into buf: no
+ * CAP_SYS_PTRACE, root of a user namespace only, Yama ptrace_scope 3, a security module. */
+void hwspy_root_denied_words(pid_t pid, char *buf, size_t size);
+/* Why the BPF capture was refused with r (-errno), as a phrase into buf. */
+void hwspy_bpf_refused_words(int r, char *buf, size_t size);
+
+/* ==== profiles and outputs ================================================================== */
+
+/* A profile: stacks of frames with a value per event, their threads and the run's metadata;
+ * read from a file of any format hwspy reads (folded, pprof) or a recorder's own. Written in
+ * any format: folded, speedscope, SVG flame graph, pprof. */
+struct hwspy_profile;
+
+/* The recorder's profile (the recorder's: not freed by the caller; valid until it is freed). */
+struct hwspy_profile *hwspy_recorder_profile(struct hwspy_recorder *rec);
+/* Reads the file at path ("-": standard input), its format told by its content (pprof's
+ * bytes, else folded text): 0, or -errno with the reason's one line: "cannot read 'NAME':
+ * ...", "NAME:LINE: ...; a folded line is ...", "'NAME' is not a folded file: it looks like
+ * ...", "NAME: not a valid pprof profile: ...", "out of memory reading 'NAME'". */
+int hwspy_profile_load(const char *path, struct hwspy_profile **ret);
+/* A profile from hwspy_profile_load() or hwspy_profile_diff(); NULL a no-op. */
+void hwspy_profile_free(struct hwspy_profile *p);
+
+size_t hwspy_profile_n_events(const struct hwspy_profile *p);
+const char *hwspy_profile_event(const struct hwspy_profile *p, size_t i);
+/* -ENOENT, or its index */
+int hwspy_profile_find_event(const struct hwspy_profile *p, const char *name);
+size_t hwspy_profile_n_frames(const struct hwspy_profile *p);
+enum hwspy_frame_kind {
+	HWSPY_FRAME_PYTHON,
+	HWSPY_FRAME_NATIVE,
+	HWSPY_FRAME_KERNEL,
+	HWSPY_FRAME_THREAD,             /* a root frame naming the thread or the process */
+	HWSPY_FRAME_SPECIAL,            /* "[native]", "[unknown]", "[idle]" ... */
+	HWSPY_FRAME_WAIT,               /* why a thread was off the CPU: "[wait: GIL]" ... */
+};
+struct hwspy_frame {
+	enum hwspy_frame_kind kind;
+	const char *name;               /* never NULL */
+	const char *file;               /* NULL if unknown */
+	int line;                       /* 0 if unknown */
+	const char *module;             /* a native frame's shared object, NULL if unknown */
+};
+/* Frame id (a sample's frames[k]) into ret, its strings the profile's (valid until it next
+ * changes: a recorder's, until the next sample): 0, or -ENOENT for no such id. */
+int hwspy_profile_frame(const struct hwspy_profile *p, uint32_t id, struct hwspy_frame *ret);
+/* Stack i (< n_stacks): its thread, frames (root first) and depth; its values (n_events + 1:
+ * [0] samples, [1 + e] event e) returned. */
+const uint64_t *hwspy_profile_stack(const struct hwspy_profile *p, size_t i, pid_t *ret_tid,
+				    const uint32_t **ret_frames, size_t *ret_depth);
+/* A thread's name as recorded, or NULL. */
+const char *hwspy_profile_thread_name(const struct hwspy_profile *p, pid_t tid);
+size_t hwspy_profile_n_stacks(const struct hwspy_profile *p);
+/* The run's metadata (0 / "" where unknown). */
+struct hwspy_profile_meta {
+	const char *target, *python;
+	uint64_t duration_ns, start_time_ns, lost, dropped, threads, threads_missed;
+	const char *threads_missed_why;
+};
+void hwspy_profile_meta(const struct hwspy_profile *p, struct hwspy_profile_meta *ret);
+/* Sets the target's words; the run's numbers (start: the wall clock, ns since the epoch); the
+ * threads left out and why. 0 or -ENOMEM. */
+int hwspy_profile_set_target(struct hwspy_profile *p, const char *target);
+void hwspy_profile_set_run(struct hwspy_profile *p, uint64_t start_time_ns, uint64_t duration_ns,
+			   uint64_t lost, uint64_t dropped, uint64_t threads);
+int hwspy_profile_set_threads_missed(struct hwspy_profile *p, uint64_t n, const char *why);
+
+/* Column col's total over every stack (col 0: samples, 1 + e: event e). */
+uint64_t hwspy_profile_total(const struct hwspy_profile *p, size_t col);
+
+/* The --color-by metric (SVG): "ipc", "mpki" or "A/B" (two events), checked in form alone (p
+ * NULL) or against p's events. 0, or -EINVAL (its form: err->why) / -ENOENT (no such event in
+ * p: err->at and err->len mark the name in metric; 0 len: err->why says what is wrong). */
+struct hwspy_color_error {
+	const char *why;
+	size_t at, len;
+};
+int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
+		      struct hwspy_color_error *err);
+
+/* Differences between BEFORE and AFTER (two profiles of one program): one merged profile whose
+ * shared event e has BEFORE's values in column 1 + 2e and AFTER's in 2 + 2e (both named as in
+ * AFTER: hwspy_profile_event(merged, 2e)); every frame matched by its text; each side's shares
+ * of its own total unless raw. -ENOENT when no event is shared. */
+struct hwspy_diff_opts {
+	bool ignore_lines;              /* match Python frames by function and file only */
+	bool raw;                       /* counts as they are, shares of BEFORE's total */
+};
+int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
+		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret);
+size_t hwspy_diff_n_events(const struct hwspy_profile *merged);
+/* The fraction (0..1) of BEFORE's and AFTER's weight of shared event e in stacks with a
+ * function both sides have: near 0 for unrelated programs. 0 or -errno. */
+int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_before,
+		      double *ret_after);
+enum hwspy_diff_format {
+	HWSPY_DIFF_TABLE,               /* per event, the functions whose share changed most */
+	HWSPY_DIFF_SVG,                 /* a differential flame graph */
+	HWSPY_DIFF_FOLDED,              /* 'stack before after' lines (difffolded.pl's) */
+};
+struct hwspy_diff_write_opts {
+	enum hwspy_diff_format format;
+	size_t event;                   /* the shared event the graph and the lines show */
+	struct hwspy_diff_opts diff;
+	const char *title;              /* SVG (NULL: "Differential Flame Graph") */
+	bool icicle, negate;            /* SVG: root at the top; BEFORE's widths */
+	double min_width;               /* SVG: px (0: the default) */
+	size_t top;                     /* table: rows per event (0: 20) */
+	const char *before_name, *after_name;   /* table: what each side is */
+	uint64_t before_ns, after_ns;   /* table: each side's duration (0: unknown) */
+};
+int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
+		     FILE *out);
+
+enum hwspy_format {
+	HWSPY_FORMAT_FOLDED,            /* .folded, .txt, any other name */
+	HWSPY_FORMAT_SPEEDSCOPE,        /* .speedscope.json */
+	HWSPY_FORMAT_SVG,               /* .svg */
+	HWSPY_FORMAT_PPROF,             /* .pb.gz, .pprof */
+};
+/* "folded", "speedscope", "svg", "pprof": 0, or -EINVAL. */
+int hwspy_format_parse(const char *name, enum hwspy_format *ret);
+enum hwspy_format hwspy_format_of_path(const char *path);
+const char *hwspy_format_name(enum hwspy_format f);
+
+struct hwspy_write_opts {
+	const char *weight;             /* the event folded and SVG weigh by (NULL: the first) */
+	const char *title;              /* SVG */
+	bool icicle;                    /* SVG: root at the top */
+	double min_width;               /* SVG: px, narrower frames left out (0: the default) */
+	const char *color_by;           /* SVG: a ratio of two events (NULL: by kind) */
+	const char *command_line;       /* pprof's comments */
+};
+/* Writes p as f into out (zeroed opts: the defaults; NULL too). 0, or -ENOENT (weight names
+ * no event of p), -errno of the writing. */
+int hwspy_profile_write(const struct hwspy_profile *p, enum hwspy_format f,
+			const struct hwspy_write_opts *o, FILE *out);
+/* The same into the file at path, put in place whole (a temporary file renamed) or not at all:
+ * 0 or -errno. */
+int hwspy_profile_write_file(const struct hwspy_profile *p, enum hwspy_format f,
+			     const struct hwspy_write_opts *o, const char *path);
 /* ==== snapshot ============================================================================== */
 
 /* The current stack of every thread of a Python process, once (what `hwspy dump` prints): per
@@ -109,20 +590,8 @@ struct hwspy_native_frame {
 	uint64_t module_offset;
 };
 
-enum hwspy_frame_kind {
-	HWSPY_FRAME_PYTHON,
-	HWSPY_FRAME_NATIVE,
-	HWSPY_FRAME_SPECIAL,    /* "[unknown]", Python code that cannot be named ... */
-};
-
-/* A frame of a merged stack (Python frames in place of the interpreter's eval loops) */
-struct hwspy_frame {
-	enum hwspy_frame_kind kind;
-	const char *name;       /* never NULL */
-	const char *file;       /* NULL: unknown */
-	int line;               /* 0: unknown */
-	const char *module;     /* a native frame's module, or NULL */
-};
+/* A frame of a merged stack (Python frames in place of the interpreter's eval loops): struct
+ * hwspy_frame of "profiles and outputs" (PYTHON, NATIVE or SPECIAL here) */
 
 struct hwspy_snapshot_thread {
 	pid_t tid;

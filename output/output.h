@@ -8,6 +8,9 @@
  *            pprof_write()       gzip-compressed perftools.profiles.Profile (`go tool pprof`)
  *   readers  folded_read()       any collapser's folded text, added to a profile
  *            pprof_read()        a pprof protobuf, gzip-compressed or not, as a new profile
+ *   choice   profile_write()     any of the writers, by format (format.c: its name, or the
+ *                                output file's extension)
+ *   loading  profile_load()      a file of any format hwspy reads (load.c: told by content)
  *   diff     diff_merge()        BEFORE and AFTER as one profile, which diff_functions(),
  *                                diff_common(), diff_folded_write(), diff_table_write() and
  *                                svg_write() (svg_opts.diff) read
@@ -481,5 +484,57 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
  * sequence as one U+FFFD), for the other JSON writers (hwspy stat --json). Errors show in
  * ferror(out). */
 void json_write_string(FILE *out, const char *s);
+
+/* ---- format.c: the writer chosen ----------------------------------------------------------- */
+
+enum profile_format {
+	PROFILE_FOLDED,                 /* .folded, .txt, and any other name */
+	PROFILE_SPEEDSCOPE,             /* .speedscope.json */
+	PROFILE_SVG,                    /* .svg: an interactive flame graph */
+	PROFILE_PPROF,                  /* .pb.gz, .pprof */
+};
+/* "folded", "speedscope", "svg", "pprof": 0, or -EINVAL. */
+int profile_format_parse(const char *name, enum profile_format *ret);
+/* The format a file name asks for by its extension (folded when none says otherwise). */
+enum profile_format profile_format_of_path(const char *path);
+const char *profile_format_name(enum profile_format f);
+struct profile_write_opts {
+	const char *weight;             /* the event folded and SVG weigh by (NULL: the first);
+	                                 * the other formats keep every event */
+	const char *title;              /* SVG */
+	bool icicle;                    /* SVG: root at the top */
+	double min_width;               /* SVG: px (0: the default) */
+	const char *color_by;           /* SVG: svg_opts.color_by */
+	const char *command_line;       /* pprof's comments */
+};
+/* Writes p as f (o NULL: the defaults). 0, -ENOENT (o->weight names no event of p), or the
+ * writer's -errno. */
+int profile_write(enum profile_format f, const struct profile *p,
+		  const struct profile_write_opts *o, FILE *out);
+
+/* ---- load.c: a profile file of any format ---------------------------------------------------
+ *
+ * The format is told by the content, never by the name: a file that starts like pprof
+ * (pprof_sniff(): the gzip magic 1f 8b, or an uncompressed perftools.profiles.Profile
+ * protobuf) is read by pprof_read(), anything else as folded text by folded_read(). path "-"
+ * is standard input: its first bytes are peeked and then read again through the same stream,
+ * so a pipe works too (nothing is rewound).
+ *
+ * What comes back:
+ *   folded  one event named "samples", each line's COUNT in column 0 and in event 0 (see
+ *           folded_read()), all stacks on thread 0; target = the path.
+ *   pprof   what pprof_read() gives: the file's events, threads, build-ids and, for hwspy's
+ *           own files, its metadata; target = the path when the file names none.
+ * An empty profile (no stacks, or only zero counts; an empty file reads as an empty folded
+ * file) is NOT an error here: each caller decides what it means.
+ *
+ * On failure, -errno and ONE line in why (NAME: the path or "<stdin>"):
+ *   cannot read 'NAME': REASON (strerror)                     cannot open or read the file
+ *   NAME:LINE: REASON; a folded line is 'frame;...;leaf COUNT'  malformed folded line
+ *   'NAME' is not a folded file: it looks like WHAT; ...      another format
+ *   NAME: not a valid pprof profile: REASON                   malformed pprof
+ *   out of memory reading 'NAME'
+ */
+int profile_load(const char *path, struct profile **ret, char *why, size_t size);
 
 #endif

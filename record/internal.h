@@ -11,6 +11,7 @@
  *   gc.c         whether a sample's thread ran the cyclic GC: the [gc] frame
  *   names.c      thread names: Python's threading registry, else /proc comm; [thread ...] frames
  *   merge.c      native + Python frames -> one stack (merge.h)
+ *   fallback.c   the mode chosen and fallen back from, as notes (record.h)
  *   offcpu.c     --off-cpu: each switch-out a sample, weighing the time until the thread runs
  *                again (the sampler's switch events)
  *   procs.c      --subprocesses: the target's child processes, each with its own interpreter,

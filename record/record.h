@@ -296,6 +296,44 @@ int recorder_resume(struct recorder *rec);
 /* Ends sampling now if recorder_run() has not (idempotent). */
 void recorder_stop(struct recorder *rec);
 
+/* The mode and its fallbacks (fallback.c), one policy for every client, each choice told as a
+ * note (the client words it). recorder_choose_mode(): with auto_mode, a tracepoint as events[0]
+ * is read nonblocking (TRACEPOINT: no capture attaches to it, a stop would interrupt the call
+ * it samples); else the BPF capture where sampler_capture_probe() allows it, else stops
+ * (NO_CAPTURE, err the probe's), or nonblocking where a stop would interrupt a sleeping call
+ * (an event that overflows as its thread sleeps, wall) or the target is the caller itself
+ * (self) (NO_CAPTURE_ASLEEP). Without auto_mode, f->mode as it is. Sets and returns the mode.
+ * recorder_start_fallback(): recorder_start(), and where stops are refused (-EPERM: STOPS_REFUSED)
+ * or impossible (-EBUSY: STOPS_BUSY), again nonblocking; where kernel-mode counting is refused
+ * (-EACCES; not for kernel frames, off-CPU, wall or a kernel-only events[0]), every event of
+ * events (the recorder's opts.events, n_events of them) set to user space only and again
+ * (USER_ONLY). Its result is the last recorder_start()'s. */
+enum record_note {
+	RECORD_NOTE_TRACEPOINT,         /* name: events[0]'s */
+	RECORD_NOTE_NO_CAPTURE_ASLEEP,
+	RECORD_NOTE_NO_CAPTURE,
+	RECORD_NOTE_STOPS_BUSY,
+	RECORD_NOTE_STOPS_REFUSED,
+	RECORD_NOTE_USER_ONLY,
+};
+struct record_fallback {
+	bool auto_mode;                 /* choose (else mode as given) */
+	enum record_mode mode;
+	bool self;                      /* the target is the calling process: never stopped */
+	void (*note_fn)(void *ctx, enum record_note note, int err, const char *name);
+	void *note_ctx;
+};
+enum record_mode recorder_choose_mode(struct recorder *rec, const struct record_fallback *f);
+int recorder_start_fallback(struct recorder *rec, const struct record_fallback *f,
+			    struct event_spec *events);
+/* Facts of an event the policy goes by: it happens in the kernel alone (switches,
+ * migrations: ':u' counts none); it overflows while its thread sleeps (a switch out, a
+ * scheduler tracepoint). record_events_user_only(): every event of events set to user space
+ * only (exclude_kernel, exclude_hv); false if none counted kernel mode. */
+bool record_event_kernel_only(const struct event_spec *e);
+bool record_event_samples_asleep(const struct event_spec *e);
+bool record_events_user_only(struct event_spec *events, size_t n);
+
 /* What was found of the interpreter: the last detection's result (0 found, -ENOENT none yet,
  * ...), fatal (-ENOTSUP, -EBADMSG: a Python hwspy cannot read, which ended the run; else 0),
  * and its info (version, binary, error text). */

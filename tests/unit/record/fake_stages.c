@@ -494,6 +494,11 @@ int sampler_capture_error(const struct sampler *s)
 	return s->capture_error;
 }
 
+int sampler_capture_probe(void)
+{
+	return fake.capture_probe;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	unsigned k = fake.sampler_news++;

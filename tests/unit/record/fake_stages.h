@@ -121,6 +121,7 @@ struct fake_world {
 	int start_errors[FAKE_MAX_STARTS];      /* sampler_new()'s results, call by call (0 past) */
 	int capture_errors[FAKE_MAX_STARTS];    /* sampler_capture_start()'s, call by call */
 	pid_t launch_pid;               /* a launched command's pid */
+	int capture_probe;              /* sampler_capture_probe()'s result */
 
 	/* the play */
 	size_t image;                   /* the program the target runs now */

@@ -965,6 +965,68 @@ static void test_free_unstarted(void **state)
 	done(rec);
 }
 
+/* record/'s mode policy (fallback.c): each choice told as a note */
+struct noted {
+	enum record_note notes[8];
+	int errs[8];
+	size_t n;
+};
+
+static void on_note(void *ctx, enum record_note n, int err, const char *name)
+{
+	struct noted *c = ctx;
+
+	(void) name;
+	if (c->n < 8) {
+		c->notes[c->n] = n;
+		c->errs[c->n++] = err;
+	}
+}
+
+static void test_policy(void **state)
+{
+	struct event_spec ev[2] = { events[0], events[1] };
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct noted c = { .n = 0 };
+	struct record_fallback f = { .auto_mode = true, .note_fn = on_note, .note_ctx = &c };
+	struct recorder *rec;
+
+	(void) state;
+	image(0, "3.11.7");
+	o.events = ev;
+	o.n_events = 2;
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	/* BPF allowed: the capture, nothing said */
+	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_CAPTURE);
+	assert_int_equal(c.n, 0);
+	/* refused: stops, said with the probe's error; the calling process: never stopped */
+	fake.capture_probe = -EPERM;
+	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_STOPS);
+	assert_int_equal(c.notes[0], RECORD_NOTE_NO_CAPTURE);
+	assert_int_equal(c.errs[0], -EPERM);
+	f.self = true;
+	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_NONBLOCKING);
+	assert_int_equal(c.notes[1], RECORD_NOTE_NO_CAPTURE_ASLEEP);
+	/* asked for, no choosing */
+	f = (struct record_fallback) { .mode = RECORD_STOPS, .note_fn = on_note, .note_ctx = &c };
+	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_STOPS);
+	assert_int_equal(c.n, 2);
+
+	/* stops refused: nonblocking; kernel mode refused: user space only, every event */
+	fake.start_errors[0] = -EPERM;
+	fake.start_errors[1] = -EACCES;
+	assert_int_equal(recorder_start_fallback(rec, &f, ev), 0);
+	assert_int_equal(fake.sampler_news, 3);
+	assert_int_equal(recorder_mode(rec), RECORD_NONBLOCKING);
+	assert_int_equal(c.n, 4);
+	assert_int_equal(c.notes[2], RECORD_NOTE_STOPS_REFUSED);
+	assert_int_equal(c.notes[3], RECORD_NOTE_USER_ONLY);
+	assert_true(ev[0].attr.exclude_kernel && ev[1].attr.exclude_kernel);
+	recorder_free(rec);
+	assert_int_equal(fake.sampler_frees, 1);       /* the two refused made none */
+	fake_world_reset();
+}
+
 static int reset(void **state)
 {
 	(void) state;
@@ -992,6 +1054,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stale_leaf, reset),
 		cmocka_unit_test_setup(test_unsupported, reset),
 		cmocka_unit_test_setup(test_free_unstarted, reset),
+		cmocka_unit_test_setup(test_policy, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,12 +1,20 @@
-/* diagnose: why something was refused, from /proc and /sys (diagnose.h). */
+/*
+ * diagnose.c: the machine's facts behind a refusal (hwspy.h, the end of "recording" and
+ * hwspy_tracefs_words() of "events"): read from /proc and /sys, never printed; the client
+ * words its message with the phrase or the numbers it gets.
+ */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/diagnose.h"
+#include "base/procfs.h"
+#include "lib/internal.h"
 
 #define CAP_SYS_PTRACE_BIT 19
 #define CAP_SYS_ADMIN_BIT 21
@@ -91,7 +99,7 @@ static bool in_user_ns(void)
 	return !(a == 0 && b == 0 && n == 4294967295ULL);
 }
 
-int diag_kernel_thread(pid_t pid)
+int hwspy_kernel_thread(pid_t pid)
 {
 	char val[64];
 	int r = status_field(pid, "Kthread", val, sizeof(val));
@@ -104,7 +112,7 @@ int diag_kernel_thread(pid_t pid)
 	return r < 0 ? r : r == 0;
 }
 
-void diag_root_denied(pid_t pid, char *buf, size_t size)
+void hwspy_root_denied_words(pid_t pid, char *buf, size_t size)
 {
 	char lsm[128];
 
@@ -126,7 +134,7 @@ void diag_root_denied(pid_t pid, char *buf, size_t size)
 			 "CAP_SYS_PTRACE: a security module or a sandbox protects pid %d", (int) pid);
 }
 
-void diag_bpf_refused(int r, char *buf, size_t size)
+void hwspy_bpf_refused_words(int r, char *buf, size_t size)
 {
 	char lock[128];
 	int unpriv = read_int("/proc/sys/kernel/unprivileged_bpf_disabled", -1);
@@ -154,7 +162,7 @@ void diag_bpf_refused(int r, char *buf, size_t size)
 	}
 }
 
-const char *diag_tracefs(int r, bool list_form)
+const char *hwspy_tracefs_words(int r, bool list_form)
 {
 	switch (r) {
 	case -EACCES:
@@ -173,4 +181,49 @@ const char *diag_tracefs(int r, bool list_form)
 				 : "no tracefs is mounted and mounting one at /sys/kernel/tracing failed (a "
 				   "kernel without CONFIG_TRACING?)";
 	}
+}
+
+int hwspy_paranoid(void)
+{
+	return read_int("/proc/sys/kernel/perf_event_paranoid", INT_MIN);
+}
+
+static long long limit_of(rlim_t v, rlim_t unit)
+{
+	return v == RLIM_INFINITY ? -1 : (long long) (v / unit);
+}
+
+void hwspy_limits(struct hwspy_limits *ret)
+{
+	struct rlimit rl = { 0, 0 };
+	FILE *f = fopen("/proc/sys/kernel/perf_event_mlock_kb", "re");
+	long kb = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &kb) != 1)
+			kb = -1;
+		(void) fclose(f);
+	}
+	ret->perf_mlock_kib = kb;
+	(void) getrlimit(RLIMIT_MEMLOCK, &rl);
+	ret->memlock_kib = limit_of(rl.rlim_cur, 1024);
+	rl = (struct rlimit) { 0, 0 };
+	(void) getrlimit(RLIMIT_NOFILE, &rl);
+	ret->nofile = limit_of(rl.rlim_cur, 1);
+}
+
+int hwspy_process_owner(pid_t pid, long *ret_uid, bool *ret_not_dumpable)
+{
+	char path[64];
+	struct stat st;
+	int r;
+
+	*ret_uid = -1;
+	*ret_not_dumpable = false;
+	r = procfs_status_long(pid, 0, "Uid", ret_uid);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d", (int) pid);
+	*ret_not_dumpable = stat(path, &st) == 0 && (long) st.st_uid != *ret_uid;
+	return 0;
 }
