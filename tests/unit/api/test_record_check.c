@@ -140,7 +140,7 @@ static void test_refusals(void **state)
 
 	if (hwspy_have_hw_pmu())
 		return;
-	ev = events("cpu-clock,instructions");
+	ev = events("cpu-clock:u,instructions:u");
 	hwspy_record_opts_init(&o);
 	assert_true(check(&o, ev, false, &c) < 0);
 	assert_int_equal(c.fail, HWSPY_CHECK_EVENT_NO_PMU);
