@@ -116,6 +116,22 @@ bool hwspy_have_hw_pmu(void);
  * words for a message (short: the form `hwspy list` prints) into hwspy_tracefs_words(). */
 int hwspy_tracefs_state(void);
 const char *hwspy_tracefs_words(int r, bool short_form);
+/* (diffconv) What probing an event by name found (`hwspy list`): it parses, then opens as a
+ * counter on the calling process, and where kernel counting is not allowed, as user space only
+ * (':u') - which also tells "no such event" from "not allowed". */
+enum hwspy_probe_result {
+	HWSPY_PROBE_OK,
+	HWSPY_PROBE_USER_ONLY,          /* opens as NAME:u only (perf_event_paranoid) */
+	HWSPY_PROBE_NO_PMU,             /* a hardware, cache or raw event on a machine without a
+	                                 * hardware PMU */
+	HWSPY_PROBE_UNSUPPORTED,        /* not supported here (-ENOENT, -EOPNOTSUPP) */
+	HWSPY_PROBE_NOT_ALLOWED,        /* -EACCES, -EPERM even as ':u' */
+	HWSPY_PROBE_INVALID,            /* -EINVAL: the kernel refused its attributes */
+	HWSPY_PROBE_ERROR,              /* another -errno (*ret_error) */
+	HWSPY_PROBE_UNPARSED,           /* name is no event hwspy parses */
+};
+/* Probes name; *ret_error: the open's 0 or -errno. Blocks for one or two perf_event_open. */
+enum hwspy_probe_result hwspy_event_probe_name(const char *name, int *ret_error);
 
 /* ==== recording ============================================================================= */
 
@@ -649,6 +665,12 @@ size_t hwspy_snapshot_processes(const struct hwspy_snapshot *s,
  * subprocesses; a newline at the end). 0, or -EIO (the stream's error). */
 int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f);
 void hwspy_snapshot_free(struct hwspy_snapshot *s);
+/* (diffconv) Writes the snapshot as `hwspy dump` prints it: per process its pid and command, its
+ * Python, how its threads were read, then each thread (id, name, GIL, running or waiting and on
+ * what, its Python frames innermost first, native frames when asked); a process after the first
+ * that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or -EIO (the
+ * stream's error). */
+int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f);
 /* ==== counting ============================================================================== */
 /*
  * Counting, as perf stat counts: each event a counter (no sampling, nothing stopped, no signal
