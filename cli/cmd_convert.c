@@ -1,19 +1,18 @@
 /*
  * hwspy convert: a folded file (hwspy's own, perf script | stackcollapse-perf.pl, py-spy raw,
  * FlameGraph's other collapsers) or a pprof file (hwspy's own, Go's, pprof's ...), told apart by
- * content (hwspy_profile_load()), into any format hwspy writes, chosen by the output's name or --format.
+ * content (hwspy_profile_load()), into any format hwspy writes, chosen by the output's name or
+ * --format.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "cli/cli.h"
 #include "cli/format.h"
 
@@ -33,35 +32,6 @@ static void usage(FILE *out)
 		"                      reading took, what was written and how long writing took\n"
 		"                      (elapsed time, each apart)\n"
 		"  -h, --help          this text\n");
-}
-
-/* "1,234,567" into buf (at least 27 bytes): buf. */
-static char *format_thousands(char *buf, size_t size, uint64_t v)
-{
-	char d[24];
-	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long) v);
-	size_t k = 0;
-
-	for (int i = 0; i < n && k + 2 < size; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[k++] = ',';
-		buf[k++] = d[i];
-	}
-	buf[k] = '\0';
-	return buf;
-}
-
-/* "812 bytes", "45.1 kB", "4.0 MB", "1.2 GB" (powers of 1000, as ls -h --si). */
-static void format_size(char *buf, size_t size, uint64_t v)
-{
-	if (v < 1000)
-		snprintf(buf, size, "%llu bytes", (unsigned long long) v);
-	else if (v < 1000000)
-		snprintf(buf, size, "%.1f kB", (double) v / 1e3);
-	else if (v < 1000000000)
-		snprintf(buf, size, "%.1f MB", (double) v / 1e6);
-	else
-		snprintf(buf, size, "%.1f GB", (double) v / 1e9);
 }
 
 /* Says which of p's values is over pprof's limit (pprof_write()'s -EOVERFLOW). */
@@ -106,26 +76,18 @@ int cmd_convert(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o':
-			out_path = optarg;
-			break;
+		case 'o': out_path = optarg; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
 		case 'f':
 			if (format_parse(optarg, &fmt) < 0)
 				return 2;
 			fmt_given = true;
 			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			r = format_opt(&fo, c, optarg);
-			if (r < 0)
-				return 2;
-			if (r == 0) {
-				usage(stderr);
+			if ((r = format_opt(&fo, c, optarg)) <= 0) {
+				if (r == 0)
+					usage(stderr);
 				return 2;
 			}
 			break;
@@ -164,10 +126,10 @@ int cmd_convert(int argc, char **argv)
 	if (r == 0 && verbose) {
 		t_write = clock_now_ns() - t_write;
 		if (fstat(fileno(out.f), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
-			format_size(size, sizeof(size), (uint64_t) st.st_size);
+			text_size(size, sizeof(size), (uint64_t) st.st_size);
 		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
-			 format_thousands(samples, sizeof(samples), hwspy_profile_total(p, 0)),
-			 format_thousands(stacks, sizeof(stacks), hwspy_profile_n_stacks(p)),
+			 text_grouped(samples, sizeof(samples), hwspy_profile_total(p, 0)),
+			 text_grouped(stacks, sizeof(stacks), hwspy_profile_n_stacks(p)),
 			 (double) (t_read - t_start) / 1e9, hwspy_format_name(fmt),
 			 size[0] ? " (" : "", size, size[0] ? ")" : "", (double) t_write / 1e9);
 	}

@@ -41,13 +41,6 @@ static void usage(FILE *out)
 		"  -h, --help          this text\n");
 }
 
-/* The events of p, every step-th of the first n, into b: "a, b, c". */
-static void event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step)
-{
-	for (size_t e = 0; e < n; e++)
-		(void) buf_printf(b, "%s%s", e ? ", " : "", hwspy_profile_event(p, step * e));
-}
-
 /* What the command line asks for. */
 struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
@@ -82,27 +75,18 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 	*a = (struct diff_args) { .w.format = HWSPY_DIFF_TABLE };
 	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o':
-			a->out_path = optarg;
-			break;
+		case 'o': a->out_path = optarg; break;
+		case OPT_NO_NORMALIZE: a->w.diff.raw = true; break;
+		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
+		case OPT_NEGATE: a->w.negate = true; break;
+		case OPT_FORCE: a->force = true; break;
+		case 'h': usage(stdout); return 1;
 		case 'f':
 			if (hwspy_diff_format_parse(optarg, &a->w.format) < 0) {
 				log_error("unknown diff format '%s': table, svg or folded", optarg);
 				return -EINVAL;
 			}
 			kind_given = true;
-			break;
-		case OPT_NO_NORMALIZE:
-			a->w.diff.raw = true;
-			break;
-		case OPT_IGNORE_LINES:
-			a->w.diff.ignore_lines = true;
-			break;
-		case OPT_NEGATE:
-			a->w.negate = true;
-			break;
-		case OPT_FORCE:
-			a->force = true;
 			break;
 		case OPT_TOP:
 			if (cli_parse_count(optarg, 1, 1000000, &top) < 0) {
@@ -111,19 +95,14 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 			}
 			a->w.top = (size_t) top;
 			break;
-		case 'h':
-			usage(stdout);
-			return 1;
 		case FORMAT_OPT_COLOR_BY:
 			log_error("--color-by does not go with hwspy diff: its flame graph is coloured "
 				  "by the change (red grew, blue shrank)");
 			return -EINVAL;
 		default:
-			r = format_opt(&a->fo, c, optarg);
-			if (r < 0)
-				return -EINVAL;
-			if (r == 0) {
-				usage(stderr);
+			if ((r = format_opt(&a->fo, c, optarg)) <= 0) {
+				if (r == 0)
+					usage(stderr);
 				return -EINVAL;
 			}
 			break;
@@ -157,9 +136,9 @@ static int say_problem(const struct hwspy_diff_files *d, const char *const paths
 		log_error("'%s' holds no samples: nothing to compare", paths[d->side]);
 	} else if (d->problem == HWSPY_DIFF_NOTHING_SHARED) {
 		(void) buf_printf(&b, "'%s' has ", paths[0]);
-		event_list(&b, d->in[0], hwspy_profile_n_events(d->in[0]), 1);
+		format_event_list(&b, d->in[0], hwspy_profile_n_events(d->in[0]), 1, false);
 		(void) buf_printf(&b, " and '%s' has ", paths[1]);
-		event_list(&b, d->in[1], hwspy_profile_n_events(d->in[1]), 1);
+		format_event_list(&b, d->in[1], hwspy_profile_n_events(d->in[1]), 1, false);
 		log_error("%s: no event to compare; record both with the same -e",
 			  b.data ? b.data : "");
 	} else if (d->problem == HWSPY_DIFF_ZERO) {
@@ -200,7 +179,7 @@ int cmd_diff(int argc, char **argv)
 	r = hwspy_diff_find_event(d.merged, a.fo.weight);
 	if (r < 0) {
 		buf_init(&names);
-		event_list(&names, d.merged, hwspy_diff_n_events(d.merged), 2);
+		format_event_list(&names, d.merged, hwspy_diff_n_events(d.merged), 2, false);
 		log_error("--weight %s: not an event both profiles have (they share: %s)",
 			  a.fo.weight, names.data ? names.data : "");
 		buf_release(&names);

@@ -10,14 +10,20 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/buf.h"
 #include "base/outfile.h"
 #include "include/hwspy.h"
 
 /* --format NAME ("folded", "speedscope", "svg", "pprof"): 0, or -EINVAL (logged). */
 int format_parse(const char *name, enum hwspy_format *ret);
 /* The format a file name asks for by its extension (folded when none says otherwise). */
-enum hwspy_format format_of_path(const char *path);
-const char *format_name(enum hwspy_format f);
+static inline enum hwspy_format format_of_path(const char *path)
+{
+	return hwspy_format_of_path(path);
+}
+/* The events of p, every step-th of the first n, into b: "a, b" ('a', 'b' with quote). */
+void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
+		       bool quote);
 /* How a profile is written: the options record and convert share, and the command line. */
 struct format_opts {
 	const char *weight;             /* --weight EVENT: what folded and SVG weigh by (NULL: the
