@@ -129,28 +129,27 @@ static int say_problem(const struct hwspy_diff_files *d, const char *const paths
 	const char *name = d->merged ? hwspy_profile_event(d->merged, 2 * d->event) : NULL;
 	struct buf b;
 
-	buf_init(&b);
-	if (d->problem == HWSPY_DIFF_UNREADABLE) {
+	if (d->problem == HWSPY_DIFF_UNREADABLE)
 		log_error("%s", hwspy_reason());
-	} else if (d->problem == HWSPY_DIFF_EMPTY) {
+	else if (d->problem == HWSPY_DIFF_EMPTY)
 		log_error("'%s' holds no samples: nothing to compare", paths[d->side]);
-	} else if (d->problem == HWSPY_DIFF_NOTHING_SHARED) {
-		(void) buf_printf(&b, "'%s' has ", paths[0]);
-		format_event_list(&b, d->in[0], hwspy_profile_n_events(d->in[0]), 1, false);
-		(void) buf_printf(&b, " and '%s' has ", paths[1]);
-		format_event_list(&b, d->in[1], hwspy_profile_n_events(d->in[1]), 1, false);
-		log_error("%s: no event to compare; record both with the same -e",
-			  b.data ? b.data : "");
-	} else if (d->problem == HWSPY_DIFF_ZERO) {
+	else if (d->problem == HWSPY_DIFF_ZERO)
 		log_error("%s is 0 in '%s': nothing to compare it with", name, paths[d->side]);
-	} else if (d->problem == HWSPY_DIFF_UNRELATED) {
+	else if (d->problem == HWSPY_DIFF_UNRELATED)
 		log_error("'%s' and '%s' have almost nothing in common (%.1f%% and %.1f%% of "
 			  "their %s is in functions both have): are they profiles of the same "
 			  "program? --force compares them anyway", paths[0], paths[1],
 			  100 * d->common[0], 100 * d->common[1], name);
-	} else {
+	else if (d->problem != HWSPY_DIFF_NOTHING_SHARED)
 		log_errno(d->error, "cannot compare '%s' and '%s'", paths[0], paths[1]);
-	}
+	if (d->problem != HWSPY_DIFF_NOTHING_SHARED)
+		return -1;
+	buf_init(&b);
+	(void) buf_printf(&b, "'%s' has ", paths[0]);
+	format_event_list(&b, d->in[0], hwspy_profile_n_events(d->in[0]), 1, false);
+	(void) buf_printf(&b, " and '%s' has ", paths[1]);
+	format_event_list(&b, d->in[1], hwspy_profile_n_events(d->in[1]), 1, false);
+	log_error("%s: no event to compare; record both with the same -e", b.data ? b.data : "");
 	buf_release(&b);
 	return -1;
 }

@@ -2,15 +2,14 @@
  * hwspy list: every event hwspy knows, grouped by kind, each probed on this machine (opened as
  * a counting event on hwspy itself and closed again), then the PMUs in sysfs.
  */
-#include "cli/cli.h"
-
-#include "base/log.h"
-#include "include/hwspy.h"
-
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "include/hwspy.h"
 
 #define NAME_WIDTH 27
 #define KIND_WIDTH 18
@@ -19,12 +18,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hwspy list [--help]\n"
-		"\n"
+		"usage: hwspy list [--help]\n\n"
 		"Lists the events hwspy knows, grouped by kind, and whether each one opens on this\n"
 		"machine (tried, not guessed), then the PMUs the kernel exposes in sysfs.\n"
-		"Event names are perf's; give them to record, top and stat with -e.\n"
-		"\n"
+		"Event names are perf's; give them to record, top and stat with -e.\n\n"
 		"  -h, --help   show this help\n");
 }
 
@@ -138,14 +135,12 @@ int cmd_list(int argc, char **argv)
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (c) {
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			return 0;
-		default:
-			log_error("unknown option '%s' (see 'hwspy list --help')", argv[optind - 1]);
-			return 2;
 		}
+		log_error("unknown option '%s' (see 'hwspy list --help')", argv[optind - 1]);
+		return 2;
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s' (see 'hwspy list --help')", argv[optind]);

@@ -345,6 +345,7 @@ int hwspy_diff_files_check(struct hwspy_diff_files *d, bool force)
 	const struct profile *m = d->merged->p;
 
 	lib_reason_clear();
+	(void) diff_problem(d, HWSPY_DIFF_COMPARABLE, 0, 0);
 	for (size_t e = 0; e < diff_n_events(m); e++) {
 		bool zero_before = profile_total(m, diff_before_col(e)) == 0;
 		int r;
