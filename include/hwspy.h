@@ -116,6 +116,22 @@ bool hwspy_have_hw_pmu(void);
  * words for a message (short: the form `hwspy list` prints) into hwspy_tracefs_words(). */
 int hwspy_tracefs_state(void);
 const char *hwspy_tracefs_words(int r, bool short_form);
+/* (diffconv) What probing an event by name found (`hwspy list`): it parses, then opens as a
+ * counter on the calling process, and where kernel counting is not allowed, as user space only
+ * (':u') - which also tells "no such event" from "not allowed". */
+enum hwspy_probe_result {
+	HWSPY_PROBE_OK,
+	HWSPY_PROBE_USER_ONLY,          /* opens as NAME:u only (perf_event_paranoid) */
+	HWSPY_PROBE_NO_PMU,             /* a hardware, cache or raw event on a machine without a
+	                                 * hardware PMU */
+	HWSPY_PROBE_UNSUPPORTED,        /* not supported here (-ENOENT, -EOPNOTSUPP) */
+	HWSPY_PROBE_NOT_ALLOWED,        /* -EACCES, -EPERM even as ':u' */
+	HWSPY_PROBE_INVALID,            /* -EINVAL: the kernel refused its attributes */
+	HWSPY_PROBE_ERROR,              /* another -errno (*ret_error) */
+	HWSPY_PROBE_UNPARSED,           /* name is no event hwspy parses */
+};
+/* Probes name; *ret_error: the open's 0 or -errno. Blocks for one or two perf_event_open. */
+enum hwspy_probe_result hwspy_event_probe_name(const char *name, int *ret_error);
 
 /* recpath: what a command line's -e and its checks need */
 /* The items of a comma-separated list as hwspy_events_add_list() splits them (a pmu/a=1,b=2/
@@ -604,6 +620,63 @@ int hwspy_profile_frame_text(const struct hwspy_profile *p, uint32_t id, char *b
 /* Whether the time-ordered sample log (speedscope) kept every sample (else it passed
  * opts.log_bytes: the writers use the merged stacks alone). */
 bool hwspy_profile_log_complete(const struct hwspy_profile *p);
+/* (diffconv) Why p cannot be written as pprof (hwspy_profile_write()'s -EOVERFLOW there: pprof
+ * holds 64-bit signed values): the first value of column col (0: samples, 1 + e: event e, named
+ * event) over limit (sum false), or taking the column's total past it (sum true). 0 with the
+ * facts in *ret, or -ENOENT when every value fits. */
+struct hwspy_pprof_limit {
+	size_t col;
+	const char *event;              /* "samples" for column 0 */
+	uint64_t value;
+	bool sum;
+	int64_t limit;                  /* INT64_MAX */
+};
+int hwspy_profile_pprof_limit(const struct hwspy_profile *p, struct hwspy_pprof_limit *ret);
+
+/* (diffconv) `hwspy diff`'s steps over two files: read, merged, checked. */
+#define HWSPY_DIFF_MIN_COMMON 0.05      /* below this share of an event's weight in functions
+                                         * both sides have, on both, they are unrelated */
+enum hwspy_diff_problem {
+	HWSPY_DIFF_COMPARABLE,
+	HWSPY_DIFF_UNREADABLE,          /* side's file (hwspy_reason() says why) */
+	HWSPY_DIFF_EMPTY,               /* side's file holds no samples */
+	HWSPY_DIFF_NOTHING_SHARED,      /* no event in both (in[] hold each side's) */
+	HWSPY_DIFF_ZERO,                /* shared event `event` is 0 on side */
+	HWSPY_DIFF_UNRELATED,           /* shared event `event`: common[] under
+	                                 * HWSPY_DIFF_MIN_COMMON on both sides */
+	HWSPY_DIFF_FAILED,              /* error (-ENOMEM ...) */
+};
+struct hwspy_diff_files {
+	struct hwspy_profile *in[2];    /* BEFORE and AFTER as read (target: its path), or NULL */
+	uint64_t duration_ns[2];        /* each side's run (0: unknown) */
+	struct hwspy_profile *merged;   /* hwspy_profile_diff() of them, or NULL */
+	enum hwspy_diff_problem problem;
+	int side;                       /* 0 BEFORE, 1 AFTER: whose problem it is */
+	size_t event;                   /* ZERO, UNRELATED: the shared event */
+	double common[2];               /* UNRELATED: hwspy_diff_common() of it */
+	int error;                      /* the -errno returned */
+};
+/* Reads paths[0] then paths[1] ("-": standard input, for one of them), each checked to hold
+ * samples, and merges them: 0 (merged set), or -errno and problem UNREADABLE, EMPTY,
+ * NOTHING_SHARED (-ENOENT) or FAILED. *ret to release with hwspy_diff_files_release() in
+ * either case. */
+int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_opts *o,
+			  struct hwspy_diff_files *ret);
+/* Whether each shared event of d->merged compares: weight on both sides, and unless force,
+ * enough of it in functions both have. 0, or -EDOM (problem ZERO, UNRELATED), -errno (FAILED). */
+int hwspy_diff_files_check(struct hwspy_diff_files *d, bool force);
+void hwspy_diff_files_release(struct hwspy_diff_files *d);
+/* Whether event e of side (an input of merged) is compared: in a shared pair, or the unnamed
+ * counts of a folded file. */
+bool hwspy_diff_compares(const struct hwspy_profile *merged, const struct hwspy_profile *side,
+			 size_t e);
+/* The shared event name picks (its name, or its name without ':modifiers'): its index, 0 for
+ * NULL, or -ENOENT. */
+int hwspy_diff_find_event(const struct hwspy_profile *merged, const char *name);
+/* "table" (or "txt"), "svg", "folded": 0, or -EINVAL; a file name's (.svg; .folded or
+ * .collapsed; else the table). */
+int hwspy_diff_format_parse(const char *name, enum hwspy_diff_format *ret);
+enum hwspy_diff_format hwspy_diff_format_of_path(const char *path);
 /* ==== snapshot ============================================================================== */
 
 /* The current stack of every thread of a Python process, once (what `hwspy dump` prints): per
@@ -722,6 +795,12 @@ size_t hwspy_snapshot_processes(const struct hwspy_snapshot *s,
  * subprocesses; a newline at the end). 0, or -EIO (the stream's error). */
 int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f);
 void hwspy_snapshot_free(struct hwspy_snapshot *s);
+/* (diffconv) Writes the snapshot as `hwspy dump` prints it: per process its pid and command, its
+ * Python, how its threads were read, then each thread (id, name, GIL, running or waiting and on
+ * what, its Python frames innermost first, native frames when asked); a process after the first
+ * that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or -EIO (the
+ * stream's error). */
+int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f);
 /* ==== counting ============================================================================== */
 /*
  * Counting, as perf stat counts: each event a counter (no sampling, nothing stopped, no signal

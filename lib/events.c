@@ -140,6 +140,37 @@ int hwspy_events_probe(const struct hwspy_events *ev, size_t i, pid_t pid)
 	return r < 0 ? lib_fail_errno(r, "cannot open event '%s'", ev->spec[i].name) : 0;
 }
 
+enum hwspy_probe_result hwspy_event_probe_name(const char *name, int *ret_error)
+{
+	struct event_spec spec;
+	enum event_kind kind;
+	bool user_only = false;
+	int r;
+
+	*ret_error = 0;
+	if (events_parse(name, &spec) < 0)
+		return HWSPY_PROBE_UNPARSED;
+	kind = spec.kind;
+	r = events_probe(&spec, 0);
+	if (r == -EACCES || r == -EPERM) {
+		/* perf_event_paranoid >= 2 refuses kernel counting to unprivileged users: try
+		 * user space only (this also tells "no such event" from "not allowed") */
+		(void) record_events_user_only(&spec, 1);
+		r = events_probe(&spec, 0);
+		user_only = true;
+	}
+	*ret_error = r;
+	if (r == 0)
+		return user_only ? HWSPY_PROBE_USER_ONLY : HWSPY_PROBE_OK;
+	if (r == -ENOENT || r == -EOPNOTSUPP)
+		return !events_have_hw_pmu() && (kind == EVENT_HARDWARE || kind == EVENT_HW_CACHE ||
+						 kind == EVENT_RAW) ? HWSPY_PROBE_NO_PMU
+		       : HWSPY_PROBE_UNSUPPORTED;
+	if (r == -EACCES || r == -EPERM)
+		return HWSPY_PROBE_NOT_ALLOWED;
+	return r == -EINVAL ? HWSPY_PROBE_INVALID : HWSPY_PROBE_ERROR;
+}
+
 /* sampler/'s table in the public struct, made once (a static table: nothing to free) */
 static struct hwspy_event_info *table;
 static size_t table_n;
