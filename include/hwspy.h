@@ -479,6 +479,16 @@ int hwspy_record_check_target(const struct hwspy_record_opts *o, struct hwspy_re
 #define HWSPY_DEFAULT_STACK_SIZE 32768
 #define HWSPY_PY_UNKNOWN "[python]"     /* Python code no one can name any more */
 
+/* (argsshrink) After hwspy_recorder_run(): its run's metadata put in the recorder's profile
+ * (hwspy_profile_set_run(): started as the run did, its length, samples lost and dropped,
+ * threads seen; the threads left out, and why: missed_why, NULL for no words). Then whether
+ * the profile is worth writing: 0; 1 when no sample was taken; or the interpreter's failure
+ * (for hwspy_python's words): one hwspy cannot read, or a launched command gone before an
+ * interpreter was found (not Python: -ENOENT where the lookup said nothing else), unless
+ * native. */
+void hwspy_recorder_note_run(struct hwspy_recorder *rec, const char *missed_why);
+int hwspy_recorder_verdict(struct hwspy_recorder *rec);
+
 /* ==== profiles and outputs ================================================================== */
 
 /* A profile: stacks of frames with a value per event, their threads and the run's metadata;
@@ -677,6 +687,9 @@ int hwspy_diff_find_event(const struct hwspy_profile *merged, const char *name);
  * .collapsed; else the table). */
 int hwspy_diff_format_parse(const char *name, enum hwspy_diff_format *ret);
 enum hwspy_diff_format hwspy_diff_format_of_path(const char *path);
+/* (argsshrink) The file a command line writes when none is named: "hwspy-PID.EXT", EXT as f
+ * asks (folded, speedscope.json, svg, pb.gz), into buf (snprintf's way). */
+void hwspy_output_default(pid_t pid, enum hwspy_format f, char *buf, size_t size);
 /* ==== snapshot ============================================================================== */
 
 /* The current stack of every thread of a Python process, once (what `hwspy dump` prints): per
