@@ -1,40 +1,29 @@
 /*
  * hwspy stat: count events on a Python process (attach with -p, or launch a command) as perf
  * stat does, and say in plain words what the counts mean (libhwspy's findings), naming the
- * Python functions behind each finding from a light sampling run beside the counters (the
- * recorder), unless --no-profile.
+ * Python functions behind each finding from a light sampling run beside the counters, unless
+ * --no-profile.
  *
- * Order: every option checked; the counters opened (attach), or the command launched by the
- * recorder and its counters opened while it is stopped at its exec (record_opts.exec_fn), or,
- * --no-profile, launched by the counter itself; the recorder samples for the duration (or the
- * counter alone waits); then the counters are read, the command ended as record ends it, the
- * report written.
- *
- * The counting, the findings and the report are libhwspy's (include/hwspy.h: counting,
- * findings). The sampling run beside the counters is still the recorder's through cli/session.c
- * (record/record.h, sampler/sampler.h's events, analysis/stat.h's tally of its samples), until
- * hwspy.h's recording API takes it: it plugs into the counting as struct hwspy_count_sampling.
+ * Order: every option checked; the counting started (include/hwspy.h: counting), its sampling
+ * run with it (a launched command held at its exec while its counters open); the run for the
+ * duration; then the counters read, the command ended as record ends it, the report written.
+ * The counting, the sampling run, its fallbacks (told as notes), the findings and the report
+ * are libhwspy's; the words of every message are here.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "analysis/stat.h"             /* the sampling run's tally (stat_tally) */
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/record.h"
 #include "cli/session.h"
 #include "include/hwspy.h"
-#include "output/profile.h"
-#include "record/record.h"
-
-#define STAT_RATE 100                   /* the sampling run's samples per second per thread */
 
 struct stat_args {
-	struct record_args r;           /* target, duration, the sampling run's options */
+	struct record_args r;           /* target, duration, --grace, the sampling run's mode */
 	const char *events;             /* -e LIST, NULL: the defaults */
 	bool json, no_profile, explain;
 };
@@ -137,16 +126,79 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 	return record_check_args(&a->r, "stat", "count");
 }
 
-/* The counted events: -e's (each must be an event hwspy knows), else the defaults; user space
- * only where kernel mode is refused, as perf stat does, and record. 0, or the exit status
- * (said). */
-static int setup_events(const struct stat_args *a, struct hwspy_count **ret)
+struct stat_run {
+	struct stat_args a;
+	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
+	struct record_child child;
+	char target[320];
+	bool started;                   /* hwspy_count_start() is back */
+};
+
+/* The sampling run's choices and fallbacks, said (as record says them). */
+static void say_note(void *ctx, enum hwspy_note n, int err, const char *detail)
 {
+	struct stat_run *x = ctx;
+	char words[64];
+
+	switch (n) {
+	case HWSPY_NOTE_NO_CAPTURE_ASLEEP:
+		log_info("no BPF capture here (%s), and stopping a thread as it goes to sleep would "
+			 "interrupt its system call: reading each stack after its sample instead, as "
+			 "--nonblocking", detail);
+		break;
+	case HWSPY_NOTE_NO_CAPTURE:
+		log_info("no BPF capture here (%s): exact mode stops each sampled thread instead",
+			 detail);
+		break;
+	case HWSPY_NOTE_STOPS_BUSY:
+		log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
+			 "SIGWINCH and ignores no signal); falling back to --nonblocking");
+		break;
+	case HWSPY_NOTE_STOPS_REFUSED:
+		log_info("cannot stop the target's threads (ptrace refused: another tracer, "
+			 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+		break;
+	case HWSPY_NOTE_USER_ONLY:
+		log_info("not allowed to count in kernel mode (%s: root or CAP_PERFMON only); "
+			 "counting user space only, as ':u'%s%s%s",
+			 record_paranoid_words(words, sizeof(words)),
+			 *detail ? " (so nothing is counted of " : "", detail,
+			 *detail ? ": switches and migrations happen in the kernel)" : "");
+		break;
+	case HWSPY_NOTE_CAPTURE_FAILED:
+		if (!x->started)        /* said as sampling starts, not later */
+			log_errno(err, "cannot start the BPF capture of Python frames; reading each "
+				  "stack after its sample instead, as --nonblocking");
+		break;
+	default:
+		break;
+	}
+}
+
+/* After each slice of the sampling run: a Ctrl-Z lets the target go meanwhile. */
+static int slice(void *ctx, struct hwspy_count *c, int r)
+{
+	(void) ctx;
+	r = session_tstp_hwspy(hwspy_count_recorder(c), r);
+	if (r < 0 && r != -EBUSY)
+		log_errno(r, "sampling stopped early; counting ended with it");
+	return r;
+}
+
+/* The counted events (-e's, each must be an event hwspy knows, else the defaults; user space
+ * only where kernel mode is refused, as perf stat does, and record) and, unless --no-profile,
+ * the sampling run. 0, or the exit status (said). */
+static int setup(struct stat_run *x)
+{
+	const struct stat_args *a = &x->a;
 	struct hwspy_count_opts o = {
 		.events = a->events, .user_only_fallback = true, .raise_nofile = true,
-		.python_names = true,
+		.python_names = true, .sampling = !a->no_profile,
+		.sampling_mode = a->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
+				 a->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
+		.sigchld = true, .note_fn = say_note, .note_ctx = x, .slice_fn = slice,
 	};
-	int r = hwspy_count_new(&o, ret);
+	int r = hwspy_count_new(&o, &x->cnt);
 
 	if (r >= 0)
 		return 0;
@@ -163,286 +215,87 @@ static int setup_events(const struct stat_args *a, struct hwspy_count **ret)
 	return r == -ENOMEM ? 1 : 2;
 }
 
-/* Whether events name one event, ":modifiers" ignored. */
-static bool same_event(const char *a, const char *b)
+/* hwspy_count_start()'s failure r, said: -1. */
+static int start_error(const struct stat_run *x, int r)
 {
-	return stat_same_event(a, b);
-}
+	pid_t pid = x->a.r.pid;
 
-/* e counts user space alone where the counters do. */
-static void user_only_event(const struct hwspy_count *c, struct event_spec *e)
-{
-	if (!hwspy_count_user_only(c))
-		return;
-	e->attr.exclude_kernel = 1;
-	e->attr.exclude_hv = 1;
-}
-
-/* The sampling run's events: cycles (cpu-clock without a PMU), with the events the rules name
- * functions by that open here, each sampling on its own (record_opts.leaders: a count event at
- * its default period, a hardware one at the run's rate), so that a function is named by the
- * samples its own event took where it ran, not by counts read at the CPU's samples, which
- * credit whatever ran at the next one. */
-static void sampling_events(const struct hwspy_count *c, struct record_args *r)
-{
-	const char *names[16];
-	size_t n = 0, n_ev;
-	const struct hwspy_count_event *ev = hwspy_count_events(c, &n_ev);
-	struct hwspy_rule rule;
-
-	/* the events the findings name functions by, each once */
-	for (size_t i = 0; n < 16 && hwspy_finding_rule(i, &rule); i++) {
-		bool seen = false;
-
-		for (size_t k = 0; rule.by && k < n; k++)
-			seen |= !strcmp(names[k], rule.by);
-		if (rule.by && !seen)
-			names[n++] = rule.by;
+	switch (hwspy_count_failed(x->cnt)) {
+	case HWSPY_COUNT_FAILED_MEMORY:
+		log_error("out of memory");
+		break;
+	case HWSPY_COUNT_FAILED_MAPPINGS:
+		log_errno(r, "cannot read the mappings of %s", x->target);
+		break;
+	case HWSPY_COUNT_FAILED_SAMPLING:
+		if (r == -ESRCH)
+			log_error("no process with pid %d (it exited)", pid);
+		else if (r == -EACCES || r == -EPERM)
+			record_permission_error(x->target, pid, false);
+		else if (r == -ENOENT)
+			log_error("%s", hwspy_reason());
+		else
+			record_limit_error(r, x->target);
+		break;
+	default:
+		if (r == -ESRCH)
+			log_error("no process with pid %d", pid);
+		else if (r == -EACCES || r == -EPERM)
+			record_permission_error(x->target, pid, false);
+		else if (r == -ENOENT && !x->a.r.argv)
+			log_error("none of the events opens on this machine; 'hwspy list' shows "
+				  "those that do");
+		else
+			log_errno(r, "cannot count events of %s", x->target);
+		break;
 	}
-	if (events_parse("cycles", &r->events[0]) < 0 ||
-	    (user_only_event(c, &r->events[0]), events_probe(&r->events[0], 0) < 0)) {
-		(void) events_parse("cpu-clock", &r->events[0]);
-		user_only_event(c, &r->events[0]);
-	}
-	r->n_events = 1;
-	for (size_t i = 0; i < n && r->n_events < SAMPLER_MAX_EVENTS; i++) {
-		struct event_spec *e = &r->events[r->n_events];
-		bool counted = false;
-
-		for (size_t k = 0; k < n_ev; k++)
-			counted |= same_event(ev[k].name, names[i]);
-		if (!counted || same_event(names[i], r->events[0].name) ||
-		    events_parse(names[i], e) < 0)
-			continue;
-		user_only_event(c, e);
-		/* in user space alone a switch counts none: not a column to name functions by */
-		if ((hwspy_count_user_only(c) && record_kernel_only(e)) || events_probe(e, 0) < 0)
-			continue;
-		r->leaders |= 1u << r->n_events;
-		r->n_events++;
-	}
-	r->freq = STAT_RATE;
-	r->function = true;
-	r->stack_size = RECORD_DEFAULT_STACK_SIZE;
-}
-
-struct stat_run {
-	struct stat_args a;
-	struct hwspy_count *cnt;        /* the counting (libhwspy) */
-	struct record_args ra;          /* the sampling run's */
-	struct recorder *rec;           /* NULL: no sampling run */
-	struct stat_tally tally;        /* the sampling run's samples, by event and function */
-	struct record_child child;
-	char target[320];
-	pid_t pid;
-	bool counting;                  /* the counters are open */
-	int exec_error;                 /* on_exec()'s hwspy_count_start() */
-};
-
-static int counter_error(int r, const struct stat_run *x)
-{
-	if (r == -ESRCH)
-		log_error("no process with pid %d", x->a.r.pid);
-	else if (r == -EACCES || r == -EPERM)
-		record_permission_error(x->target, x->a.r.pid, false);
-	else if (r == -ENOENT && !x->a.r.argv)
-		log_error("none of the events opens on this machine; 'hwspy list' shows those that do");
-	else
-		log_errno(r, "cannot count events of %s", x->target);
 	return -1;
 }
 
-/* The counters of pid, or (0) of the command they launch themselves: 0 or -errno. */
-static int new_counter(struct stat_run *x, pid_t pid)
-{
-	int r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->a.r.argv);
-
-	x->counting |= r >= 0;
-	return r;
-}
-
-static int open_counter(struct stat_run *x, pid_t pid)
-{
-	int r = new_counter(x, pid);
-
-	return r < 0 ? counter_error(r, x) : 0;
-}
-
-/* The launched command, stopped at its exec by the sampling run's launch: its counters open
- * now, so they count from the exec (said once recorder_start() is back). */
-static void on_exec(void *ctx, pid_t pid)
-{
-	struct stat_run *x = ctx;
-
-	x->exec_error = new_counter(x, pid);
-}
-
-/* The recorder of the sampling run; for an attached target that runs no Python (or one hwspy
- * cannot read), none: counting goes on alone, said. 0, or -1 (said). */
-static int open_sampling(struct stat_run *x)
-{
-	struct record_args *r = &x->ra;
-	struct record_sink sink = { .sample = stat_tally_sample, .ctx = &x->tally };
-	struct record_opts ro;
-	int k;
-
-	session_record_opts(r, &ro);
-	/* each thread's share of its time waiting for the GIL, from the switches off the CPU:
-	 * kernel samples, none in user space alone */
-	ro.gil_waits = !hwspy_count_user_only(x->cnt);
-	ro.exec_fn = r->argv ? on_exec : NULL;
-	ro.exec_ctx = x;
-	if (recorder_new(&ro, &sink, &x->rec) < 0) {
-		log_error("out of memory");
-		return -1;
-	}
-	x->tally.prof = recorder_profile(x->rec);
-	x->tally.rec = x->rec;
-	x->tally.events = r->events;
-	x->tally.n_events = r->n_events;
-	if (r->pid) {
-		k = recorder_find_python(x->rec);
-		if (k < 0 && k != -EPERM && k != -EACCES && k != -ESRCH) {
-			if (k == -ENOENT)
-				log_info("%s is not a Python process (no interpreter found): counting "
-					 "only, no function named", x->target);
-			else
-				log_info("%s runs a Python hwspy cannot read (%s): counting only, no "
-					 "function named", x->target, strerror(-k));
-			recorder_free(x->rec);
-			x->rec = NULL;
-			return 0;
-		}
-		if (session_target_found(x->rec, r, x->target, k) < 0)
-			return -1;
-	}
-	session_choose_mode(x->rec, r);
-	return 0;
-}
-
-/* Counters on the target and, unless --no-profile, the sampling run's events: a launched
- * command is held at its exec by the recorder and counted from there. 0, or -1 (said). */
+/* Counters on the target and, unless --no-profile, the sampling run: a launched command is
+ * held at its exec and counted from there. 0, or -1 (said). */
 static int start(struct stat_run *x)
 {
-	uint64_t said = 0;
+	pid_t pid = x->a.r.pid;
+	const char *cmd = pid ? NULL : x->a.r.argv[0];
+	int r;
 
-	if (x->a.r.pid) {
-		snprintf(x->target, sizeof(x->target), "pid %d", x->a.r.pid);
-		if (open_counter(x, x->a.r.pid) < 0 || (x->ra.n_events && open_sampling(x) < 0))
-			return -1;
-		x->pid = x->a.r.pid;
-		return x->rec ? session_start(x->rec, &x->ra, x->target, &said) : 0;
-	}
-	snprintf(x->target, sizeof(x->target), "'%s'", x->a.r.argv[0]);
-	if (x->ra.n_events) {
-		if (open_sampling(x) < 0 || session_start(x->rec, &x->ra, x->target, &said) < 0)
-			return -1;
-		x->pid = recorder_pid(x->rec);
-		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
-		if (!x->counting)
-			return counter_error(x->exec_error ? x->exec_error : -ECHILD, x);
-	} else {
-		if (open_counter(x, 0) < 0)
-			return -1;
-		x->pid = hwspy_count_pid(x->cnt);
-		x->child = (struct record_child) { .pid = x->pid, .name = x->a.r.argv[0] };
-	}
-	snprintf(x->target, sizeof(x->target), "'%s' (pid %d)", x->a.r.argv[0], x->pid);
+	if (pid)
+		snprintf(x->target, sizeof(x->target), "pid %d", pid);
+	else
+		snprintf(x->target, sizeof(x->target), "'%s'", cmd);
+	r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->a.r.argv);
+	x->started = true;
+	if (cmd && hwspy_count_pid(x->cnt))
+		x->child = (struct record_child) { .pid = hwspy_count_pid(x->cnt), .name = cmd };
+	if (r < 0)
+		return start_error(x, r);
+	r = hwspy_count_sampling_error(x->cnt);
+	if (r == -ENOENT)
+		log_info("%s is not a Python process (no interpreter found): counting only, no "
+			 "function named", x->target);
+	else if (r < 0)
+		log_info("%s runs a Python hwspy cannot read (%s): counting only, no function "
+			 "named", x->target, strerror(-r));
+	if (cmd)
+		snprintf(x->target, sizeof(x->target), "'%s' (pid %d)", cmd, x->child.pid);
 	return 0;
 }
 
-static int stat_slice(void *ctx, struct recorder *rec, int r)
-{
-	struct stat_run *x = ctx;
-
-	hwspy_count_tick(x->cnt);
-	r = session_tstp(rec, r);
-	if (r < 0 && r != -EBUSY)
-		log_errno(r, "sampling stopped early; counting ended with it");
-	return r;
-}
-
-/* Counts (and samples) until the duration, Ctrl-C or the target's end. */
+/* Counts (and samples) until the duration, Ctrl-C or the target's end; then the final values
+ * and, while the target is there to ask, the threads' Python names. */
 static void run(struct stat_run *x)
 {
-	uint64_t duration = (uint64_t) (x->a.r.duration * 1e9);
-	volatile sig_atomic_t *stop = session_stop();
-
 	hwspy_count_tick(x->cnt);
-	if (x->rec) {
-		struct record_run run = {
-			.stop = stop, .duration_ns = duration, .slice_fn = stat_slice, .ctx = x,
-		};
-		(void) recorder_run(x->rec, &run);
-	} else {
-		(void) hwspy_count_run(x->cnt, stop, duration);
-	}
-	/* the final values and, while the target is there to ask, the threads' Python names */
+	(void) hwspy_count_run(x->cnt, session_stop(), (uint64_t) (x->a.r.duration * 1e9));
 	(void) hwspy_count_stop(x->cnt);
 	session_after_run();
-}
-
-/* A thread's name in the sampling run's profile. */
-static const char *profile_name(void *ctx, pid_t tid)
-{
-	const struct stat_run *x = ctx;
-
-	return profile_thread_name(recorder_profile(x->rec), (uint32_t) tid);
-}
-
-/* The functions behind event ev in the sampling run's samples (the tally's). */
-static size_t functions(void *ctx, const char *ev, struct hwspy_function *ret, size_t max,
-			uint64_t *ret_samples)
-{
-	struct stat_run *x = ctx;
-	struct stat_func f[STAT_MAX_FUNCS];
-	size_t n = stat_functions(&x->tally, ev, f, max < STAT_MAX_FUNCS ? max : STAT_MAX_FUNCS,
-				  ret_samples);
-
-	for (size_t i = 0; i < n; i++) {
-		ret[i] = (struct hwspy_function) { .share = f[i].share, .samples = f[i].samples,
-						   .tid = f[i].tid };
-		snprintf(ret[i].text, sizeof(ret[i].text), "%.*s", (int) sizeof(ret[i].text) - 1,
-			 f[i].text);
-	}
-	return n;
-}
-
-/* What the sampling run adds to the report: the threads' names, their waits for the GIL (a
- * thread's time on the CPU: the run's where its sampling event counts time, the sum of its
- * periods), the functions behind the findings. 0 or -ENOMEM. */
-static int sampling_report(struct stat_run *x)
-{
-	const struct profile_event *e = profile_event(recorder_profile(x->rec), 0);
-	bool time = e && profile_event_is_time(e->name);
-	size_t n = 0;
-	const struct record_gil_thread *g = recorder_gil_threads(x->rec, &n);
-	struct hwspy_gil_wait *w = n ? calloc(n, sizeof(*w)) : NULL;
-	struct hwspy_count_sampling s = {
-		.thread_name = profile_name, .functions = functions, .ctx = x,
-		.samples = recorder_stats(x->rec)->sampler->samples, .gil = w,
-		/* stops are not taken at a switch */
-		.gil_measured = recorder_mode(x->rec) != RECORD_STOPS,
-	};
-	int r;
-
-	if (n && !w)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (g[i].gil_wait_ns)
-			w[s.n_gil++] = (struct hwspy_gil_wait) {
-				.tid = g[i].tid, .wait_ns = (double) g[i].gil_wait_ns,
-				.cpu_ns = time ? (double) g[i].weight : -1,
-			};
-	r = hwspy_count_report(x->cnt, &s);
-	free(w);
-	return r;
 }
 
 /* The report on standard output. 0, or -1 (said). */
 static int report(struct stat_run *x)
 {
-	int r = x->rec ? sampling_report(x) : 0;
+	int r = hwspy_count_recorder(x->cnt) ? hwspy_count_report(x->cnt, NULL) : 0;
 
 	if (r < 0) {
 		log_error("out of memory");
@@ -464,18 +317,15 @@ static int report(struct stat_run *x)
 	return r;
 }
 
+/* A launched command, once counting is over: ended as --grace says, or left running. */
 static void end_command(struct stat_run *x)
 {
 	struct hwspy_count_stats cs = { 0 };
 
 	if (!x->child.pid || x->child.ended || x->child.kept)
 		return;
-	if (x->rec) {
-		session_end_command(x->rec, &x->ra, &x->child);
-		return;
-	}
-	if (x->cnt)
-		hwspy_count_stats(x->cnt, &cs);
+	(void) hwspy_count_stop(x->cnt);
+	hwspy_count_stats(x->cnt, &cs);
 	session_end_child(&x->a.r, &x->child, cs.target_exited, cs.exit_status);
 }
 
@@ -495,19 +345,10 @@ int cmd_stat(int argc, char **argv)
 		free(x);
 		return r > 0 || !r ? 0 : 2;
 	}
-	/* as perf stat does, and record: kernel mode refused, user space alone */
-	status = setup_events(&x->a, &x->cnt);
+	status = setup(x);
 	if (status)
 		goto out;
 	status = 1;
-	x->ra = x->a.r;
-	if (!x->a.no_profile) {
-		sampling_events(x->cnt, &x->ra);
-		x->ra.quiet = true;
-		if (record_check_options(&x->ra))
-			goto out;
-		x->ra.quiet = x->a.r.quiet;
-	}
 	if (record_check_target(&x->a.r) < 0)
 		goto out;
 	session_catch_signals();
@@ -530,9 +371,7 @@ int cmd_stat(int argc, char **argv)
 	status = x->child.pid ? record_child_exit_code(&x->child) : 0;
 out:
 	end_command(x);
-	recorder_free(x->rec);
 	hwspy_count_free(x->cnt);
-	stat_tally_release(&x->tally);
 	free(x);
 	return status;
 }

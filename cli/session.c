@@ -294,3 +294,17 @@ void session_after_run(void)
 	if (tstp_flag)
 		(void) raise(SIGTSTP);
 }
+
+int session_tstp_hwspy(struct hwspy_recorder *rec, int r)
+{
+	struct hwspy_python py;
+
+	hwspy_recorder_python(rec, &py);
+	if (r < 0 || !tstp_flag || py.fatal)
+		return r;
+	tstp_flag = 0;
+	stop_flag = quit_flag ? 1 : 0;
+	(void) hwspy_recorder_pause(rec);
+	(void) raise(SIGSTOP);
+	return hwspy_recorder_resume(rec);
+}

@@ -62,5 +62,10 @@ void session_end_command(struct recorder *rec, const struct record_args *o,
  * its wait status, if that reaped it. */
 void session_end_child(const struct record_args *o, struct record_child *c, bool exited,
 		       int status);
+/* session_tstp() for a recording behind include/hwspy.h (hwspy stat's sampling run, its
+ * counting's: hwspy_count_recorder()). statpath: the same as recpath's session_tstp() over
+ * struct hwspy_recorder, which replaces it once both are merged. */
+struct hwspy_recorder;
+int session_tstp_hwspy(struct hwspy_recorder *rec, int r);
 
 #endif
