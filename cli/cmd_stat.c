@@ -62,27 +62,6 @@ static void usage(FILE *out)
 
 enum { OPT_JSON = 0x200, OPT_NO_PROFILE, OPT_EXPLAIN, OPT_NONBLOCKING, OPT_PTRACE, OPT_KEEP };
 
-static int parse_one(struct stat_args *a, int c, const char *arg)
-{
-	/* -p, -d and --grace ('G') as record checks them */
-	int r = record_number_option(&a->r, c, arg);
-
-	if (r)
-		return r < 0 ? r : 0;
-	switch (c) {
-	case 'e': a->events = arg; return 0;
-	case OPT_KEEP: a->r.keep_running = true; return 0;
-	case OPT_JSON: a->json = true; return 0;
-	case OPT_NO_PROFILE: a->no_profile = true; return 0;
-	case OPT_EXPLAIN: a->explain = true; return 0;
-	case OPT_NONBLOCKING: a->r.nonblocking = true; return 0;
-	case OPT_PTRACE: a->r.ptrace = true; return 0;
-	case 'q': a->r.quiet = true; return 0;
-	}
-	log_error("unknown option; run 'hwspy stat --help'");
-	return -EINVAL;
-}
-
 /* 0, 1 after --help, -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct stat_args *a)
 {
@@ -107,17 +86,24 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:e:d:qh", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (c == '?' || c == ':') {
+		/* -p, -d and --grace ('G') as record checks them */
+		if (record_number_option(&a->r, c, optarg) < 0)
+			return -EINVAL;
+		switch (c) {
+		case 'e': a->events = optarg; break;
+		case OPT_KEEP: a->r.keep_running = true; break;
+		case OPT_JSON: a->json = true; break;
+		case OPT_NO_PROFILE: a->no_profile = true; break;
+		case OPT_EXPLAIN: a->explain = true; break;
+		case OPT_NONBLOCKING: a->r.nonblocking = true; break;
+		case OPT_PTRACE: a->r.ptrace = true; break;
+		case 'q': a->r.quiet = true; break;
+		case 'h': usage(stdout); return 1;
+		case '?': case ':':
 			log_error("'%s' is not an option of hwspy stat, or lacks its value; run "
 				  "'hwspy stat --help'", argv[optind - 1]);
 			return -EINVAL;
 		}
-		if (parse_one(a, c, optarg) < 0)
-			return -EINVAL;
 	}
 	if (optind < argc)
 		a->r.argv = argv + optind;
@@ -131,49 +117,8 @@ struct stat_run {
 	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
 	struct record_child child;
 	char target[320];
-	bool started;                   /* hwspy_count_start() is back */
+	bool started;                   /* hwspy_count_start() is back (session_note()'s ctx) */
 };
-
-/* The sampling run's choices and fallbacks, said (as record says them). */
-static void say_note(void *ctx, enum hwspy_note n, int err, const char *detail)
-{
-	struct stat_run *x = ctx;
-	char words[64];
-
-	switch (n) {
-	case HWSPY_NOTE_NO_CAPTURE_ASLEEP:
-		log_info("no BPF capture here (%s), and stopping a thread as it goes to sleep would "
-			 "interrupt its system call: reading each stack after its sample instead, as "
-			 "--nonblocking", detail);
-		break;
-	case HWSPY_NOTE_NO_CAPTURE:
-		log_info("no BPF capture here (%s): exact mode stops each sampled thread instead",
-			 detail);
-		break;
-	case HWSPY_NOTE_STOPS_BUSY:
-		log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
-			 "SIGWINCH and ignores no signal); falling back to --nonblocking");
-		break;
-	case HWSPY_NOTE_STOPS_REFUSED:
-		log_info("cannot stop the target's threads (ptrace refused: another tracer, "
-			 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
-		break;
-	case HWSPY_NOTE_USER_ONLY:
-		log_info("not allowed to count in kernel mode (%s: root or CAP_PERFMON only); "
-			 "counting user space only, as ':u'%s%s%s",
-			 record_paranoid_words(words, sizeof(words)),
-			 *detail ? " (so nothing is counted of " : "", detail,
-			 *detail ? ": switches and migrations happen in the kernel)" : "");
-		break;
-	case HWSPY_NOTE_CAPTURE_FAILED:
-		if (!x->started)        /* said as sampling starts, not later */
-			log_errno(err, "cannot start the BPF capture of Python frames; reading each "
-				  "stack after its sample instead, as --nonblocking");
-		break;
-	default:
-		break;
-	}
-}
 
 /* After each slice of the sampling run: a Ctrl-Z lets the target go meanwhile. */
 static int slice(void *ctx, struct hwspy_count *c, int r)
@@ -196,14 +141,13 @@ static int setup(struct stat_run *x)
 		.python_names = true, .sampling = !a->no_profile,
 		.sampling_mode = a->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
 				 a->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
-		.sigchld = true, .note_fn = say_note, .note_ctx = x, .slice_fn = slice,
+		.sigchld = true, .note_fn = session_note, .note_ctx = &x->started,
+		.slice_fn = slice,
 	};
 	int r = hwspy_count_new(&o, &x->cnt);
 
-	if (r >= 0)
-		return 0;
-	if (!a->events)
-		return 1;
+	if (r >= 0 || !a->events)
+		return r >= 0 ? 0 : 1;
 	if (r == -E2BIG)
 		log_error("-e: at most %d events", HWSPY_COUNT_MAX_EVENTS);
 	else if (r == -ENOENT)
@@ -218,37 +162,27 @@ static int setup(struct stat_run *x)
 /* hwspy_count_start()'s failure r, said: -1. */
 static int start_error(const struct stat_run *x, int r)
 {
+	enum hwspy_count_failed f = hwspy_count_failed(x->cnt);
+	bool sampling = f == HWSPY_COUNT_FAILED_SAMPLING;
 	pid_t pid = x->a.r.pid;
 
-	switch (hwspy_count_failed(x->cnt)) {
-	case HWSPY_COUNT_FAILED_MEMORY:
+	if (f == HWSPY_COUNT_FAILED_MEMORY)
 		log_error("out of memory");
-		break;
-	case HWSPY_COUNT_FAILED_MAPPINGS:
+	else if (f == HWSPY_COUNT_FAILED_MAPPINGS)
 		log_errno(r, "cannot read the mappings of %s", x->target);
-		break;
-	case HWSPY_COUNT_FAILED_SAMPLING:
-		if (r == -ESRCH)
-			log_error("no process with pid %d (it exited)", pid);
-		else if (r == -EACCES || r == -EPERM)
-			record_permission_error(x->target, pid, false);
-		else if (r == -ENOENT)
-			log_error("%s", hwspy_reason());
-		else
-			record_limit_error(r, x->target);
-		break;
-	default:
-		if (r == -ESRCH)
-			log_error("no process with pid %d", pid);
-		else if (r == -EACCES || r == -EPERM)
-			record_permission_error(x->target, pid, false);
-		else if (r == -ENOENT && !x->a.r.argv)
-			log_error("none of the events opens on this machine; 'hwspy list' shows "
-				  "those that do");
-		else
-			log_errno(r, "cannot count events of %s", x->target);
-		break;
-	}
+	else if (r == -ESRCH)
+		log_error("no process with pid %d%s", pid, sampling ? " (it exited)" : "");
+	else if (r == -EACCES || r == -EPERM)
+		record_permission_error(x->target, pid, false);
+	else if (sampling && r == -ENOENT)
+		log_error("%s", hwspy_reason());        /* "event 'NAME' cannot be opened ..." */
+	else if (sampling)
+		record_limit_error(r, x->target);
+	else if (r == -ENOENT && !x->a.r.argv)
+		log_error("none of the events opens on this machine; 'hwspy list' shows those "
+			  "that do");
+	else
+		log_errno(r, "cannot count events of %s", x->target);
 	return -1;
 }
 
@@ -282,22 +216,12 @@ static int start(struct stat_run *x)
 	return 0;
 }
 
-/* Counts (and samples) until the duration, Ctrl-C or the target's end; then the final values
- * and, while the target is there to ask, the threads' Python names. */
-static void run(struct stat_run *x)
-{
-	hwspy_count_tick(x->cnt);
-	(void) hwspy_count_run(x->cnt, session_stop(), (uint64_t) (x->a.r.duration * 1e9));
-	(void) hwspy_count_stop(x->cnt);
-	session_after_run();
-}
-
 /* The report on standard output. 0, or -1 (said). */
 static int report(struct stat_run *x)
 {
-	int r = hwspy_count_recorder(x->cnt) ? hwspy_count_report(x->cnt, NULL) : 0;
+	int r;
 
-	if (r < 0) {
+	if (hwspy_count_recorder(x->cnt) && hwspy_count_report(x->cnt, NULL) < 0) {
 		log_error("out of memory");
 		return -1;
 	}
@@ -331,18 +255,12 @@ static void end_command(struct stat_run *x)
 
 int cmd_stat(int argc, char **argv)
 {
-	struct stat_run *x = calloc(1, sizeof(*x));
-	int r, status = 1;
+	struct stat_run run = { 0 }, *x = &run;
+	int r = parse_args(argc, argv, &x->a), status;
 
-	if (!x) {
-		log_error("out of memory");
-		return 1;
-	}
-	r = parse_args(argc, argv, &x->a);
 	if (r || (x->a.explain && !x->a.r.pid && !x->a.r.argv)) {
 		if (!r)
 			(void) hwspy_findings_explain(stdout);
-		free(x);
 		return r > 0 || !r ? 0 : 2;
 	}
 	status = setup(x);
@@ -362,7 +280,12 @@ int cmd_stat(int argc, char **argv)
 			 "migrations, which happen in the kernel, are not counted; run hwspy as root "
 			 "for kernel counts", record_paranoid_words(words, sizeof(words)));
 	}
-	run(x);
+	/* counts (and samples) until the duration, Ctrl-C or the target's end; then the final
+	 * values and, while the target is there to ask, the threads' Python names */
+	hwspy_count_tick(x->cnt);
+	(void) hwspy_count_run(x->cnt, session_stop(), (uint64_t) (x->a.r.duration * 1e9));
+	(void) hwspy_count_stop(x->cnt);
+	session_after_run();
 	end_command(x);
 	if (report(x) < 0)
 		goto out;
@@ -372,6 +295,5 @@ int cmd_stat(int argc, char **argv)
 out:
 	end_command(x);
 	hwspy_count_free(x->cnt);
-	free(x);
 	return status;
 }

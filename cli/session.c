@@ -308,3 +308,43 @@ int session_tstp_hwspy(struct hwspy_recorder *rec, int r)
 	(void) raise(SIGSTOP);
 	return hwspy_recorder_resume(rec);
 }
+
+void session_note(void *ctx, enum hwspy_note n, int err, const char *detail)
+{
+	const bool *started = ctx;
+	char words[64];
+
+	switch (n) {
+	case HWSPY_NOTE_NO_CAPTURE_ASLEEP:
+		log_info("no BPF capture here (%s), and stopping a thread as it goes to sleep would "
+			 "interrupt its system call: reading each stack after its sample instead, as "
+			 "--nonblocking", detail);
+		break;
+	case HWSPY_NOTE_NO_CAPTURE:
+		log_info("no BPF capture here (%s): exact mode stops each sampled thread instead",
+			 detail);
+		break;
+	case HWSPY_NOTE_STOPS_BUSY:
+		log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
+			 "SIGWINCH and ignores no signal); falling back to --nonblocking");
+		break;
+	case HWSPY_NOTE_STOPS_REFUSED:
+		log_info("cannot stop the target's threads (ptrace refused: another tracer, "
+			 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
+		break;
+	case HWSPY_NOTE_USER_ONLY:
+		log_info("not allowed to count in kernel mode (%s: root or CAP_PERFMON only); "
+			 "counting user space only, as ':u'%s%s%s",
+			 record_paranoid_words(words, sizeof(words)),
+			 *detail ? " (so nothing is counted of " : "", detail,
+			 *detail ? ": switches and migrations happen in the kernel)" : "");
+		break;
+	case HWSPY_NOTE_CAPTURE_FAILED:
+		if (!started || !*started)
+			log_errno(err, "cannot start the BPF capture of Python frames; reading each "
+				  "stack after its sample instead, as --nonblocking");
+		break;
+	default:
+		break;
+	}
+}

@@ -62,10 +62,18 @@ void session_end_command(struct recorder *rec, const struct record_args *o,
  * its wait status, if that reaped it. */
 void session_end_child(const struct record_args *o, struct record_child *c, bool exited,
 		       int status);
+
+#include "include/hwspy.h"
+
 /* session_tstp() for a recording behind include/hwspy.h (hwspy stat's sampling run, its
  * counting's: hwspy_count_recorder()). statpath: the same as recpath's session_tstp() over
  * struct hwspy_recorder, which replaces it once both are merged. */
-struct hwspy_recorder;
 int session_tstp_hwspy(struct hwspy_recorder *rec, int r);
+/* A recording's notes (struct hwspy_record_opts.note_fn, hwspy_count_opts.note_fn), said as
+ * record says its own; ctx: NULL, or a bool that, once true, keeps a failure of the BPF
+ * capture unsaid (hwspy stat says it only as sampling starts). statpath: the words of
+ * session.c's say_note(), over include/hwspy.h's notes, for hwspy stat's sampling run; one
+ * of the two goes once recpath's session.c (say_note() over struct hwspy_note) is merged. */
+void session_note(void *ctx, enum hwspy_note n, int err, const char *detail);
 
 #endif
