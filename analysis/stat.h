@@ -1,12 +1,13 @@
 /*
  * analysis/stat.h: counting sessions and what is made of their counts (the analysis stage's
- * header; lib/count.c and lib/findings.c put include/hwspy.h's counting and findings over it).
+ * header; lib/count.c puts include/hwspy.h's counting and findings over it).
  *
  * Files: count.c (the events chosen, their groups, user space only where kernel mode is
  * refused, the totals and the threads from the counter, their names), count_session.c (a
  * counting session: the counter started on a pid, a launched command or the calling process,
- * /proc's switches followed, read live, stopped), count_sample.c (a sampling run's samples by
- * event and innermost Python function: what findings name functions by), rules.c (the
+ * /proc's switches followed, read live, stopped), count_sample.c (the sampling run beside the
+ * counters: its events, and its samples by event and innermost Python function: what findings
+ * name functions by; lib/count.c records it), rules.c (the
  * findings: one table of thresholds), report.c (the derived metrics, perf stat's table and the
  * findings in words), report_json.c (the same as one JSON object: `hwspy stat --json`).
  * Data only: nothing here prints; the writers write to the FILE they are given.
