@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis/stat.h"
+#include "base/array.h"
 #include "base/procfs.h"
 #include "pyframes/pyframes.h"
 
@@ -118,14 +119,8 @@ static struct stat_switches *switches_slot(struct stat_switch_log *l, pid_t tid)
 			return &l->t[i];
 	if (l->n == STAT_SWITCH_THREADS)
 		return NULL;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		v = realloc(l->t, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		l->t = v;
-		l->cap = cap;
-	}
+	if (array_grow((void **) &l->t, &l->cap, l->n + 1, sizeof(*l->t), 16) < 0)
+		return NULL;
 	v = &l->t[l->n++];
 	*v = (struct stat_switches) { .tid = tid, .first_vol = -1 };
 	return v;

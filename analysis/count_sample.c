@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/stat.h"
+#include "base/array.h"
 #include "base/buf.h"
 #include "output/output.h"
 
@@ -60,24 +61,13 @@ size_t stat_sampling_events(const struct stat_setup *s, struct event_spec *ret, 
 /* Room in e's counts for frame id: false if out of memory. */
 static bool tally_room(struct stat_tally_event *e, uint32_t id)
 {
-	size_t cap = e->cap ? e->cap : 64;
-	uint64_t *a, *b;
+	size_t cap_a = e->cap, cap_b = e->cap;
 
-	if (id < e->cap)
-		return true;
-	while (cap <= id)
-		cap *= 2;
-	a = realloc(e->samples, cap * sizeof(*a));
-	if (a)
-		e->samples = a;
-	b = a ? realloc(e->weight, cap * sizeof(*b)) : NULL;
-	if (b)
-		e->weight = b;
-	if (!a || !b)
+	/* samples and weight share cap, their new parts zeroed: it moves once both have grown */
+	if (array_grow((void **) &e->samples, &cap_a, (size_t) id + 1, sizeof(*e->samples), 64) < 0 ||
+	    array_grow((void **) &e->weight, &cap_b, (size_t) id + 1, sizeof(*e->weight), 64) < 0)
 		return false;
-	memset(a + e->cap, 0, (cap - e->cap) * sizeof(*a));
-	memset(b + e->cap, 0, (cap - e->cap) * sizeof(*b));
-	e->cap = cap;
+	e->cap = cap_a;
 	return true;
 }
 

@@ -202,20 +202,15 @@ static void hash_put(struct table *t, size_t idx)
 /* Room for extra more entries (their vectors and hash slots): 0 or -ENOMEM. */
 static int reserve_entries(struct table *t, size_t extra)
 {
-	size_t need = t->n_ent + extra, cap = t->cap_ent, hcap = t->hcap ? t->hcap : 128;
-	void *v;
+	size_t need = t->n_ent + extra, cap = t->cap_ent, cap_vals = t->cap_ent;
+	size_t hcap = t->hcap ? t->hcap : 128;
 
 	if (need > UINT32_MAX - 1)
 		return -ENOMEM;
-	/* ent grows first, cap_ent after vals: a failure between leaves them consistent */
-	if (array_grow((void **) &t->ent, &cap, need, sizeof(*t->ent), 64) < 0)
+	/* ent and vals (2 * nv per entry, nv >= 1) share cap_ent: it moves once both have grown */
+	if (array_grow((void **) &t->ent, &cap, need, sizeof(*t->ent), 64) < 0 ||
+	    array_grow((void **) &t->vals, &cap_vals, need, 2 * t->nv * sizeof(*t->vals), 64) < 0)
 		return -ENOMEM;
-	if (cap > SIZE_MAX / 2 / t->nv / sizeof(uint64_t))
-		return -ENOMEM;
-	v = realloc(t->vals, cap * 2 * t->nv * sizeof(uint64_t));
-	if (!v)
-		return -ENOMEM;     /* ent grew, cap_ent did not: still consistent */
-	t->vals = v;
 	t->cap_ent = cap;
 	while (hcap < 2 * need)
 		hcap *= 2;
@@ -235,7 +230,7 @@ static int reserve_entries(struct table *t, size_t extra)
 /* The index of thread tid in tids, inserting it (and its zeroed sum): SIZE_MAX on -ENOMEM. */
 static size_t thread_index(struct table *t, uint32_t tid)
 {
-	size_t lo = 0, hi = t->n_thr, cap = t->cap_thr;
+	size_t lo = 0, hi = t->n_thr, cap = t->cap_thr, cap_sum = t->cap_thr;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -246,16 +241,11 @@ static size_t thread_index(struct table *t, uint32_t tid)
 		else
 			hi = mid;
 	}
-	/* tids grows first, cap_thr after tsum: a failure between leaves them consistent */
-	if (array_grow((void **) &t->tids, &cap, t->n_thr + 1, sizeof(*t->tids), 64) < 0)
+	/* tids and tsum (nv per thread) share cap_thr: it moves once both have grown */
+	if (array_grow((void **) &t->tids, &cap, t->n_thr + 1, sizeof(*t->tids), 64) < 0 ||
+	    array_grow((void **) &t->tsum, &cap_sum, t->n_thr + 1, t->nv * sizeof(*t->tsum), 64) < 0)
 		return SIZE_MAX;
-	if (cap != t->cap_thr) {
-		uint64_t *s = realloc(t->tsum, cap * t->nv * sizeof(uint64_t));
-		if (!s)
-			return SIZE_MAX;
-		t->tsum = s;
-		t->cap_thr = cap;
-	}
+	t->cap_thr = cap;
 	memmove(t->tids + lo + 1, t->tids + lo, (t->n_thr - lo) * sizeof(*t->tids));
 	memmove(t->tsum + (lo + 1) * t->nv, t->tsum + lo * t->nv,
 		(t->n_thr - lo) * t->nv * sizeof(uint64_t));

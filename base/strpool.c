@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "base/strpool.h"
 
@@ -26,7 +27,7 @@ void strpool_release(struct strpool *p)
 
 static char *pool_alloc(struct strpool *p, size_t n)
 {
-	char **nc, *c;
+	char *c;
 	size_t size;
 
 	if (p->n_chunks > 0 && n <= POOL_CHUNK - p->chunk_used && n < POOL_CHUNK / 4) {
@@ -38,12 +39,11 @@ static char *pool_alloc(struct strpool *p, size_t n)
 	c = malloc(size);
 	if (!c)
 		return NULL;
-	nc = realloc(p->chunks, (p->n_chunks + 1) * sizeof(*nc));
-	if (!nc) {
+	if (array_grow((void **) &p->chunks, &p->cap_chunks, p->n_chunks + 1,
+		       sizeof(*p->chunks), 16) < 0) {
 		free(c);
 		return NULL;
 	}
-	p->chunks = nc;
 	if (size == POOL_CHUNK || p->n_chunks == 0) {
 		p->chunks[p->n_chunks++] = c;
 		p->chunk_used = size == POOL_CHUNK ? n : size;

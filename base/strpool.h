@@ -11,7 +11,7 @@
 
 struct strpool {
 	char **chunks;
-	size_t n_chunks, chunk_used;
+	size_t n_chunks, cap_chunks, chunk_used;
 	const char **slots;   /* open-addressing set of interned strings */
 	size_t n_slots, n_used;
 };

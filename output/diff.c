@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/buf.h"
 #include "output/output.h"
 
@@ -72,14 +73,9 @@ static int add_side(struct profile *to, const struct profile *from, const int *e
 		}
 		if (!any)
 			continue;
-		if (st->depth > cap) {
-			uint32_t *n = realloc(frames, st->depth * sizeof(*n));
-			if (!n) {
-				r = -ENOMEM;
-				break;
-			}
-			frames = n;
-			cap = st->depth;
+		if (array_grow((void **) &frames, &cap, st->depth, sizeof(*frames), 64) < 0) {
+			r = -ENOMEM;
+			break;
 		}
 		for (uint32_t d = 0; d < st->depth; d++)
 			if (st->frames[d] < nf && map[st->frames[d]] != UINT32_MAX)

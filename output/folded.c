@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "output/output.h"
@@ -178,14 +179,8 @@ static int lines_add(struct lines *ls, const struct profile *p, uint32_t i,
 			return 0;
 		}
 	}
-	if (ls->n == ls->cap) {
-		size_t n = ls->cap ? ls->cap * 2 : 1024;
-		struct line *v = realloc(ls->v, n * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		ls->v = v;
-		ls->cap = n;
-	}
+	if (array_grow((void **) &ls->v, &ls->cap, ls->n + 1, sizeof(*ls->v), 1024) < 0)
+		return -ENOMEM;
 	ls->v[ls->n] = (struct line) { i, h, count };
 	ls->slots[k] = (uint32_t) ls->n++;
 	return 0;

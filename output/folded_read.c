@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "output/output.h"
@@ -324,14 +325,8 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 			*ret_reason = "too many frames";
 			return -E2BIG;
 		}
-		if (depth == r->cap_ids) {
-			size_t cap = r->cap_ids ? r->cap_ids * 2 : 64;
-			uint32_t *ids = realloc(r->ids, cap * sizeof(*ids));
-			if (!ids)
-				return -ENOMEM;
-			r->ids = ids;
-			r->cap_ids = cap;
-		}
+		if (array_grow((void **) &r->ids, &r->cap_ids, depth + 1, sizeof(*r->ids), 64) < 0)
+			return -ENOMEM;
 		if (!austin && seen_reserve(&r->seen)) {
 			h = hash_mem(frame, n, 0);
 			sl = seen_find(&r->seen, frame, n, h);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "base/array.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "output/output.h"
@@ -110,14 +111,8 @@ static size_t strtab_probe(const struct strtab *t, const char *s, size_t len, ui
 
 static int strtab_grow(struct strtab *t)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct pstr *v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
+	if (array_grow((void **) &t->v, &t->cap, t->n + 1, sizeof(*t->v), 256) < 0)
+		return -ENOMEM;
 	if ((t->n + 1) * 2 > t->n_slots) {
 		size_t n_slots = t->n_slots ? t->n_slots * 2 : 512;
 		uint32_t *old = t->slots;
@@ -238,7 +233,7 @@ struct pprof {
 	uint32_t *map_file;     /* string id of mapping i + 1 */
 	uint32_t *map_bid;      /* string id of its build-id, 0 for none */
 	uint32_t *map_of_str;   /* mapping id of each module's string id (0: none yet) */
-	size_t n_map_of_str;
+	size_t cap_map_of_str;
 	size_t n_maps;
 
 	z_stream zs;
@@ -369,16 +364,9 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 			continue;
 		if ((r = strtab_add(&pp->st, f->module, &file)) < 0)
 			return r;
-		if (file >= pp->n_map_of_str) {
-			size_t n = pp->st.n;
-			uint32_t *m = realloc(pp->map_of_str, n * sizeof(*m));
-
-			if (!m)
-				return -ENOMEM;
-			memset(m + pp->n_map_of_str, 0, (n - pp->n_map_of_str) * sizeof(*m));
-			pp->map_of_str = m;
-			pp->n_map_of_str = n;
-		}
+		if (array_grow((void **) &pp->map_of_str, &pp->cap_map_of_str, (size_t) file + 1,
+			       sizeof(*pp->map_of_str), 64) < 0)
+			return -ENOMEM;
 		if (!pp->map_of_str[file]) {
 			const char *bid = profile_build_id(p, f->module);
 

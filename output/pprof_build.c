@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "output/pprof_read.h"
 
 /* ---- resolving ids and strings --------------------------------------------------------------- */
@@ -392,18 +393,9 @@ static int sample_loc(void *ctx, uint64_t id)
 	l = (const struct plocation *) r->locations.v + k;
 	if (l->n_frames > PPROF_READ_MAX_FRAMES - s->depth)
 		return pprof_fail(r, "stack deeper than 65536 frames");
-	if (s->depth + l->n_frames > s->cap) {
-		size_t cap = s->cap ? s->cap : 256;
-		uint32_t *v;
-
-		while (cap < s->depth + l->n_frames)
-			cap *= 2;
-		v = realloc(s->frames, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		s->frames = v;
-		s->cap = cap;
-	}
+	if (array_grow((void **) &s->frames, &s->cap, s->depth + l->n_frames, sizeof(*s->frames),
+		       256) < 0)
+		return -ENOMEM;
 	memcpy(s->frames + s->depth, r->loc_frames + l->first_frame,
 	       l->n_frames * sizeof(*s->frames));
 	s->depth += l->n_frames;

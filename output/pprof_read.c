@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "base/array.h"
 #include "output/pprof_read.h"
 
 #define READ_CHUNK 65536
@@ -26,15 +27,8 @@ static int vec_push(struct pprof_reader *r, struct pprof_vec *a, size_t elem, co
 {
 	if (a->n == (a == &r->types ? PPROF_READ_MAX_TYPES : PPROF_READ_MAX_ITEMS))
 		return pprof_fail(r, too_many);
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		void *v = realloc(a->v, cap * elem);
-
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (array_grow(&a->v, &a->cap, a->n + 1, elem, 64) < 0)
+		return -ENOMEM;
 	*ret = (char *) a->v + a->n++ * elem;
 	memset(*ret, 0, elem);
 	return 0;

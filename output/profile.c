@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "base/strpool.h"
 
@@ -72,24 +73,6 @@ struct profile {
 	} *tnames;
 	size_t n_tnames, cap_tnames;
 };
-
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 /* Finds the slot for hash h where eq(id) holds, or the empty slot where it would go. */
 static size_t idtab_probe(const struct idtab *t, uint64_t h, const struct profile *p,
@@ -188,7 +171,8 @@ int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t 
 	}
 	if (p->n_frames >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if ((r = grow((void **) &p->frames, &p->cap_frames, p->n_frames + 1, sizeof(*p->frames))) < 0)
+	if ((r = array_grow((void **) &p->frames, &p->cap_frames, p->n_frames + 1,
+			      sizeof(*p->frames), 64)) < 0)
 		return r;
 	p->frames[p->n_frames].f = key;
 	p->frames[p->n_frames].hash = h;
@@ -259,17 +243,15 @@ int profile_add(struct profile *p, uint32_t tid, const uint32_t *frames, size_t 
 		if (p->n_stacks >= UINT32_MAX - 1)
 			return -ENOMEM;
 		if (p->n_stacks + 1 > p->cap_stacks) {
-			size_t cap = p->cap_stacks ? p->cap_stacks * 2 : 64;
-			struct stack_rec *st = realloc(p->stacks, cap * sizeof(*st));
-			uint64_t *v;
-			if (!st)
+			/* stacks and values share cap_stacks: it moves once both have grown */
+			size_t cap_st = p->cap_stacks, cap_v = p->cap_stacks;
+
+			if (array_grow((void **) &p->stacks, &cap_st, p->n_stacks + 1,
+				       sizeof(*p->stacks), 64) < 0 ||
+			    array_grow((void **) &p->values, &cap_v, p->n_stacks + 1,
+				       nv * sizeof(*p->values), 64) < 0)
 				return -ENOMEM;
-			p->stacks = st;
-			v = realloc(p->values, cap * nv * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			p->values = v;
-			p->cap_stacks = cap;
+			p->cap_stacks = cap_st;
 		}
 		copy = malloc(depth * sizeof(*copy));
 		if (!copy)
@@ -382,7 +364,7 @@ int profile_set_thread_name(struct profile *p, uint32_t tid, const char *name)
 			return 0;
 		}
 	}
-	r = grow((void **) &p->tnames, &p->cap_tnames, p->n_tnames + 1, sizeof(*p->tnames));
+	r = array_grow((void **) &p->tnames, &p->cap_tnames, p->n_tnames + 1, sizeof(*p->tnames), 64);
 	if (r < 0)
 		return r;
 	p->tnames[p->n_tnames++] = (struct thread_name_rec) { tid, s };
@@ -587,7 +569,7 @@ int profile_set_build_id(struct profile *p, const char *module, const char *buil
 		lower[i] = c;
 	}
 	lower[n] = '\0';
-	if ((r = grow((void **) &p->bids, &p->cap_bids, p->n_bids + 1, sizeof(*p->bids))) < 0 ||
+	if ((r = array_grow((void **) &p->bids, &p->cap_bids, p->n_bids + 1, sizeof(*p->bids), 64)) < 0 ||
 	    (r = intern(p, module, &m)) < 0 || (r = intern(p, lower, &hex)) < 0)
 		return r;
 	for (size_t i = 0; i < p->n_bids; i++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/buf.h"
 #include "base/hash.h"
 #include "output/output.h"
@@ -89,18 +90,14 @@ static uint32_t tree_node(struct tree *t, uint32_t parent, uint32_t frame)
 	if (t->n >= NONE)
 		return NONE;
 	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct node *v = realloc(t->v, cap * sizeof(*v));
-		uint64_t *vals;
+		/* v and vals share cap: it moves once both have grown (n_vals >= 1: the count) */
+		size_t cap_v = t->cap, cap_vals = t->cap;
 
-		if (!v)
+		if (array_grow((void **) &t->v, &cap_v, t->n + 1, sizeof(*t->v), 1024) < 0 ||
+		    array_grow((void **) &t->vals, &cap_vals, t->n + 1,
+			       t->n_vals * sizeof(*t->vals), 1024) < 0)
 			return NONE;
-		t->v = v;
-		vals = realloc(t->vals, cap * t->n_vals * sizeof(*vals));
-		if (!vals)
-			return NONE;
-		t->vals = vals;
-		t->cap = cap;
+		t->cap = cap_v;
 	}
 	t->v[t->n] = (struct node) { .frame = frame, .parent = parent,
 				     .depth = parent == NONE ? 0 : t->v[parent].depth + 1 };

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "record/internal.h"
 
 int record_gil_at_sample(struct recorder *rec, const struct sample *s)
@@ -71,15 +72,8 @@ static struct record_gil_thread *gil_thread(struct recorder *rec, pid_t tid)
 	}
 	if (g->n == RECORD_GIL_MAX_THREADS)
 		return NULL;
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 16;
-
-		t = realloc(g->t, cap * sizeof(*t));
-		if (!t)
-			return NULL;
-		g->t = t;
-		g->cap = cap;
-	}
+	if (array_grow((void **) &g->t, &g->cap, g->n + 1, sizeof(*g->t), 16) < 0)
+		return NULL;
 	t = &g->t[g->n];
 	*t = (struct record_gil_thread) { .tid = tid };
 	g->last = g->n++;

@@ -105,7 +105,7 @@ struct recorder {
 	const char **bid_ambiguous;     /* module names two files with other build-ids had in this
 	                                 * run (a wrapper script's loader, then the target's): no
 	                                 * build-id is better than a wrong one (record_build_ids) */
-	size_t n_bid_ambiguous;
+	size_t n_bid_ambiguous, cap_bid_ambiguous;
 	int fatal;                      /* set by the callback to stop: an unsupported Python, or
 	                                 * a corrupt _Py_DebugOffsets (-EBADMSG) */
 	volatile sig_atomic_t *stop;    /* the run's stop flag, set with fatal */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "record/internal.h"
 
@@ -83,14 +84,9 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t tid)
 		}
 		return t;
 	}
-	if (rec->n_names == rec->cap_names) {
-		size_t cap = rec->cap_names ? rec->cap_names * 2 : 16;
-		struct thread_name *v = realloc(rec->names, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		rec->names = v;
-		rec->cap_names = cap;
-	}
+	if (array_grow((void **) &rec->names, &rec->cap_names, rec->n_names + 1, sizeof(*rec->names),
+		       16) < 0)
+		return NULL;
 	/* a new thread: the last read may be from before it started (a thread that lives 200 ms
 	 * would be gone at the next) */
 	(void) pynames_refresh(rec, RECORD_PYNAMES_MS);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/procfs.h"
 #include "record/internal.h"
@@ -112,15 +113,8 @@ static struct offcpu_thread *thread_of(struct recorder *rec, pid_t tid)
 		return NULL;
 	if (2 * (oc->n + 1) > oc->index_size && index_grow(oc) < 0)
 		return NULL;
-	if (oc->n == oc->cap) {
-		size_t cap = oc->cap ? oc->cap * 2 : 64;
-		struct offcpu_thread *v = realloc(oc->t, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		oc->t = v;
-		oc->cap = cap;
-	}
+	if (array_grow((void **) &oc->t, &oc->cap, oc->n + 1, sizeof(*oc->t), 64) < 0)
+		return NULL;
 	t = &oc->t[oc->n];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
@@ -133,18 +127,10 @@ static int ins_add(struct offcpu_thread *t, uint64_t time)
 {
 	size_t i;
 
-	if (t->n_ins == t->cap_ins) {
-		size_t cap = t->cap_ins ? t->cap_ins * 2 : 16;
-		uint64_t *v;
-
-		if (cap > OFFCPU_MAX_WAITING)
-			return -E2BIG;
-		v = realloc(t->ins, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		t->ins = v;
-		t->cap_ins = cap;
-	}
+	if (t->n_ins == t->cap_ins && t->cap_ins * 2 > OFFCPU_MAX_WAITING)
+		return -E2BIG;
+	if (array_grow((void **) &t->ins, &t->cap_ins, t->n_ins + 1, sizeof(*t->ins), 16) < 0)
+		return -ENOMEM;
 	for (i = t->n_ins; i > 0 && t->ins[i - 1] > time; i--)
 		t->ins[i] = t->ins[i - 1];
 	t->ins[i] = time;
@@ -285,28 +271,15 @@ void record_offcpu_sample(struct recorder *rec, const struct record_sample *s, c
 		/* never settled (its switch-ins lost): until this one, at the most */
 		settle(rec, t, 0, s->time_ns);
 	}
-	if (t->n_waiting == t->cap_w) {
-		size_t cap = t->cap_w ? t->cap_w * 2 : 8;
-		struct waiting *v = realloc(t->w, cap * sizeof(*v));
-
-		if (!v) {
-			rec->stats.add_failed++;
-			return;
-		}
-		memset(v + t->cap_w, 0, (cap - t->cap_w) * sizeof(*v));
-		t->w = v;
-		t->cap_w = cap;
+	/* the new part zeroed: a buffer past n_waiting has no ids yet */
+	if (array_grow((void **) &t->w, &t->cap_w, t->n_waiting + 1, sizeof(*t->w), 8) < 0) {
+		rec->stats.add_failed++;
+		return;
 	}
 	w = &t->w[t->n_waiting];
-	if (w->cap < s->depth + 1) {
-		uint32_t *v = realloc(w->ids, (s->depth + 1) * sizeof(*v));
-
-		if (!v) {
-			rec->stats.add_failed++;
-			return;
-		}
-		w->ids = v;
-		w->cap = s->depth + 1;
+	if (array_grow((void **) &w->ids, &w->cap, s->depth + 1, sizeof(*w->ids), 64) < 0) {
+		rec->stats.add_failed++;
+		return;
 	}
 	memcpy(w->ids, s->frames, s->depth * sizeof(*w->ids));
 	w->ids[s->depth] = reason_id;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/procfs.h"
 #include "record/internal.h"
@@ -106,15 +107,9 @@ static struct record_proc *proc_of(struct recorder *rec, pid_t pid)
 		return p;
 	if (rec->n_procs == MAX_PROCS)
 		return NULL;
-	if (rec->n_procs == rec->cap_procs) {
-		size_t cap = rec->cap_procs ? rec->cap_procs * 2 : 8;
-		struct record_proc **v = realloc(rec->procs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		rec->procs = v;
-		rec->cap_procs = cap;
-	}
+	if (array_grow((void **) &rec->procs, &rec->cap_procs, rec->n_procs + 1, sizeof(*rec->procs),
+		       8) < 0)
+		return NULL;
 	/* each one where it was made: its pyframes keeps a pointer to its mem */
 	p = calloc(1, sizeof(*p));
 	if (!p)

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "record/internal.h"
 
@@ -504,7 +505,6 @@ void record_pending_free(struct recorder *rec)
 static void set_build_id(struct recorder *rec, const char *module, const char *bid)
 {
 	const char *have = profile_build_id(rec->prof, module);
-	const char **v;
 
 	for (size_t i = 0; i < rec->n_bid_ambiguous; i++)
 		if (rec->bid_ambiguous[i] == module)
@@ -516,10 +516,9 @@ static void set_build_id(struct recorder *rec, const char *module, const char *b
 	if (!strcasecmp(have, bid))
 		return;
 	profile_drop_build_id(rec->prof, module);
-	v = realloc(rec->bid_ambiguous, (rec->n_bid_ambiguous + 1) * sizeof(*v));
-	if (!v)
+	if (array_grow((void **) &rec->bid_ambiguous, &rec->cap_bid_ambiguous,
+		       rec->n_bid_ambiguous + 1, sizeof(*rec->bid_ambiguous), 8) < 0)
 		return;         /* dropped now; a later image may give it one again */
-	rec->bid_ambiguous = v;
 	rec->bid_ambiguous[rec->n_bid_ambiguous++] = module;
 }
 
@@ -542,15 +541,8 @@ void record_build_ids(struct recorder *rec)
 			;
 		if (i < n_seen)
 			continue;
-		if (n_seen == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			const char **v = realloc(seen, ncap * sizeof(*v));
-
-			if (!v)
-				break;
-			seen = v;
-			cap = ncap;
-		}
+		if (array_grow((void **) &seen, &cap, n_seen + 1, sizeof(*seen), 64) < 0)
+			break;
 		seen[n_seen++] = f->module;
 		bid = symbolizer_build_id(rec->sym, f->module);
 		if (bid)

@@ -25,6 +25,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
+#include "base/array.h"
 #include "symbolizer/symbolizer_internal.h"
 
 /* ---- demangling ------------------------------------------------------------------------------ */
@@ -219,15 +220,9 @@ static void range_add(struct sym_module *m, uint64_t start, uint64_t end, const 
 	if (!name || end <= start || m->n_ranges >= SYM_MAX_RANGES ||
 	    (i > 0 && m->ranges[i - 1].end > start) || (i < m->n_ranges && m->ranges[i].start < end))
 		return;   /* overlapping symbols (aliases of another size): leave it to libdw */
-	if (m->n_ranges == m->cap_ranges) {
-		size_t cap = m->cap_ranges ? m->cap_ranges * 2 : 64;
-		struct sym_range *v = realloc(m->ranges, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		m->ranges = v;
-		m->cap_ranges = cap;
-	}
+	if (array_grow((void **) &m->ranges, &m->cap_ranges, m->n_ranges + 1, sizeof(*m->ranges),
+		       64) < 0)
+		return;
 	memmove(&m->ranges[i + 1], &m->ranges[i], (m->n_ranges - i) * sizeof(*m->ranges));
 	m->ranges[i] = (struct sym_range) { start, end, name };
 	m->n_ranges++;

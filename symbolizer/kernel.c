@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "symbolizer/symbolizer_internal.h"
 
 void kallsyms_init(struct kallsyms *k)
@@ -55,18 +56,10 @@ static int parse_line(struct kallsyms *k, size_t *cap, struct strpool *pool, cha
 	}
 	if (*name == '\0')
 		return -EINVAL;
-	if (k->n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 4096;
-		struct ksym *ns;
-
-		if (k->n >= SYM_MAX_KSYMS)
-			return -E2BIG;
-		ns = realloc(k->syms, nc * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		k->syms = ns;
-		*cap = nc;
-	}
+	if (k->n == *cap && k->n >= SYM_MAX_KSYMS)
+		return -E2BIG;
+	if (array_grow((void **) &k->syms, cap, k->n + 1, sizeof(*k->syms), 4096) < 0)
+		return -ENOMEM;
 	s = &k->syms[k->n];
 	s->addr = addr;
 	s->name = strpool_intern(pool, name, strlen(name));

@@ -21,6 +21,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "symbolizer/symbolizer_internal.h"
 
 #define MAPS_MAX_BYTES (64u << 20)
@@ -277,23 +278,15 @@ static int scan_open(struct symbolizer *sym, const struct maps_scan *s, size_t i
  * failure m is freed if this refresh opened it. */
 static int scan_add(struct maps_scan *s, struct sym_module *m)
 {
-	if (s->n_new == s->cap_new) {
-		size_t nc = s->cap_new ? s->cap_new * 2 : 64;
-		struct sym_module **nm;
-
-		if (nc > SYM_MAX_MODULES) {
-			if (!m->seen)
-				module_free(m);
-			return 1;
-		}
-		nm = realloc(s->mods, nc * sizeof(*s->mods));
-		if (!nm) {
-			if (!m->seen)
-				module_free(m);
-			return -ENOMEM;
-		}
-		s->mods = nm;
-		s->cap_new = nc;
+	if (s->n_new == s->cap_new && s->cap_new * 2 > SYM_MAX_MODULES) {
+		if (!m->seen)
+			module_free(m);
+		return 1;
+	}
+	if (array_grow((void **) &s->mods, &s->cap_new, s->n_new + 1, sizeof(*s->mods), 64) < 0) {
+		if (!m->seen)
+			module_free(m);
+		return -ENOMEM;
 	}
 	m->seen = true;
 	s->mods[s->n_new++] = m;

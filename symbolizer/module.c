@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "symbolizer/symbolizer_internal.h"
 
@@ -350,15 +351,9 @@ static int module_note_build_id(struct symbolizer *sym, const struct sym_module 
 			sym->build_ids[i].hex = NULL;
 		return 0;
 	}
-	if (sym->n_build_ids == sym->cap_build_ids) {
-		size_t cap = sym->cap_build_ids ? sym->cap_build_ids * 2 : 32;
-		struct sym_build_id *v = realloc(sym->build_ids, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		sym->build_ids = v;
-		sym->cap_build_ids = cap;
-	}
+	if (array_grow((void **) &sym->build_ids, &sym->cap_build_ids, sym->n_build_ids + 1,
+		       sizeof(*sym->build_ids), 32) < 0)
+		return -ENOMEM;
 	sym->build_ids[sym->n_build_ids++] = (struct sym_build_id) { m->name, pooled };
 	return 0;
 }

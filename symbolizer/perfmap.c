@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "symbolizer/symbolizer_internal.h"
 
@@ -88,18 +89,10 @@ static int parse_line(struct perfmap *pm, struct strpool *pool, const char *s, c
 	for (const char *c = name; c < end; c++)
 		if (*c == '\0')
 			return -EINVAL;
-	if (pm->n == pm->cap) {
-		size_t nc = pm->cap ? pm->cap * 2 : 256;
-		struct jit_sym *ns;
-
-		if (pm->n >= SYM_MAX_JIT_SYMS)
-			return -E2BIG;
-		ns = realloc(pm->syms, nc * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		pm->syms = ns;
-		pm->cap = nc;
-	}
+	if (pm->n == pm->cap && pm->n >= SYM_MAX_JIT_SYMS)
+		return -E2BIG;
+	if (array_grow((void **) &pm->syms, &pm->cap, pm->n + 1, sizeof(*pm->syms), 256) < 0)
+		return -ENOMEM;
 	j = &pm->syms[pm->n];
 	j->name = strpool_intern(pool, name, (size_t)(end - name));
 	if (!j->name)
