@@ -1,5 +1,6 @@
-/* text: text cut to a width (text.h). */
+/* text: text cut to a width, numbers for a message (text.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/text.h"
@@ -22,4 +23,33 @@ int text_cut(struct buf *out, const char *s, int room)
 	if (buf_append(out, s, keep) < 0)
 		return -ENOMEM;
 	return buf_puts(out, "..");
+}
+
+char *text_grouped(char *buf, size_t size, uint64_t v)
+{
+	char d[24];
+	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long) v);
+	size_t k = 0;
+
+	for (int i = 0; i < n && k + 2 < size; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = d[i];
+	}
+	if (size)
+		buf[k] = '\0';
+	return buf;
+}
+
+char *text_size(char *buf, size_t size, uint64_t v)
+{
+	if (v < 1000)
+		snprintf(buf, size, "%llu bytes", (unsigned long long) v);
+	else if (v < 1000000)
+		snprintf(buf, size, "%.1f kB", (double) v / 1e3);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.1f MB", (double) v / 1e6);
+	else
+		snprintf(buf, size, "%.1f GB", (double) v / 1e9);
+	return buf;
 }

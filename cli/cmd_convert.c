@@ -1,22 +1,20 @@
 /*
  * hwspy convert: a folded file (hwspy's own, perf script | stackcollapse-perf.pl, py-spy raw,
  * FlameGraph's other collapsers) or a pprof file (hwspy's own, Go's, pprof's ...), told apart by
- * content (cli/load.h), into any format hwspy writes, chosen by the output's name or --format.
+ * content (hwspy_profile_load()), into any format hwspy writes, chosen by the output's name or
+ * --format.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "cli/cli.h"
 #include "cli/format.h"
-#include "cli/load.h"
 
 static void usage(FILE *out)
 {
@@ -36,72 +34,23 @@ static void usage(FILE *out)
 		"  -h, --help          this text\n");
 }
 
-static double now_s(void)
-{
-	return (double) clock_now_ns() / 1e9;
-}
-
-/* "1,234,567" into buf (at least 27 bytes): buf. */
-static char *format_thousands(char *buf, size_t size, uint64_t v)
-{
-	char d[24];
-	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long) v);
-	size_t k = 0;
-
-	for (int i = 0; i < n && k + 2 < size; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[k++] = ',';
-		buf[k++] = d[i];
-	}
-	buf[k] = '\0';
-	return buf;
-}
-
-/* "812 bytes", "45.1 kB", "4.0 MB", "1.2 GB" (powers of 1000, as ls -h --si). */
-static void format_size(char *buf, size_t size, uint64_t v)
-{
-	if (v < 1000)
-		snprintf(buf, size, "%llu bytes", (unsigned long long) v);
-	else if (v < 1000000)
-		snprintf(buf, size, "%.1f kB", (double) v / 1e3);
-	else if (v < 1000000000)
-		snprintf(buf, size, "%.1f MB", (double) v / 1e6);
-	else
-		snprintf(buf, size, "%.1f GB", (double) v / 1e9);
-}
-
-/* Says which of p's values is over pprof's int64 limit (pprof_write()'s -EOVERFLOW). */
+/* Says which of p's values is over pprof's limit (pprof_write()'s -EOVERFLOW). */
 static void log_pprof_limit(const struct hwspy_profile *p, const char *in_path)
 {
-	for (size_t col = 0; col < hwspy_profile_n_events(p) + 1; col++) {
-		const char *ev = col ? hwspy_profile_event(p, col - 1) : "samples";
-		uint64_t total = 0;
+	struct hwspy_pprof_limit l;
 
-		for (size_t i = 0; i < hwspy_profile_n_stacks(p); i++) {
-			const uint32_t *frames;
-			size_t depth;
-			pid_t tid;
-			uint64_t v = hwspy_profile_stack(p, i, &tid, &frames, &depth)[col];
-
-			if (v > (uint64_t) INT64_MAX) {
-				log_error("'%s' is over pprof's limit: one stack's count of '%s' is "
-					  "%llu, above %lld (pprof holds 64-bit signed values); nothing "
-					  "was written: convert it to folded, SVG or speedscope instead",
-					  in_path, ev, (unsigned long long) v, (long long) INT64_MAX);
-				return;
-			}
-			if (v > (uint64_t) INT64_MAX - total) {
-				log_error("'%s' is over pprof's limit: the counts of '%s' add up past "
-					  "%lld (pprof holds 64-bit signed values); nothing was written: "
-					  "convert it to folded, SVG or speedscope instead", in_path, ev,
-					  (long long) INT64_MAX);
-				return;
-			}
-			total += v;
-		}
-	}
-	log_error("'%s' is over pprof's limit of %lld per value; nothing was written", in_path,
-		  (long long) INT64_MAX);
+	if (hwspy_profile_pprof_limit(p, &l) < 0)
+		log_error("'%s' is over pprof's limit of %lld per value; nothing was written",
+			  in_path, (long long) l.limit);
+	else if (!l.sum)
+		log_error("'%s' is over pprof's limit: one stack's count of '%s' is %llu, above "
+			  "%lld (pprof holds 64-bit signed values); nothing was written: convert it "
+			  "to folded, SVG or speedscope instead", in_path, l.event,
+			  (unsigned long long) l.value, (long long) l.limit);
+	else
+		log_error("'%s' is over pprof's limit: the counts of '%s' add up past %lld (pprof "
+			  "holds 64-bit signed values); nothing was written: convert it to folded, SVG "
+			  "or speedscope instead", in_path, l.event, (long long) l.limit);
 }
 
 int cmd_convert(int argc, char **argv)
@@ -118,7 +67,7 @@ int cmd_convert(int argc, char **argv)
 	struct format_opts fo = { 0 };
 	enum hwspy_format fmt;
 	bool fmt_given = false, verbose = false;
-	double t_start, t_read, t_write;
+	uint64_t t_start, t_read, t_write;
 	char samples[32], stacks[32], size[32] = "";
 	struct stat st;
 	struct hwspy_profile *p = NULL;
@@ -127,26 +76,18 @@ int cmd_convert(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o':
-			out_path = optarg;
-			break;
+		case 'o': out_path = optarg; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
 		case 'f':
 			if (format_parse(optarg, &fmt) < 0)
 				return 2;
 			fmt_given = true;
 			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			r = format_opt(&fo, c, optarg);
-			if (r < 0)
-				return 2;
-			if (r == 0) {
-				usage(stderr);
+			if ((r = format_opt(&fo, c, optarg)) <= 0) {
+				if (r == 0)
+					usage(stderr);
 				return 2;
 			}
 			break;
@@ -158,18 +99,19 @@ int cmd_convert(int argc, char **argv)
 	}
 	in_path = argv[optind];
 	if (!fmt_given)
-		fmt = format_of_path(out_path);
+		fmt = hwspy_format_of_path(out_path);
 	if (format_color_output(&fo, fmt, out_path) < 0)
 		return 2;
 	/* the output's temporary file now: a bad -o is found before the input is read; OUT is
 	 * replaced only when complete, so it can even be IN */
 	if (cli_output_open(&out, out_path) < 0)
 		return 1;
-	t_start = now_s();
-	p = load_profile(in_path);
-	t_read = now_s();
-	if (!p)
+	t_start = clock_now_ns();
+	if (hwspy_profile_load(in_path, &p) < 0) {
+		log_error("%s", hwspy_reason());
 		goto out;
+	}
+	t_read = clock_now_ns();
 	col = format_column(&fo, p);
 	if (col < 0 || format_color_check(&fo, p) < 0)
 		goto out;
@@ -177,19 +119,19 @@ int cmd_convert(int argc, char **argv)
 		log_error("'%s' holds no stacks with a count above 0: nothing to convert", in_path);
 		goto out;
 	}
-	t_write = now_s();
+	t_write = clock_now_ns();
 	r = format_write(fmt, p, &fo, out.f);
 	if (r == 0 && fflush(out.f) != 0)
 		r = -errno;
 	if (r == 0 && verbose) {
-		t_write = now_s() - t_write;
+		t_write = clock_now_ns() - t_write;
 		if (fstat(fileno(out.f), &st) == 0 && S_ISREG(st.st_mode))    /* not /dev/stdout */
-			format_size(size, sizeof(size), (uint64_t) st.st_size);
+			text_size(size, sizeof(size), (uint64_t) st.st_size);
 		log_info("read %s samples in %s stacks in %.2f s; wrote %s%s%s%s in %.2f s",
-			 format_thousands(samples, sizeof(samples), hwspy_profile_total(p, 0)),
-			 format_thousands(stacks, sizeof(stacks), hwspy_profile_n_stacks(p)),
-			 t_read - t_start,
-			 format_name(fmt), size[0] ? " (" : "", size, size[0] ? ")" : "", t_write);
+			 text_grouped(samples, sizeof(samples), hwspy_profile_total(p, 0)),
+			 text_grouped(stacks, sizeof(stacks), hwspy_profile_n_stacks(p)),
+			 (double) (t_read - t_start) / 1e9, hwspy_format_name(fmt),
+			 size[0] ? " (" : "", size, size[0] ? ")" : "", (double) t_write / 1e9);
 	}
 	if (r == -EOVERFLOW && fmt == HWSPY_FORMAT_PPROF) {
 		log_pprof_limit(p, in_path);

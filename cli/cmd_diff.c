@@ -6,38 +6,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/format.h"
-#include "cli/load.h"
-
-/* BEFORE and AFTER of shared event e in a merged profile: its columns */
-static size_t before_col(size_t e)
-{
-	return 1 + 2 * e;
-}
-
-static size_t after_col(size_t e)
-{
-	return 2 + 2 * e;
-}
-
-/* What each side is: its name (file), duration (0: unknown). */
-struct diff_side {
-	const char *name;
-	uint64_t duration_ns;
-};
-
-/* Below this share of common weight on both sides the profiles are of unrelated programs. */
-#define MIN_COMMON 0.05
-
 
 static void usage(FILE *out)
 {
@@ -66,101 +41,14 @@ static void usage(FILE *out)
 		"  -h, --help          this text\n");
 }
 
-static int parse_out(const char *name, enum hwspy_diff_format *ret)
-{
-	if (!strcmp(name, "table") || !strcmp(name, "txt"))
-		*ret = HWSPY_DIFF_TABLE;
-	else if (!strcmp(name, "svg"))
-		*ret = HWSPY_DIFF_SVG;
-	else if (!strcmp(name, "folded"))
-		*ret = HWSPY_DIFF_FOLDED;
-	else {
-		log_error("unknown diff format '%s': table, svg or folded", name);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static enum hwspy_diff_format out_of_path(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (n >= 4 && !strcmp(path + n - 4, ".svg"))
-		return HWSPY_DIFF_SVG;
-	if ((n >= 7 && !strcmp(path + n - 7, ".folded")) ||
-	    (n >= 10 && !strcmp(path + n - 10, ".collapsed")))
-		return HWSPY_DIFF_FOLDED;
-	return HWSPY_DIFF_TABLE;
-}
-
-/* The shared event a --weight name picks: its index, or -ENOENT (logged). */
-static int pick_event(const struct hwspy_profile *m, const char *weight)
-{
-	struct buf names;
-
-	if (!weight)
-		return 0;
-	for (size_t e = 0; e < hwspy_diff_n_events(m); e++) {
-		const char *n = hwspy_profile_event(m, 2 * e);
-		size_t len = strcspn(n, ":");
-
-		if (!strcmp(n, weight) || (strlen(weight) == len && !strncmp(n, weight, len)))
-			return (int) e;
-	}
-	buf_init(&names);
-	for (size_t e = 0; e < hwspy_diff_n_events(m); e++)
-		(void) buf_printf(&names, "%s%s", e ? ", " : "", hwspy_profile_event(m, 2 * e));
-	log_error("--weight %s: not an event both profiles have (they share: %s)", weight,
-		  names.data ? names.data : "");
-	buf_release(&names);
-	return -ENOENT;
-}
-
-/* Notes the events of p that are not compared (in no pair of the merged profile m). */
-static void note_unshared(const struct hwspy_profile *p, const struct hwspy_profile *m, const char *side)
-{
-	if (hwspy_profile_n_events(p) == 1 && !strcmp(hwspy_profile_event(p, 0), "samples"))
-		return;         /* a folded file's counts: paired */
-	for (size_t e = 0; e < hwspy_profile_n_events(p); e++) {
-		const char *n = hwspy_profile_event(p, e);
-		bool compared = false;
-
-		for (size_t k = 0; k < hwspy_diff_n_events(m) && !compared; k++)
-			compared = hwspy_profile_find_event(p, hwspy_profile_event(m, 2 * k)) == (int) e;
-		if (!compared)
-			log_info("%s is only in %s: not compared", n, side);
-	}
-}
-
-static void event_list(const struct hwspy_profile *p, struct buf *b)
-{
-	for (size_t e = 0; e < hwspy_profile_n_events(p); e++)
-		(void) buf_printf(b, "%s%s", e ? ", " : "", hwspy_profile_event(p, e));
-}
-
-static int write_out(enum hwspy_diff_format kind, const struct hwspy_profile *m, size_t event,
-		     const struct hwspy_diff_opts *dopts, const struct format_opts *fo, bool negate,
-		     size_t top, const struct diff_side *sides, FILE *out)
-{
-	struct hwspy_diff_write_opts o = {
-		.format = kind, .event = event, .diff = *dopts, .title = fo->title,
-		.icicle = fo->icicle, .negate = negate, .min_width = fo->min_width, .top = top,
-		.before_name = sides[0].name, .after_name = sides[1].name,
-		.before_ns = sides[0].duration_ns, .after_ns = sides[1].duration_ns,
-	};
-
-	return hwspy_diff_write(m, &o, out);
-}
-
 /* What the command line asks for. */
 struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
-	enum hwspy_diff_format kind;             /* -f, else what out_path's name says */
-	struct hwspy_diff_opts dopts;
-	struct format_opts fo;
-	bool negate, force;
-	unsigned long long top;         /* 0: the default */
+	struct hwspy_diff_write_opts w; /* -f (else what out_path's name says), --no-normalize,
+	                                 * --ignore-lines, --negate, --top */
+	struct format_opts fo;          /* --weight, --title, --icicle, --min-width */
+	bool force;
 };
 
 /* Parses the command line into *a: 0, 1 when --help was written (exit 0), or -EINVAL after
@@ -181,50 +69,40 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		{ 0 }
 	};
 	bool kind_given = false;
+	unsigned long long top;
 	int c, r;
 
-	*a = (struct diff_args) { .kind = HWSPY_DIFF_TABLE };
+	*a = (struct diff_args) { .w.format = HWSPY_DIFF_TABLE };
 	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o':
-			a->out_path = optarg;
-			break;
+		case 'o': a->out_path = optarg; break;
+		case OPT_NO_NORMALIZE: a->w.diff.raw = true; break;
+		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
+		case OPT_NEGATE: a->w.negate = true; break;
+		case OPT_FORCE: a->force = true; break;
+		case 'h': usage(stdout); return 1;
 		case 'f':
-			if (parse_out(optarg, &a->kind) < 0)
+			if (hwspy_diff_format_parse(optarg, &a->w.format) < 0) {
+				log_error("unknown diff format '%s': table, svg or folded", optarg);
 				return -EINVAL;
+			}
 			kind_given = true;
 			break;
-		case OPT_NO_NORMALIZE:
-			a->dopts.raw = true;
-			break;
-		case OPT_IGNORE_LINES:
-			a->dopts.ignore_lines = true;
-			break;
-		case OPT_NEGATE:
-			a->negate = true;
-			break;
-		case OPT_FORCE:
-			a->force = true;
-			break;
 		case OPT_TOP:
-			if (cli_parse_count(optarg, 1, 1000000, &a->top) < 0) {
+			if (cli_parse_count(optarg, 1, 1000000, &top) < 0) {
 				log_error("--top %s: give a number of rows, 1 or more", optarg);
 				return -EINVAL;
 			}
+			a->w.top = (size_t) top;
 			break;
-		case 'h':
-			usage(stdout);
-			return 1;
 		case FORMAT_OPT_COLOR_BY:
 			log_error("--color-by does not go with hwspy diff: its flame graph is coloured "
 				  "by the change (red grew, blue shrank)");
 			return -EINVAL;
 		default:
-			r = format_opt(&a->fo, c, optarg);
-			if (r < 0)
-				return -EINVAL;
-			if (r == 0) {
-				usage(stderr);
+			if ((r = format_opt(&a->fo, c, optarg)) <= 0) {
+				if (r == 0)
+					usage(stderr);
 				return -EINVAL;
 			}
 			break;
@@ -241,95 +119,48 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		return -EINVAL;
 	}
 	if (!kind_given && a->out_path)
-		a->kind = out_of_path(a->out_path);
+		a->w.format = hwspy_diff_format_of_path(a->out_path);
 	return 0;
 }
 
-/* Reads BEFORE and AFTER into in[] (owned by the caller, also on failure) and says what each
- * side is in sides[]: 0, or -1 after one line was logged (unreadable, or no samples). */
-static int load_sides(const char *const paths[2], struct hwspy_profile *in[2],
-		      struct diff_side sides[2])
+/* The line for what keeps d's two files from being compared: -1. */
+static int say_problem(const struct hwspy_diff_files *d, const char *const paths[2])
 {
-	struct hwspy_profile_meta meta;
+	const char *name = d->merged ? hwspy_profile_event(d->merged, 2 * d->event) : NULL;
+	struct buf b;
 
-	for (int s = 0; s < 2; s++) {
-		in[s] = load_profile(paths[s]);
-		if (!in[s])
-			return -1;
-		if (hwspy_profile_n_stacks(in[s]) == 0 || hwspy_profile_total(in[s], 0) == 0) {
-			log_error("'%s' holds no samples: nothing to compare", paths[s]);
-			return -1;
-		}
-		hwspy_profile_meta(in[s], &meta);
-		sides[s] = (struct diff_side) { paths[s], meta.duration_ns };
-		(void) hwspy_profile_set_target(in[s], paths[s]);     /* the graph's subtitle names the files */
-	}
-	return 0;
-}
-
-/* diff_merge() of the two sides into *ret: 0, or -errno after one line was logged (with each
- * side's events when they share none). */
-static int merge_sides(const char *const paths[2], struct hwspy_profile *const in[2],
-		       const struct hwspy_diff_opts *dopts, struct hwspy_profile **ret)
-{
-	int r = hwspy_profile_diff(in[0], in[1], dopts, ret);
-
-	if (r == -ENOENT) {
-		struct buf b;
-
-		buf_init(&b);
-		(void) buf_printf(&b, "'%s' has ", paths[0]);
-		event_list(in[0], &b);
-		(void) buf_printf(&b, " and '%s' has ", paths[1]);
-		event_list(in[1], &b);
-		log_error("%s: no event to compare; record both with the same -e",
-			  b.data ? b.data : "");
-		buf_release(&b);
-		return r;
-	}
-	if (r < 0)
-		log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
-	return r;
-}
-
-/* Whether every shared event of m can be compared: weight on both sides, and (unless force)
- * enough of it in functions both sides have. 0, or -1 after one line was logged. */
-static int check_comparable(const struct hwspy_profile *m, const char *const paths[2], bool force)
-{
-	for (size_t e = 0; e < hwspy_diff_n_events(m); e++) {
-		const char *name = hwspy_profile_event(m, 2 * e);
-		double cb, ca;
-		int r;
-
-		if (hwspy_profile_total(m, before_col(e)) == 0 ||
-		    hwspy_profile_total(m, after_col(e)) == 0) {
-			log_error("%s is 0 in '%s': nothing to compare it with", name,
-				  hwspy_profile_total(m, before_col(e)) ? paths[1] : paths[0]);
-			return -1;
-		}
-		r = hwspy_diff_common(m, e, &cb, &ca);
-		if (r < 0) {
-			log_errno(r, "cannot compare '%s' and '%s'", paths[0], paths[1]);
-			return -1;
-		}
-		if (cb < MIN_COMMON && ca < MIN_COMMON && !force) {
-			log_error("'%s' and '%s' have almost nothing in common (%.1f%% and %.1f%% of "
-				  "their %s is in functions both have): are they profiles of the same "
-				  "program? --force compares them anyway", paths[0], paths[1],
-				  100 * cb, 100 * ca, name);
-			return -1;
-		}
-	}
-	return 0;
+	if (d->problem == HWSPY_DIFF_UNREADABLE)
+		log_error("%s", hwspy_reason());
+	else if (d->problem == HWSPY_DIFF_EMPTY)
+		log_error("'%s' holds no samples: nothing to compare", paths[d->side]);
+	else if (d->problem == HWSPY_DIFF_ZERO)
+		log_error("%s is 0 in '%s': nothing to compare it with", name, paths[d->side]);
+	else if (d->problem == HWSPY_DIFF_UNRELATED)
+		log_error("'%s' and '%s' have almost nothing in common (%.1f%% and %.1f%% of "
+			  "their %s is in functions both have): are they profiles of the same "
+			  "program? --force compares them anyway", paths[0], paths[1],
+			  100 * d->common[0], 100 * d->common[1], name);
+	else if (d->problem != HWSPY_DIFF_NOTHING_SHARED)
+		log_errno(d->error, "cannot compare '%s' and '%s'", paths[0], paths[1]);
+	if (d->problem != HWSPY_DIFF_NOTHING_SHARED)
+		return -1;
+	buf_init(&b);
+	(void) buf_printf(&b, "'%s' has ", paths[0]);
+	format_event_list(&b, d->in[0], hwspy_profile_n_events(d->in[0]), 1, false);
+	(void) buf_printf(&b, " and '%s' has ", paths[1]);
+	format_event_list(&b, d->in[1], hwspy_profile_n_events(d->in[1]), 1, false);
+	log_error("%s: no event to compare; record both with the same -e", b.data ? b.data : "");
+	buf_release(&b);
+	return -1;
 }
 
 int cmd_diff(int argc, char **argv)
 {
-	struct hwspy_profile *in[2] = { NULL, NULL }, *m = NULL;
-	struct diff_side sides[2];
+	struct hwspy_diff_files d = { 0 };
 	struct outfile out = { 0 };
 	struct diff_args a;
-	int r, ev, status = 1;
+	struct buf names;
+	int r, status = 1;
 
 	r = parse_args(argc, argv, &a);
 	if (r != 0)
@@ -337,17 +168,31 @@ int cmd_diff(int argc, char **argv)
 	/* the output's temporary file now, before reading (no -o: standard output) */
 	if (cli_output_open(&out, a.out_path ? a.out_path : "-") < 0)
 		return 1;
-
-	if (load_sides(a.paths, in, sides) < 0 || merge_sides(a.paths, in, &a.dopts, &m) < 0)
+	if (hwspy_diff_files_read(a.paths, &a.w.diff, &d) < 0 && say_problem(&d, a.paths) < 0)
 		goto out;
-	note_unshared(in[0], m, "BEFORE");
-	note_unshared(in[1], m, "AFTER");
-	ev = pick_event(m, a.fo.weight);
-	if (ev < 0 || check_comparable(m, a.paths, a.force) < 0)
+	for (int s = 0; s < 2; s++)
+		for (size_t e = 0; e < hwspy_profile_n_events(d.in[s]); e++)
+			if (!hwspy_diff_compares(d.merged, d.in[s], e))
+				log_info("%s is only in %s: not compared",
+					 hwspy_profile_event(d.in[s], e), s ? "AFTER" : "BEFORE");
+	r = hwspy_diff_find_event(d.merged, a.fo.weight);
+	if (r < 0) {
+		buf_init(&names);
+		format_event_list(&names, d.merged, hwspy_diff_n_events(d.merged), 2, false);
+		log_error("--weight %s: not an event both profiles have (they share: %s)",
+			  a.fo.weight, names.data ? names.data : "");
+		buf_release(&names);
 		goto out;
-
-	r = write_out(a.kind, m, (size_t) ev, &a.dopts, &a.fo, a.negate, (size_t) a.top, sides,
-		      out.f);
+	}
+	if (hwspy_diff_files_check(&d, a.force) < 0 && say_problem(&d, a.paths) < 0)
+		goto out;
+	a.w = (struct hwspy_diff_write_opts) {
+		.format = a.w.format, .event = (size_t) r, .diff = a.w.diff, .title = a.fo.title,
+		.icicle = a.fo.icicle, .negate = a.w.negate, .min_width = a.fo.min_width,
+		.top = a.w.top, .before_name = a.paths[0], .after_name = a.paths[1],
+		.before_ns = d.duration_ns[0], .after_ns = d.duration_ns[1],
+	};
+	r = hwspy_diff_write(d.merged, &a.w, out.f);
 	if (r < 0) {
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
 		goto out;
@@ -357,8 +202,6 @@ int cmd_diff(int argc, char **argv)
 	status = 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	hwspy_profile_free(m);
-	hwspy_profile_free(in[0]);
-	hwspy_profile_free(in[1]);
+	hwspy_diff_files_release(&d);
 	return status;
 }

@@ -3,12 +3,11 @@
  * each thread's id and name, whether it holds the GIL, running or waiting (and on what), its
  * Python frames innermost first (and native frames with --native). The snapshot is the
  * library's (hwspy.h, snapshot: record/snapshot.c reads, stops nothing it need not, and
- * symbolizes); this file has the options, the messages and the text; --json is the library's
- * writer. --subprocesses: the same for each process of the target's tree, one after the other.
+ * symbolizes); this file has the options and the messages; the text and --json are the
+ * library's writers. --subprocesses: the same for each process of the target's tree, one after the other.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +15,14 @@
 #include "base/log.h"
 #include "base/outfile.h"
 #include "cli/cli.h"
-#include "cli/record.h"
+#include "cli/args.h"
 #include "include/hwspy.h"
 
 struct dump_opts {
 	pid_t pid;
-	bool native, json, nonblocking, subprocesses;
+	bool json;
 	const char *output;
+	struct hwspy_snapshot_opts so;          /* --native, --nonblocking, --subprocesses */
 };
 
 static void usage(FILE *out)
@@ -60,8 +60,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 	long v;
 	int c;
 
-	memset(o, 0, sizeof(*o));
-	o->output = "-";
+	*o = (struct dump_opts) { .output = "-", .so.hold_signals = true };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:o:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -74,10 +73,10 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 			}
 			o->pid = (pid_t) v;
 			break;
-		case 'n': o->native = true; break;
+		case 'n': o->so.native = true; break;
 		case 'j': o->json = true; break;
-		case 'b': o->nonblocking = true; break;
-		case 's': o->subprocesses = true; break;
+		case 'b': o->so.nonblocking = true; break;
+		case 's': o->so.subprocesses = true; break;
 		case 'o': o->output = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
@@ -91,7 +90,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 		log_error("no process given; run 'hwspy dump -p PID'");
 		return -1;
 	}
-	if (o->native && o->nonblocking) {
+	if (o->so.native && o->so.nonblocking) {
 		log_error("--native unwinds each running thread's stack while it is stopped: "
 			  "drop --nonblocking to have native frames");
 		return -1;
@@ -143,71 +142,10 @@ static int read_error(const struct hwspy_snapshot_process *p)
 	return 1;
 }
 
-/* ---- the text ---- */
-
-static void text_thread(FILE *f, bool native, const struct hwspy_snapshot_thread *t)
-{
-	fprintf(f, "Thread %d (%s)%s ", (int) t->tid, t->name,
-		t->gil == 1 ? " holds the GIL," : "");
-	if (t->waiting)
-		fprintf(f, "waiting: %s:\n", t->wait);
-	else
-		fprintf(f, "running:\n");
-	if (t->error_words)
-		fprintf(f, "    (%s)\n", t->error_words);
-	else if (t->n_frames == 0)
-		fprintf(f, "    (no Python frames)\n");
-	for (size_t k = 0; k < t->n_frames; k++)
-		fprintf(f, "    %s (%s:%d)\n", t->frames[k].function, t->frames[k].file,
-			t->frames[k].line);
-	if (t->frames_cut || t->frames_cut_more)
-		fprintf(f, "    ... %s%" PRIu64 " more frames\n", t->frames_cut_more ? "over " : "",
-			t->frames_cut);
-	if (!native)
-		return;
-	fprintf(f, "  native:\n");
-	if (!t->native_ok)
-		fprintf(f, "    (not unwound: %s)\n", t->read == HWSPY_SNAPSHOT_READ_RUNNING
-			? "read as it ran, not stopped" : "its stack could not be copied");
-	for (size_t k = 0; k < t->n_native; k++) {
-		const struct hwspy_native_frame *n = &t->native[k];
-
-		if (!n->symbolized)
-			fprintf(f, "    0x%" PRIx64 "\n", n->address);
-		else if (n->function)
-			fprintf(f, "    %s (%s)\n", n->function, n->module ? n->module : "?");
-		else
-			fprintf(f, "    %s+0x%" PRIx64 "\n", n->module ? n->module : "?",
-				n->module_offset);
-	}
-}
-
-static void write_text(FILE *f, const struct dump_opts *o, const struct hwspy_snapshot_process *p)
-{
-	fprintf(f, "Process %d: %s\n", (int) p->pid, p->command);
-	fprintf(f, "Python v%s (%s)\n", p->python_version, p->python_path);
-	if (o->nonblocking) {
-		fprintf(f, "%zu threads read without a stop (--nonblocking)\n", p->n_threads);
-	} else {
-		fprintf(f, "%zu thread%s: %zu read as %s waited, %zu stopped for %.3f ms",
-			p->n_threads, p->n_threads == 1 ? "" : "s", p->n_waiting,
-			p->n_waiting == 1 ? "it" : "they", p->n_stopped, (double) p->stopped_ns / 1e6);
-		if (p->n_running)
-			fprintf(f, ", %zu read as %s ran", p->n_running,
-				p->n_running == 1 ? "it" : "they");
-		fputc('\n', f);
-	}
-	for (size_t i = 0; i < p->n_threads; i++) {
-		fputc('\n', f);
-		text_thread(f, o->native, &p->threads[i]);
-	}
-}
-
 /* ---- the command ---- */
 
 int cmd_dump(int argc, char **argv)
 {
-	struct hwspy_snapshot_opts so = { 0 };
 	const struct hwspy_snapshot_process *p;
 	struct hwspy_snapshot *snap;
 	struct dump_opts o;
@@ -220,9 +158,7 @@ int cmd_dump(int argc, char **argv)
 		return r < 0 ? 2 : 0;
 	if (cli_output_open(&out, o.output) < 0)
 		return 1;
-	so = (struct hwspy_snapshot_opts) { .native = o.native, .nonblocking = o.nonblocking,
-					    .subprocesses = o.subprocesses, .hold_signals = true };
-	r = hwspy_snapshot_new(o.pid, &so, &snap);
+	r = hwspy_snapshot_new(o.pid, &o.so, &snap);
 	if (r < 0) {
 		log_error("%s", hwspy_reason());
 		outfile_abort(&out);
@@ -246,19 +182,10 @@ int cmd_dump(int argc, char **argv)
 			log_errno(p[i].native_error, "cannot read the mappings of pid %d: no native "
 				  "frames", (int) p[i].pid);
 	}
-	if (o.json) {
+	if (o.json)
 		(void) hwspy_snapshot_write_json(snap, out.f);
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			if (i)
-				fputc('\n', out.f);
-			if (p[i].error)
-				fprintf(out.f, "Process %d: %s\n(cannot dump it: %s)\n", (int) p[i].pid,
-					p[i].command, p[i].reason);
-			else
-				write_text(out.f, &o, &p[i]);
-		}
-	}
+	else
+		(void) hwspy_snapshot_write_text(snap, out.f);
 	hwspy_snapshot_free(snap);
 	return cli_output_commit(&out) < 0 ? 1 : 0;
 }

@@ -2,15 +2,14 @@
  * hwspy list: every event hwspy knows, grouped by kind, each probed on this machine (opened as
  * a counting event on hwspy itself and closed again), then the PMUs in sysfs.
  */
-#include "cli/cli.h"
-
-#include "base/log.h"
-#include "include/hwspy.h"
-
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "include/hwspy.h"
 
 #define NAME_WIDTH 27
 #define KIND_WIDTH 18
@@ -19,54 +18,31 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: hwspy list [--help]\n"
-		"\n"
+		"usage: hwspy list [--help]\n\n"
 		"Lists the events hwspy knows, grouped by kind, and whether each one opens on this\n"
 		"machine (tried, not guessed), then the PMUs the kernel exposes in sysfs.\n"
-		"Event names are perf's; give them to record, top and stat with -e.\n"
-		"\n"
+		"Event names are perf's; give them to record, top and stat with -e.\n\n"
 		"  -h, --help   show this help\n");
 }
 
-/* What probing event name says, in words ("ok", "not supported here (no hardware PMU)", ...);
- * *ret_opens tells whether it opens at all (perhaps only as NAME:u). NULL: it does not parse. */
-static const char *probe_words(const char *name, bool hw_pmu, bool *ret_opens, char *buf,
-			       size_t size)
+/* What probing event name found (*ret) in words (unparsed: where it does not parse). */
+static const char *probe_words(const char *name, const char *unparsed,
+			       enum hwspy_probe_result *ret, char *buf, size_t size)
 {
-	struct hwspy_events *ev;
-	enum hwspy_event_kind kind;
-	bool user_only = false;
-	int r;
+	static const char *const words[] = {
+		[HWSPY_PROBE_OK] = "ok",
+		[HWSPY_PROBE_USER_ONLY] = "user only (:u, perf_event_paranoid)",
+		[HWSPY_PROBE_NO_PMU] = "not supported here (no hardware PMU)",
+		[HWSPY_PROBE_UNSUPPORTED] = "not supported here",
+		[HWSPY_PROBE_NOT_ALLOWED] = "not allowed (perf_event_paranoid)",
+		[HWSPY_PROBE_INVALID] = "refused by the kernel (invalid here)",
+	};
+	int err;
+	enum hwspy_probe_result r = *ret = hwspy_event_probe_name(name, &err);
 
-	*ret_opens = false;
-	if (hwspy_events_new(&ev) < 0 || hwspy_events_add(ev, name) < 0) {
-		hwspy_events_free(ev);
-		return NULL;
-	}
-	kind = hwspy_events_kind(ev, 0);
-	r = hwspy_events_probe(ev, 0, 0);
-	if (r == -EACCES || r == -EPERM) {
-		/* perf_event_paranoid >= 2 refuses kernel counting to unprivileged users: try
-		 * user space only (this also tells "no such event" from "not allowed") */
-		(void) hwspy_events_set_user_only(ev, 0);
-		r = hwspy_events_probe(ev, 0, 0);
-		user_only = true;
-	}
-	hwspy_events_free(ev);
-	*ret_opens = r == 0;
-	if (r == 0)
-		return user_only ? "user only (:u, perf_event_paranoid)" : "ok";
-	if (r == -ENOENT || r == -EOPNOTSUPP) {
-		if (!hw_pmu && (kind == HWSPY_EVENT_HARDWARE || kind == HWSPY_EVENT_HW_CACHE ||
-				kind == HWSPY_EVENT_RAW))
-			return "not supported here (no hardware PMU)";
-		return "not supported here";
-	}
-	if (r == -EACCES || r == -EPERM)
-		return "not allowed (perf_event_paranoid)";
-	if (r == -EINVAL)
-		return "refused by the kernel (invalid here)";
-	snprintf(buf, size, "does not open: %s", strerror(-r));
+	if (r != HWSPY_PROBE_ERROR)
+		return r == HWSPY_PROBE_UNPARSED ? unparsed : words[r];
+	snprintf(buf, size, "does not open: %s", strerror(-err));
 	return buf;
 }
 
@@ -78,7 +54,7 @@ static void print_row(const char *name, const char *kind, const char *status, co
 	printf("  %-*s %-*s %-38s %s\n", NAME_WIDTH - 1, name, KIND_WIDTH - 1, tag, status, desc);
 }
 
-static void print_named(enum hwspy_event_kind kind, const char *title, bool hw_pmu, size_t *n_ok)
+static void print_named(enum hwspy_event_kind kind, const char *title, size_t *n_ok)
 {
 	size_t n;
 	const struct hwspy_event_info *t = hwspy_event_table(&n);
@@ -87,14 +63,12 @@ static void print_named(enum hwspy_event_kind kind, const char *title, bool hw_p
 	for (size_t i = 0; i < n; i++) {
 		char buf[128], desc[160];
 		const char *status;
-		bool opens = false;
+		enum hwspy_probe_result r;
 
 		if (t[i].kind != kind)
 			continue;
-		status = probe_words(t[i].name, hw_pmu, &opens, buf, sizeof(buf));
-		if (!status)
-			status = "cannot parse (hwspy bug)";
-		*n_ok += opens;
+		status = probe_words(t[i].name, "cannot parse (hwspy bug)", &r, buf, sizeof(buf));
+		*n_ok += r == HWSPY_PROBE_OK || r == HWSPY_PROBE_USER_ONLY;
 		if (t[i].alias)
 			snprintf(desc, sizeof(desc), "%s (also '%s')", t[i].desc, t[i].alias);
 		else
@@ -104,18 +78,16 @@ static void print_named(enum hwspy_event_kind kind, const char *title, bool hw_p
 	printf("\n");
 }
 
-static void print_syntax(bool hw_pmu)
+static void print_syntax(void)
 {
 	char buf[128];
 	const char *status;
-	bool opens;
+	enum hwspy_probe_result p;
 	int r;
 
 	printf("other forms:\n");
-	status = probe_words("r0", hw_pmu, &opens, buf, sizeof(buf));
-	if (!status)
-		status = "cannot parse (hwspy bug)";
-	else if (opens || !strncmp(status, "refused", 7))
+	status = probe_words("r0", "cannot parse (hwspy bug)", &p, buf, sizeof(buf));
+	if (p == HWSPY_PROBE_OK || p == HWSPY_PROBE_USER_ONLY || p == HWSPY_PROBE_INVALID)
 		status = "depends on the code";
 	print_row("rNNNN", "raw", status, "raw hardware event code in hex, e.g. r01c2");
 	print_row("PMU/term=value,.../", "pmu", "see the PMUs below",
@@ -123,8 +95,9 @@ static void print_syntax(bool hw_pmu)
 	r = hwspy_tracefs_state();
 	if (r < 0)
 		status = hwspy_tracefs_words(r, true);
-	else if (!(status = probe_words("sched:sched_switch", hw_pmu, &opens, buf, sizeof(buf))))
-		status = "no sched:sched_switch in tracefs";
+	else
+		status = probe_words("sched:sched_switch", "no sched:sched_switch in tracefs",
+				     &p, buf, sizeof(buf));
 	print_row("subsys:name", "tracepoint", status,
 		  "kernel tracepoint, e.g. sched:sched_switch");
 	printf("  modifiers: NAME:u user, :k kernel, :h hypervisor, :H host, :G guest, "
@@ -162,14 +135,12 @@ int cmd_list(int argc, char **argv)
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (c) {
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			return 0;
-		default:
-			log_error("unknown option '%s' (see 'hwspy list --help')", argv[optind - 1]);
-			return 2;
 		}
+		log_error("unknown option '%s' (see 'hwspy list --help')", argv[optind - 1]);
+		return 2;
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s' (see 'hwspy list --help')", argv[optind]);
@@ -177,11 +148,11 @@ int cmd_list(int argc, char **argv)
 	}
 
 	hw_pmu = hwspy_have_hw_pmu();
-	print_named(HWSPY_EVENT_HARDWARE, "hardware events", hw_pmu, &n_ok);
-	print_named(HWSPY_EVENT_HW_CACHE, "hardware-cache events", hw_pmu, &n_ok);
+	print_named(HWSPY_EVENT_HARDWARE, "hardware events", &n_ok);
+	print_named(HWSPY_EVENT_HW_CACHE, "hardware-cache events", &n_ok);
 	n_hw_ok = n_ok;
-	print_named(HWSPY_EVENT_SOFTWARE, "software events", hw_pmu, &n_ok);
-	print_syntax(hw_pmu);
+	print_named(HWSPY_EVENT_SOFTWARE, "software events", &n_ok);
+	print_syntax();
 	print_pmus();
 	if (!hw_pmu && n_ok > n_hw_ok)
 		printf("\nnote: no hardware PMU on this machine (a VM without PMU passthrough?): "

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "cli/args.h"
 #include "cli/cli.h"
-#include "cli/record.h"
 #include "cli/session.h"
 #include "include/hwspy.h"
 
@@ -117,14 +117,13 @@ struct stat_run {
 	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
 	struct record_child child;
 	char target[320];
-	bool started;                   /* hwspy_count_start() is back (session_note()'s ctx) */
 };
 
 /* After each slice of the sampling run: a Ctrl-Z lets the target go meanwhile. */
 static int slice(void *ctx, struct hwspy_count *c, int r)
 {
 	(void) ctx;
-	r = session_tstp_hwspy(hwspy_count_recorder(c), r);
+	r = session_tstp(hwspy_count_recorder(c), r);
 	if (r < 0 && r != -EBUSY)
 		log_errno(r, "sampling stopped early; counting ended with it");
 	return r;
@@ -135,17 +134,22 @@ static int slice(void *ctx, struct hwspy_count *c, int r)
  * the sampling run. 0, or the exit status (said). */
 static int setup(struct stat_run *x)
 {
-	const struct stat_args *a = &x->a;
+	struct stat_args *a = &x->a;
+	struct hwspy_record_opts ro;
 	struct hwspy_count_opts o = {
 		.events = a->events, .user_only_fallback = true, .raise_nofile = true,
 		.python_names = true, .sampling = !a->no_profile,
 		.sampling_mode = a->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
 				 a->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
-		.sigchld = true, .note_fn = session_note, .note_ctx = &x->started,
-		.slice_fn = slice,
+		.sigchld = true, .slice_fn = slice,
 	};
-	int r = hwspy_count_new(&o, &x->cnt);
+	int r;
 
+	a->r.target = x->target;        /* the run's notes said as record's (session.c) */
+	session_record_opts(&a->r, &ro);
+	o.note_fn = ro.note_fn;
+	o.note_ctx = ro.note_ctx;
+	r = hwspy_count_new(&o, &x->cnt);
 	if (r >= 0 || !a->events)
 		return r >= 0 ? 0 : 1;
 	if (r == -E2BIG)
@@ -199,7 +203,7 @@ static int start(struct stat_run *x)
 	else
 		snprintf(x->target, sizeof(x->target), "'%s'", cmd);
 	r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->a.r.argv);
-	x->started = true;
+	x->a.r.capture_held = true;     /* a capture's failure is said as sampling starts only */
 	if (cmd && hwspy_count_pid(x->cnt))
 		x->child = (struct record_child) { .pid = hwspy_count_pid(x->cnt), .name = cmd };
 	if (r < 0)
@@ -225,10 +229,7 @@ static int report(struct stat_run *x)
 		log_error("out of memory");
 		return -1;
 	}
-	if (x->a.json)
-		r = hwspy_count_write_json(x->cnt, x->target, stdout);
-	else
-		r = hwspy_count_write_text(x->cnt, x->target, stdout);
+	r = (x->a.json ? hwspy_count_write_json : hwspy_count_write_text)(x->cnt, x->target, stdout);
 	if (fflush(stdout) == EOF || ferror(stdout) || r < 0) {
 		if (r == -ENOMEM)
 			log_error("out of memory");
@@ -280,8 +281,7 @@ int cmd_stat(int argc, char **argv)
 			 "migrations, which happen in the kernel, are not counted; run hwspy as root "
 			 "for kernel counts", record_paranoid_words(words, sizeof(words)));
 	}
-	/* counts (and samples) until the duration, Ctrl-C or the target's end; then the final
-	 * values and, while the target is there to ask, the threads' Python names */
+	/* until the duration, Ctrl-C or the target's end; then the final values, Python names */
 	hwspy_count_tick(x->cnt);
 	(void) hwspy_count_run(x->cnt, session_stop(), (uint64_t) (x->a.r.duration * 1e9));
 	(void) hwspy_count_stop(x->cnt);
@@ -295,5 +295,6 @@ int cmd_stat(int argc, char **argv)
 out:
 	end_command(x);
 	hwspy_count_free(x->cnt);
+	record_args_release(&x->a.r);
 	return status;
 }

@@ -2,7 +2,8 @@
  * hwspy top: a live view of the hottest Python functions of a process (attached with -p, or a
  * launched command), refreshed every second, or one snapshot as text (--once). The options
  * are record's (record_check.c checks them the same way), the target opened and started as
- * record does it (session.h); a sink sums each finished sample into the table (hwspy.h),
+ * record does it (session.h); the recorder's sink sums each finished sample into the table
+ * (hwspy.h),
  * and the run's slice function reads the keys and redraws (top_view.c, top_screen.h). The
  * terminal is restored on every way out: q, a signal, the target's end, an error.
  */
@@ -16,13 +17,11 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cli/cli.h"
-#include "cli/record.h"
 #include "cli/session.h"
 #include "cli/top.h"
-#include "output/output.h"
 
 /* The sink: each finished sample into the table. */
-static int on_sample(void *ctx, const struct record_sample *s)
+static int on_sample(void *ctx, const struct hwspy_sample *s)
 {
 	struct top *t = ctx;
 
@@ -34,43 +33,44 @@ static int on_sample(void *ctx, const struct record_sample *s)
 static const char *frame_name(void *ctx, uint32_t id)
 {
 	struct top *t = ctx;
-	const struct profile *p = recorder_profile(t->rec);
+	const struct hwspy_profile *p = hwspy_recorder_profile(t->rec);
+	int n = hwspy_profile_frame_text(p, id, t->frame_text.data, t->frame_text.cap);
 
-	if (id >= profile_n_frames(p))
-		return NULL;
-	buf_reset(&t->frame_text);
-	if (folded_frame_text(profile_frame(p, id), &t->frame_text) < 0)
-		return NULL;
-	return t->frame_text.data;
+	if (n >= 0 && (size_t) n >= t->frame_text.cap) {
+		if (buf_reserve(&t->frame_text, (size_t) n + 1) < 0)
+			return NULL;
+		n = hwspy_profile_frame_text(p, id, t->frame_text.data, t->frame_text.cap);
+	}
+	return n < 0 ? NULL : t->frame_text.data;
 }
 
 /* The table's frame_native(): native and kernel frames' rows are the ones 'n' hides. */
 static bool frame_native(void *ctx, uint32_t id)
 {
 	struct top *t = ctx;
-	const struct profile_frame *f = profile_frame(recorder_profile(t->rec), id);
+	struct hwspy_frame f;
 
-	return f && (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL);
+	return hwspy_profile_frame(hwspy_recorder_profile(t->rec), id, &f) == 0 &&
+	       (f.kind == HWSPY_FRAME_NATIVE || f.kind == HWSPY_FRAME_KERNEL);
 }
 
 /* The recorder (its samples to the sink) and the table: 0, or -ENOMEM. */
 static int new_top(struct top *t)
 {
 	const struct record_args *o = &t->a.rec;
-	struct record_sink sink = { .sample = on_sample, .ctx = t };
 	struct hwspy_table_opts to = { .frame_name = frame_name, .frame_native = frame_native,
 				       .ctx = t };
-	const char *events[PROFILE_MAX_EVENTS];
-	const struct profile *p;
-	struct record_opts ro;
+	const char *events[HWSPY_MAX_EVENTS];
+	const struct hwspy_profile *p;
+	struct hwspy_record_opts ro;
 
 	session_record_opts(o, &ro);
 	ro.function = true;     /* one row per function */
-	if (recorder_new(&ro, &sink, &t->rec) < 0)
+	if (hwspy_recorder_new(&ro, on_sample, t, &t->rec) < 0)
 		return -ENOMEM;
-	p = recorder_profile(t->rec);
-	for (size_t i = 0; i < profile_n_events(p) && i < PROFILE_MAX_EVENTS; i++)
-		events[to.n_events++] = profile_event(p, i)->name;
+	p = hwspy_recorder_profile(t->rec);
+	for (size_t i = 0; i < hwspy_profile_n_events(p) && i < HWSPY_MAX_EVENTS; i++)
+		events[to.n_events++] = hwspy_profile_event(p, i);
 	to.events = events;
 	return hwspy_table_new(&to, &t->table);
 }
@@ -85,7 +85,7 @@ static void read_comm(pid_t pid, char *comm, size_t size)
 }
 
 /* After each slice: Ctrl-Z (the screen left first), the keys, the redraw once a second. */
-static int slice_done(void *ctx, struct recorder *rec, int r)
+static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 {
 	struct top *t = ctx;
 	uint64_t now = clock_now_ns();
@@ -107,7 +107,7 @@ static int slice_done(void *ctx, struct recorder *rec, int r)
 	if (t->screen && now - t->drawn_ns >= TOP_REFRESH_NS) {
 		/* --once: the rates of the whole run, read at its start and end */
 		top_refresh_rates(t, now);
-		read_comm(recorder_pid(rec), t->comm, sizeof(t->comm));   /* an exec renames it */
+		read_comm(hwspy_recorder_pid(rec), t->comm, sizeof(t->comm));   /* an exec renames it */
 		redraw = true;
 	}
 	if (redraw)
@@ -118,7 +118,7 @@ static int slice_done(void *ctx, struct recorder *rec, int r)
 /* Samples until q, a signal, -d or the target's end: the run's result. */
 static int run(struct top *t)
 {
-	struct record_run run = {
+	struct hwspy_run run = {
 		.stop = session_stop(), .duration_ns = (uint64_t) (t->a.rec.duration * 1e9),
 		.slice_fn = slice_done, .ctx = t,
 	};
@@ -126,14 +126,14 @@ static int run(struct top *t)
 
 	if (t->screen)
 		top_draw(t, clock_now_ns());
-	r = recorder_run(t->rec, &run);
+	r = hwspy_recorder_run(t->rec, &run);
 	session_after_run();
 	return r;
 }
 
 /* session_start(), a launched command given /dev/null as its stdin when the keys come from
  * the terminal (a command that reads its stdin would take them): 0, or -1 (said). */
-static int start_events(struct top *t, uint64_t *capture_failures)
+static int start_events(struct top *t)
 {
 	struct record_args *o = &t->a.rec;
 	int keys = -1, r;
@@ -153,7 +153,8 @@ static int start_events(struct top *t, uint64_t *capture_failures)
 		}
 		(void) close(null);
 	}
-	r = session_start(t->rec, o, t->target, capture_failures);   /* forks the command */
+	r = session_start(t->rec, o);   /* forks the command */
+	o->capture_held = true;         /* said once the screen is closed */
 	if (keys >= 0) {
 		(void) dup2(keys, STDIN_FILENO);
 		(void) close(keys);
@@ -165,7 +166,6 @@ static int start_events(struct top *t, uint64_t *capture_failures)
 static int start(struct top *t, struct record_child *child)
 {
 	struct record_args *o = &t->a.rec;
-	uint64_t capture_failures = 0;
 
 	if (record_check_target(o) < 0)
 		return -1;
@@ -173,19 +173,18 @@ static int start(struct top *t, struct record_child *child)
 		snprintf(t->target, sizeof(t->target), "pid %d", o->pid);
 	else
 		snprintf(t->target, sizeof(t->target), "'%s'", o->argv[0]);
-	if (o->pid && session_open_target(t->rec, o, t->target) < 0)
+	if (o->pid && session_open_target(t->rec, o) < 0)
 		return -1;
-	session_choose_mode(t->rec, o);
 	session_catch_signals();        /* before the screen: ncurses then leaves them to us */
-	if (start_events(t, &capture_failures) < 0)
+	if (start_events(t) < 0)
 		return -1;
 	if (o->argv) {
 		snprintf(t->target, sizeof(t->target), "'%s' (pid %d)", o->argv[0],
-			 recorder_pid(t->rec));
-		*child = (struct record_child) { .pid = recorder_pid(t->rec), .name = o->argv[0] };
+			 hwspy_recorder_pid(t->rec));
+		*child = (struct record_child) { .pid = hwspy_recorder_pid(t->rec), .name = o->argv[0] };
 	}
-	(void) profile_set_target(recorder_profile(t->rec), t->target);
-	read_comm(recorder_pid(t->rec), t->comm, sizeof(t->comm));
+	(void) hwspy_profile_set_target(hwspy_recorder_profile(t->rec), t->target);
+	read_comm(hwspy_recorder_pid(t->rec), t->comm, sizeof(t->comm));
 	t->start_ns = t->window_ns = clock_now_ns();
 	top_refresh_rates(t, t->start_ns);
 	return 0;
@@ -194,11 +193,10 @@ static int start(struct top *t, struct record_child *child)
 /* After the run: what ended it said, the table printed where it should be: the exit status. */
 static int report(struct top *t, int r, struct record_child *child)
 {
-	struct record_python py;
-	uint64_t capture_said = 0;
+	struct hwspy_python py;
 
-	session_capture_said(t->rec, &capture_said);
-	recorder_python(t->rec, &py);
+	session_capture_said(t->rec);
+	hwspy_recorder_python(t->rec, &py);
 	if (py.fatal) {
 		record_python_error(py.fatal, t->rec, t->target);
 		return 1;
@@ -215,14 +213,15 @@ static int report(struct top *t, int r, struct record_child *child)
 	t->drawn_ns = clock_now_ns();
 	if (t->a.once) {
 		top_refresh_rates(t, t->drawn_ns);
-		read_comm(recorder_pid(t->rec), t->comm, sizeof(t->comm));
+		read_comm(hwspy_recorder_pid(t->rec), t->comm, sizeof(t->comm));
 		if (!hwspy_table_samples(t->table)) {
-			record_no_samples(t->rec, &t->a.rec, t->target);
+			record_no_samples(t->rec, &t->a.rec);
 			return 1;
 		}
 		return top_write_text(t, stdout, 0) < 0 ? 1 : 0;
 	}
-	if (recorder_stats(t->rec)->sampler->target_exited) {
+	hwspy_recorder_stats(t->rec, &t->st);
+	if (t->st.target_exited) {
 		if (child->pid) {
 			session_end_command(t->rec, &t->a.rec, child);     /* reaped: how it ended */
 			record_child_say(child);
@@ -241,16 +240,25 @@ int cmd_top(int argc, char **argv)
 	int r, status = 1;
 
 	buf_init(&t.frame_text);
+	t.a.rec.target = t.target;
 	r = top_parse_args(argc, argv, &t.a);
-	if (r)
-		return r > 0 ? 0 : 2;
+	if (r) {
+		status = r > 0 ? 0 : 2;
+		goto out;
+	}
 	if (!t.a.once && !isatty(STDOUT_FILENO)) {
 		log_error("standard output is not a terminal: use --once for one snapshot as text");
-		return 2;
+		status = 2;
+		goto out;
 	}
-	r = record_check_options(&t.a.rec);
-	if (r)
-		return r;
+	status = record_check_options(&t.a.rec);
+	if (status)
+		goto out;
+	status = 1;
+	if (buf_reserve(&t.frame_text, 256) < 0) {
+		log_error("out of memory");
+		goto out;
+	}
 	if (new_top(&t) < 0) {
 		log_error("out of memory");
 		goto out;
@@ -275,7 +283,8 @@ out:
 			record_child_say(&child);
 	}
 	hwspy_table_free(t.table);
-	recorder_free(t.rec);
+	hwspy_recorder_free(t.rec);
 	buf_release(&t.frame_text);
+	record_args_release(&t.a.rec);
 	return status;
 }

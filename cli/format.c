@@ -16,14 +16,13 @@ int format_parse(const char *name, enum hwspy_format *ret)
 	return r;
 }
 
-const char *format_name(enum hwspy_format f)
+void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
+		       bool quote)
 {
-	return hwspy_format_name(f);
-}
+	const char *q = quote ? "'" : "";
 
-enum hwspy_format format_of_path(const char *path)
-{
-	return hwspy_format_of_path(path);
+	for (size_t e = 0; e < n; e++)
+		(void) buf_printf(b, "%s%s%s%s", e ? ", " : "", q, hwspy_profile_event(p, step * e), q);
 }
 
 /* One line on what is wrong with the --color-by metric, then the profile's events when p is
@@ -34,8 +33,8 @@ static int color_error(const char *metric, const struct hwspy_color_error *err,
 	struct buf have;
 
 	buf_init(&have);
-	for (size_t k = 0; p && k < hwspy_profile_n_events(p); k++)
-		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", hwspy_profile_event(p, k));
+	if (p)
+		format_event_list(&have, p, hwspy_profile_n_events(p), 1, true);
 	if (err->len)
 		log_error("--color-by '%s': the profile has no event '%.*s'; it has %s", metric,
 			  (int) err->len, metric + err->at, have.len ? have.data : "none");
@@ -55,15 +54,9 @@ int format_opt(struct format_opts *o, int c, const char *arg)
 	char *end;
 
 	switch (c) {
-	case FORMAT_OPT_WEIGHT:
-		o->weight = arg;
-		return 1;
-	case FORMAT_OPT_TITLE:
-		o->title = arg;
-		return 1;
-	case FORMAT_OPT_ICICLE:
-		o->icicle = true;
-		return 1;
+	case FORMAT_OPT_WEIGHT: o->weight = arg; return 1;
+	case FORMAT_OPT_TITLE: o->title = arg; return 1;
+	case FORMAT_OPT_ICICLE: o->icicle = true; return 1;
 	case FORMAT_OPT_COLOR_BY:
 		o->color_by = arg;
 		return hwspy_color_check(NULL, arg, &err) < 0 ? color_error(arg, &err, NULL) : 1;
@@ -90,8 +83,7 @@ int format_column(const struct format_opts *o, const struct hwspy_profile *p)
 	if (i >= 0)
 		return i + 1;
 	buf_init(&have);
-	for (size_t k = 0; k < hwspy_profile_n_events(p); k++)
-		(void) buf_printf(&have, "%s'%s'", k ? ", " : "", hwspy_profile_event(p, k));
+	format_event_list(&have, p, hwspy_profile_n_events(p), 1, true);
 	log_error("--weight: the profile has no event '%s'; it has %s", o->weight,
 		  have.len ? have.data : "none");
 	buf_release(&have);
@@ -114,7 +106,7 @@ int format_color_output(const struct format_opts *o, enum hwspy_format f, const 
 	if (!strcmp(path, "-"))
 		path = "standard output";
 	log_error("--color-by colours a flame graph, and '%s' is written as %s; give an .svg "
-		  "output (or --format svg), or leave --color-by out", path, format_name(f));
+		  "output (or --format svg), or leave --color-by out", path, hwspy_format_name(f));
 	return -EINVAL;
 }
 

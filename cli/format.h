@@ -10,32 +10,31 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/buf.h"
 #include "base/outfile.h"
 #include "include/hwspy.h"
 
 /* --format NAME ("folded", "speedscope", "svg", "pprof"): 0, or -EINVAL (logged). */
 int format_parse(const char *name, enum hwspy_format *ret);
 /* The format a file name asks for by its extension (folded when none says otherwise). */
-enum hwspy_format format_of_path(const char *path);
-const char *format_name(enum hwspy_format f);
-/* How a profile is written: the options record and convert share, and the command line. */
+static inline enum hwspy_format format_of_path(const char *path)
+{
+	return hwspy_format_of_path(path);
+}
+/* The events of p, every step-th of the first n, into b: "a, b" ('a', 'b' with quote). */
+void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
+		       bool quote);
+/* How a profile is written: --weight, --title, --icicle, --min-width, --color-by and the
+ * command line (pprof's comments), as struct hwspy_write_opts's fields of the same names. */
 struct format_opts {
-	const char *weight;             /* --weight EVENT: what folded and SVG weigh by (NULL: the
-	                                 * first event); the other formats keep every event */
-	const char *title;              /* --title TEXT (SVG) */
-	bool icicle;                    /* --icicle: root at the top (SVG) */
-	double min_width;               /* --min-width PX: narrower frames are left out (SVG; 0:
-	                                 * the default) */
-	const char *color_by;           /* --color-by METRIC: fills by a ratio of two events (SVG;
-	                                 * NULL: by kind) */
-	const char *command_line;       /* noted where the format has room (pprof's comments) */
+	const char *weight, *title;
+	bool icicle;
+	double min_width;
+	const char *color_by, *command_line;
 };
 
-#define FORMAT_OPT_WEIGHT 0x100
-#define FORMAT_OPT_TITLE 0x101
-#define FORMAT_OPT_ICICLE 0x102
-#define FORMAT_OPT_MIN_WIDTH 0x103
-#define FORMAT_OPT_COLOR_BY 0x104
+enum { FORMAT_OPT_WEIGHT = 0x100, FORMAT_OPT_TITLE, FORMAT_OPT_ICICLE, FORMAT_OPT_MIN_WIDTH,
+       FORMAT_OPT_COLOR_BY };
 #define FORMAT_LONGOPTS \
 	{ "weight", required_argument, NULL, FORMAT_OPT_WEIGHT }, \
 	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, \

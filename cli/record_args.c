@@ -1,5 +1,5 @@
 /*
- * record_args: the command line of hwspy record (see record.h): its options, checked before
+ * record_args: the command line of hwspy record (see args.h): its options, checked before
  * anything is opened, attached or written, and its help text.
  */
 #include <errno.h>
@@ -11,12 +11,7 @@
 
 #include "base/log.h"
 #include "cli/cli.h"
-#include "include/hwspy.h"
-#include "cli/format.h"
-#include "cli/record.h"
-#include "output/profile.h"
-#include "output/ratios.h"
-#include "sampler/sampler.h"
+#include "cli/args.h"
 
 /* -d: at least a millisecond, at most about three years (nanoseconds in a uint64_t, with room) */
 #define DURATION_MIN 0.001
@@ -99,14 +94,38 @@ static bool is_tracepoint_form(const char *text)
 	return colon && colon != text && colon[1] && !strchr(text, '/');
 }
 
+/* The one line for an event of -e that is not one. */
+static void unknown_event(const char *item)
+{
+	const char *near[3];
+	size_t k = hwspy_events_suggest(item, near, 3);
+	int t = is_tracepoint_form(item) ? hwspy_tracefs_state() : 0;
+
+	if (t < 0)
+		log_error("cannot look up tracepoint '%s': %s", item, hwspy_tracefs_words(t, false));
+	else if (!k && is_tracepoint_form(item))
+		log_error("no tracepoint '%s' here: /sys/kernel/tracing/available_events "
+			  "lists them (as subsys:name)", item);
+	else if (k)
+		log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
+			  item, near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
+			  k > 2 ? ", " : "", k > 2 ? near[2] : "");
+	else
+		log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows", item);
+}
+
 int record_parse_events(struct record_args *o, const char *arg)
 {
-	char items[SAMPLER_MAX_EVENTS][96];
-	size_t room = SAMPLER_MAX_EVENTS - o->n_events;
-	int n = events_split(arg, items, room);
+	char items[HWSPY_MAX_EVENTS][96];
+	int n;
 
+	if (!o->events && hwspy_events_new(&o->events) < 0) {
+		log_error("out of memory");
+		return -ENOMEM;
+	}
+	n = hwspy_events_split(arg, items, HWSPY_MAX_EVENTS - hwspy_events_count(o->events));
 	if (n == -E2BIG) {
-		log_error("at most %d events at once", SAMPLER_MAX_EVENTS);
+		log_error("at most %d events at once", HWSPY_MAX_EVENTS);
 		return n;
 	}
 	if (n < 0) {
@@ -114,37 +133,34 @@ int record_parse_events(struct record_args *o, const char *arg)
 		return n;
 	}
 	for (int i = 0; i < n; i++) {
-		int r = events_parse(items[i], &o->events[o->n_events]);
-		if (r == -ENOENT && is_tracepoint_form(items[i])) {
-			int t = events_tracefs();
+		int r = hwspy_events_add(o->events, items[i]);
 
-			if (t < 0) {
-				log_error("cannot look up tracepoint '%s': %s", items[i], hwspy_tracefs_words(t, false));
-				return r;
-			}
-		}
 		if (r == -ENOENT) {
-			const char *near[3];
-			size_t k = events_suggest(items[i], near, 3);
-			if (!k && is_tracepoint_form(items[i]))
-				log_error("no tracepoint '%s' here: /sys/kernel/tracing/available_events "
-					  "lists them (as subsys:name)", items[i]);
-			else if (k)
-				log_error("unknown event '%s'; did you mean %s%s%s%s%s? ('hwspy list' shows all)",
-					  items[i], near[0], k > 1 ? ", " : "", k > 1 ? near[1] : "",
-					  k > 2 ? ", " : "", k > 2 ? near[2] : "");
-			else
-				log_error("unknown event '%s'; 'hwspy list' shows the events hwspy knows",
-					  items[i]);
+			unknown_event(items[i]);
 			return r;
 		}
 		if (r < 0) {
 			log_error("cannot parse event '%s'; 'hwspy list' shows the accepted forms", items[i]);
 			return r;
 		}
-		o->n_events++;
 	}
 	return 0;
+}
+
+size_t record_n_events(const struct record_args *o)
+{
+	return o->events ? hwspy_events_count(o->events) : 0;
+}
+
+const char *record_event_name(const struct record_args *o, size_t i)
+{
+	return i < record_n_events(o) ? hwspy_events_name(o->events, i) : "";
+}
+
+void record_args_release(struct record_args *o)
+{
+	hwspy_events_free(o->events);
+	o->events = NULL;
 }
 
 /* The options that take a number (c, arg): 1 if c is one (stored), 0 if not, -EINVAL (said). */
@@ -328,32 +344,6 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 	return 0;
 }
 
-/* --color-by A/B (ipc, mpki): each of its events samples on its own, so that a frame's ratio
- * is of its own samples of each, not of counts read at events[0]'s samples (those would credit
- * a function with what ran just before it). A metric that names no event of -e is left to
- * format_color_check(), which says so; a tracepoint stays a member (no capture attaches to
- * it). */
-static void color_leaders(struct record_args *o)
-{
-	const char *names[SAMPLER_MAX_EVENTS];
-	struct profile *p;
-	struct ratio q;
-
-	if (!o->fmt.color_by || o->n_events < 2)
-		return;
-	for (size_t i = 0; i < o->n_events; i++)
-		names[i] = o->events[i].name;
-	p = profile_new(names, o->n_events);
-	if (p && ratio_metric(p, o->fmt.color_by, &q, NULL) == 0) {
-		size_t cols[] = { q.num, q.den };
-
-		for (size_t k = 0; k < 2; k++)
-			if (cols[k] > 1 && o->events[cols[k] - 1].kind != EVENT_TRACEPOINT)
-				o->leaders |= 1u << (cols[k] - 1);
-	}
-	profile_free(p);
-}
-
 int record_parse_args(int argc, char **argv, struct record_args *o)
 {
 	static const struct option longopts[] = {
@@ -387,7 +377,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 	int c, r;
 
 	o->freq = 100;
-	o->stack_size = RECORD_DEFAULT_STACK_SIZE;
+	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
 	o->grace = RECORD_GRACE_DEFAULT;
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
 		r = record_number_option(o, c, optarg);
@@ -404,6 +394,8 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 	}
 	if (optind < argc)
 		o->argv = argv + optind;
-	color_leaders(o);
+	/* --color-by A/B (ipc, mpki): each of its events samples on its own (see hwspy.h) */
+	if (o->events)
+		o->leaders = hwspy_events_color_leaders(o->events, o->fmt.color_by);
 	return record_check_args(o, "record", "profile");
 }

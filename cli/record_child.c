@@ -1,5 +1,5 @@
 /*
- * record_child: the end of a command hwspy launched (see record.h), in words. The ending itself
+ * record_child: the end of a command hwspy launched (see args.h), in words. The ending itself
  * (SIGINT, SIGTERM after the grace period, SIGKILL after one more; at once on a second signal
  * to hwspy; --keep-running leaves it) is libhwspy's hwspy_child_end(); its notes are said here.
  */
@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "base/log.h"
-#include "cli/record.h"
+#include "cli/args.h"
 
 static void said(void *ctx, enum hwspy_child_note n, double seconds)
 {

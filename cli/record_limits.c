@@ -1,13 +1,13 @@
 /*
  * record_limits: the words for threads the sampler left out and for the limits that made it
- * (see record.h): RLIMIT_NOFILE, RLIMIT_MEMLOCK and kernel.perf_event_mlock_kb, as libhwspy
+ * (see args.h): RLIMIT_NOFILE, RLIMIT_MEMLOCK and kernel.perf_event_mlock_kb, as libhwspy
  * reads them (hwspy_limits()).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/record.h"
+#include "cli/args.h"
 
 static int put_limit(struct buf *out, long long v, const char *suffix)
 {
@@ -47,19 +47,19 @@ int record_nofile_limit(struct buf *out)
 	return r;
 }
 
-int record_threads_missed(const struct sampler_stats *st, struct buf *out)
+int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out)
 {
-	static const char *const what[SAMPLER_FAIL_N] = {
-		[SAMPLER_FAIL_FILES] = "out of file descriptors",
-		[SAMPLER_FAIL_MEMLOCK] = "over the locked-memory limit",
-		[SAMPLER_FAIL_MEMORY] = "out of memory",
-		[SAMPLER_FAIL_TABLE] = "over hwspy's table of threads",
-		[SAMPLER_FAIL_PTRACE] = "could not be stopped (ptrace refused)",
-		[SAMPLER_FAIL_OTHER] = "failed",
+	static const char *const what[HWSPY_FAIL_N] = {
+		[HWSPY_FAIL_FILES] = "out of file descriptors",
+		[HWSPY_FAIL_MEMLOCK] = "over the locked-memory limit",
+		[HWSPY_FAIL_MEMORY] = "out of memory",
+		[HWSPY_FAIL_TABLE] = "over hwspy's table of threads",
+		[HWSPY_FAIL_PTRACE] = "could not be stopped (ptrace refused)",
+		[HWSPY_FAIL_OTHER] = "failed",
 	};
 	int r = 0, n = 0;
 
-	for (int i = 0; r >= 0 && i < SAMPLER_FAIL_N; i++) {
+	for (int i = 0; r >= 0 && i < HWSPY_FAIL_N; i++) {
 		uint64_t k = st->threads_failed_by[i];
 
 		if (!k)
@@ -67,19 +67,19 @@ int record_threads_missed(const struct sampler_stats *st, struct buf *out)
 		r = buf_printf(out, "%s%" PRIu64 " %s", n++ ? ", " : "", k, what[i]);
 		if (r < 0)
 			break;
-		if (i == SAMPLER_FAIL_FILES) {
+		if (i == HWSPY_FAIL_FILES) {
 			r = buf_puts(out, " (");
 			if (r >= 0)
 				r = record_nofile_limit(out);
 			if (r >= 0)
 				r = buf_putc(out, ')');
-		} else if (i == SAMPLER_FAIL_MEMLOCK) {
+		} else if (i == HWSPY_FAIL_MEMLOCK) {
 			r = buf_puts(out, " (");
 			if (r >= 0)
 				r = record_memlock_limits(out);
 			if (r >= 0)
 				r = buf_putc(out, ')');
-		} else if (i == SAMPLER_FAIL_OTHER) {
+		} else if (i == HWSPY_FAIL_OTHER) {
 			r = buf_printf(out, " (%s)", strerror(-st->threads_failed_errno));
 		}
 	}

@@ -1,5 +1,5 @@
 /*
- * record_report: what hwspy record says on stderr about a run (see record.h): the progress line,
+ * record_report: what hwspy record says on stderr about a run (see args.h): the progress line,
  * the summary at the end, and the words for a sampler that could set up no thread.
  */
 #include <errno.h>
@@ -7,29 +7,27 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "include/hwspy.h"
-#include "cli/record.h"
-#include "output/profile.h"
-#include "sampler/sampler.h"
+#include "cli/args.h"
 
 /* The one line for a Python hwspy cannot read in what (r: pyframes_open()'s result). */
-int record_python_error(int r, const struct recorder *rec, const char *what)
+int record_python_error(int r, const struct hwspy_recorder *rec, const char *what)
 {
-	struct record_python py;
+	struct hwspy_python py;
 
-	recorder_python(rec, &py);
+	hwspy_recorder_python(rec, &py);
 	if (r == -ENOTSUP)
 		log_error("%s runs unsupported Python %s; hwspy supports 3.8-3.14", what,
-			  py.info->version[0] ? py.info->version : "(unknown version)");
+			  py.version[0] ? py.version : "(unknown version)");
 	else if (r == -ENOENT)
 		log_error("%s is not a Python process (no libpython or _PyRuntime found); "
 			  "add --native to profile its native code alone", what);
 	else if (r == -EBADMSG)
-		log_error("cannot read the Python frames of %s: %s", what, py.info->error);
+		log_error("cannot read the Python frames of %s: %s", what, py.error);
 	else
 		log_errno(r, "cannot read the Python interpreter of %s", what);
 	return r;
@@ -101,15 +99,10 @@ void record_permission_error(const char *target, pid_t pid, bool kernel)
 	}
 }
 
-/* What the event counts, for a message: "context switch" or "migration". */
-static const char *kernel_event_what(const struct event_spec *e)
+void record_kernel_refused(const struct record_args *o, bool migrations)
 {
-	return e->attr.config == PERF_COUNT_SW_CPU_MIGRATIONS ? "migration" : "context switch";
-}
-
-void record_kernel_refused(const struct record_args *o)
-{
-	const struct event_spec *e = &o->events[0];
+	const char *e = record_event_name(o, 0), *ev_what = migrations ? "migration" :
+			"context switch";
 	const char *what = o->off_cpu ? "--off-cpu" : o->wall ? "--wall" : NULL;
 	int paranoid = record_paranoid();
 	char words[64];
@@ -119,8 +112,8 @@ void record_kernel_refused(const struct record_args *o)
 		/* kernel mode is not what paranoid refuses here */
 		log_error("%s%s%s needs kernel samples of each %s, which perf_event_open refused here "
 			  "although %s allows them (a security module or seccomp filter?): run hwspy "
-			  "as root", what ? what : "'", what ? "" : e->name, what ? "" : "'",
-			  what ? "context switch" : kernel_event_what(e), words);
+			  "as root", what ? what : "'", what ? "" : e, what ? "" : "'",
+			  what ? "context switch" : ev_what, words);
 	} else if (what) {
 		log_error("%s needs kernel samples of context switches (a switch happens in the "
 			  "kernel), which %s allows only to root or CAP_PERFMON: run hwspy as root, or "
@@ -128,8 +121,8 @@ void record_kernel_refused(const struct record_args *o)
 	} else {
 		log_error("'%s' counts in the kernel (a %s happens there): in user space alone (':u', "
 			  "all that %s allows without root or CAP_PERFMON) it would count none; run "
-			  "hwspy as root, or set kernel.perf_event_paranoid to 1", e->name,
-			  kernel_event_what(e), words);
+			  "hwspy as root, or set kernel.perf_event_paranoid to 1", e,
+			  ev_what, words);
 	}
 }
 
@@ -155,12 +148,13 @@ void record_limit_error(int r, const char *target)
 	buf_release(&b);
 }
 
-void record_progress(struct recorder *rec, double duration, bool final)
+void record_progress(struct hwspy_recorder *rec, double duration, bool final)
 {
-	const struct record_stats *rs = recorder_stats(rec);
-	const struct sampler_stats *st = rs->sampler;
-	double elapsed = (double) rs->elapsed_ns / 1e9;
+	struct hwspy_record_stats st;
+	double elapsed;
 
+	hwspy_recorder_stats(rec, &st);
+	elapsed = (double) st.elapsed_ns / 1e9;
 	if (final) {
 		fprintf(stderr, "\r\033[K");
 		return;
@@ -168,25 +162,20 @@ void record_progress(struct recorder *rec, double duration, bool final)
 
 	if (duration > 0)
 		fprintf(stderr, "\r\033[Khwspy: %.1f / %.0f s  %" PRIu64 " samples  %" PRIu64 " lost",
-			elapsed, duration, st->samples, st->lost);
+			elapsed, duration, st.samples, st.lost);
 	else
 		fprintf(stderr, "\r\033[Khwspy: %.1f s  %" PRIu64 " samples  %" PRIu64 " lost  (Ctrl-C stops)",
-			elapsed, st->samples, st->lost);
+			elapsed, st.samples, st.lost);
 }
 
-/* Whether the event counts only while its thread runs (time or instructions on a CPU). */
-static bool counts_on_cpu(const struct event_spec *e)
+void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o)
 {
-	if (e->kind == EVENT_HARDWARE || e->kind == EVENT_HW_CACHE || e->kind == EVENT_RAW)
-		return true;
-	return e->attr.type == PERF_TYPE_SOFTWARE &&
-	       (e->attr.config == PERF_COUNT_SW_CPU_CLOCK || e->attr.config == PERF_COUNT_SW_TASK_CLOCK);
-}
+	const char *e = record_event_name(o, 0), *target = o->target;
+	struct hwspy_record_stats st;
+	double elapsed;
 
-void record_no_samples(struct recorder *rec, const struct record_args *o, const char *target)
-{
-	const struct event_spec *e = &o->events[0];
-	double elapsed = (double) recorder_stats(rec)->elapsed_ns / 1e9;
+	hwspy_recorder_stats(rec, &st);
+	elapsed = (double) st.elapsed_ns / 1e9;
 
 	if (o->wall)
 		log_error("no samples: %s neither ran on a CPU nor waited in %.2f s (no thread of it "
@@ -195,34 +184,34 @@ void record_no_samples(struct recorder *rec, const struct record_args *o, const 
 		log_error("no samples: the threads of %s never waited in %.2f s (none was blocked at "
 			  "the start or switched off a CPU), so nothing was written; record without "
 			  "--off-cpu to see where they run", target, elapsed);
-	else if (counts_on_cpu(e))
+	else if (hwspy_events_counts_on_cpu(o->events, 0))
 		log_error("no samples: %s did not run on a CPU long enough for one in %.2f s ('%s' "
 			  "samples running threads only), so nothing was written; to see where its "
 			  "threads wait, record with --wall (time on and off the CPU) or --off-cpu",
-			  target, elapsed, e->name);
+			  target, elapsed, e);
 	else
 		log_error("no samples: %s had %s '%s' event in %.2f s, so nothing was written",
-			  target, o->period > 1 ? "too few of the" : "no", e->name, elapsed);
+			  target, o->period > 1 ? "too few of the" : "no", e, elapsed);
 }
 
 /* How exact the run was: captured, stopped, or read late (and how late). */
-static void summary_exact(const struct record_stats *rs, const struct record_args *o,
-			  enum record_mode mode)
+static void summary_exact(const struct hwspy_record_stats *rs, const struct record_args *o,
+			  enum hwspy_record_mode mode)
 {
-	const struct sampler_stats *st = rs->sampler;
+	const struct hwspy_record_stats *st = rs;
 
-	if (mode == RECORD_CAPTURE) {
+	if (mode == HWSPY_RECORD_CAPTURE) {
 		char deep[128] = "";
 
 		if (rs->captured_cut)
 			snprintf(deep, sizeof(deep), "; %" PRIu64 " captured stacks were deeper than the "
 				 "capture's %d frames: their outer frames were read after the sample",
-				 rs->captured_cut, SAMPLER_CAPTURE_MAX_NODES);
+				 rs->captured_cut, HWSPY_CAPTURE_MAX_FRAMES);
 		log_info("exact: %" PRIu64 " Python stacks captured at their sample by BPF, %" PRIu64
 			 " read after it (before the capture started, or a thread's first samples)%s",
 			 rs->captured, rs->uncaptured, deep);
 	}
-	else if (mode == RECORD_STOPS) {
+	else if (mode == HWSPY_RECORD_STOPS) {
 		char undone[96] = "";
 
 		if (st->eintr_undone)
@@ -234,13 +223,13 @@ static void summary_exact(const struct record_stats *rs, const struct record_arg
 			log_info("%" PRIu64 " samples read late, without a stop: their thread had spent "
 				 "over %u%% of its time stopped (%d ms window; over %" PRIu64 " times; "
 				 "--stop-budget)", st->budget_late,
-				 o->stop_budget ? o->stop_budget : SAMPLER_STOP_BUDGET_PCT,
-				 SAMPLER_STOP_WINDOW_MS, st->budget_trips);
+				 o->stop_budget ? o->stop_budget : HWSPY_STOP_BUDGET_PCT,
+				 HWSPY_STOP_WINDOW_MS, st->budget_trips);
 	}
 	if (rs->n_late) {
 		log_info("%s were late by median %u us, p99 %u us, max %u us",
-			 mode == RECORD_CAPTURE ? "reads without a capture" :
-			 mode == RECORD_NONBLOCKING ? "nonblocking: reads" : "reads without a stop",
+			 mode == HWSPY_RECORD_CAPTURE ? "reads without a capture" :
+			 mode == HWSPY_RECORD_NONBLOCKING ? "nonblocking: reads" : "reads without a stop",
 			 rs->late_median_us, rs->late_p99_us, rs->late_max_us);
 	}
 }
@@ -248,22 +237,26 @@ static void summary_exact(const struct record_stats *rs, const struct record_arg
 #define GIL_TABLE_THREADS 10
 
 /* A thread's time, for the GIL table's order: its weight, or off the CPU its span. */
-static uint64_t gil_time(const struct record_gil_thread *t, bool off_cpu)
+static uint64_t gil_time(const struct hwspy_gil_thread *t, bool off_cpu)
 {
 	return off_cpu ? t->last_ns - t->first_ns : t->weight;
 }
 
 /* The GIL's lines: --gil's drops, then, for the GIL_TABLE_THREADS threads with the most time,
  * how often each held it (CPU events) or how long it waited for it (--off-cpu). */
-static void summary_gil(struct recorder *rec, const struct record_args *o)
+static void summary_gil(struct hwspy_recorder *rec, const struct record_args *o,
+			const struct hwspy_record_stats *rs)
 {
-	const struct record_stats *rs = recorder_stats(rec);
-	const struct profile *prof = recorder_profile(rec);
-	const struct record_gil_thread *top[GIL_TABLE_THREADS], *all;
+	const struct hwspy_profile *prof = hwspy_recorder_profile(rec);
+	const struct hwspy_gil_thread *top[GIL_TABLE_THREADS];
+	struct hwspy_gil_thread *all;
 	uint64_t known = 0, waited = 0;
-	size_t n, n_top = 0;
+	size_t n = hwspy_recorder_gil_threads(rec, NULL, 0), n_top = 0;
 
-	all = recorder_gil_threads(rec, &n);
+	all = calloc(n ? n : 1, sizeof(*all));
+	if (!all)
+		return;
+	n = hwspy_recorder_gil_threads(rec, all, n);
 	for (size_t i = 0; i < n; i++) {
 		known += all[i].known;
 		waited += all[i].gil_wait_ns;
@@ -272,8 +265,10 @@ static void summary_gil(struct recorder *rec, const struct record_args *o)
 		log_info("--gil: %" PRIu64 " samples dropped, their thread not holding the GIL, %"
 			 PRIu64 " not known whether it did%s", rs->gil_dropped_free,
 			 rs->gil_dropped_unknown, known ? "" : " (a free-threaded Python has no GIL)");
-	if (!o->off_cpu && !known)
+	if (!o->off_cpu && !known) {
+		free(all);
 		return;
+	}
 	if (rs->gil_late)
 		log_info("gil: %" PRIu64 " samples' GIL was read after the sample, not at it (no "
 			 "capture), while its thread ran on", rs->gil_late);
@@ -293,8 +288,8 @@ static void summary_gil(struct recorder *rec, const struct record_args *o)
 		top[k] = &all[i];
 	}
 	for (size_t i = 0; i < n_top; i++) {
-		const struct record_gil_thread *t = top[i];
-		const char *name = profile_thread_name(prof, (uint32_t) t->tid);
+		const struct hwspy_gil_thread *t = top[i];
+		const char *name = hwspy_profile_thread_name(prof, t->tid);
 		double span = (double) (t->last_ns - t->first_ns) / 1e9;
 
 		if (o->off_cpu)
@@ -318,6 +313,7 @@ static void summary_gil(struct recorder *rec, const struct record_args *o)
 		log_info("gil: %zu more threads", n - n_top);
 	if (o->off_cpu)
 		log_info("gil: threads waited %.3f s in all for the GIL", waited / 1e9);
+	free(all);
 }
 
 /* what thins the switches sampled, where every one is taken (--off-cpu, --wall) */
@@ -328,7 +324,7 @@ static void summary_gil(struct recorder *rec, const struct record_args *o)
  * lower rate or a larger period for the events sampled at one; --off-cpu and --wall's switches
  * are each taken (-c and -F do not apply to them), their own losses told apart where the
  * kernel counts them per event. */
-static void summary_lost(const struct sampler_stats *st, const struct record_args *o)
+static void summary_lost(const struct hwspy_record_stats *st, const struct record_args *o)
 {
 	uint64_t sw, other;
 
@@ -363,37 +359,39 @@ static void summary_lost(const struct sampler_stats *st, const struct record_arg
 		 "lower the rate (-F)");
 }
 
-void record_summary(struct recorder *rec, const struct record_args *o, const char *target,
-		    const char *path)
+void record_summary(struct hwspy_recorder *rec, const struct record_args *o, const char *path)
 {
-	const struct record_stats *rs = recorder_stats(rec);
-	const struct sampler_stats *st = rs->sampler;
-	const struct profile *prof = recorder_profile(rec);
-	const struct profile_event *ev = profile_event(prof, 0);
-	uint64_t dropped = rs->dropped_torn + rs->dropped_unreadable;
-	double elapsed = (double) rs->elapsed_ns / 1e9;
-	enum record_mode mode = recorder_mode(rec);
-	struct record_python py;
+	struct hwspy_record_stats stats, *rs = &stats, *st = &stats;
+	const struct hwspy_profile *prof = hwspy_recorder_profile(rec);
+	const char *target = o->target, *ev = hwspy_profile_event(prof, 0);
+	uint64_t dropped;
+	double elapsed;
+	enum hwspy_record_mode mode = hwspy_recorder_mode(rec);
+	struct hwspy_profile_meta meta;
+	struct hwspy_python py;
 
-	recorder_python(rec, &py);
+	hwspy_recorder_stats(rec, &stats);
+	hwspy_recorder_python(rec, &py);
+	dropped = rs->dropped_torn + rs->dropped_unreadable;
+	elapsed = (double) rs->elapsed_ns / 1e9;
 	if (o->off_cpu)
 		log_info("sampled %s%s%s for %.2f s: 'off-cpu', every switch off the CPU, in ns",
-			 target, py.found ? ", Python " : "", py.found ? py.info->version : "",
+			 target, py.found ? ", Python " : "", py.found ? py.version : "",
 			 elapsed);
 	else
 		log_info("sampled %s%s%s for %.2f s: '%s' at %s%" PRIu64 "%s%s", target,
-			 py.found ? ", Python " : "", py.found ? py.info->version : "", elapsed,
-			 o->wall ? "wall" : ev->name, o->freq ? "" : "every ",
+			 py.found ? ", Python " : "", py.found ? py.version : "", elapsed,
+			 o->wall ? "wall" : ev, o->freq ? "" : "every ",
 			 o->freq ? o->freq : o->period, o->freq ? " Hz" : " events",
 			 o->wall ? " on the CPU and every switch off it, in ns" : "");
 	log_info("%" PRIu64 " samples, weight %" PRIu64 ", %" PRIu64 " lost, %" PRIu64
-		 " dropped, %" PRIu64 " threads", st->samples, profile_total(prof, 1), st->lost,
+		 " dropped, %" PRIu64 " threads", st->samples, hwspy_profile_total(prof, 1), st->lost,
 		 dropped, st->threads_seen);
 	if (dropped)
 		log_info("dropped: %" PRIu64 " torn Python stacks (read after their sample, their "
 			 "thread changed them under the read), %" PRIu64 " unreadable: each sample kept "
 			 "as [unknown]", rs->dropped_torn, rs->dropped_unreadable);
-	if (o->format == HWSPY_FORMAT_SPEEDSCOPE && !profile_log_complete(prof))
+	if (o->format == HWSPY_FORMAT_SPEEDSCOPE && !hwspy_profile_log_complete(prof))
 		log_info("speedscope: samples merged by stack, not in time order: their log passed "
 			 "its %u MiB (record for less time, or at a lower rate)", RECORD_LOG_BYTES >> 20);
 	if (o->native)
@@ -405,18 +403,18 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 	if (rs->late_unfit)
 		log_info("%" PRIu64 " samples whose Python stack, read after the sample without a "
 			 "capture, was a later one (read over %llu ms late, or not fitting their native "
-			 "stack): kept with their native frames, " RECORD_PY_UNKNOWN " where Python code "
-			 "ran", rs->late_unfit, RECORD_STALE_READ_NS / 1000000ULL);
+			 "stack): kept with their native frames, " HWSPY_PY_UNKNOWN " where Python code "
+			 "ran", rs->late_unfit, (unsigned long long) HWSPY_STALE_READ_MS);
 	if (o->kernel && !rs->kernel_frames)
 		log_info("no kernel frames were recorded (the event counts user space only?)");
 	if (rs->truncated)
 		log_info("%" PRIu64 " stacks deeper than %d Python frames: their outer frames left out, "
-			 "marked '[truncated: N frames]' at the root", rs->truncated, RECORD_MAX_PY_FRAMES);
+			 "marked '[truncated: N frames]' at the root", rs->truncated, HWSPY_MAX_PY_FRAMES);
 	if (rs->truncated_gone)
 		log_info("%" PRIu64 " captured stacks deeper than the capture's %d frames whose outer "
 			 "frames were gone when read (the thread had returned, or the target exited): "
 			 "kept as captured, marked '[truncated]' at the root", rs->truncated_gone,
-			 SAMPLER_CAPTURE_MAX_NODES);
+			 HWSPY_CAPTURE_MAX_FRAMES);
 	if (rs->no_python)
 		log_info("%" PRIu64 " samples on threads running no Python code (kept as [native])",
 			 rs->no_python);
@@ -439,15 +437,18 @@ void record_summary(struct recorder *rec, const struct record_args *o, const cha
 		log_info("%" PRIu64 " switches off the CPU were read (before the capture started) after "
 			 "the thread had run on: their Python stack is [unknown]", rs->off_cpu_stale);
 	summary_exact(rs, o, mode);
-	summary_gil(rec, o);
+	summary_gil(rec, o, rs);
 	if (st->threads_failed) {
 		/* the reasons, as cmd_record put them in the profile's metadata */
-		const char *why = profile_meta_const(prof)->threads_missed_why;
+		const char *why;
+
+		hwspy_profile_meta(prof, &meta);
+		why = meta.threads_missed_why;
 
 		log_info("%" PRIu64 " of %" PRIu64 " threads not profiled: %s%s", st->threads_failed,
 			 st->threads_seen + st->threads_failed, why ? why : "",
-			 st->threads_failed_by[SAMPLER_FAIL_FILES] ||
-			 st->threads_failed_by[SAMPLER_FAIL_MEMLOCK] ? "; raise the limit to profile them" : "");
+			 st->threads_failed_by[HWSPY_FAIL_FILES] ||
+			 st->threads_failed_by[HWSPY_FAIL_MEMLOCK] ? "; raise the limit to profile them" : "");
 	}
 	if (st->cpu_rings_shrunk) {
 		long kib = sysconf(_SC_PAGESIZE) / 1024;

@@ -12,10 +12,9 @@
 #include <stdio.h>
 
 #include "base/buf.h"
-#include "cli/record.h"
+#include "cli/args.h"
 #include "cli/top_screen.h"
 #include "include/hwspy.h"
-#include "record/record.h"
 
 #define TOP_ONCE_SECONDS 2.0            /* --once samples this long without -d */
 #define TOP_REFRESH_NS 1000000000ULL
@@ -38,9 +37,10 @@ struct top_rates {
 
 struct top {
 	struct top_args a;
-	struct recorder *rec;
+	struct hwspy_recorder *rec;
 	struct hwspy_table *table;
 	struct buf frame_text;          /* the table's frame_name(): a frame's text */
+	struct hwspy_record_stats st;   /* the recorder's, as of the last refresh */
 	struct top_screen *screen;      /* NULL with --once and after the screen closed */
 	struct hwspy_table_view_opts vo;
 	char target[320];

@@ -96,7 +96,7 @@ int top_parse_args(int argc, char **argv, struct top_args *a)
 	int c, r;
 
 	o->freq = 100;
-	o->stack_size = RECORD_DEFAULT_STACK_SIZE;
+	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
 	o->grace = RECORD_GRACE_DEFAULT;
 	o->function = true;     /* one row per function */
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:h", longopts, NULL)) != -1) {

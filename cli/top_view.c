@@ -31,18 +31,16 @@ static const char *const help_lines[] = {
 
 static const char *mode_text(struct top *t)
 {
-	const struct record_stats *rs = recorder_stats(t->rec);
-
-	switch (recorder_mode(t->rec)) {
-	case RECORD_CAPTURE:
-		return rs->capture_failures ? "nonblocking (the BPF capture failed to start)"
-					    : "exact by BPF capture";
-	case RECORD_STOPS:
+	hwspy_recorder_stats(t->rec, &t->st);
+	switch (hwspy_recorder_mode(t->rec)) {
+	case HWSPY_RECORD_CAPTURE:
+		return t->st.capture_failures ? "nonblocking (the BPF capture failed to start)"
+					      : "exact by BPF capture";
+	case HWSPY_RECORD_STOPS:
 		return "exact by stops (ptrace)";
-	case RECORD_NONBLOCKING:
-		break;
+	default:
+		return "nonblocking";
 	}
-	return "nonblocking";
 }
 
 /* "12s", "3m05s", "2h01m" */
@@ -60,14 +58,14 @@ static void span_text(uint64_t ns, char *text, size_t size)
 
 static void line_target(struct top *t, uint64_t now_ns, struct buf *b)
 {
-	struct record_python py;
+	struct hwspy_python py;
 
 	(void) now_ns;
-	recorder_python(t->rec, &py);
+	hwspy_recorder_python(t->rec, &py);
 	(void) buf_printf(b, "hwspy top: %s%s%s%s, ", t->target, t->comm[0] ? " (" : "", t->comm,
 			  t->comm[0] ? ")" : "");
-	if (py.found && py.info && py.info->version[0])
-		(void) buf_printf(b, "Python %s", py.info->version);
+	if (py.found && py.version[0])
+		(void) buf_printf(b, "Python %s", py.version);
 	else
 		(void) buf_puts(b, "no Python found (yet)");
 	(void) buf_printf(b, ", %s", mode_text(t));
@@ -78,13 +76,13 @@ static void line_events(struct top *t, uint64_t now_ns, struct buf *b)
 	const struct record_args *o = &t->a.rec;
 	char span[32];
 
-	(void) buf_printf(b, "events: %s ", o->events[0].name);
+	(void) buf_printf(b, "events: %s ", record_event_name(o, 0));
 	if (o->freq)
 		(void) buf_printf(b, "%" PRIu64 " Hz", o->freq);
 	else
 		(void) buf_printf(b, "every %" PRIu64, o->period);
-	for (size_t i = 1; i < o->n_events; i++)
-		(void) buf_printf(b, ", %s", o->events[i].name);
+	for (size_t i = 1; i < record_n_events(o); i++)
+		(void) buf_printf(b, ", %s", record_event_name(o, i));
 	span_text(now_ns - t->window_ns, span, sizeof(span));
 	(void) buf_printf(b, " | %s since %s | %" PRIu64 " samples", span,
 			  t->zeroed ? "the last reset (z)" : "start", hwspy_table_samples(t->table));
@@ -126,7 +124,7 @@ static void line_view(struct top *t, uint64_t now_ns, struct buf *b)
 	if (t->vo.tid == HWSPY_TABLE_ALL_THREADS) {
 		(void) buf_printf(b, "all (%zu)", hwspy_table_n_threads(t->table));
 	} else {
-		name = profile_thread_name(recorder_profile(t->rec), t->vo.tid);
+		name = hwspy_profile_thread_name(hwspy_recorder_profile(t->rec), (pid_t) t->vo.tid);
 		(void) buf_printf(b, "%" PRIu32 " %s", t->vo.tid, name ? name : "(no name yet)");
 	}
 	if (t->a.rec.native)
@@ -252,15 +250,16 @@ bool top_key(struct top *t, int key)
 void top_refresh_rates(struct top *t, uint64_t now_ns)
 {
 	struct top_rates *q = &t->rates;
-	const struct sampler_stats *st = recorder_stats(t->rec)->sampler;
-	pid_t pid = recorder_pid(t->rec);
+	pid_t pid = hwspy_recorder_pid(t->rec);
 	double dt = q->at_ns ? (double) (now_ns - q->at_ns) / 1e9 : 0;
-	uint64_t cpu_ns, samples = st ? st->samples : 0;
+	uint64_t cpu_ns, samples;
 	struct hwspy_switches sw;
 	bool cpu = pid > 0 && hwspy_target_cpu_ns(pid, &cpu_ns) == 0;
 	bool swok = pid > 0 && hwspy_target_switches(pid, TOP_SWITCH_TASKS, &sw) == 0;
 
-	q->lost = st ? st->lost : 0;
+	hwspy_recorder_stats(t->rec, &t->st);
+	samples = t->st.samples;
+	q->lost = t->st.lost;
 	q->samples_ok = dt > 0;
 	if (dt > 0) {
 		q->samples_s = (double) (samples - q->samples) / dt;

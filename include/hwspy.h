@@ -116,6 +116,35 @@ bool hwspy_have_hw_pmu(void);
  * words for a message (short: the form `hwspy list` prints) into hwspy_tracefs_words(). */
 int hwspy_tracefs_state(void);
 const char *hwspy_tracefs_words(int r, bool short_form);
+/* (diffconv) What probing an event by name found (`hwspy list`): it parses, then opens as a
+ * counter on the calling process, and where kernel counting is not allowed, as user space only
+ * (':u') - which also tells "no such event" from "not allowed". */
+enum hwspy_probe_result {
+	HWSPY_PROBE_OK,
+	HWSPY_PROBE_USER_ONLY,          /* opens as NAME:u only (perf_event_paranoid) */
+	HWSPY_PROBE_NO_PMU,             /* a hardware, cache or raw event on a machine without a
+	                                 * hardware PMU */
+	HWSPY_PROBE_UNSUPPORTED,        /* not supported here (-ENOENT, -EOPNOTSUPP) */
+	HWSPY_PROBE_NOT_ALLOWED,        /* -EACCES, -EPERM even as ':u' */
+	HWSPY_PROBE_INVALID,            /* -EINVAL: the kernel refused its attributes */
+	HWSPY_PROBE_ERROR,              /* another -errno (*ret_error) */
+	HWSPY_PROBE_UNPARSED,           /* name is no event hwspy parses */
+};
+/* Probes name; *ret_error: the open's 0 or -errno. Blocks for one or two perf_event_open. */
+enum hwspy_probe_result hwspy_event_probe_name(const char *name, int *ret_error);
+
+/* recpath: what a command line's -e and its checks need */
+/* The items of a comma-separated list as hwspy_events_add_list() splits them (a pmu/a=1,b=2/
+ * keeps its commas) into ret: how many, -E2BIG (more than max), -EINVAL (an empty item). */
+int hwspy_events_split(const char *list, char (*ret)[96], size_t max);
+/* Event i counts only while its thread runs on a CPU (time or instructions: a hardware, cache
+ * or raw event, cpu-clock, task-clock). */
+bool hwspy_events_counts_on_cpu(const struct hwspy_events *ev, size_t i);
+/* The events among ev's (past the first; no tracepoint) that a color metric ("ipc", "mpki",
+ * "A/B") is the ratio of, as bits for hwspy_record_opts.leaders: 0 for none. */
+uint32_t hwspy_events_color_leaders(const struct hwspy_events *ev, const char *metric);
+/* Up to max names of the table's software events that open here (static): how many. */
+size_t hwspy_events_working(const char **ret, size_t max);
 
 /* ==== recording ============================================================================= */
 
@@ -396,6 +425,60 @@ void hwspy_root_denied_words(pid_t pid, char *buf, size_t size);
 /* Why the BPF capture was refused with r (-errno), as a phrase into buf. */
 void hwspy_bpf_refused_words(int r, char *buf, size_t size);
 
+/* recpath: the options checked before anything is opened, attached or written, as a command
+ * line checks them: the decisions taken (the default event, a count event's period, the event
+ * of off_cpu and wall) made in *o and *ev, and a refusal said as a code for the client's
+ * words (and in hwspy_reason()). */
+enum hwspy_check {
+	HWSPY_CHECK_OK,
+	/* options that exclude each other (usage errors) */
+	HWSPY_CHECK_OFF_CPU_EVENTS,     /* off_cpu with events of the caller's */
+	HWSPY_CHECK_OFF_CPU_RATE,       /* off_cpu with a rate given or a period */
+	HWSPY_CHECK_WALL_OFF_CPU,       /* wall and off_cpu */
+	HWSPY_CHECK_WALL_EVENTS,        /* wall with events or a period */
+	HWSPY_CHECK_WALL_STOPS,         /* wall by stops */
+	HWSPY_CHECK_USER_KERNEL_ONLY,   /* event 0 happens in the kernel alone, and is ':u' */
+	HWSPY_CHECK_COUNT_RATE,         /* event 0 counts occurrences: a rate given (period: its
+	                                 * default) */
+	HWSPY_CHECK_STOPS_ASLEEP,       /* by stops, event 0 samples threads as they sleep */
+	/* refusals of the machine or the target */
+	HWSPY_CHECK_NO_EVENT,           /* the default event does not parse */
+	HWSPY_CHECK_EVENT_NO_PMU,       /* event (index) needs a hardware PMU, and there is none */
+	HWSPY_CHECK_EVENT_UNSUPPORTED,  /* event does not open on this machine */
+	HWSPY_CHECK_EVENT_FAILED,       /* event does not open: err */
+	HWSPY_CHECK_KERNEL_REFUSED,     /* kernel samples of switches (off_cpu, wall) or of event 0
+	                                 * (kernel alone) refused: hwspy_paranoid() says why */
+	HWSPY_CHECK_NO_PROCESS,         /* no process pid */
+	HWSPY_CHECK_KERNEL_THREAD,      /* pid is a kernel thread */
+	HWSPY_CHECK_COMMAND,            /* argv[0] cannot be run: err */
+};
+struct hwspy_record_check {
+	enum hwspy_check fail;
+	bool usage;                     /* fail is a usage error */
+	size_t event;                   /* the event fail names */
+	int err;
+	uint64_t period;                /* COUNT_RATE: event 0's default period */
+	bool migrations;                /* a kernel-only event counts migrations (else switches) */
+	bool default_cpu_clock;         /* no event given, no hardware PMU: cpu-clock chosen */
+};
+/* The options and events (*o's events set to ev, the default or off_cpu's and wall's event
+ * put in ev; freq and period set for a count event; rate_given: the caller's freq was asked
+ * for): 0, or -EINVAL (a usage error), -ENOENT, -EACCES, -errno and ret->fail. Blocks for a
+ * perf_event_open per event. */
+int hwspy_record_check(struct hwspy_record_opts *o, struct hwspy_events *ev, bool rate_given,
+		       struct hwspy_record_check *ret);
+/* The target exists and is no kernel thread (pid), or the command can be run as execvp(3)
+ * would find it (argv): 0, or -ESRCH, -EINVAL, -errno and ret->fail. */
+int hwspy_record_check_target(const struct hwspy_record_opts *o, struct hwspy_record_check *ret);
+/* The recorder's bounds, for a client's words (lib/record.c holds them to record/'s). */
+#define HWSPY_CAPTURE_MAX_FRAMES 128    /* Python frames a BPF capture copies */
+#define HWSPY_MAX_PY_FRAMES 4096        /* Python frames kept of a stack, the innermost */
+#define HWSPY_STALE_READ_MS 50          /* a stack read later than this is taken for a later one */
+#define HWSPY_STOP_BUDGET_PCT 5         /* stop_budget's default */
+#define HWSPY_STOP_WINDOW_MS 1000       /* ... over this window */
+#define HWSPY_DEFAULT_STACK_SIZE 32768
+#define HWSPY_PY_UNKNOWN "[python]"     /* Python code no one can name any more */
+
 /* ==== profiles and outputs ================================================================== */
 
 /* A profile: stacks of frames with a value per event, their threads and the run's metadata;
@@ -531,6 +614,69 @@ int hwspy_profile_write(const struct hwspy_profile *p, enum hwspy_format f,
  * 0 or -errno. */
 int hwspy_profile_write_file(const struct hwspy_profile *p, enum hwspy_format f,
 			     const struct hwspy_write_opts *o, const char *path);
+/* recpath: a frame's text as the folded format writes it ("fn (file.py:12)", "[native]" ...)
+ * into buf (snprintf's way): its length (>= size: cut), or -ENOENT for no such id. */
+int hwspy_profile_frame_text(const struct hwspy_profile *p, uint32_t id, char *buf, size_t size);
+/* Whether the time-ordered sample log (speedscope) kept every sample (else it passed
+ * opts.log_bytes: the writers use the merged stacks alone). */
+bool hwspy_profile_log_complete(const struct hwspy_profile *p);
+/* (diffconv) Why p cannot be written as pprof (hwspy_profile_write()'s -EOVERFLOW there: pprof
+ * holds 64-bit signed values): the first value of column col (0: samples, 1 + e: event e, named
+ * event) over limit (sum false), or taking the column's total past it (sum true). 0 with the
+ * facts in *ret, or -ENOENT when every value fits. */
+struct hwspy_pprof_limit {
+	size_t col;
+	const char *event;              /* "samples" for column 0 */
+	uint64_t value;
+	bool sum;
+	int64_t limit;                  /* INT64_MAX */
+};
+int hwspy_profile_pprof_limit(const struct hwspy_profile *p, struct hwspy_pprof_limit *ret);
+
+/* (diffconv) `hwspy diff`'s steps over two files: read, merged, checked. */
+#define HWSPY_DIFF_MIN_COMMON 0.05      /* below this share of an event's weight in functions
+                                         * both sides have, on both, they are unrelated */
+enum hwspy_diff_problem {
+	HWSPY_DIFF_COMPARABLE,
+	HWSPY_DIFF_UNREADABLE,          /* side's file (hwspy_reason() says why) */
+	HWSPY_DIFF_EMPTY,               /* side's file holds no samples */
+	HWSPY_DIFF_NOTHING_SHARED,      /* no event in both (in[] hold each side's) */
+	HWSPY_DIFF_ZERO,                /* shared event `event` is 0 on side */
+	HWSPY_DIFF_UNRELATED,           /* shared event `event`: common[] under
+	                                 * HWSPY_DIFF_MIN_COMMON on both sides */
+	HWSPY_DIFF_FAILED,              /* error (-ENOMEM ...) */
+};
+struct hwspy_diff_files {
+	struct hwspy_profile *in[2];    /* BEFORE and AFTER as read (target: its path), or NULL */
+	uint64_t duration_ns[2];        /* each side's run (0: unknown) */
+	struct hwspy_profile *merged;   /* hwspy_profile_diff() of them, or NULL */
+	enum hwspy_diff_problem problem;
+	int side;                       /* 0 BEFORE, 1 AFTER: whose problem it is */
+	size_t event;                   /* ZERO, UNRELATED: the shared event */
+	double common[2];               /* UNRELATED: hwspy_diff_common() of it */
+	int error;                      /* the -errno returned */
+};
+/* Reads paths[0] then paths[1] ("-": standard input, for one of them), each checked to hold
+ * samples, and merges them: 0 (merged set), or -errno and problem UNREADABLE, EMPTY,
+ * NOTHING_SHARED (-ENOENT) or FAILED. *ret to release with hwspy_diff_files_release() in
+ * either case. */
+int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_opts *o,
+			  struct hwspy_diff_files *ret);
+/* Whether each shared event of d->merged compares: weight on both sides, and unless force,
+ * enough of it in functions both have. 0, or -EDOM (problem ZERO, UNRELATED), -errno (FAILED). */
+int hwspy_diff_files_check(struct hwspy_diff_files *d, bool force);
+void hwspy_diff_files_release(struct hwspy_diff_files *d);
+/* Whether event e of side (an input of merged) is compared: in a shared pair, or the unnamed
+ * counts of a folded file. */
+bool hwspy_diff_compares(const struct hwspy_profile *merged, const struct hwspy_profile *side,
+			 size_t e);
+/* The shared event name picks (its name, or its name without ':modifiers'): its index, 0 for
+ * NULL, or -ENOENT. */
+int hwspy_diff_find_event(const struct hwspy_profile *merged, const char *name);
+/* "table" (or "txt"), "svg", "folded": 0, or -EINVAL; a file name's (.svg; .folded or
+ * .collapsed; else the table). */
+int hwspy_diff_format_parse(const char *name, enum hwspy_diff_format *ret);
+enum hwspy_diff_format hwspy_diff_format_of_path(const char *path);
 /* ==== snapshot ============================================================================== */
 
 /* The current stack of every thread of a Python process, once (what `hwspy dump` prints): per
@@ -649,6 +795,12 @@ size_t hwspy_snapshot_processes(const struct hwspy_snapshot *s,
  * subprocesses; a newline at the end). 0, or -EIO (the stream's error). */
 int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f);
 void hwspy_snapshot_free(struct hwspy_snapshot *s);
+/* (diffconv) Writes the snapshot as `hwspy dump` prints it: per process its pid and command, its
+ * Python, how its threads were read, then each thread (id, name, GIL, running or waiting and on
+ * what, its Python frames innermost first, native frames when asked); a process after the first
+ * that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or -EIO (the
+ * stream's error). */
+int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f);
 /* ==== counting ============================================================================== */
 /*
  * Counting, as perf stat counts: each event a counter (no sampling, nothing stopped, no signal

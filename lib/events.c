@@ -10,6 +10,7 @@
 
 #include "lib/internal.h"
 #include "lib/lib.h"
+#include "output/ratios.h"
 #include "record/record.h"
 #include "sampler/events.h"
 
@@ -139,6 +140,37 @@ int hwspy_events_probe(const struct hwspy_events *ev, size_t i, pid_t pid)
 	return r < 0 ? lib_fail_errno(r, "cannot open event '%s'", ev->spec[i].name) : 0;
 }
 
+enum hwspy_probe_result hwspy_event_probe_name(const char *name, int *ret_error)
+{
+	struct event_spec spec;
+	enum event_kind kind;
+	bool user_only = false;
+	int r;
+
+	*ret_error = 0;
+	if (events_parse(name, &spec) < 0)
+		return HWSPY_PROBE_UNPARSED;
+	kind = spec.kind;
+	r = events_probe(&spec, 0);
+	if (r == -EACCES || r == -EPERM) {
+		/* perf_event_paranoid >= 2 refuses kernel counting to unprivileged users: try
+		 * user space only (this also tells "no such event" from "not allowed") */
+		(void) record_events_user_only(&spec, 1);
+		r = events_probe(&spec, 0);
+		user_only = true;
+	}
+	*ret_error = r;
+	if (r == 0)
+		return user_only ? HWSPY_PROBE_USER_ONLY : HWSPY_PROBE_OK;
+	if (r == -ENOENT || r == -EOPNOTSUPP)
+		return !events_have_hw_pmu() && (kind == EVENT_HARDWARE || kind == EVENT_HW_CACHE ||
+						 kind == EVENT_RAW) ? HWSPY_PROBE_NO_PMU
+		       : HWSPY_PROBE_UNSUPPORTED;
+	if (r == -EACCES || r == -EPERM)
+		return HWSPY_PROBE_NOT_ALLOWED;
+	return r == -EINVAL ? HWSPY_PROBE_INVALID : HWSPY_PROBE_ERROR;
+}
+
 /* sampler/'s table in the public struct, made once (a static table: nothing to free) */
 static struct hwspy_event_info *table;
 static size_t table_n;
@@ -197,4 +229,61 @@ bool hwspy_have_hw_pmu(void)
 int hwspy_tracefs_state(void)
 {
 	return events_tracefs();
+}
+
+int hwspy_events_split(const char *list, char (*ret)[96], size_t max)
+{
+	return events_split(list, ret, max);
+}
+
+bool hwspy_events_counts_on_cpu(const struct hwspy_events *ev, size_t i)
+{
+	const struct event_spec *e = &ev->spec[i];
+
+	if (e->kind == EVENT_HARDWARE || e->kind == EVENT_HW_CACHE || e->kind == EVENT_RAW)
+		return true;
+	return e->attr.type == PERF_TYPE_SOFTWARE && (e->attr.config == PERF_COUNT_SW_CPU_CLOCK ||
+						      e->attr.config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
+/* A frame's ratio is of its own samples of each event, not of counts read at events[0]'s
+ * samples (those would credit a function with what ran just before it); a tracepoint stays a
+ * member (no capture attaches to it). */
+uint32_t hwspy_events_color_leaders(const struct hwspy_events *ev, const char *metric)
+{
+	const char *names[HWSPY_MAX_EVENTS];
+	uint32_t leaders = 0;
+	struct profile *p;
+	struct ratio q;
+
+	if (!metric || ev->n < 2)
+		return 0;
+	for (size_t i = 0; i < ev->n; i++)
+		names[i] = ev->spec[i].name;
+	p = profile_new(names, ev->n);
+	if (p && ratio_metric(p, metric, &q, NULL) == 0) {
+		size_t cols[] = { q.num, q.den };
+
+		for (size_t k = 0; k < 2; k++)
+			if (cols[k] > 1 && ev->spec[cols[k] - 1].kind != EVENT_TRACEPOINT)
+				leaders |= 1u << (cols[k] - 1);
+	}
+	profile_free(p);
+	return leaders;
+}
+
+size_t hwspy_events_working(const char **ret, size_t max)
+{
+	size_t n, shown = 0;
+	const struct event_info *tab = events_table(&n);
+
+	for (size_t i = 0; i < n && shown < max; i++) {
+		struct event_spec spec;
+
+		if (tab[i].kind != EVENT_SOFTWARE || events_parse(tab[i].name, &spec) < 0 ||
+		    events_probe(&spec, 0) < 0)
+			continue;
+		ret[shown++] = tab[i].name;
+	}
+	return shown;
 }

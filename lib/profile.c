@@ -1,7 +1,8 @@
 /*
  * profile.c: the profiles and outputs section of hwspy.h over output/: a profile handle (the
  * caller's, from a file, or a recorder's), loading any format (profile_load()), writing any
- * (profile_write(), into a file put in place whole through base/outfile.h).
+ * (profile_write(), into a file put in place whole through base/outfile.h), pprof's limit, and
+ * the steps of `hwspy diff` over two files (read, merged, checked; the event --weight picks).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -291,4 +292,141 @@ int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff
 		break;
 	}
 	return r < 0 ? lib_fail_errno(r, "cannot write the difference") : 0;
+}
+
+int hwspy_profile_pprof_limit(const struct hwspy_profile *p, struct hwspy_pprof_limit *ret)
+{
+	*ret = (struct hwspy_pprof_limit) { .limit = INT64_MAX };
+	if (pprof_over_limit(p->p, &ret->col, &ret->value, &ret->sum) == 0)
+		return -ENOENT;
+	ret->event = ret->col ? profile_event(p->p, ret->col - 1)->name : "samples";
+	return 0;
+}
+
+/* ---- hwspy diff's two files ---- */
+
+static int diff_problem(struct hwspy_diff_files *d, enum hwspy_diff_problem what, int side,
+			int r)
+{
+	d->problem = what;
+	d->side = side;
+	d->error = r;
+	return r;
+}
+
+int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_opts *o,
+			  struct hwspy_diff_files *ret)
+{
+	struct hwspy_profile_meta meta;
+	int r;
+
+	*ret = (struct hwspy_diff_files) { .problem = HWSPY_DIFF_COMPARABLE };
+	for (int s = 0; s < 2; s++) {
+		r = hwspy_profile_load(paths[s], &ret->in[s]);
+		if (r < 0)
+			return diff_problem(ret, HWSPY_DIFF_UNREADABLE, s, r);
+		if (profile_n_stacks(ret->in[s]->p) == 0 || profile_total(ret->in[s]->p, 0) == 0)
+			return diff_problem(ret, HWSPY_DIFF_EMPTY, s,
+					    lib_fail(-ENODATA, "'%s' holds no samples", paths[s]));
+		hwspy_profile_meta(ret->in[s], &meta);
+		ret->duration_ns[s] = meta.duration_ns;
+		/* the graph's subtitle and the table name the files */
+		(void) hwspy_profile_set_target(ret->in[s], paths[s]);
+	}
+	r = hwspy_profile_diff(ret->in[0], ret->in[1], o, &ret->merged);
+	if (r < 0)
+		return diff_problem(ret, r == -ENOENT ? HWSPY_DIFF_NOTHING_SHARED : HWSPY_DIFF_FAILED,
+				    0, r);
+	return 0;
+}
+
+int hwspy_diff_files_check(struct hwspy_diff_files *d, bool force)
+{
+	const struct profile *m = d->merged->p;
+
+	lib_reason_clear();
+	(void) diff_problem(d, HWSPY_DIFF_COMPARABLE, 0, 0);
+	for (size_t e = 0; e < diff_n_events(m); e++) {
+		bool zero_before = profile_total(m, diff_before_col(e)) == 0;
+		int r;
+
+		d->event = e;
+		if (zero_before || profile_total(m, diff_after_col(e)) == 0)
+			return diff_problem(d, HWSPY_DIFF_ZERO, zero_before ? 0 : 1,
+					    lib_fail(-EDOM, "'%s' is 0 on one side",
+						     profile_event(m, 2 * e)->name));
+		r = diff_common(m, e, &d->common[0], &d->common[1]);
+		if (r < 0)
+			return diff_problem(d, HWSPY_DIFF_FAILED, 0,
+					    lib_fail_errno(r, "cannot compare the profiles"));
+		if (d->common[0] < HWSPY_DIFF_MIN_COMMON && d->common[1] < HWSPY_DIFF_MIN_COMMON &&
+		    !force)
+			return diff_problem(d, HWSPY_DIFF_UNRELATED, 0,
+					    lib_fail(-EDOM, "the profiles have almost nothing in "
+						     "common"));
+	}
+	return 0;
+}
+
+void hwspy_diff_files_release(struct hwspy_diff_files *d)
+{
+	hwspy_profile_free(d->merged);
+	hwspy_profile_free(d->in[0]);
+	hwspy_profile_free(d->in[1]);
+	*d = (struct hwspy_diff_files) { 0 };
+}
+
+bool hwspy_diff_compares(const struct hwspy_profile *merged, const struct hwspy_profile *side,
+			 size_t e)
+{
+	if (profile_n_events(side->p) == 1 && !strcmp(profile_event(side->p, 0)->name, "samples"))
+		return true;    /* a folded file's counts: paired */
+	for (size_t k = 0; k < diff_n_events(merged->p); k++)
+		if (profile_find_event(side->p, profile_event(merged->p, 2 * k)->name) == (int) e)
+			return true;
+	return false;
+}
+
+int hwspy_diff_find_event(const struct hwspy_profile *merged, const char *name)
+{
+	if (!name)
+		return 0;
+	for (size_t e = 0; e < diff_n_events(merged->p); e++) {
+		const char *n = profile_event(merged->p, 2 * e)->name;
+		size_t len = strcspn(n, ":");
+
+		if (!strcmp(n, name) || (strlen(name) == len && !strncmp(n, name, len)))
+			return (int) e;
+	}
+	return -ENOENT;
+}
+
+int hwspy_diff_format_parse(const char *name, enum hwspy_diff_format *ret)
+{
+	lib_reason_clear();
+	if (!strcmp(name, "table") || !strcmp(name, "txt"))
+		*ret = HWSPY_DIFF_TABLE;
+	else if (!strcmp(name, "svg"))
+		*ret = HWSPY_DIFF_SVG;
+	else if (!strcmp(name, "folded"))
+		*ret = HWSPY_DIFF_FOLDED;
+	else
+		return lib_fail(-EINVAL, "unknown diff format '%s': table, svg or folded", name);
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+enum hwspy_diff_format hwspy_diff_format_of_path(const char *path)
+{
+	if (ends_with(path, ".svg"))
+		return HWSPY_DIFF_SVG;
+	if (ends_with(path, ".folded") || ends_with(path, ".collapsed"))
+		return HWSPY_DIFF_FOLDED;
+	return HWSPY_DIFF_TABLE;
 }

@@ -11,9 +11,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "lib/internal.h"
 #include "lib/lib.h"
+#include "output/output.h"
 #include "record/record.h"
+#include "sampler/capture.h"
+
+/* hwspy.h's bounds are record/'s and sampler/'s */
+_Static_assert(HWSPY_CAPTURE_MAX_FRAMES == SAMPLER_CAPTURE_MAX_NODES, "capture frames");
+_Static_assert(HWSPY_MAX_PY_FRAMES == RECORD_MAX_PY_FRAMES, "Python frames");
+_Static_assert(HWSPY_STALE_READ_MS * 1000000ULL == RECORD_STALE_READ_NS, "stale read");
+_Static_assert(HWSPY_STOP_BUDGET_PCT == SAMPLER_STOP_BUDGET_PCT, "stop budget");
+_Static_assert(HWSPY_STOP_WINDOW_MS == SAMPLER_STOP_WINDOW_MS, "stop window");
+_Static_assert(HWSPY_DEFAULT_STACK_SIZE == RECORD_DEFAULT_STACK_SIZE, "stack size");
 
 #define EXCLUDED_MAX 16                 /* the recorder's own threads (self): callers of it */
 
@@ -459,4 +470,23 @@ size_t hwspy_recorder_gil_threads(const struct hwspy_recorder *h, struct hwspy_g
 struct hwspy_profile *hwspy_recorder_profile(struct hwspy_recorder *h)
 {
 	return &h->profile;
+}
+
+int hwspy_profile_frame_text(const struct hwspy_profile *p, uint32_t id, char *buf, size_t size)
+{
+	struct buf b;
+	int n;
+
+	if (id >= profile_n_frames(p->p))
+		return -ENOENT;
+	buf_init(&b);
+	n = folded_frame_text(profile_frame(p->p, id), &b) < 0 ? -ENOMEM :
+	    snprintf(buf, size, "%s", b.len ? b.data : "");
+	buf_release(&b);
+	return n;
+}
+
+bool hwspy_profile_log_complete(const struct hwspy_profile *p)
+{
+	return profile_log_complete(p->p);
 }

@@ -1,6 +1,6 @@
 /* snapshot.c: the snapshot section of hwspy.h over record/snapshot.h (the data translated into
- * the public structs; their strings point into the internal snapshot), and its JSON writer, the
- * bytes of `hwspy dump --json`. */
+ * the public structs; their strings point into the internal snapshot), and its two writers: the
+ * text of `hwspy dump` and the JSON of `hwspy dump --json`. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 struct hwspy_snapshot {
 	struct snapshot *in;
-	bool subprocesses, native;
+	bool subprocesses, native, nonblocking;
 	struct hwspy_snapshot_process *p;
 	size_t n;
 	struct hwspy_snapshot_thread **threads;         /* per process */
@@ -153,6 +153,7 @@ int hwspy_snapshot_new(pid_t pid, const struct hwspy_snapshot_opts *opts,
 				(int) pid);
 	s->subprocesses = opts->subprocesses;
 	s->native = opts->native;
+	s->nonblocking = opts->nonblocking;
 	r = snapshot_take(pid, &o, &s->in);
 	if (r == 0)
 		r = translate(s);
@@ -290,6 +291,85 @@ int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f)
 		json_process(f, s, &s->p[i]);
 	}
 	fputs(s->subprocesses ? "]}\n" : "\n", f);
+	if (ferror(f))
+		return lib_fail(-EIO, "cannot write the snapshot");
+	return 0;
+}
+
+/* ---- the text of `hwspy dump` ---- */
+
+static void text_thread(FILE *f, bool native, const struct hwspy_snapshot_thread *t)
+{
+	fprintf(f, "Thread %d (%s)%s ", (int) t->tid, t->name,
+		t->gil == 1 ? " holds the GIL," : "");
+	if (t->waiting)
+		fprintf(f, "waiting: %s:\n", t->wait);
+	else
+		fprintf(f, "running:\n");
+	if (t->error_words)
+		fprintf(f, "    (%s)\n", t->error_words);
+	else if (t->n_frames == 0)
+		fprintf(f, "    (no Python frames)\n");
+	for (size_t k = 0; k < t->n_frames; k++)
+		fprintf(f, "    %s (%s:%d)\n", t->frames[k].function, t->frames[k].file,
+			t->frames[k].line);
+	if (t->frames_cut || t->frames_cut_more)
+		fprintf(f, "    ... %s%" PRIu64 " more frames\n", t->frames_cut_more ? "over " : "",
+			t->frames_cut);
+	if (!native)
+		return;
+	fprintf(f, "  native:\n");
+	if (!t->native_ok)
+		fprintf(f, "    (not unwound: %s)\n", t->read == HWSPY_SNAPSHOT_READ_RUNNING
+			? "read as it ran, not stopped" : "its stack could not be copied");
+	for (size_t k = 0; k < t->n_native; k++) {
+		const struct hwspy_native_frame *n = &t->native[k];
+
+		if (!n->symbolized)
+			fprintf(f, "    0x%" PRIx64 "\n", n->address);
+		else if (n->function)
+			fprintf(f, "    %s (%s)\n", n->function, n->module ? n->module : "?");
+		else
+			fprintf(f, "    %s+0x%" PRIx64 "\n", n->module ? n->module : "?",
+				n->module_offset);
+	}
+}
+
+static void text_process(FILE *f, const struct hwspy_snapshot *s,
+			 const struct hwspy_snapshot_process *p)
+{
+	if (p->error) {
+		fprintf(f, "Process %d: %s\n(cannot dump it: %s)\n", (int) p->pid, p->command,
+			p->reason);
+		return;
+	}
+	fprintf(f, "Process %d: %s\n", (int) p->pid, p->command);
+	fprintf(f, "Python v%s (%s)\n", p->python_version, p->python_path);
+	if (s->nonblocking) {
+		fprintf(f, "%zu threads read without a stop (--nonblocking)\n", p->n_threads);
+	} else {
+		fprintf(f, "%zu thread%s: %zu read as %s waited, %zu stopped for %.3f ms",
+			p->n_threads, p->n_threads == 1 ? "" : "s", p->n_waiting,
+			p->n_waiting == 1 ? "it" : "they", p->n_stopped, (double) p->stopped_ns / 1e6);
+		if (p->n_running)
+			fprintf(f, ", %zu read as %s ran", p->n_running,
+				p->n_running == 1 ? "it" : "they");
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < p->n_threads; i++) {
+		fputc('\n', f);
+		text_thread(f, s->native, &p->threads[i]);
+	}
+}
+
+int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f)
+{
+	lib_reason_clear();
+	for (size_t i = 0; i < s->n; i++) {
+		if (i)
+			fputc('\n', f);
+		text_process(f, s, &s->p[i]);
+	}
 	if (ferror(f))
 		return lib_fail(-EIO, "cannot write the snapshot");
 	return 0;

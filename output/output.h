@@ -253,6 +253,11 @@ struct pprof_opts {
 };
 
 int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
+/* pprof_write()'s -EOVERFLOW: the first value of column col (0: samples, 1 + e: event e) that
+ * does not fit in int64 (*ret_sum false) or takes the column's total past INT64_MAX (true); 0
+ * when every one fits. */
+int pprof_over_limit(const struct profile *p, size_t *ret_col, uint64_t *ret_value,
+		     bool *ret_sum);
 
 /* ---- folded_read.c --------------------------------------------------------------------------- */
 

@@ -389,16 +389,21 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 	return 0;
 }
 
-/* pprof reads values and their sums as int64. */
-static int check_values(const struct profile *p)
+int pprof_over_limit(const struct profile *p, size_t *ret_col, uint64_t *ret_value,
+		     bool *ret_sum)
 {
 	for (size_t col = 0; col < profile_n_values(p); col++) {
 		uint64_t total = 0;
 
 		for (size_t i = 0; i < profile_n_stacks(p); i++) {
 			uint64_t v = profile_values(p, i)[col];
-			if (v > (uint64_t) INT64_MAX - total)
+
+			if (v > (uint64_t) INT64_MAX - total) {
+				*ret_col = col;
+				*ret_value = v;
+				*ret_sum = v <= (uint64_t) INT64_MAX;
 				return -EOVERFLOW;
+			}
 			total += v;
 		}
 	}
@@ -592,7 +597,7 @@ int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *ou
 	buf_init(&pp->msg.b);
 	buf_init(&pp->sub.b);
 	buf_init(&pp->batch);
-	r = check_values(p);
+	r = pprof_over_limit(p, &(size_t) { 0 }, &(uint64_t) { 0 }, &(bool) { false });
 	if (r >= 0)
 		r = pprof_index(pp, opts);
 	if (r >= 0) {
