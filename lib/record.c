@@ -490,3 +490,13 @@ bool hwspy_profile_log_complete(const struct hwspy_profile *p)
 {
 	return profile_log_complete(p->p);
 }
+
+const struct hwspy_record_opts *lib_recorder_opts(const struct hwspy_recorder *h)
+{
+	return &h->opts;
+}
+
+const struct hwspy_events *lib_recorder_events(const struct hwspy_recorder *h)
+{
+	return &h->events;
+}
