@@ -1,8 +1,8 @@
 /*
  * args (cli): the sampling commands' options (record's, which top and stat share) as parsed
  * (record_args.c) and checked (record_check.c: libhwspy's hwspy_record_check() said), the
- * summary and messages of a run (record_report.c), the limits behind a thread left out
- * (record_limits.c) and the end of a launched command (record_child.c). Internal to cli/.
+ * summary and messages of a run and the limits behind a thread left out (record_report.c),
+ * and the end of a launched command (record_child.c). Internal to cli/.
  */
 #ifndef HWSPY_CLI_ARGS_H
 #define HWSPY_CLI_ARGS_H
@@ -75,7 +75,7 @@ const char *record_event_name(const struct record_args *o, size_t i);
 int record_check_options(struct record_args *o);
 int record_check_target(const struct record_args *o);
 
-/* record_limits.c: why st's threads were left out, appended to out: "12 out of file descriptors
+/* record_report.c: why st's threads were left out, appended to out: "12 out of file descriptors
  * (ulimit -n 256), 3 over the locked-memory limit (RLIMIT_MEMLOCK 8192 KiB ('ulimit -l') beyond
  * kernel.perf_event_mlock_kb 516 KiB per CPU)"; nothing when none was. 0. */
 int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out);

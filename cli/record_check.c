@@ -5,7 +5,7 @@
  * refuses); their refusals are said here, in the lines hwspy_check_lines() chooses.
  */
 #include "base/log.h"
-#include "cli/args.h"
+#include "cli/session.h"
 
 static void said(const struct record_args *o, const struct hwspy_record_opts *ro,
 		 const struct hwspy_record_check *c)
@@ -25,12 +25,7 @@ int record_check_options(struct record_args *o)
 		log_error("out of memory");
 		return 1;
 	}
-	ro = (struct hwspy_record_opts) {
-		.pid = o->pid, .argv = o->argv, .freq = o->freq, .period = o->period,
-		.mode = o->nonblocking ? HWSPY_RECORD_NONBLOCKING : o->ptrace ? HWSPY_RECORD_STOPS :
-			HWSPY_RECORD_AUTO,
-		.off_cpu = o->off_cpu, .wall = o->wall,
-	};
+	session_record_opts(o, &ro);
 	r = hwspy_record_check(&ro, o->events, o->freq_given, &c);
 	if (c.default_cpu_clock && !o->quiet)
 		log_info("no hardware PMU on this machine: sampling 'cpu-clock' (choose with -e)");
@@ -44,9 +39,10 @@ int record_check_options(struct record_args *o)
 
 int record_check_target(const struct record_args *o)
 {
-	struct hwspy_record_opts ro = { .pid = o->pid, .argv = o->argv };
+	struct hwspy_record_opts ro;
 	struct hwspy_record_check c;
 
+	session_record_opts(o, &ro);
 	if (hwspy_record_check_target(&ro, &c) >= 0)
 		return 0;
 	said(o, &ro, &c);

@@ -1,20 +1,19 @@
 /*
  * record_child: the end of a command hwspy launched (see args.h), in words. The ending itself
  * (SIGINT, SIGTERM after the grace period, SIGKILL after one more; at once on a second signal
- * to hwspy; --keep-running leaves it) is libhwspy's hwspy_child_end(); its notes are said here.
+ * to hwspy; --keep-running leaves it) is libhwspy's hwspy_child_end(); its notes and how it
+ * ended are said here (record_report.c's words).
  */
-#include "base/log.h"
 #include "cli/args.h"
 
 static void said(void *ctx, enum hwspy_child_note n, double seconds)
 {
 	const struct record_child *c = ctx;
+	struct hwspy_line l = { .code = n == HWSPY_CHILD_KILLING ? HWSPY_L_CHILD_KILLING :
+				HWSPY_L_CHILD_WAITING, .s = { c->name }, .n = { (uint64_t) c->pid },
+				.x = { seconds } };
 
-	if (n == HWSPY_CHILD_KILLING)
-		log_info("interrupted again: killing '%s' (pid %d)", c->name, c->pid);
-	else
-		log_info("waiting for '%s' (pid %d) to end after SIGINT: SIGTERM in %.3g s, "
-			 "then SIGKILL (Ctrl-C: SIGKILL now)", c->name, c->pid, seconds);
+	record_say(&l, 1, false);
 }
 
 static struct hwspy_child child_of(const struct record_child *c)

@@ -1,7 +1,8 @@
 /*
  * record_report: what the sampling commands say on stderr (see args.h): the words of every line
- * libhwspy's (summary) functions choose (the summary, the progress line, the refusals, a
- * command's end), in one table keyed by the line's code, and the loop that says them.
+ * libhwspy's (summary) functions choose (the summary, the progress line, the refusals, the
+ * threads left out and their limits, a command's end), in one table keyed by the line's code,
+ * and the loop that says them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,9 @@ static const char *const words[HWSPY_L_N] = {
 	L(NO_PROCESS) = "no process with pid %d",
 	L(KERNEL_THREAD) = "pid %d is a kernel thread, not a Python process",
 	L(COMMAND) = "cannot run '%s'",
+	L(CHILD_WAITING) = "waiting for '%s' (pid %d) to end after SIGINT: SIGTERM in %.3g s, then "
+		"SIGKILL (Ctrl-C: SIGKILL now)",
+	L(CHILD_KILLING) = "interrupted again: killing '%s' (pid %d)",
 	L(CHILD_KEPT) = "'%s' (pid %d) keeps running (--keep-running)",
 	L(CHILD_ENDED) = "'%s' (pid %d) was ended by hwspy's SIG%s: exit status %d",
 	L(CHILD_KILLED) = "'%s' (pid %d) was killed by SIG%s%w%s: exit status %d",
@@ -297,6 +301,14 @@ void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o)
 void record_summary(struct hwspy_recorder *rec, const struct record_args *o, const char *path)
 {
 	say_run(rec, o, path, false);
+}
+
+int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out)
+{
+	struct hwspy_line l[RECORD_LINES * 2];
+
+	record_render(out, l, hwspy_threads_missed_lines(st, l, RECORD_LINES * 2));
+	return 0;
 }
 
 const char *record_paranoid_words(char *buf, size_t size)
