@@ -20,68 +20,33 @@
 #include "cli/session.h"
 #include "cli/top.h"
 
+#define TOP_REFRESH_NS 1000000000ULL
+
 /* The sink: each finished sample into the table. */
 static int on_sample(void *ctx, const struct hwspy_sample *s)
 {
-	struct top *t = ctx;
-
-	return hwspy_table_add(t->table, (uint32_t) s->tid, s->frames, s->depth, s->values,
-			       s->n_values);
-}
-
-/* The table's frame_name(): a frame of the recorder's profile as a row shows it. */
-static const char *frame_name(void *ctx, uint32_t id)
-{
-	struct top *t = ctx;
-	const struct hwspy_profile *p = hwspy_recorder_profile(t->rec);
-	int n = hwspy_profile_frame_text(p, id, t->frame_text.data, t->frame_text.cap);
-
-	if (n >= 0 && (size_t) n >= t->frame_text.cap) {
-		if (buf_reserve(&t->frame_text, (size_t) n + 1) < 0)
-			return NULL;
-		n = hwspy_profile_frame_text(p, id, t->frame_text.data, t->frame_text.cap);
-	}
-	return n < 0 ? NULL : t->frame_text.data;
-}
-
-/* The table's frame_native(): native and kernel frames' rows are the ones 'n' hides. */
-static bool frame_native(void *ctx, uint32_t id)
-{
-	struct top *t = ctx;
-	struct hwspy_frame f;
-
-	return hwspy_profile_frame(hwspy_recorder_profile(t->rec), id, &f) == 0 &&
-	       (f.kind == HWSPY_FRAME_NATIVE || f.kind == HWSPY_FRAME_KERNEL);
+	return hwspy_table_add_sample(((struct top *) ctx)->table, s);
 }
 
 /* The recorder (its samples to the sink) and the table: 0, or -ENOMEM. */
 static int new_top(struct top *t)
 {
-	const struct record_args *o = &t->a.rec;
-	struct hwspy_table_opts to = { .frame_name = frame_name, .frame_native = frame_native,
-				       .ctx = t };
-	const char *events[HWSPY_MAX_EVENTS];
-	const struct hwspy_profile *p;
 	struct hwspy_record_opts ro;
 
-	session_record_opts(o, &ro);
+	session_record_opts(&t->a.rec, &ro);
 	ro.function = true;     /* one row per function */
 	if (hwspy_recorder_new(&ro, on_sample, t, &t->rec) < 0)
 		return -ENOMEM;
-	p = hwspy_recorder_profile(t->rec);
-	for (size_t i = 0; i < hwspy_profile_n_events(p) && i < HWSPY_MAX_EVENTS; i++)
-		events[to.n_events++] = hwspy_profile_event(p, i);
-	to.events = events;
-	return hwspy_table_new(&to, &t->table);
+	return hwspy_table_new_recording(t->rec, &t->table);
 }
 
-/* The target's command name into comm; kept as it was when unreadable. */
-static void read_comm(pid_t pid, char *comm, size_t size)
+/* The target's rates and name read again (an exec renames it). */
+static void read_target(struct top *t, uint64_t now_ns)
 {
-	char text[64];
+	struct hwspy_record_stats st;
 
-	if (hwspy_target_comm(pid, text, sizeof(text)) == 0)
-		snprintf(comm, size, "%s", text);
+	hwspy_recorder_stats(t->rec, &st);
+	hwspy_live_rates_read(&t->rates, hwspy_recorder_pid(t->rec), &st, now_ns);
 }
 
 /* After each slice: Ctrl-Z (the screen left first), the keys, the redraw once a second. */
@@ -105,9 +70,7 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 	if (t->quit)
 		return -ECANCELED;
 	if (t->screen && now - t->drawn_ns >= TOP_REFRESH_NS) {
-		/* --once: the rates of the whole run, read at its start and end */
-		top_refresh_rates(t, now);
-		read_comm(hwspy_recorder_pid(rec), t->comm, sizeof(t->comm));   /* an exec renames it */
+		read_target(t, now);    /* --once: the whole run's rates, from its start and end */
 		redraw = true;
 	}
 	if (redraw)
@@ -184,9 +147,8 @@ static int start(struct top *t, struct record_child *child)
 		*child = (struct record_child) { .pid = hwspy_recorder_pid(t->rec), .name = o->argv[0] };
 	}
 	(void) hwspy_profile_set_target(hwspy_recorder_profile(t->rec), t->target);
-	read_comm(hwspy_recorder_pid(t->rec), t->comm, sizeof(t->comm));
-	t->start_ns = t->window_ns = clock_now_ns();
-	top_refresh_rates(t, t->start_ns);
+	t->window_ns = clock_now_ns();
+	read_target(t, t->window_ns);
 	return 0;
 }
 
@@ -194,6 +156,7 @@ static int start(struct top *t, struct record_child *child)
 static int report(struct top *t, int r, struct record_child *child)
 {
 	struct hwspy_python py;
+	struct hwspy_record_stats st;
 
 	session_capture_said(t->rec);
 	hwspy_recorder_python(t->rec, &py);
@@ -212,16 +175,15 @@ static int report(struct top *t, int r, struct record_child *child)
 	}
 	t->drawn_ns = clock_now_ns();
 	if (t->a.once) {
-		top_refresh_rates(t, t->drawn_ns);
-		read_comm(hwspy_recorder_pid(t->rec), t->comm, sizeof(t->comm));
+		read_target(t, t->drawn_ns);
 		if (!hwspy_table_samples(t->table)) {
 			record_no_samples(t->rec, &t->a.rec);
 			return 1;
 		}
 		return top_write_text(t, stdout, 0) < 0 ? 1 : 0;
 	}
-	hwspy_recorder_stats(t->rec, &t->st);
-	if (t->st.target_exited) {
+	hwspy_recorder_stats(t->rec, &st);
+	if (st.target_exited) {
 		if (child->pid) {
 			session_end_command(t->rec, &t->a.rec, child);     /* reaped: how it ended */
 			record_child_say(child);
@@ -239,7 +201,6 @@ int cmd_top(int argc, char **argv)
 	struct record_child child = { 0 };
 	int r, status = 1;
 
-	buf_init(&t.frame_text);
 	t.a.rec.target = t.target;
 	r = top_parse_args(argc, argv, &t.a);
 	if (r) {
@@ -255,10 +216,6 @@ int cmd_top(int argc, char **argv)
 	if (status)
 		goto out;
 	status = 1;
-	if (buf_reserve(&t.frame_text, 256) < 0) {
-		log_error("out of memory");
-		goto out;
-	}
 	if (new_top(&t) < 0) {
 		log_error("out of memory");
 		goto out;
@@ -284,7 +241,6 @@ out:
 	}
 	hwspy_table_free(t.table);
 	hwspy_recorder_free(t.rec);
-	buf_release(&t.frame_text);
 	record_args_release(&t.a.rec);
 	return status;
 }

@@ -11,6 +11,8 @@
 #include "base/log.h"
 #include "cli/top.h"
 
+#define TOP_ONCE_SECONDS 2.0            /* --once samples this long without -d */
+
 static void usage(FILE *out)
 {
 	fprintf(out,
