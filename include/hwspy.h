@@ -1116,8 +1116,8 @@ enum hwspy_live_mode {
 };
 enum hwspy_live_mode hwspy_live_mode(struct hwspy_recorder *rec);
 
-/* Readings of a target by hwspy_live_rates_read(), the first at the start, then one a second
- * say: samples a second (st's), the target's CPU (% of one core: 250 is two and a half cores
+/* Readings of rec's target and stats by hwspy_live_rates_read(), the first at the start, then
+ * one a second say: samples a second, the target's CPU (% of one core: 250 is two and a half cores
  * busy) and context switches a second, each from this reading and the one before, valid (_ok)
  * where both had it; a thread that exited takes its switches out of the sum (a rate of 0 then,
  * never negative). Switches are read from the first HWSPY_LIVE_TASKS threads. Zeroed by the
@@ -1126,15 +1126,15 @@ enum hwspy_live_mode hwspy_live_mode(struct hwspy_recorder *rec);
 struct hwspy_live_rates {
 	double samples_s, cpu_pct, vol_s, invol_s;
 	bool samples_ok, cpu_ok, sw_ok;
-	uint64_t lost;                  /* st's lost samples */
+	uint64_t lost;                  /* samples lost so far */
 	struct hwspy_switches sw;       /* the last switches read: threads read, listed */
 	long cores;                     /* CPUs online (at least 1) */
 	char comm[64];                  /* the target's command name, as last read ("": none) */
 	uint64_t at_ns, samples, cpu_ns;        /* the last reading's */
 	bool have_cpu, have_sw;
 };
-void hwspy_live_rates_read(struct hwspy_live_rates *q, pid_t pid,
-			   const struct hwspy_record_stats *st, uint64_t now_ns);
+void hwspy_live_rates_read(struct hwspy_live_rates *q, struct hwspy_recorder *rec,
+			   uint64_t now_ns);
 
 #ifdef __cplusplus
 }

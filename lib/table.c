@@ -22,7 +22,8 @@ _Static_assert(HWSPY_TABLE_ALL_THREADS == TABLE_ALL_THREADS && HWSPY_TABLE_COL_S
 _Static_assert(HWSPY_TABLE_SORT_SELF == (int) TABLE_SORT_SELF && HWSPY_TABLE_SORT_TOTAL ==
 	       (int) TABLE_SORT_TOTAL && HWSPY_TABLE_SORT_LEFT == (int) TABLE_SORT_LEFT &&
 	       HWSPY_TABLE_SORT_RIGHT == (int) TABLE_SORT_RIGHT && HWSPY_TABLE_NEXT_THREAD ==
-	       (int) TABLE_NEXT_THREAD && HWSPY_TABLE_NATIVE == (int) TABLE_NATIVE, "the same steps");
+	       (int) TABLE_NEXT_THREAD && HWSPY_TABLE_NATIVE == (int) TABLE_NATIVE,
+	       "the same steps");
 
 struct hwspy_table {
 	struct table *t;
@@ -50,7 +51,8 @@ static const char *profile_frame_name(void *ctx, uint32_t id)
 	struct hwspy_table *h = ctx;
 
 	buf_reset(&h->name);
-	if (id >= profile_n_frames(h->p) || folded_frame_text(profile_frame(h->p, id), &h->name) < 0)
+	if (id >= profile_n_frames(h->p) ||
+	    folded_frame_text(profile_frame(h->p, id), &h->name) < 0)
 		return NULL;
 	return h->name.data;
 }
@@ -58,7 +60,7 @@ static const char *profile_frame_name(void *ctx, uint32_t id)
 static bool profile_frame_native(void *ctx, uint32_t id)
 {
 	struct hwspy_table *h = ctx;
-	const struct profile_frame *f = id < profile_n_frames(h->p) ? profile_frame(h->p, id) : NULL;
+	const struct profile_frame *f = profile_frame(h->p, id);    /* NULL past the last */
 
 	return f && (f->kind == FRAME_NATIVE || f->kind == FRAME_KERNEL);
 }
@@ -360,9 +362,10 @@ static double rate(uint64_t now, uint64_t before, double dt)
 	return now > before ? (double) (now - before) / dt : 0;
 }
 
-void hwspy_live_rates_read(struct hwspy_live_rates *q, pid_t pid,
-			   const struct hwspy_record_stats *st, uint64_t now_ns)
+void hwspy_live_rates_read(struct hwspy_live_rates *q, struct hwspy_recorder *rec,
+			   uint64_t now_ns)
 {
+	pid_t pid = hwspy_recorder_pid(rec);
 	double dt = q->at_ns ? (double) (now_ns - q->at_ns) / 1e9 : 0;
 	uint64_t cpu_ns;
 	struct hwspy_switches sw;
@@ -370,12 +373,14 @@ void hwspy_live_rates_read(struct hwspy_live_rates *q, pid_t pid,
 	bool swok = pid > 0 && hwspy_target_switches(pid, HWSPY_LIVE_TASKS, &sw) == 0;
 	char comm[sizeof(q->comm)];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	struct hwspy_record_stats st;
 
+	hwspy_recorder_stats(rec, &st);
 	q->cores = cores > 0 ? cores : 1;
-	q->lost = st->lost;
+	q->lost = st.lost;
 	q->samples_ok = dt > 0;
 	if (dt > 0) {
-		q->samples_s = (double) (st->samples - q->samples) / dt;
+		q->samples_s = (double) (st.samples - q->samples) / dt;
 		q->cpu_ok = cpu && q->have_cpu;
 		if (q->cpu_ok)
 			q->cpu_pct = 100.0 * (double) (cpu_ns - q->cpu_ns) / 1e9 / dt;
@@ -386,7 +391,7 @@ void hwspy_live_rates_read(struct hwspy_live_rates *q, pid_t pid,
 		}
 	}
 	q->at_ns = now_ns;
-	q->samples = st->samples;
+	q->samples = st.samples;
 	q->have_cpu = cpu;
 	if (cpu)
 		q->cpu_ns = cpu_ns;
