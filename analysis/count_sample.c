@@ -1,7 +1,8 @@
 /*
- * count_sample: a sampling run's samples by the event that took each and the innermost Python
- * function each ran (analysis/stat.h's struct stat_tally): the recorder's sink, and what the
- * findings name functions by (stat_functions()).
+ * count_sample: the sampling run beside the counters: its events (stat_sampling_events()), its
+ * samples by the event that took each and the innermost Python function each ran
+ * (analysis/stat.h's struct stat_tally), and what the findings name functions by
+ * (stat_functions()).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -12,6 +13,50 @@
 #include "base/array.h"
 #include "base/buf.h"
 #include "output/output.h"
+
+#define RULE_EVENTS 16                  /* the events the findings name functions by, at most */
+
+size_t stat_sampling_events(const struct stat_setup *s, struct event_spec *ret, size_t max,
+			    uint32_t *ret_leaders)
+{
+	const char *names[RULE_EVENTS];
+	size_t n = 0, n_ret = 1, n_ev = s->n_events < STAT_MAX_EVENTS ? s->n_events : STAT_MAX_EVENTS;
+	struct stat_rule_info rule;
+	char how[512];
+
+	*ret_leaders = 0;
+	/* the events the findings name functions by, each once */
+	for (size_t i = 0; n < RULE_EVENTS && stat_rule(i, &rule, how, sizeof(how)); i++) {
+		bool seen = false;
+
+		for (size_t k = 0; rule.by && k < n; k++)
+			seen |= !strcmp(names[k], rule.by);
+		if (rule.by && !seen)
+			names[n++] = rule.by;
+	}
+	if (events_parse("cycles", &ret[0]) < 0 ||
+	    (stat_user_only_event(s, &ret[0]), events_probe(&ret[0], 0) < 0)) {
+		(void) events_parse("cpu-clock", &ret[0]);
+		stat_user_only_event(s, &ret[0]);
+	}
+	for (size_t i = 0; i < n && n_ret < max; i++) {
+		struct event_spec *e = &ret[n_ret];
+		bool counted = false;
+
+		for (size_t k = 0; k < n_ev; k++)
+			counted |= stat_same_event(s->events[k].name, names[i]);
+		if (!counted || stat_same_event(names[i], ret[0].name) ||
+		    events_parse(names[i], e) < 0)
+			continue;
+		stat_user_only_event(s, e);
+		/* in user space alone a switch counts none: not a column to name functions by */
+		if ((s->user_only && stat_kernel_only(e)) || events_probe(e, 0) < 0)
+			continue;
+		*ret_leaders |= 1u << n_ret;
+		n_ret++;
+	}
+	return n_ret;
+}
 
 /* Room in e's counts for frame id: false if out of memory. */
 static bool tally_room(struct stat_tally_event *e, uint32_t id)
@@ -26,30 +71,30 @@ static bool tally_room(struct stat_tally_event *e, uint32_t id)
 	return true;
 }
 
-int stat_tally_sample(void *ctx, const struct record_sample *s)
+int stat_tally_add(struct stat_tally *t, const uint32_t *frames, size_t depth,
+		   const uint64_t *values, size_t n_values, size_t event, bool late)
 {
-	struct stat_tally *t = ctx;
 	struct stat_tally_event *e;
 
-	if (!t->prof || s->event >= t->n_events || 1 + s->event >= s->n_values)
+	if (!t->prof || event >= t->n_events || 1 + event >= n_values)
 		return 0;
-	if (s->late_ns && t->rec && recorder_mode(t->rec) != RECORD_NONBLOCKING) {
+	if (late) {
 		t->late++;
 		return 0;
 	}
-	e = &t->ev[s->event];
+	e = &t->ev[event];
 	/* the sample's weight to its innermost Python frame */
-	for (size_t d = s->depth; d-- > 0;) {
-		if (profile_frame(t->prof, s->frames[d])->kind != FRAME_PYTHON)
+	for (size_t d = depth; d-- > 0;) {
+		if (profile_frame(t->prof, frames[d])->kind != FRAME_PYTHON)
 			continue;
-		if (!tally_room(e, s->frames[d])) {
+		if (!tally_room(e, frames[d])) {
 			t->failed = true;
 			return -ENOMEM;
 		}
-		e->samples[s->frames[d]]++;
-		e->weight[s->frames[d]] += s->values[1 + s->event];
+		e->samples[frames[d]]++;
+		e->weight[frames[d]] += values[1 + event];
 		e->n_samples++;
-		e->n_weight += s->values[1 + s->event];
+		e->n_weight += values[1 + event];
 		break;
 	}
 	return 0;

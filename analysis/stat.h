@@ -1,12 +1,13 @@
 /*
  * analysis/stat.h: counting sessions and what is made of their counts (the analysis stage's
- * header; lib/count.c and lib/findings.c put include/hwspy.h's counting and findings over it).
+ * header; lib/count.c puts include/hwspy.h's counting and findings over it).
  *
  * Files: count.c (the events chosen, their groups, user space only where kernel mode is
  * refused, the totals and the threads from the counter, their names), count_session.c (a
  * counting session: the counter started on a pid, a launched command or the calling process,
- * /proc's switches followed, read live, stopped), count_sample.c (a sampling run's samples by
- * event and innermost Python function: what findings name functions by), rules.c (the
+ * /proc's switches followed, read live, stopped), count_sample.c (the sampling run beside the
+ * counters: its events, and its samples by event and innermost Python function: what findings
+ * name functions by; lib/count.c records it), rules.c (the
  * findings: one table of thresholds), report.c (the derived metrics, perf stat's table and the
  * findings in words), report_json.c (the same as one JSON object: `hwspy stat --json`).
  * Data only: nothing here prints; the writers write to the FILE they are given.
@@ -254,19 +255,26 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 int stat_gil_waits(struct stat_totals *t, const struct stat_gil_wait *in, size_t n,
 		   bool measured, pid_t pid, const struct stat_names *names);
 
-/* The sampling run's samples by the event that took each (record_sample.event: every event
- * of the run samples on its own) and the innermost Python function each ran: the recorder's
- * sink (stat_tally_sample, ctx the tally; names the run's events, prof its profile, whose
- * frames the samples name, set once the recorder is made). */
+/* The sampling run beside the counters (count_sample.c): its events, cycles (cpu-clock without
+ * a PMU) first, then each event a finding names functions by that s counts and that opens here,
+ * each sampling on its own (bit i of *ret_leaders: record_opts.leaders), so that a function is
+ * named by the samples its own event took where it ran, not by counts read at the CPU's
+ * samples, which credit whatever ran at the next one; user space only where s counts so, and
+ * then no event that happens in the kernel alone. How many (1 .. max) into ret. */
+size_t stat_sampling_events(const struct stat_setup *s, struct event_spec *ret, size_t max,
+			    uint32_t *ret_leaders);
+
+/* The sampling run's samples by the event that took each (every event of the run samples on
+ * its own) and the innermost Python function each ran (names: the run's events, prof its
+ * profile, whose frames the samples name, set once the recorder is made). */
 /* count_sample.c */
 struct stat_tally {
 	const struct profile *prof;
 	const struct event_spec *events;
 	size_t n_events;
-	struct recorder *rec;           /* in an exact mode, a stack read after its sample (before
-	                                 * the capture started: read late, maybe a later one's) is
-	                                 * not credited, only counted in late */
-	uint64_t late;
+	uint64_t late;                  /* stacks read after their sample in an exact mode
+	                                 * (before the capture started: maybe a later one's): not
+	                                 * credited, only counted */
 	struct stat_tally_event {
 		uint64_t *samples, *weight;     /* by frame id, cap of them */
 		size_t cap;
@@ -274,7 +282,10 @@ struct stat_tally {
 	} ev[SAMPLER_MAX_EVENTS];
 	bool failed;                    /* out of memory: what was counted is short */
 };
-int stat_tally_sample(void *ctx, const struct record_sample *s);
+/* One finished sample: frames (root first) of prof, values[1 + event] what event took; late:
+ * read after it in an exact mode. 0, or -ENOMEM. */
+int stat_tally_add(struct stat_tally *t, const uint32_t *frames, size_t depth,
+		   const uint64_t *values, size_t n_values, size_t event, bool late);
 void stat_tally_release(struct stat_tally *t);
 /* struct stat_attribution's callback over a tally (ctx). */
 size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max,

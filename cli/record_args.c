@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +13,6 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/args.h"
-
-/* -d: at least a millisecond, at most about three years (nanoseconds in a uint64_t, with room) */
-#define DURATION_MIN 0.001
-#define DURATION_MAX 1e8
-/* -c: perf's sample_period is a u64, but the kernel keeps periods in an s64 */
-#define PERIOD_MAX ((unsigned long long) INT64_MAX)
-
-/* --grace: a launched command's time to end after SIGINT, then after SIGTERM */
-#define GRACE_MAX 3600.0
 
 static void usage(FILE *out)
 {
@@ -163,185 +155,131 @@ void record_args_release(struct record_args *o)
 	o->events = NULL;
 }
 
-/* The options that take a number (c, arg): 1 if c is one (stored), 0 if not, -EINVAL (said). */
-int record_number_option(struct record_args *o, int c, const char *arg)
-{
-	char *end;
+#define AT(field) offsetof(struct record_args, field), sizeof(((struct record_args *) 0)->field)
 
-	switch (c) {
-	case 'p': {
-		long v = strtol(arg, &end, 10);
-		if (*end || v <= 0 || v > 0x7fffffff) {
-			log_error("'%s' is not a process id", arg);
+/* The options of a number: what a value must be ("rate '%s' must be ..."), where it goes. */
+static const struct number_option {
+	int c;
+	size_t at, size;
+	enum { COUNT, PID, SECONDS } kind;
+	unsigned long long min, max;    /* SECONDS: in milliseconds */
+	const char *name, *must;
+} numbers[] = {
+	{ 'p', AT(pid), PID, 1, 0x7fffffff, "", " is not a process id" },
+	{ 'F', AT(freq), COUNT, 1, 100000, "rate ", " must be a number of samples per second, 1-100000" },
+	{ 'c', AT(period), COUNT, 1, INT64_MAX, "period ",
+	  " must be a whole number of events, 1-9223372036854775807" },
+	{ 'd', AT(duration), SECONDS, 1, 100000000000, "duration ",
+	  " must be a number of seconds, 0.001 to 100000000" },
+	{ 'G', AT(grace), SECONDS, 0, 3600000, "grace period ", " must be a number of seconds, 0 to 3600" },
+	{ 'B', AT(stop_budget), COUNT, 1, 100, "stop budget ", " must be a whole percentage, 1-100" },
+	{ 'S', AT(stack_size), COUNT, 1024, 65528, "stack size ", " must be a number of bytes, 1024-65528" },
+};
+
+/* arg as n takes it, into *ret (n->size bytes): 0, or -EINVAL. */
+static int parse_number(const struct number_option *n, const char *arg, void *ret)
+{
+	unsigned long long v;
+	uint32_t v32;
+	char *end;
+	double d;
+
+	if (n->kind == SECONDS) {
+		d = strtod(arg, &end);
+		if (*end || end == arg || !(d >= n->min / 1e3 && d <= n->max / 1e3))
 			return -EINVAL;
-		}
-		o->pid = (pid_t) v;
-		return 1;
+		memcpy(ret, &d, sizeof(d));
+		return 0;
 	}
-	case 'F': {
-		unsigned long long v;
-		if (cli_parse_count(arg, 1, 100000, &v) < 0) {
-			log_error("rate '%s' must be a number of samples per second, 1-100000", arg);
+	if (n->kind == PID) {
+		long l = strtol(arg, &end, 10);
+
+		if (*end || l < (long) n->min || l > (long) n->max)
 			return -EINVAL;
-		}
-		o->freq = v;
-		o->period = 0;
-		o->freq_given = true;
-		return 1;
+		v = (unsigned long long) l;
+	} else if (cli_parse_count(arg, n->min, n->max, &v) < 0) {
+		return -EINVAL;
 	}
-	case 'c': {
-		unsigned long long v;
-		if (cli_parse_count(arg, 1, PERIOD_MAX, &v) < 0) {
-			log_error("period '%s' must be a whole number of events, 1-%llu", arg,
-				  PERIOD_MAX);
-			return -EINVAL;
-		}
-		o->period = v;
-		o->freq = 0;
-		o->freq_given = false;
-		return 1;
-	}
-	case 'd':
-		o->duration = strtod(arg, &end);
-		if (*end || end == arg || !(o->duration >= DURATION_MIN &&
-					       o->duration <= DURATION_MAX)) {
-			log_error("duration '%s' must be a number of seconds, %g to %.0f", arg,
-				  DURATION_MIN, DURATION_MAX);
-			return -EINVAL;
-		}
-		return 1;
-	case 'G':
-		o->grace = strtod(arg, &end);
-		if (*end || end == arg || !(o->grace >= 0 && o->grace <= GRACE_MAX)) {
-			log_error("grace period '%s' must be a number of seconds, 0 to %.0f",
-				  arg, GRACE_MAX);
-			return -EINVAL;
-		}
-		o->grace_given = true;
-		return 1;
-	case 'B': {
-		unsigned long long v;
-		if (cli_parse_count(arg, 1, 100, &v) < 0) {
-			log_error("stop budget '%s' must be a whole percentage, 1-100", arg);
-			return -EINVAL;
-		}
-		o->stop_budget = (unsigned) v;
-		return 1;
-	}
-	case 'S': {
-		unsigned long long v;
-		if (cli_parse_count(arg, 1024, 65528, &v) < 0) {
-			log_error("stack size '%s' must be a number of bytes, 1024-65528", arg);
-			return -EINVAL;
-		}
-		o->stack_size = (uint32_t) (v & ~7ULL);
-		return 1;
-	}
-	}
+	v32 = (uint32_t) v;
+	memcpy(ret, n->size == sizeof(v) ? (const void *) &v : &v32, n->size);
 	return 0;
 }
+
+int record_number_option(struct record_args *o, int c, const char *arg)
+{
+	const struct number_option *n = numbers;
+
+	while (n < numbers + sizeof(numbers) / sizeof(numbers[0]) && n->c != c)
+		n++;
+	if (n == numbers + sizeof(numbers) / sizeof(numbers[0]))
+		return 0;
+	if (parse_number(n, arg, (char *) o + n->at) < 0) {
+		log_error("%s'%s'%s", n->name, arg, n->must);
+		return -EINVAL;
+	}
+	if (c == 'F' || c == 'c') {
+		o->freq_given = c == 'F';
+		*(c == 'F' ? &o->period : &o->freq) = 0;
+	}
+	if (c == 'S')
+		o->stack_size &= ~7u;
+	o->grace_given |= c == 'G';
+	return 1;
+}
+
+/* The options that set a flag. */
+static const struct { int c; size_t at, size; } flags[] = {
+	{ 'k', AT(keep_running) }, { 'f', AT(function) }, { 't', AT(threads) },
+	{ 'n', AT(nonblocking) }, { 'P', AT(ptrace) }, { 'N', AT(native) }, { 'K', AT(kernel) },
+	{ 'O', AT(off_cpu) }, { 'W', AT(wall) }, { 'C', AT(subprocesses) }, { 'g', AT(gil) },
+	{ 'q', AT(quiet) },
+};
 
 /* The other options: 1 if c is one (stored), 0 if not, -EINVAL (said), 2 after --help. */
 static int other_option(struct record_args *o, int c, const char *arg)
 {
-	int r;
-
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (flags[i].c == c)
+			return *((bool *) ((char *) o + flags[i].at)) = true;
 	switch (c) {
 	case 'e':
-		r = record_parse_events(o, arg);
-		return r < 0 ? r : 1;
-	case 'k':
-		o->keep_running = true;
-		return 1;
+		return record_parse_events(o, arg) < 0 ? -EINVAL : 1;
 	case 'o':
 		o->output = arg;
 		return 1;
-	case 'f':
-		o->function = true;
-		return 1;
 	case 'R':
-		if (format_parse(arg, &o->format) < 0)
-			return -EINVAL;
 		o->format_given = true;
-		return 1;
-	case FORMAT_OPT_WEIGHT:
-	case FORMAT_OPT_TITLE:
-	case FORMAT_OPT_ICICLE:
-	case FORMAT_OPT_MIN_WIDTH:
-	case FORMAT_OPT_COLOR_BY:
-		if (format_opt(&o->fmt, c, arg) < 0)
-			return -EINVAL;
-		return 1;
-	case 't':
-		o->threads = true;
-		return 1;
-	case 'n':
-		o->nonblocking = true;
-		return 1;
-	case 'P':
-		o->ptrace = true;
-		return 1;
-	case 'N':
-		o->native = true;
-		return 1;
-	case 'K':
-		o->kernel = true;
-		return 1;
-	case 'O':
-		o->off_cpu = true;
-		return 1;
-	case 'W':
-		o->wall = true;
-		return 1;
-	case 'C':
-		o->subprocesses = true;
-		return 1;
-	case 'g':
-		o->gil = true;
-		return 1;
-	case 'q':
-		o->quiet = true;
-		log_level = LOG_QUIET;
-		return 1;
+		return format_parse(arg, &o->format) < 0 ? -EINVAL : 1;
 	case 'h':
 		usage(stdout);
 		return 2;
 	}
-	return 0;
+	return format_opt(&o->fmt, c, arg);
 }
 
 int record_check_args(const struct record_args *o, const char *command, const char *verb)
 {
-	if (!o->pid == !o->argv) {
-		if (o->pid)
-			log_error("give either -p PID or a command, not both");
-		else
-			log_error("nothing to %s: give -p PID or -- COMMAND (see 'hwspy %s --help')",
-				  verb, command);
-		return -EINVAL;
-	}
-	if (o->pid && (o->keep_running || o->grace_given)) {
+	if (o->pid && o->argv)
+		log_error("give either -p PID or a command, not both");
+	else if (!o->pid && !o->argv)
+		log_error("nothing to %s: give -p PID or -- COMMAND (see 'hwspy %s --help')", verb,
+			  command);
+	else if (o->pid && (o->keep_running || o->grace_given))
 		log_error("--%s applies to a launched command (-- COMMAND), not to -p",
 			  o->keep_running ? "keep-running" : "grace");
-		return -EINVAL;
-	}
-	if (o->nonblocking && o->ptrace) {
+	else if (o->nonblocking && o->ptrace)
 		log_error("--ptrace and --nonblocking exclude each other");
-		return -EINVAL;
-	}
-	if (o->subprocesses && o->ptrace) {
+	else if (o->subprocesses && o->ptrace)
 		log_error("--subprocesses follows children through inherited events, which --ptrace "
 			  "does not use: leave --ptrace out (the BPF capture) or use --nonblocking");
-		return -EINVAL;
-	}
 	/* a switch-out sample's GIL is not read: its [wait: GIL] leaf says where it waits */
-	if (o->gil && (o->off_cpu || o->wall)) {
+	else if (o->gil && (o->off_cpu || o->wall))
 		log_error("--gil keeps the samples of a CPU event whose thread held the GIL; with "
 			  "--%s, the [wait: GIL] frames show the waits for it", o->off_cpu ? "off-cpu" :
 			  "wall");
-		return -EINVAL;
-	}
-	return 0;
+	else
+		return 0;
+	return -EINVAL;
 }
 
 int record_parse_args(int argc, char **argv, struct record_args *o)
@@ -392,6 +330,8 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 			return -EINVAL;
 		}
 	}
+	if (o->quiet)
+		log_level = LOG_QUIET;
 	if (optind < argc)
 		o->argv = argv + optind;
 	/* --color-by A/B (ipc, mpki): each of its events samples on its own (see hwspy.h) */

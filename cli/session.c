@@ -55,46 +55,35 @@ static void user_only_said(const struct record_args *o)
 		 len ? ": switches and migrations happen in the kernel)" : "");
 }
 
-/* The recorder's notes: its choices and fallbacks, said. */
+/* The recorder's notes said: the words around the target (NOT_PYTHON) or the note's detail. */
+static const char *const note_words[][2] = {
+	[HWSPY_NOTE_NOT_PYTHON] = { "", " is not a Python process: recording native frames only" },
+	[HWSPY_NOTE_TRACEPOINT] = { "'", "' is a tracepoint: no BPF capture attaches to it, and a "
+		"stop would interrupt the system call it samples; reading each stack after its "
+		"sample, as --nonblocking" },
+	[HWSPY_NOTE_NO_CAPTURE_ASLEEP] = { "no BPF capture here (", "), and stopping a thread as it "
+		"goes to sleep would interrupt its system call: reading each stack after its sample "
+		"instead, as --nonblocking" },
+	[HWSPY_NOTE_NO_CAPTURE] = { "no BPF capture here (", "): exact mode stops each sampled "
+		"thread instead" },
+	[HWSPY_NOTE_STOPS_BUSY] = { "cannot stop the target's threads harmlessly (it catches SIGURG "
+		"and SIGWINCH and ignores no signal); falling back to --nonblocking", "" },
+	[HWSPY_NOTE_STOPS_REFUSED] = { "cannot stop the target's threads (ptrace refused: another "
+		"tracer, Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking", "" },
+};
+
 static void say_note(void *ctx, enum hwspy_note n, int err, const char *detail)
 {
 	const struct record_args *o = ctx;
 
-	switch (n) {
-	case HWSPY_NOTE_NOT_PYTHON:
-		log_info("%s is not a Python process: recording native frames only", o->target);
-		break;
-	case HWSPY_NOTE_TRACEPOINT:
-		log_info("'%s' is a tracepoint: no BPF capture attaches to it, and a stop would "
-			 "interrupt the system call it samples; reading each stack after its sample, "
-			 "as --nonblocking", detail);
-		break;
-	case HWSPY_NOTE_NO_CAPTURE_ASLEEP:
-		log_info("no BPF capture here (%s), and stopping a thread as it goes "
-			 "to sleep would interrupt its system call: reading each stack "
-			 "after its sample instead, as --nonblocking", detail);
-		break;
-	case HWSPY_NOTE_NO_CAPTURE:
-		log_info("no BPF capture here (%s): exact mode stops each sampled "
-			 "thread instead", detail);
-		break;
-	case HWSPY_NOTE_STOPS_BUSY:
-		log_info("cannot stop the target's threads harmlessly (it catches SIGURG and "
-			 "SIGWINCH and ignores no signal); falling back to --nonblocking");
-		break;
-	case HWSPY_NOTE_STOPS_REFUSED:
-		log_info("cannot stop the target's threads (ptrace refused: another tracer, "
-			 "Yama ptrace_scope or no CAP_SYS_PTRACE); falling back to --nonblocking");
-		break;
-	case HWSPY_NOTE_USER_ONLY:
+	if (n == HWSPY_NOTE_USER_ONLY)
 		user_only_said(o);
-		break;
-	case HWSPY_NOTE_CAPTURE_FAILED:
-		if (!o->capture_held)
-			log_errno(err, "cannot start the BPF capture of Python frames; reading each "
-				  "stack after its sample instead, as --nonblocking");
-		break;
-	}
+	else if (n == HWSPY_NOTE_CAPTURE_FAILED && !o->capture_held)
+		log_errno(err, "cannot start the BPF capture of Python frames; reading each stack "
+			  "after its sample instead, as --nonblocking");
+	else if (n < sizeof(note_words) / sizeof(note_words[0]) && note_words[n][0])
+		log_info("%s%s%s", note_words[n][0], n == HWSPY_NOTE_NOT_PYTHON ? o->target : detail,
+			 note_words[n][1]);
 }
 
 void session_record_opts(const struct record_args *o, struct hwspy_record_opts *ret)

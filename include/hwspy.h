@@ -479,6 +479,16 @@ int hwspy_record_check_target(const struct hwspy_record_opts *o, struct hwspy_re
 #define HWSPY_DEFAULT_STACK_SIZE 32768
 #define HWSPY_PY_UNKNOWN "[python]"     /* Python code no one can name any more */
 
+/* (argsshrink) After hwspy_recorder_run(): its run's metadata put in the recorder's profile
+ * (hwspy_profile_set_run(): started as the run did, its length, samples lost and dropped,
+ * threads seen; the threads left out, and why: missed_why, NULL for no words). Then whether
+ * the profile is worth writing: 0; 1 when no sample was taken; or the interpreter's failure
+ * (for hwspy_python's words): one hwspy cannot read, or a launched command gone before an
+ * interpreter was found (not Python: -ENOENT where the lookup said nothing else), unless
+ * native. */
+void hwspy_recorder_note_run(struct hwspy_recorder *rec, const char *missed_why);
+int hwspy_recorder_verdict(struct hwspy_recorder *rec);
+
 /* ==== profiles and outputs ================================================================== */
 
 /* A profile: stacks of frames with a value per event, their threads and the run's metadata;
@@ -677,6 +687,9 @@ int hwspy_diff_find_event(const struct hwspy_profile *merged, const char *name);
  * .collapsed; else the table). */
 int hwspy_diff_format_parse(const char *name, enum hwspy_diff_format *ret);
 enum hwspy_diff_format hwspy_diff_format_of_path(const char *path);
+/* (argsshrink) The file a command line writes when none is named: "hwspy-PID.EXT", EXT as f
+ * asks (folded, speedscope.json, svg, pb.gz), into buf (snprintf's way). */
+void hwspy_output_default(pid_t pid, enum hwspy_format f, char *buf, size_t size);
 /* ==== snapshot ============================================================================== */
 
 /* The current stack of every thread of a Python process, once (what `hwspy dump` prints): per
@@ -830,6 +843,25 @@ struct hwspy_count_opts {
 	                                 * counting a process of many threads) */
 	bool python_names;              /* at the stop, name threads by their Python names (reads
 	                                 * the target's memory) */
+	/* A light sampling run beside the counters (the recording's, 100 samples a second per
+	 * thread, one frame per function), which names the functions behind the findings, each
+	 * thread's waits for the GIL and the threads: started by hwspy_count_start() with the
+	 * counters (a command launched by it, held at its exec while its counters open), run by
+	 * hwspy_count_run(), its part of the report taken by hwspy_count_report(c, NULL). An
+	 * attached target that runs no Python hwspy can read is counted alone
+	 * (hwspy_count_sampling_error()). Not for the calling process. */
+	bool sampling;
+	enum hwspy_record_mode sampling_mode;   /* AUTO: capture, else stops, else nonblocking */
+	bool sigchld;                   /* the run may block SIGCHLD on the calling thread (stops
+	                                 * need it; struct hwspy_record_opts.sigchld) */
+	hwspy_note_fn note_fn;          /* the run's choices and fallbacks, as the recording's
+	                                 * (HWSPY_NOTE_USER_ONLY's detail: its events that count
+	                                 * nothing in user space, "'context-switches', ..." or "") */
+	void *note_ctx;
+	/* after each slice of the run (250 ms at most) with its result r: as struct
+	 * hwspy_run.slice_fn (hwspy_count_recorder() pauses and resumes); NULL: r decides */
+	int (*slice_fn)(void *ctx, struct hwspy_count *c, int r);
+	void *slice_ctx;
 };
 /* One event's values (scaled for multiplexing as perf stat does) and the metrics derived from
  * them and the others (NaN where they do not apply or are not counted). */
@@ -866,7 +898,8 @@ struct hwspy_count_stats {
 	unsigned threads;               /* threads with counters of their own */
 	unsigned threads_failed;        /* threads whose counters could not be opened */
 	unsigned threads_raced;         /* started while the counters opened, taken as counted */
-	bool target_exited;
+	bool target_exited;             /* (the sampling run's launched command: once the run has
+	                                 * ended, hwspy_count_stop()) */
 	int exit_status;                /* wait status of a command it launched */
 	int64_t voluntary, involuntary; /* context switches from /proc (< 0: not known) */
 	bool user_only;                 /* every event counts user space only */
@@ -896,8 +929,9 @@ struct hwspy_count_sampling {
 	bool gil_measured;              /* it took the switches off the CPU */
 };
 
-/* The events chosen. -E2BIG (more than HWSPY_COUNT_MAX_EVENTS), -EINVAL (no list of events),
- * -ENOENT (an unknown event: hwspy_reason() "unknown event 'NAME'"), -ENOMEM. */
+/* The events chosen (and the sampling run's). -E2BIG (more than HWSPY_COUNT_MAX_EVENTS), -EINVAL
+ * (no list of events, sampling the calling process), -ENOENT (an unknown event:
+ * hwspy_reason() "unknown event 'NAME'"), -ENOMEM. */
 int hwspy_count_new(const struct hwspy_count_opts *o, struct hwspy_count **ret);
 void hwspy_count_free(struct hwspy_count *c);   /* stops first; NULL a no-op */
 /* Whether every event counts user space only (user_only_fallback applied). */
@@ -907,12 +941,36 @@ bool hwspy_count_user_only(const struct hwspy_count *c);
  * -EACCES/-EPERM not allowed, -ENOENT none of the events opens (or no such command), -EBUSY
  * started already, -EMFILE, -ENOMEM. */
 int hwspy_count_start(struct hwspy_count *c, pid_t pid, char *const *argv);
+/* Where hwspy_count_start() failed (with opts.sampling): the counters, or the target as the
+ * sampling run found it (-ESRCH, -EPERM, -EACCES: as the counters'); the target's mappings,
+ * read for the run; the run's events (-ESRCH gone since, -EPERM/-EACCES, -ENOENT its event:
+ * hwspy_reason() "event 'NAME' cannot be opened on this machine", -ENOBUFS, -EMFILE ...: a
+ * limit), or out of memory. A command launched by the run whose counters then failed is left
+ * running: hwspy_count_pid() names it, hwspy_count_stop() and hwspy_count_stats() say whether
+ * it has ended. */
+enum hwspy_count_failed {
+	HWSPY_COUNT_FAILED_COUNTERS,
+	HWSPY_COUNT_FAILED_MAPPINGS,
+	HWSPY_COUNT_FAILED_SAMPLING,
+	HWSPY_COUNT_FAILED_MEMORY,
+};
+enum hwspy_count_failed hwspy_count_failed(const struct hwspy_count *c);
+/* Why an attached target is counted without the sampling run asked for (after the start): 0
+ * (it runs, or none was asked), -ENOENT no interpreter found, else why its Python cannot be
+ * read (-ENOTSUP, -EBADMSG ...). */
+int hwspy_count_sampling_error(const struct hwspy_count *c);
+/* The sampling run's recorder (NULL: none runs): its mode, stats, pause and resume. c's. */
+struct hwspy_recorder *hwspy_count_recorder(struct hwspy_count *c);
+/* The counted process (a launched command's, once started). */
 pid_t hwspy_count_pid(const struct hwspy_count *c);
 /* Follows the threads' context switches once (where something else waits meanwhile). */
 void hwspy_count_tick(struct hwspy_count *c);
-/* Counts until *stop (NULL: none), duration_ns (0: none) or the target's end; blocks. */
+/* Counts until *stop (NULL: none), duration_ns (0: none) or the target's end; blocks. With the
+ * sampling run: samples meanwhile, the threads' switches followed at each slice; ends early
+ * where the run does (its failure, or the slice function's, returned). */
 int hwspy_count_run(struct hwspy_count *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
-/* The values now, counting going on; and after the stop, the final ones. 0, -ENOMEM. */
+/* The values now, counting going on; and after the stop, the final ones (the sampling run
+ * ended too, first). 0, -ENOMEM. */
 int hwspy_count_read(struct hwspy_count *c);
 int hwspy_count_stop(struct hwspy_count *c);
 /* The values of the last reading, valid until the next call on c. Before any: the events
@@ -920,8 +978,8 @@ int hwspy_count_stop(struct hwspy_count *c);
 const struct hwspy_count_event *hwspy_count_events(const struct hwspy_count *c, size_t *ret_n);
 const struct hwspy_count_thread *hwspy_count_threads(const struct hwspy_count *c, size_t *ret_n);
 void hwspy_count_stats(const struct hwspy_count *c, struct hwspy_count_stats *ret);
-/* The last reading again with a sampling run's part (s NULL: none): thread names, the GIL
- * waits, the functions the findings name. 0, -ENOMEM. */
+/* The last reading again with a sampling run's part (s NULL: opts.sampling's own run, if any):
+ * thread names, the GIL waits, the functions the findings name. 0, -ENOMEM. */
 int hwspy_count_report(struct hwspy_count *c, const struct hwspy_count_sampling *s);
 const struct hwspy_gil_wait *hwspy_count_gil_waits(const struct hwspy_count *c, size_t *ret_n);
 /* The report of the last reading (target: how it is named, "pid 123"): perf stat's table, the

@@ -1,6 +1,9 @@
 /*
  * count.c: include/hwspy.h's counting and findings over analysis/'s counting session
- * (analysis/stat.h): the public types translated from and to the stage's.
+ * (analysis/stat.h): the public types translated from and to the stage's; and the sampling run
+ * beside the counters (opts.sampling): a recording (lib/record.c's hwspy_recorder: the mode
+ * and its fallbacks, told as notes) whose samples analysis/'s tally takes, started with the
+ * counters (a launched command counted from its exec), its part of the report taken from it.
  */
 #include <errno.h>
 #include <math.h>
@@ -9,6 +12,9 @@
 
 #include "analysis/stat.h"
 #include "lib/internal.h"
+#include "lib/lib.h"
+
+#define SAMPLING_RATE 100               /* the sampling run's samples per second per thread */
 
 struct hwspy_count {
 	struct stat_count s;
@@ -23,6 +29,18 @@ struct hwspy_count {
 	size_t n_gil_in;
 	struct hwspy_count_sampling sampling;
 	bool have_sampling;
+	/* the sampling run beside the counters (opts.sampling) */
+	struct hwspy_count_opts o;      /* o.events not kept */
+	struct hwspy_events sev;        /* its events */
+	uint32_t leaders;
+	struct hwspy_recorder *rec;     /* NULL: none runs */
+	struct stat_tally tally;        /* its samples, by event and function */
+	bool own;                       /* the report's sampling part is the run's */
+	bool launch;                    /* the run launches the command */
+	bool launched;                  /* ... and did */
+	int sampling_error;             /* why an attached target is counted alone */
+	int exec_error;                 /* the counters' at the launched command's exec */
+	enum hwspy_count_failed failed;
 };
 
 int hwspy_count_new(const struct hwspy_count_opts *o, struct hwspy_count **ret)
@@ -60,6 +78,12 @@ int hwspy_count_new(const struct hwspy_count_opts *o, struct hwspy_count **ret)
 		c->n_ev++;
 	}
 	c->t.voluntary = c->t.involuntary = -1;
+	if (o) {
+		c->o = *o;
+		c->o.events = NULL;
+	}
+	if (c->o.sampling)
+		c->sev.n = stat_sampling_events(&c->s.s, c->sev.spec, HWSPY_MAX_EVENTS, &c->leaders);
 	*ret = c;
 	return 0;
 }
@@ -80,6 +104,8 @@ void hwspy_count_free(struct hwspy_count *c)
 {
 	if (!c)
 		return;
+	hwspy_recorder_free(c->rec);
+	stat_tally_release(&c->tally);
 	stat_count_release(&c->s);
 	totals_release(c);
 	free(c->gil_in);
@@ -91,11 +117,11 @@ bool hwspy_count_user_only(const struct hwspy_count *c)
 	return c->s.s.user_only;
 }
 
-int hwspy_count_start(struct hwspy_count *c, pid_t pid, char *const *argv)
+static int counters_start(struct hwspy_count *c, pid_t pid, char *const *argv)
 {
 	int r;
 
-	lib_reason_clear();
+	c->failed = HWSPY_COUNT_FAILED_COUNTERS;
 	if (pid < 0)
 		return lib_fail(-EINVAL, "no process with pid %d", (int) pid);
 	r = stat_count_start(&c->s, pid, argv);
@@ -111,14 +137,196 @@ int hwspy_count_start(struct hwspy_count *c, pid_t pid, char *const *argv)
 	return 0;
 }
 
+/* ---- the sampling run beside the counters ---- */
+
+static int tally_sink(void *ctx, const struct hwspy_sample *s)
+{
+	struct hwspy_count *c = ctx;
+	/* in an exact mode, a stack read after its sample (before the capture started: maybe a
+	 * later one's) is not credited */
+	bool late = s->late_ns && hwspy_recorder_mode(c->rec) != HWSPY_RECORD_NONBLOCKING;
+
+	return stat_tally_add(&c->tally, s->frames, s->depth, s->values, s->n_values, s->event,
+			      late);
+}
+
+/* The recording's notes, passed on; user space only with the run's events that then count
+ * nothing. */
+static void run_note(void *ctx, enum hwspy_note n, int err, const char *detail)
+{
+	struct hwspy_count *c = ctx;
+	char none[160] = "";
+	size_t len = 0;
+
+	if (!c->o.note_fn)
+		return;
+	for (size_t i = 1; n == HWSPY_NOTE_USER_ONLY && i < c->sev.n; i++) {
+		int k;
+
+		if (!stat_kernel_only(&c->sev.spec[i]))
+			continue;
+		k = snprintf(none + len, sizeof(none) - len, "%s'%s'", len ? ", " : "",
+			     c->sev.spec[i].name);
+		if (k < 0 || (size_t) k >= sizeof(none) - len) {
+			none[len] = '\0';
+			break;
+		}
+		len += (size_t) k;
+	}
+	c->o.note_fn(c->o.note_ctx, n, err, n == HWSPY_NOTE_USER_ONLY ? none : detail);
+}
+
+/* The launched command, stopped at its exec by the run's launch: its counters open now, so
+ * they count from the exec. */
+static void on_exec(void *ctx, pid_t pid)
+{
+	struct hwspy_count *c = ctx;
+
+	c->exec_error = stat_count_start(&c->s, pid, NULL);
+	c->started |= c->exec_error >= 0;
+}
+
+static int sampling_new(struct hwspy_count *c, pid_t pid, char *const *argv)
+{
+	struct hwspy_record_opts ro;
+	int r;
+
+	hwspy_record_opts_init(&ro);
+	ro.pid = pid;
+	ro.argv = argv;
+	ro.events = &c->sev;
+	ro.freq = SAMPLING_RATE;
+	ro.leaders = c->leaders;
+	ro.mode = c->o.sampling_mode;
+	ro.function = true;
+	/* each thread's share of its time waiting for the GIL, from the switches off the CPU:
+	 * kernel samples, none in user space alone */
+	ro.gil_waits = !c->s.s.user_only;
+	ro.sigchld = c->o.sigchld;
+	ro.raise_nofile = c->o.raise_nofile;
+	ro.note_fn = run_note;
+	ro.note_ctx = c;
+	ro.exec_fn = argv ? on_exec : NULL;
+	ro.exec_ctx = c;
+	r = hwspy_recorder_new(&ro, tally_sink, c, &c->rec);
+	if (r < 0) {
+		c->failed = r == -ENOMEM ? HWSPY_COUNT_FAILED_MEMORY : HWSPY_COUNT_FAILED_SAMPLING;
+		return r;
+	}
+	c->tally = (struct stat_tally) {
+		.prof = hwspy_recorder_profile(c->rec)->p, .events = c->sev.spec,
+		.n_events = c->sev.n,
+	};
+	return 0;
+}
+
+/* The run's events opened (the command launched, its counters opened at its exec). */
+static int sampling_start(struct hwspy_count *c, char *const *argv)
+{
+	int r = hwspy_recorder_start(c->rec);
+
+	if (r == -ENOENT)
+		r = lib_fail(r, "event '%s' cannot be opened on this machine", c->sev.spec[0].name);
+	if (r < 0) {
+		c->failed = HWSPY_COUNT_FAILED_SAMPLING;
+		return r;
+	}
+	c->launched = argv != NULL;
+	if (argv && !c->started) {
+		r = c->exec_error ? c->exec_error : -ECHILD;
+		c->failed = HWSPY_COUNT_FAILED_COUNTERS;
+		return lib_fail_errno(r, "cannot count events of '%s'", argv[0]);
+	}
+	return 0;
+}
+
+/* Attached: the interpreter and mappings read; a target without a Python hwspy can read is
+ * counted alone. */
+static int sampling_attach(struct hwspy_count *c, pid_t pid)
+{
+	struct hwspy_python py;
+	int r = sampling_new(c, pid, NULL);
+
+	if (r < 0)
+		return r;
+	r = hwspy_recorder_open(c->rec);
+	if (r >= 0)
+		return sampling_start(c, NULL);
+	hwspy_recorder_python(c->rec, &py);
+	if (py.result >= 0) {
+		c->failed = HWSPY_COUNT_FAILED_MAPPINGS;
+		return r;
+	}
+	if (py.result == -EPERM || py.result == -EACCES || py.result == -ESRCH) {
+		c->failed = HWSPY_COUNT_FAILED_COUNTERS;
+		return r;
+	}
+	lib_reason_clear();
+	c->sampling_error = py.result;
+	hwspy_recorder_free(c->rec);
+	c->rec = NULL;
+	stat_tally_release(&c->tally);
+	return 0;
+}
+
+int hwspy_count_start(struct hwspy_count *c, pid_t pid, char *const *argv)
+{
+	int r;
+
+	lib_reason_clear();
+	if (c->o.sampling && c->rec)
+		return lib_fail(-EBUSY, "counting has started already");
+	if (c->o.sampling && !pid && !argv) {
+		c->failed = HWSPY_COUNT_FAILED_SAMPLING;
+		return lib_fail(-EINVAL, "no sampling run beside the counters of the calling "
+				"process");
+	}
+	if (c->o.sampling && !pid) {
+		c->launch = true;
+		r = sampling_new(c, 0, argv);
+		return r < 0 ? r : sampling_start(c, argv);
+	}
+	r = counters_start(c, pid, argv);
+	if (r < 0 || !c->o.sampling)
+		return r;
+	return sampling_attach(c, pid);
+}
+
+enum hwspy_count_failed hwspy_count_failed(const struct hwspy_count *c)
+{
+	return c->failed;
+}
+
+int hwspy_count_sampling_error(const struct hwspy_count *c)
+{
+	return c->sampling_error;
+}
+
+struct hwspy_recorder *hwspy_count_recorder(struct hwspy_count *c)
+{
+	return c->rec;
+}
+
 pid_t hwspy_count_pid(const struct hwspy_count *c)
 {
+	if (c->launch)
+		return c->launched ? hwspy_recorder_pid(c->rec) : 0;
 	return c->s.pid;
 }
 
 void hwspy_count_tick(struct hwspy_count *c)
 {
 	stat_count_tick(&c->s);
+}
+
+/* The run's slice: the threads' switches followed, then the caller's. */
+static int run_slice(void *ctx, struct hwspy_recorder *rec, int r)
+{
+	struct hwspy_count *c = ctx;
+
+	(void) rec;
+	stat_count_tick(&c->s);
+	return c->o.slice_fn ? c->o.slice_fn(c->o.slice_ctx, c, r) : r;
 }
 
 int hwspy_count_run(struct hwspy_count *c, volatile sig_atomic_t *stop, uint64_t duration_ns)
@@ -128,6 +336,13 @@ int hwspy_count_run(struct hwspy_count *c, volatile sig_atomic_t *stop, uint64_t
 	lib_reason_clear();
 	if (!c->started)
 		return lib_fail(-EINVAL, "counting has not started");
+	if (c->rec) {
+		struct hwspy_run run = {
+			.stop = stop, .duration_ns = duration_ns, .slice_fn = run_slice, .ctx = c,
+		};
+
+		return hwspy_recorder_run(c->rec, &run);
+	}
 	r = stat_count_run(&c->s, stop, duration_ns);
 	return r < 0 ? lib_fail_errno(r, "counting failed") : 0;
 }
@@ -212,9 +427,14 @@ int hwspy_count_read(struct hwspy_count *c)
 int hwspy_count_stop(struct hwspy_count *c)
 {
 	lib_reason_clear();
-	if (!c->started)
+	if (!c->started) {
+		if (c->rec)
+			hwspy_recorder_stop(c->rec);
 		return lib_fail(-EINVAL, "counting has not started");
+	}
 	stat_count_stop(&c->s);
+	if (c->rec)
+		hwspy_recorder_stop(c->rec);
 	return totals(c);
 }
 
@@ -252,11 +472,67 @@ void hwspy_count_stats(const struct hwspy_count *c, struct hwspy_count_stats *re
 	ret->threads_raced = cs->threads_raced;
 	ret->target_exited = cs->target_exited;
 	ret->exit_status = cs->exit_status;
+	if (c->launched) {
+		/* the run's command: the sampler reaps it */
+		struct hwspy_record_stats rs;
+
+		hwspy_recorder_stats(c->rec, &rs);
+		ret->target_exited = rs.target_exited;
+		ret->exit_status = rs.exit_status;
+	}
+}
+
+/* A thread's name in the sampling run's profile. */
+static const char *own_name(void *ctx, pid_t tid)
+{
+	struct hwspy_count *c = ctx;
+
+	return profile_thread_name(hwspy_recorder_profile(c->rec)->p, (uint32_t) tid);
+}
+
+/* The sampling run's part: the threads' names, their waits for the GIL (a thread's time on the
+ * CPU: the run's where its sampling event counts time, the sum of its periods), the functions
+ * behind the findings (the tally's). */
+static int own_report(struct hwspy_count *c)
+{
+	const struct profile_event *e = profile_event(hwspy_recorder_profile(c->rec)->p, 0);
+	bool time = e && profile_event_is_time(e->name);
+	size_t n = hwspy_recorder_gil_threads(c->rec, NULL, 0);
+	struct hwspy_gil_thread *g = n ? calloc(n, sizeof(*g)) : NULL;
+	struct hwspy_gil_wait *w = n ? calloc(n, sizeof(*w)) : NULL;
+	struct hwspy_record_stats rs;
+	struct hwspy_count_sampling s = { .thread_name = own_name, .ctx = c, .gil = w };
+	int r;
+
+	if (n && (!g || !w)) {
+		free(g);
+		free(w);
+		return lib_fail(-ENOMEM, "out of memory");
+	}
+	n = hwspy_recorder_gil_threads(c->rec, g, n);
+	hwspy_recorder_stats(c->rec, &rs);
+	s.samples = rs.samples;
+	/* stops are not taken at a switch */
+	s.gil_measured = hwspy_recorder_mode(c->rec) != HWSPY_RECORD_STOPS;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].gil_wait_ns)
+			w[s.n_gil++] = (struct hwspy_gil_wait) {
+				.tid = g[i].tid, .wait_ns = (double) g[i].gil_wait_ns,
+				.cpu_ns = time ? (double) g[i].weight : -1,
+			};
+	r = hwspy_count_report(c, &s);
+	c->own = true;
+	free(g);
+	free(w);
+	return r;
 }
 
 int hwspy_count_report(struct hwspy_count *c, const struct hwspy_count_sampling *s)
 {
 	lib_reason_clear();
+	c->own = false;
+	if (!s && c->rec)
+		return own_report(c);
 	free(c->gil_in);
 	c->gil_in = NULL;
 	c->n_gil_in = 0;
@@ -309,7 +585,10 @@ static void find(struct hwspy_count *c, struct stat_findings *ret)
 {
 	struct stat_attribution attr = { .functions = functions, .ctx = c };
 
-	stat_find(&c->t, c->have_sampling && c->sampling.functions ? &attr : NULL, ret);
+	if (c->own)
+		attr = (struct stat_attribution) { .functions = stat_functions, .ctx = &c->tally };
+	stat_find(&c->t, c->have_sampling && (c->own || c->sampling.functions) ? &attr : NULL,
+		  ret);
 }
 
 int hwspy_count_findings(struct hwspy_count *c, struct hwspy_findings *ret)

@@ -5,6 +5,7 @@
  * the steps of `hwspy diff` over two files (read, merged, checked; the event --weight picks).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -429,4 +430,14 @@ enum hwspy_diff_format hwspy_diff_format_of_path(const char *path)
 	if (ends_with(path, ".folded") || ends_with(path, ".collapsed"))
 		return HWSPY_DIFF_FOLDED;
 	return HWSPY_DIFF_TABLE;
+}
+
+void hwspy_output_default(pid_t pid, enum hwspy_format f, char *buf, size_t size)
+{
+	static const char *const ext[] = {
+		[HWSPY_FORMAT_FOLDED] = "folded", [HWSPY_FORMAT_SPEEDSCOPE] = "speedscope.json",
+		[HWSPY_FORMAT_SVG] = "svg", [HWSPY_FORMAT_PPROF] = "pb.gz",
+	};
+
+	snprintf(buf, size, "hwspy-%d.%s", (int) pid, ext[f <= HWSPY_FORMAT_PPROF ? f : 0]);
 }

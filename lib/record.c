@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -37,6 +38,7 @@ struct hwspy_recorder {
 	hwspy_sample_fn sink;
 	void *sink_ctx;
 	bool opened, started;
+	uint64_t run_start_ns;          /* hwspy_recorder_run()'s, the wall clock */
 	uint64_t capture_failures;      /* told so far (HWSPY_NOTE_CAPTURE_FAILED) */
 	uint64_t excluded;
 	pid_t excluded_tids[EXCLUDED_MAX];
@@ -338,6 +340,7 @@ int hwspy_recorder_run(struct hwspy_recorder *h, const struct hwspy_run *run)
 	rr.stop = run->stop ? run->stop : &never;
 	rr.duration_ns = run->duration_ns;
 	h->run = run;
+	h->run_start_ns = (uint64_t) time(NULL) * 1000000000ULL;
 	r = recorder_run(h->rec, &rr);
 	h->run = NULL;
 	if (r == -EBUSY)
@@ -489,4 +492,31 @@ int hwspy_profile_frame_text(const struct hwspy_profile *p, uint32_t id, char *b
 bool hwspy_profile_log_complete(const struct hwspy_profile *p)
 {
 	return profile_log_complete(p->p);
+}
+
+void hwspy_recorder_note_run(struct hwspy_recorder *h, const char *missed_why)
+{
+	struct hwspy_record_stats st;
+
+	hwspy_recorder_stats(h, &st);
+	hwspy_profile_set_run(&h->profile, h->run_start_ns, st.elapsed_ns, st.lost,
+			      st.dropped_torn + st.dropped_unreadable, st.threads_seen);
+	if (st.threads_failed)
+		(void) hwspy_profile_set_threads_missed(&h->profile, st.threads_failed, missed_why);
+}
+
+int hwspy_recorder_verdict(struct hwspy_recorder *h)
+{
+	struct hwspy_record_stats st;
+	struct hwspy_python py;
+
+	hwspy_recorder_python(h, &py);
+	hwspy_recorder_stats(h, &st);
+	if (py.fatal)
+		return py.fatal;
+	/* gone before an interpreter was ever found: it was not a Python process */
+	if (h->opts.argv && !py.found && !h->opts.native)
+		return py.result && py.result != -ESRCH ? py.result : -ENOENT;
+	/* an empty profile is nothing useful: the previous output stays */
+	return !st.samples && !st.off_cpu_initial;
 }

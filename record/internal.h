@@ -1,5 +1,6 @@
 /*
- * record/internal.h: the recorder's state and the functions its files share. Not for cli/.
+ * record/internal.h: the recorder's state and the functions its files share. Not for lib/ or
+ * analysis/, which use record.h (and snapshot.h).
  *
  * The folder:
  *   recorder.c   lifecycle: new, finding the interpreter, start (sampler_new with the capture),
@@ -16,7 +17,9 @@
  *                again (the sampler's switch events)
  *   procs.c      --subprocesses: the target's child processes, each with its own interpreter,
  *                the [process ...] root frames
- *   wait.c       why a thread waited: the wait-reason table ([wait: ...] words)
+ *   wait.c       why a thread waited: the wait-reason table ([wait: ...] words), the one table
+ *                of dump, --off-cpu, --wall and stat
+ *   snapshot.c   every thread's stack now (hwspy dump): its own contract in snapshot.h
  */
 #ifndef HWSPY_RECORD_INTERNAL_H
 #define HWSPY_RECORD_INTERNAL_H

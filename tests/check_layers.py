@@ -3,24 +3,35 @@
 
     python3 tests/check_layers.py SRC_ROOT      (meson: meson test -C build check-layers)
 
-1. The include graph is one way: cli -> record -> {sampler, pyframes, symbolizer, output} -> base.
-   Every `#include "DIR/..."` in a .c or .h file under cli/, record/, sampler/, pyframes/,
-   symbolizer/, output/ or base/ (at any depth) whose DIR is one of those folders is an arrow
-   from the file's folder to DIR, and must be one of
+1. The include graph is one way:
+       cli -> include/hwspy.h (lib/: libhwspy) -> analysis -> record
+           -> {sampler, pyframes, symbolizer, output} -> base.
+   Every `#include "DIR/..."` in a .c or .h file under one of those folders (at any depth)
+   whose DIR is one of them is an arrow from the file's folder to DIR, and must be one of
        base       -> (nothing else)
        output     -> base
        sampler, pyframes, symbolizer -> base       (not each other, not output)
        record     -> sampler, pyframes, symbolizer, output, base
-       cli        -> any
+       analysis   -> record, sampler, pyframes, symbolizer, output, base
+       lib        -> include and every stage (it implements include/hwspy.h over them)
+       include    -> (nothing: hwspy.h includes system headers alone)
+       cli        -> include, base   (the public header and the leaf helpers; not
+                                      base/procfs.h, a /proc reader)
    (an include of the file's own folder, or of a path that names none of them, is no arrow;
    tests/ and bench/ are not checked). The same holds for the dependencies of each
-   static_library() and declare_dependency() in those folders' meson.build files, and of what
-   they link_with: a `NAME_dep` or `NAME_lib` (or a list variable holding some) defined in folder
-   F is an arrow to F; external dependencies (zlib, libdw, threads ...) are none.
-2. The folder record/ exists: the sample pipeline is a stage of its own (the issue "the recorder
-   as a stage of its own"), not part of cli/.
+   static_library(), both_libraries(), executable() and declare_dependency() in those folders'
+   meson.build files, and of what they link_with / link_whole: a `NAME_dep` or `NAME_lib` (or a
+   list variable holding some) defined in folder F is an arrow to F (lib/'s, libhwspy, counts
+   as include/: linking the library is using its header); external dependencies (zlib, libdw,
+   threads, ncurses ...) are none.
+2. The folders record/ and analysis/ exist: the sample pipeline and the analysis (counting,
+   findings, the live table) are stages of their own, not part of cli/.
 3. No C function in those folders is over MAX_LINES lines: a function runs from its line holding
    only `{` at column 0 to the next line starting with `}` at column 0, both counted.
+4. cli/ is the command line only: at most CLI_MAX_LINES lines in all its .c and .h files, and no
+   call of ptrace(), syscall(), perf_event_open, bpf, process_vm_readv, opendir() and no
+   "/proc/..." or "/sys/..." path built or opened there (its messages may name such paths in
+   words: only a path given to a call or a format with a conversion counts).
 
 Prints every violation, one per line (FILE:LINE: ...), and exits 1 if there is any; else one
 line saying what was checked, exit 0. Standard library only; needs no build.
@@ -30,7 +41,9 @@ import re
 import sys
 
 MAX_LINES = 120
-LAYERS = ['cli', 'record', 'sampler', 'pyframes', 'symbolizer', 'output', 'base']
+CLI_MAX_LINES = 3000
+LAYERS = ['cli', 'lib', 'include', 'analysis', 'record', 'sampler', 'pyframes', 'symbolizer',
+          'output', 'base']
 STAGES = ['sampler', 'pyframes', 'symbolizer']
 ALLOWED = {
     'base': set(),
@@ -39,8 +52,19 @@ ALLOWED = {
     'pyframes': {'base'},
     'symbolizer': {'base'},
     'record': {'sampler', 'pyframes', 'symbolizer', 'output', 'base'},
-    'cli': set(LAYERS),
+    'analysis': {'record', 'sampler', 'pyframes', 'symbolizer', 'output', 'base'},
+    'lib': {'include', 'analysis', 'record', 'sampler', 'pyframes', 'symbolizer', 'output',
+            'base'},
+    'include': set(),
+    'cli': {'include', 'base'},
 }
+# headers of an allowed folder that a layer still may not include
+FORBIDDEN = {'cli': {'base/procfs.h': 'a /proc reader: the library reads /proc, cli words it'}}
+# what cli/ may not call or build: the engine's system interfaces
+CLI_CALLS = re.compile(r'\b(ptrace|syscall|perf_event_open|sys_perf_event_open|bpf|'
+                       r'process_vm_readv|opendir|fdopendir)\s*\(')
+CLI_PATHS = re.compile(r'"/(proc|sys)/[^"]*%|\b(open|openat|fopen|opendir|stat|lstat|access|'
+                       r'readlink)\s*\(\s*"/(proc|sys)/')
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SIGNATURE_NAME = re.compile(r'([A-Za-z_][A-Za-z_0-9]*)\s*\(')
 
@@ -64,7 +88,9 @@ def arrow_problem(src, dst):
         return None
     if src in STAGES and dst in STAGES:
         why = 'stages do not include each other'
-    elif dst in ('cli', 'record'):
+    elif src == 'cli':
+        why = 'cli/ includes only include/hwspy.h and base/: the engine is libhwspy\'s'
+    elif dst in ('cli', 'lib', 'analysis', 'record'):
         why = '%s is above %s: call up through a callback type %s declares' % (dst, src, src)
     else:
         why = '%s may use only %s' % (src, ', '.join(sorted(ALLOWED[src])) or
@@ -85,6 +111,9 @@ def check_includes(root, out):
                     continue
                 n += 1
                 p = arrow_problem(layer, dst)
+                if not p and m.group(1) in FORBIDDEN.get(layer, {}):
+                    p = '%s may not include %s (%s)' % (layer, m.group(1),
+                                                       FORBIDDEN[layer][m.group(1)])
                 if p:
                     out.append('%s:%d: #include "%s": %s' % (rel(root, path), no, m.group(1), p))
     return n
@@ -154,22 +183,25 @@ def check_meson(root, out):
                 files[layer] = (path, strip_comments(f.read()))
     for layer, (_, text) in files.items():
         for m in re.finditer(r'^\s*([A-Za-z_]\w*)\s*=\s*(declare_dependency|static_library|'
-                             r'library|shared_library)\s*\(', text, re.M):
+                             r'library|shared_library|both_libraries)\s*\(', text, re.M):
             owner[m.group(1)] = layer
     n = 0
     for layer, (path, text) in files.items():
         lists = list_vars(text)
-        for func in ('static_library', 'declare_dependency', 'library', 'shared_library'):
+        for func in ('static_library', 'declare_dependency', 'library', 'shared_library',
+                     'both_libraries', 'executable'):
             for start, args in calls(text, func):
                 no = text.count('\n', 0, start) + 1
-                for key in ('dependencies', 'link_with'):
+                for key in ('dependencies', 'link_with', 'link_whole'):
                     value = keyword_value(args, key) or ''
                     ids = re.findall(r'\b[A-Za-z_]\w*\b', value)
                     for dep in expand(ids, lists):
                         if dep not in owner:
                             continue
                         n += 1
-                        p = arrow_problem(layer, owner[dep])
+                        # linking libhwspy is using include/hwspy.h: the library is its body
+                        dst = 'include' if owner[dep] == 'lib' and layer != 'lib' else owner[dep]
+                        p = arrow_problem(layer, dst)
                         if p:
                             out.append('%s:%d: %s(... %s: %s): %s'
                                        % (rel(root, path), no, func, key, dep, p))
@@ -217,6 +249,28 @@ def check_lengths(root, out):
     return n
 
 
+# ---------------------------------------------------------------------------- cli: command line only
+
+def strip_c_comments(text):
+    return re.sub(r'/\*.*?\*/|//[^\n]*', lambda m: '\n' * m.group(0).count('\n'), text, flags=re.S)
+
+
+def check_cli(root, out):
+    total = 0
+    for path in sources(root, 'cli', ('.c', '.h')):
+        text = open(path, encoding='utf-8', errors='replace').read()
+        total += text.count('\n')
+        for no, line in enumerate(strip_c_comments(text).split('\n'), 1):
+            m = CLI_CALLS.search(line) or CLI_PATHS.search(line)
+            if m:
+                out.append('%s:%d: cli/ calls or builds %r: the engine\'s, behind include/hwspy.h'
+                           % (rel(root, path), no, m.group(0)))
+    if total > CLI_MAX_LINES:
+        out.append('cli/: %d lines (over %d): what is not command line (options, usage, '
+                   'messages, exit codes, drawing) belongs in the library' % (total, CLI_MAX_LINES))
+    return total
+
+
 def rel(root, path):
     return os.path.relpath(path, root)
 
@@ -227,16 +281,19 @@ def main():
         return 2
     root = sys.argv[1]
     out = []
-    if not os.path.isdir(os.path.join(root, 'record')):
-        out.append('record/: missing: the recorder (the sample pipeline, now in cli/) is a '
-                   'stage of its own: cli -> record -> {sampler, pyframes, symbolizer, output}')
+    for stage, what in (('record', 'the recorder (the sample pipeline)'),
+                        ('analysis', 'the analysis (counting, findings, the live table)')):
+        if not os.path.isdir(os.path.join(root, stage)):
+            out.append('%s/: missing: %s is a stage of its own, not part of cli/' % (stage, what))
     n_inc = check_includes(root, out)
     n_dep = check_meson(root, out)
     n_fn = check_lengths(root, out)
+    n_cli = check_cli(root, out)
     for line in out:
         print(line)
-    print('%s: %d includes, %d meson dependencies and links, %d functions checked: %d violations'
-          % ('FAIL' if out else 'ok', n_inc, n_dep, n_fn, len(out)))
+    print('%s: %d includes, %d meson dependencies and links, %d functions, %d lines of cli/ '
+          'checked: %d violations' % ('FAIL' if out else 'ok', n_inc, n_dep, n_fn, n_cli,
+                                      len(out)))
     return 1 if out else 0
 
 

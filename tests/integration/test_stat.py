@@ -1,7 +1,9 @@
 """hwspy stat on real targets (tests/targets/stat_work.py), software events (no PMU here):
 
-  cpu      attached to a spinning target: CPU utilisation near 1, no waiting finding, the text
-           report has the table and the findings
+  cpu      attached to a spinning target: CPU utilisation within 0.3 of what /proc says it used
+           over the call (near 1 on a quiet machine; a loaded one gave it 0.43, and stat said
+           0.43), no waiting finding where it got over 0.7, the text report has the table and
+           the findings
   sleep    a sleeper: the low-utilisation finding
   lock     two threads handing a lock back and forth: the context-switch finding, naming
            ping or pong
@@ -90,12 +92,25 @@ def names(f):
     return ' '.join(x['function'] for x in f['functions'])
 
 
+def cpu_seconds(pid):
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def case_cpu(opts):
     w = target(opts, 'cpu')
+    t0, c0 = time.monotonic(), cpu_seconds(w.pid)
     d = stat_json(opts, w.pid)
-    check(d['cpus_utilised'] is not None and d['cpus_utilised'] > 0.5,
-          'a spinning target used %s CPUs' % d['cpus_utilised'])
-    check(not finding(d, 'low-cpu-utilization'), 'a spinning target reported as waiting')
+    got = (cpu_seconds(w.pid) - c0) / (time.monotonic() - t0)
+    used = d['cpus_utilised']
+    log('the spinner used %.2f CPUs by /proc over the call, %s by hwspy stat' % (got, used))
+    check(used is not None and abs(used - got) < 0.3,
+          'a spinning target used %.2f CPUs (/proc), hwspy stat says %s' % (got, used))
+    if got > 0.7:
+        check(not finding(d, 'low-cpu-utilization'), 'a spinning target reported as waiting')
+    else:       # a busy machine starved it: a low-utilisation finding is then the truth
+        log('the machine is busy (the spinner got %.2f CPUs): not checking its findings' % got)
     check(not d['hardware_pmu'] or not d['not_measured'], 'no PMU, but nothing unmeasured')
     check(d['sampled'] and d['samples'] > 30, 'the sampling run took %d samples' % d['samples'])
     p = run_stat(opts, ['-p', str(w.pid), '-d', '0.5'])
