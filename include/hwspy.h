@@ -1240,6 +1240,54 @@ int hwspy_target_switches(pid_t pid, size_t max, struct hwspy_switches *ret);
  * (pid <= 0, size 0), -errno. */
 int hwspy_target_comm(pid_t pid, char *buf, size_t size);
 
+/* (topshrink) The table of a recording, the steps top's keys take on a view, the table as
+ * text, and the numbers of top's header: the recorder's mode as top names it, the rates from
+ * two readings of the target.
+ *
+ * hwspy_table_new_recording(): a table of rec's profile's events whose frames are named as
+ * hwspy_profile_frame_text() writes them, native and kernel frames the native ones (rec
+ * outlives the table); hwspy_table_add_sample() adds one sample of rec's sink. As
+ * hwspy_table_new() and hwspy_table_add() return. */
+int hwspy_table_new_recording(struct hwspy_recorder *rec, struct hwspy_table **ret);
+int hwspy_table_add_sample(struct hwspy_table *t, const struct hwspy_sample *s);
+/* A step of vo: sort by self, by total, by the column left or right of vo->sort (none past
+ * the first or last); the next thread (hwspy_table_next_thread()); native rows hidden or shown. */
+enum hwspy_table_step {
+	HWSPY_TABLE_SORT_SELF, HWSPY_TABLE_SORT_TOTAL, HWSPY_TABLE_SORT_LEFT, HWSPY_TABLE_SORT_RIGHT,
+	HWSPY_TABLE_NEXT_THREAD, HWSPY_TABLE_NATIVE,
+};
+void hwspy_table_step(const struct hwspy_table *t, struct hwspy_table_view_opts *vo,
+		      enum hwspy_table_step step);
+/* The column header and the view's first max_rows rows (0: every one), of no width limit,
+ * each line ended by "\n". *ret valid until the next call on t: 0, -ENOMEM. */
+int hwspy_table_text(struct hwspy_table *t, size_t max_rows, const char **ret);
+
+/* How rec reads stacks now; a capture that failed to start is CAPTURE_FAILED (nonblocking). */
+enum hwspy_live_mode {
+	HWSPY_LIVE_NONBLOCKING, HWSPY_LIVE_CAPTURE, HWSPY_LIVE_CAPTURE_FAILED, HWSPY_LIVE_STOPS,
+};
+enum hwspy_live_mode hwspy_live_mode(struct hwspy_recorder *rec);
+
+/* Readings of rec's target and stats by hwspy_live_rates_read(), the first at the start, then
+ * one a second say: samples a second, the target's CPU (% of one core: 250 is two and a half cores
+ * busy) and context switches a second, each from this reading and the one before, valid (_ok)
+ * where both had it; a thread that exited takes its switches out of the sum (a rate of 0 then,
+ * never negative). Switches are read from the first HWSPY_LIVE_TASKS threads. Zeroed by the
+ * caller before the first reading; nothing fails (what cannot be read is not _ok). */
+#define HWSPY_LIVE_TASKS 256
+struct hwspy_live_rates {
+	double samples_s, cpu_pct, vol_s, invol_s;
+	bool samples_ok, cpu_ok, sw_ok;
+	uint64_t lost;                  /* samples lost so far */
+	struct hwspy_switches sw;       /* the last switches read: threads read, listed */
+	long cores;                     /* CPUs online (at least 1) */
+	char comm[64];                  /* the target's command name, as last read ("": none) */
+	uint64_t at_ns, samples, cpu_ns;        /* the last reading's */
+	bool have_cpu, have_sw;
+};
+void hwspy_live_rates_read(struct hwspy_live_rates *q, struct hwspy_recorder *rec,
+			   uint64_t now_ns);
+
 #ifdef __cplusplus
 }
 #endif
