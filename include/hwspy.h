@@ -397,7 +397,7 @@ struct hwspy_child_end_opts {
 };
 void hwspy_child_end(struct hwspy_child *c, const struct hwspy_child_end_opts *o);
 /* The recorder's launched command ended as above (sampling ended first; what the sampler
- * reaped already counts): into *c, whose pid and name the recorder fills. */
+ * reaped already counts): how it ended into *c, which it fills whole. */
 void hwspy_recorder_end_command(struct hwspy_recorder *rec, const struct hwspy_child_end_opts *o,
 				struct hwspy_child *c);
 /* Its exit status: 128+N if signal N killed it, 0 if kept running or not ended. */

@@ -108,9 +108,8 @@ void hwspy_recorder_end_command(struct hwspy_recorder *rec, const struct hwspy_c
 
 	hwspy_recorder_stop(rec);
 	hwspy_recorder_stats(rec, &st);
-	if (!c->pid)
-		c->pid = hwspy_recorder_pid(rec);
-	if (st.target_exited && !c->ended) {
+	*c = (struct hwspy_child) { .pid = hwspy_recorder_pid(rec) };
+	if (st.target_exited) {
 		c->ended = true;        /* the sampler reaped it */
 		c->status = st.exit_status;
 	}

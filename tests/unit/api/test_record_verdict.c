@@ -45,6 +45,13 @@ static int verdict(char *const *argv, bool native, uint64_t freq, struct hwspy_p
 	assert_int_equal(m->threads_missed, 0);
 	r = hwspy_recorder_verdict(rec);
 	hwspy_recorder_stop(rec);
+	/* the command is left running by the run: ended here (SIGINT at once, SIGTERM 0.2 s on),
+	 * or it would outlive the test holding its output open */
+	struct hwspy_child_end_opts eo = { .grace = 0.2 };
+	struct hwspy_child c;
+
+	hwspy_recorder_end_command(rec, &eo, &c);
+	assert_true(c.ended);
 	hwspy_recorder_free(rec);
 	return r;
 }
