@@ -189,14 +189,10 @@ int cmd_diff(int argc, char **argv)
 	a.w.title = a.fo.title, a.w.icicle = a.fo.icicle, a.w.min_width = a.fo.min_width;
 	a.w.before_name = a.paths[0], a.w.after_name = a.paths[1];
 	a.w.before_ns = d.duration_ns[0], a.w.after_ns = d.duration_ns[1];
-	r = hwspy_diff_write(d.merged, &a.w, out.f);
-	if (r < 0) {
+	if ((r = hwspy_diff_write(d.merged, &a.w, out.f)) < 0)
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
-		goto out;
-	}
-	if (cli_output_commit(&out) < 0)
-		goto out;
-	status = 0;
+	else if (cli_output_commit(&out) == 0)
+		status = 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_diff_files_release(&d);
