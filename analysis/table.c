@@ -600,3 +600,38 @@ int table_row_text(const struct table *t, const struct table_view *v, size_t i, 
 	name = table_frame_text(t, v->rows[i].frame);
 	return text_cut(out, name ? name : "", name_room(width, used)) < 0 ? -ENOMEM : 0;
 }
+
+int table_text(const struct table *t, const struct table_view *v, size_t max_rows,
+	       struct buf *out)
+{
+	if (table_header_text(t, v, 0, out) < 0 || buf_putc(out, '\n') < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->n && (!max_rows || i < max_rows); i++)
+		if (table_row_text(t, v, i, 0, out) < 0 || buf_putc(out, '\n') < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+void table_step(const struct table *t, struct table_view_opts *vo, enum table_step step)
+{
+	switch (step) {
+	case TABLE_SORT_SELF:
+	case TABLE_SORT_TOTAL:
+		vo->sort = step == TABLE_SORT_SELF ? TABLE_COL_SELF : TABLE_COL_TOTAL;
+		break;
+	case TABLE_SORT_LEFT:
+		if (vo->sort > 0)
+			vo->sort--;
+		break;
+	case TABLE_SORT_RIGHT:
+		if (vo->sort + 1 < t->n_cols)
+			vo->sort++;
+		break;
+	case TABLE_NEXT_THREAD:
+		vo->tid = table_next_thread(t, vo->tid);
+		break;
+	case TABLE_NATIVE:
+		vo->hide_native = !vo->hide_native;
+		break;
+	}
+}

@@ -2,7 +2,8 @@
  * table (analysis): the live table `hwspy top` shows, without the screen: the finished samples
  * of a run summed per (thread, function) into self and total value vectors, the columns those
  * allow, a view of the rows (one thread or all, native rows shown or not) sorted by any column,
- * and each row and the column header as text of a given width. Data only: no printing, no
+ * each row and the column header as text of a given width, and the view's options stepped as
+ * top's keys step them. Data only: no printing, no
  * terminal (cli/top_screen.c draws); include/hwspy.h's `live table` is this (lib/table.c).
  *
  * Values: a sample's value vector has 1 + n_events columns: [0] the sample (1), [1 + i] what
@@ -114,5 +115,18 @@ int table_header_text(const struct table *t, const struct table_view *v, int wid
 		      struct buf *out);
 int table_row_text(const struct table *t, const struct table_view *v, size_t i, int width,
 		   struct buf *out);
+/* The column header and v's first max_rows rows (0: every one), of no width limit, each line
+ * ended by '\n', appended to out. */
+int table_text(const struct table *t, const struct table_view *v, size_t max_rows,
+	       struct buf *out);
+
+/* The steps `top`'s keys take on a view's options: sort by self, by total, by the column left
+ * or right of vo->sort (none past the first or last); the next thread (table_next_thread());
+ * native rows hidden or shown. */
+enum table_step {
+	TABLE_SORT_SELF, TABLE_SORT_TOTAL, TABLE_SORT_LEFT, TABLE_SORT_RIGHT, TABLE_NEXT_THREAD,
+	TABLE_NATIVE,
+};
+void table_step(const struct table *t, struct table_view_opts *vo, enum table_step step);
 
 #endif

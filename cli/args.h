@@ -1,8 +1,8 @@
 /*
  * args (cli): the sampling commands' options (record's, which top and stat share) as parsed
  * (record_args.c) and checked (record_check.c: libhwspy's hwspy_record_check() said), the
- * summary and messages of a run (record_report.c), the limits behind a thread left out
- * (record_limits.c) and the end of a launched command (record_child.c). Internal to cli/.
+ * summary and messages of a run and the limits behind a thread left out (record_report.c),
+ * and the end of a launched command (record_child.c). Internal to cli/.
  */
 #ifndef HWSPY_CLI_ARGS_H
 #define HWSPY_CLI_ARGS_H
@@ -74,22 +74,21 @@ const char *record_event_name(const struct record_args *o, size_t i);
  * (said). */
 int record_check_options(struct record_args *o);
 int record_check_target(const struct record_args *o);
-/* The one line for o's events that happen in the kernel (--off-cpu's and --wall's switches, or
- * a sampled context-switches or cpu-migrations) where kernel mode is refused. */
-void record_kernel_refused(const struct record_args *o, bool migrations);
 
-/* record_limits.c: why st's threads were left out, appended to out: "12 out of file descriptors
- * (ulimit -n 256), 3 over the locked-memory limit (RLIMIT_MEMLOCK ...)"; nothing when none
- * was. The limits as they are now: "RLIMIT_MEMLOCK 8192 KiB ('ulimit -l') beyond
- * kernel.perf_event_mlock_kb 516 KiB per CPU", "ulimit -n 256". 0 or -ENOMEM. */
+/* record_report.c: why st's threads were left out, appended to out: "12 out of file descriptors
+ * (ulimit -n 256), 3 over the locked-memory limit (RLIMIT_MEMLOCK 8192 KiB ('ulimit -l') beyond
+ * kernel.perf_event_mlock_kb 516 KiB per CPU)"; nothing when none was. 0. */
 int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out);
-int record_memlock_limits(struct buf *out);
-int record_nofile_limit(struct buf *out);
 
-/* record_report.c: the progress line (\r-rewritten on stderr; final clears it), the summary
+/* record_report.c: the words of libhwspy's lines (include/hwspy.h's (summary) part): n lines
+ * said (error: as errors, else as notes), or appended to b; RECORD_LINES: room for a refusal's.
+ * The progress line (\r-rewritten on stderr; final clears it), the summary
  * of a run written to path (after cmd_record has set the profile's metadata: the reasons threads
  * were left out are read from it), and the one line for a start that could set up no thread
  * of target (which limit stopped it: RLIMIT_MEMLOCK, RLIMIT_NOFILE; else the error). */
+#define RECORD_LINES 16
+void record_say(const struct hwspy_line *l, size_t n, bool error);
+void record_render(struct buf *b, const struct hwspy_line *l, size_t n);
 void record_progress(struct hwspy_recorder *rec, double duration, bool final);
 void record_summary(struct hwspy_recorder *rec, const struct record_args *o, const char *path);
 void record_limit_error(int r, const char *target);
@@ -98,9 +97,8 @@ void record_limit_error(int r, const char *target);
  * --kernel frames); r is returned. */
 int record_python_error(int r, const struct hwspy_recorder *rec, const char *what);
 void record_permission_error(const char *target, pid_t pid, bool kernel);
-/* kernel.perf_event_paranoid, or INT_MIN where it cannot be read; as words for a message,
- * into buf: "kernel.perf_event_paranoid=2" (without "=N" where it cannot be read). */
-int record_paranoid(void);
+/* kernel.perf_event_paranoid as words for a message, into buf: "kernel.perf_event_paranoid=2"
+ * (without "=N" where it cannot be read). */
 const char *record_paranoid_words(char *buf, size_t size);
 /* The one line for a run that took no sample (nothing is written then): why, and what to use. */
 void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o);

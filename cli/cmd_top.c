@@ -1,14 +1,16 @@
 /*
  * hwspy top: a live view of the hottest Python functions of a process (attached with -p, or a
- * launched command), refreshed every second, or one snapshot as text (--once). The options
- * are record's (record_check.c checks them the same way), the target opened and started as
- * record does it (session.h); the recorder's sink sums each finished sample into the table
- * (hwspy.h),
- * and the run's slice function reads the keys and redraws (top_view.c, top_screen.h). The
- * terminal is restored on every way out: q, a signal, the target's end, an error.
+ * launched command), refreshed every second, or one snapshot as text (--once). The options it
+ * shares with record are parsed and checked by record's own code (record_number_option(),
+ * record_parse_events(), record_check.c), so top accepts and refuses exactly what record does
+ * for them. The target is opened and started as record does it (session.h); the recorder's
+ * sink sums each finished sample into the table (hwspy.h), and the run's slice function reads
+ * the keys and redraws (top_view.c). The terminal is restored on every way out: q, a signal,
+ * the target's end, an error.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,68 +22,101 @@
 #include "cli/session.h"
 #include "cli/top.h"
 
+#define TOP_ONCE_SECONDS 2.0            /* --once samples this long without -d */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hwspy top [OPTIONS] -p PID\n"
+		"       hwspy top [OPTIONS] -- COMMAND [ARGS...]\n\n"
+		"Shows, live, the Python functions that take the most of a perf event (self and\n"
+		"total share, one column per further event and per derived ratio), refreshed every\n"
+		"second.\n\n"
+		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
+		"  -e, --event EV[,EV]    the event that samples (default: cycles, or cpu-clock\n"
+		"                         without a hardware PMU), then events counted with it\n"
+		"  -F, --rate HZ          samples per second per thread (default 100)\n"
+		"  -c, --period N         one sample every N events instead\n"
+		"  -d, --duration SECS    stop after SECS (--once: sample this long, default 2)\n"
+		"      --once             sample, then print one snapshot of the table as text\n"
+		"      --native           native frames' rows too ('n' hides and shows them)\n"
+		"      --nonblocking      never stop the target; read stacks just after the sample\n"
+		"      --ptrace           exact mode by stopping each sampled thread (ptrace)\n"
+		"      --stop-budget PCT  the most of a thread's time the stops may take\n"
+		"      --grace SECS       a launched command's time to end after SIGINT, then SIGTERM\n"
+		"      --keep-running     leave a launched command running when top quits\n"
+		"  -h, --help             this text\n\n"
+		"Keys: q quit, s/t sort by self/total, < > move the sort column, T next thread,\n"
+		"z zero the counts, n native rows (--native), h or ? the keys.\n\n"
+		"Exit status: 0 (quit, or the target exited), 2 for a usage error (standard output\n"
+		"not a terminal without --once), 1 when it failed or, with --once, took no sample.\n");
+}
+
+/* The command line into t (zeroed by the caller), checked before anything is opened: -1 to go
+ * on, else the exit status (0 after --help; said). */
+static int parse_args(int argc, char **argv, struct top *t)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "rate", required_argument, NULL, 'F' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "period", required_argument, NULL, 'c' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "once", no_argument, NULL, 'O' },
+		{ "native", no_argument, NULL, 'N' },
+		{ "nonblocking", no_argument, NULL, 'n' },
+		{ "ptrace", no_argument, NULL, 'P' },
+		{ "stop-budget", required_argument, NULL, 'B' },
+		{ "grace", required_argument, NULL, 'G' },
+		{ "keep-running", no_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct record_args *o = &t->o;
+	static const char flag_opts[] = "ONnPk";
+	bool *flags[] = { &t->once, &o->native, &o->nonblocking, &o->ptrace, &o->keep_running };
+	const char *f;
+	int c, r;
+
+	o->freq = 100;
+	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
+	o->grace = RECORD_GRACE_DEFAULT;
+	o->function = true;     /* one row per function */
+	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		f = c ? strchr(flag_opts, c) : NULL;
+		if (f)
+			*flags[f - flag_opts] = true;
+		r = f ? 1 : record_number_option(o, c, optarg);
+		if (c == 'e')
+			r = record_parse_events(o, optarg) < 0 ? -EINVAL : 1;
+		if (!r)
+			usage(stderr);      /* not an option of top's */
+		if (r <= 0)
+			return 2;
+	}
+	if (optind < argc)
+		o->argv = argv + optind;
+	if (t->once && !o->duration)
+		o->duration = TOP_ONCE_SECONDS;
+	if (record_check_args(o, "top", "show") < 0)
+		return 2;
+	if (!t->once && !isatty(STDOUT_FILENO)) {
+		log_error("standard output is not a terminal: use --once for one snapshot as text");
+		return 2;
+	}
+	r = record_check_options(o);
+	return r ? r : -1;
+}
+
 /* The sink: each finished sample into the table. */
 static int on_sample(void *ctx, const struct hwspy_sample *s)
 {
-	struct top *t = ctx;
-
-	return hwspy_table_add(t->table, (uint32_t) s->tid, s->frames, s->depth, s->values,
-			       s->n_values);
-}
-
-/* The table's frame_name(): a frame of the recorder's profile as a row shows it. */
-static const char *frame_name(void *ctx, uint32_t id)
-{
-	struct top *t = ctx;
-	const struct hwspy_profile *p = hwspy_recorder_profile(t->rec);
-	int n = hwspy_profile_frame_text(p, id, t->frame_text.data, t->frame_text.cap);
-
-	if (n >= 0 && (size_t) n >= t->frame_text.cap) {
-		if (buf_reserve(&t->frame_text, (size_t) n + 1) < 0)
-			return NULL;
-		n = hwspy_profile_frame_text(p, id, t->frame_text.data, t->frame_text.cap);
-	}
-	return n < 0 ? NULL : t->frame_text.data;
-}
-
-/* The table's frame_native(): native and kernel frames' rows are the ones 'n' hides. */
-static bool frame_native(void *ctx, uint32_t id)
-{
-	struct top *t = ctx;
-	struct hwspy_frame f;
-
-	return hwspy_profile_frame(hwspy_recorder_profile(t->rec), id, &f) == 0 &&
-	       (f.kind == HWSPY_FRAME_NATIVE || f.kind == HWSPY_FRAME_KERNEL);
-}
-
-/* The recorder (its samples to the sink) and the table: 0, or -ENOMEM. */
-static int new_top(struct top *t)
-{
-	const struct record_args *o = &t->a.rec;
-	struct hwspy_table_opts to = { .frame_name = frame_name, .frame_native = frame_native,
-				       .ctx = t };
-	const char *events[HWSPY_MAX_EVENTS];
-	const struct hwspy_profile *p;
-	struct hwspy_record_opts ro;
-
-	session_record_opts(o, &ro);
-	ro.function = true;     /* one row per function */
-	if (hwspy_recorder_new(&ro, on_sample, t, &t->rec) < 0)
-		return -ENOMEM;
-	p = hwspy_recorder_profile(t->rec);
-	for (size_t i = 0; i < hwspy_profile_n_events(p) && i < HWSPY_MAX_EVENTS; i++)
-		events[to.n_events++] = hwspy_profile_event(p, i);
-	to.events = events;
-	return hwspy_table_new(&to, &t->table);
-}
-
-/* The target's command name into comm; kept as it was when unreadable. */
-static void read_comm(pid_t pid, char *comm, size_t size)
-{
-	char text[64];
-
-	if (hwspy_target_comm(pid, text, sizeof(text)) == 0)
-		snprintf(comm, size, "%s", text);
+	return hwspy_table_add_sample(((struct top *) ctx)->table, s);
 }
 
 /* After each slice: Ctrl-Z (the screen left first), the keys, the redraw once a second. */
@@ -104,10 +139,8 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 		redraw = top_key(t, key) || redraw;
 	if (t->quit)
 		return -ECANCELED;
-	if (t->screen && now - t->drawn_ns >= TOP_REFRESH_NS) {
-		/* --once: the rates of the whole run, read at its start and end */
-		top_refresh_rates(t, now);
-		read_comm(hwspy_recorder_pid(rec), t->comm, sizeof(t->comm));   /* an exec renames it */
+	if (t->screen && now - t->drawn_ns >= 1000000000ULL) {    /* once a second */
+		hwspy_live_rates_read(&t->rates, t->rec, now);  /* not --once's: the whole run's */
 		redraw = true;
 	}
 	if (redraw)
@@ -115,57 +148,13 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 	return 0;
 }
 
-/* Samples until q, a signal, -d or the target's end: the run's result. */
-static int run(struct top *t)
-{
-	struct hwspy_run run = {
-		.stop = session_stop(), .duration_ns = (uint64_t) (t->a.rec.duration * 1e9),
-		.slice_fn = slice_done, .ctx = t,
-	};
-	int r;
-
-	if (t->screen)
-		top_draw(t, clock_now_ns());
-	r = hwspy_recorder_run(t->rec, &run);
-	session_after_run();
-	return r;
-}
-
-/* session_start(), a launched command given /dev/null as its stdin when the keys come from
- * the terminal (a command that reads its stdin would take them): 0, or -1 (said). */
-static int start_events(struct top *t)
-{
-	struct record_args *o = &t->a.rec;
-	int keys = -1, r;
-
-	if (o->argv && !t->a.once && isatty(STDIN_FILENO)) {
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		keys = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-		if (null < 0 || keys < 0 || dup2(null, STDIN_FILENO) < 0) {
-			r = -errno;
-			if (null >= 0)
-				(void) close(null);
-			if (keys >= 0)
-				(void) close(keys);
-			log_errno(r, "cannot give '%s' /dev/null as its input", o->argv[0]);
-			return -1;
-		}
-		(void) close(null);
-	}
-	r = session_start(t->rec, o);   /* forks the command */
-	o->capture_held = true;         /* said once the screen is closed */
-	if (keys >= 0) {
-		(void) dup2(keys, STDIN_FILENO);
-		(void) close(keys);
-	}
-	return r;
-}
-
-/* Opens, starts and names the target (as record does): 0, or -1 (said). */
+/* Opens, starts and names the target (as record does), a launched command's stdin /dev/null
+ * when the keys come from the terminal (a command that reads its stdin would take them): 0, or
+ * < 0 (said). */
 static int start(struct top *t, struct record_child *child)
 {
-	struct record_args *o = &t->a.rec;
+	struct record_args *o = &t->o;
+	int keys = -1, r;
 
 	if (record_check_target(o) < 0)
 		return -1;
@@ -176,7 +165,25 @@ static int start(struct top *t, struct record_child *child)
 	if (o->pid && session_open_target(t->rec, o) < 0)
 		return -1;
 	session_catch_signals();        /* before the screen: ncurses then leaves them to us */
-	if (start_events(t) < 0)
+	if (o->argv && !t->once && isatty(STDIN_FILENO)) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		keys = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+		r = null < 0 || keys < 0 || dup2(null, STDIN_FILENO) < 0 ? -errno : 0;
+		if (null >= 0)
+			(void) close(null);
+		if (r < 0 && keys >= 0)
+			(void) close(keys);
+		if (r < 0)
+			return log_errno(r, "cannot give '%s' /dev/null as its input", o->argv[0]);
+	}
+	r = session_start(t->rec, o);   /* forks the command */
+	o->capture_held = true;         /* said once the screen is closed */
+	if (keys >= 0) {
+		(void) dup2(keys, STDIN_FILENO);
+		(void) close(keys);
+	}
+	if (r < 0)
 		return -1;
 	if (o->argv) {
 		snprintf(t->target, sizeof(t->target), "'%s' (pid %d)", o->argv[0],
@@ -184,9 +191,8 @@ static int start(struct top *t, struct record_child *child)
 		*child = (struct record_child) { .pid = hwspy_recorder_pid(t->rec), .name = o->argv[0] };
 	}
 	(void) hwspy_profile_set_target(hwspy_recorder_profile(t->rec), t->target);
-	read_comm(hwspy_recorder_pid(t->rec), t->comm, sizeof(t->comm));
-	t->start_ns = t->window_ns = clock_now_ns();
-	top_refresh_rates(t, t->start_ns);
+	t->window_ns = clock_now_ns();
+	hwspy_live_rates_read(&t->rates, t->rec, t->window_ns);
 	return 0;
 }
 
@@ -194,6 +200,7 @@ static int start(struct top *t, struct record_child *child)
 static int report(struct top *t, int r, struct record_child *child)
 {
 	struct hwspy_python py;
+	struct hwspy_record_stats st;
 
 	session_capture_said(t->rec);
 	hwspy_recorder_python(t->rec, &py);
@@ -211,19 +218,18 @@ static int report(struct top *t, int r, struct record_child *child)
 		return 1;
 	}
 	t->drawn_ns = clock_now_ns();
-	if (t->a.once) {
-		top_refresh_rates(t, t->drawn_ns);
-		read_comm(hwspy_recorder_pid(t->rec), t->comm, sizeof(t->comm));
+	if (t->once) {
+		hwspy_live_rates_read(&t->rates, t->rec, t->drawn_ns);
 		if (!hwspy_table_samples(t->table)) {
-			record_no_samples(t->rec, &t->a.rec);
+			record_no_samples(t->rec, &t->o);
 			return 1;
 		}
 		return top_write_text(t, stdout, 0) < 0 ? 1 : 0;
 	}
-	hwspy_recorder_stats(t->rec, &t->st);
-	if (t->st.target_exited) {
+	hwspy_recorder_stats(t->rec, &st);
+	if (st.target_exited) {
 		if (child->pid) {
-			session_end_command(t->rec, &t->a.rec, child);     /* reaped: how it ended */
+			session_end_command(t->rec, &t->o, child);     /* reaped: how it ended */
 			record_child_say(child);
 		} else {
 			log_info("%s exited; the last table:", t->target);
@@ -237,40 +243,34 @@ int cmd_top(int argc, char **argv)
 {
 	struct top t = { .vo = { .tid = HWSPY_TABLE_ALL_THREADS, .sort = HWSPY_TABLE_COL_SELF } };
 	struct record_child child = { 0 };
+	struct hwspy_record_opts ro;
 	int r, status = 1;
 
-	buf_init(&t.frame_text);
-	t.a.rec.target = t.target;
-	r = top_parse_args(argc, argv, &t.a);
-	if (r) {
-		status = r > 0 ? 0 : 2;
-		goto out;
-	}
-	if (!t.a.once && !isatty(STDOUT_FILENO)) {
-		log_error("standard output is not a terminal: use --once for one snapshot as text");
-		status = 2;
-		goto out;
-	}
-	status = record_check_options(&t.a.rec);
-	if (status)
+	t.o.target = t.target;
+	status = parse_args(argc, argv, &t);
+	if (status >= 0)
 		goto out;
 	status = 1;
-	if (buf_reserve(&t.frame_text, 256) < 0) {
-		log_error("out of memory");
-		goto out;
-	}
-	if (new_top(&t) < 0) {
+	session_record_opts(&t.o, &ro);
+	ro.function = true;     /* one row per function */
+	if (hwspy_recorder_new(&ro, on_sample, &t, &t.rec) < 0 ||
+	    hwspy_table_new_recording(t.rec, &t.table) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
 	if (start(&t, &child) < 0)
 		goto out;
-	if (!t.a.once && (r = top_screen_open(&t.screen)) < 0) {
+	if (!t.once && (r = top_screen_open(&t.screen)) < 0) {
 		log_errno(r, "cannot use the terminal (TERM '%s'): set TERM to one it is, or use "
 			  "--once", getenv("TERM") ? getenv("TERM") : "");
 		goto out;
 	}
-	r = run(&t);
+	top_draw(&t, clock_now_ns());  /* the screen's first */
+	r = hwspy_recorder_run(t.rec, &(struct hwspy_run) {
+		.stop = session_stop(), .duration_ns = (uint64_t) (t.o.duration * 1e9),
+		.slice_fn = slice_done, .ctx = &t,
+	});
+	session_after_run();
 	top_screen_close(t.screen);     /* the terminal as it was, before anything is said */
 	t.screen = NULL;
 	status = report(&t, r, &child);
@@ -278,13 +278,12 @@ out:
 	top_screen_close(t.screen);
 	if (child.pid && !child.ended && !child.kept) {
 		/* the launched command ends as record's does (--grace, --keep-running) */
-		session_end_command(t.rec, &t.a.rec, &child);
+		session_end_command(t.rec, &t.o, &child);
 		if (!child.kept)
 			record_child_say(&child);
 	}
 	hwspy_table_free(t.table);
 	hwspy_recorder_free(t.rec);
-	buf_release(&t.frame_text);
-	record_args_release(&t.a.rec);
+	record_args_release(&t.o);
 	return status;
 }

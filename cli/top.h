@@ -1,8 +1,15 @@
 /*
- * top (cli): what `hwspy top`'s files share: its state (struct top), the command line
- * (top_args.c) and the view drawn (top_view.c: the header, the table, the keys' help, the
- * plain-text snapshot). cmd_top.c runs it; hwspy.h's live table sums the samples and reads
- * the target's CPU time and switches; top_screen.h is the terminal. Internal to cli/.
+ * top (cli): what `hwspy top`'s files share: its state (struct top), the view drawn
+ * (top_view.c: the header, the table, the keys and their help, the plain-text snapshot) and
+ * the terminal (top_screen.c). cmd_top.c runs it; hwspy.h's live table sums the samples, steps
+ * the view and reads the target's rates. Internal to cli/.
+ *
+ * The terminal, through ncurses (top_screen.c, the only file of hwspy that calls it): opened
+ * (cbreak, no echo, keys read without waiting), lines drawn, keys read, closed. The caller
+ * installs its signal handlers before top_screen_open(), so that ncurses leaves SIGINT,
+ * SIGTERM, SIGHUP and SIGTSTP to them (it keeps SIGWINCH: a resize comes back as
+ * TOP_KEY_RESIZE). top_screen_close() restores the terminal, and must be called on every path
+ * after a successful open (NULL is a no-op).
  */
 #ifndef HWSPY_CLI_TOP_H
 #define HWSPY_CLI_TOP_H
@@ -11,58 +18,52 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/buf.h"
 #include "cli/args.h"
-#include "cli/top_screen.h"
 #include "include/hwspy.h"
 
-#define TOP_ONCE_SECONDS 2.0            /* --once samples this long without -d */
-#define TOP_REFRESH_NS 1000000000ULL
-#define TOP_SWITCH_TASKS 256            /* task status files read per refresh */
+#define TOP_KEY_NONE (-1)
+#define TOP_KEY_RESIZE (-2)
 
-struct top_args {
-	struct record_args rec;         /* the options shared with record */
-	bool once;                      /* --once: one snapshot as text */
-};
+enum top_attr { TOP_PLAIN, TOP_BOLD, TOP_REVERSE };
 
-/* The last reading of the target's counters, and the rates from the one before. */
-struct top_rates {
-	uint64_t at_ns;
-	uint64_t samples, lost, cpu_ns;
-	struct hwspy_switches sw;
-	bool have_cpu, have_sw;
-	double samples_s, cpu_pct, vol_s, invol_s;
-	bool samples_ok, cpu_ok, sw_ok; /* the rates above hold (two readings) */
-};
+struct top_screen;
 
 struct top {
-	struct top_args a;
+	struct record_args o;           /* the options shared with record */
+	bool once;                      /* --once: one snapshot as text */
 	struct hwspy_recorder *rec;
 	struct hwspy_table *table;
-	struct buf frame_text;          /* the table's frame_name(): a frame's text */
-	struct hwspy_record_stats st;   /* the recorder's, as of the last refresh */
 	struct top_screen *screen;      /* NULL with --once and after the screen closed */
 	struct hwspy_table_view_opts vo;
+	struct hwspy_live_rates rates;  /* read at the start, once a second, at the end */
 	char target[320];
-	char comm[64];
-	uint64_t start_ns, window_ns;   /* run start, the window's start (start or last 'z') */
+	uint64_t window_ns;             /* the window's start: the run's, or the last 'z' */
 	bool zeroed;                    /* the window began at a 'z' */
 	uint64_t drawn_ns;              /* the last refresh */
-	struct top_rates rates;
 	bool help, quit;
 	int screen_rows;                /* rows of the table drawn last (the exit snapshot's) */
 };
 
-/* top_args.c: parses `hwspy top`'s command line into a (zeroed by the caller): 0, 1 after
- * --help (printed), -EINVAL on a usage error (said). */
-int top_parse_args(int argc, char **argv, struct top_args *a);
-
-/* top_view.c: the screen drawn from t's table and rates; the counters read again (once a
- * second: top_refresh_rates()); a key acted on (true: redraw now); the table as text to f,
- * with header lines, at most max_rows rows (0: every one). */
-void top_refresh_rates(struct top *t, uint64_t now_ns);
+/* top_view.c: the screen drawn from t's table and rates, a key acted on (true: redraw now), the
+ * table as text to f with the header's lines, at most max_rows rows (0: every one). */
 void top_draw(struct top *t, uint64_t now_ns);
 bool top_key(struct top *t, int key);
 int top_write_text(struct top *t, FILE *f, size_t max_rows);
+
+/* top_screen.c: the terminal on standard input and output: 0, -ENOTTY (no terminal ncurses
+ * can drive; TERM names none it knows), -ENOMEM. Suspend leaves the screen for a while
+ * (Ctrl-Z), resume comes back to it. A frame: begin (the screen cleared, its size), lines, a
+ * box of lines over its middle (the keys' help), end (drawn whole: what a launched command
+ * wrote over the screen is painted over). The next key pressed (a character, or
+ * TOP_KEY_RESIZE), TOP_KEY_NONE if none waits. */
+int top_screen_open(struct top_screen **ret);
+void top_screen_close(struct top_screen *s);
+void top_screen_suspend(struct top_screen *s);
+void top_screen_resume(struct top_screen *s);
+void top_screen_begin(struct top_screen *s, int *ret_rows, int *ret_cols);
+void top_screen_line(struct top_screen *s, int y, const char *text, enum top_attr attr);
+void top_screen_box(struct top_screen *s, const char *const *lines, size_t n);
+void top_screen_end(struct top_screen *s);
+int top_screen_key(struct top_screen *s);
 
 #endif

@@ -1,13 +1,12 @@
-/* top_screen: ncurses for `hwspy top` (top_screen.h). */
+/* top_screen: ncurses for `hwspy top` (top.h). */
 #include <errno.h>
 #include <locale.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <ncurses.h>
 
-#include "cli/top_screen.h"
+#include "cli/top.h"
 
 struct top_screen {
 	SCREEN *scr;
@@ -40,8 +39,7 @@ void top_screen_close(struct top_screen *s)
 {
 	if (!s)
 		return;
-	if (!s->ended)
-		(void) endwin();
+	top_screen_suspend(s);
 	delscreen(s->scr);
 	free(s);
 }
@@ -62,27 +60,20 @@ void top_screen_resume(struct top_screen *s)
 	}
 }
 
-void top_screen_size(const struct top_screen *s, int *ret_rows, int *ret_cols)
+void top_screen_begin(struct top_screen *s, int *ret_rows, int *ret_cols)
 {
 	(void) s;
+	(void) erase();
 	*ret_rows = LINES;
 	*ret_cols = COLS;
 }
 
-void top_screen_begin(struct top_screen *s)
-{
-	(void) s;
-	(void) erase();
-}
-
 void top_screen_line(struct top_screen *s, int y, const char *text, enum top_attr attr)
 {
-	int a = attr == TOP_BOLD ? A_BOLD : attr == TOP_REVERSE ? A_REVERSE : A_NORMAL;
-
 	(void) s;
 	if (y < 0 || y >= LINES)
 		return;
-	(void) attrset(a);
+	(void) attrset(attr == TOP_BOLD ? A_BOLD : attr == TOP_REVERSE ? A_REVERSE : A_NORMAL);
 	(void) mvaddnstr(y, 0, text, -1);
 	if (attr == TOP_REVERSE)
 		(void) chgat(-1, A_REVERSE, 0, NULL);  /* the bar across the whole width */
@@ -118,13 +109,8 @@ void top_screen_end(struct top_screen *s)
 
 int top_screen_key(struct top_screen *s)
 {
-	int c;
+	int c = getch();
 
 	(void) s;
-	c = getch();
-	if (c == ERR)
-		return TOP_KEY_NONE;
-	if (c == KEY_RESIZE)
-		return TOP_KEY_RESIZE;
-	return c;
+	return c == ERR ? TOP_KEY_NONE : c == KEY_RESIZE ? TOP_KEY_RESIZE : c;
 }

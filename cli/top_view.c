@@ -7,14 +7,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/text.h"
 #include "cli/top.h"
-
-#define HEADER_LINES 5          /* four lines of header, then the column bar (line 4) */
 
 static const char *const help_lines[] = {
 	"hwspy top: keys",
@@ -29,179 +26,113 @@ static const char *const help_lines[] = {
 	"h, ?       this help (any key closes it)",
 };
 
-static const char *mode_text(struct top *t)
-{
-	hwspy_recorder_stats(t->rec, &t->st);
-	switch (hwspy_recorder_mode(t->rec)) {
-	case HWSPY_RECORD_CAPTURE:
-		return t->st.capture_failures ? "nonblocking (the BPF capture failed to start)"
-					      : "exact by BPF capture";
-	case HWSPY_RECORD_STOPS:
-		return "exact by stops (ptrace)";
-	default:
-		return "nonblocking";
-	}
-}
+static const char *const modes[] = {
+	[HWSPY_LIVE_NONBLOCKING] = "nonblocking",
+	[HWSPY_LIVE_CAPTURE] = "exact by BPF capture",
+	[HWSPY_LIVE_CAPTURE_FAILED] = "nonblocking (the BPF capture failed to start)",
+	[HWSPY_LIVE_STOPS] = "exact by stops (ptrace)",
+};
 
-/* "12s", "3m05s", "2h01m" */
-static void span_text(uint64_t ns, char *text, size_t size)
-{
-	uint64_t s = ns / 1000000000ULL;
+static const struct { int key; enum hwspy_table_step step; } steps[] = {
+	{ 's', HWSPY_TABLE_SORT_SELF }, { 't', HWSPY_TABLE_SORT_TOTAL },
+	{ '<', HWSPY_TABLE_SORT_LEFT }, { '>', HWSPY_TABLE_SORT_RIGHT },
+	{ 'T', HWSPY_TABLE_NEXT_THREAD }, { 'n', HWSPY_TABLE_NATIVE },
+};
 
-	if (s < 60)
-		snprintf(text, size, "%" PRIu64 "s", s);
-	else if (s < 3600)
-		snprintf(text, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
-	else
-		snprintf(text, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
-}
-
-static void line_target(struct top *t, uint64_t now_ns, struct buf *b)
+/* The header's four lines, each ended by '\n', as of t->drawn_ns. */
+static void header(struct top *t, struct buf *b)
 {
+	const struct record_args *o = &t->o;
+	const struct hwspy_live_rates *q = &t->rates;
+	uint64_t s = (t->drawn_ns - t->window_ns) / 1000000000ULL;
 	struct hwspy_python py;
+	const char *name;
 
-	(void) now_ns;
 	hwspy_recorder_python(t->rec, &py);
-	(void) buf_printf(b, "hwspy top: %s%s%s%s, ", t->target, t->comm[0] ? " (" : "", t->comm,
-			  t->comm[0] ? ")" : "");
+	(void) buf_printf(b, "hwspy top: %s%s%s%s, ", t->target, q->comm[0] ? " (" : "", q->comm,
+			  q->comm[0] ? ")" : "");
 	if (py.found && py.version[0])
 		(void) buf_printf(b, "Python %s", py.version);
 	else
 		(void) buf_puts(b, "no Python found (yet)");
-	(void) buf_printf(b, ", %s", mode_text(t));
-}
-
-static void line_events(struct top *t, uint64_t now_ns, struct buf *b)
-{
-	const struct record_args *o = &t->a.rec;
-	char span[32];
-
-	(void) buf_printf(b, "events: %s ", record_event_name(o, 0));
+	(void) buf_printf(b, ", %s\nevents: %s ", modes[hwspy_live_mode(t->rec)],
+			  record_event_name(o, 0));
 	if (o->freq)
 		(void) buf_printf(b, "%" PRIu64 " Hz", o->freq);
 	else
 		(void) buf_printf(b, "every %" PRIu64, o->period);
 	for (size_t i = 1; i < record_n_events(o); i++)
 		(void) buf_printf(b, ", %s", record_event_name(o, i));
-	span_text(now_ns - t->window_ns, span, sizeof(span));
-	(void) buf_printf(b, " | %s since %s | %" PRIu64 " samples", span,
-			  t->zeroed ? "the last reset (z)" : "start", hwspy_table_samples(t->table));
-	if (t->rates.samples_ok)
-		(void) buf_printf(b, ", %.0f/s", t->rates.samples_s);
-	(void) buf_printf(b, ", %" PRIu64 " lost", t->rates.lost);
-}
-
-static void line_process(struct top *t, uint64_t now_ns, struct buf *b)
-{
-	const struct top_rates *q = &t->rates;
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-	(void) now_ns;
+	if (s < 60)
+		(void) buf_printf(b, " | %" PRIu64 "s", s);
+	else if (s < 3600)
+		(void) buf_printf(b, " | %" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
+	else
+		(void) buf_printf(b, " | %" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
+	(void) buf_printf(b, " since %s | %" PRIu64 " samples", t->zeroed ? "the last reset (z)" :
+			  "start", hwspy_table_samples(t->table));
+	if (q->samples_ok)
+		(void) buf_printf(b, ", %.0f/s", q->samples_s);
+	(void) buf_printf(b, ", %" PRIu64 " lost\n", q->lost);
 	if (q->cpu_ok)
-		(void) buf_printf(b, "CPU %.0f%% (%ld cores)", q->cpu_pct, cores > 0 ? cores : 1);
+		(void) buf_printf(b, "CPU %.0f%% (%ld cores)", q->cpu_pct, q->cores);
 	else
 		(void) buf_puts(b, "CPU -");
-	if (!q->sw_ok) {
+	if (!q->sw_ok)
 		(void) buf_puts(b, " | context switches -");
-		return;
-	}
-	(void) buf_printf(b, " | context switches %.0f/s voluntary, %.0f/s involuntary",
-			  q->vol_s, q->invol_s);
-	if (q->sw.read < q->sw.listed)
+	else
+		(void) buf_printf(b, " | context switches %.0f/s voluntary, %.0f/s involuntary",
+				  q->vol_s, q->invol_s);
+	if (q->sw_ok && q->sw.read < q->sw.listed)
 		(void) buf_printf(b, " (the first %zu of %zu%s threads)", q->sw.read, q->sw.listed,
 				  q->sw.listed >= HWSPY_SWITCHES_LISTED ? "+" : "");
-	else
+	else if (q->sw_ok)
 		(void) buf_printf(b, " (%zu thread%s)", q->sw.read, q->sw.read == 1 ? "" : "s");
-}
-
-static void line_view(struct top *t, uint64_t now_ns, struct buf *b)
-{
-	const char *name;
-
-	(void) now_ns;
-	(void) buf_printf(b, "sort: %s | thread: ",
+	(void) buf_printf(b, "\nsort: %s | thread: ",
 			  hwspy_table_column_name(t->table, hwspy_table_sort_column(t->table)));
-	if (t->vo.tid == HWSPY_TABLE_ALL_THREADS) {
+	if (t->vo.tid == HWSPY_TABLE_ALL_THREADS)
 		(void) buf_printf(b, "all (%zu)", hwspy_table_n_threads(t->table));
-	} else {
-		name = hwspy_profile_thread_name(hwspy_recorder_profile(t->rec), (pid_t) t->vo.tid);
-		(void) buf_printf(b, "%" PRIu32 " %s", t->vo.tid, name ? name : "(no name yet)");
-	}
-	if (t->a.rec.native)
+	else if ((name = hwspy_profile_thread_name(hwspy_recorder_profile(t->rec),
+						   (pid_t) t->vo.tid)))
+		(void) buf_printf(b, "%" PRIu32 " %s", t->vo.tid, name);
+	else
+		(void) buf_printf(b, "%" PRIu32 " (no name yet)", t->vo.tid);
+	if (o->native)
 		(void) buf_printf(b, " | native rows: %s", t->vo.hide_native ? "hidden" : "shown");
-	if (t->screen)
-		(void) buf_puts(b, " | h: keys");
-}
-
-/* The header's lines into b, one after another, each NUL-terminated, from starts[i]. */
-static void header_lines(struct top *t, uint64_t now_ns, struct buf *b,
-			 size_t starts[HEADER_LINES - 1])
-{
-	void (*const lines[HEADER_LINES - 1])(struct top *, uint64_t, struct buf *) = {
-		line_target, line_events, line_process, line_view,
-	};
-
-	for (int i = 0; i < HEADER_LINES - 1; i++) {
-		starts[i] = b->len;
-		lines[i](t, now_ns, b);
-		(void) buf_putc(b, '\0');
-	}
-}
-
-/* The view of the table as the keys set it (a thread gone from the table: all again). */
-static int make_view(struct top *t)
-{
-	int r = hwspy_table_view(t->table, &t->vo);
-
-	if (r == -EINVAL) {
-		t->vo.tid = HWSPY_TABLE_ALL_THREADS;
-		r = hwspy_table_view(t->table, &t->vo);
-	}
-	return r;
+	(void) buf_puts(b, t->screen ? " | h: keys\n" : "\n");
 }
 
 void top_draw(struct top *t, uint64_t now_ns)
 {
-	int rows, cols;
-	size_t starts[HEADER_LINES - 1];
+	int rows, cols, y = 0;
 	const char *text;
 	struct buf b, line;
 
-	if (!t->screen || make_view(t) < 0)
+	if (!t->screen || hwspy_table_view(t->table, &t->vo) < 0)
 		return;
-	top_screen_size(t->screen, &rows, &cols);
+	t->drawn_ns = now_ns;
 	buf_init(&b);
 	buf_init(&line);
-	top_screen_begin(t->screen);
-	header_lines(t, now_ns, &b, starts);
-	for (int i = 0; i < HEADER_LINES - 1 && b.data; i++) {
+	top_screen_begin(t->screen, &rows, &cols);
+	header(t, &b);
+	for (char *p = b.data, *nl; (nl = strchr(p, '\n')); p = nl + 1, y++) {
+		*nl = '\0';
 		buf_reset(&line);
-		(void) text_cut(&line, b.data + starts[i], cols);
-		top_screen_line(t->screen, i, line.len ? line.data : "", i ? TOP_PLAIN : TOP_BOLD);
+		(void) text_cut(&line, p, cols);
+		top_screen_line(t->screen, y, line.data, y ? TOP_PLAIN : TOP_BOLD);
 	}
 	(void) hwspy_table_header_text(t->table, cols, &text);
-	top_screen_line(t->screen, HEADER_LINES - 1, text, TOP_REVERSE);
-	t->screen_rows = rows > HEADER_LINES ? rows - HEADER_LINES : 0;
+	top_screen_line(t->screen, y++, text, TOP_REVERSE);
+	t->screen_rows = rows > y ? rows - y : 0;
 	for (size_t i = 0; i < hwspy_table_rows(t->table) && (int) i < t->screen_rows; i++) {
 		if (hwspy_table_row_text(t->table, i, cols, &text) >= 0 && text[0])
-			top_screen_line(t->screen, HEADER_LINES + (int) i, text, TOP_PLAIN);
+			top_screen_line(t->screen, y + (int) i, text, TOP_PLAIN);
 	}
 	if (t->help)
 		top_screen_box(t->screen, help_lines, sizeof(help_lines) / sizeof(help_lines[0]));
 	top_screen_end(t->screen);
 	buf_release(&line);
 	buf_release(&b);
-	t->drawn_ns = now_ns;
-}
-
-static void move_sort(struct top *t, int by)
-{
-	size_t n = hwspy_table_n_columns(t->table);
-
-	if (by < 0 && t->vo.sort > 0)
-		t->vo.sort--;
-	else if (by > 0 && t->vo.sort + 1 < n)
-		t->vo.sort++;
 }
 
 bool top_key(struct top *t, int key)
@@ -210,100 +141,36 @@ bool top_key(struct top *t, int key)
 		t->help = false;        /* any key closes the help */
 		return true;
 	}
-	switch (key) {
-	case 'q':
-	case 'Q':
-		t->quit = true;
-		return false;
-	case 's':
-		t->vo.sort = HWSPY_TABLE_COL_SELF;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (steps[i].key != key)
+			continue;
+		if (key != 'n' || t->o.native)
+			hwspy_table_step(t->table, &t->vo, steps[i].step);
 		return true;
-	case 't':
-		t->vo.sort = HWSPY_TABLE_COL_TOTAL;
-		return true;
-	case '<':
-	case '>':
-		move_sort(t, key == '<' ? -1 : 1);
-		return true;
-	case 'T':
-		t->vo.tid = hwspy_table_next_thread(t->table, t->vo.tid);
-		return true;
-	case 'z':
+	}
+	if (key == 'z') {
 		hwspy_table_zero(t->table);
 		t->window_ns = clock_now_ns();
 		t->zeroed = true;
-		return true;
-	case 'n':
-		if (t->a.rec.native)
-			t->vo.hide_native = !t->vo.hide_native;
-		return true;
-	case 'h':
-	case '?':
-		t->help = true;
-		return true;
-	case TOP_KEY_RESIZE:
-		return true;
 	}
-	return false;
-}
-
-void top_refresh_rates(struct top *t, uint64_t now_ns)
-{
-	struct top_rates *q = &t->rates;
-	pid_t pid = hwspy_recorder_pid(t->rec);
-	double dt = q->at_ns ? (double) (now_ns - q->at_ns) / 1e9 : 0;
-	uint64_t cpu_ns, samples;
-	struct hwspy_switches sw;
-	bool cpu = pid > 0 && hwspy_target_cpu_ns(pid, &cpu_ns) == 0;
-	bool swok = pid > 0 && hwspy_target_switches(pid, TOP_SWITCH_TASKS, &sw) == 0;
-
-	hwspy_recorder_stats(t->rec, &t->st);
-	samples = t->st.samples;
-	q->lost = t->st.lost;
-	q->samples_ok = dt > 0;
-	if (dt > 0) {
-		q->samples_s = (double) (samples - q->samples) / dt;
-		q->cpu_ok = cpu && q->have_cpu;
-		if (q->cpu_ok)
-			q->cpu_pct = 100.0 * (double) (cpu_ns - q->cpu_ns) / 1e9 / dt;
-		/* a thread that exited takes its switches out of the sum: no negative rate */
-		q->sw_ok = swok && q->have_sw;
-		if (q->sw_ok) {
-			q->vol_s = sw.voluntary > q->sw.voluntary ?
-				   (double) (sw.voluntary - q->sw.voluntary) / dt : 0;
-			q->invol_s = sw.involuntary > q->sw.involuntary ?
-				     (double) (sw.involuntary - q->sw.involuntary) / dt : 0;
-		}
-	}
-	q->at_ns = now_ns;
-	q->samples = samples;
-	q->have_cpu = cpu;
-	if (cpu)
-		q->cpu_ns = cpu_ns;
-	q->have_sw = swok;
-	if (swok)
-		q->sw = sw;
+	t->quit = t->quit || key == 'q' || key == 'Q';
+	t->help = t->help || key == 'h' || key == '?';
+	return t->help || key == 'z' || key == TOP_KEY_RESIZE;
 }
 
 int top_write_text(struct top *t, FILE *f, size_t max_rows)
 {
-	size_t starts[HEADER_LINES - 1];
 	const char *text;
 	struct buf b;
-	int r = make_view(t);
+	int r = hwspy_table_view(t->table, &t->vo);
 
 	if (r < 0)
 		return r;
 	buf_init(&b);
-	header_lines(t, t->drawn_ns, &b, starts);
-	for (int i = 0; i < HEADER_LINES - 1 && b.data; i++)
-		fprintf(f, "%s\n", b.data + starts[i]);
-	(void) hwspy_table_header_text(t->table, 0, &text);
-	fprintf(f, "\n%s\n", text);
-	for (size_t i = 0; i < hwspy_table_rows(t->table) && (!max_rows || i < max_rows); i++) {
-		if (hwspy_table_row_text(t->table, i, 0, &text) >= 0 && text[0])
-			fprintf(f, "%s\n", text);
-	}
+	header(t, &b);
+	r = hwspy_table_text(t->table, max_rows, &text);
+	if (r >= 0)
+		fprintf(f, "%s\n%s", b.data, text);
 	buf_release(&b);
-	return fflush(f) == 0 ? 0 : -EIO;
+	return r < 0 ? r : fflush(f) == 0 ? 0 : -EIO;
 }

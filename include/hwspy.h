@@ -488,6 +488,100 @@ int hwspy_record_check_target(const struct hwspy_record_opts *o, struct hwspy_re
  * native. */
 void hwspy_recorder_note_run(struct hwspy_recorder *rec, const char *missed_why);
 int hwspy_recorder_verdict(struct hwspy_recorder *rec);
+/* (summary) What a client says of a recording, its refusals and its end, as data: lines, each a
+ * code for the client's words (a format whose conversions take, each kind in its order, the
+ * line's integers n (signed ones as int64_t), reals x, names s and words w: %w is the words of
+ * another code, a phrase the line chose), what the words leave to the data. A line's err is an
+ * -errno the words end with (0: none); more: the line goes on with the next one's words. Each
+ * function below writes up to max lines into ret and returns how many there are; names point
+ * into the caller's strings, the recorder, or a buffer valid until the next such call. */
+enum hwspy_line_code {
+	/* the summary of a run, in its order */
+	HWSPY_L_SAMPLED, HWSPY_L_SAMPLED_OFF_CPU, HWSPY_L_COUNTS, HWSPY_L_DROPPED,
+	HWSPY_L_SPEEDSCOPE_LOG, HWSPY_L_NATIVE, HWSPY_L_MERGE_FAILED, HWSPY_L_LATE_UNFIT,
+	HWSPY_L_NO_KERNEL_FRAMES, HWSPY_L_TRUNCATED, HWSPY_L_TRUNCATED_GONE, HWSPY_L_NO_PYTHON,
+	HWSPY_L_AFTER_EXIT, HWSPY_L_SUBPROCESSES, HWSPY_L_OFF_CPU_WAITED, HWSPY_L_OFF_CPU_CAPPED,
+	HWSPY_L_OFF_CPU_INITIAL, HWSPY_L_OFF_CPU_STALE, HWSPY_L_EXACT_CAPTURE, HWSPY_L_CAPTURE_CUT,
+	HWSPY_L_EXACT_STOPS, HWSPY_L_EINTR_UNDONE, HWSPY_L_BUDGET_LATE, HWSPY_L_LATE,
+	HWSPY_L_GIL_DROPPED, HWSPY_L_GIL_LATE, HWSPY_L_GIL_WAITED, HWSPY_L_GIL_HELD,
+	HWSPY_L_GIL_UNKNOWN, HWSPY_L_GIL_MORE, HWSPY_L_GIL_WAITED_ALL, HWSPY_L_THREADS_FAILED,
+	HWSPY_L_CPU_RINGS_SHRUNK, HWSPY_L_THREADS_SHRUNK, HWSPY_L_CAPTURE_THREADS_FAILED,
+	HWSPY_L_LOST_OFF_CPU, HWSPY_L_LOST, HWSPY_L_LOST_WALL_UNKNOWN, HWSPY_L_LOST_WALL,
+	HWSPY_L_THROTTLED, HWSPY_L_ADD_FAILED, HWSPY_L_WROTE,
+	/* a run without a sample; the progress line (with a duration, without) */
+	HWSPY_L_EMPTY_WALL, HWSPY_L_EMPTY_OFF_CPU, HWSPY_L_EMPTY_ON_CPU, HWSPY_L_EMPTY_EVENT,
+	HWSPY_L_PROGRESS_FOR, HWSPY_L_PROGRESS,
+	/* a start stopped by a limit; the limits, and the threads they left out */
+	HWSPY_L_LIMIT_RING, HWSPY_L_RING_TAIL, HWSPY_L_LIMIT_FILES, HWSPY_L_FILES_TAIL,
+	HWSPY_L_START_FAILED, HWSPY_L_MEMLOCK, HWSPY_L_MLOCK_KB, HWSPY_L_PER_CPU, HWSPY_L_NOFILE,
+	HWSPY_L_KIB, HWSPY_L_NUMBER, HWSPY_L_UNLIMITED, HWSPY_L_UNREADABLE, HWSPY_L_MISSED_FILES,
+	HWSPY_L_MISSED_MEMLOCK, HWSPY_L_MISSED_MEMORY, HWSPY_L_MISSED_TABLE, HWSPY_L_MISSED_PTRACE,
+	HWSPY_L_MISSED_OTHER, HWSPY_L_CLOSE, HWSPY_L_SEP, HWSPY_L_NAME,
+	/* an interpreter not read; a target not allowed */
+	HWSPY_L_PY_UNSUPPORTED, HWSPY_L_PY_NONE, HWSPY_L_PY_BADMSG, HWSPY_L_PY_FAILED,
+	HWSPY_L_PERM_KERNEL, HWSPY_L_PERM_ROOT, HWSPY_L_PERM_UID, HWSPY_L_PERM_PARANOID,
+	HWSPY_L_PERM_DUMPABLE, HWSPY_L_PERM_REFUSED,
+	/* hwspy_record_check()'s refusals (by enum hwspy_check) */
+	HWSPY_L_OFF_CPU_EVENTS, HWSPY_L_OFF_CPU_RATE, HWSPY_L_WALL_OFF_CPU, HWSPY_L_WALL_EVENTS,
+	HWSPY_L_WALL_STOPS, HWSPY_L_USER_KERNEL_ONLY, HWSPY_L_COUNT_RATE, HWSPY_L_STOPS_ASLEEP,
+	HWSPY_L_EVENT_NO_PMU, HWSPY_L_EVENT_UNSUPPORTED, HWSPY_L_EVENT_FAILED, HWSPY_L_KR_OPTION_HEAD,
+	HWSPY_L_KR_EVENT_HEAD, HWSPY_L_KR_ALLOWED, HWSPY_L_KR_OPTION, HWSPY_L_KR_EVENT,
+	HWSPY_L_NO_PROCESS, HWSPY_L_KERNEL_THREAD, HWSPY_L_COMMAND,
+	/* a launched command's end */
+	HWSPY_L_CHILD_WAITING, HWSPY_L_CHILD_KILLING,   /* hwspy_child_end()'s notes */
+	HWSPY_L_CHILD_KEPT, HWSPY_L_CHILD_ENDED, HWSPY_L_CHILD_KILLED, HWSPY_L_CHILD_EXITED,
+	/* the phrases lines choose (%w) */
+	HWSPY_W_NONE, HWSPY_W_PYTHON, HWSPY_W_EVERY, HWSPY_W_HZ, HWSPY_W_EVENTS, HWSPY_W_WALL,
+	HWSPY_W_TARGET_AMONG, HWSPY_W_TARGET_NONE, HWSPY_W_LATE_CAPTURE, HWSPY_W_LATE_NONBLOCKING,
+	HWSPY_W_LATE_STOPS, HWSPY_W_NO_GIL, HWSPY_W_SPACE, HWSPY_W_RAISE, HWSPY_W_LOWER_RATE,
+	HWSPY_W_LARGER_PERIOD, HWSPY_W_WALL_FEWER, HWSPY_W_TOO_FEW, HWSPY_W_NO, HWSPY_W_FILE_MAX,
+	HWSPY_W_UNKNOWN_VERSION, HWSPY_W_SWITCH, HWSPY_W_MIGRATION, HWSPY_W_A_SWITCH,
+	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG,
+	HWSPY_L_N
+};
+struct hwspy_line {
+	enum hwspy_line_code code;
+	bool more;
+	int err;
+	uint64_t n[6];
+	double x[4];
+	const char *s[3];
+	enum hwspy_line_code w[4];
+};
+/* A run's summary (after hwspy_recorder_run(); the threads left out read from the profile's
+ * metadata), its line when it took no sample, and the progress line (duration 0: none). target
+ * names it, path where the profile went, event its first event as the caller gave it. */
+struct hwspy_summary_opts {
+	const char *target, *path, *event;
+	double duration;
+};
+size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_summary_opts *o,
+			      struct hwspy_line *ret, size_t max);
+size_t hwspy_recorder_empty_lines(struct hwspy_recorder *rec, const struct hwspy_summary_opts *o,
+				  struct hwspy_line *ret, size_t max);
+size_t hwspy_recorder_progress_lines(struct hwspy_recorder *rec,
+				     const struct hwspy_summary_opts *o, struct hwspy_line *ret,
+				     size_t max);
+/* hwspy_recorder_start()'s r for target: the limit that stopped it (-ENOBUFS, -EMFILE,
+ * -ENFILE), else r; the reasons st's threads were left out, with the limits behind them. */
+size_t hwspy_limit_lines(int r, const char *target, struct hwspy_line *ret, size_t max);
+size_t hwspy_threads_missed_lines(const struct hwspy_record_stats *st, struct hwspy_line *ret,
+				  size_t max);
+/* r, the interpreter lookup's result for what (-ENOTSUP, -ENOENT, -EBADMSG, other); why target
+ * (pid) may not be profiled (kernel: its kernel frames); a refusal of hwspy_record_check() or
+ * hwspy_record_check_target() for o and its events ev as the caller gave them. */
+size_t hwspy_python_lines(int r, const struct hwspy_recorder *rec, const char *what,
+			  struct hwspy_line *ret, size_t max);
+size_t hwspy_permission_lines(const char *target, pid_t pid, bool kernel, struct hwspy_line *ret,
+			      size_t max);
+size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_record_opts *o,
+			 const struct hwspy_events *ev, struct hwspy_line *ret, size_t max);
+/* How the launched command c (named name) ended, or that it was kept running (none: 0). */
+size_t hwspy_child_lines(const struct hwspy_child *c, const char *name, struct hwspy_line *ret,
+			 size_t max);
+/* kernel.perf_event_paranoid as a name for a message: "kernel.perf_event_paranoid=2" (without
+ * "=N" where it cannot be read), into buf. */
+const char *hwspy_paranoid_words(char *buf, size_t size);
 
 /* ==== profiles and outputs ================================================================== */
 
@@ -1145,6 +1239,54 @@ int hwspy_target_switches(pid_t pid, size_t max, struct hwspy_switches *ret);
 /* The target's command name (as ps shows it: at most 15 bytes) into buf: 0, -ESRCH, -EINVAL
  * (pid <= 0, size 0), -errno. */
 int hwspy_target_comm(pid_t pid, char *buf, size_t size);
+
+/* (topshrink) The table of a recording, the steps top's keys take on a view, the table as
+ * text, and the numbers of top's header: the recorder's mode as top names it, the rates from
+ * two readings of the target.
+ *
+ * hwspy_table_new_recording(): a table of rec's profile's events whose frames are named as
+ * hwspy_profile_frame_text() writes them, native and kernel frames the native ones (rec
+ * outlives the table); hwspy_table_add_sample() adds one sample of rec's sink. As
+ * hwspy_table_new() and hwspy_table_add() return. */
+int hwspy_table_new_recording(struct hwspy_recorder *rec, struct hwspy_table **ret);
+int hwspy_table_add_sample(struct hwspy_table *t, const struct hwspy_sample *s);
+/* A step of vo: sort by self, by total, by the column left or right of vo->sort (none past
+ * the first or last); the next thread (hwspy_table_next_thread()); native rows hidden or shown. */
+enum hwspy_table_step {
+	HWSPY_TABLE_SORT_SELF, HWSPY_TABLE_SORT_TOTAL, HWSPY_TABLE_SORT_LEFT, HWSPY_TABLE_SORT_RIGHT,
+	HWSPY_TABLE_NEXT_THREAD, HWSPY_TABLE_NATIVE,
+};
+void hwspy_table_step(const struct hwspy_table *t, struct hwspy_table_view_opts *vo,
+		      enum hwspy_table_step step);
+/* The column header and the view's first max_rows rows (0: every one), of no width limit,
+ * each line ended by "\n". *ret valid until the next call on t: 0, -ENOMEM. */
+int hwspy_table_text(struct hwspy_table *t, size_t max_rows, const char **ret);
+
+/* How rec reads stacks now; a capture that failed to start is CAPTURE_FAILED (nonblocking). */
+enum hwspy_live_mode {
+	HWSPY_LIVE_NONBLOCKING, HWSPY_LIVE_CAPTURE, HWSPY_LIVE_CAPTURE_FAILED, HWSPY_LIVE_STOPS,
+};
+enum hwspy_live_mode hwspy_live_mode(struct hwspy_recorder *rec);
+
+/* Readings of rec's target and stats by hwspy_live_rates_read(), the first at the start, then
+ * one a second say: samples a second, the target's CPU (% of one core: 250 is two and a half cores
+ * busy) and context switches a second, each from this reading and the one before, valid (_ok)
+ * where both had it; a thread that exited takes its switches out of the sum (a rate of 0 then,
+ * never negative). Switches are read from the first HWSPY_LIVE_TASKS threads. Zeroed by the
+ * caller before the first reading; nothing fails (what cannot be read is not _ok). */
+#define HWSPY_LIVE_TASKS 256
+struct hwspy_live_rates {
+	double samples_s, cpu_pct, vol_s, invol_s;
+	bool samples_ok, cpu_ok, sw_ok;
+	uint64_t lost;                  /* samples lost so far */
+	struct hwspy_switches sw;       /* the last switches read: threads read, listed */
+	long cores;                     /* CPUs online (at least 1) */
+	char comm[64];                  /* the target's command name, as last read ("": none) */
+	uint64_t at_ns, samples, cpu_ns;        /* the last reading's */
+	bool have_cpu, have_sw;
+};
+void hwspy_live_rates_read(struct hwspy_live_rates *q, struct hwspy_recorder *rec,
+			   uint64_t now_ns);
 
 #ifdef __cplusplus
 }

@@ -23,4 +23,9 @@ struct hwspy_profile {
 	bool owned;
 };
 
+/* (summary) record.c: a recorder's options as given and its events (after a user-space-only
+ * fallback, ':u'), for summary.c. */
+const struct hwspy_record_opts *lib_recorder_opts(const struct hwspy_recorder *h);
+const struct hwspy_events *lib_recorder_events(const struct hwspy_recorder *h);
+
 #endif

@@ -520,3 +520,13 @@ int hwspy_recorder_verdict(struct hwspy_recorder *h)
 	/* an empty profile is nothing useful: the previous output stays */
 	return !st.samples && !st.off_cpu_initial;
 }
+
+const struct hwspy_record_opts *lib_recorder_opts(const struct hwspy_recorder *h)
+{
+	return &h->opts;
+}
+
+const struct hwspy_events *lib_recorder_events(const struct hwspy_recorder *h)
+{
+	return &h->events;
+}

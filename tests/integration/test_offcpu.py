@@ -10,7 +10,9 @@
               waited; the folded file reads back (convert) with the wait frames kept.
 --case wall   the same workload with --wall -F 997: on the main thread, the time under burn
               (on the CPU: cpu-clock), nap, pipe_wait and lock_wait (off it) is within 5
-              percentage points of 25% each, each wait frame under them its reason
+              percentage points of each one's share of the wall time the target measured in
+              them (25% each on a quiet machine; burn's CPU time is fixed, so a busy one makes
+              it longer), each wait frame under them its reason
               (or the GIL, taken back after it); and the
               main thread's time adds up to the recording's length, within 10%.
 --case kinds  tests/targets/wait_kinds.py: waits in recv on a socket, poll, select and epoll,
@@ -49,6 +51,7 @@ from harness import check, log, py_frames
 
 WAITED = re.compile(r'^waited (.*)$', re.M)
 WALL = re.compile(r'^wall (.*)$', re.M)
+BURNED = re.compile(r'^burned (.*)$', re.M)
 REASONS = {'nap': re.compile(r'^\[wait: sleep\]$'),
            'pipe_wait': re.compile(r'^\[wait: read fd \d+ \(pipe\)\]$'),
            'lock_wait': re.compile(r'^\[wait: futex \(lock\)\]$')}
@@ -134,7 +137,10 @@ def case_wall(opts):
         main_total / 1e6, length / 1e6, {k: round(v / 1e6, 1) for k, v in phases.items()}))
     check(abs(main_total - length) <= 0.1 * length, 'the main thread\'s time, %.0f ms, is not '
           'the recording\'s length, %.0f ms' % (main_total / 1e6, length / 1e6))
-    harness.compare_shares({k: 1 for k in phases}, phases, 5, 'the main thread\'s phases')
+    # each phase's wall time as the target measured it (burn's is longer than its CPU time on
+    # a busy machine: a loaded one gave it 36%, not a quarter, and the profile said 36.2%)
+    spent = dict(measured(WAITED, run.stderr), **measured(BURNED, run.stderr))
+    harness.compare_shares(spent, phases, 5, 'the main thread\'s phases')
 
 
 KINDS = {'sock_recv': '[wait: recv socket]', 'poll_wait': '[wait: poll/epoll/select]',

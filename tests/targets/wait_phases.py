@@ -4,7 +4,8 @@ seconds (default 0.05) each of CPU (burn), time.sleep (nap), a read blocked on a
 helper thread writes to after that time (pipe_wait) and a threading.Lock held by the helper
 for that time (lock_wait); nap sleeps argv[3] (default 1) times as long. Prints to stderr at
 the end the time spent in each waiting function, as the target measured it:
-'waited nap=NS pipe_wait=NS lock_wait=NS'."""
+'waited nap=NS pipe_wait=NS lock_wait=NS', and the wall time burn took (its CPU time is
+fixed, its wall time longer on a busy machine): 'burned burn=NS'."""
 import os
 import sys
 import threading
@@ -71,8 +72,11 @@ def main():
         waited[name] += time.monotonic_ns() - t0
 
     warm_up()
+    burned = 0
     for _ in range(ROUNDS):
+        t0 = time.monotonic_ns()
         burn()
+        burned += time.monotonic_ns() - t0
         timed('nap', nap)
         os.write(w_go, b'p')
         timed('pipe_wait', pipe_wait, r_data)
@@ -83,6 +87,7 @@ def main():
     os.write(w_go, b'q')
     t.join()
     print('waited ' + ' '.join('%s=%d' % kv for kv in waited.items()), file=sys.stderr)
+    print('burned burn=%d' % burned, file=sys.stderr)
 
 
 if __name__ == '__main__':

@@ -1,8 +1,9 @@
 /* hwspy.h's live table, through include/hwspy.h alone (linked with libhwspy): frames named by a
  * callback (each id asked once), self and total with a recursion, frames of one text as one
  * row, native rows hidden, threads and their cycle, zeroing, the event and ratio columns, the
- * header and rows as text of a width, the errors with their reasons; and the target readers
- * (CPU time, switches, name) on this process. */
+ * header and rows as text of a width, the errors with their reasons; the target readers (CPU
+ * time, switches, name) on this process; top's key steps, the table as text, a recorder's
+ * table and the rates from two readings. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -238,6 +239,65 @@ static void test_columns_and_text(void **state)
 	hwspy_table_free(t);
 }
 
+/* (topshrink) The steps of top's keys: the sort column within its bounds, self and total, the
+ * thread cycle, native rows; the table as text with a row limit. */
+static void test_steps_and_text(void **state)
+{
+	static const char *const ev[] = { "cycles", "instructions", "cache-misses",
+					  "cache-references" };
+	struct namer n = { { 0 } };
+	struct hwspy_table *t = new_table(&n, ev, 4);
+	struct hwspy_table_view_opts vo = { .tid = HWSPY_TABLE_ALL_THREADS };
+	uint32_t sa[] = { 0 }, sb[] = { 1 }, sc[] = { 3 };
+	uint64_t v[] = { 1, 1000, 2000, 10, 100 };
+	const char *text;
+	(void) state;
+
+	hwspy_table_step(t, &vo, HWSPY_TABLE_SORT_LEFT);
+	assert_int_equal(vo.sort, 0);
+	for (int i = 0; i < 10; i++)
+		hwspy_table_step(t, &vo, HWSPY_TABLE_SORT_RIGHT);
+	assert_int_equal(vo.sort, 7);                           /* the last of 8 columns */
+	hwspy_table_step(t, &vo, HWSPY_TABLE_SORT_LEFT);
+	assert_int_equal(vo.sort, 6);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_SORT_SELF);
+	assert_int_equal(vo.sort, HWSPY_TABLE_COL_SELF);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_SORT_TOTAL);
+	assert_int_equal(vo.sort, HWSPY_TABLE_COL_TOTAL);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_NEXT_THREAD);
+	assert_int_equal(vo.tid, HWSPY_TABLE_ALL_THREADS);      /* no thread yet */
+	assert_int_equal(hwspy_table_add(t, 7, sa, 1, v, 5), 0);
+	assert_int_equal(hwspy_table_add(t, 3, sb, 1, v, 5), 0);
+	assert_int_equal(hwspy_table_add(t, 3, sc, 1, v, 5), 0);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_NEXT_THREAD);
+	assert_int_equal(vo.tid, 3);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_NEXT_THREAD);
+	assert_int_equal(vo.tid, 7);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_NEXT_THREAD);
+	assert_int_equal(vo.tid, HWSPY_TABLE_ALL_THREADS);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_NATIVE);
+	assert_true(vo.hide_native);
+	hwspy_table_step(t, &vo, HWSPY_TABLE_NATIVE);
+	assert_false(vo.hide_native);
+
+	vo.sort = HWSPY_TABLE_COL_SELF;
+	assert_int_equal(hwspy_table_view(t, &vo), 0);
+	assert_int_equal(hwspy_table_rows(t), 3);
+	for (size_t max = 0; max < 3; max++) {
+		char want[1024] = "";
+
+		assert_int_equal(hwspy_table_header_text(t, 0, &text), 0);
+		strcat(strcat(want, text), "\n");
+		for (size_t i = 0; i < (max ? max : 3); i++) {
+			assert_int_equal(hwspy_table_row_text(t, i, 0, &text), 0);
+			strcat(strcat(want, text), "\n");
+		}
+		assert_int_equal(hwspy_table_text(t, max, &text), 0);
+		assert_string_equal(text, want);
+	}
+	hwspy_table_free(t);
+}
+
 /* This process: CPU time that grows with work, one thread's switches, its name; a pid that is
  * not there. */
 static void test_target(void **state)
@@ -269,6 +329,67 @@ static void test_target(void **state)
 	assert_int_equal(hwspy_target_comm(0x3fffffff, comm, sizeof(comm)), -ESRCH);
 }
 
+/* (topshrink) A table of a recorder's profile (attached to this process, not started): its
+ * events' columns, a frame the profile does not have refused; the rates from two readings of
+ * this process: none at the first, then samples, CPU and switches, a count that went down (a
+ * thread gone) a rate of 0. */
+static void test_recording_and_rates(void **state)
+{
+	struct hwspy_record_opts o;
+	struct hwspy_recorder *rec = NULL;
+	struct hwspy_table *t = NULL;
+	struct hwspy_live_rates q = { 0 };
+	uint32_t frames[] = { 1000000 };
+	uint64_t v[] = { 1, 1 };
+	struct hwspy_sample s = { .tid = 1, .frames = frames, .depth = 1, .values = v,
+				  .n_values = 2 };
+	struct timespec t0, t1;
+	volatile uint64_t x = 0;
+	(void) state;
+
+	hwspy_record_opts_init(&o);
+	o.pid = getpid();
+	assert_int_equal(hwspy_recorder_new(&o, NULL, NULL, &rec), 0);
+	assert_int_equal(hwspy_table_new_recording(rec, &t), 0);
+	assert_int_equal(hwspy_table_n_columns(t), 2);
+	assert_string_equal(hwspy_table_column_name(t, 1), "total%");
+	assert_int_equal(hwspy_table_add_sample(t, &s), -EINVAL);       /* no such frame */
+	assert_int_equal(hwspy_table_samples(t), 0);
+	if (hwspy_profile_n_frames(hwspy_recorder_profile(rec)) > 0) {
+		/* a frame the profile has (its own, made before any sample): named as its text */
+		struct hwspy_table_view_opts vo = { .tid = HWSPY_TABLE_ALL_THREADS };
+		char want[256];
+		const char *text;
+
+		frames[0] = 0;
+		assert_true(hwspy_profile_frame_text(hwspy_recorder_profile(rec), 0, want,
+						     sizeof(want)) >= 0);
+		assert_int_equal(hwspy_table_add_sample(t, &s), 0);
+		assert_int_equal(hwspy_table_view(t, &vo), 0);
+		assert_int_equal(hwspy_table_row_text(t, 0, 0, &text), 0);
+		assert_string_equal(text + strlen(text) - strlen(want), want);
+	}
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	hwspy_live_rates_read(&q, rec, (uint64_t) t0.tv_sec * 1000000000ULL + (uint64_t) t0.tv_nsec);
+	assert_false(q.samples_ok || q.cpu_ok || q.sw_ok);
+	assert_string_equal(q.comm, "test_api_table");
+	assert_true(q.cores >= 1);
+	q.sw.involuntary = UINT64_MAX;  /* as if a thread with many had exited since */
+	do {
+		for (int i = 0; i < 1000000; i++)
+			x += (uint64_t) i;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 100000000L);
+	hwspy_live_rates_read(&q, rec, (uint64_t) t1.tv_sec * 1000000000ULL + (uint64_t) t1.tv_nsec);
+	assert_true(q.samples_ok && q.samples_s == 0);
+	assert_true(q.cpu_ok && q.cpu_pct > 0);
+	assert_true(q.sw_ok && q.sw.read == 1 && q.invol_s == 0);
+	assert_int_equal(q.lost, 0);
+	hwspy_table_free(t);
+	hwspy_recorder_free(rec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_native_and_errors),
 		cmocka_unit_test(test_columns_and_text),
 		cmocka_unit_test(test_target),
+		cmocka_unit_test(test_steps_and_text),
+		cmocka_unit_test(test_recording_and_rates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
