@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/stat.h"
+#include "base/text.h"
 #include "output/ratios.h"
 
 #define THREADS_SHOWN 10
@@ -18,18 +19,7 @@
 /* v rounded, with thousands separators ("12,345,678"), into buf. */
 static const char *grouped(double v, char *buf, size_t size)
 {
-	char digits[32];
-	size_t n, out = 0;
-
-	snprintf(digits, sizeof(digits), "%.0f", v < 0 ? 0 : v);
-	n = strlen(digits);
-	for (size_t i = 0; i < n && out + 2 < size; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[out++] = ',';
-		buf[out++] = digits[i];
-	}
-	buf[out] = '\0';
-	return buf;
+	return text_grouped(buf, size, v < 0 ? 0 : (uint64_t) nearbyint(v));   /* as "%.0f" */
 }
 
 /* A threshold: grouped when whole and large ("5,000"), else as %g ("0.5"). */

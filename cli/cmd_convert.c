@@ -120,8 +120,7 @@ int cmd_convert(int argc, char **argv)
 		goto out;
 	}
 	t_write = clock_now_ns();
-	r = format_write(fmt, p, &fo, out.f);
-	if (r == 0 && fflush(out.f) != 0)
+	if ((r = format_write(fmt, p, &fo, out.f)) == 0 && fflush(out.f) != 0)
 		r = -errno;
 	if (r == 0 && verbose) {
 		t_write = clock_now_ns() - t_write;
@@ -137,13 +136,10 @@ int cmd_convert(int argc, char **argv)
 		log_pprof_limit(p, in_path);
 		goto out;
 	}
-	if (r < 0) {
+	if (r < 0)
 		log_errno(r, "cannot write '%s'", out_path);
-		goto out;
-	}
-	if (cli_output_commit(&out) < 0)
-		goto out;
-	status = 0;
+	else if (cli_output_commit(&out) == 0)
+		status = 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_profile_free(p);

@@ -145,10 +145,10 @@ static int say_problem(const struct hwspy_diff_files *d, const char *const paths
 	if (d->problem != HWSPY_DIFF_NOTHING_SHARED)
 		return -1;
 	buf_init(&b);
-	(void) buf_printf(&b, "'%s' has ", paths[0]);
-	format_event_list(&b, d->in[0], hwspy_profile_n_events(d->in[0]), 1, false);
-	(void) buf_printf(&b, " and '%s' has ", paths[1]);
-	format_event_list(&b, d->in[1], hwspy_profile_n_events(d->in[1]), 1, false);
+	for (int s = 0; s < 2; s++) {
+		(void) buf_printf(&b, "%s'%s' has ", s ? " and " : "", paths[s]);
+		format_event_list(&b, d->in[s], hwspy_profile_n_events(d->in[s]), 1, false);
+	}
 	log_error("%s: no event to compare; record both with the same -e", b.data ? b.data : "");
 	buf_release(&b);
 	return -1;
@@ -160,9 +160,8 @@ int cmd_diff(int argc, char **argv)
 	struct outfile out = { 0 };
 	struct diff_args a;
 	struct buf names;
-	int r, status = 1;
+	int r = parse_args(argc, argv, &a), status = 1;
 
-	r = parse_args(argc, argv, &a);
 	if (r != 0)
 		return r > 0 ? 0 : 2;
 	/* the output's temporary file now, before reading (no -o: standard output) */
@@ -186,20 +185,14 @@ int cmd_diff(int argc, char **argv)
 	}
 	if (hwspy_diff_files_check(&d, a.force) < 0 && say_problem(&d, a.paths) < 0)
 		goto out;
-	a.w = (struct hwspy_diff_write_opts) {
-		.format = a.w.format, .event = (size_t) r, .diff = a.w.diff, .title = a.fo.title,
-		.icicle = a.fo.icicle, .negate = a.w.negate, .min_width = a.fo.min_width,
-		.top = a.w.top, .before_name = a.paths[0], .after_name = a.paths[1],
-		.before_ns = d.duration_ns[0], .after_ns = d.duration_ns[1],
-	};
-	r = hwspy_diff_write(d.merged, &a.w, out.f);
-	if (r < 0) {
+	a.w.event = (size_t) r;
+	a.w.title = a.fo.title, a.w.icicle = a.fo.icicle, a.w.min_width = a.fo.min_width;
+	a.w.before_name = a.paths[0], a.w.after_name = a.paths[1];
+	a.w.before_ns = d.duration_ns[0], a.w.after_ns = d.duration_ns[1];
+	if ((r = hwspy_diff_write(d.merged, &a.w, out.f)) < 0)
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
-		goto out;
-	}
-	if (cli_output_commit(&out) < 0)
-		goto out;
-	status = 0;
+	else if (cli_output_commit(&out) == 0)
+		status = 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_diff_files_release(&d);

@@ -56,6 +56,8 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool *const flags[] = { ['n'] = &o->so.native, ['j'] = &o->json,
+				['b'] = &o->so.nonblocking, ['s'] = &o->so.subprocesses };
 	char *end;
 	long v;
 	int c;
@@ -63,6 +65,10 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 	*o = (struct dump_opts) { .output = "-", .so.hold_signals = true };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:o:h", longopts, NULL)) != -1) {
+		if (c > 0 && (size_t) c < sizeof(flags) / sizeof(*flags) && flags[c]) {
+			*flags[c] = true;
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -73,10 +79,6 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 			}
 			o->pid = (pid_t) v;
 			break;
-		case 'n': o->so.native = true; break;
-		case 'j': o->json = true; break;
-		case 'b': o->so.nonblocking = true; break;
-		case 's': o->so.subprocesses = true; break;
 		case 'o': o->output = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -1;
@@ -97,8 +99,6 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 	}
 	return 0;
 }
-
-/* ---- the messages ---- */
 
 /* The one line for the target dump cannot read (its first process); 1. */
 static int target_error(const struct hwspy_snapshot_process *p)
@@ -142,8 +142,6 @@ static int read_error(const struct hwspy_snapshot_process *p)
 	return 1;
 }
 
-/* ---- the command ---- */
-
 int cmd_dump(int argc, char **argv)
 {
 	const struct hwspy_snapshot_process *p;
@@ -151,9 +149,8 @@ int cmd_dump(int argc, char **argv)
 	struct dump_opts o;
 	struct outfile out;
 	size_t n;
-	int r;
+	int r = parse_args(argc, argv, &o);
 
-	r = parse_args(argc, argv, &o);
 	if (r)
 		return r < 0 ? 2 : 0;
 	if (cli_output_open(&out, o.output) < 0)
@@ -165,27 +162,20 @@ int cmd_dump(int argc, char **argv)
 		return 1;
 	}
 	n = hwspy_snapshot_processes(snap, &p);
-	/* the target itself: said, nothing written */
-	if (p[0].error) {
-		if (p[0].failed == HWSPY_SNAPSHOT_FAILED_TARGET)
-			target_error(&p[0]);
-		else
-			read_error(&p[0]);
-		hwspy_snapshot_free(snap);
-		outfile_abort(&out);
-		return 1;
-	}
-	for (size_t i = 0; i < n; i++) {
+	r = p[0].error;         /* the target itself unread: said, nothing written */
+	if (r && p[0].failed == HWSPY_SNAPSHOT_FAILED_TARGET)
+		target_error(&p[0]);
+	for (size_t i = 0; i < (r ? 1 : n); i++) {
 		if (p[i].error && p[i].failed != HWSPY_SNAPSHOT_FAILED_TARGET)
 			read_error(&p[i]);
-		if (p[i].native_error)
+		if (!r && p[i].native_error)
 			log_errno(p[i].native_error, "cannot read the mappings of pid %d: no native "
 				  "frames", (int) p[i].pid);
 	}
-	if (o.json)
-		(void) hwspy_snapshot_write_json(snap, out.f);
-	else
-		(void) hwspy_snapshot_write_text(snap, out.f);
+	if (!r)
+		(void) (o.json ? hwspy_snapshot_write_json : hwspy_snapshot_write_text)(snap, out.f);
 	hwspy_snapshot_free(snap);
-	return cli_output_commit(&out) < 0 ? 1 : 0;
+	if (r)
+		outfile_abort(&out);
+	return r || cli_output_commit(&out) < 0 ? 1 : 0;
 }

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 
 /* What probing event name found (*ret) in words (unparsed: where it does not parse). */
 static const char *probe_words(const char *name, const char *unparsed,
-			       enum hwspy_probe_result *ret, char *buf, size_t size)
+			       enum hwspy_probe_result *ret, char *buf)
 {
 	static const char *const words[] = {
 		[HWSPY_PROBE_OK] = "ok",
@@ -42,38 +42,35 @@ static const char *probe_words(const char *name, const char *unparsed,
 
 	if (r != HWSPY_PROBE_ERROR)
 		return r == HWSPY_PROBE_UNPARSED ? unparsed : words[r];
-	snprintf(buf, size, "does not open: %s", strerror(-err));
+	snprintf(buf, 128, "does not open: %s", strerror(-err));
 	return buf;
 }
 
-static void print_row(const char *name, const char *kind, const char *status, const char *desc)
+static void print_row(const char *name, const char *kind, const char *status, const char *desc,
+		      const char *alias)
 {
 	char tag[32];
 
 	snprintf(tag, sizeof(tag), "[%s]", kind);
-	printf("  %-*s %-*s %-38s %s\n", NAME_WIDTH - 1, name, KIND_WIDTH - 1, tag, status, desc);
+	printf("  %-*s %-*s %-38s %s%s%s%s\n", NAME_WIDTH - 1, name, KIND_WIDTH - 1, tag, status,
+	       desc, alias ? " (also '" : "", alias ? alias : "", alias ? "')" : "");
 }
 
 static void print_named(enum hwspy_event_kind kind, const char *title, size_t *n_ok)
 {
 	size_t n;
 	const struct hwspy_event_info *t = hwspy_event_table(&n);
+	char buf[128];
+	enum hwspy_probe_result r;
 
 	printf("%s:\n", title);
 	for (size_t i = 0; i < n; i++) {
-		char buf[128], desc[160];
-		const char *status;
-		enum hwspy_probe_result r;
-
 		if (t[i].kind != kind)
 			continue;
-		status = probe_words(t[i].name, "cannot parse (hwspy bug)", &r, buf, sizeof(buf));
+		print_row(t[i].name, hwspy_event_kind_name(kind),
+			  probe_words(t[i].name, "cannot parse (hwspy bug)", &r, buf), t[i].desc,
+			  t[i].alias);
 		*n_ok += r == HWSPY_PROBE_OK || r == HWSPY_PROBE_USER_ONLY;
-		if (t[i].alias)
-			snprintf(desc, sizeof(desc), "%s (also '%s')", t[i].desc, t[i].alias);
-		else
-			snprintf(desc, sizeof(desc), "%s", t[i].desc);
-		print_row(t[i].name, hwspy_event_kind_name(kind), status, desc);
 	}
 	printf("\n");
 }
@@ -81,25 +78,21 @@ static void print_named(enum hwspy_event_kind kind, const char *title, size_t *n
 static void print_syntax(void)
 {
 	char buf[128];
-	const char *status;
 	enum hwspy_probe_result p;
+	const char *status = probe_words("r0", "cannot parse (hwspy bug)", &p, buf);
 	int r;
 
-	printf("other forms:\n");
-	status = probe_words("r0", "cannot parse (hwspy bug)", &p, buf, sizeof(buf));
 	if (p == HWSPY_PROBE_OK || p == HWSPY_PROBE_USER_ONLY || p == HWSPY_PROBE_INVALID)
 		status = "depends on the code";
-	print_row("rNNNN", "raw", status, "raw hardware event code in hex, e.g. r01c2");
+	printf("other forms:\n");
+	print_row("rNNNN", "raw", status, "raw hardware event code in hex, e.g. r01c2", NULL);
 	print_row("PMU/term=value,.../", "pmu", "see the PMUs below",
-		  "terms from PMU/format in sysfs, e.g. cpu/event=0x3c,umask=0x0/");
+		  "terms from PMU/format in sysfs, e.g. cpu/event=0x3c,umask=0x0/", NULL);
 	r = hwspy_tracefs_state();
-	if (r < 0)
-		status = hwspy_tracefs_words(r, true);
-	else
-		status = probe_words("sched:sched_switch", "no sched:sched_switch in tracefs",
-				     &p, buf, sizeof(buf));
-	print_row("subsys:name", "tracepoint", status,
-		  "kernel tracepoint, e.g. sched:sched_switch");
+	status = r < 0 ? hwspy_tracefs_words(r, true) :
+		 probe_words("sched:sched_switch", "no sched:sched_switch in tracefs", &p, buf);
+	print_row("subsys:name", "tracepoint", status, "kernel tracepoint, e.g. sched:sched_switch",
+		  NULL);
 	printf("  modifiers: NAME:u user, :k kernel, :h hypervisor, :H host, :G guest, "
 	       ":I not idle, :p/:pp/:ppp precise (pmu form: PMU/.../u)\n\n");
 }
@@ -108,26 +101,19 @@ static void print_pmus(void)
 {
 	char pmus[MAX_PMUS][64];
 	size_t n = hwspy_pmus(pmus, MAX_PMUS);
+	unsigned type;
 
-	printf("PMUs (/sys/bus/event_source/devices):\n");
-	if (!n)
-		printf("  none found\n");
-	for (size_t i = 0; i < n; i++) {
-		unsigned type;
-
+	printf("PMUs (/sys/bus/event_source/devices):\n%s", n ? "" : "  none found\n");
+	for (size_t i = 0; i < n; i++)
 		if (hwspy_pmu_type(pmus[i], &type) == 0)
 			printf("  %-*s type %u\n", NAME_WIDTH - 1, pmus[i], type);
 		else
 			printf("  %s\n", pmus[i]);
-	}
 }
 
 int cmd_list(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static const struct option options[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
 	bool hw_pmu;
 	size_t n_ok = 0, n_hw_ok;
 	int c;
@@ -146,7 +132,6 @@ int cmd_list(int argc, char **argv)
 		log_error("unexpected argument '%s' (see 'hwspy list --help')", argv[optind]);
 		return 2;
 	}
-
 	hw_pmu = hwspy_have_hw_pmu();
 	print_named(HWSPY_EVENT_HARDWARE, "hardware events", &n_ok);
 	print_named(HWSPY_EVENT_HW_CACHE, "hardware-cache events", &n_ok);

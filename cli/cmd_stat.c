@@ -149,8 +149,7 @@ static int setup(struct stat_run *x)
 	session_record_opts(&a->r, &ro);
 	o.note_fn = ro.note_fn;
 	o.note_ctx = ro.note_ctx;
-	r = hwspy_count_new(&o, &x->cnt);
-	if (r >= 0 || !a->events)
+	if ((r = hwspy_count_new(&o, &x->cnt)) >= 0 || !a->events)
 		return r >= 0 ? 0 : 1;
 	if (r == -E2BIG)
 		log_error("-e: at most %d events", HWSPY_COUNT_MAX_EVENTS);
@@ -259,16 +258,11 @@ int cmd_stat(int argc, char **argv)
 	struct stat_run run = { 0 }, *x = &run;
 	int r = parse_args(argc, argv, &x->a), status;
 
-	if (r || (x->a.explain && !x->a.r.pid && !x->a.r.argv)) {
-		if (!r)
-			(void) hwspy_findings_explain(stdout);
-		return r > 0 || !r ? 0 : 2;
-	}
-	status = setup(x);
-	if (status)
-		goto out;
-	status = 1;
-	if (record_check_target(&x->a.r) < 0)
+	if (!r && x->a.explain && !x->a.r.pid && !x->a.r.argv)
+		(void) hwspy_findings_explain(stdout);
+	if (r || (x->a.explain && !x->a.r.pid && !x->a.r.argv))
+		return r < 0 ? 2 : 0;
+	if ((status = setup(x)) || (status = 1, record_check_target(&x->a.r) < 0))
 		goto out;
 	session_catch_signals();
 	if (start(x) < 0)

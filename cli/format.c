@@ -113,12 +113,9 @@ int format_color_output(const struct format_opts *o, enum hwspy_format f, const 
 int format_write(enum hwspy_format f, const struct hwspy_profile *p, const struct format_opts *o,
 		 FILE *out)
 {
-	struct hwspy_write_opts wo = {
-		.weight = o->weight, .title = o->title, .icicle = o->icicle,
-		.min_width = o->min_width, .color_by = o->color_by, .command_line = o->command_line,
-	};
-
-	return hwspy_profile_write(p, f, &wo, out);
+	return hwspy_profile_write(p, f, &(struct hwspy_write_opts) { .weight = o->weight,
+		.title = o->title, .icicle = o->icicle, .min_width = o->min_width,
+		.color_by = o->color_by, .command_line = o->command_line }, out);
 }
 
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,

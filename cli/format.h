@@ -16,11 +16,6 @@
 
 /* --format NAME ("folded", "speedscope", "svg", "pprof"): 0, or -EINVAL (logged). */
 int format_parse(const char *name, enum hwspy_format *ret);
-/* The format a file name asks for by its extension (folded when none says otherwise). */
-static inline enum hwspy_format format_of_path(const char *path)
-{
-	return hwspy_format_of_path(path);
-}
 /* The events of p, every step-th of the first n, into b: "a, b" ('a', 'b' with quote). */
 void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
 		       bool quote);
@@ -62,20 +57,17 @@ int format_opt(struct format_opts *o, int c, const char *arg);
 /* The value column o->weight names in p (1 + event index): >= 1, or -ENOENT (logged: the
  * profile's events named). */
 int format_column(const struct format_opts *o, const struct hwspy_profile *p);
-/* o->color_by against the events of p (see hwspy_color_check()): 0 (also
- * when it is NULL), or -EINVAL or -ENOENT (logged: the profile's events named). */
+/* o->color_by (if any) against p's events: 0, or -EINVAL or -ENOENT (logged, events named). */
 int format_color_check(const struct format_opts *o, const struct hwspy_profile *p);
-/* Whether o->color_by may go with the output format f (an SVG), path naming the output for the
- * message: 0, or -EINVAL (logged). */
+/* Whether o->color_by may go with format f (an SVG) written to path: 0, or -EINVAL (logged). */
 int format_color_output(const struct format_opts *o, enum hwspy_format f, const char *path);
 /* A whole number from the command line into *ret: decimal digits only (no sign, no space, so
  * strtoull's wrap of "-5" is refused), min <= value <= max. 0 or -EINVAL (not logged). */
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,
 		    unsigned long long *ret);
-/* Opens the output file (base/outfile.h; "-": standard output) before any work starts: 0, or
- * -errno after one line was logged. */
+/* Opens the output file (base/outfile.h; "-": standard output) before any work starts, and
+ * completes it (path unchanged on failure): 0, or -errno after one line was logged. */
 int cli_output_open(struct outfile *o, const char *path);
-/* Completes it: 0, or -errno after one line was logged (path then unchanged). */
 int cli_output_commit(struct outfile *o);
 /* Writes p as f. 0 or -errno (not logged). */
 int format_write(enum hwspy_format f, const struct hwspy_profile *p, const struct format_opts *o,
