@@ -1,8 +1,5 @@
-/*
- * cli: the subcommands. Each cmd_* parses its own options (getopt_long), does its work through
- * the stage libraries and is the only code that prints: one line per problem, through base/log.h.
- * Returns the process exit status.
- */
+/* cli: the subcommands. Each cmd_* parses its options, works through libhwspy, prints (one line
+ * per problem, base/log.h) and returns the exit status. */
 #ifndef HWSPY_CLI_H
 #define HWSPY_CLI_H
 

@@ -59,12 +59,11 @@ int cmd_convert(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
 		FORMAT_LONGOPTS,
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *in_path, *out_path = NULL;
-	struct format_opts fo = { 0 };
+	struct hwspy_write_opts fo = { 0 };
 	enum hwspy_format fmt;
 	bool fmt_given = false, verbose = false;
 	uint64_t t_start, t_read, t_write;

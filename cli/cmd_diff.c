@@ -47,7 +47,7 @@ struct diff_args {
 	const char *paths[2];           /* BEFORE, AFTER */
 	struct hwspy_diff_write_opts w; /* -f (else what out_path's name says), --no-normalize,
 	                                 * --ignore-lines, --negate, --top */
-	struct format_opts fo;          /* --weight, --title, --icicle, --min-width */
+	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width */
 	bool force;
 };
 

@@ -47,13 +47,10 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, struct dump_opts *o)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "native", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "nonblocking", no_argument, NULL, 'b' },
+		{ "pid", required_argument, NULL, 'p' }, { "native", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' }, { "nonblocking", no_argument, NULL, 'b' },
 		{ "subprocesses", no_argument, NULL, 's' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool *const flags[] = { ['n'] = &o->so.native, ['j'] = &o->json,

@@ -48,7 +48,7 @@ static int color_error(const char *metric, const struct hwspy_color_error *err,
 	return p ? -ENOENT : -EINVAL;
 }
 
-int format_opt(struct format_opts *o, int c, const char *arg)
+int format_opt(struct hwspy_write_opts *o, int c, const char *arg)
 {
 	struct hwspy_color_error err;
 	char *end;
@@ -72,7 +72,7 @@ int format_opt(struct format_opts *o, int c, const char *arg)
 	}
 }
 
-int format_column(const struct format_opts *o, const struct hwspy_profile *p)
+int format_column(const struct hwspy_write_opts *o, const struct hwspy_profile *p)
 {
 	struct buf have;
 	int i;
@@ -90,7 +90,7 @@ int format_column(const struct format_opts *o, const struct hwspy_profile *p)
 	return -ENOENT;
 }
 
-int format_color_check(const struct format_opts *o, const struct hwspy_profile *p)
+int format_color_check(const struct hwspy_write_opts *o, const struct hwspy_profile *p)
 {
 	struct hwspy_color_error err;
 
@@ -99,7 +99,7 @@ int format_color_check(const struct format_opts *o, const struct hwspy_profile *
 	return color_error(o->color_by, &err, p);
 }
 
-int format_color_output(const struct format_opts *o, enum hwspy_format f, const char *path)
+int format_color_output(const struct hwspy_write_opts *o, enum hwspy_format f, const char *path)
 {
 	if (!o->color_by || f == HWSPY_FORMAT_SVG)
 		return 0;
@@ -108,14 +108,6 @@ int format_color_output(const struct format_opts *o, enum hwspy_format f, const 
 	log_error("--color-by colours a flame graph, and '%s' is written as %s; give an .svg "
 		  "output (or --format svg), or leave --color-by out", path, hwspy_format_name(f));
 	return -EINVAL;
-}
-
-int format_write(enum hwspy_format f, const struct hwspy_profile *p, const struct format_opts *o,
-		 FILE *out)
-{
-	return hwspy_profile_write(p, f, &(struct hwspy_write_opts) { .weight = o->weight,
-		.title = o->title, .icicle = o->icicle, .min_width = o->min_width,
-		.color_by = o->color_by, .command_line = o->command_line }, out);
 }
 
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,

@@ -1,9 +1,6 @@
-/*
- * format: the output options `hwspy record` and `hwspy convert` share (--format, --weight,
- * --title, --icicle, --min-width, --color-by), their words, and the output file opened and put
- * in place. The writers and their choice are the library's (hwspy_profile_write()). Internal
- * to cli/.
- */
+/* format: the output options record, convert and diff share (--format, --weight, --title,
+ * --icicle, --min-width, --color-by, into struct hwspy_write_opts), their words, and the output
+ * file opened and put in place. The writers are the library's. Internal to cli/. */
 #ifndef HWSPY_CLI_FORMAT_H
 #define HWSPY_CLI_FORMAT_H
 
@@ -19,22 +16,12 @@ int format_parse(const char *name, enum hwspy_format *ret);
 /* The events of p, every step-th of the first n, into b: "a, b" ('a', 'b' with quote). */
 void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
 		       bool quote);
-/* How a profile is written: --weight, --title, --icicle, --min-width, --color-by and the
- * command line (pprof's comments), as struct hwspy_write_opts's fields of the same names. */
-struct format_opts {
-	const char *weight, *title;
-	bool icicle;
-	double min_width;
-	const char *color_by, *command_line;
-};
-
 enum { FORMAT_OPT_WEIGHT = 0x100, FORMAT_OPT_TITLE, FORMAT_OPT_ICICLE, FORMAT_OPT_MIN_WIDTH,
        FORMAT_OPT_COLOR_BY };
 #define FORMAT_LONGOPTS \
 	{ "weight", required_argument, NULL, FORMAT_OPT_WEIGHT }, \
-	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, \
-	{ "icicle", no_argument, NULL, FORMAT_OPT_ICICLE }, \
-	{ "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }, \
+	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, { "icicle", no_argument, NULL, \
+	FORMAT_OPT_ICICLE }, { "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }, \
 	{ "color-by", required_argument, NULL, FORMAT_OPT_COLOR_BY }
 #define FORMAT_USAGE \
 	"      --weight EVENT     the event the folded file and the flame graph weigh by\n" \
@@ -51,26 +38,20 @@ enum { FORMAT_OPT_WEIGHT = 0x100, FORMAT_OPT_TITLE, FORMAT_OPT_ICICLE, FORMAT_OP
 	"                         A/B, two events of the profile: page-faults/cpu-clock,\n" \
 	"                         cache-misses/instructions, LLC-load-misses/LLC-loads ...\n"
 
-/* One of FORMAT_LONGOPTS seen by getopt (c, arg): 1 if c was one (stored), 0 if c is not
- * one, -EINVAL (logged) for a bad value. */
-int format_opt(struct format_opts *o, int c, const char *arg);
-/* The value column o->weight names in p (1 + event index): >= 1, or -ENOENT (logged: the
- * profile's events named). */
-int format_column(const struct format_opts *o, const struct hwspy_profile *p);
-/* o->color_by (if any) against p's events: 0, or -EINVAL or -ENOENT (logged, events named). */
-int format_color_check(const struct format_opts *o, const struct hwspy_profile *p);
-/* Whether o->color_by may go with format f (an SVG) written to path: 0, or -EINVAL (logged). */
-int format_color_output(const struct format_opts *o, enum hwspy_format f, const char *path);
-/* A whole number from the command line into *ret: decimal digits only (no sign, no space, so
- * strtoull's wrap of "-5" is refused), min <= value <= max. 0 or -EINVAL (not logged). */
+/* One of FORMAT_LONGOPTS seen by getopt: 1 (stored), 0 if c is not one, -EINVAL (logged).
+ * The value column o->weight names in p (1 + event index), or -ENOENT (logged). o->color_by
+ * against p's events, then against format f written to path: 0, or -errno (logged). */
+int format_opt(struct hwspy_write_opts *o, int c, const char *arg);
+int format_column(const struct hwspy_write_opts *o, const struct hwspy_profile *p);
+int format_color_check(const struct hwspy_write_opts *o, const struct hwspy_profile *p);
+int format_color_output(const struct hwspy_write_opts *o, enum hwspy_format f, const char *path);
+/* Decimal digits only (strtoull's wrap of "-5" refused), min..max, into *ret: 0 or -EINVAL. */
 int cli_parse_count(const char *s, unsigned long long min, unsigned long long max,
 		    unsigned long long *ret);
-/* Opens the output file (base/outfile.h; "-": standard output) before any work starts, and
- * completes it (path unchanged on failure): 0, or -errno after one line was logged. */
+/* The output file (base/outfile.h; "-": standard output) opened before any work, and put in
+ * place: 0, or -errno (logged). */
 int cli_output_open(struct outfile *o, const char *path);
 int cli_output_commit(struct outfile *o);
-/* Writes p as f. 0 or -errno (not logged). */
-int format_write(enum hwspy_format f, const struct hwspy_profile *p, const struct format_opts *o,
-		 FILE *out);
+#define format_write(f, p, o, out) hwspy_profile_write(p, f, o, out)
 
 #endif

@@ -222,7 +222,7 @@ static void render(struct buf *b, const struct hwspy_line *l)
 	}
 }
 
-void record_render(struct buf *b, const struct hwspy_line *l, size_t n)
+static void record_render(struct buf *b, const struct hwspy_line *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		render(b, &l[i]);
