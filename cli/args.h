@@ -70,7 +70,7 @@ void record_limit_error(int r, const char *target);
  * a run that took no sample. */
 int record_python_error(int r, const struct hwspy_recorder *rec, const char *what);
 void record_permission_error(const char *target, pid_t pid, bool kernel);
-const char *record_paranoid_words(char *buf, size_t size);
+#define record_paranoid_words hwspy_paranoid_words
 void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o);
 
 /* record_child.c: a launched command ended once sampling has (hwspy_child_end()), its exit

@@ -1,9 +1,5 @@
-/*
- * hwspy convert: a folded file (hwspy's own, perf script | stackcollapse-perf.pl, py-spy raw,
- * FlameGraph's other collapsers) or a pprof file (hwspy's own, Go's, pprof's ...), told apart by
- * content (hwspy_profile_load()), into any format hwspy writes, chosen by the output's name or
- * --format.
- */
+/* hwspy convert: a folded file (any collapser's) or a pprof file, told apart by content, into
+ * any format hwspy writes, chosen by the output's name or --format. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -56,11 +52,9 @@ static void log_pprof_limit(const struct hwspy_profile *p, const char *in_path)
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		FORMAT_LONGOPTS,
-		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' },
-		{ 0 }
+		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
+		'f' }, FORMAT_LONGOPTS, { "verbose", no_argument, NULL, 'v' }, { "help",
+		no_argument, NULL, 'h' }, { 0 }
 	};
 	const char *in_path, *out_path = NULL;
 	struct hwspy_write_opts fo = { 0 };
@@ -101,8 +95,7 @@ int cmd_convert(int argc, char **argv)
 		fmt = hwspy_format_of_path(out_path);
 	if (format_color_output(&fo, fmt, out_path) < 0)
 		return 2;
-	/* the output's temporary file now: a bad -o is found before the input is read; OUT is
-	 * replaced only when complete, so it can even be IN */
+	/* before the input is read: a bad -o found first; OUT, replaced whole, may even be IN */
 	if (cli_output_open(&out, out_path) < 0)
 		return 1;
 	t_start = clock_now_ns();

@@ -1,9 +1,5 @@
-/*
- * hwspy diff BEFORE AFTER: what an optimisation changed. Inputs are folded files (hwspy's, perf +
- * stackcollapse, py-spy, austin) or hwspy's pprof; the output is a differential flame graph
- * (.svg), `stack before after` lines (.folded) or a table of the functions that changed most
- * (.txt, or standard output).
- */
+/* hwspy diff BEFORE AFTER: what an optimisation changed, from two folded or pprof files, as a
+ * differential flame graph (.svg), `stack before after` lines (.folded) or a table (.txt). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -41,7 +37,6 @@ static void usage(FILE *out)
 		"  -h, --help          this text\n");
 }
 
-/* What the command line asks for. */
 struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
@@ -51,22 +46,16 @@ struct diff_args {
 	bool force;
 };
 
-/* Parses the command line into *a: 0, 1 when --help was written (exit 0), or -EINVAL after
- * one line (or the usage) was written to stderr (exit 2). */
+/* The command line into *a: 0, 1 after --help, or -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct diff_args *a)
 {
 	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE };
 	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "no-normalize", no_argument, NULL, OPT_NO_NORMALIZE },
-		{ "ignore-lines", no_argument, NULL, OPT_IGNORE_LINES },
-		{ "negate", no_argument, NULL, OPT_NEGATE },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		FORMAT_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
+		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
+		'f' }, { "no-normalize", no_argument, NULL, OPT_NO_NORMALIZE }, { "ignore-lines",
+		no_argument, NULL, OPT_IGNORE_LINES }, { "negate", no_argument, NULL, OPT_NEGATE },
+		{ "top", required_argument, NULL, OPT_TOP }, { "force", no_argument, NULL,
+		OPT_FORCE }, FORMAT_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	bool kind_given = false;
 	unsigned long long top;

@@ -1,11 +1,6 @@
-/*
- * hwspy dump: the current stack of every thread of a Python process, once, like py-spy dump:
- * each thread's id and name, whether it holds the GIL, running or waiting (and on what), its
- * Python frames innermost first (and native frames with --native). The snapshot is the
- * library's (hwspy.h, snapshot: record/snapshot.c reads, stops nothing it need not, and
- * symbolizes); this file has the options and the messages; the text and --json are the
- * library's writers. --subprocesses: the same for each process of the target's tree, one after the other.
- */
+/* hwspy dump: the current stack of every thread of a Python process (and, --subprocesses, of
+ * its tree), once, like py-spy dump. The snapshot and its text and JSON are the library's; this
+ * file has the options and the messages. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>

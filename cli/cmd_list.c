@@ -114,7 +114,6 @@ static void print_pmus(void)
 int cmd_list(int argc, char **argv)
 {
 	static const struct option options[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
-	bool hw_pmu;
 	size_t n_ok = 0, n_hw_ok;
 	int c;
 
@@ -132,18 +131,17 @@ int cmd_list(int argc, char **argv)
 		log_error("unexpected argument '%s' (see 'hwspy list --help')", argv[optind]);
 		return 2;
 	}
-	hw_pmu = hwspy_have_hw_pmu();
 	print_named(HWSPY_EVENT_HARDWARE, "hardware events", &n_ok);
 	print_named(HWSPY_EVENT_HW_CACHE, "hardware-cache events", &n_ok);
 	n_hw_ok = n_ok;
 	print_named(HWSPY_EVENT_SOFTWARE, "software events", &n_ok);
 	print_syntax();
 	print_pmus();
-	if (!hw_pmu && n_ok > n_hw_ok)
+	if (!hwspy_have_hw_pmu() && n_ok > n_hw_ok)
 		printf("\nnote: no hardware PMU on this machine (a VM without PMU passthrough?): "
 		       "hardware, cache and raw events do not open here; software events work "
 		       "(cpu-clock, task-clock, page-faults, ...)\n");
-	else if (!hw_pmu)
+	else if (!hwspy_have_hw_pmu())
 		printf("\nnote: no hardware PMU on this machine: hardware, cache and raw events "
 		       "do not open here\n");
 	if (!n_ok)

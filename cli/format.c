@@ -25,8 +25,7 @@ void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, s
 		(void) buf_printf(b, "%s%s%s%s", e ? ", " : "", q, hwspy_profile_event(p, step * e), q);
 }
 
-/* One line on what is wrong with the --color-by metric, then the profile's events when p is
- * not NULL, else what a metric is: -ENOENT (checked against p) or -EINVAL (its form). */
+/* One line on what is wrong with --color-by's metric (p: its events named): -ENOENT, or -EINVAL. */
 static int color_error(const char *metric, const struct hwspy_color_error *err,
 		       const struct hwspy_profile *p)
 {

@@ -1,7 +1,4 @@
-/*
- * record_args: the command line of hwspy record (see args.h): its options, checked before
- * anything is opened, attached or written, and its help text.
- */
+/* record_args: hwspy record's command line (args.h): its options and its help text. */
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>

@@ -1,9 +1,5 @@
-/*
- * record_check: what the sampling commands check before they open, attach or write anything
- * (see args.h): libhwspy's hwspy_record_check() and hwspy_record_check_target() decide (the
- * default event, off-CPU's and wall's events, a count event's period, what the machine
- * refuses); their refusals are said here, in the lines hwspy_check_lines() chooses.
- */
+/* record_check: the sampling commands' checks before anything is opened (args.h): libhwspy's
+ * hwspy_record_check*() decide; their refusals are said here (hwspy_check_lines()). */
 #include "base/log.h"
 #include "cli/session.h"
 

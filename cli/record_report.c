@@ -1,9 +1,6 @@
-/*
- * record_report: what the sampling commands say on stderr (see args.h): the words of every line
- * libhwspy's (summary) functions choose (the summary, the progress line, the refusals, the
- * threads left out and their limits, a command's end), in one table keyed by the line's code,
- * and the loop that says them.
- */
+/* record_report: what the sampling commands say on stderr (args.h): the words of every line
+ * libhwspy's (summary) functions choose, in one table keyed by the line's code, and the loop
+ * that says them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,7 +308,3 @@ int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out)
 	return 0;
 }
 
-const char *record_paranoid_words(char *buf, size_t size)
-{
-	return hwspy_paranoid_words(buf, size);
-}

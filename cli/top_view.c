@@ -1,8 +1,5 @@
-/*
- * top_view: what `hwspy top` shows (top.h): the header (target, Python, mode, events, the
- * window, sampling rates, the target's CPU and context switches), the table (hwspy.h live table),
- * the keys and their help, and the same as plain text (--once, and the last table at exit).
- */
+/* top_view: what `hwspy top` shows (top.h): the header, the live table, the keys and their
+ * help, and the same as plain text (--once, and the last table at exit). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,10 +121,9 @@ void top_draw(struct top *t, uint64_t now_ns)
 	(void) hwspy_table_header_text(t->table, cols, &text);
 	top_screen_line(t->screen, y++, text, TOP_REVERSE);
 	t->screen_rows = rows > y ? rows - y : 0;
-	for (size_t i = 0; i < hwspy_table_rows(t->table) && (int) i < t->screen_rows; i++) {
+	for (size_t i = 0; i < hwspy_table_rows(t->table) && (int) i < t->screen_rows; i++)
 		if (hwspy_table_row_text(t->table, i, cols, &text) >= 0 && text[0])
 			top_screen_line(t->screen, y + (int) i, text, TOP_PLAIN);
-	}
 	if (t->help)
 		top_screen_box(t->screen, help_lines, sizeof(help_lines) / sizeof(help_lines[0]));
 	top_screen_end(t->screen);
