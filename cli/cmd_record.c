@@ -118,20 +118,8 @@ int cmd_record(int argc, char **argv)
 	/* the output's temporary file, before attaching: a bad -o is found now */
 	if (record_check_target(&o) < 0 || cli_output_open(&out, o.output) < 0)
 		goto out;
-	if (o.pid)
-		snprintf(target, sizeof(target), "pid %d", o.pid);
-	else
-		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
-	if (o.pid && session_open_target(rec, &o) < 0)
+	if (session_begin(rec, &o, target, sizeof(target), &child, false) < 0)
 		goto out;
-	session_catch_signals();
-	if (session_start(rec, &o) < 0)
-		goto out;
-	if (o.argv) {
-		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], hwspy_recorder_pid(rec));
-		child = (struct record_child) { .pid = hwspy_recorder_pid(rec), .name = o.argv[0] };
-	}
-	(void) hwspy_profile_set_target(hwspy_recorder_profile(rec), target);
 	run(rec, &o);
 	if (write_profile(rec, &o, &out, argc, argv) < 0)
 		goto out;
@@ -147,11 +135,7 @@ int cmd_record(int argc, char **argv)
 	status = o.argv ? record_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	if (child.pid && !child.ended && !child.kept) {
-		/* hwspy failed: the command ends too (its status is not hwspy's: that stays 1) */
-		session_end_command(rec, &o, &child);
-		record_child_say(&child);
-	}
+	session_abort(rec, &o, &child, true);   /* hwspy failed: its status stays 1 */
 	hwspy_recorder_free(rec);
 	record_args_release(&o);
 	return status;

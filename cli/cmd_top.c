@@ -9,7 +9,6 @@
  * the target's end, an error.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,54 +147,6 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 	return 0;
 }
 
-/* Opens, starts and names the target (as record does), a launched command's stdin /dev/null
- * when the keys come from the terminal (a command that reads its stdin would take them): 0, or
- * < 0 (said). */
-static int start(struct top *t, struct record_child *child)
-{
-	struct record_args *o = &t->o;
-	int keys = -1, r;
-
-	if (record_check_target(o) < 0)
-		return -1;
-	if (o->pid)
-		snprintf(t->target, sizeof(t->target), "pid %d", o->pid);
-	else
-		snprintf(t->target, sizeof(t->target), "'%s'", o->argv[0]);
-	if (o->pid && session_open_target(t->rec, o) < 0)
-		return -1;
-	session_catch_signals();        /* before the screen: ncurses then leaves them to us */
-	if (o->argv && !t->once && isatty(STDIN_FILENO)) {
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		keys = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-		r = null < 0 || keys < 0 || dup2(null, STDIN_FILENO) < 0 ? -errno : 0;
-		if (null >= 0)
-			(void) close(null);
-		if (r < 0 && keys >= 0)
-			(void) close(keys);
-		if (r < 0)
-			return log_errno(r, "cannot give '%s' /dev/null as its input", o->argv[0]);
-	}
-	r = session_start(t->rec, o);   /* forks the command */
-	o->capture_held = true;         /* said once the screen is closed */
-	if (keys >= 0) {
-		(void) dup2(keys, STDIN_FILENO);
-		(void) close(keys);
-	}
-	if (r < 0)
-		return -1;
-	if (o->argv) {
-		snprintf(t->target, sizeof(t->target), "'%s' (pid %d)", o->argv[0],
-			 hwspy_recorder_pid(t->rec));
-		*child = (struct record_child) { .pid = hwspy_recorder_pid(t->rec), .name = o->argv[0] };
-	}
-	(void) hwspy_profile_set_target(hwspy_recorder_profile(t->rec), t->target);
-	t->window_ns = clock_now_ns();
-	hwspy_live_rates_read(&t->rates, t->rec, t->window_ns);
-	return 0;
-}
-
 /* After the run: what ended it said, the table printed where it should be: the exit status. */
 static int report(struct top *t, int r, struct record_child *child)
 {
@@ -258,8 +209,12 @@ int cmd_top(int argc, char **argv)
 		log_error("out of memory");
 		goto out;
 	}
-	if (start(&t, &child) < 0)
+	if (record_check_target(&t.o) < 0 ||
+	    session_begin(t.rec, &t.o, t.target, sizeof(t.target), &child, !t.once) < 0)
 		goto out;
+	t.o.capture_held = true;        /* said once the screen is closed */
+	t.window_ns = clock_now_ns();
+	hwspy_live_rates_read(&t.rates, t.rec, t.window_ns);
 	if (!t.once && (r = top_screen_open(&t.screen)) < 0) {
 		log_errno(r, "cannot use the terminal (TERM '%s'): set TERM to one it is, or use "
 			  "--once", getenv("TERM") ? getenv("TERM") : "");
@@ -276,12 +231,7 @@ int cmd_top(int argc, char **argv)
 	status = report(&t, r, &child);
 out:
 	top_screen_close(t.screen);
-	if (child.pid && !child.ended && !child.kept) {
-		/* the launched command ends as record's does (--grace, --keep-running) */
-		session_end_command(t.rec, &t.o, &child);
-		if (!child.kept)
-			record_child_say(&child);
-	}
+	session_abort(t.rec, &t.o, &child, false);     /* as record's (--grace, --keep-running) */
 	hwspy_table_free(t.table);
 	hwspy_recorder_free(t.rec);
 	record_args_release(&t.o);
