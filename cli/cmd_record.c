@@ -34,13 +34,8 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 {
 	const struct record_args *o = ctx;
 
-	r = session_tstp(rec, r);
-	if (r == -EBUSY)
-		log_error("%s began to catch every signal hwspy could stop it with: sampling "
-			  "ended early (--nonblocking never stops it)", o->target);
-	else if (r < 0)
-		log_errno(r, "sampling stopped early");
-	else if (isatty(STDERR_FILENO) && !o->quiet)
+	r = session_stopped(o, session_tstp(rec, r));
+	if (r >= 0 && isatty(STDERR_FILENO) && !o->quiet)
 		record_progress(rec, o->duration, false);
 	return r < 0 ? r : 0;
 }
@@ -135,7 +130,7 @@ int cmd_record(int argc, char **argv)
 	status = o.argv ? record_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	session_abort(rec, &o, &child, true);   /* hwspy failed: its status stays 1 */
+	session_finish(rec, &o, &child, true);   /* hwspy failed: its status stays 1 */
 	hwspy_recorder_free(rec);
 	record_args_release(&o);
 	return status;

@@ -63,18 +63,13 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, struct stat_run *a)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "event", required_argument, NULL, 'e' },
+		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-profile", no_argument, NULL, 'x' },
-		{ "explain", no_argument, NULL, 'X' },
-		{ "nonblocking", no_argument, NULL, 'n' },
-		{ "ptrace", no_argument, NULL, 'P' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "keep-running", no_argument, NULL, 'k' }, { "json", no_argument, NULL, 'j' },
+		{ "no-profile", no_argument, NULL, 'x' }, { "explain", no_argument, NULL, 'X' },
+		{ "nonblocking", no_argument, NULL, 'n' }, { "ptrace", no_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char flag_opts[] = "kjxXnPq";     /* no short options: record's letters */

@@ -1,12 +1,10 @@
 /*
  * hwspy top: a live view of the hottest Python functions of a process (attached with -p, or a
  * launched command), refreshed every second, or one snapshot as text (--once). The options it
- * shares with record are parsed and checked by record's own code (record_number_option(),
- * record_parse_events(), record_check.c), so top accepts and refuses exactly what record does
- * for them. The target is opened and started as record does it (session.h); the recorder's
- * sink sums each finished sample into the table (hwspy.h), and the run's slice function reads
- * the keys and redraws (top_view.c). The terminal is restored on every way out: q, a signal,
- * the target's end, an error.
+ * shares with record are parsed and checked by record's code, so top accepts and refuses
+ * exactly what record does; the target is started as record's (session.h), the recorder's
+ * sink sums each sample into the table (hwspy.h), the slice function reads the keys and
+ * redraws (top_view.c). The terminal is restored on every way out.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -56,20 +54,15 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, struct top *t)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "rate", required_argument, NULL, 'F' },
-		{ "freq", required_argument, NULL, 'F' },
+		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
+		{ "rate", required_argument, NULL, 'F' }, { "freq", required_argument, NULL, 'F' },
 		{ "period", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "once", no_argument, NULL, 'O' },
-		{ "native", no_argument, NULL, 'N' },
-		{ "nonblocking", no_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'd' }, { "once", no_argument, NULL, 'O' },
+		{ "native", no_argument, NULL, 'N' }, { "nonblocking", no_argument, NULL, 'n' },
 		{ "ptrace", no_argument, NULL, 'P' },
 		{ "stop-budget", required_argument, NULL, 'B' },
 		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "keep-running", no_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct record_args *o = &t->o;
@@ -83,10 +76,8 @@ static int parse_args(int argc, char **argv, struct top *t)
 	o->grace = RECORD_GRACE_DEFAULT;
 	o->function = true;     /* one row per function */
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
+		if (c == 'h')
+			return usage(stdout), 0;
 		f = c ? strchr(flag_opts, c) : NULL;
 		if (f)
 			*flags[f - flag_opts] = true;
@@ -155,19 +146,10 @@ static int report(struct top *t, int r, struct record_child *child)
 
 	session_capture_said(t->rec);
 	hwspy_recorder_python(t->rec, &py);
-	if (py.fatal) {
-		record_python_error(py.fatal, t->rec, t->target);
-		return 1;
-	}
-	if (r == -EBUSY) {
-		log_error("%s began to catch every signal hwspy could stop it with: sampling "
-			  "ended early (--nonblocking never stops it)", t->target);
-		return 1;
-	}
-	if (r < 0 && r != -ECANCELED) {
-		log_errno(r, "sampling stopped early");
-		return 1;
-	}
+	if (py.fatal)
+		return record_python_error(py.fatal, t->rec, t->target), 1;
+	if (r < 0 && r != -ECANCELED)
+		return session_stopped(&t->o, r), 1;
 	t->drawn_ns = clock_now_ns();
 	if (t->once) {
 		hwspy_live_rates_read(&t->rates, t->rec, t->drawn_ns);
@@ -178,15 +160,13 @@ static int report(struct top *t, int r, struct record_child *child)
 		return top_write_text(t, stdout, 0) < 0 ? 1 : 0;
 	}
 	hwspy_recorder_stats(t->rec, &st);
-	if (st.target_exited) {
-		if (child->pid) {
-			session_end_command(t->rec, &t->o, child);     /* reaped: how it ended */
-			record_child_say(child);
-		} else {
-			log_info("%s exited; the last table:", t->target);
-		}
-		(void) top_write_text(t, stdout, (size_t) t->screen_rows);
-	}
+	if (!st.target_exited)
+		return 0;
+	if (child->pid)
+		session_finish(t->rec, &t->o, child, true);    /* reaped: how it ended */
+	else
+		log_info("%s exited; the last table:", t->target);
+	(void) top_write_text(t, stdout, (size_t) t->screen_rows);
 	return 0;
 }
 
@@ -231,7 +211,7 @@ int cmd_top(int argc, char **argv)
 	status = report(&t, r, &child);
 out:
 	top_screen_close(t.screen);
-	session_abort(t.rec, &t.o, &child, false);     /* as record's (--grace, --keep-running) */
+	session_finish(t.rec, &t.o, &child, false);     /* as record's (--grace, --keep-running) */
 	hwspy_table_free(t.table);
 	hwspy_recorder_free(t.rec);
 	record_args_release(&t.o);

@@ -186,6 +186,16 @@ int session_begin(struct hwspy_recorder *rec, struct record_args *o, char *buf, 
 	return 0;
 }
 
+int session_stopped(const struct record_args *o, int r)
+{
+	if (r == -EBUSY)
+		log_error("%s began to catch every signal hwspy could stop it with: sampling "
+			  "ended early (--nonblocking never stops it)", o->target);
+	else if (r < 0)
+		log_errno(r, "sampling stopped early");
+	return r;
+}
+
 void session_capture_said(struct hwspy_recorder *rec)
 {
 	struct hwspy_record_stats st;
@@ -221,8 +231,8 @@ void session_end_command(struct hwspy_recorder *rec, const struct record_args *o
 	session_end_child(o, c, st.target_exited, st.exit_status);
 }
 
-void session_abort(struct hwspy_recorder *rec, const struct record_args *o,
-		   struct record_child *c, bool say_kept)
+void session_finish(struct hwspy_recorder *rec, const struct record_args *o,
+		    struct record_child *c, bool say_kept)
 {
 	if (!c->pid || c->ended || c->kept)
 		return;
