@@ -111,9 +111,8 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	status = 1;
 	/* the output's temporary file, before attaching: a bad -o is found now */
-	if (record_check_target(&o) < 0 || cli_output_open(&out, o.output) < 0)
-		goto out;
-	if (session_begin(rec, &o, target, sizeof(target), &child, false) < 0)
+	if (record_check_target(&o) < 0 || cli_output_open(&out, o.output) < 0 ||
+	    session_begin(rec, &o, target, sizeof(target), &child, false) < 0)
 		goto out;
 	run(rec, &o);
 	if (write_profile(rec, &o, &out, argc, argv) < 0)

@@ -16,20 +16,16 @@
  * tty_int_flag: a SIGINT came from the terminal, so the foreground command got it too */
 static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag, tty_int_flag;
 
+/* Ctrl-Z: the run returns, the target is released, then hwspy stops (session_tstp) */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void) uc;
+	if (sig == SIGTSTP)
+		tstp_flag = 1;
+	else
+		quit_flag = quit_flag + 1;
 	if (sig == SIGINT && si && si->si_code == SI_KERNEL)
 		tty_int_flag = 1;
-	quit_flag = quit_flag + 1;
-	stop_flag = 1;
-}
-
-/* Ctrl-Z: the run returns, the target is released, then hwspy stops (session_tstp) */
-static void on_tstp(int sig)
-{
-	(void) sig;
-	tstp_flag = 1;
 	stop_flag = 1;
 }
 
@@ -244,12 +240,10 @@ void session_finish(struct hwspy_recorder *rec, const struct record_args *o,
 void session_catch_signals(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGTSTP };
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa = (struct sigaction) { .sa_handler = on_tstp };
-	sigaction(SIGTSTP, &sa, NULL);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 

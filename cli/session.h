@@ -27,16 +27,15 @@ bool session_tstp_pending(void);
 /* After the run: Ctrl-Z stops hwspy as any program (and does so now if one came last). */
 void session_after_run(void);
 
-/* The recorder's options for o (checked: record_check_options()), its notes said as they come
- * (o names the target: o->target); the caller adds what is its own (the log, an exec hook). */
+/* The recorder's options for o (checked), its notes said as they come (naming o->target); the
+ * caller adds its own (the log, an exec hook). */
 void session_record_opts(const struct record_args *o, struct hwspy_record_opts *ret);
 /* How messages name the target into buf: "pid N", "'CMD'", or "'CMD' (pid N)" once launched
  * (child >= 0). */
 void session_name(const struct record_args *o, char *buf, size_t size, pid_t child);
-/* The checked target (record_check_target()) named into buf (o->target), opened (attach: no
- * interpreter is no error with --native), the signals caught, the events started in the mode
- * chosen (notes said), a launched command (its input /dev/null meanwhile with null_stdin and
- * a terminal there) into c, the profile named. */
+/* The checked target named into buf (o->target), opened (attach), the signals caught, the
+ * events started (a launched command's input /dev/null meanwhile with null_stdin), a launched
+ * command into c, the profile named. */
 int session_begin(struct hwspy_recorder *rec, struct record_args *o, char *buf, size_t size,
 		  struct record_child *c, bool null_stdin);
 /* Why a run ended early (r < 0), said: returns r. */
@@ -46,8 +45,7 @@ void session_capture_said(struct hwspy_recorder *rec);
 /* Sampling is over: the launched command ends as --grace says, or is left running. */
 void session_end_command(struct hwspy_recorder *rec, const struct record_args *o,
 			 struct record_child *c);
-/* A launched command not yet ended (nor kept) ends so, and how is said (unless kept and
- * !say_kept). */
+/* The same, said, for a command not yet ended nor kept (not said if kept and !say_kept). */
 void session_finish(struct hwspy_recorder *rec, const struct record_args *o,
 		    struct record_child *c, bool say_kept);
 /* The same for a command launched by something else (the counter of hwspy stat): exited, with
