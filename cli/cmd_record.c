@@ -20,10 +20,8 @@ static int new_recorder(const struct record_args *o, struct hwspy_recorder **ret
 	session_record_opts(o, &ro);
 	/* speedscope shows samples in time order: keep it, within a budget (see README) */
 	ro.log_bytes = o->format == HWSPY_FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0;
-	if (hwspy_recorder_new(&ro, NULL, NULL, ret) < 0) {
-		log_error("out of memory");
-		return 1;
-	}
+	if (hwspy_recorder_new(&ro, NULL, NULL, ret) < 0)
+		return log_error("out of memory"), 1;
 	/* --weight or --color-by names no event of -e: a usage error */
 	return format_column(&o->fmt, hwspy_recorder_profile(*ret)) < 0 ||
 	       format_color_check(&o->fmt, hwspy_recorder_profile(*ret)) < 0 ? 2 : 0;

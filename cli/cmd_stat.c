@@ -204,10 +204,8 @@ static int report(struct stat_run *x)
 {
 	int r;
 
-	if (hwspy_count_recorder(x->cnt) && hwspy_count_report(x->cnt, NULL) < 0) {
-		log_error("out of memory");
-		return -1;
-	}
+	if (hwspy_count_recorder(x->cnt) && hwspy_count_report(x->cnt, NULL) < 0)
+		return log_error("out of memory"), -1;
 	r = (x->json ? hwspy_count_write_json : hwspy_count_write_text)(x->cnt, x->target, stdout);
 	if (fflush(stdout) == EOF || ferror(stdout) || r < 0) {
 		if (r == -ENOMEM)

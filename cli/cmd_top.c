@@ -95,10 +95,9 @@ static int parse_args(int argc, char **argv, struct top *t)
 		o->duration = TOP_ONCE_SECONDS;
 	if (record_check_args(o, "top", "show") < 0)
 		return 2;
-	if (!t->once && !isatty(STDOUT_FILENO)) {
-		log_error("standard output is not a terminal: use --once for one snapshot as text");
-		return 2;
-	}
+	if (!t->once && !isatty(STDOUT_FILENO))
+		return log_error("standard output is not a terminal: use --once for one snapshot "
+				 "as text"), 2;
 	r = record_check_options(o);
 	return r ? r : -1;
 }
@@ -185,11 +184,9 @@ int cmd_top(int argc, char **argv)
 	session_record_opts(&t.o, &ro);
 	ro.function = true;     /* one row per function */
 	if (hwspy_recorder_new(&ro, on_sample, &t, &t.rec) < 0 ||
-	    hwspy_table_new_recording(t.rec, &t.table) < 0) {
+	    hwspy_table_new_recording(t.rec, &t.table) < 0)
 		log_error("out of memory");
-		goto out;
-	}
-	if (record_check_target(&t.o) < 0 ||
+	if (!t.table || record_check_target(&t.o) < 0 ||
 	    session_begin(t.rec, &t.o, t.target, sizeof(t.target), &child, !t.once) < 0)
 		goto out;
 	t.o.capture_held = true;        /* said once the screen is closed */
