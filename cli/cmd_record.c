@@ -20,10 +20,8 @@ static int new_recorder(const struct record_args *o, struct hwspy_recorder **ret
 	session_record_opts(o, &ro);
 	/* speedscope shows samples in time order: keep it, within a budget (see README) */
 	ro.log_bytes = o->format == HWSPY_FORMAT_SPEEDSCOPE ? RECORD_LOG_BYTES : 0;
-	if (hwspy_recorder_new(&ro, NULL, NULL, ret) < 0) {
-		log_error("out of memory");
-		return 1;
-	}
+	if (hwspy_recorder_new(&ro, NULL, NULL, ret) < 0)
+		return log_error("out of memory"), 1;
 	/* --weight or --color-by names no event of -e: a usage error */
 	return format_column(&o->fmt, hwspy_recorder_profile(*ret)) < 0 ||
 	       format_color_check(&o->fmt, hwspy_recorder_profile(*ret)) < 0 ? 2 : 0;
@@ -34,13 +32,8 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 {
 	const struct record_args *o = ctx;
 
-	r = session_tstp(rec, r);
-	if (r == -EBUSY)
-		log_error("%s began to catch every signal hwspy could stop it with: sampling "
-			  "ended early (--nonblocking never stops it)", o->target);
-	else if (r < 0)
-		log_errno(r, "sampling stopped early");
-	else if (isatty(STDERR_FILENO) && !o->quiet)
+	r = session_stopped(o, session_tstp(rec, r));
+	if (r >= 0 && isatty(STDERR_FILENO) && !o->quiet)
 		record_progress(rec, o->duration, false);
 	return r < 0 ? r : 0;
 }
@@ -116,22 +109,9 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	status = 1;
 	/* the output's temporary file, before attaching: a bad -o is found now */
-	if (record_check_target(&o) < 0 || cli_output_open(&out, o.output) < 0)
+	if (record_check_target(&o) < 0 || cli_output_open(&out, o.output) < 0 ||
+	    session_begin(rec, &o, target, sizeof(target), &child, false) < 0)
 		goto out;
-	if (o.pid)
-		snprintf(target, sizeof(target), "pid %d", o.pid);
-	else
-		snprintf(target, sizeof(target), "'%s'", o.argv[0]);
-	if (o.pid && session_open_target(rec, &o) < 0)
-		goto out;
-	session_catch_signals();
-	if (session_start(rec, &o) < 0)
-		goto out;
-	if (o.argv) {
-		snprintf(target, sizeof(target), "'%s' (pid %d)", o.argv[0], hwspy_recorder_pid(rec));
-		child = (struct record_child) { .pid = hwspy_recorder_pid(rec), .name = o.argv[0] };
-	}
-	(void) hwspy_profile_set_target(hwspy_recorder_profile(rec), target);
 	run(rec, &o);
 	if (write_profile(rec, &o, &out, argc, argv) < 0)
 		goto out;
@@ -147,11 +127,7 @@ int cmd_record(int argc, char **argv)
 	status = o.argv ? record_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
-	if (child.pid && !child.ended && !child.kept) {
-		/* hwspy failed: the command ends too (its status is not hwspy's: that stays 1) */
-		session_end_command(rec, &o, &child);
-		record_child_say(&child);
-	}
+	session_finish(rec, &o, &child, true);   /* hwspy failed: its status stays 1 */
 	hwspy_recorder_free(rec);
 	record_args_release(&o);
 	return status;

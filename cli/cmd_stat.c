@@ -2,13 +2,9 @@
  * hwspy stat: count events on a Python process (attach with -p, or launch a command) as perf
  * stat does, and say in plain words what the counts mean (libhwspy's findings), naming the
  * Python functions behind each finding from a light sampling run beside the counters, unless
- * --no-profile.
- *
- * Order: every option checked; the counting started (include/hwspy.h: counting), its sampling
- * run with it (a launched command held at its exec while its counters open); the run for the
- * duration; then the counters read, the command ended as record ends it, the report written.
- * The counting, the sampling run, its fallbacks (told as notes), the findings and the report
- * are libhwspy's; the words of every message are here.
+ * --no-profile. The counting, its sampling run (a launched command held at its exec while its
+ * counters open), the fallbacks (told as notes), the findings and the report are libhwspy's
+ * (include/hwspy.h: counting); the options, the order and the words of every message are here.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,10 +18,13 @@
 #include "cli/session.h"
 #include "include/hwspy.h"
 
-struct stat_args {
+struct stat_run {
 	struct record_args r;           /* target, duration, --grace, the sampling run's mode */
 	const char *events;             /* -e LIST, NULL: the defaults */
 	bool json, no_profile, explain;
+	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
+	struct record_child child;
+	char target[320];
 };
 
 static void usage(FILE *out)
@@ -60,26 +59,23 @@ static void usage(FILE *out)
 		"with -p.\n");
 }
 
-enum { OPT_JSON = 0x200, OPT_NO_PROFILE, OPT_EXPLAIN, OPT_NONBLOCKING, OPT_PTRACE, OPT_KEEP };
-
-/* 0, 1 after --help, -EINVAL (said). */
-static int parse_args(int argc, char **argv, struct stat_args *a)
+/* 0, 1 after --help or --explain alone, -EINVAL (said). */
+static int parse_args(int argc, char **argv, struct stat_run *a)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "event", required_argument, NULL, 'e' },
+		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, OPT_KEEP },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "no-profile", no_argument, NULL, OPT_NO_PROFILE },
-		{ "explain", no_argument, NULL, OPT_EXPLAIN },
-		{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
-		{ "ptrace", no_argument, NULL, OPT_PTRACE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "keep-running", no_argument, NULL, 'k' }, { "json", no_argument, NULL, 'j' },
+		{ "no-profile", no_argument, NULL, 'x' }, { "explain", no_argument, NULL, 'X' },
+		{ "nonblocking", no_argument, NULL, 'n' }, { "ptrace", no_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char flag_opts[] = "kjxXnPq";     /* no short options: record's letters */
+	bool *flags[] = { &a->r.keep_running, &a->json, &a->no_profile, &a->explain,
+			  &a->r.nonblocking, &a->r.ptrace, &a->r.quiet };
+	const char *f;
 	int c;
 
 	a->r.grace = RECORD_GRACE_DEFAULT;
@@ -89,35 +85,23 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 		/* -p, -d and --grace ('G') as record checks them */
 		if (record_number_option(&a->r, c, optarg) < 0)
 			return -EINVAL;
-		switch (c) {
-		case 'e': a->events = optarg; break;
-		case OPT_KEEP: a->r.keep_running = true; break;
-		case OPT_JSON: a->json = true; break;
-		case OPT_NO_PROFILE: a->no_profile = true; break;
-		case OPT_EXPLAIN: a->explain = true; break;
-		case OPT_NONBLOCKING: a->r.nonblocking = true; break;
-		case OPT_PTRACE: a->r.ptrace = true; break;
-		case 'q': a->r.quiet = true; break;
-		case 'h': usage(stdout); return 1;
-		case '?': case ':':
-			log_error("'%s' is not an option of hwspy stat, or lacks its value; run "
-				  "'hwspy stat --help'", argv[optind - 1]);
-			return -EINVAL;
-		}
+		f = c ? strchr(flag_opts, c) : NULL;
+		if (f)
+			*flags[f - flag_opts] = true;
+		else if (c == 'e')
+			a->events = optarg;
+		else if (c == 'h')
+			return usage(stdout), 1;
+		else if (c == '?' || c == ':')
+			return log_error("'%s' is not an option of hwspy stat, or lacks its value; "
+					 "run 'hwspy stat --help'", argv[optind - 1]), -EINVAL;
 	}
 	if (optind < argc)
 		a->r.argv = argv + optind;
 	if (a->explain && !a->r.pid && !a->r.argv)
-		return 0;
+		return hwspy_findings_explain(stdout), 1;
 	return record_check_args(&a->r, "stat", "count");
 }
-
-struct stat_run {
-	struct stat_args a;
-	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
-	struct record_child child;
-	char target[320];
-};
 
 /* After each slice of the sampling run: a Ctrl-Z lets the target go meanwhile. */
 static int slice(void *ctx, struct hwspy_count *c, int r)
@@ -134,29 +118,28 @@ static int slice(void *ctx, struct hwspy_count *c, int r)
  * the sampling run. 0, or the exit status (said). */
 static int setup(struct stat_run *x)
 {
-	struct stat_args *a = &x->a;
 	struct hwspy_record_opts ro;
 	struct hwspy_count_opts o = {
-		.events = a->events, .user_only_fallback = true, .raise_nofile = true,
-		.python_names = true, .sampling = !a->no_profile,
-		.sampling_mode = a->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
-				 a->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
+		.events = x->events, .user_only_fallback = true, .raise_nofile = true,
+		.python_names = true, .sampling = !x->no_profile,
+		.sampling_mode = x->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
+				 x->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
 		.sigchld = true, .slice_fn = slice,
 	};
 	int r;
 
-	a->r.target = x->target;        /* the run's notes said as record's (session.c) */
-	session_record_opts(&a->r, &ro);
+	x->r.target = x->target;       /* the run's notes said as record's (session.c) */
+	session_record_opts(&x->r, &ro);
 	o.note_fn = ro.note_fn;
 	o.note_ctx = ro.note_ctx;
-	if ((r = hwspy_count_new(&o, &x->cnt)) >= 0 || !a->events)
+	if ((r = hwspy_count_new(&o, &x->cnt)) >= 0 || !x->events)
 		return r >= 0 ? 0 : 1;
 	if (r == -E2BIG)
 		log_error("-e: at most %d events", HWSPY_COUNT_MAX_EVENTS);
 	else if (r == -ENOENT)
 		log_error("%s; 'hwspy list' shows the events hwspy knows", hwspy_reason());
 	else if (r == -EINVAL)
-		log_error("-e: '%s' is no list of events (EV[,EV...])", a->events);
+		log_error("-e: '%s' is no list of events (EV[,EV...])", x->events);
 	else
 		log_error("out of memory");
 	return r == -ENOMEM ? 1 : 2;
@@ -167,7 +150,7 @@ static int start_error(const struct stat_run *x, int r)
 {
 	enum hwspy_count_failed f = hwspy_count_failed(x->cnt);
 	bool sampling = f == HWSPY_COUNT_FAILED_SAMPLING;
-	pid_t pid = x->a.r.pid;
+	pid_t pid = x->r.pid;
 
 	if (f == HWSPY_COUNT_FAILED_MEMORY)
 		log_error("out of memory");
@@ -181,7 +164,7 @@ static int start_error(const struct stat_run *x, int r)
 		log_error("%s", hwspy_reason());        /* "event 'NAME' cannot be opened ..." */
 	else if (sampling)
 		record_limit_error(r, x->target);
-	else if (r == -ENOENT && !x->a.r.argv)
+	else if (r == -ENOENT && !x->r.argv)
 		log_error("none of the events opens on this machine; 'hwspy list' shows those "
 			  "that do");
 	else
@@ -193,16 +176,13 @@ static int start_error(const struct stat_run *x, int r)
  * held at its exec and counted from there. 0, or -1 (said). */
 static int start(struct stat_run *x)
 {
-	pid_t pid = x->a.r.pid;
-	const char *cmd = pid ? NULL : x->a.r.argv[0];
+	pid_t pid = x->r.pid;
+	const char *cmd = pid ? NULL : x->r.argv[0];
 	int r;
 
-	if (pid)
-		snprintf(x->target, sizeof(x->target), "pid %d", pid);
-	else
-		snprintf(x->target, sizeof(x->target), "'%s'", cmd);
-	r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->a.r.argv);
-	x->a.r.capture_held = true;     /* a capture's failure is said as sampling starts only */
+	session_name(&x->r, x->target, sizeof(x->target), -1);
+	r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->r.argv);
+	x->r.capture_held = true;     /* a capture's failure is said as sampling starts only */
 	if (cmd && hwspy_count_pid(x->cnt))
 		x->child = (struct record_child) { .pid = hwspy_count_pid(x->cnt), .name = cmd };
 	if (r < 0)
@@ -215,7 +195,7 @@ static int start(struct stat_run *x)
 		log_info("%s runs a Python hwspy cannot read (%s): counting only, no function "
 			 "named", x->target, strerror(-r));
 	if (cmd)
-		snprintf(x->target, sizeof(x->target), "'%s' (pid %d)", cmd, x->child.pid);
+		session_name(&x->r, x->target, sizeof(x->target), x->child.pid);
 	return 0;
 }
 
@@ -224,11 +204,9 @@ static int report(struct stat_run *x)
 {
 	int r;
 
-	if (hwspy_count_recorder(x->cnt) && hwspy_count_report(x->cnt, NULL) < 0) {
-		log_error("out of memory");
-		return -1;
-	}
-	r = (x->a.json ? hwspy_count_write_json : hwspy_count_write_text)(x->cnt, x->target, stdout);
+	if (hwspy_count_recorder(x->cnt) && hwspy_count_report(x->cnt, NULL) < 0)
+		return log_error("out of memory"), -1;
+	r = (x->json ? hwspy_count_write_json : hwspy_count_write_text)(x->cnt, x->target, stdout);
 	if (fflush(stdout) == EOF || ferror(stdout) || r < 0) {
 		if (r == -ENOMEM)
 			log_error("out of memory");
@@ -236,7 +214,7 @@ static int report(struct stat_run *x)
 			log_errno(r < 0 ? r : -EIO, "cannot write the report");
 		r = -1;
 	}
-	if (!x->a.json && x->a.explain)
+	if (!x->json && x->explain)
 		(void) hwspy_findings_explain(stdout);
 	return r;
 }
@@ -250,24 +228,22 @@ static void end_command(struct stat_run *x)
 		return;
 	(void) hwspy_count_stop(x->cnt);
 	hwspy_count_stats(x->cnt, &cs);
-	session_end_child(&x->a.r, &x->child, cs.target_exited, cs.exit_status);
+	session_end_child(&x->r, &x->child, cs.target_exited, cs.exit_status);
 }
 
 int cmd_stat(int argc, char **argv)
 {
 	struct stat_run run = { 0 }, *x = &run;
-	int r = parse_args(argc, argv, &x->a), status;
+	int r = parse_args(argc, argv, x), status;
 
-	if (!r && x->a.explain && !x->a.r.pid && !x->a.r.argv)
-		(void) hwspy_findings_explain(stdout);
-	if (r || (x->a.explain && !x->a.r.pid && !x->a.r.argv))
+	if (r)
 		return r < 0 ? 2 : 0;
-	if ((status = setup(x)) || (status = 1, record_check_target(&x->a.r) < 0))
+	if ((status = setup(x)) || (status = 1, record_check_target(&x->r) < 0))
 		goto out;
 	session_catch_signals();
 	if (start(x) < 0)
 		goto out;
-	if (hwspy_count_user_only(x->cnt) && !x->a.r.quiet) {
+	if (hwspy_count_user_only(x->cnt) && !x->r.quiet) {
 		char words[64];
 
 		log_info("counting user space only (':u'): %s lets users without CAP_PERFMON count "
@@ -277,7 +253,7 @@ int cmd_stat(int argc, char **argv)
 	}
 	/* until the duration, Ctrl-C or the target's end; then the final values, Python names */
 	hwspy_count_tick(x->cnt);
-	(void) hwspy_count_run(x->cnt, session_stop(), (uint64_t) (x->a.r.duration * 1e9));
+	(void) hwspy_count_run(x->cnt, session_stop(), (uint64_t) (x->r.duration * 1e9));
 	(void) hwspy_count_stop(x->cnt);
 	session_after_run();
 	end_command(x);
@@ -289,6 +265,6 @@ int cmd_stat(int argc, char **argv)
 out:
 	end_command(x);
 	hwspy_count_free(x->cnt);
-	record_args_release(&x->a.r);
+	record_args_release(&x->r);
 	return status;
 }

@@ -1,15 +1,12 @@
 /*
  * hwspy top: a live view of the hottest Python functions of a process (attached with -p, or a
  * launched command), refreshed every second, or one snapshot as text (--once). The options it
- * shares with record are parsed and checked by record's own code (record_number_option(),
- * record_parse_events(), record_check.c), so top accepts and refuses exactly what record does
- * for them. The target is opened and started as record does it (session.h); the recorder's
- * sink sums each finished sample into the table (hwspy.h), and the run's slice function reads
- * the keys and redraws (top_view.c). The terminal is restored on every way out: q, a signal,
- * the target's end, an error.
+ * shares with record are parsed and checked by record's code, so top accepts and refuses
+ * exactly what record does; the target is started as record's (session.h), the recorder's
+ * sink sums each sample into the table (hwspy.h), the slice function reads the keys and
+ * redraws (top_view.c). The terminal is restored on every way out.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,20 +54,15 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, struct top *t)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "rate", required_argument, NULL, 'F' },
-		{ "freq", required_argument, NULL, 'F' },
+		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
+		{ "rate", required_argument, NULL, 'F' }, { "freq", required_argument, NULL, 'F' },
 		{ "period", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "once", no_argument, NULL, 'O' },
-		{ "native", no_argument, NULL, 'N' },
-		{ "nonblocking", no_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'd' }, { "once", no_argument, NULL, 'O' },
+		{ "native", no_argument, NULL, 'N' }, { "nonblocking", no_argument, NULL, 'n' },
 		{ "ptrace", no_argument, NULL, 'P' },
 		{ "stop-budget", required_argument, NULL, 'B' },
 		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "keep-running", no_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct record_args *o = &t->o;
@@ -84,10 +76,8 @@ static int parse_args(int argc, char **argv, struct top *t)
 	o->grace = RECORD_GRACE_DEFAULT;
 	o->function = true;     /* one row per function */
 	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:h", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
+		if (c == 'h')
+			return usage(stdout), 0;
 		f = c ? strchr(flag_opts, c) : NULL;
 		if (f)
 			*flags[f - flag_opts] = true;
@@ -105,10 +95,9 @@ static int parse_args(int argc, char **argv, struct top *t)
 		o->duration = TOP_ONCE_SECONDS;
 	if (record_check_args(o, "top", "show") < 0)
 		return 2;
-	if (!t->once && !isatty(STDOUT_FILENO)) {
-		log_error("standard output is not a terminal: use --once for one snapshot as text");
-		return 2;
-	}
+	if (!t->once && !isatty(STDOUT_FILENO))
+		return log_error("standard output is not a terminal: use --once for one snapshot "
+				 "as text"), 2;
 	r = record_check_options(o);
 	return r ? r : -1;
 }
@@ -148,54 +137,6 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 	return 0;
 }
 
-/* Opens, starts and names the target (as record does), a launched command's stdin /dev/null
- * when the keys come from the terminal (a command that reads its stdin would take them): 0, or
- * < 0 (said). */
-static int start(struct top *t, struct record_child *child)
-{
-	struct record_args *o = &t->o;
-	int keys = -1, r;
-
-	if (record_check_target(o) < 0)
-		return -1;
-	if (o->pid)
-		snprintf(t->target, sizeof(t->target), "pid %d", o->pid);
-	else
-		snprintf(t->target, sizeof(t->target), "'%s'", o->argv[0]);
-	if (o->pid && session_open_target(t->rec, o) < 0)
-		return -1;
-	session_catch_signals();        /* before the screen: ncurses then leaves them to us */
-	if (o->argv && !t->once && isatty(STDIN_FILENO)) {
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		keys = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-		r = null < 0 || keys < 0 || dup2(null, STDIN_FILENO) < 0 ? -errno : 0;
-		if (null >= 0)
-			(void) close(null);
-		if (r < 0 && keys >= 0)
-			(void) close(keys);
-		if (r < 0)
-			return log_errno(r, "cannot give '%s' /dev/null as its input", o->argv[0]);
-	}
-	r = session_start(t->rec, o);   /* forks the command */
-	o->capture_held = true;         /* said once the screen is closed */
-	if (keys >= 0) {
-		(void) dup2(keys, STDIN_FILENO);
-		(void) close(keys);
-	}
-	if (r < 0)
-		return -1;
-	if (o->argv) {
-		snprintf(t->target, sizeof(t->target), "'%s' (pid %d)", o->argv[0],
-			 hwspy_recorder_pid(t->rec));
-		*child = (struct record_child) { .pid = hwspy_recorder_pid(t->rec), .name = o->argv[0] };
-	}
-	(void) hwspy_profile_set_target(hwspy_recorder_profile(t->rec), t->target);
-	t->window_ns = clock_now_ns();
-	hwspy_live_rates_read(&t->rates, t->rec, t->window_ns);
-	return 0;
-}
-
 /* After the run: what ended it said, the table printed where it should be: the exit status. */
 static int report(struct top *t, int r, struct record_child *child)
 {
@@ -204,19 +145,10 @@ static int report(struct top *t, int r, struct record_child *child)
 
 	session_capture_said(t->rec);
 	hwspy_recorder_python(t->rec, &py);
-	if (py.fatal) {
-		record_python_error(py.fatal, t->rec, t->target);
-		return 1;
-	}
-	if (r == -EBUSY) {
-		log_error("%s began to catch every signal hwspy could stop it with: sampling "
-			  "ended early (--nonblocking never stops it)", t->target);
-		return 1;
-	}
-	if (r < 0 && r != -ECANCELED) {
-		log_errno(r, "sampling stopped early");
-		return 1;
-	}
+	if (py.fatal)
+		return record_python_error(py.fatal, t->rec, t->target), 1;
+	if (r < 0 && r != -ECANCELED)
+		return session_stopped(&t->o, r), 1;
 	t->drawn_ns = clock_now_ns();
 	if (t->once) {
 		hwspy_live_rates_read(&t->rates, t->rec, t->drawn_ns);
@@ -227,15 +159,13 @@ static int report(struct top *t, int r, struct record_child *child)
 		return top_write_text(t, stdout, 0) < 0 ? 1 : 0;
 	}
 	hwspy_recorder_stats(t->rec, &st);
-	if (st.target_exited) {
-		if (child->pid) {
-			session_end_command(t->rec, &t->o, child);     /* reaped: how it ended */
-			record_child_say(child);
-		} else {
-			log_info("%s exited; the last table:", t->target);
-		}
-		(void) top_write_text(t, stdout, (size_t) t->screen_rows);
-	}
+	if (!st.target_exited)
+		return 0;
+	if (child->pid)
+		session_finish(t->rec, &t->o, child, true);    /* reaped: how it ended */
+	else
+		log_info("%s exited; the last table:", t->target);
+	(void) top_write_text(t, stdout, (size_t) t->screen_rows);
 	return 0;
 }
 
@@ -254,12 +184,14 @@ int cmd_top(int argc, char **argv)
 	session_record_opts(&t.o, &ro);
 	ro.function = true;     /* one row per function */
 	if (hwspy_recorder_new(&ro, on_sample, &t, &t.rec) < 0 ||
-	    hwspy_table_new_recording(t.rec, &t.table) < 0) {
+	    hwspy_table_new_recording(t.rec, &t.table) < 0)
 		log_error("out of memory");
+	if (!t.table || record_check_target(&t.o) < 0 ||
+	    session_begin(t.rec, &t.o, t.target, sizeof(t.target), &child, !t.once) < 0)
 		goto out;
-	}
-	if (start(&t, &child) < 0)
-		goto out;
+	t.o.capture_held = true;        /* said once the screen is closed */
+	t.window_ns = clock_now_ns();
+	hwspy_live_rates_read(&t.rates, t.rec, t.window_ns);
 	if (!t.once && (r = top_screen_open(&t.screen)) < 0) {
 		log_errno(r, "cannot use the terminal (TERM '%s'): set TERM to one it is, or use "
 			  "--once", getenv("TERM") ? getenv("TERM") : "");
@@ -276,12 +208,7 @@ int cmd_top(int argc, char **argv)
 	status = report(&t, r, &child);
 out:
 	top_screen_close(t.screen);
-	if (child.pid && !child.ended && !child.kept) {
-		/* the launched command ends as record's does (--grace, --keep-running) */
-		session_end_command(t.rec, &t.o, &child);
-		if (!child.kept)
-			record_child_say(&child);
-	}
+	session_finish(t.rec, &t.o, &child, false);     /* as record's (--grace, --keep-running) */
 	hwspy_table_free(t.table);
 	hwspy_recorder_free(t.rec);
 	record_args_release(&t.o);

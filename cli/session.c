@@ -3,9 +3,11 @@
  * recorder's notes said, the target opened, the events started, a launched command's end.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "cli/session.h"
@@ -14,20 +16,16 @@
  * tty_int_flag: a SIGINT came from the terminal, so the foreground command got it too */
 static volatile sig_atomic_t stop_flag, quit_flag, tstp_flag, tty_int_flag;
 
+/* Ctrl-Z: the run returns, the target is released, then hwspy stops (session_tstp) */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void) uc;
+	if (sig == SIGTSTP)
+		tstp_flag = 1;
+	else
+		quit_flag = quit_flag + 1;
 	if (sig == SIGINT && si && si->si_code == SI_KERNEL)
 		tty_int_flag = 1;
-	quit_flag = quit_flag + 1;
-	stop_flag = 1;
-}
-
-/* Ctrl-Z: the run returns, the target is released, then hwspy stops (session_tstp) */
-static void on_tstp(int sig)
-{
-	(void) sig;
-	tstp_flag = 1;
 	stop_flag = 1;
 }
 
@@ -101,7 +99,7 @@ void session_record_opts(const struct record_args *o, struct hwspy_record_opts *
 	};
 }
 
-int session_open_target(struct hwspy_recorder *rec, const struct record_args *o)
+static int open_target(struct hwspy_recorder *rec, const struct record_args *o)
 {
 	struct hwspy_python py;
 	int r = hwspy_recorder_open(rec);
@@ -120,7 +118,7 @@ int session_open_target(struct hwspy_recorder *rec, const struct record_args *o)
 	return -1;
 }
 
-int session_start(struct hwspy_recorder *rec, const struct record_args *o)
+static int start(struct hwspy_recorder *rec, const struct record_args *o)
 {
 	int r = hwspy_recorder_start(rec);
 
@@ -135,6 +133,63 @@ int session_start(struct hwspy_recorder *rec, const struct record_args *o)
 	else
 		record_limit_error(r, o->target);
 	return -1;
+}
+
+void session_name(const struct record_args *o, char *buf, size_t size, pid_t child)
+{
+	if (o->pid)
+		snprintf(buf, size, "pid %d", o->pid);
+	else if (child >= 0)
+		snprintf(buf, size, "'%s' (pid %d)", o->argv[0], child);
+	else
+		snprintf(buf, size, "'%s'", o->argv[0]);
+}
+
+int session_begin(struct hwspy_recorder *rec, struct record_args *o, char *buf, size_t size,
+		  struct record_child *c, bool null_stdin)
+{
+	int keys = -1, r;
+
+	session_name(o, buf, size, -1);
+	if (o->pid && open_target(rec, o) < 0)
+		return -1;
+	session_catch_signals();        /* before top's screen: ncurses then leaves them to us */
+	if (o->argv && null_stdin && isatty(STDIN_FILENO)) {
+		/* top's keys come from the terminal: a command that reads its stdin would take them */
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		keys = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+		r = null < 0 || keys < 0 || dup2(null, STDIN_FILENO) < 0 ? -errno : 0;
+		if (null >= 0)
+			(void) close(null);
+		if (r < 0 && keys >= 0)
+			(void) close(keys);
+		if (r < 0)
+			return log_errno(r, "cannot give '%s' /dev/null as its input", o->argv[0]);
+	}
+	r = start(rec, o);      /* forks the command */
+	if (keys >= 0) {
+		(void) dup2(keys, STDIN_FILENO);
+		(void) close(keys);
+	}
+	if (r < 0)
+		return -1;
+	if (o->argv) {
+		session_name(o, buf, size, hwspy_recorder_pid(rec));
+		*c = (struct record_child) { .pid = hwspy_recorder_pid(rec), .name = o->argv[0] };
+	}
+	(void) hwspy_profile_set_target(hwspy_recorder_profile(rec), buf);
+	return 0;
+}
+
+int session_stopped(const struct record_args *o, int r)
+{
+	if (r == -EBUSY)
+		log_error("%s began to catch every signal hwspy could stop it with: sampling "
+			  "ended early (--nonblocking never stops it)", o->target);
+	else if (r < 0)
+		log_errno(r, "sampling stopped early");
+	return r;
 }
 
 void session_capture_said(struct hwspy_recorder *rec)
@@ -172,15 +227,23 @@ void session_end_command(struct hwspy_recorder *rec, const struct record_args *o
 	session_end_child(o, c, st.target_exited, st.exit_status);
 }
 
+void session_finish(struct hwspy_recorder *rec, const struct record_args *o,
+		    struct record_child *c, bool say_kept)
+{
+	if (!c->pid || c->ended || c->kept)
+		return;
+	session_end_command(rec, o, c);
+	if (say_kept || !c->kept)
+		record_child_say(c);
+}
+
 void session_catch_signals(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGTSTP };
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sa = (struct sigaction) { .sa_handler = on_tstp };
-	sigaction(SIGTSTP, &sa, NULL);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
