@@ -19,6 +19,8 @@
                With the capture, a stack's frames past the 128th are read after the sample: one
                read after the thread returned from them (in the last ~100 ms of the spin) is kept
                as captured, under '[truncated]'; those are allowed, up to 20% and 2 samples.
+               At most 2% (+1) of the samples dropped; --nonblocking 10% (+2): its reads come
+               after the sample, and one as the recursion unwinds finds freed frames.
 """
 import os
 import re
@@ -157,7 +159,11 @@ def case_deep(opts):
         per_sample = profile.total / n
         check(cut_gone <= 0.2 * total + 2 * per_sample, 'too many stacks cut at the capture: '
               '%d of %d samples' % (cut_gone / per_sample, total / per_sample))
-        check(dropped <= 0.02 * n + 1, '%d of %d samples dropped' % (dropped, n))
+        # --nonblocking reads each stack after its sample while the recursion goes on: one read
+        # as the recursion unwinds finds freed frames (unreadable, kept as [unknown]): 0-1 of
+        # ~40 samples quiet, 2 of 20 and 2 of 44 in a full suite run
+        slack = 0.1 * n + 2 if opts.mode == 'nonblocking' else 0.02 * n + 1
+        check(dropped <= slack, '%d of %d samples dropped' % (dropped, n))
         if depth == 5000:
             m = DEEP.search(run.stderr)
             check(m, 'the summary does not count the truncated stacks')
