@@ -483,6 +483,16 @@ PROBE = ('import hashlib, zlib, ctypes; hashlib.sha256(b"x"); zlib.compress(b"x"
          'print(open("/proc/self/maps").read())')
 
 
+def host_build_id(name):
+    """The build-id of the system's own file of that name (the one a launcher script runs on),
+    or None where the system has none."""
+    for d in ('/lib/x86_64-linux-gnu', '/usr/lib/x86_64-linux-gnu', '/lib64'):
+        path = os.path.join(d, name)
+        if os.path.exists(path):
+            return readelf_build_id(path)
+    return None
+
+
 def launched_by_script(argv):
     """Whether argv[0] is a script (#!) that execs the interpreter."""
     try:
@@ -521,10 +531,12 @@ def record_native_pprof(opts):
             log('%s: not mapped by the probe, not checked' % name)
             continue
         want = readelf_build_id(paths[name])
-        if not bid and want and name.startswith('ld-linux') and launched_by_script(opts.py.argv):
-            # a launcher script (Debian's unstable pythons here) runs the system's loader
-            # before it execs the interpreter's own: where samples fell in both, the name
-            # stands for two files and rightly carries no build-id
+        if not bid and want and launched_by_script(opts.py.argv) and \
+                host_build_id(name) not in (None, want):
+            # a launcher script (Debian's unstable pythons here) runs on the system's loader
+            # and libc before it execs the interpreter's own: where samples fell in both, the
+            # name stands for two files and rightly carries no build-id (ld-linux, and libc.so.6
+            # once in a full suite run)
             log('%s: no build-id (two files of that name sampled in this run)' % name)
             continue
         check(bid == want, '%s (%s): build-id %r in the profile, readelf -n says %r'
