@@ -175,19 +175,25 @@ static int switches_of(const char *text, uint64_t ret[2])
 	return 0;
 }
 
+/* Task tid's status into text (STATUS_MAX bytes) and its voluntary and involuntary switches
+ * into sw: 0, or -errno. */
+static int task_switches(pid_t pid, pid_t tid, char *text, uint64_t sw[2])
+{
+	int r = read_task_status(pid, tid, text);
+
+	return r < 0 ? r : switches_of(text, sw);
+}
+
 int procfs_task_sched(pid_t pid, pid_t tid, char *ret_state, uint64_t *ret_switches)
 {
 	char text[STATUS_MAX];
 	uint64_t sw[2];
 	int r;
 
-	r = read_task_status(pid, tid, text);
+	r = task_switches(pid, tid, text, sw);
 	if (r < 0)
 		return r;
 	r = state_of(text, ret_state);
-	if (r < 0)
-		return r;
-	r = switches_of(text, sw);
 	if (r < 0)
 		return r;
 	*ret_switches = sw[0] + sw[1];
@@ -198,12 +204,8 @@ int procfs_task_switches(pid_t pid, pid_t tid, uint64_t *ret_vol, uint64_t *ret_
 {
 	char text[STATUS_MAX];
 	uint64_t sw[2];
-	int r;
+	int r = task_switches(pid, tid, text, sw);
 
-	r = read_task_status(pid, tid, text);
-	if (r < 0)
-		return r;
-	r = switches_of(text, sw);
 	if (r < 0)
 		return r;
 	*ret_vol = sw[0];

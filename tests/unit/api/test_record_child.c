@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "include/hwspy.h"
+#include "tests/unit/api/api_test.h"
 
 struct notes {
 	int n;
@@ -36,26 +37,6 @@ static int count_samples(void *ctx, const struct hwspy_sample *s)
 	assert_true(s->n_values >= 2);
 	(*n)++;
 	return 0;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t) n + 1);
-	if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
 }
 
 static int record(char *const *argv, hwspy_sample_fn sink, void *ctx, const char *svg,

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "include/hwspy.h"
+#include "tests/unit/api/api_test.h"
 
 static volatile int burning = 1;
 static volatile double sink_value;
@@ -90,26 +91,6 @@ static void *record_thread(void *arg)
 	hwspy_recorder_free(rec);
 	burning = 0;
 	return NULL;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t) n + 1);
-	if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
 }
 
 static void record_self(enum hwspy_record_mode mode)
