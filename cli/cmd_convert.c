@@ -11,24 +11,7 @@
 #include "base/text.h"
 #include "cli/cli.h"
 #include "cli/format.h"
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy convert IN -o OUT [--format FORMAT] [-v]\n\n"
-		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
-		"stackcollapse-perf.pl or py-spy) or a pprof profile (.pb.gz: hwspy's, Go's ...),\n"
-		"whichever its content is (- reads standard input), and writes OUT.\n\n"
-		"  -o, --output FILE   where to write (- is standard output); its name picks the\n"
-		"                      format: .folded / .txt, .svg, .speedscope.json, .pb.gz /\n"
-		"                      .pprof; FILE is replaced only once complete\n"
-		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
-		FORMAT_USAGE
-		"  -v, --verbose       one line on stderr at the end: what was read and how long\n"
-		"                      reading took, what was written and how long writing took\n"
-		"                      (elapsed time, each apart)\n"
-		"  -h, --help          this text\n");
-}
+#include "cli/options.h"
 
 /* Says which of p's values is over pprof's limit (pprof_write()'s -EOVERFLOW). */
 static void log_pprof_limit(const struct hwspy_profile *p, const char *in_path)
@@ -51,11 +34,6 @@ static void log_pprof_limit(const struct hwspy_profile *p, const char *in_path)
 
 int cmd_convert(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
-		'f' }, FORMAT_LONGOPTS, { "verbose", no_argument, NULL, 'v' }, { "help",
-		no_argument, NULL, 'h' }, { 0 }
-	};
 	const char *in_path, *out_path = NULL;
 	struct hwspy_write_opts fo = { 0 };
 	enum hwspy_format fmt;
@@ -67,22 +45,20 @@ int cmd_convert(int argc, char **argv)
 	struct outfile out = { 0 };
 	int c, r, col, status = 1;
 
-	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_opts_convert, argc, argv)) != -1) {
 		switch (c) {
-		case 'o': out_path = optarg; break;
-		case 'v': verbose = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'f':
+		case '?': return 2;     /* said */
+		case OPT_OUTPUT: out_path = optarg; break;
+		case OPT_VERBOSE: verbose = true; break;
+		case OPT_HELP: cli_help(&cli_opts_convert, stdout); return 0;
+		case OPT_FORMAT:
 			if (format_parse(optarg, &fmt) < 0)
 				return 2;
 			fmt_given = true;
 			break;
 		default:
-			if ((r = format_opt(&fo, c, optarg)) <= 0) {
-				if (r == 0)
-					usage(stderr);
-				return 2;
-			}
+			if (format_opt(&fo, c, optarg) <= 0)
+				return 2;       /* said (0: none, every option is handled) */
 			break;
 		}
 	}

@@ -9,33 +9,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/format.h"
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy diff BEFORE AFTER [-o OUT] [OPTIONS]\n\n"
-		"Compares two profiles of one program, before and after a change. BEFORE and AFTER\n"
-		"are folded files (hwspy, perf + stackcollapse-perf.pl, py-spy, austin) or hwspy's\n"
-		"pprof files (.pb.gz); events are compared by name, each shared one.\n\n"
-		"  -o, --output FILE   .svg: a differential flame graph (widths from AFTER, red grew,\n"
-		"                      blue shrank); .folded: 'stack before after' lines, as\n"
-		"                      FlameGraph's difffolded.pl writes; .txt or no -o: a table of\n"
-		"                      the functions whose share changed most, per event; - or\n"
-		"                      no -o: standard output. FILE is replaced once complete\n"
-		"  -f, --format NAME   table, svg or folded, whatever OUT's name says\n"
-		"      --no-normalize  compare raw counts (equal work on both sides), not each\n"
-		"                      profile's shares of its own total\n"
-		"      --ignore-lines  match Python frames by function and file, not line: for an\n"
-		"                      edit that moved code in the file\n"
-		"      --negate        flame graph of BEFORE's widths, coloured by what happened to\n"
-		"                      them (code that went away shows)\n"
-		"      --top N         rows per event in the table (default 20)\n"
-		"      --force         compare profiles that have almost nothing in common\n"
-		"      --weight EVENT  the event the flame graph and the folded lines show (default:\n"
-		"                      the first shared)\n"
-		"      --title TEXT, --icicle, --min-width PX   as for 'hwspy convert'\n"
-		"  -h, --help          this text\n");
-}
+#include "cli/options.h"
 
 struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
@@ -49,28 +23,21 @@ struct diff_args {
 /* The command line into *a: 0, 1 after --help, or -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct diff_args *a)
 {
-	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE };
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
-		'f' }, { "no-normalize", no_argument, NULL, OPT_NO_NORMALIZE }, { "ignore-lines",
-		no_argument, NULL, OPT_IGNORE_LINES }, { "negate", no_argument, NULL, OPT_NEGATE },
-		{ "top", required_argument, NULL, OPT_TOP }, { "force", no_argument, NULL,
-		OPT_FORCE }, FORMAT_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 }
-	};
 	bool kind_given = false;
 	unsigned long long top;
-	int c, r;
+	int c;
 
 	*a = (struct diff_args) { .w.format = HWSPY_DIFF_TABLE };
-	while ((c = getopt_long(argc, argv, "o:f:h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_opts_diff, argc, argv)) != -1) {
 		switch (c) {
-		case 'o': a->out_path = optarg; break;
+		case '?': return -EINVAL;       /* said */
+		case OPT_OUTPUT: a->out_path = optarg; break;
 		case OPT_NO_NORMALIZE: a->w.diff.raw = true; break;
 		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
 		case OPT_NEGATE: a->w.negate = true; break;
 		case OPT_FORCE: a->force = true; break;
-		case 'h': usage(stdout); return 1;
-		case 'f':
+		case OPT_HELP: cli_help(&cli_opts_diff, stdout); return 1;
+		case OPT_FORMAT:
 			if (hwspy_diff_format_parse(optarg, &a->w.format) < 0) {
 				log_error("unknown diff format '%s': table, svg or folded", optarg);
 				return -EINVAL;
@@ -84,16 +51,9 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 			}
 			a->w.top = (size_t) top;
 			break;
-		case FORMAT_OPT_COLOR_BY:
-			log_error("--color-by does not go with hwspy diff: its flame graph is coloured "
-				  "by the change (red grew, blue shrank)");
-			return -EINVAL;
-		default:
-			if ((r = format_opt(&a->fo, c, optarg)) <= 0) {
-				if (r == 0)
-					usage(stderr);
-				return -EINVAL;
-			}
+		default:        /* --color-by: refused by the table (doc/options.txt) */
+			if (format_opt(&a->fo, c, optarg) <= 0)
+				return -EINVAL;         /* said (0: none, every option is handled) */
 			break;
 		}
 	}

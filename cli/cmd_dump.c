@@ -11,6 +11,7 @@
 #include "base/outfile.h"
 #include "cli/cli.h"
 #include "cli/args.h"
+#include "cli/options.h"
 #include "include/hwspy.h"
 
 struct dump_opts {
@@ -20,49 +21,21 @@ struct dump_opts {
 	struct hwspy_snapshot_opts so;          /* --native, --nonblocking, --subprocesses */
 };
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy dump -p PID [--native] [--json] [--nonblocking] [--subprocesses]\n"
-		"                  [-o FILE]\n\n"
-		"Prints the current stack of every thread of a Python process, once: its id and\n"
-		"name, whether it holds the GIL, running or waiting (and on what), its Python frames\n"
-		"innermost first. A thread waiting in a call that an interruption would end (epoll,\n"
-		"a socket with a timeout ...) is read as it waits (it cannot change its stack); the\n"
-		"others are stopped while their stacks are read (a fraction of a millisecond for a\n"
-		"few threads), then let go.\n\n"
-		"  -p, --pid PID      the process\n"
-		"      --native       native frames too (DWARF unwinding of each thread's stack)\n"
-		"      --json         one JSON object instead of text\n"
-		"      --nonblocking  stop nothing: read the stacks as the threads run\n"
-		"      --subprocesses the processes it started too (and theirs), each in turn\n"
-		"  -o, --output FILE  write there (whole or not at all) instead of standard output\n");
-}
-
 static int parse_args(int argc, char **argv, struct dump_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "native", no_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' }, { "nonblocking", no_argument, NULL, 'b' },
-		{ "subprocesses", no_argument, NULL, 's' },
-		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool *const flags[] = { ['n'] = &o->so.native, ['j'] = &o->json,
-				['b'] = &o->so.nonblocking, ['s'] = &o->so.subprocesses };
 	char *end;
 	long v;
 	int c;
 
 	*o = (struct dump_opts) { .output = "-", .so.hold_signals = true };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:o:h", longopts, NULL)) != -1) {
-		if (c > 0 && (size_t) c < sizeof(flags) / sizeof(*flags) && flags[c]) {
-			*flags[c] = true;
-			continue;
-		}
+	while ((c = cli_getopt(&cli_opts_dump, argc, argv)) != -1) {
 		switch (c) {
-		case 'p':
+		case OPT_NATIVE: o->so.native = true; break;
+		case OPT_JSON: o->json = true; break;
+		case OPT_NONBLOCKING: o->so.nonblocking = true; break;
+		case OPT_SUBPROCESSES: o->so.subprocesses = true; break;
+		case OPT_PID:
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || v <= 0 || v > (1 << 22)) {
@@ -71,9 +44,9 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 			}
 			o->pid = (pid_t) v;
 			break;
-		case 'o': o->output = optarg; break;
-		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -1;
+		case OPT_OUTPUT: o->output = optarg; break;
+		case OPT_HELP: cli_help(&cli_opts_dump, stdout); return 1;
+		default: return -1;     /* said */
 		}
 	}
 	if (optind < argc) {

@@ -9,21 +9,12 @@
 
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "include/hwspy.h"
 
 #define NAME_WIDTH 27
 #define KIND_WIDTH 18
 #define MAX_PMUS 128
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: hwspy list [--help]\n\n"
-		"Lists the events hwspy knows, grouped by kind, and whether each one opens on this\n"
-		"machine (tried, not guessed), then the PMUs the kernel exposes in sysfs.\n"
-		"Event names are perf's; give them to record, top and stat with -e.\n\n"
-		"  -h, --help   show this help\n");
-}
 
 /* What probing event name found (*ret) in words (unparsed: where it does not parse). */
 static const char *probe_words(const char *name, const char *unparsed,
@@ -113,19 +104,15 @@ static void print_pmus(void)
 
 int cmd_list(int argc, char **argv)
 {
-	static const struct option options[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
 	size_t n_ok = 0, n_hw_ok;
 	int c;
 
 	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		log_error("unknown option '%s' (see 'hwspy list --help')", argv[optind - 1]);
-		return 2;
+	while ((c = cli_getopt(&cli_opts_list, argc, argv)) != -1) {
+		if (c != OPT_HELP)
+			return 2;       /* said */
+		cli_help(&cli_opts_list, stdout);
+		return 0;
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s' (see 'hwspy list --help')", argv[optind]);

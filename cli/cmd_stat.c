@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/session.h"
 #include "include/hwspy.h"
 
@@ -27,74 +28,30 @@ struct stat_run {
 	char target[320];
 };
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy stat [OPTIONS] -p PID\n"
-		"       hwspy stat [OPTIONS] -- COMMAND [ARGS...]\n"
-		"       hwspy stat --explain\n\n"
-		"Counts events on every thread of a Python process, as perf stat does, and says\n"
-		"in plain words what the counts mean (low IPC, cache, TLB and branch misses, CPU\n"
-		"left idle, context switches, page faults), naming the Python functions behind\n"
-		"each finding from a light sampling run (100 samples a second) beside the counters.\n\n"
-		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
-		"  -e, --event EV[,EV]    the events to count (default: those that open here among\n"
-		"                         task-clock, context-switches, cpu-migrations, page-faults,\n"
-		"                         minor-faults, major-faults, cycles, instructions,\n"
-		"                         cache-references, cache-misses, branch-instructions,\n"
-		"                         branch-misses, L1-dcache-load-misses, LLC-load-misses,\n"
-		"                         dTLB-load-misses)\n"
-		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C)\n"
-		"      --grace SECS       a launched command still running then gets SIGINT, SIGTERM\n"
-		"                         SECS later, then SIGKILL (default 5)\n"
-		"      --keep-running     leave a launched command running when counting ends\n"
-		"      --json             the report as one JSON object (README: its schema)\n"
-		"      --no-profile       counters only: no sampling run, no function named\n"
-		"      --explain          the findings' rules, thresholds and their sources\n"
-		"      --nonblocking, --ptrace   how the sampling run reads stacks (as hwspy record)\n"
-		"  -q, --quiet            no informational lines on standard error\n"
-		"  -h, --help             this text\n\n"
-		"Exit status: 2 for a usage error, 1 when nothing was counted; else, with a\n"
-		"launched command, the command's own status (128+N if signal N ended it), and 0\n"
-		"with -p.\n");
-}
-
 /* 0, 1 after --help or --explain alone, -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct stat_run *a)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, 'k' }, { "json", no_argument, NULL, 'j' },
-		{ "no-profile", no_argument, NULL, 'x' }, { "explain", no_argument, NULL, 'X' },
-		{ "nonblocking", no_argument, NULL, 'n' }, { "ptrace", no_argument, NULL, 'P' },
-		{ "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const char flag_opts[] = "kjxXnPq";     /* no short options: record's letters */
+	static const int flag_opts[] = { OPT_KEEP_RUNNING, OPT_JSON, OPT_NO_PROFILE, OPT_EXPLAIN,
+					 OPT_NONBLOCKING, OPT_PTRACE, OPT_QUIET };
 	bool *flags[] = { &a->r.keep_running, &a->json, &a->no_profile, &a->explain,
 			  &a->r.nonblocking, &a->r.ptrace, &a->r.quiet };
-	const char *f;
 	int c;
+	size_t f;
 
 	a->r.grace = RECORD_GRACE_DEFAULT;
-	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:e:d:qh", longopts, NULL)) != -1) {
-		/* -p, -d and --grace ('G') as record checks them */
-		if (record_number_option(&a->r, c, optarg) < 0)
-			return -EINVAL;
-		f = c ? strchr(flag_opts, c) : NULL;
-		if (f)
-			*flags[f - flag_opts] = true;
-		else if (c == 'e')
+	while ((c = cli_getopt(&cli_opts_stat, argc, argv)) != -1) {
+		/* -p, -d and --grace as record checks them */
+		if (c == '?' || record_number_option(&a->r, c, optarg) < 0)
+			return -EINVAL;         /* said */
+		for (f = 0; f < sizeof(flag_opts) / sizeof(*flag_opts) && flag_opts[f] != c; f++)
+			;
+		if (f < sizeof(flag_opts) / sizeof(*flag_opts))
+			*flags[f] = true;
+		else if (c == OPT_EVENT)
 			a->events = optarg;
-		else if (c == 'h')
-			return usage(stdout), 1;
-		else if (c == '?' || c == ':')
-			return log_error("'%s' is not an option of hwspy stat, or lacks its value; "
-					 "run 'hwspy stat --help'", argv[optind - 1]), -EINVAL;
+		else if (c == OPT_HELP)
+			return cli_help(&cli_opts_stat, stdout), 1;
 	}
 	if (optind < argc)
 		a->r.argv = argv + optind;

@@ -16,78 +16,40 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/session.h"
 #include "cli/top.h"
 
 #define TOP_ONCE_SECONDS 2.0            /* --once samples this long without -d */
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy top [OPTIONS] -p PID\n"
-		"       hwspy top [OPTIONS] -- COMMAND [ARGS...]\n\n"
-		"Shows, live, the Python functions that take the most of a perf event (self and\n"
-		"total share, one column per further event and per derived ratio), refreshed every\n"
-		"second.\n\n"
-		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
-		"  -e, --event EV[,EV]    the event that samples (default: cycles, or cpu-clock\n"
-		"                         without a hardware PMU), then events counted with it\n"
-		"  -F, --rate HZ          samples per second per thread (default 100)\n"
-		"  -c, --period N         one sample every N events instead\n"
-		"  -d, --duration SECS    stop after SECS (--once: sample this long, default 2)\n"
-		"      --once             sample, then print one snapshot of the table as text\n"
-		"      --native           native frames' rows too ('n' hides and shows them)\n"
-		"      --nonblocking      never stop the target; read stacks just after the sample\n"
-		"      --ptrace           exact mode by stopping each sampled thread (ptrace)\n"
-		"      --stop-budget PCT  the most of a thread's time the stops may take\n"
-		"      --grace SECS       a launched command's time to end after SIGINT, then SIGTERM\n"
-		"      --keep-running     leave a launched command running when top quits\n"
-		"  -h, --help             this text\n\n"
-		"Keys: q quit, s/t sort by self/total, < > move the sort column, T next thread,\n"
-		"z zero the counts, n native rows (--native), h or ? the keys.\n\n"
-		"Exit status: 0 (quit, or the target exited), 2 for a usage error (standard output\n"
-		"not a terminal without --once), 1 when it failed or, with --once, took no sample.\n");
-}
-
 /* The command line into t (zeroed by the caller), checked before anything is opened: -1 to go
  * on, else the exit status (0 after --help; said). */
 static int parse_args(int argc, char **argv, struct top *t)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
-		{ "rate", required_argument, NULL, 'F' }, { "freq", required_argument, NULL, 'F' },
-		{ "period", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' }, { "once", no_argument, NULL, 'O' },
-		{ "native", no_argument, NULL, 'N' }, { "nonblocking", no_argument, NULL, 'n' },
-		{ "ptrace", no_argument, NULL, 'P' },
-		{ "stop-budget", required_argument, NULL, 'B' },
-		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	struct record_args *o = &t->o;
-	static const char flag_opts[] = "ONnPk";
+	static const int flag_opts[] = { OPT_ONCE, OPT_NATIVE, OPT_NONBLOCKING, OPT_PTRACE,
+					 OPT_KEEP_RUNNING };
 	bool *flags[] = { &t->once, &o->native, &o->nonblocking, &o->ptrace, &o->keep_running };
-	const char *f;
+	size_t f;
 	int c, r;
 
 	o->freq = 100;
 	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
 	o->grace = RECORD_GRACE_DEFAULT;
 	o->function = true;     /* one row per function */
-	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:h", longopts, NULL)) != -1) {
-		if (c == 'h')
-			return usage(stdout), 0;
-		f = c ? strchr(flag_opts, c) : NULL;
-		if (f)
-			*flags[f - flag_opts] = true;
-		r = f ? 1 : record_number_option(o, c, optarg);
-		if (c == 'e')
+	while ((c = cli_getopt(&cli_opts_top, argc, argv)) != -1) {
+		if (c == OPT_HELP)
+			return cli_help(&cli_opts_top, stdout), 0;
+		for (f = 0; f < sizeof(flag_opts) / sizeof(*flag_opts) && flag_opts[f] != c; f++)
+			;
+		if (f < sizeof(flag_opts) / sizeof(*flag_opts))
+			*flags[f] = true;
+		r = c == '?' ? -EINVAL : f < sizeof(flag_opts) / sizeof(*flag_opts) ? 1 :
+		    record_number_option(o, c, optarg);
+		if (c == OPT_EVENT)
 			r = record_parse_events(o, optarg) < 0 ? -EINVAL : 1;
-		if (!r)
-			usage(stderr);      /* not an option of top's */
 		if (r <= 0)
-			return 2;
+			return 2;       /* said (0: none, every option is handled) */
 	}
 	if (optind < argc)
 		o->argv = argv + optind;

@@ -9,7 +9,9 @@
 
 int format_parse(const char *name, enum hwspy_format *ret)
 {
-	int r = hwspy_format_parse(name, ret);
+	/* py-spy's names (its -f) for the same formats */
+	int r = hwspy_format_parse(!strcmp(name, "flamegraph") ? "svg" : !strcmp(name, "raw") ?
+				   "folded" : name, ret);
 
 	if (r < 0)
 		log_error("unknown format '%s'; give folded, speedscope, svg or pprof", name);

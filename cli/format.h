@@ -9,6 +9,7 @@
 
 #include "base/buf.h"
 #include "base/outfile.h"
+#include "cli/options.h"
 #include "include/hwspy.h"
 
 /* --format NAME ("folded", "speedscope", "svg", "pprof"): 0, or -EINVAL (logged). */
@@ -16,29 +17,11 @@ int format_parse(const char *name, enum hwspy_format *ret);
 /* The events of p, every step-th of the first n, into b: "a, b" ('a', 'b' with quote). */
 void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
 		       bool quote);
-enum { FORMAT_OPT_WEIGHT = 0x100, FORMAT_OPT_TITLE, FORMAT_OPT_ICICLE, FORMAT_OPT_MIN_WIDTH,
-       FORMAT_OPT_COLOR_BY };
-#define FORMAT_LONGOPTS \
-	{ "weight", required_argument, NULL, FORMAT_OPT_WEIGHT }, \
-	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, { "icicle", no_argument, NULL, \
-	FORMAT_OPT_ICICLE }, { "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }, \
-	{ "color-by", required_argument, NULL, FORMAT_OPT_COLOR_BY }
-#define FORMAT_USAGE \
-	"      --weight EVENT     the event the folded file and the flame graph weigh by\n" \
-	"                         (default: the first)\n" \
-	"      --title TEXT       the flame graph's title\n" \
-	"      --icicle           the flame graph upside down: root at the top\n" \
-	"      --min-width PX     frames narrower than PX are left out of the flame graph\n" \
-	"                         (default 0.1)\n" \
-	"      --color-by METRIC  fill the flame graph's frames by a ratio of two events,\n" \
-	"                         from each frame's own counts, yellow low to red high\n" \
-	"                         (grey: under 10 samples, or a denominator of 0); widths\n" \
-	"                         stay --weight's. METRIC: ipc (instructions/cycles), mpki\n" \
-	"                         (1000 x MISSES/instructions, with one *-misses event) or\n" \
-	"                         A/B, two events of the profile: page-faults/cpu-clock,\n" \
-	"                         cache-misses/instructions, LLC-load-misses/LLC-loads ...\n"
+/* the options of doc/options.txt's "format" group (options.h's OPT_*) */
+enum { FORMAT_OPT_WEIGHT = OPT_WEIGHT, FORMAT_OPT_TITLE = OPT_TITLE, FORMAT_OPT_ICICLE = OPT_ICICLE,
+       FORMAT_OPT_MIN_WIDTH = OPT_MIN_WIDTH, FORMAT_OPT_COLOR_BY = OPT_COLOR_BY };
 
-/* One of FORMAT_LONGOPTS seen by getopt: 1 (stored), 0 if c is not one, -EINVAL (logged).
+/* One of those options seen by getopt: 1 (stored), 0 if c is not one, -EINVAL (logged).
  * The value column o->weight names in p (1 + event index), or -ENOENT (logged). o->color_by
  * against p's events, then against format f written to path: 0, or -errno (logged). */
 int format_opt(struct hwspy_write_opts *o, int c, const char *arg);

@@ -1,4 +1,5 @@
-/* record_args: hwspy record's command line (args.h): its options and its help text. */
+/* record_args: hwspy record's command line (args.h): its options (their tables and help text:
+ * doc/options.txt). */
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
@@ -10,70 +11,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/args.h"
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hwspy record [OPTIONS] -p PID\n"
-		"       hwspy record [OPTIONS] -- COMMAND [ARGS...]\n\n"
-		"Samples every thread of a Python process with a perf event and writes the Python\n"
-		"stacks, weighted by the event, as a folded flame-graph file.\n\n"
-		"  -p, --pid PID          attach to a running process (all threads, and new ones)\n"
-		"  -e, --event EV[,EV]    event to sample (default: cycles, or cpu-clock without a\n"
-		"                         hardware PMU); more events are counted with every sample\n"
-		"  -F, --rate HZ          samples per second per thread (default 100); not for\n"
-		"                         events that count occurrences (faults, switches)\n"
-		"  -c, --period N         sample every N events instead of a rate; events that\n"
-		"                         count occurrences always sample at a period: by default\n"
-		"                         page-faults and minor-faults -c 100, context-switches\n"
-		"                         -c 10, major-faults and cpu-migrations -c 1, and each\n"
-		"                         sample weighs what the counter counted since the last,\n"
-		"                         so totals are the faults or switches that happened\n"
-		"  -d, --duration SECS    stop after SECS (default: when the target exits or Ctrl-C);\n"
-		"                         a launched command still running then gets SIGINT,\n"
-		"                         SIGTERM after the grace period, then SIGKILL\n"
-		"      --grace SECS       that grace period (default 5; a second Ctrl-C: SIGKILL now)\n"
-		"      --keep-running     leave a launched command running when sampling ends\n"
-		"  -o, --output FILE      where to write the profile (default hwspy-PID.folded; -:\n"
-		"                         standard output), replaced only once complete; its\n"
-		"                         name picks the format: .folded / .txt, .svg (a flame\n"
-		"                         graph), .speedscope.json, .pb.gz / .pprof\n"
-		"      --format NAME      folded, svg, speedscope or pprof, whatever the output's\n"
-		"                         name says\n"
-		FORMAT_USAGE
-		"      --function         one frame per function (its first line), not per line\n"
-		"      --threads          a root frame per thread: [thread TID NAME]\n"
-		"      --nonblocking      never stop the target; read stacks just after the sample\n"
-		"      --ptrace           exact mode by stopping each sampled thread (ptrace), even\n"
-		"                         where a BPF capture is allowed (it costs the target more)\n"
-		"      --stop-budget PCT  the most of a thread's time the stops may take (default\n"
-		"                         5, over a 1 s window); past it its samples are read\n"
-		"                         late, without a stop, and counted; 100: no limit\n"
-		"      --native           native frames too (DWARF unwinding of a copy of the user\n"
-		"                         stack), merged with the Python frames\n"
-		"      --stack-size BYTES user stack copied per sample with --native (default 32768)\n"
-		"      --kernel           kernel frames at the leaf (needs root or CAP_PERFMON)\n"
-		"      --off-cpu          where threads wait instead of where they run: a sample\n"
-		"                         at every switch off the CPU, weighing the nanoseconds\n"
-		"                         until the thread ran again, its leaf the reason:\n"
-		"                         [wait: read fd 5 (pipe)], [wait: futex (lock)],\n"
-		"                         [wait: GIL], [wait: sleep], [preempted] ...\n"
-		"      --subprocesses     follow the processes the target starts (multiprocessing,\n"
-		"                         subprocess; with -p, those it started already too),\n"
-		"                         each under a root [process PID COMMAND], each with its\n"
-		"                         own interpreter, or none\n"
-		"      --wall             wall-clock time: cpu-clock on the CPU (-F) and --off-cpu's\n"
-		"                         samples off it, both in nanoseconds, so that each\n"
-		"                         thread's time adds up to the recording's length\n"
-		"      --gil              only the samples whose thread held the GIL (those it\n"
-		"                         is not known of are dropped too, and counted)\n"
-		"  -q, --quiet            no progress line and no summary\n"
-		"  -h, --help             this text\n\n"
-		"'hwspy list' shows the events that work on this machine.\n\n"
-		"Exit status: 2 for a usage error, 1 when no profile was written (hwspy failed, or\n"
-		"took no sample: it says why); else, with a launched command, the command's own\n"
-		"status (128+N if signal N ended it; 0 with --keep-running), and 0 with -p.\n");
-}
+#include "cli/options.h"
 
 /* subsys:name[:modifiers]: a tracepoint, unless subsys is an event name with modifiers */
 static bool is_tracepoint_form(const char *text)
@@ -168,9 +106,9 @@ static const struct number_option {
 	  " must be a whole number of events, 1-9223372036854775807" },
 	{ 'd', AT(duration), SECONDS, 1, 100000000000, "duration ",
 	  " must be a number of seconds, 0.001 to 100000000" },
-	{ 'G', AT(grace), SECONDS, 0, 3600000, "grace period ", " must be a number of seconds, 0 to 3600" },
-	{ 'B', AT(stop_budget), COUNT, 1, 100, "stop budget ", " must be a whole percentage, 1-100" },
-	{ 'S', AT(stack_size), COUNT, 1024, 65528, "stack size ", " must be a number of bytes, 1024-65528" },
+	{ OPT_GRACE, AT(grace), SECONDS, 0, 3600000, "grace period ", " must be a number of seconds, 0 to 3600" },
+	{ OPT_STOP_BUDGET, AT(stop_budget), COUNT, 1, 100, "stop budget ", " must be a whole percentage, 1-100" },
+	{ OPT_STACK_SIZE, AT(stack_size), COUNT, 1024, 65528, "stack size ", " must be a number of bytes, 1024-65528" },
 };
 
 /* arg as n takes it, into *ret (n->size bytes): 0, or -EINVAL. */
@@ -218,18 +156,19 @@ int record_number_option(struct record_args *o, int c, const char *arg)
 		o->freq_given = c == 'F';
 		*(c == 'F' ? &o->period : &o->freq) = 0;
 	}
-	if (c == 'S')
+	if (c == OPT_STACK_SIZE)
 		o->stack_size &= ~7u;
-	o->grace_given |= c == 'G';
+	o->grace_given |= c == OPT_GRACE;
 	return 1;
 }
 
 /* The options that set a flag. */
 static const struct { int c; size_t at, size; } flags[] = {
-	{ 'k', AT(keep_running) }, { 'f', AT(function) }, { 't', AT(threads) },
-	{ 'n', AT(nonblocking) }, { 'P', AT(ptrace) }, { 'N', AT(native) }, { 'K', AT(kernel) },
-	{ 'O', AT(off_cpu) }, { 'W', AT(wall) }, { 'C', AT(subprocesses) }, { 'g', AT(gil) },
-	{ 'q', AT(quiet) },
+	{ OPT_KEEP_RUNNING, AT(keep_running) }, { OPT_FUNCTION, AT(function) },
+	{ OPT_THREADS, AT(threads) }, { OPT_NONBLOCKING, AT(nonblocking) },
+	{ OPT_PTRACE, AT(ptrace) }, { OPT_NATIVE, AT(native) }, { OPT_KERNEL, AT(kernel) },
+	{ OPT_OFF_CPU, AT(off_cpu) }, { OPT_WALL, AT(wall) },
+	{ OPT_SUBPROCESSES, AT(subprocesses) }, { OPT_GIL, AT(gil) }, { OPT_QUIET, AT(quiet) },
 };
 
 /* The other options: 1 if c is one (stored), 0 if not, -EINVAL (said), 2 after --help. */
@@ -244,11 +183,11 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'o':
 		o->output = arg;
 		return 1;
-	case 'R':
+	case OPT_FORMAT:
 		o->format_given = true;
 		return format_parse(arg, &o->format) < 0 ? -EINVAL : 1;
-	case 'h':
-		usage(stdout);
+	case OPT_HELP:
+		cli_help(&cli_opts_record, stdout);
 		return 2;
 	}
 	return format_opt(&o->fmt, c, arg);
@@ -281,42 +220,21 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 
 int record_parse_args(int argc, char **argv, struct record_args *o)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' }, { "event", required_argument, NULL, 'e' },
-		{ "rate", required_argument, NULL, 'F' }, { "freq", required_argument, NULL, 'F' },
-		{ "period", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' }, { "function", no_argument, NULL, 'f' },
-		{ "format", required_argument, NULL, 'R' },
-		FORMAT_LONGOPTS,
-		{ "threads", no_argument, NULL, 't' }, { "nonblocking", no_argument, NULL, 'n' },
-		{ "ptrace", no_argument, NULL, 'P' },
-		{ "stop-budget", required_argument, NULL, 'B' },
-		{ "quiet", no_argument, NULL, 'q' }, { "native", no_argument, NULL, 'N' },
-		{ "kernel", no_argument, NULL, 'K' }, { "off-cpu", no_argument, NULL, 'O' },
-		{ "wall", no_argument, NULL, 'W' }, { "subprocesses", no_argument, NULL, 'C' },
-		{ "gil", no_argument, NULL, 'g' }, { "stack-size", required_argument, NULL, 'S' },
-		{ "grace", required_argument, NULL, 'G' },
-		{ "keep-running", no_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	int c, r;
 
 	o->freq = 100;
 	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
 	o->grace = RECORD_GRACE_DEFAULT;
-	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_opts_record, argc, argv)) != -1) {
+		if (c == '?')
+			return -EINVAL;         /* said */
 		r = record_number_option(o, c, optarg);
 		if (r == 0)
 			r = other_option(o, c, optarg);
 		if (r == 2)
 			return 1;
-		if (r < 0)
-			return r;
-		if (r == 0) {
-			usage(stderr);
-			return -EINVAL;
-		}
+		if (r <= 0)
+			return -EINVAL;         /* said (0: none, every option is handled) */
 	}
 	if (o->quiet)
 		log_level = LOG_QUIET;
