@@ -382,8 +382,14 @@ def write_man(program, commands, groups, sections, path, readme, version):
                                                'attribute them to Python functions'),
            '.SH SYNOPSIS']
     for c in commands:
-        for u in c.usage:
-            out += ['.br', roff(u.strip())]
+        usage = []
+        for u in c.usage:       # an indented line continues the one before
+            if u.startswith(' ') and usage:
+                usage[-1] += ' ' + u.strip()
+            else:
+                usage.append(u)
+        for u in usage:
+            out += ['.br', roff(u)]
     out += ['.SH DESCRIPTION'] + roff_lines(program.text)
     out += ['.SH COMMANDS']
     for c in commands:
@@ -391,7 +397,7 @@ def write_man(program, commands, groups, sections, path, readme, version):
         out += roff_lines(c.text)
         for col, entries in entry_blocks(c, groups):
             for e in entries:
-                out += ['.TP', man_head(e), roff(' '.join(h.strip() for h in e.help))]
+                out += ['.TP', man_head(e)] + roff_lines([' '.join(h.strip() for h in e.help)])
         if c.after:
             out += ['.PP'] + roff_lines(c.after)
     for title, lines in sections:
