@@ -487,7 +487,7 @@ def write_bash(commands, groups, events, path):
 
 
 def zsh_quote(s):
-    return s.replace("'", "'\\''").replace('[', '\\[').replace(']', '\\]').replace(':', '\\:')
+    return s.replace("'", "'\\''").replace('[', '\\[').replace(']', '\\]')
 
 
 def write_zsh(commands, groups, events, path):
