@@ -28,8 +28,8 @@
    findings, the live table) are stages of their own, not part of cli/.
 3. No C function in those folders is over MAX_LINES lines: a function runs from its line holding
    only `{` at column 0 to the next line starting with `}` at column 0, both counted.
-4. cli/ is the command line only: at most CLI_MAX_LINES lines in all its .c and .h files (the
-   issue's aim is 3,000), and no
+4. cli/ is the command line only: at most CLI_MAX_LINES lines in all its .c and .h files (under
+   3,000, as the libhwspy issue asks; --help texts are generated from doc/options.txt), and no
    call of ptrace(), syscall(), perf_event_open, bpf, process_vm_readv, opendir() and no
    "/proc/..." or "/sys/..." path built or opened there (its messages may name such paths in
    words: only a path given to a call or a format with a conversion counts).
@@ -44,7 +44,7 @@ import sys
 MAX_LINES = 120
 # issue 20 asks for under 3,000; cli/ is at 3,066 (what is left is mostly message and usage
 # text, and the choices noted in the issue's note): the limit holds it there until then
-CLI_MAX_LINES = 3070
+CLI_MAX_LINES = 2999
 LAYERS = ['cli', 'lib', 'include', 'analysis', 'record', 'sampler', 'pyframes', 'symbolizer',
           'output', 'base']
 STAGES = ['sampler', 'pyframes', 'symbolizer']
