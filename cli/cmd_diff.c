@@ -30,6 +30,8 @@ static void usage(FILE *out)
 		"      --negate        flame graph of BEFORE's widths, coloured by what happened to\n"
 		"                      them (code that went away shows)\n"
 		"      --top N         rows per event in the table (default 20)\n"
+		"      --native-offsets  in the table, native code without symbols by address\n"
+		"                      (mod.so+0x1a2b), not one row per module\n"
 		"      --force         compare profiles that have almost nothing in common\n"
 		"      --weight EVENT  the event the flame graph and the folded lines show (default:\n"
 		"                      the first shared)\n"
@@ -41,7 +43,7 @@ struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
 	struct hwspy_diff_write_opts w; /* -f (else what out_path's name says), --no-normalize,
-	                                 * --ignore-lines, --negate, --top */
+	                                 * --ignore-lines, --native-offsets, --negate, --top */
 	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width */
 	bool force;
 };
@@ -49,13 +51,15 @@ struct diff_args {
 /* The command line into *a: 0, 1 after --help, or -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct diff_args *a)
 {
-	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE };
+	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE,
+	       OPT_NATIVE_OFFSETS };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
 		'f' }, { "no-normalize", no_argument, NULL, OPT_NO_NORMALIZE }, { "ignore-lines",
 		no_argument, NULL, OPT_IGNORE_LINES }, { "negate", no_argument, NULL, OPT_NEGATE },
 		{ "top", required_argument, NULL, OPT_TOP }, { "force", no_argument, NULL,
-		OPT_FORCE }, FORMAT_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 }
+		OPT_FORCE }, { "native-offsets", no_argument, NULL, OPT_NATIVE_OFFSETS },
+		FORMAT_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	bool kind_given = false;
 	unsigned long long top;
@@ -69,6 +73,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
 		case OPT_NEGATE: a->w.negate = true; break;
 		case OPT_FORCE: a->force = true; break;
+		case OPT_NATIVE_OFFSETS: a->w.diff.native_offsets = true; break;
 		case 'h': usage(stdout); return 1;
 		case 'f':
 			if (hwspy_diff_format_parse(optarg, &a->w.format) < 0) {
@@ -178,6 +183,7 @@ int cmd_diff(int argc, char **argv)
 	a.w.title = a.fo.title, a.w.icicle = a.fo.icicle, a.w.min_width = a.fo.min_width;
 	a.w.before_name = a.paths[0], a.w.after_name = a.paths[1];
 	a.w.before_ns = d.duration_ns[0], a.w.after_ns = d.duration_ns[1];
+	a.w.before_plain = d.plain[0], a.w.after_plain = d.plain[1];
 	if ((r = hwspy_diff_write(d.merged, &a.w, out.f)) < 0)
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
 	else if (cli_output_commit(&out) == 0)

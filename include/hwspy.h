@@ -664,6 +664,8 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 struct hwspy_diff_opts {
 	bool ignore_lines;              /* match Python frames by function and file only */
 	bool raw;                       /* counts as they are, shares of BEFORE's total */
+	bool native_offsets;            /* table: native code without a symbol by its offset
+	                                 * ("mod.so+0x1a2b"), not one row per module */
 };
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret);
@@ -686,7 +688,9 @@ struct hwspy_diff_write_opts {
 	double min_width;               /* SVG: px (0: the default) */
 	size_t top;                     /* table: rows per event (0: 20) */
 	const char *before_name, *after_name;   /* table: what each side is */
-	uint64_t before_ns, after_ns;   /* table: each side's duration (0: unknown) */
+	uint64_t before_ns, after_ns;   /* table, SVG subtitle: each side's duration (0: unknown) */
+	bool before_plain, after_plain; /* that side is a folded file's counts, of no known unit
+	                                 * (hwspy_diff_files.plain) */
 };
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out);
@@ -753,6 +757,8 @@ enum hwspy_diff_problem {
 struct hwspy_diff_files {
 	struct hwspy_profile *in[2];    /* BEFORE and AFTER as read (target: its path), or NULL */
 	uint64_t duration_ns[2];        /* each side's run (0: unknown) */
+	bool plain[2];                  /* each side is a folded file's counts: its one event
+	                                 * "samples", of no known unit */
 	struct hwspy_profile *merged;   /* hwspy_profile_diff() of them, or NULL */
 	enum hwspy_diff_problem problem;
 	int side;                       /* 0 BEFORE, 1 AFTER: whose problem it is */

@@ -268,14 +268,15 @@ int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out)
 {
-	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw };
-	struct diff_side sides[2] = { { o->before_name, o->before_ns },
-				      { o->after_name, o->after_ns } };
+	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw,
+			       .native_offsets = o->diff.native_offsets };
+	struct diff_side sides[2] = { { o->before_name, o->before_ns, o->before_plain },
+				      { o->after_name, o->after_ns, o->after_plain } };
 	struct svg_opts so = {
 		.column = diff_before_col(o->event),
 		.title = o->title ? o->title : "Differential Flame Graph",
 		.icicle = o->icicle, .min_width_px = o->min_width, .diff = true,
-		.diff_raw = o->diff.raw, .negate = o->negate,
+		.diff_raw = o->diff.raw, .negate = o->negate, .diff_sides = sides,
 	};
 	int r;
 
@@ -315,6 +316,12 @@ static int diff_problem(struct hwspy_diff_files *d, enum hwspy_diff_problem what
 	return r;
 }
 
+/* A folded file's counts: one event, "samples", of no known unit. */
+static bool plain_counts(const struct profile *p)
+{
+	return profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples");
+}
+
 int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_opts *o,
 			  struct hwspy_diff_files *ret)
 {
@@ -331,6 +338,7 @@ int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_op
 					    lib_fail(-ENODATA, "'%s' holds no samples", paths[s]));
 		hwspy_profile_meta(ret->in[s], &meta);
 		ret->duration_ns[s] = meta.duration_ns;
+		ret->plain[s] = plain_counts(ret->in[s]->p);
 		/* the graph's subtitle and the table name the files */
 		(void) hwspy_profile_set_target(ret->in[s], paths[s]);
 	}
@@ -380,7 +388,7 @@ void hwspy_diff_files_release(struct hwspy_diff_files *d)
 bool hwspy_diff_compares(const struct hwspy_profile *merged, const struct hwspy_profile *side,
 			 size_t e)
 {
-	if (profile_n_events(side->p) == 1 && !strcmp(profile_event(side->p, 0)->name, "samples"))
+	if (plain_counts(side->p))
 		return true;    /* a folded file's counts: paired */
 	for (size_t k = 0; k < diff_n_events(merged->p); k++)
 		if (profile_find_event(side->p, profile_event(merged->p, 2 * k)->name) == (int) e)
