@@ -30,8 +30,7 @@ static void usage(FILE *out)
 		"      --negate        flame graph of BEFORE's widths, coloured by what happened to\n"
 		"                      them (code that went away shows)\n"
 		"      --top N         rows per event in the table (default 20)\n"
-		"      --native-offsets  in the table, native code without symbols by address\n"
-		"                      (mod.so+0x1a2b), not one row per module\n"
+		"      --native-offsets  nameless native code: a row per address, not per module\n"
 		"      --force         compare profiles that have almost nothing in common\n"
 		"      --weight EVENT  the event the flame graph and the folded lines show (default:\n"
 		"                      the first shared)\n"
@@ -183,7 +182,6 @@ int cmd_diff(int argc, char **argv)
 	a.w.title = a.fo.title, a.w.icicle = a.fo.icicle, a.w.min_width = a.fo.min_width;
 	a.w.before_name = a.paths[0], a.w.after_name = a.paths[1];
 	a.w.before_ns = d.duration_ns[0], a.w.after_ns = d.duration_ns[1];
-	a.w.before_plain = d.plain[0], a.w.after_plain = d.plain[1];
 	if ((r = hwspy_diff_write(d.merged, &a.w, out.f)) < 0)
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
 	else if (cli_output_commit(&out) == 0)

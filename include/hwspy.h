@@ -660,7 +660,9 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 /* Differences between BEFORE and AFTER (two profiles of one program): one merged profile whose
  * shared event e has BEFORE's values in column 1 + 2e and AFTER's in 2 + 2e (both named as in
  * AFTER: hwspy_profile_event(merged, 2e)); every frame matched by its text; each side's shares
- * of its own total unless raw. -ENOENT when no event is shared. */
+ * of its own total unless raw. -ENOENT when no event is shared. hwspy_diff_write()'s headline
+ * (table, SVG subtitle) is in the event's unit, but for a side that is a folded file's counts
+ * (its one event "samples"): no unit, plain numbers. */
 struct hwspy_diff_opts {
 	bool ignore_lines;              /* match Python frames by function and file only */
 	bool raw;                       /* counts as they are, shares of BEFORE's total */
@@ -689,8 +691,6 @@ struct hwspy_diff_write_opts {
 	size_t top;                     /* table: rows per event (0: 20) */
 	const char *before_name, *after_name;   /* table: what each side is */
 	uint64_t before_ns, after_ns;   /* table, SVG subtitle: each side's duration (0: unknown) */
-	bool before_plain, after_plain; /* that side is a folded file's counts, of no known unit
-	                                 * (hwspy_diff_files.plain) */
 };
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out);
@@ -757,8 +757,6 @@ enum hwspy_diff_problem {
 struct hwspy_diff_files {
 	struct hwspy_profile *in[2];    /* BEFORE and AFTER as read (target: its path), or NULL */
 	uint64_t duration_ns[2];        /* each side's run (0: unknown) */
-	bool plain[2];                  /* each side is a folded file's counts: its one event
-	                                 * "samples", of no known unit */
 	struct hwspy_profile *merged;   /* hwspy_profile_diff() of them, or NULL */
 	enum hwspy_diff_problem problem;
 	int side;                       /* 0 BEFORE, 1 AFTER: whose problem it is */

@@ -227,6 +227,12 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 	return r;
 }
 
+/* A folded file's counts: one event, "samples", of no known unit. */
+static bool plain_counts(const struct profile *p)
+{
+	return profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples");
+}
+
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret)
 {
@@ -246,7 +252,8 @@ int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_pr
 		profile_free(m);
 		return lib_fail(-ENOMEM, "out of memory");
 	}
-	**ret = (struct hwspy_profile) { .p = m, .owned = true };
+	**ret = (struct hwspy_profile) { .p = m, .owned = true,
+					 .plain = { plain_counts(before->p), plain_counts(after->p) } };
 	return 0;
 }
 
@@ -270,8 +277,8 @@ int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff
 {
 	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw,
 			       .native_offsets = o->diff.native_offsets };
-	struct diff_side sides[2] = { { o->before_name, o->before_ns, o->before_plain },
-				      { o->after_name, o->after_ns, o->after_plain } };
+	struct diff_side sides[2] = { { o->before_name, o->before_ns, merged->plain[0] },
+				      { o->after_name, o->after_ns, merged->plain[1] } };
 	struct svg_opts so = {
 		.column = diff_before_col(o->event),
 		.title = o->title ? o->title : "Differential Flame Graph",
@@ -316,12 +323,6 @@ static int diff_problem(struct hwspy_diff_files *d, enum hwspy_diff_problem what
 	return r;
 }
 
-/* A folded file's counts: one event, "samples", of no known unit. */
-static bool plain_counts(const struct profile *p)
-{
-	return profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples");
-}
-
 int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_opts *o,
 			  struct hwspy_diff_files *ret)
 {
@@ -338,7 +339,6 @@ int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_op
 					    lib_fail(-ENODATA, "'%s' holds no samples", paths[s]));
 		hwspy_profile_meta(ret->in[s], &meta);
 		ret->duration_ns[s] = meta.duration_ns;
-		ret->plain[s] = plain_counts(ret->in[s]->p);
 		/* the graph's subtitle and the table name the files */
 		(void) hwspy_profile_set_target(ret->in[s], paths[s]);
 	}
