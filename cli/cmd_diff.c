@@ -15,7 +15,7 @@ struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
 	struct hwspy_diff_write_opts w; /* -f (else what out_path's name says), --no-normalize,
-	                                 * --ignore-lines, --negate, --top */
+	                                 * --ignore-lines, --native-offsets, --negate, --top */
 	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width */
 	bool force;
 };
@@ -36,6 +36,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
 		case OPT_NEGATE: a->w.negate = true; break;
 		case OPT_FORCE: a->force = true; break;
+		case OPT_NATIVE_OFFSETS: a->w.diff.native_offsets = true; break;
 		case OPT_HELP: cli_help(&cli_opts_diff, stdout); return 1;
 		case OPT_FORMAT:
 			if (hwspy_diff_format_parse(optarg, &a->w.format) < 0) {

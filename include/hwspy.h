@@ -660,10 +660,14 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 /* Differences between BEFORE and AFTER (two profiles of one program): one merged profile whose
  * shared event e has BEFORE's values in column 1 + 2e and AFTER's in 2 + 2e (both named as in
  * AFTER: hwspy_profile_event(merged, 2e)); every frame matched by its text; each side's shares
- * of its own total unless raw. -ENOENT when no event is shared. */
+ * of its own total unless raw. -ENOENT when no event is shared. hwspy_diff_write()'s headline
+ * (table, SVG subtitle) is in the event's unit, but for a side that is a folded file's counts
+ * (its one event "samples"): no unit, plain numbers. */
 struct hwspy_diff_opts {
 	bool ignore_lines;              /* match Python frames by function and file only */
 	bool raw;                       /* counts as they are, shares of BEFORE's total */
+	bool native_offsets;            /* table: native code without a symbol by its offset
+	                                 * ("mod.so+0x1a2b"), not one row per module */
 };
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret);
@@ -686,7 +690,7 @@ struct hwspy_diff_write_opts {
 	double min_width;               /* SVG: px (0: the default) */
 	size_t top;                     /* table: rows per event (0: 20) */
 	const char *before_name, *after_name;   /* table: what each side is */
-	uint64_t before_ns, after_ns;   /* table: each side's duration (0: unknown) */
+	uint64_t before_ns, after_ns;   /* table, SVG subtitle: each side's duration (0: unknown) */
 };
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out);

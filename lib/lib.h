@@ -21,6 +21,8 @@ struct hwspy_events {
 struct hwspy_profile {
 	struct profile *p;
 	bool owned;
+	bool plain[2];  /* a hwspy_profile_diff(): BEFORE, AFTER is a folded file's counts, of no
+	                 * known unit (diff_side.plain) */
 };
 
 /* (summary) record.c: a recorder's options as given and its events (after a user-space-only

@@ -227,6 +227,12 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 	return r;
 }
 
+/* A folded file's counts: one event, "samples", of no known unit. */
+static bool plain_counts(const struct profile *p)
+{
+	return profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples");
+}
+
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret)
 {
@@ -246,7 +252,8 @@ int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_pr
 		profile_free(m);
 		return lib_fail(-ENOMEM, "out of memory");
 	}
-	**ret = (struct hwspy_profile) { .p = m, .owned = true };
+	**ret = (struct hwspy_profile) { .p = m, .owned = true,
+					 .plain = { plain_counts(before->p), plain_counts(after->p) } };
 	return 0;
 }
 
@@ -268,14 +275,15 @@ int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out)
 {
-	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw };
-	struct diff_side sides[2] = { { o->before_name, o->before_ns },
-				      { o->after_name, o->after_ns } };
+	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw,
+			       .native_offsets = o->diff.native_offsets };
+	struct diff_side sides[2] = { { o->before_name, o->before_ns, merged->plain[0] },
+				      { o->after_name, o->after_ns, merged->plain[1] } };
 	struct svg_opts so = {
 		.column = diff_before_col(o->event),
 		.title = o->title ? o->title : "Differential Flame Graph",
 		.icicle = o->icicle, .min_width_px = o->min_width, .diff = true,
-		.diff_raw = o->diff.raw, .negate = o->negate,
+		.diff_raw = o->diff.raw, .negate = o->negate, .diff_sides = sides,
 	};
 	int r;
 
@@ -380,7 +388,7 @@ void hwspy_diff_files_release(struct hwspy_diff_files *d)
 bool hwspy_diff_compares(const struct hwspy_profile *merged, const struct hwspy_profile *side,
 			 size_t e)
 {
-	if (profile_n_events(side->p) == 1 && !strcmp(profile_event(side->p, 0)->name, "samples"))
+	if (plain_counts(side->p))
 		return true;    /* a folded file's counts: paired */
 	for (size_t k = 0; k < diff_n_events(merged->p); k++)
 		if (profile_find_event(side->p, profile_event(merged->p, 2 * k)->name) == (int) e)

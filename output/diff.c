@@ -35,6 +35,41 @@ static int copy_frame(struct profile *to, const struct profile_frame *f, bool ig
 	return profile_frame_id(to, &g, ret_id);
 }
 
+/* Whether f is native code without a symbol, named as hwspy names it: "MODULE+0xHEX", with its
+ * module beside it ("mod.so+0x1a2b [mod.so]": module "mod.so") or not (a folded file whose
+ * frames do not repeat the module: module NULL). Then *ret_module, *ret_len: MODULE. A module
+ * beside it must be MODULE, or MODULE's base name: "foo+0x10 [libc.so.6]" is a symbol plus an
+ * offset, not nameless code. */
+static bool native_anonymous(const struct profile_frame *f, const char **ret_module,
+			     size_t *ret_len)
+{
+	const char *plus = NULL, *hex, *base;
+	size_t len;
+
+	if (f->kind != FRAME_NATIVE)
+		return false;
+	for (const char *s = strstr(f->name, "+0x"); s; s = strstr(s + 1, "+0x"))
+		plus = s;
+	if (!plus || plus == f->name)
+		return false;
+	hex = plus + 3;
+	if (!*hex || hex[strspn(hex, "0123456789abcdefABCDEF")] != '\0')
+		return false;
+	len = (size_t) (plus - f->name);
+	if (f->module) {
+		base = f->name + len;
+		while (base > f->name && base[-1] != '/')
+			base--;
+		if (!(strlen(f->module) == len && !strncmp(f->module, f->name, len)) &&
+		    !(strlen(f->module) == (size_t) (plus - base) &&
+		      !strncmp(f->module, base, (size_t) (plus - base))))
+			return false;
+	}
+	*ret_module = f->name;
+	*ret_len = len;
+	return true;
+}
+
 /* Adds every stack of `from` to `to`: event columns ev_from[i] -> 1 + 2i + side. */
 static int add_side(struct profile *to, const struct profile *from, const int *ev_from,
 		    size_t n_shared, int side, bool ignore_lines)
@@ -216,25 +251,61 @@ static void func_tab_release(struct func_tab *ft)
 	free(ft->acc);
 }
 
-static int func_tab_build(struct func_tab *ft, const struct profile *merged, size_t event)
+/* Function `f` of the table: the frame without its line; with fold, native code without a
+ * symbol as its module alone, "[MODULE]" (one row for all its offsets). */
+static int func_of_frame(struct profile *funcs, const struct profile_frame *f, bool fold,
+			 struct buf *scratch, uint32_t *ret_id, bool *ret_folded)
+{
+	const char *mod;
+	size_t len;
+	int r;
+
+	*ret_folded = fold && native_anonymous(f, &mod, &len);
+	if (!*ret_folded)
+		return copy_frame(funcs, f, true, ret_id);
+	scratch->len = 0;
+	r = buf_printf(scratch, "[%.*s]", (int) len, mod);
+	if (r < 0)
+		return r;
+	return profile_frame_id(funcs, &(struct profile_frame) { .kind = FRAME_NATIVE,
+								 .name = scratch->data }, ret_id);
+}
+
+/* fold: native code without a symbol in one function per module (func_of_frame()). */
+static int func_tab_build(struct func_tab *ft, const struct profile *merged, size_t event,
+			  bool fold)
 {
 	size_t nf = profile_n_frames(merged), bc = diff_before_col(event), ac = diff_after_col(event);
 	const char *unnamed = "samples";
+	struct buf scratch;
+	bool *folded = NULL;
 	int r = 0;
 
 	*ft = (struct func_tab) { 0 };
 	ft->funcs = profile_new(&unnamed, 1);
 	ft->func_of = malloc((nf ? nf : 1) * sizeof(*ft->func_of));
-	if (!ft->funcs || !ft->func_of)
+	folded = calloc(nf ? nf : 1, sizeof(*folded));
+	if (!ft->funcs || !ft->func_of || !folded) {
+		free(folded);
 		return -ENOMEM;
+	}
+	buf_init(&scratch);
 	for (uint32_t f = 0; f < nf && r >= 0; f++)
-		r = copy_frame(ft->funcs, profile_frame(merged, f), true, &ft->func_of[f]);
+		r = func_of_frame(ft->funcs, profile_frame(merged, f), fold, &scratch,
+				  &ft->func_of[f], &folded[f]);
+	buf_release(&scratch);
+	if (r >= 0) {
+		ft->n = profile_n_frames(ft->funcs);
+		ft->acc = calloc(ft->n ? ft->n : 1, sizeof(*ft->acc));
+		if (!ft->acc)
+			r = -ENOMEM;
+	}
+	for (uint32_t f = 0; f < nf && r >= 0; f++)
+		if (folded[f])
+			ft->acc[ft->func_of[f]].row.native_module = true;
+	free(folded);
 	if (r < 0)
 		return r;
-	ft->n = profile_n_frames(ft->funcs);
-	ft->acc = calloc(ft->n ? ft->n : 1, sizeof(*ft->acc));
-	if (!ft->acc)
-		return -ENOMEM;
 	for (size_t i = 0; i < profile_n_stacks(merged); i++) {
 		const struct profile_stack *st = profile_stack(merged, i);
 		const uint64_t *v = profile_values(merged, i);
@@ -271,7 +342,7 @@ int diff_functions(const struct profile *merged, size_t event, const struct diff
 	if (event >= diff_n_events(merged))
 		return -EINVAL;
 	buf_init(&text);
-	r = func_tab_build(&ft, merged, event);
+	r = func_tab_build(&ft, merged, event, !(opts && opts->native_offsets));
 	if (r < 0)
 		goto out;
 	/* the names, then the rows and the names in one block, so that free(*ret) frees both */
@@ -324,7 +395,7 @@ int diff_common(const struct profile *merged, size_t event, double *ret_before,
 
 	if (event >= diff_n_events(merged))
 		return -EINVAL;
-	r = func_tab_build(&ft, merged, event);
+	r = func_tab_build(&ft, merged, event, false);
 	for (size_t i = 0; i < profile_n_stacks(merged) && r >= 0; i++) {
 		const struct profile_stack *st = profile_stack(merged, i);
 		const uint64_t *v = profile_values(merged, i);
@@ -464,55 +535,160 @@ static void fmt_num(char *d, size_t n, double v, bool sign)
 	}
 }
 
-static void put_num(FILE *out, double v)
+/* A delta of the table: in seconds ("+0.249") for a time event's nanoseconds, else as
+ * fmt_num() writes it. */
+static void fmt_delta(char *d, size_t n, double v, bool time)
 {
-	char d[48];
-
-	fmt_num(d, sizeof(d), v, false);
-	fputs(d, out);
+	if (time)
+		snprintf(d, n, "%+.3g", v / 1e9);
+	else
+		fmt_num(d, n, v, true);
 }
 
-static void put_headline(FILE *out, const char *event, uint64_t tb, uint64_t ta,
-			 const struct diff_side *before, const struct diff_side *after)
+/* How a pair of numbers (>= 0) is written in the headline: one unit for both, picked by the
+ * larger, with 3 significant digits on it ("3.14 s -> 1.18 s", "1.20 G -> 0.80 G"); the
+ * smaller, at a tenth of the larger or more, keeps 2 or more. */
+struct pair_fmt {
+	double div;             /* the unit, in what the numbers count */
+	const char *sym;        /* " s", " ms", " µs", " ns", " k", " M" ... or "" (exact, "1,234") */
+	int decimals;
+};
+
+static struct pair_fmt pair_fmt(double x, double y, bool time)
 {
-	fprintf(out, "%s ", event);
-	put_num(out, (double) tb);
-	fputs(" -> ", out);
-	put_num(out, (double) ta);
-	if (tb > 0)
-		fprintf(out, ", %+.1f%%", 100.0 * ((double) ta - (double) tb) / (double) tb);
-	if (before && after && before->duration_ns && after->duration_ns) {
-		fputs(" (", out);
-		put_num(out, (double) tb * 1e9 / (double) before->duration_ns);
-		fputs("/s -> ", out);
-		put_num(out, (double) ta * 1e9 / (double) after->duration_ns);
-		fputs("/s", out);
-		if (tb > 0)
-			fprintf(out, ", %+.1f%%",
-				100.0 * ((double) ta / (double) after->duration_ns /
-					 ((double) tb / (double) before->duration_ns) - 1));
-		fputs(")", out);
+	static const char *const si[] = { " k", " M", " G", " T", " P", " E" };
+	struct pair_fmt pf = { .div = 1, .sym = "" };
+	double big = fmax(x, y), v;
+
+	if (time) {
+		pf = big >= 1e9 ? (struct pair_fmt) { 1e9, " s", 0 } :
+		     big >= 1e6 ? (struct pair_fmt) { 1e6, " ms", 0 } :
+		     big >= 1e3 ? (struct pair_fmt) { 1e3, " \xc2\xb5s", 0 } :
+				  (struct pair_fmt) { 1, " ns", 0 };
+	} else if (big >= 1e5) {
+		pf.div = 1e3;
+		for (size_t i = 0; i < sizeof(si) / sizeof(si[0]); i++, pf.div *= 1e3) {
+			pf.sym = si[i];
+			if (big < pf.div * 999.5 || i + 1 == sizeof(si) / sizeof(si[0]))
+				break;
+		}
+	} else {
+		return pf;      /* exact */
 	}
-	putc('\n', out);
+	v = big / pf.div;
+	pf.decimals = v == 0 || v >= 99.95 ? 0 : v >= 9.995 ? 1 : v >= 0.9995 ? 2 : 3;
+	return pf;
+}
+
+/* v as pf says, into b. */
+static int put_pair_num(struct buf *b, const struct pair_fmt *pf, double v)
+{
+	char d[64];
+	int n, r = 0;
+
+	if (*pf->sym)
+		return buf_printf(b, "%.*f%s", pf->decimals, v / pf->div, pf->sym);
+	n = snprintf(d, sizeof(d), "%.0f", v);
+	for (int i = 0; i < n && r >= 0; i++) {
+		if (i && (n - i) % 3 == 0)
+			r = buf_putc(b, ',');
+		if (r >= 0)
+			r = buf_putc(b, d[i]);
+	}
+	return r;
+}
+
+/* "X -> Y", and suffix after each ("/s") or after the pair (" of CPU"): in one unit, or each in
+ * its own when the smaller is under a tenth of the larger (it would keep one digit or none). */
+static int put_pair(struct buf *b, double x, double y, bool time, const char *each,
+		    const char *after)
+{
+	bool apart = fmin(x, y) < fmax(x, y) / 10;
+	struct pair_fmt pf = apart ? pair_fmt(x, x, time) : pair_fmt(x, y, time);
+	int r = put_pair_num(b, &pf, x);
+
+	if (apart)
+		pf = pair_fmt(y, y, time);
+	if (r >= 0)
+		r = buf_printf(b, "%s -> ", each);
+	if (r >= 0)
+		r = put_pair_num(b, &pf, y);
+	if (r >= 0)
+		r = buf_printf(b, "%s%s%s", each, *after ? " " : "", after);
+	return r;
+}
+
+/* What a time event per second of the recording is: CPUs busy, threads off the CPU, threads. */
+static const char *rate_words(enum profile_unit u)
+{
+	return u == PROFILE_UNIT_OFF_CPU_NS ? "threads waiting" :
+	       u == PROFILE_UNIT_WALL_NS ? "threads" : "CPUs";
+}
+
+int diff_headline(const struct profile *merged, size_t event, const struct diff_side *before,
+		  const struct diff_side *after, struct buf *out)
+{
+	const char *ev;
+	double tb, ta;
+	enum profile_unit u;
+	bool time, rates;
+	int r;
+
+	if (event >= diff_n_events(merged))
+		return -EINVAL;
+	ev = profile_event(merged, 2 * event)->name;
+	tb = (double) profile_total(merged, diff_before_col(event));
+	ta = (double) profile_total(merged, diff_after_col(event));
+	u = profile_event_unit(ev);
+	time = u != PROFILE_UNIT_COUNT;
+	r = buf_printf(out, "%s: ", ev);
+	if (r >= 0 && before && after && before->plain != after->plain) {
+		/* a folded file's counts against an event in its unit: only the shares compare */
+		r = put_pair(out, tb, ta, false, "", "");
+		return r >= 0 ? buf_printf(out, " (%s is a folded file's counts, of no known unit: "
+					   "compare the shares)", before->plain ? "BEFORE" :
+					   "AFTER") : r;
+	}
+	if (r >= 0)
+		r = put_pair(out, tb, ta, time, "", profile_unit_words(u));
+	if (r >= 0 && tb > 0)
+		r = buf_printf(out, ", %+.1f%%", 100.0 * (ta - tb) / tb);
+	rates = before && after && before->duration_ns && after->duration_ns;
+	if (r < 0 || !rates)
+		return r;
+	tb /= (double) before->duration_ns;     /* per ns */
+	ta /= (double) after->duration_ns;
+	r = buf_puts(out, " (");
+	if (r >= 0 && time)
+		r = buf_printf(out, "%.2f %s -> %.2f %s", tb, rate_words(u), ta, rate_words(u));
+	else if (r >= 0)
+		r = put_pair(out, tb * 1e9, ta * 1e9, false, "/s", "");
+	if (r >= 0 && tb > 0)
+		r = buf_printf(out, ", %+.1f%%", 100.0 * (ta / tb - 1));
+	if (r >= 0)
+		r = buf_putc(out, ')');
+	return r;
 }
 
 int diff_table_write(const struct profile *merged, const struct diff_side *before,
 		     const struct diff_side *after, const struct diff_opts *opts, size_t top,
 		     FILE *out)
 {
-	bool raw = opts && opts->raw;
+	bool raw = opts && opts->raw, mixed = before && after && before->plain != after->plain;
+	struct buf head;
 	int r = 0;
 
 	if (!top)
 		top = DEFAULT_TOP;
+	buf_init(&head);
 	if (before && after && before->name && after->name)
 		fprintf(out, "before: %s\nafter:  %s\n", before->name, after->name);
 	fprintf(out, "shares: %s\n", raw ? "of BEFORE's total (--no-normalize)" :
 		"of each profile's own total (normalised)");
 	for (size_t e = 0; e < diff_n_events(merged) && r >= 0; e++) {
-		const char *ev = profile_event(merged, 2 * e)->name;
-		uint64_t tb = profile_total(merged, diff_before_col(e));
-		uint64_t ta = profile_total(merged, diff_after_col(e));
+		/* deltas of a time event in seconds, of the rest in counts */
+		bool time = !mixed && profile_event_is_time(profile_event(merged, 2 * e)->name);
+		const char *folded = NULL;      /* a row of native code in one row per module */
 		struct diff_func *rows = NULL;
 		struct shares sh;
 		size_t n = 0;
@@ -521,15 +697,20 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
 		if (r < 0)
 			break;
 		shares_init(&sh, merged, e, opts);
-		putc('\n', out);
-		put_headline(out, ev, tb, ta, before, after);
+		head.len = 0;
+		r = diff_headline(merged, e, before, after, &head);
+		if (r < 0) {
+			free(rows);
+			break;
+		}
+		fprintf(out, "\n%s\n", head.data);
 		fprintf(out, "%7s %7s %7s %10s  %7s %7s %7s %10s  %s\n",
 			"self", "", "", "", "total", "", "", "", "");
 		fprintf(out, "%7s %7s %7s %10s  %7s %7s %7s %10s  %s\n",
 			"before", "after", "delta", "delta", "before", "after", "delta", "delta",
 			"function");
 		fprintf(out, "%7s %7s %7s %10s  %7s %7s %7s %10s\n",
-			"%", "%", "pts", "count", "%", "%", "pts", "count");
+			"%", "%", "pts", time ? "s" : "count", "%", "%", "pts", time ? "s" : "count");
 		for (size_t i = 0; i < n && i < top; i++) {
 			const struct diff_func *f = &rows[i];
 			char d1[48], d2[48];
@@ -542,15 +723,20 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
 				break;
 			}
 
-			fmt_num(d1, sizeof(d1), count_delta(&sh, f->self_before, f->self_after), true);
-			fmt_num(d2, sizeof(d2), count_delta(&sh, f->total_before, f->total_after),
-				true);
+			fmt_delta(d1, sizeof(d1), count_delta(&sh, f->self_before, f->self_after), time);
+			fmt_delta(d2, sizeof(d2), count_delta(&sh, f->total_before, f->total_after),
+				  time);
+			if (f->native_module && !folded)
+				folded = f->name;
 			fprintf(out, "%7.2f %7.2f %+7.2f %10s  %7.2f %7.2f %+7.2f %10s  %s\n",
 				pct_before(&sh, f->self_before), pct_after(&sh, f->self_after),
 				f->self_delta, d1,
 				pct_before(&sh, f->total_before), pct_after(&sh, f->total_after),
 				f->total_delta, d2, f->name);
 		}
+		if (folded)
+			fprintf(out, "(%s: the module's code without symbols, in one row; "
+				"--native-offsets splits it by address)\n", folded);
 		if (n > top) {
 			size_t more = 0;        /* that changed: unchanged ones rank last */
 
@@ -563,6 +749,7 @@ int diff_table_write(const struct profile *merged, const struct diff_side *befor
 		}
 		free(rows);
 	}
+	buf_release(&head);
 	if (r >= 0 && fflush(out) != 0)
 		r = errno ? -errno : -EIO;
 	else if (r >= 0 && ferror(out))

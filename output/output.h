@@ -118,8 +118,8 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
  *   every kind of colour blindness (ColorBrewer marks it safe). A blue-to-red (or blue-to-
  *   yellow) ramp passes through a neutral for deuteranopes, where it meets the grey of "no
  *   value"; this one keeps its chroma (simulated deuteranopia, protanopia, tritanopia: OKLab
- *   distance >= 0.11 from the grey), stays away from the search fill (magenta), and black
- *   labels keep a contrast of 4.4:1 or more on it.
+ *   distance >= 0.11 from the grey), stays away from the search fill (magenta), and its
+ *   labels (black, white at the red end: see Labels below) keep 4.58:1 or more on it.
  *   Range: linear between the 2nd and the 98th percentile of the coloured frames' values, each
  *   frame weighted by its width (what is seen is area), frames past an end take that end's
  *   colour. A narrow frame with an extreme value (a few dozen samples of a tight loop) would
@@ -140,8 +140,13 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
  * delta = after% - before% as diff_opts defines them: red grew, blue shrank, white unchanged,
  * the intensity |delta| / the largest |delta| of a drawn frame. The tooltip holds the frame
  * text, then "before: 1,234 (12.34%)", "after: 2,345 (23.45%)" and "delta: +1,111 (+11.11 pts)"
- * (the delta in counts: BEFORE scaled to AFTER's total unless diff_raw). The subtitle says what
- * is compared. Zoom, search and the URL work as above.
+ * (the delta in counts: BEFORE scaled to AFTER's total unless diff_raw). The subtitle is the
+ * event's headline (diff_headline(): the total change, in its unit), then what is compared.
+ * Zoom, search and the URL work as above.
+ *
+ * Labels: black, or white on a fill too dark for black (WCAG 2 relative luminance under
+ * 0.179, where white contrasts more), with every kind of fill: each label keeps a contrast of
+ * 4.58:1 or more on its frame (a search's magenta fill takes black labels).
  *
  * Returns 0, -EINVAL if column (with diff, column + 1) is past the last event or width_px is
  * 20 or less, or color_by is set with diff or is malformed, -ENOENT if color_by needs an event
@@ -160,6 +165,8 @@ struct svg_opts {
 	bool diff;
 	bool diff_raw;          /* shares as diff_opts.raw defines them */
 	bool negate;            /* widths from BEFORE, not AFTER */
+	const struct diff_side *diff_sides;     /* diff: BEFORE's and AFTER's, for the subtitle's
+	                                         * headline (diff_headline()); NULL: unknown */
 	const char *color_by;   /* NULL: fills by kind; else "ipc", "mpki" or "A/B" (not with diff) */
 };
 
@@ -428,6 +435,8 @@ bool pprof_sniff(const void *head, size_t len);
 struct diff_opts {
 	bool ignore_lines;      /* match Python frames by function and file only */
 	bool raw;               /* counts as they are, shares of BEFORE's total */
+	bool native_offsets;    /* diff_functions(): native code without a symbol as it is named
+	                         * ("mod.so+0x1a2b"), not one function per module */
 };
 
 int diff_merge(const struct profile *before, const struct profile *after,
@@ -439,11 +448,16 @@ static inline size_t diff_after_col(size_t event) { return 2 + 2 * event; }
 
 /* One function (Python frames without their line, so all the lines of a function count as one)
  * and its weight in BEFORE and AFTER: self (it is the leaf) and total (it is on the stack,
- * counted once per stack however often it recurses). */
+ * counted once per stack however often it recurses). Native code without a symbol, which
+ * hwspy names "MODULE+0xOFFSET" (with " [MODULE]" after it or not), is one function per
+ * module, "[MODULE]", unless native_offsets: its offsets are addresses, not functions, and
+ * they move with every build of the module. */
 struct diff_func {
-	const char *name;       /* folded text without the line: "load (data.py)", "memcpy [libc.so.6]" */
+	const char *name;       /* folded text without the line: "load (data.py)", "memcpy [libc.so.6]",
+	                         * "[_multiarray_umath.cpython-311-x86_64-linux-gnu.so]" */
 	uint64_t self_before, self_after, total_before, total_after;
 	double self_delta, total_delta;         /* in percentage points, as above */
+	bool native_module;     /* a module's code without symbols, all its offsets */
 };
 
 /* The functions of a merged profile for shared event `event`, those that changed most first:
@@ -467,19 +481,38 @@ int diff_common(const struct profile *merged, size_t event, double *ret_before,
 int diff_folded_write(const struct profile *merged, size_t event, const struct diff_opts *opts,
 		      FILE *out);
 
-/* What each side is: its name (file), duration (0: unknown). */
+/* What each side is: its name (file), duration (0: unknown), and whether its weights are a
+ * folded file's counts, of no known unit (its one event "samples", paired with the other's). */
 struct diff_side {
 	const char *name;
 	uint64_t duration_ns;
+	bool plain;
 };
 
 /*
- * The text report: per shared event a headline ("cpu-clock 1.21e9 -> 6.05e8, -50.0%", with
- * "(1.2e9/s -> 1.0e9/s)" when both durations are known), then the top functions of
- * diff_functions() as a table: self before %, after %, delta (points and counts), total the
- * same, and the function; functions whose shares did not change (at 0.01 points) are left out.
- * top: rows per event (0 = 20). Returns 0, -ENOMEM, or -EIO (-errno where known) when
- * writing fails.
+ * The headline of shared event `event`, appended to out, in the event's unit
+ * (profile_event_unit()):
+ *   time   "cpu-clock: 3.14 s -> 1.18 s of CPU, -62.4% (1.57 CPUs -> 0.59 CPUs, -62.4%)":
+ *          seconds (ms, µs, ns under 1 s, 1 ms, 1 µs), "off the CPU" / "of wall time" for off-cpu and wall, whose
+ *          rates are "threads waiting" / "threads";
+ *   count  "cache-misses: 1.20 G -> 0.80 G, -33.3% (120 M/s -> 80 M/s, -33.3%)": exact under
+ *          100,000 ("1,234"), else k, M, G ...; a folded file's "samples" are counts.
+ * Both numbers of a pair in one unit, 3 significant digits on the larger. The rates (in
+ * parentheses) when both sides' durations are known (before and after may be NULL). One
+ * side plain and the other not: the totals as counts and "(BEFORE is a folded file's counts,
+ * of no known unit: compare the shares)", no change. 0, -EINVAL (no such event), -ENOMEM.
+ */
+struct buf;
+int diff_headline(const struct profile *merged, size_t event, const struct diff_side *before,
+		  const struct diff_side *after, struct buf *out);
+
+/*
+ * The text report: per shared event its headline (diff_headline()), then the top functions of
+ * diff_functions() as a table: self before %, after %, delta (points, and seconds for a time
+ * event, counts for the others), total the same, and the function; functions whose shares did
+ * not change (at 0.01 points) are left out; a line under the rows says what a module's row
+ * ("[MODULE]", diff_func) holds when one is shown. top: rows per event (0 = 20). Returns 0,
+ * -ENOMEM, or -EIO (-errno where known) when writing fails.
  */
 int diff_table_write(const struct profile *merged, const struct diff_side *before,
 		     const struct diff_side *after, const struct diff_opts *opts, size_t top,

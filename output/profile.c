@@ -629,13 +629,35 @@ enum frame_kind profile_bracket_kind(const char *name, size_t n)
 	return FRAME_NATIVE;
 }
 
-bool profile_event_is_time(const char *event)
+enum profile_unit profile_event_unit(const char *event)
 {
-	static const char *const names[] = { "cpu-clock", "task-clock", "off-cpu", "wall" };
+	static const struct {
+		const char *name;
+		enum profile_unit unit;
+	} times[] = {
+		{ "cpu-clock", PROFILE_UNIT_CPU_NS }, { "task-clock", PROFILE_UNIT_CPU_NS },
+		{ "off-cpu", PROFILE_UNIT_OFF_CPU_NS }, { "wall", PROFILE_UNIT_WALL_NS },
+	};
 	size_t len = strcspn(event, ":");
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (len == strlen(names[i]) && !strncmp(event, names[i], len))
-			return true;
-	return false;
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+		if (len == strlen(times[i].name) && !strncmp(event, times[i].name, len))
+			return times[i].unit;
+	return PROFILE_UNIT_COUNT;
+}
+
+const char *profile_unit_words(enum profile_unit u)
+{
+	switch (u) {
+	case PROFILE_UNIT_CPU_NS: return "of CPU";
+	case PROFILE_UNIT_OFF_CPU_NS: return "off the CPU";
+	case PROFILE_UNIT_WALL_NS: return "of wall time";
+	case PROFILE_UNIT_COUNT: break;
+	}
+	return "";
+}
+
+bool profile_event_is_time(const char *event)
+{
+	return profile_event_unit(event) != PROFILE_UNIT_COUNT;
 }

@@ -117,8 +117,19 @@ int profile_frame_id(struct profile *p, const struct profile_frame *f, uint32_t 
  * ("[thread ...", "[process ..."), FRAME_WAIT ("[wait: ...]", "[preempted]"), FRAME_SPECIAL (one word:
  * "[native]"), else FRAME_NATIVE (a frame whose name happens to be bracketed). */
 enum frame_kind profile_bracket_kind(const char *name, size_t n);
-/* Whether the event's samples weigh nanoseconds (cpu-clock, task-clock, off-cpu, wall; a
- * ":modifiers" suffix ignored). */
+/* What an event's weights measure, by its name (a ":modifiers" suffix ignored): the one table
+ * of units, which every output that names a unit reads. */
+enum profile_unit {
+	PROFILE_UNIT_COUNT,     /* events counted: hardware events, faults, switches, "samples" */
+	PROFILE_UNIT_CPU_NS,    /* nanoseconds on a CPU: cpu-clock, task-clock */
+	PROFILE_UNIT_OFF_CPU_NS,/* nanoseconds off the CPU: off-cpu */
+	PROFILE_UNIT_WALL_NS,   /* nanoseconds of wall time, on the CPU and off it: wall */
+};
+enum profile_unit profile_event_unit(const char *event);
+/* What follows a time in u, for a person: "of CPU", "off the CPU", "of wall time" ("2.1 s of
+ * CPU", "ms of wall time"); "" for PROFILE_UNIT_COUNT. */
+const char *profile_unit_words(enum profile_unit u);
+/* Whether the event's samples weigh nanoseconds (profile_event_unit() is not COUNT). */
 bool profile_event_is_time(const char *event);
 size_t profile_n_frames(const struct profile *p);
 /* Frame id < profile_n_frames(), else NULL. */

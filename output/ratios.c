@@ -257,7 +257,7 @@ static bool named(const char *name, const char *base)
 static int a_over_b(const struct profile *p, struct ratio *q, struct buf *label)
 {
 	const char *num = profile_event(p, q->num - 1)->name, *den = profile_event(p, q->den - 1)->name;
-	const char *per = den;
+	const char *per = den, *unit = NULL;
 	bool num_time = profile_event_is_time(num), den_time = profile_event_is_time(den);
 
 	*q = (struct ratio) { .num = q->num, .den = q->den, .scale = 1, .general = true };
@@ -271,8 +271,7 @@ static int a_over_b(const struct profile *p, struct ratio *q, struct buf *label)
 	}
 	if (den_time) {
 		q->scale = 1e6;
-		per = named(den, "wall") ? "ms of wall time" : named(den, "off-cpu") ?
-		      "ms off the CPU" : "ms of CPU";
+		unit = profile_unit_words(profile_event_unit(den));
 	} else if (named(den, "instructions")) {
 		q->scale = 1000;
 		per = "1k instructions";
@@ -280,6 +279,8 @@ static int a_over_b(const struct profile *p, struct ratio *q, struct buf *label)
 		q->scale = 1000;
 		per = "1k cycles";
 	}
+	if (unit)
+		return label ? buf_printf(label, "%s per ms %s", num, unit) : 0;
 	return label ? buf_printf(label, "%s per %s", num, per) : 0;
 }
 

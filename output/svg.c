@@ -326,6 +326,22 @@ static size_t utf8_chars(const char *s, size_t n, size_t limit)
 	return c;
 }
 
+/* sRGB channel c (0..255) in linear light, as WCAG 2 defines relative luminance. */
+static double linear(unsigned c)
+{
+	double x = c / 255.0;
+
+	return x <= 0.04045 ? x / 12.92 : pow((x + 0.055) / 1.055, 2.4);
+}
+
+bool svg_fill_dark(const unsigned rgb[3])
+{
+	double l = 0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
+
+	/* white's contrast (1.05 / (l + 0.05)) beats black's ((l + 0.05) / 0.05) */
+	return l < SVG_DARK_LUMINANCE;
+}
+
 /* "1,234,567" */
 static void put_count(FILE *out, uint64_t v)
 {
@@ -340,11 +356,10 @@ static void put_count(FILE *out, uint64_t v)
 }
 
 /* A fill stable by name: the kind picks the family, the name's hash the shade. */
-static void put_fill(FILE *out, enum frame_kind kind, const char *name)
+static void kind_fill(enum frame_kind kind, const char *name, unsigned rgb[3])
 {
 	uint64_t h = hash_bytes(name, strlen(name), 0);
 	unsigned a = h & 0xff, b = (h >> 8) & 0xff, c = (h >> 16) & 0xff;
-	unsigned rgb[3];
 
 	switch (kind) {
 	case FRAME_PYTHON:      /* green to yellow */
@@ -371,6 +386,13 @@ static void put_fill(FILE *out, enum frame_kind kind, const char *name)
 		rgb[0] = rgb[1] = rgb[2] = 160 + a * 50 / 255;
 		break;
 	}
+}
+
+static void put_fill(FILE *out, enum frame_kind kind, const char *name)
+{
+	unsigned rgb[3];
+
+	kind_fill(kind, name, rgb);
 	fprintf(out, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
 }
 
@@ -385,17 +407,14 @@ static double node_delta(const struct tree *t, uint32_t k, size_t col, bool raw)
 }
 
 /* White for no change, red for growth, blue for shrinking, by |delta| / max. */
-static void put_diff_fill(FILE *out, double delta, double max)
+static void diff_fill(double delta, double max, unsigned rgb[3])
 {
 	double i = max > 0 ? fmin(fabs(delta) / max, 1) : 0;
 	unsigned fade = (unsigned) (255 - 255 * i + 0.5);
 
-	if (delta > 0)
-		fprintf(out, "rgb(255,%u,%u)", fade, fade);
-	else if (delta < 0)
-		fprintf(out, "rgb(%u,%u,255)", fade, fade);
-	else
-		fputs("rgb(255,255,255)", out);
+	rgb[0] = delta < 0 ? fade : 255;
+	rgb[1] = delta != 0 ? fade : 255;
+	rgb[2] = delta > 0 ? fade : 255;
 }
 
 static void put_diff_tip(FILE *out, const struct tree *t, uint32_t k, size_t col, bool raw)
@@ -418,14 +437,16 @@ static void put_diff_tip(FILE *out, const struct tree *t, uint32_t k, size_t col
 	fprintf(out, " (%+.2f pts)", 100.0 * node_delta(t, k, col, raw));
 }
 
+/* The headline of the event (the total change, in its unit), then what is compared and how. */
 static int build_diff_subtitle(const struct profile *p, size_t col, const struct svg_opts *o,
 			       struct buf *b)
 {
 	const struct profile_meta *m = profile_meta_const(p);
-	int r = buf_puts(b, profile_event(p, col - 1)->name);
+	const struct diff_side *s = o->diff_sides;
+	int r = diff_headline(p, (col - 1) / 2, s ? &s[0] : NULL, s ? &s[1] : NULL, b);
 
 	if (r >= 0 && m->target)
-		r = buf_printf(b, ": %s", m->target);
+		r = buf_printf(b, "; %s", m->target);
 	if (r >= 0)
 		r = buf_printf(b, "; widths from %s, red grew, blue shrank; %s",
 			       o->negate ? "BEFORE" : "AFTER",
@@ -504,6 +525,7 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 		"#frames > g { cursor: pointer; }\n"
 		"#frames > g:hover > rect { stroke: #000; stroke-width: 0.5; }\n"
 		"#frames text { pointer-events: none; }\n"
+		"#frames text.on-dark { fill: #fff; }\n"
 		".hide { display: none; }\n"
 		".parent { opacity: 0.5; }\n"
 		"</style>\n"
@@ -560,6 +582,7 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	size_t len = strlen(text), tip = len, col = lk->wcol;
 	double w = (double) v[col] / (double) t->vals[col] * tw;
 	size_t fit = w > 3 ? (size_t) ((w - 3) / GLYPH_W) : 0;
+	unsigned rgb[3];
 
 	/* the tooltip: the text (cut at a character boundary), every event, the ratios */
 	if (tip > TIP_CAP) {
@@ -590,17 +613,18 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 			color_put_tip(out, lk->color, v);
 		put_ratios(out, ra, v, lk->color ? lk->color->metric : SIZE_MAX);
 	}
-	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" fill=\"",
-		nd->x, y, w, FRAME_H - 1);
 	if (lk->diff)
-		put_diff_fill(out, node_delta(t, k, lk->dcol, lk->diff->diff_raw), lk->max_delta);
+		diff_fill(node_delta(t, k, lk->dcol, lk->diff->diff_raw), lk->max_delta, rgb);
 	else if (lk->color)
-		color_put_fill(out, lk->color, v);
+		color_fill(lk->color, v, rgb);
 	else if (nd->frame == NONE)
-		put_fill(out, FRAME_SPECIAL, "all");
+		kind_fill(FRAME_SPECIAL, "all", rgb);
 	else
-		put_fill(out, profile_frame(p, nd->frame)->kind, profile_frame(p, nd->frame)->name);
-	fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">", nd->x + 3, y + 10.5);
+		kind_fill(profile_frame(p, nd->frame)->kind, profile_frame(p, nd->frame)->name, rgb);
+	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" "
+		"fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/><text%s x=\"%.2f\" y=\"%.1f\">", nd->x, y,
+		w, FRAME_H - 1, rgb[0], rgb[1], rgb[2], svg_fill_dark(rgb) ? " class=\"on-dark\"" : "",
+		nd->x + 3, y + 10.5);
 	if (fit >= 3) {
 		if (utf8_chars(text, len, fit + 1) > fit) {
 			xml_put(out, text, len, fit - 2);

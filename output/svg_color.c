@@ -9,6 +9,7 @@
 
 #include "output/output.h"
 
+#define GREY_LEVEL      180
 #define GREY            "rgb(180,180,180)"
 #define LEGEND_BAR_W    200
 #define LO_PERCENTILE   0.02    /* the legend's <title> names them */
@@ -82,21 +83,19 @@ static double scale_pos(const struct color_scale *cs, double x)
 	return fmin(fmax((x - cs->lo) / (cs->hi - cs->lo), 0), 1);
 }
 
-void color_put_fill(FILE *out, const struct color_scale *cs, const uint64_t *v)
+void color_fill(const struct color_scale *cs, const uint64_t *v, unsigned rgb[3])
 {
 	double x, pos;
 	size_t i;
-	unsigned rgb[3];
 
 	if (!color_value(cs, v, &x)) {
-		fputs(GREY, out);
+		rgb[0] = rgb[1] = rgb[2] = GREY_LEVEL;
 		return;
 	}
 	pos = scale_pos(cs, x) * (double) (RAMP_N - 1);
 	i = pos >= (double) (RAMP_N - 1) ? RAMP_N - 2 : (size_t) pos;
 	for (int c = 0; c < 3; c++)
 		rgb[c] = (unsigned) lround(ramp[i][c] + (ramp[i + 1][c] - ramp[i][c]) * (pos - (double) i));
-	fprintf(out, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
 }
 
 static const char *den_name(const struct color_scale *cs)

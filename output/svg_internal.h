@@ -47,14 +47,20 @@ int color_scale_init(struct color_scale *cs, struct ratios *ra, const struct pro
 bool color_value(const struct color_scale *cs, const uint64_t *v, double *ret);
 /* The ends from the points pts[0..n) (reordered): the 2nd and 98th percentile weighted by w. */
 void color_scale_fit(struct color_scale *cs, struct color_point *pts, size_t n);
-/* The fill of a frame with values v: "rgb(R,G,B)". */
-void color_put_fill(FILE *out, const struct color_scale *cs, const uint64_t *v);
+/* The fill of a frame with values v. */
+void color_fill(const struct color_scale *cs, const uint64_t *v, unsigned rgb[3]);
 /* "\nLABEL: VALUE" for a frame with values v, or why it is grey. */
 void color_put_tip(FILE *out, const struct color_scale *cs, const uint64_t *v);
 /* The gradient the legend draws (a <defs> element). */
 void color_put_defs(FILE *out);
 /* The legend's row, its top at y. */
 void color_put_legend(FILE *out, const struct color_scale *cs, unsigned y);
+
+/* Whether a label on fill rgb is white, not black: the fill's WCAG 2 relative luminance is
+ * under sqrt(1.05 * 0.05) - 0.05, where white's contrast on it passes black's. Either way the
+ * label keeps 4.58:1 or more. */
+#define SVG_DARK_LUMINANCE 0.17913
+bool svg_fill_dark(const unsigned rgb[3]);
 
 /* svg.c's XML escaping of s (NUL-terminated), see xml_put() there. */
 void svg_xml_puts(FILE *out, const char *s);

@@ -1,7 +1,8 @@
 /* svg_script: the flame graph's embedded JavaScript (see svg_internal.h; what it does: svg_write()
  * in output.h). Fills are restored from the rect's own attribute, read at load, so a search's
  * reset gives back whatever svg.c wrote there: the kind's colours, a diff's change, a metric's
- * scale. */
+ * scale; a label's class "on-dark" (white) likewise, off while its frame takes the search's
+ * fill. */
 #include "output/svg_internal.h"
 
 const char svg_script[] =
@@ -21,6 +22,7 @@ const char svg_script[] =
 "			name: tip.split(\"\\n\")[0], line: tip.split(\"\\n\")[1] || \"\",\n"
 "			xs: r.getAttribute(\"x\"), ys: r.getAttribute(\"y\"), x: +r.getAttribute(\"x\"),\n"
 "			w: +r.getAttribute(\"width\"), y: +r.getAttribute(\"y\"), fill: r.getAttribute(\"fill\") };\n"
+"		f.dark = f.t.classList.contains(\"on-dark\");\n"
 "		frames.push(f);\n"
 "		g.addEventListener(\"click\", zoom.bind(null, f));\n"
 "		g.addEventListener(\"mouseover\", show.bind(null, f));\n"
@@ -96,6 +98,7 @@ const char svg_script[] =
 "	frames.forEach(function (f) {\n"
 "		var m = !f.root && re.test(f.name);\n"
 "		f.r.setAttribute(\"fill\", m ? SEARCH_FILL : f.fill);\n"
+"		f.t.classList.toggle(\"on-dark\", !m && f.dark);\n"
 "		if (m) spans.push([f.x, f.x + f.w]);\n"
 "	});\n"
 "	/* nested matches cover the same samples: count the union of their spans */\n"
@@ -112,7 +115,10 @@ const char svg_script[] =
 "	if (!searching) return;\n"
 "	searching = false;\n"
 "	searchbtn.classList.remove(\"active\");\n"
-"	frames.forEach(function (f) { f.r.setAttribute(\"fill\", f.fill); });\n"
+"	frames.forEach(function (f) {\n"
+"		f.r.setAttribute(\"fill\", f.fill);\n"
+"		f.t.classList.toggle(\"on-dark\", f.dark);\n"
+"	});\n"
 "	matched.textContent = \" \";\n"
 "	set_param(\"s\", null);\n"
 "}\n"

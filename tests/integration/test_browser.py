@@ -109,6 +109,7 @@ class Frame:
         self.fill = r.get('fill')
         self.cls = set((g.get('class') or '').split())
         self.label = g.find(SVG + 'text').text or ''
+        self.dark = 'on-dark' in (g.find(SVG + 'text').get('class') or '').split()  # white label
 
     def __repr__(self):
         return '%r x=%.2f w=%.2f y=%s fill=%s class=%s' % (

@@ -12,22 +12,29 @@
             deep blue and steady's nearly white, and their tooltips hold the before and after
             counts of the two folded files. Without --ignore-lines the moved lines do not match
             in the graph (steady is new and red), while the table (functions) is unchanged.
-            The pprof files compare by event: cpu-clock, with rates per second, page-faults
-            named as only in AFTER; a folded file against a pprof file gives the same table.
+            The pprof files compare by event: cpu-clock, its headline in seconds of CPU and
+            CPUs used, its deltas in seconds, page-faults named as only in AFTER; a folded file
+            against a pprof file gives the same table, its headline claiming no change (the
+            folded counts have no unit).
   formats   synthetic BEFORE/AFTER pairs in the other tools' forms (austin's
             P..;T..;file:func:line, py-spy, perf + stackcollapse) and hwspy's own, with known
             deltas checked number by number in the table, both normalisation modes, and the
-            `stack before after` lines.
+            `stack before after` lines; the headline of folded files (plain counts); native code
+            without symbols in one row per module, and by address with --native-offsets; every
+            label of the differential SVG at a WCAG contrast of 4.5:1 or more on its box, and
+            its subtitle saying the total change.
   svg-browser  the differential SVG of the austin / py-spy pair (--ignore-lines) in headless
             Chromium: after its script ran, the fills are still the change colours (load deep
             blue, compute red, main white) and the tooltips hold the deltas; ?s=^load matches
             load's AFTER share (5.0%) and paints only load; ?x=..&y=.. of compute zooms it to the
-            full width and hides collate.
+            full width and hides collate; every label legible on its box, and load's (white on
+            deep blue) black on the search's magenta.
   errors    a malformed line (named as FILE:LINE), an empty profile, a missing file, no shared
             event (pprof files of page-faults and of cpu-clock), two
             unrelated programs (refused, then compared with --force), both inputs on standard
             input, an unknown --format, --weight of an event the profiles do not share: one line
-            each, a non-zero exit, no output left behind.
+            each, a non-zero exit, no output left behind; the headline of a count event
+            (page-faults: counts, per second).
 """
 import os
 import re
@@ -67,8 +74,8 @@ def table(text):
             g = m.groups()
             rows[event][g[8]] = tuple(float(g[i]) for i in (0, 1, 2, 4, 5, 6))
             continue
-        m = re.match(r'^(\S+) \S+ -> \S+, [+-]\d+\.\d%', line)
-        if m:
+        m = re.match(r'^(\S+): \S.* -> \S', line)
+        if m and not line.startswith(('before: ', 'after: ', 'shares: ')):
             event = m.group(1)
             heads[event] = line
             rows[event] = {}
@@ -103,6 +110,24 @@ def rgb(fill):
     m = re.match(r'rgb\((\d+),(\d+),(\d+)\)$', fill)
     check(m, 'fill %r is not rgb(r,g,b)' % fill)
     return tuple(int(x) for x in m.groups())
+
+
+def contrast(fill, white):
+    """WCAG 2 contrast of a black (or white) label on fill."""
+    def lin(c):
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = rgb(fill)
+    lum = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+    return 1.05 / (lum + 0.05) if white else (lum + 0.05) / 0.05
+
+
+def check_contrast(frames, what):
+    """Every label (test_browser.Frame: fill, dark = a white label) at 4.5:1 or more."""
+    for f in frames:
+        c = contrast(f.fill, f.dark)
+        check(c >= 4.5, '%s: the %s label of %r on %s: contrast %.2f:1, under 4.5:1'
+              % (what, 'white' if f.dark else 'black', f.name, f.fill, c))
 
 
 def tip_counts(tip):
@@ -184,7 +209,12 @@ def real(opts):
     log(r.stdout)
     rows, heads = table(r.stdout)
     check(list(rows) == ['cpu-clock'], 'events in the table: %s' % list(rows))
-    check(re.search(r'/s -> \S+/s, [+-]', heads['cpu-clock']), 'no rates in %r' % heads)
+    # in cpu-clock's unit: seconds of CPU, the rates as CPUs used
+    check(re.fullmatch(r'cpu-clock: [0-9.]+ (s|ms) -> [0-9.]+ (s|ms) of CPU, [+-][0-9.]+% '
+                       r'\([0-9.]+ CPUs -> [0-9.]+ CPUs, [+-][0-9.]+%\)', heads['cpu-clock']),
+          'the headline is not in seconds of CPU and CPUs: %r' % heads['cpu-clock'])
+    check(re.search(r'\n +% +% +pts +s +% +% +pts +s\n', r.stdout),
+          'the deltas of cpu-clock are not in seconds')
     check('page-faults is only in AFTER: not compared' in r.stderr, 'page-faults not named')
     first = [l for l in r.stdout.splitlines() if ROW.match(l)][0]
     check(first.endswith(fn_lookup), 'pprof: the first row is not lookup: %r' % first)
@@ -193,6 +223,10 @@ def real(opts):
     rows2 = table(r2.stdout)[0]
     check(list(rows2) == ['cpu-clock'] and rows2['cpu-clock'] == rows['cpu-clock'],
           'folded against pprof gives another table:\n%s' % r2.stdout)
+    # a folded file's counts have no unit: no change in seconds of CPU claimed
+    check('(BEFORE is a folded file\'s counts, of no known unit: compare the shares)'
+          in table(r2.stdout)[1]['cpu-clock'], 'the headline of folded against pprof: %r'
+          % table(r2.stdout)[1])
 
     # the differential flame graph, raw, BEFORE's widths (--negate: the optimised lookup may get
     # no sample at all in AFTER, and then has no width there): lookup deep blue, steady nearly
@@ -252,7 +286,8 @@ def formats(opts):
     log(r.stdout)
     rows, heads = table(r.stdout)
     ev = rows['samples']
-    check(heads['samples'].startswith('samples 1000 -> 2000, +100.0%'), heads['samples'])
+    # folded files: counts of no known unit, as they are
+    check(heads['samples'] == 'samples: 1,000 -> 2,000, +100.0%', heads['samples'])
     # normalised: shares of 1000 and of 2000
     want = {'load (app.py)': (20, 0, -20, 50, 5, -45), 'compute (app.py)': (50, 75, 25, 50, 75, 25),
             'read (app.py)': (30, 5, -25, 30, 5, -25), 'collate (app.py)': (0, 20, 20, 0, 20, 20),
@@ -279,6 +314,37 @@ def formats(opts):
     ev = table(r.stdout)[0]['samples']
     near(ev['deflate'][2], -50, 0.005, 'perf deflate self delta')
     check('inflate' not in ev, 'inflate did not change but is in the table')
+    # native code without symbols ("MODULE+0xOFF", with " [MODULE]" or without): one row per
+    # module, unless --native-offsets
+    nb = write(os.path.join(opts.tmp, 'before.native'), [
+        'main (app.py:1);_umath.so+0x1a2b [_umath.so] 300',
+        'main (app.py:1);_umath.so+0x1a2b [_umath.so];_umath.so+0x3c4d [_umath.so] 200',
+        'main (app.py:1);step (app.py:5) 500'])
+    na = write(os.path.join(opts.tmp, 'after.native'), [
+        'main (app.py:1);_umath.so+0x5e6f 100', 'main (app.py:1);step (app.py:5) 900'])
+    r = hwspy(opts, ['diff', nb, na])
+    log(r.stdout)
+    ev = table(r.stdout)[0]['samples']
+    check(set(ev) == {'[_umath.so]', 'step (app.py)'}, 'folded native rows: %s' % sorted(ev))
+    near(ev['[_umath.so]'][3], 50, 0.005, '[_umath.so] total before')
+    near(ev['[_umath.so]'][4], 10, 0.005, '[_umath.so] total after')
+    check("([_umath.so]: the module's code without symbols, in one row; --native-offsets "
+          "splits it by address)" in r.stdout, 'the folded row is not explained')
+    r = hwspy(opts, ['diff', nb, na, '--native-offsets'])
+    ev = table(r.stdout)[0]['samples']
+    check(set(ev) == {'_umath.so+0x1a2b [_umath.so]', '_umath.so+0x3c4d [_umath.so]',
+                      '_umath.so+0x5e6f', 'step (app.py)'},
+          '--native-offsets rows: %s' % sorted(ev))
+    # every label of the differential SVG legible on its box
+    svg = os.path.join(opts.tmp, 'formats.svg')
+    r = hwspy(opts, ['diff', before, after, '--ignore-lines', '-o', svg])
+    check(r.returncode == 0, 'diff -o formats.svg exited %d' % r.returncode)
+    with open(svg, encoding='utf-8') as f:
+        graph = test_browser.Graph(f.read(), svg)
+    check_contrast(graph.frames, 'formats.svg')
+    check(any(f.dark for f in graph.frames), 'no white label on the deep blue of load')
+    check('>samples: 1,000 -&gt; 2,000, +100.0%;' in open(svg, encoding='utf-8').read(),
+          'the SVG subtitle does not say the total change')
     # `stack before after` lines, --ignore-lines: BEFORE scaled to AFTER's total (x2)
     out = os.path.join(opts.tmp, 'd.folded')
     r = hwspy(opts, ['diff', before, after, '--ignore-lines', '-o', out])
@@ -302,8 +368,10 @@ def svg_browser(opts):
     dom = test_browser.load(svg, None, 'no query')
     colours = {'load (app.py)': (0, 0, 255), 'compute (app.py)': (255, 113, 113),
                'main (app.py)': (255, 255, 255), 'collate (app.py)': (255, 142, 142)}
+    check_contrast(dom.frames, 'the DOM')
     for f, d in test_browser.same_frames(graph, dom):
-        check(d.fill == f.fill and (d.xs, d.w) == (f.xs, f.w), 'the script changed %r' % d)
+        check(d.fill == f.fill and (d.xs, d.w) == (f.xs, f.w) and d.dark == f.dark,
+              'the script changed %r' % d)
         if f.name in colours:
             check(rgb(d.fill) == colours[f.name], '%s: fill %s, expected rgb%s'
                   % (f.name, d.fill, colours[f.name]))
@@ -316,6 +384,10 @@ def svg_browser(opts):
     test_browser.check_matched(dom, 5.0)
     hits = test_browser.check_search(graph, dom, '^load')
     check(hits == ['load (app.py)'], 'search painted %s' % hits)
+    # load's label, white on its deep blue, turns black on the search's magenta
+    check(graph.named('load (app.py)').dark and not dom.named('load (app.py)').dark,
+          'the label of the found load is not black on the search fill')
+    check_contrast(dom.frames, 'the DOM of ?s=^load')
     # zoom on compute
     c = graph.named('compute (app.py)')
     dom = test_browser.load(svg, {'x': c.xs, 'y': c.ys}, 'zoom on compute')
@@ -359,6 +431,12 @@ def errors(opts):
     check(r.returncode == 1 and len(lines) == 1 and 'no event to compare' in lines[0] and
           'page-faults' in lines[0] and 'cpu-clock' in lines[0], 'no shared event: %r' % r.stderr)
     check(not os.path.exists(out), 'an output was left behind')
+    # a count event: exact counts and per second
+    r = hwspy(opts, ['diff', prof['page-faults'], prof['page-faults']])
+    head = table(r.stdout)[1].get('page-faults', '')
+    check(re.fullmatch(r'page-faults: ([0-9,]+|[0-9.]+ [kMG]) -> \1, \+0\.0% '
+                       r'\(([0-9,]+|[0-9.]+ [kMG])/s -> \2/s, \+0\.0%\)', head),
+          'the page-faults headline: %r' % head)
     r = hwspy(opts, ['diff', good, other, '--force'])
     check(r.returncode == 0 and 'handle (web.py)' in r.stdout, '--force did not compare')
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "base/buf.h"
 #include "output/output.h"
 #include "output_test.h"
 
@@ -262,6 +263,13 @@ static int table(const struct profile *m, size_t event, const struct diff_opts *
 	return diff_table_write(m, &b, &a, o, 3, out);
 }
 
+static int table_opts(const struct profile *m, size_t event, const struct diff_opts *o,
+		      FILE *out)
+{
+	(void) event;
+	return diff_table_write(m, NULL, NULL, o, 0, out);
+}
+
 static void test_table(void **state)
 {
 	struct profile *m = merged(false, false);
@@ -270,16 +278,161 @@ static void test_table(void **state)
 
 	(void) state;
 	t = capture(table, m, &o);
-	/* the headline, with rates: 1000 in 2.5 s, 2000 in 2 s */
-	assert_non_null(strstr(t, "\ncpu-clock 1000 -> 2000, +100.0% (400/s -> 1000/s, +150.0%)\n"));
-	/* the top row: load, self 20% -> 0%, total 50% -> 5%: -900 counts (500 scaled x2) */
-	assert_non_null(strstr(t, "  20.00    0.00  -20.00       -400    50.00    5.00  -45.00"
-				  "       -900  load (app.py)\n"));
+	/* the headline, in cpu-clock's nanoseconds, with rates: 1000 ns in 2.5 s, 2000 in 2 s */
+	assert_non_null(strstr(t, "\ncpu-clock: 1.00 \xc2\xb5s -> 2.00 \xc2\xb5s of CPU, +100.0% "
+				  "(0.00 CPUs -> 0.00 CPUs, +150.0%)\n"));
+	/* the deltas of a time event in seconds */
+	assert_non_null(strstr(t, "\n      %       %     pts          s        %       %     pts"
+				  "          s\n"));
+	/* the top row: load, self 20% -> 0%, total 50% -> 5%: -900 ns (500 scaled x2) */
+	assert_non_null(strstr(t, "  20.00    0.00  -20.00     -4e-07    50.00    5.00  -45.00"
+				  "     -9e-07  load (app.py)\n"));
 	/* three rows asked for, five functions, one of them (main) unchanged */
 	assert_non_null(strstr(t, "(1 more function changed; --top N shows more)\n"));
 	assert_null(strstr(t, "main (app.py)"));
 	free(t);
 	profile_free(m);
+}
+
+/* BEFORE of event eb weighing tb, AFTER of ea weighing ta (one frame each), merged; their
+ * headline with these durations and plain flags. */
+static char *headline(const char *eb, uint64_t tb, const char *ea, uint64_t ta, uint64_t db,
+		      uint64_t da)
+{
+	struct profile *b = profile_new(&eb, 1), *a = profile_new(&ea, 1), *m = NULL;
+	struct diff_side sb = { "b", db, !strcmp(eb, "samples") }, sa = { "a", da,
+									  !strcmp(ea, "samples") };
+	struct buf out;
+	uint32_t x;
+	char *text;
+
+	x = frame(b, FRAME_PYTHON, "x", "x.py", 1, NULL);
+	assert_int_equal(profile_add(b, 0, &x, 1, (uint64_t[]) { 1, tb }), 0);
+	x = frame(a, FRAME_PYTHON, "x", "x.py", 1, NULL);
+	assert_int_equal(profile_add(a, 0, &x, 1, (uint64_t[]) { 1, ta }), 0);
+	assert_int_equal(diff_merge(b, a, NULL, &m), 0);
+	buf_init(&out);
+	assert_int_equal(diff_headline(m, 0, &sb, &sa, &out), 0);
+	assert_int_equal(diff_headline(m, 1, &sb, &sa, &out), -EINVAL);
+	text = strdup(out.data);
+	buf_release(&out);
+	profile_free(m);
+	profile_free(a);
+	profile_free(b);
+	return text;
+}
+
+/* The headline in the event's unit: seconds of CPU and CPUs for cpu-clock, off the CPU and
+ * threads waiting, wall time and threads, SI counts and per second for a count event, plain
+ * numbers for a folded file's counts, and no change at all for a folded file against a unit. */
+static void test_headline(void **state)
+{
+	static const struct {
+		const char *eb, *ea;
+		uint64_t tb, ta, db, da;
+		const char *want;
+	} cases[] = {
+		{ "cpu-clock", "cpu-clock", 3140000000ull, 1180000000ull, 2000000000ull, 2000000000ull,
+		  "cpu-clock: 3.14 s -> 1.18 s of CPU, -62.4% (1.57 CPUs -> 0.59 CPUs, -62.4%)" },
+		{ "task-clock:u", "task-clock:u", 31400000000ull, 11800000000ull, 0, 0,
+		  "task-clock:u: 31.4 s -> 11.8 s of CPU, -62.4%" },
+		/* a tenth apart or more: each in its unit */
+		{ "cpu-clock", "cpu-clock", 3140000000ull, 18200000ull, 0, 0,
+		  "cpu-clock: 3.14 s -> 18.2 ms of CPU, -99.4%" },
+		{ "off-cpu", "off-cpu", 2500000000ull, 5000000000ull, 1000000000ull, 1000000000ull,
+		  "off-cpu: 2.50 s -> 5.00 s off the CPU, +100.0% (2.50 threads waiting -> 5.00 "
+		  "threads waiting, +100.0%)" },
+		{ "wall", "wall", 4000000000ull, 4000000000ull, 2000000000ull, 1000000000ull,
+		  "wall: 4.00 s -> 4.00 s of wall time, +0.0% (2.00 threads -> 4.00 threads, +100.0%)" },
+		{ "cache-misses", "cache-misses", 1200000000ull, 800000000ull, 10000000000ull,
+		  10000000000ull, "cache-misses: 1.20 G -> 0.80 G, -33.3% (120 M/s -> 80 M/s, -33.3%)" },
+		{ "page-faults", "page-faults", 10300, 20600, 1000000000ull, 2000000000ull,
+		  "page-faults: 10,300 -> 20,600, +100.0% (10,300/s -> 10,300/s, +0.0%)" },
+		{ "samples", "samples", 1000, 2000, 0, 0, "samples: 1,000 -> 2,000, +100.0%" },
+		{ "samples", "samples", 375000000ull, 445000000ull, 0, 0,
+		  "samples: 375 M -> 445 M, +18.7%" },
+		{ "samples", "cpu-clock", 1000, 3140000000ull, 0, 2000000000ull,
+		  "cpu-clock: 1,000 -> 3.14 G (BEFORE is a folded file's counts, of no known unit: "
+		  "compare the shares)" },
+	};
+
+	(void) state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *t = headline(cases[i].eb, cases[i].tb, cases[i].ea, cases[i].ta, cases[i].db,
+				   cases[i].da);
+
+		assert_string_equal(t, cases[i].want);
+		free(t);
+	}
+}
+
+/* Native code without symbols, "MODULE+0xOFF" with its module beside it or not: one function per
+ * module by default, one per offset with native_offsets; a symbol plus an offset in another
+ * module ("foo+0x10 [libc.so.6]") is a function of its own either way. */
+static void test_native_modules(void **state)
+{
+	const char *ev = "cpu-clock";
+	struct profile *b = profile_new(&ev, 1), *a = profile_new(&ev, 1), *m = NULL;
+	struct diff_opts folded = { 0 }, offsets = { .native_offsets = true };
+	struct diff_func *rows = NULL;
+	const struct diff_func *f;
+	char *t;
+	size_t n = 0;
+	uint32_t x, o1, o2, o3, sym, full;
+
+	(void) state;
+	x = frame(b, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	o1 = frame(b, FRAME_NATIVE, "_umath.so+0x1a2b", NULL, 0, "_umath.so");
+	o2 = frame(b, FRAME_NATIVE, "_umath.so+0x3c4d", NULL, 0, "_umath.so");
+	sym = frame(b, FRAME_NATIVE, "foo+0x10", NULL, 0, "libc.so.6");
+	assert_int_equal(profile_add(b, 0, (uint32_t[]) { x, o1 }, 2, (uint64_t[]) { 1, 300 }), 0);
+	/* o2 under o1: the module once in that stack's total */
+	assert_int_equal(profile_add(b, 0, (uint32_t[]) { x, o1, o2 }, 3,
+				     (uint64_t[]) { 1, 200 }), 0);
+	assert_int_equal(profile_add(b, 0, (uint32_t[]) { x, sym }, 2, (uint64_t[]) { 1, 500 }), 0);
+	/* AFTER: a folded file without the module beside the name, and one by its path */
+	x = frame(a, FRAME_PYTHON, "main", "app.py", 1, NULL);
+	o3 = frame(a, FRAME_NATIVE, "_umath.so+0x5e6f", NULL, 0, NULL);
+	full = frame(a, FRAME_NATIVE, "/venv/lib/_umath.so+0x10", NULL, 0, "_umath.so");
+	sym = frame(a, FRAME_NATIVE, "foo+0x10", NULL, 0, "libc.so.6");
+	assert_int_equal(profile_add(a, 0, (uint32_t[]) { x, o3 }, 2, (uint64_t[]) { 1, 100 }), 0);
+	assert_int_equal(profile_add(a, 0, (uint32_t[]) { x, full }, 2, (uint64_t[]) { 1, 100 }), 0);
+	assert_int_equal(profile_add(a, 0, (uint32_t[]) { x, sym }, 2, (uint64_t[]) { 1, 800 }), 0);
+	assert_int_equal(diff_merge(b, a, NULL, &m), 0);
+
+	assert_int_equal(diff_functions(m, 0, &folded, &rows, &n), 0);
+	f = find(rows, n, "[_umath.so]");
+	assert_true(f->native_module);
+	assert_int_equal(f->self_before, 500);
+	assert_int_equal(f->total_before, 500);
+	assert_int_equal(f->self_after, 100);   /* o3 (no module beside it) */
+	f = find(rows, n, "[/venv/lib/_umath.so]");
+	assert_true(f->native_module);
+	assert_int_equal(f->self_after, 100);
+	f = find(rows, n, "foo+0x10 [libc.so.6]");
+	assert_false(f->native_module);
+	assert_int_equal(n, 4);                 /* main, the two modules, foo */
+	free(rows);
+	t = capture(table_opts, m, &folded);
+	assert_non_null(strstr(t, "  [_umath.so]\n"));
+	assert_non_null(strstr(t, "\n([_umath.so]: the module's code without symbols, in one row; "
+				  "--native-offsets splits it by address)\n"));
+	free(t);
+
+	assert_int_equal(diff_functions(m, 0, &offsets, &rows, &n), 0);
+	assert_int_equal(n, 6);
+	f = find(rows, n, "_umath.so+0x1a2b [_umath.so]");
+	assert_false(f->native_module);
+	assert_int_equal(f->total_before, 500);
+	assert_int_equal(find(rows, n, "_umath.so+0x3c4d [_umath.so]")->self_before, 200);
+	assert_int_equal(find(rows, n, "_umath.so+0x5e6f")->self_after, 100);
+	free(rows);
+	t = capture(table_opts, m, &offsets);
+	assert_null(strstr(t, "--native-offsets"));
+	free(t);
+	profile_free(m);
+	profile_free(a);
+	profile_free(b);
 }
 
 static void test_common(void **state)
@@ -364,7 +517,22 @@ static void test_svg(void **state)
 	free(g);
 	/* collate is only in AFTER: drawn */
 	assert_non_null(strstr(svg, "<g><title>collate (app.py)\n"));
-	assert_non_null(strstr(svg, "widths from AFTER, red grew, blue shrank; shares of each total"));
+	/* the subtitle: the headline (the total change), then what is compared */
+	assert_non_null(strstr(svg, "<text id=\"subtitle\" x=\"600\" y=\"44\">cpu-clock: 1.00 "
+				  "\xc2\xb5s -&gt; 2.00 \xc2\xb5s of CPU, +100.0%; before.pb.gz -&gt; "
+				  "after.pb.gz; widths from AFTER, red grew, blue shrank; shares of each "
+				  "total</text>"));
+	/* load's full blue takes a white label, main's white and compute's light red black */
+	g = frame_g(svg, "load (app.py)");
+	assert_non_null(strstr(g, "<text class=\"on-dark\" x="));
+	free(g);
+	g = frame_g(svg, "compute (app.py)");
+	assert_non_null(strstr(g, "<text x="));
+	free(g);
+	g = frame_g(svg, "main (app.py)");
+	assert_non_null(strstr(g, "<text x="));
+	free(g);
+	assert_int_equal(assert_labels_legible(svg, NULL), 6);     /* all and 5 functions */
 	free(svg);
 
 	/* --negate: BEFORE's widths: collate is not drawn, load is half the graph */
@@ -390,6 +558,46 @@ static void test_svg(void **state)
 	profile_free(m);
 }
 
+/* Every label legible on its box (WCAG contrast 4.5:1 or more) over the whole red and blue
+ * scale: 41 functions whose shares change from -20 to +20 steps, in the subtitle the rates of
+ * known durations. */
+static void test_svg_labels(void **state)
+{
+	const char *ev = "cpu-clock";
+	struct profile *b = profile_new(&ev, 1), *a = profile_new(&ev, 1), *m = NULL;
+	struct diff_side sides[2] = { { "b", 1000000000ull, false }, { "a", 1000000000ull, false } };
+	struct svg_opts so = { .column = diff_before_col(0), .diff = true, .diff_sides = sides };
+	char name[16], *text = NULL;
+	size_t len = 0, white = 0;
+	FILE *f;
+
+	(void) state;
+	for (int i = 0; i <= 40; i++) {
+		uint32_t x;
+
+		snprintf(name, sizeof(name), "f%02d", i);
+		x = frame(b, FRAME_PYTHON, name, "app.py", 1, NULL);
+		assert_int_equal(profile_add(b, 0, &x, 1, (uint64_t[]) { 1, 1000000 }), 0);
+		x = frame(a, FRAME_PYTHON, name, "app.py", 1, NULL);
+		assert_int_equal(profile_add(a, 0, &x, 1,
+					     (uint64_t[]) { 1, (uint64_t) (1000000 + 45000 * (i - 20)) }),
+				 0);
+	}
+	assert_int_equal(diff_merge(b, a, NULL, &m), 0);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	assert_int_equal(svg_write(m, &so, f), 0);
+	fclose(f);
+	assert_int_equal(assert_labels_legible(text, &white), 42);
+	assert_true(white >= 4 && white < 40);  /* the deepest blues and reds only */
+	assert_non_null(strstr(text, ">cpu-clock: 41.0 ms -&gt; 41.0 ms of CPU, +0.0% (0.04 CPUs "
+				     "-&gt; 0.04 CPUs, +0.0%); widths"));
+	free(text);
+	profile_free(m);
+	profile_free(a);
+	profile_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -399,6 +607,9 @@ int main(void)
 		cmocka_unit_test(test_functions_raw),
 		cmocka_unit_test(test_folded_lines),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_headline),
+		cmocka_unit_test(test_native_modules),
+		cmocka_unit_test(test_svg_labels),
 		cmocka_unit_test(test_common),
 		cmocka_unit_test(test_svg),
 	};

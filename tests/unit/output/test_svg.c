@@ -822,6 +822,41 @@ static void test_speed(void **state)
 	profile_free(p);
 }
 
+/* Labels stay legible on every fill (WCAG contrast 4.5:1 or more): the kinds' shades, 300
+ * names each, and a metric's ramp, whose red end takes white labels. */
+static void test_label_contrast(void **state)
+{
+	static const enum frame_kind kinds[] = { FRAME_PYTHON, FRAME_NATIVE, FRAME_KERNEL,
+						 FRAME_WAIT, FRAME_SPECIAL };
+	const char *ev = "cpu-clock";
+	struct profile *p = profile_new(&ev, 1), *c = color_profile(false);
+	struct svg_opts color = { .color_by = "page-faults/cpu-clock" };
+	size_t white = 0;
+	char name[32], *text;
+
+	(void) state;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		for (int i = 0; i < 300; i++) {
+			uint32_t x;
+
+			snprintf(name, sizeof(name), kinds[k] == FRAME_WAIT ? "[wait: w%d]" :
+				 kinds[k] == FRAME_SPECIAL ? "[s%d]" : "f%d", i);
+			x = frame(p, kinds[k], name, kinds[k] == FRAME_PYTHON ? "app.py" : NULL, 0,
+				  kinds[k] == FRAME_NATIVE ? "lib.so" : NULL);
+			assert_int_equal(profile_add(p, 0, &x, 1, (uint64_t[]) { 1, 10 }), 0);
+		}
+	}
+	text = write_svg(p, NULL);
+	assert_int_equal(assert_labels_legible(text, NULL), 1501);
+	free(text);
+	text = write_svg(c, &color);
+	assert_true(assert_labels_legible(text, &white) >= 5);
+	assert_true(white >= 1);
+	free(text);
+	profile_free(c);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -839,6 +874,7 @@ int main(void)
 		cmocka_unit_test(test_color_named),
 		cmocka_unit_test(test_color_units),
 		cmocka_unit_test(test_color_check),
+		cmocka_unit_test(test_label_contrast),
 		cmocka_unit_test(test_speed),
 	};
 
