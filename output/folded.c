@@ -1,6 +1,8 @@
 /* folded: `frame;frame;...;leaf COUNT` lines, the format of FlameGraph's stackcollapse tools. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,6 +218,26 @@ static int number_texts(const struct buf *ft, const size_t *off, size_t nf, uint
 	return 0;
 }
 
+/* The header line: the event of column col (unless it is a folded file's nameless "samples")
+ * and the length of the recording, where known. */
+static void put_header(struct out_buf *o, const struct profile *p, size_t col)
+{
+	const char *ev = profile_event(p, col - 1)->name;
+	uint64_t ns = profile_meta_const(p)->duration_ns;
+	char line[FOLDED_EVENT_MAX + 64];
+	bool named = strcmp(ev, "samples") != 0 && strlen(ev) <= FOLDED_EVENT_MAX &&
+		     !strpbrk(ev, " \t\n=");
+	int n;
+
+	if (!named && !ns)
+		return;
+	n = snprintf(line, sizeof(line), "# hwspy%s%s", named ? " event=" : "", named ? ev : "");
+	if (ns)
+		n += snprintf(line + n, sizeof(line) - (size_t) n, " duration_ns=%" PRIu64, ns);
+	out_put(o, line, (size_t) n);
+	out_put(o, "\n", 1);
+}
+
 int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *out)
 {
 	size_t col = opts && opts->column ? opts->column : 1, nf = profile_n_frames(p);
@@ -253,6 +275,8 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
 		if (count)
 			r = lines_add(&ls, p, (uint32_t) i, text_id, count);
 	}
+	if (r >= 0 && opts && opts->header)
+		put_header(&o, p, col);
 	for (size_t i = 0; i < ls.n && r >= 0; i++) {
 		const struct profile_stack *st = profile_stack(p, ls.v[i].stack);
 

@@ -1,4 +1,5 @@
 /* folded_read: `frame;frame;...;leaf COUNT` lines from any collapser into a profile. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ struct reader {
 	uint32_t *ids;          /* frame ids of the current line */
 	size_t cap_ids;
 	uint64_t total;         /* counts read so far, plus what p held before */
+	bool stacks_seen;       /* a stack line was read: a header line comes before any */
 	struct seen seen;
 };
 
@@ -251,6 +253,47 @@ static bool blank(const char *s, size_t n)
 	return true;
 }
 
+/* A header line as folded_write() writes it, `# hwspy event=NAME duration_ns=N` (either part
+ * may be missing), before any stack: the event names p's one event, where p was made for a
+ * folded file (its event "samples", no stacks yet); the duration fills an unknown one. Any other
+ * comment, or a malformed part of this one, is skipped as a comment. */
+static void header_read(struct profile *p, const char *s, size_t len)
+{
+	static const char tag[] = "# hwspy ";
+	char ev[FOLDED_EVENT_MAX + 1] = "";
+	uint64_t ns = 0;
+
+	if (len < sizeof(tag) - 1 || memcmp(s, tag, sizeof(tag) - 1))
+		return;
+	for (size_t i = sizeof(tag) - 1; i < len;) {
+		size_t n = 0;
+
+		while (i + n < len && s[i + n] != ' ')
+			n++;
+		if (n > 6 && n - 6 <= FOLDED_EVENT_MAX && !memcmp(s + i, "event=", 6)) {
+			memcpy(ev, s + i + 6, n - 6);
+			ev[n - 6] = '\0';
+		} else if (n > 12 && n - 12 <= 20 && !memcmp(s + i, "duration_ns=", 12)) {
+			ns = 0;
+			for (size_t k = i + 12; k < i + n; k++) {
+				if (!isdigit((unsigned char) s[k]) || ns > (UINT64_MAX - 9) / 10) {
+					ns = 0;         /* not a number of nanoseconds */
+					break;
+				}
+				ns = ns * 10 + (uint64_t) (s[k] - '0');
+			}
+		}
+		i += n + 1;
+	}
+	for (size_t k = 0; ev[k]; k++)
+		if (!isgraph((unsigned char) ev[k]) || ev[k] == ';')
+			ev[0] = '\0';
+	if (ev[0] && profile_n_events(p) == 1 && !strcmp(profile_event(p, 0)->name, "samples"))
+		(void) profile_set_event_name(p, 0, ev);        /* not with stacks: kept */
+	if (ns && !profile_meta(p)->duration_ns)
+		profile_meta(p)->duration_ns = ns;
+}
+
 /* Parses r->line (number lineno) into p: 0 (also for skipped lines) or -errno, *ret_reason set. */
 static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const char **ret_reason)
 {
@@ -266,8 +309,11 @@ static int line_add(struct reader *r, struct profile *p, uint64_t lineno, const 
 	}
 	if (len > 0 && s[len - 1] == '\r')
 		s[--len] = '\0';
+	if (len > 0 && s[0] == '#' && !r->stacks_seen)
+		header_read(p, s, len);
 	if (len == 0 || s[0] == '#' || blank(s, len))
 		return 0;
+	r->stacks_seen = true;
 	if (memchr(s, '\0', len)) {
 		*ret_reason = "NUL byte in the line";
 		return -EINVAL;

@@ -72,7 +72,7 @@ int profile_write(enum profile_format f, const struct profile *p,
 	so = (struct svg_opts) { .title = o->title, .icicle = o->icicle,
 				 .min_width_px = o->min_width, .color_by = o->color_by,
 				 .column = (size_t) col };
-	fo = (struct folded_opts) { .column = (size_t) col };
+	fo = (struct folded_opts) { .column = (size_t) col, .header = true };
 
 	switch (f) {
 	case PROFILE_FOLDED:

@@ -39,8 +39,14 @@
 
 /* ---- folded.c -------------------------------------------------------------------------------- */
 
+/* The longest event name a folded header carries (a longer one is not written, nor read). */
+#define FOLDED_EVENT_MAX 128
+
 struct folded_opts {
 	size_t column;          /* value column written as COUNT: 1 + event index (default 1) */
+	bool header;            /* a first line `# hwspy event=NAME duration_ns=N`, where the
+	                         * profile knows either: what hwspy's readers (convert, diff)
+	                         * take the event and its unit from; other readers skip a '#' line */
 };
 
 /* The text of one frame as folded writes it: Python `name (file:line)`, native `name [module]`,
@@ -48,7 +54,7 @@ struct folded_opts {
  * Appended to out (a struct buf from base/buf.h). */
 struct buf;
 int folded_frame_text(const struct profile_frame *f, struct buf *out);
-/* Writes `frame;...;leaf COUNT` lines, identical texts merged, stacks with COUNT 0 left out.
+/* Writes `frame;...;leaf COUNT` lines (after the header line, if asked), identical texts merged, stacks with COUNT 0 left out.
  * Returns 0, -EINVAL if column is past the last event, -ENOMEM, or -EIO (-errno where known)
  * when writing fails. */
 int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *out);

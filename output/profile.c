@@ -502,6 +502,13 @@ int profile_set_event_rate(struct profile *p, size_t i, uint64_t freq, uint64_t 
 	return 0;
 }
 
+int profile_set_event_name(struct profile *p, size_t i, const char *name)
+{
+	if (i >= p->n_events || profile_n_stacks(p))
+		return -EINVAL;
+	return intern(p, name, &p->events[i].name);
+}
+
 int profile_set_target(struct profile *p, const char *target)
 {
 	return intern(p, target, &p->meta.target);

@@ -99,6 +99,9 @@ size_t profile_n_values(const struct profile *p);  /* n_events + 1 */
 const struct profile_event *profile_event(const struct profile *p, size_t i);
 /* Event i's rate and sampling flag (struct profile_event): 0, or -EINVAL (no such event). */
 int profile_set_event_rate(struct profile *p, size_t i, uint64_t freq, uint64_t period, bool sampling);
+/* Names event i (the name copied): for a reader that learns the event after profile_new(), such
+ * as a folded file's header. 0, -EINVAL (no such event, or the profile holds stacks), -ENOMEM. */
+int profile_set_event_name(struct profile *p, size_t i, const char *name);
 /* Looks up an event by name: exactly, else by the part before ':' on both sides ("cycles"
  * finds "cycles:u", "cycles:k" finds "cycles"). Its index, or -ENOENT. */
 int profile_find_event(const struct profile *p, const char *name);

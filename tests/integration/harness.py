@@ -305,6 +305,11 @@ class Profile:
         for no, line in enumerate(text.split('\n'), 1):
             if not line:
                 continue
+            if no == 1 and line.startswith('# hwspy '):
+                # the header: the event (and its unit) and the recording's length
+                check(re.fullmatch(r'# hwspy( event=[^ ;=]+)?( duration_ns=[0-9]+)?', line),
+                      '%s:1: malformed header %r' % (path, line))
+                continue
             stack, sep, count = line.rpartition(' ')
             check(sep and count.isdigit() and stack,
                   '%s:%d: not "frame;...;leaf COUNT": %r' % (path, no, line))

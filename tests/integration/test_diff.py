@@ -179,9 +179,11 @@ def real(opts):
         check(r.returncode == 0, 'hwspy diff %s exited %d' % (extra, r.returncode))
         log(r.stdout)
         rows, heads = table(r.stdout)
-        # folded files name no event: their counts are "samples" (here, cpu-clock's ns)
-        check(list(rows) == ['samples'], 'events in the table: %s' % list(rows))
-        ev = rows['samples']
+        # hwspy's folded files name their event in their header line: cpu-clock, in seconds
+        check(list(rows) == ['cpu-clock'], 'events in the table: %s' % list(rows))
+        check(re.match(r'cpu-clock: [0-9.]+ (s|ms) -> [0-9.]+ (s|ms) of CPU', heads['cpu-clock']),
+              'the folded files\' headline is not in seconds of CPU: %r' % heads['cpu-clock'])
+        ev = rows['cpu-clock']
         check(fn_lookup in ev and fn_steady in ev, 'lookup or steady missing from the table')
         # the biggest drop: the most negative self delta (callers lose as much in total)
         drop = min(ev.items(), key=lambda kv: kv[1][2])[0]
@@ -223,7 +225,12 @@ def real(opts):
     rows2 = table(r2.stdout)[0]
     check(list(rows2) == ['cpu-clock'] and rows2['cpu-clock'] == rows['cpu-clock'],
           'folded against pprof gives another table:\n%s' % r2.stdout)
-    # a folded file's counts have no unit: no change in seconds of CPU claimed
+    # another tool's folded file (no header line) has no unit: no change in seconds claimed
+    bare = os.path.join(opts.tmp, 'bare.folded')
+    with open(outs['before']) as f, open(bare, 'w') as g:
+        g.writelines(l for l in f if not l.startswith('#'))
+    r2 = hwspy(opts, ['diff', bare, pprofs['after'], '--no-normalize'])
+    check(r2.returncode == 0, 'hwspy diff bare-folded pprof exited %d' % r2.returncode)
     check('(BEFORE is a folded file\'s counts, of no known unit: compare the shares)'
           in table(r2.stdout)[1]['cpu-clock'], 'the headline of folded against pprof: %r'
           % table(r2.stdout)[1])

@@ -445,6 +445,62 @@ static void test_empty_input(void **state)
 	profile_free(p);
 }
 
+/* The header line: written where the profile names its event or knows its length, read back
+ * into a folded file's "samples" profile; a hostile or misplaced one is only a comment. */
+static void test_header(void **state)
+{
+	const char *ev[] = { "cpu-clock" };
+	struct profile *p = profile_new(ev, 1), *q = new_profile(), *h;
+	struct folded_opts o = { .column = 1, .header = true };
+	uint32_t id;
+	uint64_t v[2] = { 5, 5 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	(void) state;
+	assert_non_null(p);
+	assert_non_null(f);
+	assert_int_equal(profile_frame_id(p, &(struct profile_frame) { .kind = FRAME_PYTHON,
+					   .name = "f", .file = "a.py", .line = 1 }, &id), 0);
+	assert_int_equal(profile_add(p, 0, &id, 1, v), 0);
+	profile_meta(p)->duration_ns = 2500000000ULL;
+	assert_int_equal(folded_write(p, &o, f), 0);
+	fclose(f);
+	assert_string_equal(text, "# hwspy event=cpu-clock duration_ns=2500000000\nf (a.py:1) 5\n");
+	assert_int_equal(read_text(q, text, NULL), 0);
+	assert_string_equal(profile_event(q, 0)->name, "cpu-clock");
+	assert_int_equal(profile_meta_const(q)->duration_ns, 2500000000ULL);
+	assert_int_equal(profile_total(q, 1), 5);
+	free(text);
+	profile_free(q);
+
+	/* a folded file's own "samples" and no length: no header, as other tools' files */
+	q = new_profile();
+	assert_int_equal(read_text(q, "g 3\n", NULL), 0);
+	text = write_folded(q, 1);
+	assert_string_equal(text, "g 3\n");
+	free(text);
+	profile_free(q);
+
+	/* hostile: a ';' in the name, an overflowing or non-numeric length, after a stack */
+	static const char *bad[] = {
+		"# hwspy event=a;b duration_ns=18446744073709551616\nf 1\n",
+		"# hwspy duration_ns=12x event=\nf 1\n",
+		"f 1\n# hwspy event=cycles duration_ns=7\n",
+		"# hwspyevent=cycles\nf 1\n",
+	};
+	for (size_t i = 0; i < N_ELEMS(bad); i++) {
+		h = new_profile();
+		assert_int_equal(read_text(h, bad[i], NULL), 0);
+		assert_string_equal(profile_event(h, 0)->name, "samples");
+		assert_int_equal(profile_meta_const(h)->duration_ns, 0);
+		assert_int_equal(profile_total(h, 1), 1);
+		profile_free(h);
+	}
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_perf_stackcollapse),
 		cmocka_unit_test(test_pyspy_raw),
 		cmocka_unit_test(test_austin),
