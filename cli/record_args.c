@@ -68,6 +68,8 @@ static void usage(FILE *out)
 		"      --gil              only the samples whose thread held the GIL (those it\n"
 		"                         is not known of are dropped too, and counted)\n"
 		"  -q, --quiet            no progress line and no summary\n"
+		"  -v, --verbose          the whole summary: how exact the stacks are, how late\n"
+		"                         they were read, each thread's GIL, what was left out\n"
 		"  -h, --help             this text\n\n"
 		"'hwspy list' shows the events that work on this machine.\n\n"
 		"Exit status: 2 for a usage error, 1 when no profile was written (hwspy failed, or\n"
@@ -250,6 +252,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case 'h':
 		usage(stdout);
 		return 2;
+	case 'v':
+		log_level = LOG_VERBOSE;
+		return 1;
 	}
 	return format_opt(&o->fmt, c, arg);
 }
@@ -292,7 +297,8 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 		{ "threads", no_argument, NULL, 't' }, { "nonblocking", no_argument, NULL, 'n' },
 		{ "ptrace", no_argument, NULL, 'P' },
 		{ "stop-budget", required_argument, NULL, 'B' },
-		{ "quiet", no_argument, NULL, 'q' }, { "native", no_argument, NULL, 'N' },
+		{ "quiet", no_argument, NULL, 'q' }, { "verbose", no_argument, NULL, 'v' },
+		{ "native", no_argument, NULL, 'N' },
 		{ "kernel", no_argument, NULL, 'K' }, { "off-cpu", no_argument, NULL, 'O' },
 		{ "wall", no_argument, NULL, 'W' }, { "subprocesses", no_argument, NULL, 'C' },
 		{ "gil", no_argument, NULL, 'g' }, { "stack-size", required_argument, NULL, 'S' },
@@ -305,7 +311,7 @@ int record_parse_args(int argc, char **argv, struct record_args *o)
 	o->freq = 100;
 	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
 	o->grace = RECORD_GRACE_DEFAULT;
-	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:e:F:c:d:o:qvh", longopts, NULL)) != -1) {
 		r = record_number_option(o, c, optarg);
 		if (r == 0)
 			r = other_option(o, c, optarg);

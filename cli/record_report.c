@@ -190,13 +190,22 @@ static const char *const words[HWSPY_L_N] = {
 	W(AFTER_SIG) = " after hwspy's SIG",
 };
 
+/* Shorter words for a line of the summary without -v (the rest is -v's) */
+static const char *const brief_words[HWSPY_L_N] = {
+	L(DROPPED) = "dropped: %llu torn and %llu unreadable Python stacks, each sample kept as "
+		"[unknown] (-v says more)",
+};
+
 /* Line l's words, with its numbers (as %d or %u), reals (%f, %g), names (%s) and phrases (%w),
  * each kind taken in its order. */
 static void render(struct buf *b, const struct hwspy_line *l)
 {
 	size_t n = 0, x = 0, s = 0, w = 0;
 
-	for (const char *p = words[l->code]; *p; p++) {
+	const char *p = log_level < LOG_VERBOSE && brief_words[l->code] ? brief_words[l->code] :
+			words[l->code];
+
+	for (; *p; p++) {
 		int prec = 6;
 
 		if (*p != '%' || *++p == '%') {
@@ -280,14 +289,44 @@ void record_progress(struct hwspy_recorder *rec, double duration, bool final)
 	buf_release(&b);
 }
 
+/* The summary's lines a run says without -v: what was sampled, what was lost (or dropped, or
+ * left out), what changes what the profile means; the rest (how exact, how late, the GIL's
+ * threads ...) is -v's. Its "wrote" line is format_wrote()'s, with the totals. */
+static const bool brief[HWSPY_L_N] = {
+	L(SAMPLED) = true, L(SAMPLED_OFF_CPU) = true, L(DROPPED) = true,
+	L(SPEEDSCOPE_LOG) = true, L(NO_KERNEL_FRAMES) = true, L(GIL_DROPPED) = true,
+	L(THREADS_FAILED) = true, L(LOST_OFF_CPU) = true, L(LOST) = true,
+	L(LOST_WALL_UNKNOWN) = true, L(LOST_WALL) = true, L(THROTTLED) = true,
+	L(ADD_FAILED) = true,
+};
+
 static void say_run(struct hwspy_recorder *rec, const struct record_args *o, const char *path,
 		    bool empty)
 {
-	struct hwspy_summary_opts so = { o->target, path, record_event_name(o, 0), o->duration };
+	struct hwspy_summary_opts so = { o->target, path ? path : "to standard output",
+					 record_event_name(o, 0), o->duration };
 	struct hwspy_line l[SUMMARY_LINES];
+	const struct hwspy_profile *prof = hwspy_recorder_profile(rec);
+	size_t n, kept = 0;
+	bool keep = true;
+	int col;
 
-	record_say(l, empty ? hwspy_recorder_empty_lines(rec, &so, l, SUMMARY_LINES) :
-		   hwspy_recorder_summary(rec, &so, l, SUMMARY_LINES), empty);
+	if (empty) {
+		record_say(l, hwspy_recorder_empty_lines(rec, &so, l, SUMMARY_LINES), true);
+		return;
+	}
+	n = hwspy_recorder_summary(rec, &so, l, SUMMARY_LINES);
+	/* a line and those it goes on with are kept or left out together */
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || !l[i - 1].more)
+			keep = l[i].code != HWSPY_L_WROTE &&
+			       (log_level >= LOG_VERBOSE || brief[l[i].code]);
+		if (keep)
+			l[kept++] = l[i];
+	}
+	record_say(l, kept, false);
+	col = format_column(&o->fmt, prof);
+	format_wrote(path, prof, col < 0 ? 0 : (size_t) col);
 }
 
 void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o)

@@ -602,6 +602,9 @@ void hwspy_profile_free(struct hwspy_profile *p);
 
 size_t hwspy_profile_n_events(const struct hwspy_profile *p);
 const char *hwspy_profile_event(const struct hwspy_profile *p, size_t i);
+/* Whether event i's values are nanoseconds (cpu-clock, task-clock, off-cpu, wall) rather than
+ * counts of occurrences (false past the last event). */
+bool hwspy_profile_event_is_time(const struct hwspy_profile *p, size_t i);
 /* -ENOENT, or its index */
 int hwspy_profile_find_event(const struct hwspy_profile *p, const char *name);
 size_t hwspy_profile_n_frames(const struct hwspy_profile *p);

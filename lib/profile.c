@@ -52,6 +52,11 @@ const char *hwspy_profile_event(const struct hwspy_profile *p, size_t i)
 	return i < profile_n_events(p->p) ? profile_event(p->p, i)->name : NULL;
 }
 
+bool hwspy_profile_event_is_time(const struct hwspy_profile *p, size_t i)
+{
+	return i < profile_n_events(p->p) && profile_event_is_time(profile_event(p->p, i)->name);
+}
+
 int hwspy_profile_find_event(const struct hwspy_profile *p, const char *name)
 {
 	int i = profile_find_event(p->p, name);
