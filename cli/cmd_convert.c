@@ -15,7 +15,7 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hwspy convert IN -o OUT [--format FORMAT] [-v]\n\n"
+		"usage: hwspy convert IN -o OUT [--format FORMAT] [-q | -v]\n\n"
 		"Reads IN, a folded file ('frame;frame;...;leaf COUNT' lines from hwspy, perf +\n"
 		"stackcollapse-perf.pl or py-spy) or a pprof profile (.pb.gz: hwspy's, Go's ...),\n"
 		"whichever its content is (- reads standard input), and writes OUT.\n\n"
@@ -24,7 +24,8 @@ static void usage(FILE *out)
 		"                      .pprof; FILE is replaced only once complete\n"
 		"  -f, --format NAME   folded, svg, speedscope or pprof, whatever OUT's name says\n"
 		FORMAT_USAGE
-		"  -v, --verbose       one line on stderr at the end: what was read and how long\n"
+		"  -q, --quiet         not even the line saying what was written\n"
+		"  -v, --verbose       one more line on stderr at the end: what was read and how long\n"
 		"                      reading took, what was written and how long writing took\n"
 		"                      (elapsed time, each apart)\n"
 		"  -h, --help          this text\n");
@@ -53,8 +54,8 @@ int cmd_convert(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
-		'f' }, FORMAT_LONGOPTS, { "verbose", no_argument, NULL, 'v' }, { "help",
-		no_argument, NULL, 'h' }, { 0 }
+		'f' }, FORMAT_LONGOPTS, { "verbose", no_argument, NULL, 'v' }, { "quiet",
+		no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	const char *in_path, *out_path = NULL;
 	struct hwspy_write_opts fo = { 0 };
@@ -67,10 +68,11 @@ int cmd_convert(int argc, char **argv)
 	struct outfile out = { 0 };
 	int c, r, col, status = 1;
 
-	while ((c = getopt_long(argc, argv, "o:f:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out_path = optarg; break;
 		case 'v': verbose = true; break;
+		case 'q': log_level = LOG_QUIET; break;
 		case 'h': usage(stdout); return 0;
 		case 'f':
 			if (format_parse(optarg, &fmt) < 0)
@@ -132,6 +134,8 @@ int cmd_convert(int argc, char **argv)
 		log_errno(r, "cannot write '%s'", out_path);
 	else if (cli_output_commit(&out) == 0)
 		status = 0;
+	if (status == 0)
+		format_wrote(out.is_stdout ? NULL : out_path, p, (size_t) col);
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_profile_free(p);

@@ -170,6 +170,13 @@ void format_wrote(const char *path, const struct hwspy_profile *p, size_t col)
 	uint64_t total = event ? hwspy_profile_total(p, col) : 0;
 	char samples[32], stacks[32], weight[96] = "";
 
+	if (event && !strcmp(event, "samples")) {
+		/* a folded file's counts, of no event it names (hwspy's own: the weights) */
+		log_info("wrote %s%s%s (%s stacks, total %s)", path ? "'" : "to standard output",
+			 path ? path : "", path ? "'" : "", text_grouped(stacks, sizeof(stacks),
+			 hwspy_profile_n_stacks(p)), text_grouped(samples, sizeof(samples), total));
+		return;
+	}
 	if (event && hwspy_profile_event_is_time(p, col - 1))
 		snprintf(weight, sizeof(weight), ", %s %.2f s", event, (double) total / 1e9);
 	else if (event)

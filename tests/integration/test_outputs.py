@@ -103,7 +103,7 @@ def record_speedscope(opts):
     script = os.path.join(opts.targets, 'shares.py')
     for name, extra in (('out.speedscope.json', []), ('out.json', ['--format', 'speedscope'])):
         out = os.path.join(opts.tmp, name)
-        r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out] + extra + ['--'] +
+        r = hwspy(opts, ['record', '-v', '-e', 'cpu-clock', '-F', '999', '-o', out] + extra + ['--'] +
                   opts.py.argv + [script, 'run', '1.5'])
         check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
         check(out in r.stderr, 'the summary does not name %s' % out)
@@ -143,7 +143,7 @@ def pprof_total_ns(top):
 def record_pprof(opts):
     script = os.path.join(opts.targets, 'shares.py')
     out = os.path.join(opts.tmp, 'out.pb.gz')
-    r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
+    r = hwspy(opts, ['record', '-v', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
               [script, 'run', '1.5'])
     check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
     weight = int(r.stderr.split(' weight ')[1].split(',')[0])
@@ -180,7 +180,7 @@ def check_svg(path, total):
 def record_svg(opts):
     script = os.path.join(opts.targets, 'shares.py')
     out = os.path.join(opts.tmp, 'out.svg')
-    r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
+    r = hwspy(opts, ['record', '-v', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
               [script, 'run', '1.5'])
     check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
     weight = int(r.stderr.split(' weight ')[1].split(',')[0])
@@ -508,7 +508,7 @@ def record_native_pprof(opts):
         raise Skip('no readelf here (binutils; gcc in .ci/run brings it)')
     script = os.path.join(opts.targets, 'native_work.py')
     out = os.path.join(opts.tmp, 'native.pb.gz')
-    r = hwspy(opts, ['record', '--native', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] +
+    r = hwspy(opts, ['record', '-v', '--native', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] +
               opts.py.argv + [script, 'run', 'cwork', '1.5'])
     check(r.returncode == 0, 'hwspy record --native exited %d' % r.returncode)
     weight = int(r.stderr.split(' weight ')[1].split(',')[0])
