@@ -246,10 +246,17 @@ def convert(opts):
     check(hwspy(opts, ['convert', src, '-o', back]).returncode == 0, 'convert to folded failed')
     check(folded_lines(back) == sorted('%s %d' % s for s in HOSTILE),
           'folded -> folded changed the lines: %r' % folded_lines(back))
-    # -v: one line saying what was read and written, with the sizes
+    # one line saying what was written (as record's), -q none, -v one more before it: what was
+    # read and written, with the sizes
+    total = sum(c for _, c in HOSTILE)
+    wrote = "hwspy: wrote '%s' (%d stacks, total %s)\n" % (back, len(HOSTILE), '{:,}'.format(total))
+    r = hwspy(opts, ['convert', src, '-o', back])
+    check(r.returncode == 0 and r.stderr == wrote, 'convert: expected %r, got %r' % (wrote, r.stderr))
+    r = hwspy(opts, ['convert', src, '-o', back, '-q'])
+    check(r.returncode == 0 and r.stderr == '', 'convert -q: %r' % r.stderr)
     r = hwspy(opts, ['convert', src, '-o', back, '-v'])
     m = re.fullmatch(r'hwspy: read ([0-9,]+) samples in ([0-9,]+) stacks in [0-9.]+ s; '
-                     r'wrote folded \(([0-9]+) bytes\) in [0-9.]+ s\n', r.stderr)
+                     r'wrote folded \(([0-9]+) bytes\) in [0-9.]+ s\n' + re.escape(wrote), r.stderr)
     check(r.returncode == 0 and m and int(m.group(1).replace(',', '')) ==
           sum(c for _, c in HOSTILE) and int(m.group(3)) == os.path.getsize(back),
           'convert -v: %r' % r.stderr)
