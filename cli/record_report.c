@@ -153,8 +153,8 @@ static const char *const words[HWSPY_L_N] = {
 		"bursts and stall on them; give a period instead, '-c N' (its default, -c %llu, "
 		"needs neither)",
 	L(STOPS_ASLEEP) = "'%s' " SLEEP,
-	L(EVENT_NO_PMU) = "event '%s' needs a hardware PMU, and this machine exposes none (a VM?); "
-		"events that work here: ",
+	L(EVENT_NO_PMU) = "event '%s' needs a hardware PMU, and this machine exposes none (a VM?): "
+		"%s ('hwspy list' shows the events that work here)",
 	L(EVENT_UNSUPPORTED) = "event '%s' is not supported on this machine; events that work "
 		"here: ",
 	L(EVENT_FAILED) = "cannot open event '%s'",

@@ -112,6 +112,13 @@ size_t hwspy_pmus(char (*ret)[64], size_t max);
 int hwspy_pmu_type(const char *pmu, unsigned *ret);
 /* Whether the machine has a hardware PMU (no: a VM without one; hardware events -ENOENT). */
 bool hwspy_have_hw_pmu(void);
+/* What to do instead of event name (a hardware, cache or raw event) on a machine without a
+ * hardware PMU, one clause ("sample '-e cpu-clock' instead: CPU time, the closest software
+ * event"; where no software event comes near, '-e cpu-clock' for where the time goes and
+ * 'hwspy stat'), and its family into *ret_family for lists that group them ("cycles",
+ * "instructions", "cache", "TLB", "branch", "NUMA"; NULL: none; ret_family may be NULL): the
+ * clause (static), or NULL for an event that needs no hardware PMU or does not parse. */
+const char *hwspy_event_no_pmu(const char *name, const char **ret_family);
 /* Whether tracepoints can be looked up (tracefs mounted and readable): 0, or -errno; with
  * words for a message (short: the form `hwspy list` prints) into hwspy_tracefs_words(). */
 int hwspy_tracefs_state(void);

@@ -491,7 +491,7 @@ size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_
 		[HWSPY_CHECK_KERNEL_THREAD] = HWSPY_L_KERNEL_THREAD,
 		[HWSPY_CHECK_COMMAND] = HWSPY_L_COMMAND,
 	};
-	const char *names[8];
+	const char *names[8], *advice;
 	size_t n;
 
 	switch (c->fail) {
@@ -503,10 +503,13 @@ size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_
 			     .w = { c->migrations ? W(A_MIGRATION) : W(A_SWITCH) }));
 		break;
 	case HWSPY_CHECK_EVENT_NO_PMU:
+		/* the event, and what to do instead on this machine */
+		advice = hwspy_event_no_pmu(e, NULL);
+		put(&l, LINE(EVENT_NO_PMU, .s = { e, advice ? advice : "" }));
+		break;
 	case HWSPY_CHECK_EVENT_UNSUPPORTED:
 		/* the event, and the events that work here */
-		put(&l, (struct hwspy_line) { .code = c->fail == HWSPY_CHECK_EVENT_NO_PMU ?
-			HWSPY_L_EVENT_NO_PMU : HWSPY_L_EVENT_UNSUPPORTED, .s = { e } });
+		put(&l, LINE(EVENT_UNSUPPORTED, .s = { e }));
 		n = hwspy_events_working(names, 8);
 		for (size_t i = 0; i < n; i++) {
 			join(&l);
