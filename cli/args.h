@@ -63,7 +63,6 @@ int record_check_target(const struct record_args *o);
 int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out);
 void record_say(const struct hwspy_line *l, size_t n, bool error);
 void record_progress(struct hwspy_recorder *rec, double duration, bool final);
-/* path NULL: standard output; without -v (log_level), the summary's brief lines alone */
 void record_summary(struct hwspy_recorder *rec, const struct record_args *o, const char *path);
 void record_limit_error(int r, const char *target);
 /* The one line for a Python hwspy cannot read in what (r, the lookup's, is returned), for a

@@ -62,7 +62,7 @@ int cmd_convert(int argc, char **argv)
 	enum hwspy_format fmt;
 	bool fmt_given = false, verbose = false;
 	uint64_t t_start, t_read, t_write;
-	char samples[32], stacks[32], size[32] = "";
+	char samples[32], stacks[32], size[32] = "", totals[160];
 	struct stat st;
 	struct hwspy_profile *p = NULL;
 	struct outfile out = { 0 };
@@ -134,8 +134,9 @@ int cmd_convert(int argc, char **argv)
 		log_errno(r, "cannot write '%s'", out_path);
 	else if (cli_output_commit(&out) == 0)
 		status = 0;
-	if (status == 0)
-		format_wrote(out.is_stdout ? NULL : out_path, p, (size_t) col);
+	if (status == 0 && hwspy_profile_totals_words(p, (size_t) col, totals, sizeof(totals)) >= 0)
+		log_info("wrote %s%s%s (%s)", out.is_stdout ? "to standard output" : "'",
+			 out.is_stdout ? "" : out_path, out.is_stdout ? "" : "'", totals);
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_profile_free(p);

@@ -7,7 +7,6 @@
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "base/text.h"
 #include "cli/cli.h"
 #include "cli/format.h"
 
@@ -147,52 +146,13 @@ static int say_problem(const struct hwspy_diff_files *d, const char *const paths
 	return -1;
 }
 
-/* A side's total of the event named name (a folded file's unnamed counts are it too), in
- * nanoseconds if time, into buf: 0, or -ENOENT. */
-static int side_total(const struct hwspy_profile *p, const char *name, bool time, char *buf,
-		      size_t size, uint64_t *ret)
-{
-	int i = hwspy_profile_find_event(p, name);
-
-	if (i < 0 && hwspy_profile_n_events(p) == 1 && !strcmp(hwspy_profile_event(p, 0), "samples"))
-		i = 0;
-	if (i < 0)
-		return -ENOENT;
-	*ret = hwspy_profile_total(p, (size_t) i + 1);
-	if (time)
-		snprintf(buf, size, "%.2f s", (double) *ret / 1e9);
-	else
-		text_grouped(buf, size, *ret);
-	return 0;
-}
-
-/* The line for -o's file (not for the table on standard output): the event it shows, each
- * side's total of it and the change ("wrote 'd.svg' (cpu-clock 3.14 s -> 1.18 s, -62%)"). */
-static void say_wrote(const struct diff_args *a, const struct hwspy_diff_files *d)
-{
-	const char *name = hwspy_profile_event(d->merged, 2 * a->w.event);
-	bool time = hwspy_profile_event_is_time(d->merged, 2 * a->w.event);
-	char side[2][32];
-	uint64_t total[2];
-
-	if (!a->out_path || !strcmp(a->out_path, "-"))
-		return;
-	if (!name || side_total(d->in[0], name, time, side[0], sizeof(side[0]), &total[0]) < 0 ||
-	    side_total(d->in[1], name, time, side[1], sizeof(side[1]), &total[1]) < 0 || !total[0]) {
-		log_info("wrote '%s'", a->out_path);
-		return;
-	}
-	log_info("wrote '%s' (%s %s -> %s, %+.0f%%)", a->out_path,
-		 strcmp(name, "samples") ? name : "total", side[0], side[1],
-		 100.0 * ((double) total[1] - (double) total[0]) / (double) total[0]);
-}
-
 int cmd_diff(int argc, char **argv)
 {
 	struct hwspy_diff_files d = { 0 };
 	struct outfile out = { 0 };
 	struct diff_args a;
 	struct buf names;
+	char totals[160];
 	int r = parse_args(argc, argv, &a), status = 1;
 
 	if (r != 0)
@@ -226,8 +186,9 @@ int cmd_diff(int argc, char **argv)
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
 	else if (cli_output_commit(&out) == 0)
 		status = 0;
-	if (status == 0)
-		say_wrote(&a, &d);
+	if (status == 0 && a.out_path && strcmp(a.out_path, "-") &&     /* not the table's stdout */
+	    hwspy_diff_totals_words(&d, a.w.event, totals, sizeof(totals)) == 0)
+		log_info("wrote '%s' (%s)", a.out_path, totals);
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_diff_files_release(&d);

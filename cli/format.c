@@ -5,7 +5,6 @@
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "base/text.h"
 #include "cli/format.h"
 
 int format_parse(const char *name, enum hwspy_format *ret)
@@ -162,28 +161,4 @@ int cli_output_commit(struct outfile *o)
 	else if (r < 0)
 		log_errno(r, "cannot write '%s'", path);
 	return r;
-}
-
-void format_wrote(const char *path, const struct hwspy_profile *p, size_t col)
-{
-	const char *event = col ? hwspy_profile_event(p, col - 1) : NULL;
-	uint64_t total = event ? hwspy_profile_total(p, col) : 0;
-	char samples[32], stacks[32], weight[96] = "";
-
-	if (event && !strcmp(event, "samples")) {
-		/* a folded file's counts, of no event it names (hwspy's own: the weights) */
-		log_info("wrote %s%s%s (%s stacks, total %s)", path ? "'" : "to standard output",
-			 path ? path : "", path ? "'" : "", text_grouped(stacks, sizeof(stacks),
-			 hwspy_profile_n_stacks(p)), text_grouped(samples, sizeof(samples), total));
-		return;
-	}
-	if (event && hwspy_profile_event_is_time(p, col - 1))
-		snprintf(weight, sizeof(weight), ", %s %.2f s", event, (double) total / 1e9);
-	else if (event)
-		snprintf(weight, sizeof(weight), ", %s %s", event, text_grouped(samples,
-			 sizeof(samples), total));
-	log_info("wrote %s%s%s (%s samples in %s stacks%s)", path ? "'" : "to standard output",
-		 path ? path : "", path ? "'" : "",
-		 text_grouped(samples, sizeof(samples), hwspy_profile_total(p, 0)),
-		 text_grouped(stacks, sizeof(stacks), hwspy_profile_n_stacks(p)), weight);
 }

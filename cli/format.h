@@ -53,9 +53,5 @@ int cli_parse_count(const char *s, unsigned long long min, unsigned long long ma
 int cli_output_open(struct outfile *o, const char *path);
 int cli_output_commit(struct outfile *o);
 #define format_write(f, p, o, out) hwspy_profile_write(p, f, o, out)
-/* The line record, convert and diff end with (unless -q): "wrote 'PATH' (1,234 samples in 56
- * stacks, cpu-clock 3.10 s)"; a folded file's counts: "(56 stacks, total 1,234)", p's totals, weighed by column col (1 + e: event e; 0: the
- * samples alone); path NULL: "wrote to standard output". */
-void format_wrote(const char *path, const struct hwspy_profile *p, size_t col);
 
 #endif

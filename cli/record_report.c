@@ -94,7 +94,7 @@ static const char *const words[HWSPY_L_N] = {
 		"than kernel.perf_event_max_sample_rate allows): samples are missing there; lower "
 		"the rate (-F) or use a period (-c)",
 	L(ADD_FAILED) = "%llu samples could not be stored (out of memory)",
-	L(WROTE) = "wrote %s",
+	L(WROTE) = "wrote %w%s%w (%s)",
 	L(EMPTY_WALL) = "no samples: %s neither ran on a CPU nor waited in %.2f s (no thread of it "
 		"was seen), " NOT_WRITTEN,
 	L(EMPTY_OFF_CPU) = "no samples: the threads of %s never waited in %.2f s (none was blocked "
@@ -187,13 +187,7 @@ static const char *const words[HWSPY_L_N] = {
 	W(TOO_FEW) = "too few of the", W(NO) = "no", W(FILE_MAX) = ", or the system's fs.file-max",
 	W(UNKNOWN_VERSION) = "(unknown version)", W(SWITCH) = "context switch",
 	W(MIGRATION) = "migration", W(A_SWITCH) = "a switch", W(A_MIGRATION) = "a migration",
-	W(AFTER_SIG) = " after hwspy's SIG",
-};
-
-/* Shorter words for a line of the summary without -v (the rest is -v's) */
-static const char *const brief_words[HWSPY_L_N] = {
-	L(DROPPED) = "dropped: %llu torn and %llu unreadable Python stacks, each sample kept as "
-		"[unknown] (-v says more)",
+	W(AFTER_SIG) = " after hwspy's SIG", W(QUOTE) = "'", W(STDOUT) = "to standard output",
 };
 
 /* Line l's words, with its numbers (as %d or %u), reals (%f, %g), names (%s) and phrases (%w),
@@ -202,10 +196,7 @@ static void render(struct buf *b, const struct hwspy_line *l)
 {
 	size_t n = 0, x = 0, s = 0, w = 0;
 
-	const char *p = log_level < LOG_VERBOSE && brief_words[l->code] ? brief_words[l->code] :
-			words[l->code];
-
-	for (; *p; p++) {
+	for (const char *p = words[l->code]; *p; p++) {
 		int prec = 6;
 
 		if (*p != '%' || *++p == '%') {
@@ -289,44 +280,21 @@ void record_progress(struct hwspy_recorder *rec, double duration, bool final)
 	buf_release(&b);
 }
 
-/* The summary's lines a run says without -v: what was sampled, what was lost (or dropped, or
- * left out), what changes what the profile means; the rest (how exact, how late, the GIL's
- * threads ...) is -v's. Its "wrote" line is format_wrote()'s, with the totals. */
-static const bool brief[HWSPY_L_N] = {
-	L(SAMPLED) = true, L(SAMPLED_OFF_CPU) = true, L(DROPPED) = true,
-	L(SPEEDSCOPE_LOG) = true, L(NO_KERNEL_FRAMES) = true, L(GIL_DROPPED) = true,
-	L(THREADS_FAILED) = true, L(LOST_OFF_CPU) = true, L(LOST) = true,
-	L(LOST_WALL_UNKNOWN) = true, L(LOST_WALL) = true, L(THROTTLED) = true,
-	L(ADD_FAILED) = true,
-};
-
+/* Without -v, the summary's short form: its lines that are no detail. */
 static void say_run(struct hwspy_recorder *rec, const struct record_args *o, const char *path,
 		    bool empty)
 {
-	struct hwspy_summary_opts so = { o->target, path ? path : "to standard output",
-					 record_event_name(o, 0), o->duration };
+	struct hwspy_summary_opts so = { o->target, path, record_event_name(o, 0), o->duration,
+					 (size_t) format_column(&o->fmt, hwspy_recorder_profile(rec)) };
 	struct hwspy_line l[SUMMARY_LINES];
-	const struct hwspy_profile *prof = hwspy_recorder_profile(rec);
 	size_t n, kept = 0;
-	bool keep = true;
-	int col;
 
-	if (empty) {
-		record_say(l, hwspy_recorder_empty_lines(rec, &so, l, SUMMARY_LINES), true);
-		return;
-	}
-	n = hwspy_recorder_summary(rec, &so, l, SUMMARY_LINES);
-	/* a line and those it goes on with are kept or left out together */
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || !l[i - 1].more)
-			keep = l[i].code != HWSPY_L_WROTE &&
-			       (log_level >= LOG_VERBOSE || brief[l[i].code]);
-		if (keep)
+	n = empty ? hwspy_recorder_empty_lines(rec, &so, l, SUMMARY_LINES) :
+	    hwspy_recorder_summary(rec, &so, l, SUMMARY_LINES);
+	for (size_t i = 0; i < n; i++)
+		if (!l[i].detail || log_level >= LOG_VERBOSE)
 			l[kept++] = l[i];
-	}
-	record_say(l, kept, false);
-	col = format_column(&o->fmt, prof);
-	format_wrote(path, prof, col < 0 ? 0 : (size_t) col);
+	record_say(l, kept, empty);
 }
 
 void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o)
