@@ -13,6 +13,7 @@
 #include "analysis/stat.h"
 #include "base/text.h"
 #include "output/ratios.h"
+#include "sampler/events.h"
 
 #define THREADS_SHOWN 10
 
@@ -248,28 +249,65 @@ static int missing_why(const struct stat_totals *t, const struct stat_unmeasured
 		stat_same_event(u->missing, "cpu-migrations")) ? 1 : 2;
 }
 
-/* The findings that could not be looked for, in one line: what they need and why it is
- * missing. */
+/* A hardware event's family ("cache", "TLB" ...; sampler/events.c's table), or "hardware". */
+static const char *family_of(const char *event)
+{
+	struct event_spec spec;
+	const char *family = NULL;
+
+	if (events_parse(event, &spec) == 0)
+		(void) events_no_pmu(&spec, &family);
+	return family ? family : "hardware";
+}
+
+/* The findings that could not be looked for, a short line per reason: without a hardware PMU,
+ * the families of the events they need ("instructions, cache and branch events"); kernel mode
+ * refused, or an event that did not open: the metrics, the events and why. */
 static void unmeasured(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
 {
 	static const char *const why[] = {
-		"which need a hardware PMU, and this machine exposes none (a VM?); run hwspy stat "
-		"on a machine with one",
-		"which happen in the kernel: not counted in user space alone (kernel mode refused, "
+		NULL,
+		"happen in the kernel: not counted in user space alone (kernel mode refused, "
 		"kernel.perf_event_paranoid); run hwspy as root",
-		"which did not open or run here",
+		"did not open or run here",
 	};
-	bool said = false;
+	const char *fam[STAT_MAX_FINDINGS];
+	size_t n_fam = 0;
 
 	if (!f->n_unmeasured)
 		return;
-	fputs("\n not measured:", out);
-	for (size_t i = 0; i < f->n_unmeasured; i++)
-		fprintf(out, "%s %s", i ? "," : "", f->u[i].metric);
-	fputs(": they need", out);
-	for (int w = 0; w < 3; w++) {
+	fputc('\n', out);
+	for (size_t i = 0; i < f->n_unmeasured; i++) {
+		const char *name;
+		size_t k = 0;
+
+		if (missing_why(t, &f->u[i]) != 0)
+			continue;
+		name = family_of(f->u[i].missing);
+		while (k < n_fam && strcmp(fam[k], name))
+			k++;
+		if (k == n_fam)
+			fam[n_fam++] = name;
+	}
+	if (n_fam) {
+		fputs(" not measured (no hardware PMU here): ", out);
+		for (size_t k = 0; k < n_fam; k++)
+			fprintf(out, "%s%s", k == 0 ? "" : k + 1 < n_fam ? ", " : " and ", fam[k]);
+		fputs(" events; see 'hwspy list'\n", out);
+	}
+	for (int w = 1; w < 3; w++) {
 		bool any = false;
 
+		for (size_t i = 0; i < f->n_unmeasured; i++) {
+			if (missing_why(t, &f->u[i]) != w)
+				continue;
+			fprintf(out, "%s %s", any ? "," : " not measured:", f->u[i].metric);
+			any = true;
+		}
+		if (!any)
+			continue;
+		fputs(": they need", out);
+		any = false;
 		for (size_t i = 0; i < f->n_unmeasured; i++) {
 			bool again = false;
 
@@ -277,14 +315,11 @@ static void unmeasured(const struct stat_totals *t, const struct stat_findings *
 				again |= !strcmp(f->u[k].missing, f->u[i].missing);
 			if (again || missing_why(t, &f->u[i]) != w)
 				continue;
-			fprintf(out, "%s '%s'", any ? "," : said ? "; and" : "", f->u[i].missing);
+			fprintf(out, "%s '%s'", any ? "," : "", f->u[i].missing);
 			any = true;
 		}
-		if (any)
-			fprintf(out, ", %s", why[w]);
-		said |= any;
+		fprintf(out, ", which %s\n", why[w]);
 	}
-	fputc('\n', out);
 }
 
 void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, FILE *out)

@@ -39,7 +39,7 @@ int cmd_convert(int argc, char **argv)
 	enum hwspy_format fmt;
 	bool fmt_given = false, verbose = false;
 	uint64_t t_start, t_read, t_write;
-	char samples[32], stacks[32], size[32] = "";
+	char samples[32], stacks[32], size[32] = "", totals[160];
 	struct stat st;
 	struct hwspy_profile *p = NULL;
 	struct outfile out = { 0 };
@@ -50,6 +50,7 @@ int cmd_convert(int argc, char **argv)
 		case '?': return 2;     /* said */
 		case OPT_OUTPUT: out_path = optarg; break;
 		case OPT_VERBOSE: verbose = true; break;
+		case OPT_QUIET: log_level = LOG_QUIET; break;
 		case OPT_HELP: cli_help(&cli_opts_convert, stdout); return 0;
 		case OPT_FORMAT:
 			if (format_parse(optarg, &fmt) < 0)
@@ -108,6 +109,9 @@ int cmd_convert(int argc, char **argv)
 		log_errno(r, "cannot write '%s'", out_path);
 	else if (cli_output_commit(&out) == 0)
 		status = 0;
+	if (status == 0 && hwspy_profile_totals_words(p, (size_t) col, totals, sizeof(totals)) >= 0)
+		log_info("wrote %s%s%s (%s)", out.is_stdout ? "to standard output" : "'",
+			 out.is_stdout ? "" : out_path, out.is_stdout ? "" : "'", totals);
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_profile_free(p);

@@ -37,6 +37,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		case OPT_NEGATE: a->w.negate = true; break;
 		case OPT_FORCE: a->force = true; break;
 		case OPT_NATIVE_OFFSETS: a->w.diff.native_offsets = true; break;
+		case OPT_QUIET: log_level = LOG_QUIET; break;
 		case OPT_HELP: cli_help(&cli_opts_diff, stdout); return 1;
 		case OPT_FORMAT:
 			if (hwspy_diff_format_parse(optarg, &a->w.format) < 0) {
@@ -110,6 +111,7 @@ int cmd_diff(int argc, char **argv)
 	struct outfile out = { 0 };
 	struct diff_args a;
 	struct buf names;
+	char totals[160];
 	int r = parse_args(argc, argv, &a), status = 1;
 
 	if (r != 0)
@@ -143,6 +145,9 @@ int cmd_diff(int argc, char **argv)
 		log_errno(r, "cannot write '%s'", out.is_stdout ? "standard output" : a.out_path);
 	else if (cli_output_commit(&out) == 0)
 		status = 0;
+	if (status == 0 && a.out_path && strcmp(a.out_path, "-") &&     /* not the table's stdout */
+	    hwspy_diff_totals_words(&d, a.w.event, totals, sizeof(totals)) == 0)
+		log_info("wrote '%s' (%s)", a.out_path, totals);
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	hwspy_diff_files_release(&d);

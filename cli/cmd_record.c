@@ -121,7 +121,7 @@ int cmd_record(int argc, char **argv)
 	/* the profile is safe: now the command (its end goes in the summary) */
 	if (o.argv)
 		session_end_command(rec, &o, &child);
-	record_summary(rec, &o, out.is_stdout ? "to standard output" : o.output);
+	record_summary(rec, &o, out.is_stdout ? NULL : o.output);
 	if (o.argv)
 		record_child_say(&child);
 	status = o.argv ? record_child_exit_code(&child) : 0;

@@ -189,6 +189,9 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case OPT_HELP:
 		cli_help(&cli_opts_record, stdout);
 		return 2;
+	case OPT_VERBOSE:
+		log_level = LOG_VERBOSE;
+		return 1;
 	}
 	return format_opt(&o->fmt, c, arg);
 }

@@ -24,7 +24,7 @@ int record_check_options(struct record_args *o)
 	session_record_opts(o, &ro);
 	r = hwspy_record_check(&ro, o->events, o->freq_given, &c);
 	if (c.default_cpu_clock && !o->quiet)
-		log_info("no hardware PMU on this machine: sampling 'cpu-clock' (choose with -e)");
+		log_debug("no hardware PMU on this machine: sampling 'cpu-clock' (choose with -e)");
 	o->freq = ro.freq;
 	o->period = ro.period;
 	if (r >= 0)

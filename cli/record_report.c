@@ -94,7 +94,7 @@ static const char *const words[HWSPY_L_N] = {
 		"than kernel.perf_event_max_sample_rate allows): samples are missing there; lower "
 		"the rate (-F) or use a period (-c)",
 	L(ADD_FAILED) = "%llu samples could not be stored (out of memory)",
-	L(WROTE) = "wrote %s",
+	L(WROTE) = "wrote %w%s%w (%s)",
 	L(EMPTY_WALL) = "no samples: %s neither ran on a CPU nor waited in %.2f s (no thread of it "
 		"was seen), " NOT_WRITTEN,
 	L(EMPTY_OFF_CPU) = "no samples: the threads of %s never waited in %.2f s (none was blocked "
@@ -153,8 +153,8 @@ static const char *const words[HWSPY_L_N] = {
 		"bursts and stall on them; give a period instead, '-c N' (its default, -c %llu, "
 		"needs neither)",
 	L(STOPS_ASLEEP) = "'%s' " SLEEP,
-	L(EVENT_NO_PMU) = "event '%s' needs a hardware PMU, and this machine exposes none (a VM?); "
-		"events that work here: ",
+	L(EVENT_NO_PMU) = "event '%s' needs a hardware PMU, and this machine exposes none (a VM?): "
+		"%s ('hwspy list' shows the events that work here)",
 	L(EVENT_UNSUPPORTED) = "event '%s' is not supported on this machine; events that work "
 		"here: ",
 	L(EVENT_FAILED) = "cannot open event '%s'",
@@ -187,7 +187,7 @@ static const char *const words[HWSPY_L_N] = {
 	W(TOO_FEW) = "too few of the", W(NO) = "no", W(FILE_MAX) = ", or the system's fs.file-max",
 	W(UNKNOWN_VERSION) = "(unknown version)", W(SWITCH) = "context switch",
 	W(MIGRATION) = "migration", W(A_SWITCH) = "a switch", W(A_MIGRATION) = "a migration",
-	W(AFTER_SIG) = " after hwspy's SIG",
+	W(AFTER_SIG) = " after hwspy's SIG", W(QUOTE) = "'", W(STDOUT) = "to standard output",
 };
 
 /* Line l's words, with its numbers (as %d or %u), reals (%f, %g), names (%s) and phrases (%w),
@@ -280,14 +280,21 @@ void record_progress(struct hwspy_recorder *rec, double duration, bool final)
 	buf_release(&b);
 }
 
+/* Without -v, the summary's short form: its lines that are no detail. */
 static void say_run(struct hwspy_recorder *rec, const struct record_args *o, const char *path,
 		    bool empty)
 {
-	struct hwspy_summary_opts so = { o->target, path, record_event_name(o, 0), o->duration };
+	struct hwspy_summary_opts so = { o->target, path, record_event_name(o, 0), o->duration,
+					 (size_t) format_column(&o->fmt, hwspy_recorder_profile(rec)) };
 	struct hwspy_line l[SUMMARY_LINES];
+	size_t n, kept = 0;
 
-	record_say(l, empty ? hwspy_recorder_empty_lines(rec, &so, l, SUMMARY_LINES) :
-		   hwspy_recorder_summary(rec, &so, l, SUMMARY_LINES), empty);
+	n = empty ? hwspy_recorder_empty_lines(rec, &so, l, SUMMARY_LINES) :
+	    hwspy_recorder_summary(rec, &so, l, SUMMARY_LINES);
+	for (size_t i = 0; i < n; i++)
+		if (!l[i].detail || log_level >= LOG_VERBOSE)
+			l[kept++] = l[i];
+	record_say(l, kept, empty);
 }
 
 void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o)

@@ -112,6 +112,13 @@ size_t hwspy_pmus(char (*ret)[64], size_t max);
 int hwspy_pmu_type(const char *pmu, unsigned *ret);
 /* Whether the machine has a hardware PMU (no: a VM without one; hardware events -ENOENT). */
 bool hwspy_have_hw_pmu(void);
+/* What to do instead of event name (a hardware, cache or raw event) on a machine without a
+ * hardware PMU, one clause ("sample '-e cpu-clock' instead: CPU time, the closest software
+ * event"; where no software event comes near, '-e cpu-clock' for where the time goes and
+ * 'hwspy stat'), and its family into *ret_family for lists that group them ("cycles",
+ * "instructions", "cache", "TLB", "branch", "NUMA"; NULL: none; ret_family may be NULL): the
+ * clause (static), or NULL for an event that needs no hardware PMU or does not parse. */
+const char *hwspy_event_no_pmu(const char *name, const char **ret_family);
 /* Whether tracepoints can be looked up (tracefs mounted and readable): 0, or -errno; with
  * words for a message (short: the form `hwspy list` prints) into hwspy_tracefs_words(). */
 int hwspy_tracefs_state(void);
@@ -536,12 +543,13 @@ enum hwspy_line_code {
 	HWSPY_W_LATE_STOPS, HWSPY_W_NO_GIL, HWSPY_W_SPACE, HWSPY_W_RAISE, HWSPY_W_LOWER_RATE,
 	HWSPY_W_LARGER_PERIOD, HWSPY_W_WALL_FEWER, HWSPY_W_TOO_FEW, HWSPY_W_NO, HWSPY_W_FILE_MAX,
 	HWSPY_W_UNKNOWN_VERSION, HWSPY_W_SWITCH, HWSPY_W_MIGRATION, HWSPY_W_A_SWITCH,
-	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG,
+	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG, HWSPY_W_QUOTE, HWSPY_W_STDOUT,
 	HWSPY_L_N
 };
 struct hwspy_line {
 	enum hwspy_line_code code;
 	bool more;
+	bool detail;                    /* a summary's detail: a short summary leaves it out */
 	int err;
 	uint64_t n[6];
 	double x[4];
@@ -550,10 +558,14 @@ struct hwspy_line {
 };
 /* A run's summary (after hwspy_recorder_run(); the threads left out read from the profile's
  * metadata), its line when it took no sample, and the progress line (duration 0: none). target
- * names it, path where the profile went, event its first event as the caller gave it. */
+ * names it, path where the profile went (NULL: standard output), event its first event as the
+ * caller gave it, col the column the profile was weighed by (0: the first event's). A short
+ * summary (its lines not detail) says what was sampled, what was lost or left out, what changes
+ * what the profile means, and what was written with its totals. */
 struct hwspy_summary_opts {
 	const char *target, *path, *event;
 	double duration;
+	size_t col;
 };
 size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_summary_opts *o,
 			      struct hwspy_line *ret, size_t max);
@@ -602,6 +614,12 @@ void hwspy_profile_free(struct hwspy_profile *p);
 
 size_t hwspy_profile_n_events(const struct hwspy_profile *p);
 const char *hwspy_profile_event(const struct hwspy_profile *p, size_t i);
+/* What p holds, in words for a "wrote" line, into buf (snprintf's way): its samples, stacks and
+ * column col's total in its unit ("66 samples in 7 stacks, cpu-clock 0.66 s"; an event that
+ * counts: "page-faults 2,700"; col 0, or a folded file's unnamed counts: "7 stacks, total
+ * 700,000,000"). The length, as snprintf. */
+int hwspy_profile_totals_words(const struct hwspy_profile *p, size_t col, char *buf,
+			       size_t size);
 /* -ENOENT, or its index */
 int hwspy_profile_find_event(const struct hwspy_profile *p, const char *name);
 size_t hwspy_profile_n_frames(const struct hwspy_profile *p);
@@ -774,6 +792,10 @@ int hwspy_diff_files_read(const char *const paths[2], const struct hwspy_diff_op
  * enough of it in functions both have. 0, or -EDOM (problem ZERO, UNRELATED), -errno (FAILED). */
 int hwspy_diff_files_check(struct hwspy_diff_files *d, bool force);
 void hwspy_diff_files_release(struct hwspy_diff_files *d);
+/* Shared event e of d->merged, each side's total of it in its unit and the change, in words
+ * into buf ("cpu-clock 0.70 s -> 0.66 s, -6%"; a folded file's counts: "total 1,000 -> 2,000,
+ * +100%"): 0, or -ENOENT where a side's total is not known (or BEFORE's is 0). */
+int hwspy_diff_totals_words(const struct hwspy_diff_files *d, size_t e, char *buf, size_t size);
 /* Whether event e of side (an input of merged) is compared: in a shared pair, or the unnamed
  * counts of a folded file. */
 bool hwspy_diff_compares(const struct hwspy_profile *merged, const struct hwspy_profile *side,

@@ -226,6 +226,18 @@ bool hwspy_have_hw_pmu(void)
 	return events_have_hw_pmu();
 }
 
+const char *hwspy_event_no_pmu(const char *name, const char **ret_family)
+{
+	struct event_spec spec;
+	const char *family, *advice = NULL;
+
+	if (events_parse(name, &spec) == 0)
+		advice = events_no_pmu(&spec, &family);
+	if (ret_family)
+		*ret_family = advice ? family : NULL;
+	return advice;
+}
+
 int hwspy_tracefs_state(void)
 {
 	return events_tracefs();

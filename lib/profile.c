@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/outfile.h"
+#include "base/text.h"
 #include "lib/internal.h"
 #include "lib/lib.h"
 #include "output/output.h"
@@ -50,6 +51,32 @@ size_t hwspy_profile_n_events(const struct hwspy_profile *p)
 const char *hwspy_profile_event(const struct hwspy_profile *p, size_t i)
 {
 	return i < profile_n_events(p->p) ? profile_event(p->p, i)->name : NULL;
+}
+
+/* v in its unit into buf: seconds for a time, else grouped ("2,700"): buf. */
+static char *in_unit(uint64_t v, bool time, char *buf, size_t size)
+{
+	if (time)
+		snprintf(buf, size, "%.2f s", (double) v / 1e9);
+	else
+		text_grouped(buf, size, v);
+	return buf;
+}
+
+int hwspy_profile_totals_words(const struct hwspy_profile *p, size_t col, char *buf, size_t size)
+{
+	const char *event = col && col <= profile_n_events(p->p) ?
+			    profile_event(p->p, col - 1)->name : NULL;
+	char samples[32], stacks[32], total[32];
+
+	text_grouped(stacks, sizeof(stacks), profile_n_stacks(p->p));
+	if (!event || !strcmp(event, "samples"))
+		return snprintf(buf, size, "%s stacks, total %s", stacks, text_grouped(total,
+				sizeof(total), hwspy_profile_total(p, col)));
+	return snprintf(buf, size, "%s samples in %s stacks, %s %s", text_grouped(samples,
+			sizeof(samples), hwspy_profile_total(p, 0)), stacks, event,
+			in_unit(hwspy_profile_total(p, col), profile_event_is_time(event), total,
+				sizeof(total)));
 }
 
 int hwspy_profile_find_event(const struct hwspy_profile *p, const char *name)
@@ -448,4 +475,36 @@ void hwspy_output_default(pid_t pid, enum hwspy_format f, char *buf, size_t size
 	};
 
 	snprintf(buf, size, "hwspy-%d.%s", (int) pid, ext[f <= HWSPY_FORMAT_PPROF ? f : 0]);
+}
+
+/* A side's total of the event named name (a folded file's unnamed counts stand for it): 0, or
+ * -ENOENT. */
+static int side_total(const struct hwspy_profile *p, const char *name, uint64_t *ret)
+{
+	int i = profile_find_event(p->p, name);
+
+	if (i < 0 && profile_n_events(p->p) == 1 && !strcmp(profile_event(p->p, 0)->name, "samples"))
+		i = 0;
+	if (i < 0)
+		return -ENOENT;
+	*ret = hwspy_profile_total(p, (size_t) i + 1);
+	return 0;
+}
+
+int hwspy_diff_totals_words(const struct hwspy_diff_files *d, size_t e, char *buf, size_t size)
+{
+	const char *name = d->merged ? hwspy_profile_event(d->merged, 2 * e) : NULL;
+	uint64_t total[2];
+	char side[2][32];
+	bool time;
+
+	if (!name || side_total(d->in[0], name, &total[0]) < 0 ||
+	    side_total(d->in[1], name, &total[1]) < 0 || !total[0])
+		return -ENOENT;
+	time = profile_event_is_time(name);
+	snprintf(buf, size, "%s %s -> %s, %+.0f%%", strcmp(name, "samples") ? name : "total",
+		 in_unit(total[0], time, side[0], sizeof(side[0])),
+		 in_unit(total[1], time, side[1], sizeof(side[1])),
+		 100.0 * ((double) total[1] - (double) total[0]) / (double) total[0]);
+	return 0;
 }

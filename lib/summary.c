@@ -56,7 +56,7 @@ const char *hwspy_paranoid_words(char *buf, size_t size)
 	return buf;
 }
 
-static _Thread_local char paranoid_buf[64], root_buf[320];
+static _Thread_local char paranoid_buf[64], root_buf[320], totals_buf[160];
 
 static const char *paranoid_name(void)
 {
@@ -311,6 +311,32 @@ static void summary_lost(struct lines *l, const struct hwspy_record_stats *st,
 			    .w = { sw >= st->lost - sw ? W(WALL_FEWER) : W(LOWER_RATE) }));
 }
 
+/* The summary's details, marked: all but what was sampled, what was lost, dropped or left out,
+ * what changes what the profile means, and what was written (a line and those it goes on with
+ * as one). */
+static void summary_details(struct lines *l)
+{
+	bool detail = false;
+
+	for (size_t i = 0; i < done(l); i++) {
+		switch (i && l->v[i - 1].more ? HWSPY_L_N : l->v[i].code) {
+		case HWSPY_L_N:
+			break;          /* goes on with the line before */
+		case HWSPY_L_SAMPLED: case HWSPY_L_SAMPLED_OFF_CPU: case HWSPY_L_DROPPED:
+		case HWSPY_L_SPEEDSCOPE_LOG: case HWSPY_L_NO_KERNEL_FRAMES: case HWSPY_L_GIL_DROPPED:
+		case HWSPY_L_THREADS_FAILED: case HWSPY_L_LOST_OFF_CPU: case HWSPY_L_LOST:
+		case HWSPY_L_LOST_WALL_UNKNOWN: case HWSPY_L_LOST_WALL: case HWSPY_L_THROTTLED:
+		case HWSPY_L_ADD_FAILED: case HWSPY_L_WROTE:
+			detail = false;
+			break;
+		default:
+			detail = true;
+			break;
+		}
+		l->v[i].detail = detail;
+	}
+}
+
 size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_summary_opts *o,
 			      struct hwspy_line *ret, size_t max)
 {
@@ -396,7 +422,10 @@ size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_sum
 		put(&l, LINE(THROTTLED, .n = { st.throttled }));
 	if (st.add_failed)
 		put(&l, LINE(ADD_FAILED, .n = { st.add_failed }));
-	put(&l, LINE(WROTE, .s = { o->path }));
+	(void) hwspy_profile_totals_words(prof, o->col ? o->col : 1, totals_buf, sizeof(totals_buf));
+	put(&l, LINE(WROTE, .s = { o->path ? o->path : "", totals_buf },
+		     .w = { o->path ? W(QUOTE) : W(STDOUT), o->path ? W(QUOTE) : W(NONE) }));
+	summary_details(&l);
 	return done(&l);
 }
 
@@ -491,7 +520,7 @@ size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_
 		[HWSPY_CHECK_KERNEL_THREAD] = HWSPY_L_KERNEL_THREAD,
 		[HWSPY_CHECK_COMMAND] = HWSPY_L_COMMAND,
 	};
-	const char *names[8];
+	const char *names[8], *advice;
 	size_t n;
 
 	switch (c->fail) {
@@ -503,10 +532,13 @@ size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_
 			     .w = { c->migrations ? W(A_MIGRATION) : W(A_SWITCH) }));
 		break;
 	case HWSPY_CHECK_EVENT_NO_PMU:
+		/* the event, and what to do instead on this machine */
+		advice = hwspy_event_no_pmu(e, NULL);
+		put(&l, LINE(EVENT_NO_PMU, .s = { e, advice ? advice : "" }));
+		break;
 	case HWSPY_CHECK_EVENT_UNSUPPORTED:
 		/* the event, and the events that work here */
-		put(&l, (struct hwspy_line) { .code = c->fail == HWSPY_CHECK_EVENT_NO_PMU ?
-			HWSPY_L_EVENT_NO_PMU : HWSPY_L_EVENT_UNSUPPORTED, .s = { e } });
+		put(&l, LINE(EVENT_UNSUPPORTED, .s = { e }));
 		n = hwspy_events_working(names, 8);
 		for (size_t i = 0; i < n; i++) {
 			join(&l);

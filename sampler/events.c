@@ -24,54 +24,74 @@
 	 ((uint64_t) PERF_COUNT_HW_CACHE_OP_##op << 8) | \
 	 ((uint64_t) PERF_COUNT_HW_CACHE_RESULT_##result << 16))
 
+/* What a hardware event is, and what to do instead on a machine without a hardware PMU (a VM):
+ * its family (for lists that group them) and one clause of advice (events_no_pmu()) */
+#define NO_SW(what) "no software event counts " what ": '-e cpu-clock' shows where the time " \
+	"goes, and 'hwspy stat' counts what this machine can"
+#define CPU_TIME(family) family, "sample '-e cpu-clock' instead: CPU time, the closest " \
+	"software event"
+#define HW_CYCLES CPU_TIME("cycles")
+#define HW_INSTRUCTIONS CPU_TIME("instructions")
+#define HW_CACHE "cache", NO_SW("cache accesses or misses")
+#define HW_TLB "TLB", NO_SW("TLB accesses or misses")
+#define HW_BRANCH "branch", NO_SW("branches or their misses")
+#define HW_NUMA "NUMA", NO_SW("NUMA node accesses")
+
 /* Named events, in `hwspy list` order. event_config[i] is the config of event_table[i]. */
 static const struct event_info event_table[] = {
-	{ "cycles", "cpu-cycles", EVENT_HARDWARE, "CPU cycles" },
-	{ "instructions", NULL, EVENT_HARDWARE, "instructions retired" },
-	{ "cache-references", NULL, EVENT_HARDWARE, "cache accesses (usually last-level cache)" },
-	{ "cache-misses", NULL, EVENT_HARDWARE, "cache misses (usually last-level cache)" },
-	{ "branch-instructions", "branches", EVENT_HARDWARE, "branch instructions retired" },
-	{ "branch-misses", NULL, EVENT_HARDWARE, "mispredicted branches" },
-	{ "bus-cycles", NULL, EVENT_HARDWARE, "bus cycles" },
+	{ "cycles", "cpu-cycles", EVENT_HARDWARE, "CPU cycles", HW_CYCLES },
+	{ "instructions", NULL, EVENT_HARDWARE, "instructions retired", HW_INSTRUCTIONS },
+	{ "cache-references", NULL, EVENT_HARDWARE,
+	  "cache accesses (usually last-level cache)", HW_CACHE },
+	{ "cache-misses", NULL, EVENT_HARDWARE, "cache misses (usually last-level cache)", HW_CACHE },
+	{ "branch-instructions", "branches", EVENT_HARDWARE,
+	  "branch instructions retired", HW_BRANCH },
+	{ "branch-misses", NULL, EVENT_HARDWARE, "mispredicted branches", HW_BRANCH },
+	{ "bus-cycles", NULL, EVENT_HARDWARE, "bus cycles", HW_CYCLES },
 	{ "stalled-cycles-frontend", "idle-cycles-frontend", EVENT_HARDWARE,
-	  "stall cycles in the front end (fetch, decode)" },
+	  "stall cycles in the front end (fetch, decode)", HW_CYCLES },
 	{ "stalled-cycles-backend", "idle-cycles-backend", EVENT_HARDWARE,
-	  "stall cycles in the back end (execution, memory)" },
-	{ "ref-cycles", NULL, EVENT_HARDWARE, "reference cycles (not scaled by frequency)" },
+	  "stall cycles in the back end (execution, memory)", HW_CYCLES },
+	{ "ref-cycles", NULL, EVENT_HARDWARE,
+	  "reference cycles (not scaled by frequency)", HW_CYCLES },
 
-	{ "L1-dcache-loads", NULL, EVENT_HW_CACHE, "level 1 data cache loads" },
-	{ "L1-dcache-load-misses", NULL, EVENT_HW_CACHE, "level 1 data cache load misses" },
-	{ "L1-dcache-stores", NULL, EVENT_HW_CACHE, "level 1 data cache stores" },
-	{ "L1-dcache-store-misses", NULL, EVENT_HW_CACHE, "level 1 data cache store misses" },
-	{ "L1-dcache-prefetches", NULL, EVENT_HW_CACHE, "level 1 data cache prefetches" },
-	{ "L1-dcache-prefetch-misses", NULL, EVENT_HW_CACHE, "level 1 data cache prefetch misses" },
-	{ "L1-icache-loads", NULL, EVENT_HW_CACHE, "level 1 instruction cache loads" },
-	{ "L1-icache-load-misses", NULL, EVENT_HW_CACHE, "level 1 instruction cache load misses" },
-	{ "L1-icache-prefetches", NULL, EVENT_HW_CACHE, "level 1 instruction cache prefetches" },
+	{ "L1-dcache-loads", NULL, EVENT_HW_CACHE, "level 1 data cache loads", HW_CACHE },
+	{ "L1-dcache-load-misses", NULL, EVENT_HW_CACHE, "level 1 data cache load misses", HW_CACHE },
+	{ "L1-dcache-stores", NULL, EVENT_HW_CACHE, "level 1 data cache stores", HW_CACHE },
+	{ "L1-dcache-store-misses", NULL, EVENT_HW_CACHE,
+	  "level 1 data cache store misses", HW_CACHE },
+	{ "L1-dcache-prefetches", NULL, EVENT_HW_CACHE, "level 1 data cache prefetches", HW_CACHE },
+	{ "L1-dcache-prefetch-misses", NULL, EVENT_HW_CACHE,
+	  "level 1 data cache prefetch misses", HW_CACHE },
+	{ "L1-icache-loads", NULL, EVENT_HW_CACHE, "level 1 instruction cache loads", HW_CACHE },
+	{ "L1-icache-load-misses", NULL, EVENT_HW_CACHE,
+	  "level 1 instruction cache load misses", HW_CACHE },
+	{ "L1-icache-prefetches", NULL, EVENT_HW_CACHE,
+	  "level 1 instruction cache prefetches", HW_CACHE },
 	{ "L1-icache-prefetch-misses", NULL, EVENT_HW_CACHE,
-	  "level 1 instruction cache prefetch misses" },
-	{ "LLC-loads", NULL, EVENT_HW_CACHE, "last-level cache loads" },
-	{ "LLC-load-misses", NULL, EVENT_HW_CACHE, "last-level cache load misses" },
-	{ "LLC-stores", NULL, EVENT_HW_CACHE, "last-level cache stores" },
-	{ "LLC-store-misses", NULL, EVENT_HW_CACHE, "last-level cache store misses" },
-	{ "LLC-prefetches", NULL, EVENT_HW_CACHE, "last-level cache prefetches" },
-	{ "LLC-prefetch-misses", NULL, EVENT_HW_CACHE, "last-level cache prefetch misses" },
-	{ "dTLB-loads", NULL, EVENT_HW_CACHE, "data TLB loads" },
-	{ "dTLB-load-misses", NULL, EVENT_HW_CACHE, "data TLB load misses" },
-	{ "dTLB-stores", NULL, EVENT_HW_CACHE, "data TLB stores" },
-	{ "dTLB-store-misses", NULL, EVENT_HW_CACHE, "data TLB store misses" },
-	{ "dTLB-prefetches", NULL, EVENT_HW_CACHE, "data TLB prefetches" },
-	{ "dTLB-prefetch-misses", NULL, EVENT_HW_CACHE, "data TLB prefetch misses" },
-	{ "iTLB-loads", NULL, EVENT_HW_CACHE, "instruction TLB loads" },
-	{ "iTLB-load-misses", NULL, EVENT_HW_CACHE, "instruction TLB load misses" },
-	{ "branch-loads", NULL, EVENT_HW_CACHE, "branch prediction unit lookups" },
-	{ "branch-load-misses", NULL, EVENT_HW_CACHE, "branch prediction unit misses" },
-	{ "node-loads", NULL, EVENT_HW_CACHE, "loads served by memory of a NUMA node" },
-	{ "node-load-misses", NULL, EVENT_HW_CACHE, "loads served by a remote NUMA node" },
-	{ "node-stores", NULL, EVENT_HW_CACHE, "stores to memory of a NUMA node" },
-	{ "node-store-misses", NULL, EVENT_HW_CACHE, "stores to a remote NUMA node" },
-	{ "node-prefetches", NULL, EVENT_HW_CACHE, "NUMA node prefetches" },
-	{ "node-prefetch-misses", NULL, EVENT_HW_CACHE, "NUMA node prefetch misses" },
+	  "level 1 instruction cache prefetch misses", HW_CACHE },
+	{ "LLC-loads", NULL, EVENT_HW_CACHE, "last-level cache loads", HW_CACHE },
+	{ "LLC-load-misses", NULL, EVENT_HW_CACHE, "last-level cache load misses", HW_CACHE },
+	{ "LLC-stores", NULL, EVENT_HW_CACHE, "last-level cache stores", HW_CACHE },
+	{ "LLC-store-misses", NULL, EVENT_HW_CACHE, "last-level cache store misses", HW_CACHE },
+	{ "LLC-prefetches", NULL, EVENT_HW_CACHE, "last-level cache prefetches", HW_CACHE },
+	{ "LLC-prefetch-misses", NULL, EVENT_HW_CACHE, "last-level cache prefetch misses", HW_CACHE },
+	{ "dTLB-loads", NULL, EVENT_HW_CACHE, "data TLB loads", HW_TLB },
+	{ "dTLB-load-misses", NULL, EVENT_HW_CACHE, "data TLB load misses", HW_TLB },
+	{ "dTLB-stores", NULL, EVENT_HW_CACHE, "data TLB stores", HW_TLB },
+	{ "dTLB-store-misses", NULL, EVENT_HW_CACHE, "data TLB store misses", HW_TLB },
+	{ "dTLB-prefetches", NULL, EVENT_HW_CACHE, "data TLB prefetches", HW_TLB },
+	{ "dTLB-prefetch-misses", NULL, EVENT_HW_CACHE, "data TLB prefetch misses", HW_TLB },
+	{ "iTLB-loads", NULL, EVENT_HW_CACHE, "instruction TLB loads", HW_TLB },
+	{ "iTLB-load-misses", NULL, EVENT_HW_CACHE, "instruction TLB load misses", HW_TLB },
+	{ "branch-loads", NULL, EVENT_HW_CACHE, "branch prediction unit lookups", HW_BRANCH },
+	{ "branch-load-misses", NULL, EVENT_HW_CACHE, "branch prediction unit misses", HW_BRANCH },
+	{ "node-loads", NULL, EVENT_HW_CACHE, "loads served by memory of a NUMA node", HW_NUMA },
+	{ "node-load-misses", NULL, EVENT_HW_CACHE, "loads served by a remote NUMA node", HW_NUMA },
+	{ "node-stores", NULL, EVENT_HW_CACHE, "stores to memory of a NUMA node", HW_NUMA },
+	{ "node-store-misses", NULL, EVENT_HW_CACHE, "stores to a remote NUMA node", HW_NUMA },
+	{ "node-prefetches", NULL, EVENT_HW_CACHE, "NUMA node prefetches", HW_NUMA },
+	{ "node-prefetch-misses", NULL, EVENT_HW_CACHE, "NUMA node prefetch misses", HW_NUMA },
 
 	{ "cpu-clock", NULL, EVENT_SOFTWARE, "CPU time, from a high-resolution per-CPU timer" },
 	{ "task-clock", NULL, EVENT_SOFTWARE, "CPU time of the task, from its clock" },
@@ -156,6 +176,20 @@ const struct event_info *events_table(size_t *ret_n)
 	if (ret_n)
 		*ret_n = N_EVENTS;
 	return event_table;
+}
+
+const char *events_no_pmu(const struct event_spec *spec, const char **ret_family)
+{
+	*ret_family = NULL;
+	if (spec->kind != EVENT_HARDWARE && spec->kind != EVENT_HW_CACHE && spec->kind != EVENT_RAW)
+		return NULL;
+	for (size_t i = 0; i < N_EVENTS; i++) {
+		if (event_table[i].kind != spec->kind || event_config[i] != spec->attr.config)
+			continue;
+		*ret_family = event_table[i].family;
+		return event_table[i].no_pmu;
+	}
+	return NO_SW("what the hardware counts");
 }
 
 const char *event_kind_name(enum event_kind kind)

@@ -39,6 +39,10 @@ struct event_info {
 	const char *alias;             /* another accepted name ("cpu-cycles") or NULL */
 	enum event_kind kind;
 	const char *desc;              /* one line for `hwspy list` */
+	const char *family;            /* a hardware event's: "cycles", "instructions", "cache",
+	                                * "TLB", "branch", "NUMA"; NULL for the others */
+	const char *no_pmu;            /* a hardware event's: what to do instead on a machine
+	                                * without a hardware PMU, one clause; NULL for the others */
 };
 
 /* Parses NAME[:MODIFIERS]. 0, -ENOENT unknown name, -EINVAL malformed (bad modifier, bad
@@ -48,6 +52,11 @@ int events_parse(const char *text, struct event_spec *ret);
 size_t events_suggest(const char *text, const char **ret_names, size_t max);
 /* The table of named events (not raw / pmu forms). */
 const struct event_info *events_table(size_t *ret_n);
+/* What to do instead of spec's event on a machine without a hardware PMU (its table row's
+ * no_pmu, found by type and config whatever its spelling; a raw event or a cache one not in the
+ * table: a clause for any), its family into *ret_family (NULL: none): the clause, or NULL for
+ * an event that needs no hardware PMU. */
+const char *events_no_pmu(const struct event_spec *spec, const char **ret_family);
 const char *event_kind_name(enum event_kind kind);
 /* Tries to open spec as a counting event on pid (0 = this process), closes it again:
  * 0 if it opens here, else -errno (-ENOENT: no such event on this machine, e.g. no PMU). */

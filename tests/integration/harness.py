@@ -366,11 +366,13 @@ class Run:
         return self.profile
 
 
-def start_record(opts, args, name='out', prefix=(), hwspy=None):
-    """Start `[PREFIX] hwspy record -o TMP/name.folded ARGS` (HWSPY instead of opts.hwspy if
-    given) in the background; finish_record() waits for it."""
+def start_record(opts, args, name='out', prefix=(), hwspy=None, verbose=True):
+    """Start `[PREFIX] hwspy record -v -o TMP/name.folded ARGS` (HWSPY instead of opts.hwspy if
+    given; -v: the whole summary, which the tests read, unless not verbose) in the background;
+    finish_record() waits for it."""
     out = os.path.join(opts.tmp, name + '.folded')
-    argv = list(prefix) + [hwspy or opts.hwspy, 'record', '-o', out] + list(args)
+    argv = (list(prefix) + [hwspy or opts.hwspy, 'record'] + (['-v'] if verbose else []) +
+            ['-o', out] + list(args))
     log('$ %s' % ' '.join(argv))
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
@@ -393,9 +395,9 @@ def finish_record(p, timeout=60):
     return run
 
 
-def record(opts, args, name='out', timeout=120, prefix=(), hwspy=None):
+def record(opts, args, name='out', timeout=120, prefix=(), hwspy=None, verbose=True):
     """Run hwspy record to completion (see start_record)."""
-    return finish_record(start_record(opts, args, name, prefix, hwspy), timeout)
+    return finish_record(start_record(opts, args, name, prefix, hwspy, verbose), timeout)
 
 
 # ---------------------------------------------------------------------------- shares

@@ -356,6 +356,11 @@ def formats(opts):
     out = os.path.join(opts.tmp, 'd.folded')
     r = hwspy(opts, ['diff', before, after, '--ignore-lines', '-o', out])
     check(r.returncode == 0, 'diff -o d.folded exited %d' % r.returncode)
+    # -o says what it wrote, in one line (as record and convert do); -q: nothing
+    check(r.stderr == "hwspy: wrote '%s' (total 1,000 -> 2,000, +100%%)\n" % out,
+          'diff -o: expected one line saying what it wrote, got %r' % r.stderr)
+    q = hwspy(opts, ['diff', before, after, '--ignore-lines', '-q', '-o', out])
+    check(q.returncode == 0 and q.stderr == '', 'diff -q -o: %r' % q.stderr)
     with open(out) as f:
         got = f.read()
     check(got == 'main (app.py);collate (app.py) 0 400\n'

@@ -128,7 +128,10 @@ def hardware_event(opts):
     if pmu:
         raise Skip('this machine has a hardware PMU (%s/%s): cache-misses may work here'
                    % (devs, pmu[0]))
-    launch_refused(opts, 'cache-misses', all_of=['pmu', 'cpu-clock'])
+    # what to do instead here, in the same line: no software event counts cache misses
+    launch_refused(opts, 'cache-misses', all_of=['pmu', 'no software event counts cache',
+                                                 "'-e cpu-clock'", "'hwspy stat'"])
+    launch_refused(opts, 'cycles', all_of=['pmu', "sample '-e cpu-clock' instead"])
 
 
 @case

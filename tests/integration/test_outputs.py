@@ -103,7 +103,7 @@ def record_speedscope(opts):
     script = os.path.join(opts.targets, 'shares.py')
     for name, extra in (('out.speedscope.json', []), ('out.json', ['--format', 'speedscope'])):
         out = os.path.join(opts.tmp, name)
-        r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out] + extra + ['--'] +
+        r = hwspy(opts, ['record', '-v', '-e', 'cpu-clock', '-F', '999', '-o', out] + extra + ['--'] +
                   opts.py.argv + [script, 'run', '1.5'])
         check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
         check(out in r.stderr, 'the summary does not name %s' % out)
@@ -143,7 +143,7 @@ def pprof_total_ns(top):
 def record_pprof(opts):
     script = os.path.join(opts.targets, 'shares.py')
     out = os.path.join(opts.tmp, 'out.pb.gz')
-    r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
+    r = hwspy(opts, ['record', '-v', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
               [script, 'run', '1.5'])
     check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
     weight = int(r.stderr.split(' weight ')[1].split(',')[0])
@@ -180,7 +180,7 @@ def check_svg(path, total):
 def record_svg(opts):
     script = os.path.join(opts.targets, 'shares.py')
     out = os.path.join(opts.tmp, 'out.svg')
-    r = hwspy(opts, ['record', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
+    r = hwspy(opts, ['record', '-v', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] + opts.py.argv +
               [script, 'run', '1.5'])
     check(r.returncode == 0, 'hwspy record exited %d' % r.returncode)
     weight = int(r.stderr.split(' weight ')[1].split(',')[0])
@@ -246,10 +246,17 @@ def convert(opts):
     check(hwspy(opts, ['convert', src, '-o', back]).returncode == 0, 'convert to folded failed')
     check(folded_lines(back) == sorted('%s %d' % s for s in HOSTILE),
           'folded -> folded changed the lines: %r' % folded_lines(back))
-    # -v: one line saying what was read and written, with the sizes
+    # one line saying what was written (as record's), -q none, -v one more before it: what was
+    # read and written, with the sizes
+    total = sum(c for _, c in HOSTILE)
+    wrote = "hwspy: wrote '%s' (%d stacks, total %s)\n" % (back, len(HOSTILE), '{:,}'.format(total))
+    r = hwspy(opts, ['convert', src, '-o', back])
+    check(r.returncode == 0 and r.stderr == wrote, 'convert: expected %r, got %r' % (wrote, r.stderr))
+    r = hwspy(opts, ['convert', src, '-o', back, '-q'])
+    check(r.returncode == 0 and r.stderr == '', 'convert -q: %r' % r.stderr)
     r = hwspy(opts, ['convert', src, '-o', back, '-v'])
     m = re.fullmatch(r'hwspy: read ([0-9,]+) samples in ([0-9,]+) stacks in [0-9.]+ s; '
-                     r'wrote folded \(([0-9]+) bytes\) in [0-9.]+ s\n', r.stderr)
+                     r'wrote folded \(([0-9]+) bytes\) in [0-9.]+ s\n' + re.escape(wrote), r.stderr)
     check(r.returncode == 0 and m and int(m.group(1).replace(',', '')) ==
           sum(c for _, c in HOSTILE) and int(m.group(3)) == os.path.getsize(back),
           'convert -v: %r' % r.stderr)
@@ -508,7 +515,7 @@ def record_native_pprof(opts):
         raise Skip('no readelf here (binutils; gcc in .ci/run brings it)')
     script = os.path.join(opts.targets, 'native_work.py')
     out = os.path.join(opts.tmp, 'native.pb.gz')
-    r = hwspy(opts, ['record', '--native', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] +
+    r = hwspy(opts, ['record', '-v', '--native', '-e', 'cpu-clock', '-F', '999', '-o', out, '--'] +
               opts.py.argv + [script, 'run', 'cwork', '1.5'])
     check(r.returncode == 0, 'hwspy record --native exited %d' % r.returncode)
     weight = int(r.stderr.split(' weight ')[1].split(',')[0])
