@@ -80,11 +80,11 @@ struct record_child {
 	const char *name;
 	bool ended;
 	int status, sent;
-	bool kept;
+	bool kept, as_asked;
 };
 struct record_child_opts {
 	double grace;
-	bool keep_running, tty_sigint;
+	bool keep_running, interrupted, tty_sigint;
 	volatile sig_atomic_t *quits;   /* counts hwspy's SIGINT/SIGTERM/SIGHUP */
 };
 void record_child_end(struct record_child *c, const struct record_child_opts *o);

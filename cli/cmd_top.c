@@ -40,7 +40,7 @@ static void usage(FILE *out)
 		"      --nonblocking      never stop the target; read stacks just after the sample\n"
 		"      --ptrace           exact mode by stopping each sampled thread (ptrace)\n"
 		"      --stop-budget PCT  the most of a thread's time the stops may take\n"
-		"      --grace SECS       a launched command's time to end after SIGINT, then SIGTERM\n"
+		"      --grace SECS       a launched command's time to end after SIGTERM, then SIGKILL\n"
 		"      --keep-running     leave a launched command running when top quits\n"
 		"  -h, --help             this text\n\n"
 		"Keys: q quit, s/t sort by self/total, < > move the sort column, T next thread,\n"

@@ -171,6 +171,9 @@ static const char *const words[HWSPY_L_N] = {
 	L(COMMAND) = "cannot run '%s'",
 	L(CHILD_WAITING) = "waiting for '%s' (pid %d) to end after SIGINT: SIGTERM in %.3g s, then "
 		"SIGKILL (Ctrl-C: SIGKILL now)",
+	L(CHILD_WAITING_KILL) = "waiting for '%s' (pid %d) to end after SIGTERM: SIGKILL in %.3g s "
+		"(Ctrl-C: SIGKILL now)",
+	L(CHILD_STOPPED) = "'%s' (pid %d) was ended by SIG%s as sampling ended",
 	L(CHILD_KILLING) = "interrupted again: killing '%s' (pid %d)",
 	L(CHILD_KEPT) = "'%s' (pid %d) keeps running (--keep-running)",
 	L(CHILD_ENDED) = "'%s' (pid %d) was ended by hwspy's SIG%s: exit status %d",

@@ -206,7 +206,8 @@ void session_end_child(const struct record_args *o, struct record_child *c, bool
 		       int status)
 {
 	struct record_child_opts co = {
-		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = tty_int_flag,
+		.grace = o->grace, .keep_running = o->keep_running, .interrupted = quit_flag != 0,
+		.tty_sigint = tty_int_flag,
 		.quits = &quit_flag,
 	};
 

@@ -547,6 +547,8 @@ size_t hwspy_child_lines(const struct hwspy_child *c, const char *name, struct h
 		put(&l, LINE(CHILD_KEPT, .s = { name }, .n = { (uint64_t) c->pid }));
 	else if (!c->ended)
 		return 0;
+	else if (c->as_asked && WIFSIGNALED(c->status))
+		put(&l, LINE(CHILD_STOPPED, .s = { name, sig }, .n = { (uint64_t) c->pid }));
 	else if (WIFSIGNALED(c->status) && WTERMSIG(c->status) == c->sent)
 		put(&l, LINE(CHILD_ENDED, .s = { name, sent }, .n = { (uint64_t) c->pid,
 			     (uint64_t) code }));
