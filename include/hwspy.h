@@ -192,6 +192,8 @@ enum hwspy_note {
 	HWSPY_NOTE_STOPS_REFUSED,       /* ptrace refused: nonblocking */
 	HWSPY_NOTE_USER_ONLY,           /* kernel-mode counting refused: user space only (':u') */
 	HWSPY_NOTE_CAPTURE_FAILED,      /* the capture (err) did not start: nonblocking reads */
+	HWSPY_NOTE_SHIM_EXEC,           /* attach: the target was a shell (detail: its exe, a
+	                                 * pyenv shim?) that exec'd Python: that is recorded */
 };
 typedef void (*hwspy_note_fn)(void *ctx, enum hwspy_note note, int err, const char *detail);
 
@@ -312,6 +314,13 @@ struct hwspy_python {
 	const char *error;              /* -EBADMSG: the field refused and why ("" else) */
 };
 void hwspy_recorder_python(const struct hwspy_recorder *rec, struct hwspy_python *ret);
+/* What process pid runs, for a message: its executable's path (/proc/PID/exe's link text,
+ * never followed; a live thread's where the main thread is gone) into buf, and whether that is
+ * a shell or env (a script interpreter, perhaps a pyenv shim about to exec Python) into
+ * *ret_shell (may be NULL): 0, -ESRCH, -errno. */
+int hwspy_process_exe(pid_t pid, char *buf, size_t size, bool *ret_shell);
+/* "pid 12 (/usr/bin/sleep)" for a message, or "pid 12" where its exe is unreadable, into buf. */
+const char *hwspy_pid_name(pid_t pid, char *buf, size_t size);
 
 /* Why threads were left out, by reason (stats.threads_failed_by). */
 enum hwspy_thread_fail {
@@ -542,7 +551,7 @@ enum hwspy_line_code {
 	/* a launched command's end */
 	HWSPY_L_CHILD_WAITING, HWSPY_L_CHILD_KILLING,   /* hwspy_child_end()'s notes */
 	HWSPY_L_CHILD_KEPT, HWSPY_L_CHILD_ENDED, HWSPY_L_CHILD_KILLED, HWSPY_L_CHILD_EXITED,
-	HWSPY_L_CHILD_WAITING_KILL, HWSPY_L_CHILD_STOPPED,     /* after SIGTERM; ended as asked */
+	HWSPY_L_CHILD_STOPPED,                          /* ended as asked, sampling over */
 	/* the phrases lines choose (%w) */
 	HWSPY_W_NONE, HWSPY_W_PYTHON, HWSPY_W_EVERY, HWSPY_W_HZ, HWSPY_W_EVENTS, HWSPY_W_WALL,
 	HWSPY_W_TARGET_AMONG, HWSPY_W_TARGET_NONE, HWSPY_W_LATE_CAPTURE, HWSPY_W_LATE_NONBLOCKING,
@@ -550,6 +559,7 @@ enum hwspy_line_code {
 	HWSPY_W_LARGER_PERIOD, HWSPY_W_WALL_FEWER, HWSPY_W_TOO_FEW, HWSPY_W_NO, HWSPY_W_FILE_MAX,
 	HWSPY_W_UNKNOWN_VERSION, HWSPY_W_SWITCH, HWSPY_W_MIGRATION, HWSPY_W_A_SWITCH,
 	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG,
+	HWSPY_W_NATIVE_ALONE, HWSPY_W_SHELL,            /* PY_NONE's advice */
 	HWSPY_L_N
 };
 struct hwspy_line {

@@ -9,8 +9,11 @@
  * the terminal), else its descendants in its group. Told through the caller's note function,
  * never printed.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,10 +69,42 @@ static void send_sig(struct hwspy_child *c, pid_t group, int sig)
 	}
 }
 
-/* Whether the command's group still has a process (its zombies count until reaped) */
+/* Whether the command's group still has a live process: a zombie does not count (an init that
+ * is slow to reap the orphans would hold the group until SIGKILL). Reads /proc's stat files. */
 static bool group_left(pid_t group)
 {
-	return group > 0 && kill(-group, 0) == 0;
+	struct dirent *e;
+	bool left = false;
+	DIR *d;
+
+	if (group <= 0 || kill(-group, 0) < 0)
+		return false;
+	d = opendir("/proc");
+	if (!d)
+		return true;
+	while (!left && (e = readdir(d))) {
+		char path[300], text[512], *p, state;
+		int pgrp, fd;
+		ssize_t n;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, text, sizeof(text) - 1);
+		(void) close(fd);
+		if (n <= 0)
+			continue;
+		text[n] = '\0';
+		/* "PID (COMM) STATE PPID PGRP ...": COMM may hold anything, ')' too */
+		p = strrchr(text, ')');
+		if (p && sscanf(p + 1, " %c %*d %d", &state, &pgrp) == 2 && pgrp == group)
+			left = state != 'Z' && state != 'X';
+	}
+	(void) closedir(d);
+	return left;
 }
 
 static void told(const struct hwspy_child_end_opts *o, enum hwspy_child_note n, double s)

@@ -10,6 +10,8 @@ Python process, no sample: an idle target attached with -p).
 """
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -207,6 +209,51 @@ def not_python(opts):
     check("'sleep' (pid" in run.stderr and "SIGTERM" in run.stderr,
           'hwspy did not say how sleep ended')
     check(not os.path.exists(run.out_path), 'an output was written')
+
+
+SPIN = ('import time\ndef shim_spin():\n    end = time.monotonic() + 6\n'
+        '    while time.monotonic() < end:\n        sum(i * i for i in range(1000))\nshim_spin()')
+
+
+def shim(opts, delay):
+    """A fake pyenv shim: sh, 'pyenv' in its argv, that execs Python after delay seconds."""
+    py = ' '.join(shlex.quote(a) for a in opts.py.argv + ['-c', SPIN])
+    return harness.Process(['sh', '-c', 'sleep %s; exec %s' % (delay, py), 'pyenv-exec'])
+
+
+@case
+def shim_attach(opts):
+    # attached while still a shell: the Python it execs is recorded, and said to be
+    shell = harness.Process(['sh', '-c', 'sleep 30; exit 0'])   # ages meanwhile (below)
+    for delay, after in ((0.5, 0.05), (2.4, 2.1)):
+        w = shim(opts, delay)
+        time.sleep(after)   # 2.1: older than the 2 s a young process is given to load Python
+        st = harness.proc_status(w.pid)
+        check(st and st['Name'] in ('sh', 'dash', 'bash'), 'the shim is no shell: %s' % st)
+        run = harness.record(opts, ['-e', 'cpu-clock', '-p', str(w.pid), '-d', '1'],
+                             name='shim%s' % delay, timeout=30)
+        check(run.rc == 0, 'hwspy exited %s attached to a shim' % run.rc)
+        check('became Python' in run.stderr and 'pyenv shim' in run.stderr,
+              'hwspy did not say the shim became Python')
+        prof = run.expect_profile()
+        check(prof.weight(lambda fr: any('shim_spin' in f for f in fr)) > 0,
+              "no sample in the Python's shim_spin")
+        w.kill()
+    # not Python: named by its executable, in one line; --native advised only with native code
+    sleeper_ = harness.Process(['sleep', '30'])
+    time.sleep(0.2)
+    for w, exe, native in ((sleeper_, os.path.realpath(shutil.which('sleep')), True),
+                           (shell, os.path.realpath(shutil.which('sh')), False)):
+        run = harness.record(opts, ['-e', 'cpu-clock', '-p', str(w.pid), '-d', '1'],
+                             name='not', timeout=30)
+        lines = run.stderr.strip().splitlines()
+        check(run.rc == 1, 'hwspy exited %s, expected 1' % run.rc)
+        check(len(lines) == 1, 'not one line: %s' % lines)
+        check('pid %d (%s) is not a Python process' % (w.pid, exe) in lines[0],
+              'the line does not name %s: %s' % (exe, lines[0]))
+        check(('--native' in lines[0]) == native and (native or 'shim' in lines[0]),
+              '--native advised%s: %s' % ('' if native else ' to a shell', lines[0]))
+        w.kill()
 
 
 @case
