@@ -80,12 +80,12 @@ struct record_child {
 	const char *name;
 	bool ended;
 	int status, sent;
-	bool kept;
+	bool kept, as_asked;
 };
 struct record_child_opts {
 	double grace;
 	bool keep_running, tty_sigint;
-	volatile sig_atomic_t *quits;   /* counts hwspy's SIGINT/SIGTERM/SIGHUP */
+	volatile sig_atomic_t *quits;   /* counts hwspy's SIGINT/SIGTERM/SIGHUP (any: interrupted) */
 };
 void record_child_end(struct record_child *c, const struct record_child_opts *o);
 int record_child_exit_code(const struct record_child *c);

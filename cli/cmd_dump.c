@@ -68,10 +68,10 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 /* The one line for the target dump cannot read (its first process); 1. */
 static int target_error(const struct hwspy_snapshot_process *p)
 {
-	char what[32];
+	char what[300];
 	int r = p->error;
 
-	snprintf(what, sizeof(what), "pid %d", (int) p->pid);
+	hwspy_pid_name(p->pid, what, sizeof(what));    /* "pid 12 (/usr/bin/sleep)" */
 	if (r == -ESRCH)
 		log_error("no process with pid %d", (int) p->pid);
 	else if (r == -EPERM || r == -EACCES)

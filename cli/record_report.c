@@ -122,8 +122,7 @@ static const char *const words[HWSPY_L_N] = {
 	L(MISSED_PTRACE) = "%llu could not be stopped (ptrace refused)",
 	L(MISSED_OTHER) = "%llu failed (%s)", L(CLOSE) = ")", L(SEP) = ", ", L(NAME) = "%s",
 	L(PY_UNSUPPORTED) = "%s runs unsupported Python %w%s; hwspy supports 3.8-3.14",
-	L(PY_NONE) = "%s is not a Python process (no libpython or _PyRuntime found); add --native "
-		"to profile its native code alone",
+	L(PY_NONE) = "%s%s is not a Python process (no libpython or _PyRuntime found)%w",
 	L(PY_BADMSG) = "cannot read the Python frames of %s: %s",
 	L(PY_FAILED) = "cannot read the Python interpreter of %s",
 	L(PERM_KERNEL) = "not allowed to record kernel frames (--kernel) of %s: %s allows them "
@@ -169,8 +168,8 @@ static const char *const words[HWSPY_L_N] = {
 	L(NO_PROCESS) = "no process with pid %d",
 	L(KERNEL_THREAD) = "pid %d is a kernel thread, not a Python process",
 	L(COMMAND) = "cannot run '%s'",
-	L(CHILD_WAITING) = "waiting for '%s' (pid %d) to end after SIGINT: SIGTERM in %.3g s, then "
-		"SIGKILL (Ctrl-C: SIGKILL now)",
+	L(CHILD_WAITING) = "waiting for '%s' (pid %d) after SIG%s in %.3g s (Ctrl-C: SIGKILL now)",
+	L(CHILD_STOPPED) = "'%s' (pid %d) was ended by SIG%s as sampling ended",
 	L(CHILD_KILLING) = "interrupted again: killing '%s' (pid %d)",
 	L(CHILD_KEPT) = "'%s' (pid %d) keeps running (--keep-running)",
 	L(CHILD_ENDED) = "'%s' (pid %d) was ended by hwspy's SIG%s: exit status %d",
@@ -188,6 +187,8 @@ static const char *const words[HWSPY_L_N] = {
 	W(UNKNOWN_VERSION) = "(unknown version)", W(SWITCH) = "context switch",
 	W(MIGRATION) = "migration", W(A_SWITCH) = "a switch", W(A_MIGRATION) = "a migration",
 	W(AFTER_SIG) = " after hwspy's SIG", W(QUOTE) = "'", W(STDOUT) = "to standard output",
+	W(NATIVE_ALONE) = "; add --native for its native code",
+	W(SHELL) = ": a shell (a pyenv shim would have exec'd by now); see --subprocesses",
 };
 
 /* Line l's words, with its numbers (as %d or %u), reals (%f, %g), names (%s) and phrases (%w),

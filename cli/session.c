@@ -53,9 +53,10 @@ static void user_only_said(const struct record_args *o)
 		 len ? ": switches and migrations happen in the kernel)" : "");
 }
 
-/* The recorder's notes said: the words around the target (NOT_PYTHON) or the note's detail. */
+/* The recorder's notes said: the words around the note's detail, or the target ("" before). */
 static const char *const note_words[][2] = {
 	[HWSPY_NOTE_NOT_PYTHON] = { "", " is not a Python process: recording native frames only" },
+	[HWSPY_NOTE_SHIM_EXEC] = { "", " was a shell (a pyenv shim?) that became Python: recording it" },
 	[HWSPY_NOTE_TRACEPOINT] = { "'", "' is a tracepoint: no BPF capture attaches to it, and a "
 		"stop would interrupt the system call it samples; reading each stack after its "
 		"sample, as --nonblocking" },
@@ -80,7 +81,7 @@ static void say_note(void *ctx, enum hwspy_note n, int err, const char *detail)
 		log_errno(err, "cannot start the BPF capture of Python frames; reading each stack "
 			  "after its sample instead, as --nonblocking");
 	else if (n < sizeof(note_words) / sizeof(note_words[0]) && note_words[n][0])
-		log_info("%s%s%s", note_words[n][0], n == HWSPY_NOTE_NOT_PYTHON ? o->target : detail,
+		log_info("%s%s%s", note_words[n][0], note_words[n][0][0] ? detail : o->target,
 			 note_words[n][1]);
 }
 

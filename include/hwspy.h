@@ -199,6 +199,8 @@ enum hwspy_note {
 	HWSPY_NOTE_STOPS_REFUSED,       /* ptrace refused: nonblocking */
 	HWSPY_NOTE_USER_ONLY,           /* kernel-mode counting refused: user space only (':u') */
 	HWSPY_NOTE_CAPTURE_FAILED,      /* the capture (err) did not start: nonblocking reads */
+	HWSPY_NOTE_SHIM_EXEC,           /* attach: the target was a shell (detail: its exe, a
+	                                 * pyenv shim?) that exec'd Python: that is recorded */
 };
 typedef void (*hwspy_note_fn)(void *ctx, enum hwspy_note note, int err, const char *detail);
 
@@ -319,6 +321,13 @@ struct hwspy_python {
 	const char *error;              /* -EBADMSG: the field refused and why ("" else) */
 };
 void hwspy_recorder_python(const struct hwspy_recorder *rec, struct hwspy_python *ret);
+/* What process pid runs, for a message: its executable's path (/proc/PID/exe's link text,
+ * never followed; a live thread's where the main thread is gone) into buf, and whether that is
+ * a shell or env (a script interpreter, perhaps a pyenv shim about to exec Python) into
+ * *ret_shell (may be NULL): 0, -ESRCH, -errno. */
+int hwspy_process_exe(pid_t pid, char *buf, size_t size, bool *ret_shell);
+/* "pid 12 (/usr/bin/sleep)" for a message, or "pid 12" where its exe is unreadable, into buf. */
+const char *hwspy_pid_name(pid_t pid, char *buf, size_t size);
 
 /* Why threads were left out, by reason (stats.threads_failed_by). */
 enum hwspy_thread_fail {
@@ -378,25 +387,36 @@ size_t hwspy_recorder_gil_threads(const struct hwspy_recorder *rec, struct hwspy
 				  size_t max);
 
 /* A launched command once sampling has ended (hwspy_recorder_run() leaves it running): it is
- * waited for, and ended if it does not end as timeout(1) ends one: SIGINT (not sent again where
- * a Ctrl-C on the terminal reached it already: tty_sigint), SIGTERM after grace seconds,
- * SIGKILL after grace more, SIGKILL at once when *quits changes (the caller got another
- * SIGINT/SIGTERM/SIGHUP); with keep_running it is left as it is. Blocks until it ended. Notes
- * through note_fn: WAITING (after half a second, seconds to SIGTERM), KILLING (quits changed). */
+ * waited for, and ended if it does not end by itself: SIGTERM (no KeyboardInterrupt traceback
+ * from Python), SIGKILL after grace seconds. Where sampling ended on the user's signal
+ * (interrupted), it gets SIGINT first, as timeout(1) ends one (not sent again where a Ctrl-C on
+ * the terminal reached it already: tty_sigint), SIGTERM after grace, SIGKILL after grace more;
+ * SIGKILL at once when *quits changes (the caller got another SIGINT/SIGTERM/SIGHUP); with
+ * keep_running it is left as it is. Each signal reaches what the command started too: its
+ * process group, which a launch gives it unless the caller's group is the terminal's
+ * foreground one (there they share it: Ctrl-C, Ctrl-Z and the terminal reach the command), or
+ * else its descendants in its group; where it ended by itself first, they are left alone. Blocks
+ * until it ended (and its own group did, up to the SIGKILL). Notes through note_fn: WAITING
+ * (after half a second, seconds to SIGTERM), WAITING_KILL (seconds to SIGKILL), KILLING (quits
+ * changed). */
 struct hwspy_child {
 	pid_t pid;
 	bool ended;                     /* status is its wait status */
 	int status;
 	int sent;                       /* the last signal sent to it (0: none) */
 	bool kept;                      /* left running (keep_running) */
+	bool as_asked;                  /* ended because sampling did, not interrupted: its exit
+	                                 * code is 0 whatever signal it took */
 };
 enum hwspy_child_note {
 	HWSPY_CHILD_WAITING,
 	HWSPY_CHILD_KILLING,
+	HWSPY_CHILD_WAITING_KILL,
 };
 struct hwspy_child_end_opts {
 	double grace;                   /* seconds between the signals (the command line's: 5) */
 	bool keep_running;
+	bool interrupted;               /* sampling ended on the user's SIGINT/SIGTERM/SIGHUP */
 	bool tty_sigint;
 	volatile sig_atomic_t *quits;   /* NULL: none */
 	void (*note_fn)(void *ctx, enum hwspy_child_note note, double seconds);
@@ -407,7 +427,8 @@ void hwspy_child_end(struct hwspy_child *c, const struct hwspy_child_end_opts *o
  * reaped already counts): how it ended into *c, which it fills whole. */
 void hwspy_recorder_end_command(struct hwspy_recorder *rec, const struct hwspy_child_end_opts *o,
 				struct hwspy_child *c);
-/* Its exit status: 128+N if signal N killed it, 0 if kept running or not ended. */
+/* Its exit status: 128+N if signal N killed it, 0 if kept running, not ended, or ended as
+ * asked. */
 int hwspy_child_exit_code(const struct hwspy_child *c);
 
 /* The machine's facts behind a refusal, as data and phrases for a client's own message. */
@@ -537,6 +558,7 @@ enum hwspy_line_code {
 	/* a launched command's end */
 	HWSPY_L_CHILD_WAITING, HWSPY_L_CHILD_KILLING,   /* hwspy_child_end()'s notes */
 	HWSPY_L_CHILD_KEPT, HWSPY_L_CHILD_ENDED, HWSPY_L_CHILD_KILLED, HWSPY_L_CHILD_EXITED,
+	HWSPY_L_CHILD_STOPPED,                          /* ended as asked, sampling over */
 	/* the phrases lines choose (%w) */
 	HWSPY_W_NONE, HWSPY_W_PYTHON, HWSPY_W_EVERY, HWSPY_W_HZ, HWSPY_W_EVENTS, HWSPY_W_WALL,
 	HWSPY_W_TARGET_AMONG, HWSPY_W_TARGET_NONE, HWSPY_W_LATE_CAPTURE, HWSPY_W_LATE_NONBLOCKING,
@@ -544,6 +566,7 @@ enum hwspy_line_code {
 	HWSPY_W_LARGER_PERIOD, HWSPY_W_WALL_FEWER, HWSPY_W_TOO_FEW, HWSPY_W_NO, HWSPY_W_FILE_MAX,
 	HWSPY_W_UNKNOWN_VERSION, HWSPY_W_SWITCH, HWSPY_W_MIGRATION, HWSPY_W_A_SWITCH,
 	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG, HWSPY_W_QUOTE, HWSPY_W_STDOUT,
+	HWSPY_W_NATIVE_ALONE, HWSPY_W_SHELL,            /* PY_NONE's advice */
 	HWSPY_L_N
 };
 struct hwspy_line {

@@ -7,12 +7,16 @@
  * of the samples.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
+#include "base/procfs.h"
 #include "lib/internal.h"
 #include "lib/lib.h"
 #include "output/output.h"
@@ -28,6 +32,8 @@ _Static_assert(HWSPY_STOP_WINDOW_MS == SAMPLER_STOP_WINDOW_MS, "stop window");
 _Static_assert(HWSPY_DEFAULT_STACK_SIZE == RECORD_DEFAULT_STACK_SIZE, "stack size");
 
 #define EXCLUDED_MAX 16                 /* the recorder's own threads (self): callers of it */
+#define SHIM_WAIT_NS 3000000000ULL      /* how long a shell that runs Python is given to exec it */
+#define SHIM_POLL_NS 20000000L
 
 struct hwspy_recorder {
 	struct hwspy_record_opts opts;
@@ -186,24 +192,123 @@ static bool warm(const struct hwspy_recorder *h)
 	return h->opts.mode == HWSPY_RECORD_AUTO || h->opts.mode == HWSPY_RECORD_CAPTURE;
 }
 
+static bool is_shell(const char *exe)
+{
+	static const char *const shells[] = {
+		"sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox", "env",
+	};
+	const char *base = strrchr(exe, '/');
+	size_t len;
+
+	base = base ? base + 1 : exe;
+	len = strcspn(base, " ");       /* " (deleted)" */
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (strlen(shells[i]) == len && !strncmp(base, shells[i], len))
+			return true;
+	return false;
+}
+
+int hwspy_process_exe(pid_t pid, char *buf, size_t size, bool *ret_shell)
+{
+	char dir[64], link[80];
+	ssize_t n;
+	int r;
+
+	if (size < 2)
+		return -EINVAL;
+	/* a main thread gone (pthread_exit) has no exe: a live thread's directory has */
+	r = procfs_mem_dir(pid, dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	snprintf(link, sizeof(link), "%s/exe", dir);
+	n = readlink(link, buf, size - 1);      /* the link's text: nothing is followed */
+	if (n < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	buf[n] = '\0';
+	if (ret_shell)
+		*ret_shell = is_shell(buf);
+	return 0;
+}
+
+const char *hwspy_pid_name(pid_t pid, char *buf, size_t size)
+{
+	char exe[256];
+
+	if (hwspy_process_exe(pid, exe, sizeof(exe), NULL) == 0)
+		snprintf(buf, size, "pid %d (%s)", (int) pid, exe);
+	else
+		snprintf(buf, size, "pid %d", (int) pid);
+	return buf;
+}
+
+/* Whether pid's command line names pyenv or python (a shim, a wrapper about to exec one). */
+static bool runs_python(pid_t pid)
+{
+	char path[64], cmd[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	n = read(fd, cmd, sizeof(cmd));
+	(void) close(fd);
+	return n > 0 && (memmem(cmd, (size_t) n, "pyenv", 5) || memmem(cmd, (size_t) n, "python", 6));
+}
+
+/* A shell or env that runs Python (a pyenv shim is bash for its first half second): waits,
+ * a bounded while, for its exec of something else; true if it did, its exe into buf. */
+static bool shim_exec_waited(pid_t pid, char *buf, size_t size)
+{
+	uint64_t end = clock_now_ns() + SHIM_WAIT_NS;
+	bool shell = false;
+
+	if (hwspy_process_exe(pid, buf, size, &shell) < 0 || !shell || !runs_python(pid))
+		return false;
+	while (clock_now_ns() < end) {
+		struct timespec ts = { 0, SHIM_POLL_NS };
+
+		(void) nanosleep(&ts, NULL);
+		if (hwspy_process_exe(pid, buf, size, &shell) < 0)
+			return false;
+		if (!shell)
+			return true;
+	}
+	return false;
+}
+
 int hwspy_recorder_open(struct hwspy_recorder *h)
 {
+	char was[256] = "", exe[256];
+	bool shell = false;
 	int pid = h->ro.pid, r;
 
 	lib_reason_clear();
 	exclude_caller(h);
 	if (h->opts.argv)
 		return lib_fail(-EINVAL, "a launched command is opened as it starts");
+	/* a shim (a shell about to exec Python) that becomes Python is said to have done so */
+	if (hwspy_process_exe(pid, was, sizeof(was), &shell) < 0 || !shell)
+		was[0] = '\0';
 	r = recorder_find_python(h->rec);
+	if (r == -ENOENT && shim_exec_waited(pid, exe, sizeof(exe)))
+		r = recorder_find_python(h->rec);
+	if (r >= 0 && was[0] && hwspy_process_exe(pid, exe, sizeof(exe), &shell) == 0 && !shell)
+		note(h, HWSPY_NOTE_SHIM_EXEC, 0, was);
 	if (r == -EPERM || r == -EACCES)
 		return lib_fail_errno(r, "not allowed to profile pid %d", pid);
 	if (r == -ESRCH)
 		return lib_fail(r, "no process with pid %d", pid);
 	if (r == -ENOENT && h->opts.native) {
-		note(h, HWSPY_NOTE_NOT_PYTHON, r, NULL);
+		note(h, HWSPY_NOTE_NOT_PYTHON, r, hwspy_process_exe(pid, exe, sizeof(exe), NULL) ?
+		     NULL : exe);
 	} else if (r == -ENOENT) {
-		return lib_fail(r, "pid %d is not a Python process (no libpython or _PyRuntime "
-				"found); add native frames to profile its native code alone", pid);
+		if (hwspy_process_exe(pid, exe, sizeof(exe), &shell) < 0)
+			snprintf(exe, sizeof(exe), "?");
+		return lib_fail(r, "pid %d (%s) is not a Python process (no libpython or _PyRuntime "
+				"found)%s", pid, exe, shell ? "" : "; add native frames to profile its "
+				"native code alone");
 	} else if (r == -ENOTSUP) {
 		return lib_fail(r, "pid %d runs an unsupported Python; hwspy supports 3.8-3.14", pid);
 	} else if (r < 0) {

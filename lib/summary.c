@@ -56,7 +56,7 @@ const char *hwspy_paranoid_words(char *buf, size_t size)
 	return buf;
 }
 
-static _Thread_local char paranoid_buf[64], root_buf[320], totals_buf[160];
+static _Thread_local char paranoid_buf[64], root_buf[320], totals_buf[160], exe_buf[280];
 
 static const char *paranoid_name(void)
 {
@@ -429,10 +429,29 @@ size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_sum
 	return done(&l);
 }
 
+/* What a process that is not Python runs (" (/usr/bin/sleep)": attached; a launched one is
+ * named by its command), and the advice that fits: --native where it has native code of its
+ * own, not for a shell (a pyenv shim?) */
+static const char *not_python(const struct hwspy_recorder *rec, enum hwspy_line_code *ret_advice)
+{
+	pid_t pid = lib_recorder_opts(rec)->pid;
+	char exe[256];
+	bool shell = false;
+
+	exe_buf[0] = '\0';
+	if (hwspy_process_exe(pid ? pid : hwspy_recorder_pid(rec), exe, sizeof(exe), &shell) < 0)
+		shell = false;
+	else if (pid)
+		snprintf(exe_buf, sizeof(exe_buf), " (%s)", exe);
+	*ret_advice = shell ? HWSPY_W_SHELL : HWSPY_W_NATIVE_ALONE;
+	return exe_buf;
+}
+
 size_t hwspy_python_lines(int r, const struct hwspy_recorder *rec, const char *what,
 			  struct hwspy_line *ret, size_t max)
 {
 	struct lines l = { ret, 0, max };
+	enum hwspy_line_code code;
 	struct hwspy_python py;
 
 	hwspy_recorder_python(rec, &py);
@@ -440,7 +459,7 @@ size_t hwspy_python_lines(int r, const struct hwspy_recorder *rec, const char *w
 		put(&l, LINE(PY_UNSUPPORTED, .s = { what, py.version },
 			     .w = { py.version[0] ? W(NONE) : W(UNKNOWN_VERSION) }));
 	else if (r == -ENOENT)
-		put(&l, LINE(PY_NONE, .s = { what }));
+		put(&l, LINE(PY_NONE, .s = { what, not_python(rec, &code) }, .w = { code }));
 	else if (r == -EBADMSG)
 		put(&l, LINE(PY_BADMSG, .s = { what, py.error }));
 	else
@@ -579,6 +598,8 @@ size_t hwspy_child_lines(const struct hwspy_child *c, const char *name, struct h
 		put(&l, LINE(CHILD_KEPT, .s = { name }, .n = { (uint64_t) c->pid }));
 	else if (!c->ended)
 		return 0;
+	else if (c->as_asked && WIFSIGNALED(c->status))
+		put(&l, LINE(CHILD_STOPPED, .s = { name, sig }, .n = { (uint64_t) c->pid }));
 	else if (WIFSIGNALED(c->status) && WTERMSIG(c->status) == c->sent)
 		put(&l, LINE(CHILD_ENDED, .s = { name, sent }, .n = { (uint64_t) c->pid,
 			     (uint64_t) code }));

@@ -211,7 +211,8 @@ int scan_threads(struct sampler *s, bool fail_hard);
 bool proc_alive(pid_t pid);
 void target_ended(struct sampler *s, int status);
 /* Forks argv (argv[0] searched in PATH) stopped before its exec (it raised SIGSTOP, seen by
- * waitpid WUNTRACED), every signal unblocked; SIGCONT (or a tracer) lets it exec. *ret_pipe
+ * waitpid WUNTRACED), every signal unblocked, in a process group of its own unless the
+ * caller's is its terminal's foreground group; SIGCONT (or a tracer) lets it exec. *ret_pipe
  * (CLOEXEC) then reads the exec's errno (an int) if it failed, end of file if it succeeded.
  * 0, or -errno (-ECHILD: it did not stop; it is killed and reaped then). */
 int target_fork_stopped(char *const *argv, pid_t *ret_pid, int *ret_pipe);

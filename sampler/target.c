@@ -267,9 +267,25 @@ int scan_threads(struct sampler *s, bool fail_hard)
 
 /* ---- launching ---- */
 
+/* Whether a launched command gets a process group of its own (so that ending it ends what it
+ * started): not where the caller's group is its terminal's foreground one, where Ctrl-C and
+ * Ctrl-Z must reach the command and it may read the terminal. */
+static bool own_group(void)
+{
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	bool own = true;
+
+	if (fd >= 0) {
+		own = tcgetpgrp(fd) != getpgrp();
+		(void) close(fd);
+	}
+	return own;
+}
+
 int target_fork_stopped(char *const *argv, pid_t *ret_pid, int *ret_pipe)
 {
 	int pipefd[2], err = 0, status, r;
+	bool own = own_group();
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -286,6 +302,8 @@ int target_fork_stopped(char *const *argv, pid_t *ret_pid, int *ret_pipe)
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		(void) close(pipefd[0]);
+		if (own)
+			(void) setpgid(0, 0);
 		raise(SIGSTOP);         /* the parent seizes us here, or opens its counters */
 		execvp(argv[0], argv);
 		err = errno;
@@ -293,6 +311,8 @@ int target_fork_stopped(char *const *argv, pid_t *ret_pid, int *ret_pipe)
 		_exit(127);
 	}
 	(void) close(pipefd[1]);
+	if (own)
+		(void) setpgid(pid, pid);       /* as the child does: whichever runs first */
 	if (waitpid(pid, &status, WUNTRACED) < 0 || !WIFSTOPPED(status)) {
 		(void) kill(pid, SIGKILL);
 		(void) waitpid(pid, &status, __WALL);

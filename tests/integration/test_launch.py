@@ -1,12 +1,17 @@
 """Launch mode's end and hwspy record's exit status, one --case each.
 
-After -d (or a signal to hwspy) a launched command still running gets SIGINT, SIGTERM after
---grace, then SIGKILL; a second signal to hwspy kills it at once; --keep-running leaves it;
-hwspy exits with the command's status (128+N for signal N), 1 where it wrote no profile (not a
+After -d a launched command still running gets SIGTERM (Python prints no KeyboardInterrupt
+traceback), SIGKILL after --grace, and hwspy exits 0: the command ended as asked; with its
+process group, so that what it started ends too (hwspy run from a script, not its group's
+leader). After a signal to hwspy the command gets SIGINT, SIGTERM after --grace, then SIGKILL; a
+second signal to hwspy kills it at once; --keep-running leaves it; a command that ends by itself
+gives hwspy its status (128+N for signal N); hwspy exits 1 where it wrote no profile (not a
 Python process, no sample: an idle target attached with -p).
 """
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -61,36 +66,59 @@ def command_pid(run):
 
 
 @case
-def sigint(opts):
-    # ends on the SIGINT at the end of -d, well within the grace period (5 s)
-    # (and with --ptrace, where the tracer thread held the command until sampling ended)
+def end_at_d(opts):
+    # ends on the SIGTERM at the end of -d (no SIGINT: no traceback), well within the grace
+    # period (5 s), and hwspy exits 0 (and with --ptrace, where the tracer thread held the
+    # command until sampling ended)
     for extra in ([], ['--ptrace']):
         m = os.path.join(opts.tmp, 'marker%s' % ''.join(extra))
         run = harness.record(opts, extra + ['-e', 'cpu-clock', '-d', '1', '--'] +
                              sleeper(opts, m), name='out%s' % ''.join(extra), timeout=30)
         log('marker: %s' % marks(m))
-        check(marks(m) == ['started', 'SIGINT'], 'the command got no SIGINT alone: %s' % marks(m))
-        check(run.elapsed < 8, 'hwspy took %.1f s: -d 1 and a command that ends at SIGINT'
+        check(marks(m) == ['started', 'SIGTERM'], 'the command got no SIGTERM alone: %s'
+              % marks(m))
+        check(run.elapsed < 8, 'hwspy took %.1f s: -d 1 and a command that ends at SIGTERM'
               % run.elapsed)
-        check(run.rc == 7, 'hwspy exited %s, not the command\'s 7' % run.rc)
-        check("exited with status 7 after hwspy's SIGINT" in run.stderr,
+        check(run.rc == 0, 'hwspy exited %s, not 0 (the command ended at -d, as asked)'
+              % run.rc)
+        check('Traceback' not in run.stderr and 'KeyboardInterrupt' not in run.stderr,
+              'a traceback on stderr')
+        check('was ended by SIGTERM as sampling ended' in run.stderr,
               'the summary does not say how the command ended')
         check(run.samples() and os.path.exists(run.out_path), 'no profile written')
 
 
 @case
-def sigterm(opts):
-    # a command that ignores SIGINT gets SIGTERM after the grace period, not before
+def kill_at_d(opts):
+    # a command that ignores SIGTERM gets SIGKILL after the grace period, not before; still
+    # ended as asked: exit 0
     m = os.path.join(opts.tmp, 'marker')
     run = harness.record(opts, ['-e', 'cpu-clock', '-d', '1', '--grace', '1.5', '--'] +
-                         sleeper(opts, m, '--ignore-int'), timeout=30)
+                         sleeper(opts, m, '--ignore-term'), timeout=30)
     log('marker: %s' % marks(m))
-    check(marks(m) == ['started', 'SIGINT', 'SIGTERM'],
-          'the command did not get SIGINT, then SIGTERM: %s' % marks(m))
-    check(run.rc == 128 + signal.SIGTERM, 'hwspy exited %s, not 143 (SIGTERM)' % run.rc)
+    check(marks(m) == ['started', 'SIGTERM'],
+          'the command did not get SIGTERM alone: %s' % marks(m))
+    check(run.rc == 0, 'hwspy exited %s, not 0 (the command ended at -d, as asked)' % run.rc)
     check(2.5 <= run.elapsed < 9, 'hwspy took %.1f s: -d 1 then a grace of 1.5 s' % run.elapsed)
-    check("killed by SIGTERM" in run.stderr or "ended by hwspy's SIGTERM" in run.stderr,
-          'the summary does not say SIGTERM ended the command')
+    check('was ended by SIGKILL as sampling ended' in run.stderr,
+          'the summary does not say SIGKILL ended the command')
+
+
+@case
+def group(opts):
+    # hwspy run from a script (a shell leads the group, hwspy does not): -d ends the command's
+    # own child too, not the script
+    m = os.path.join(opts.tmp, 'marker')
+    prefix = ['setsid', 'sh', '-c', '"$@"; echo "script lives on: $?" >&2', 'sh']
+    run = harness.record(opts, ['-e', 'cpu-clock', '-d', '1', '--'] +
+                         sleeper(opts, m, '--child'), prefix=prefix, timeout=30)
+    log('marker: %s' % marks(m))
+    kids = [int(x.split('=')[1]) for x in marks(m) if x.startswith('child=')]
+    check(kids, 'the command started no child: %s' % marks(m))
+    harness.Process.live.append(_Pid(kids[0]))
+    check(gone(kids[0], 3), "the command's child (pid %d) still runs after -d" % kids[0])
+    check('SIGTERM' in marks(m), 'the command got no SIGTERM: %s' % marks(m))
+    check('script lives on: 0' in run.stderr, 'the script did not go on after hwspy exited 0')
 
 
 @case
@@ -178,9 +206,54 @@ def not_python(opts):
     check(run.elapsed < 8, 'hwspy took %.1f s for -d 1 and a sleep' % run.elapsed)
     check('not a Python process' in run.stderr, 'hwspy did not say sleep is not Python')
     check(run.rc == 1, 'hwspy exited %s, expected 1 (no profile)' % run.rc)
-    check("'sleep' (pid" in run.stderr and "SIGINT" in run.stderr,
+    check("'sleep' (pid" in run.stderr and "SIGTERM" in run.stderr,
           'hwspy did not say how sleep ended')
     check(not os.path.exists(run.out_path), 'an output was written')
+
+
+SPIN = ('import time\ndef shim_spin():\n    end = time.monotonic() + 6\n'
+        '    while time.monotonic() < end:\n        sum(i * i for i in range(1000))\nshim_spin()')
+
+
+def shim(opts, delay):
+    """A fake pyenv shim: sh, 'pyenv' in its argv, that execs Python after delay seconds."""
+    py = ' '.join(shlex.quote(a) for a in opts.py.argv + ['-c', SPIN])
+    return harness.Process(['sh', '-c', 'sleep %s; exec %s' % (delay, py), 'pyenv-exec'])
+
+
+@case
+def shim_attach(opts):
+    # attached while still a shell: the Python it execs is recorded, and said to be
+    shell = harness.Process(['sh', '-c', 'sleep 30; exit 0'])   # ages meanwhile (below)
+    for delay, after in ((0.5, 0.05), (2.4, 2.1)):
+        w = shim(opts, delay)
+        time.sleep(after)   # 2.1: older than the 2 s a young process is given to load Python
+        st = harness.proc_status(w.pid)
+        check(st and st['Name'] in ('sh', 'dash', 'bash'), 'the shim is no shell: %s' % st)
+        run = harness.record(opts, ['-e', 'cpu-clock', '-p', str(w.pid), '-d', '1'],
+                             name='shim%s' % delay, timeout=30)
+        check(run.rc == 0, 'hwspy exited %s attached to a shim' % run.rc)
+        check('became Python' in run.stderr and 'pyenv shim' in run.stderr,
+              'hwspy did not say the shim became Python')
+        prof = run.expect_profile()
+        check(prof.weight(lambda fr: any('shim_spin' in f for f in fr)) > 0,
+              "no sample in the Python's shim_spin")
+        w.kill()
+    # not Python: named by its executable, in one line; --native advised only with native code
+    sleeper_ = harness.Process(['sleep', '30'])
+    time.sleep(0.2)
+    for w, exe, native in ((sleeper_, os.path.realpath(shutil.which('sleep')), True),
+                           (shell, os.path.realpath(shutil.which('sh')), False)):
+        run = harness.record(opts, ['-e', 'cpu-clock', '-p', str(w.pid), '-d', '1'],
+                             name='not', timeout=30)
+        lines = run.stderr.strip().splitlines()
+        check(run.rc == 1, 'hwspy exited %s, expected 1' % run.rc)
+        check(len(lines) == 1, 'not one line: %s' % lines)
+        check('pid %d (%s) is not a Python process' % (w.pid, exe) in lines[0],
+              'the line does not name %s: %s' % (exe, lines[0]))
+        check(('--native' in lines[0]) == native and (native or 'shim' in lines[0]),
+              '--native advised%s: %s' % ('' if native else ' to a shell', lines[0]))
+        w.kill()
 
 
 @case

@@ -15,7 +15,7 @@ its exit status and the terminal's settings after it can be read back.
                   (a resize to 40 columns leaves columns out and cuts names, and back)
   --case signals  the same end after Ctrl-C, SIGTERM and SIGHUP to hwspy, and after the target
                   is killed (then: a line saying it exited and the last table, as text); a
-                  launched command (-- top_work.py run 60) quit with 'q' ends as record's does (SIGINT)
+                  launched command (-- top_work.py run 60) quit with 'q' ends as record's does (SIGTERM)
   --case once     --once -d 2 to a file: the table as text, hot_main first; stdout no terminal
                   without --once: one line, exit 2; --once on a target that sleeps: exit 1,
                   "no samples"
@@ -269,8 +269,8 @@ def case_signals(opts):
         t.wait('hot_main first, launched', lambda l: first_row(l).startswith('hot_main '), 30)
         t.keys('q')
         no_screen_left(t.finished("'q' (launched)"), "'q' (launched)")
-        check('was ended by hwspy\'s SIGINT' in t.stderr(),
-              'the launched command did not end by top\'s SIGINT: %r' % t.stderr())
+        check('was ended by SIGTERM as sampling ended' in t.stderr(),
+              'the launched command did not end by top\'s SIGTERM: %r' % t.stderr())
     finally:
         t.close()
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -101,10 +102,12 @@ static void test_record_child_svg(void **state)
 	printf("# %llu samples; the shell ended: %d, by signal %d\n",
 	       (unsigned long long) st.samples, child.ended, child.sent);
 	assert_true(st.samples > 5);
-	/* the loop outlived the second: ended by SIGINT, as the command line would */
+	/* the loop outlived the second: ended by SIGTERM, as asked (exit code 0) */
 	assert_true(child.ended);
-	assert_int_equal(child.sent, SIGINT);
-	assert_int_equal(hwspy_child_exit_code(&child), 128 + SIGINT);
+	assert_true(child.as_asked);
+	assert_int_equal(child.sent, SIGTERM);
+	assert_true(WIFSIGNALED(child.status) && WTERMSIG(child.status) == SIGTERM);
+	assert_int_equal(hwspy_child_exit_code(&child), 0);
 	svg = slurp(path);
 	(void) unlink(path);
 	assert_non_null(svg);

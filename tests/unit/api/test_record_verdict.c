@@ -45,7 +45,7 @@ static int verdict(char *const *argv, bool native, uint64_t freq, struct hwspy_p
 	assert_int_equal(m->threads_missed, 0);
 	r = hwspy_recorder_verdict(rec);
 	hwspy_recorder_stop(rec);
-	/* the command is left running by the run: ended here (SIGINT at once, SIGTERM 0.2 s on),
+	/* the command is left running by the run: ended here (SIGTERM at once, SIGKILL 0.2 s on),
 	 * or it would outlive the test holding its output open */
 	struct hwspy_child_end_opts eo = { .grace = 0.2 };
 	struct hwspy_child c;
