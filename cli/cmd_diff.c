@@ -27,6 +27,8 @@ static void usage(FILE *out)
 		"                      profile's shares of its own total\n"
 		"      --ignore-lines  match Python frames by function and file, not line: for an\n"
 		"                      edit that moved code in the file\n"
+		"      --exact-paths   match Python files by full path (by default /v1/app.py and\n"
+		"                      /v2/app.py, or two virtualenvs' numpy, are the same file)\n"
 		"      --negate        flame graph of BEFORE's widths, coloured by what happened to\n"
 		"                      them (code that went away shows)\n"
 		"      --top N         rows per event in the table (default 20)\n"
@@ -34,6 +36,7 @@ static void usage(FILE *out)
 		"      --weight EVENT  the event the flame graph and the folded lines show (default:\n"
 		"                      the first shared)\n"
 		"      --title TEXT, --icicle, --min-width PX   as for 'hwspy convert'\n"
+		"      --full-paths    full paths in the labels (and --exact-paths)\n"
 		"  -h, --help          this text\n");
 }
 
@@ -41,21 +44,23 @@ struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
 	struct hwspy_diff_write_opts w; /* -f (else what out_path's name says), --no-normalize,
-	                                 * --ignore-lines, --negate, --top */
-	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width */
+	                                 * --ignore-lines, --exact-paths, --negate, --top */
+	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width, --full-paths */
 	bool force;
 };
 
 /* The command line into *a: 0, 1 after --help, or -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct diff_args *a)
 {
-	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE };
+	enum { OPT_NO_NORMALIZE = 0x200, OPT_IGNORE_LINES, OPT_NEGATE, OPT_TOP, OPT_FORCE,
+	       OPT_EXACT_PATHS };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' }, { "format", required_argument, NULL,
 		'f' }, { "no-normalize", no_argument, NULL, OPT_NO_NORMALIZE }, { "ignore-lines",
 		no_argument, NULL, OPT_IGNORE_LINES }, { "negate", no_argument, NULL, OPT_NEGATE },
 		{ "top", required_argument, NULL, OPT_TOP }, { "force", no_argument, NULL,
-		OPT_FORCE }, FORMAT_LONGOPTS, { "help", no_argument, NULL, 'h' }, { 0 }
+		OPT_FORCE }, { "exact-paths", no_argument, NULL, OPT_EXACT_PATHS }, FORMAT_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	bool kind_given = false;
 	unsigned long long top;
@@ -67,6 +72,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		case 'o': a->out_path = optarg; break;
 		case OPT_NO_NORMALIZE: a->w.diff.raw = true; break;
 		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
+		case OPT_EXACT_PATHS: a->w.diff.exact_paths = true; break;
 		case OPT_NEGATE: a->w.negate = true; break;
 		case OPT_FORCE: a->force = true; break;
 		case 'h': usage(stdout); return 1;
@@ -107,6 +113,9 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		log_error("only one of BEFORE and AFTER can be standard input");
 		return -EINVAL;
 	}
+	/* full paths shown are full paths matched: /v1/app.py and /v2/app.py are two files */
+	if (a->fo.full_paths)
+		a->w.diff.exact_paths = a->w.full_paths = true;
 	if (!kind_given && a->out_path)
 		a->w.format = hwspy_diff_format_of_path(a->out_path);
 	return 0;

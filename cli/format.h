@@ -1,5 +1,5 @@
 /* format: the output options record, convert and diff share (--format, --weight, --title,
- * --icicle, --min-width, --color-by, into struct hwspy_write_opts), their words, and the output
+ * --icicle, --min-width, --color-by, --full-paths, into struct hwspy_write_opts), their words, and the output
  * file opened and put in place. The writers are the library's. Internal to cli/. */
 #ifndef HWSPY_CLI_FORMAT_H
 #define HWSPY_CLI_FORMAT_H
@@ -17,12 +17,13 @@ int format_parse(const char *name, enum hwspy_format *ret);
 void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, size_t step,
 		       bool quote);
 enum { FORMAT_OPT_WEIGHT = 0x100, FORMAT_OPT_TITLE, FORMAT_OPT_ICICLE, FORMAT_OPT_MIN_WIDTH,
-       FORMAT_OPT_COLOR_BY };
+       FORMAT_OPT_COLOR_BY, FORMAT_OPT_FULL_PATHS };
 #define FORMAT_LONGOPTS \
 	{ "weight", required_argument, NULL, FORMAT_OPT_WEIGHT }, \
 	{ "title", required_argument, NULL, FORMAT_OPT_TITLE }, { "icicle", no_argument, NULL, \
 	FORMAT_OPT_ICICLE }, { "min-width", required_argument, NULL, FORMAT_OPT_MIN_WIDTH }, \
-	{ "color-by", required_argument, NULL, FORMAT_OPT_COLOR_BY }
+	{ "color-by", required_argument, NULL, FORMAT_OPT_COLOR_BY }, \
+	{ "full-paths", no_argument, NULL, FORMAT_OPT_FULL_PATHS }
 #define FORMAT_USAGE \
 	"      --weight EVENT     the event the folded file and the flame graph weigh by\n" \
 	"                         (default: the first)\n" \
@@ -36,7 +37,9 @@ enum { FORMAT_OPT_WEIGHT = 0x100, FORMAT_OPT_TITLE, FORMAT_OPT_ICICLE, FORMAT_OP
 	"                         stay --weight's. METRIC: ipc (instructions/cycles), mpki\n" \
 	"                         (1000 x MISSES/instructions, with one *-misses event) or\n" \
 	"                         A/B, two events of the profile: page-faults/cpu-clock,\n" \
-	"                         cache-misses/instructions, LLC-load-misses/LLC-loads ...\n"
+	"                         cache-misses/instructions, LLC-load-misses/LLC-loads ...\n" \
+	"      --full-paths       the flame graph's labels with full file paths, not the\n" \
+	"                         path below site-packages, the stdlib or the script's folder\n"
 
 /* One of FORMAT_LONGOPTS seen by getopt: 1 (stored), 0 if c is not one, -EINVAL (logged).
  * The value column o->weight names in p (1 + event index), or -ENOENT (logged). o->color_by

@@ -184,7 +184,7 @@ int hwspy_profile_write(const struct hwspy_profile *p, enum hwspy_format f,
 		wo = (struct profile_write_opts) {
 			.weight = o->weight, .title = o->title, .icicle = o->icicle,
 			.min_width = o->min_width, .color_by = o->color_by,
-			.command_line = o->command_line,
+			.command_line = o->command_line, .full_paths = o->full_paths,
 		};
 	r = profile_write(internal_format(f), p->p, &wo, out);
 	if (r == -ENOENT)
@@ -230,7 +230,8 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret)
 {
-	struct diff_opts d = { .ignore_lines = o && o->ignore_lines, .raw = o && o->raw };
+	struct diff_opts d = { .ignore_lines = o && o->ignore_lines, .raw = o && o->raw,
+			       .exact_paths = o && o->exact_paths };
 	struct profile *m;
 	int r;
 
@@ -268,14 +269,15 @@ int hwspy_diff_common(const struct hwspy_profile *merged, size_t e, double *ret_
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out)
 {
-	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw };
+	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw,
+			       .exact_paths = o->diff.exact_paths };
 	struct diff_side sides[2] = { { o->before_name, o->before_ns },
 				      { o->after_name, o->after_ns } };
 	struct svg_opts so = {
 		.column = diff_before_col(o->event),
 		.title = o->title ? o->title : "Differential Flame Graph",
 		.icicle = o->icicle, .min_width_px = o->min_width, .diff = true,
-		.diff_raw = o->diff.raw, .negate = o->negate,
+		.diff_raw = o->diff.raw, .negate = o->negate, .full_paths = o->full_paths,
 	};
 	int r;
 
