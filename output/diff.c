@@ -288,7 +288,7 @@ int diff_functions(const struct profile *merged, size_t event, const struct diff
 		if (row->total_before == 0 && row->total_after == 0)
 			continue;
 		ft.acc[f].name_off = text.len;
-		r = folded_frame_text(profile_frame(ft.funcs, f), &text);
+		r = label_frame_full(profile_frame(ft.funcs, f), &text);
 		if (r >= 0)
 			r = buf_putc(&text, '\0');
 		row->self_delta = pct_after(&sh, row->self_after) - pct_before(&sh, row->self_before);

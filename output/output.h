@@ -455,7 +455,8 @@ static inline size_t diff_after_col(size_t event) { return 2 + 2 * event; }
  * and its weight in BEFORE and AFTER: self (it is the leaf) and total (it is on the stack,
  * counted once per stack however often it recurses). */
 struct diff_func {
-	const char *name;       /* folded text without the line: "load (data.py)", "memcpy [libc.so.6]" */
+	const char *name;       /* its label (label_frame_full(): the paths diff_merge() kept) without
+	                         * the line: "load (data.py)", "memcpy [libc.so.6]", "mod.so+0x1f" */
 	uint64_t self_before, self_after, total_before, total_after;
 	double self_delta, total_delta;         /* in percentage points, as above */
 };
