@@ -15,8 +15,9 @@ struct diff_args {
 	const char *out_path;           /* -o, or NULL: standard output */
 	const char *paths[2];           /* BEFORE, AFTER */
 	struct hwspy_diff_write_opts w; /* -f (else what out_path's name says), --no-normalize,
-	                                 * --ignore-lines, --native-offsets, --negate, --top */
-	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width */
+	                                 * --ignore-lines, --exact-paths, --native-offsets, --negate,
+	                                 * --top */
+	struct hwspy_write_opts fo;     /* --weight, --title, --icicle, --min-width, --full-paths */
 	bool force;
 };
 
@@ -34,6 +35,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		case OPT_OUTPUT: a->out_path = optarg; break;
 		case OPT_NO_NORMALIZE: a->w.diff.raw = true; break;
 		case OPT_IGNORE_LINES: a->w.diff.ignore_lines = true; break;
+		case OPT_EXACT_PATHS: a->w.diff.exact_paths = true; break;
 		case OPT_NEGATE: a->w.negate = true; break;
 		case OPT_FORCE: a->force = true; break;
 		case OPT_NATIVE_OFFSETS: a->w.diff.native_offsets = true; break;
@@ -69,6 +71,9 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		log_error("only one of BEFORE and AFTER can be standard input");
 		return -EINVAL;
 	}
+	/* full paths shown are full paths matched: /v1/app.py and /v2/app.py are two files */
+	if (a->fo.full_paths)
+		a->w.diff.exact_paths = a->w.full_paths = true;
 	if (!kind_given && a->out_path)
 		a->w.format = hwspy_diff_format_of_path(a->out_path);
 	return 0;

@@ -58,6 +58,7 @@ int format_opt(struct hwspy_write_opts *o, int c, const char *arg)
 	case FORMAT_OPT_WEIGHT: o->weight = arg; return 1;
 	case FORMAT_OPT_TITLE: o->title = arg; return 1;
 	case FORMAT_OPT_ICICLE: o->icicle = true; return 1;
+	case FORMAT_OPT_FULL_PATHS: o->full_paths = true; return 1;
 	case FORMAT_OPT_COLOR_BY:
 		o->color_by = arg;
 		return hwspy_color_check(NULL, arg, &err) < 0 ? color_error(arg, &err, NULL) : 1;

@@ -1,5 +1,5 @@
 /* format: the output options record, convert and diff share (--format, --weight, --title,
- * --icicle, --min-width, --color-by, into struct hwspy_write_opts), their words, and the output
+ * --icicle, --min-width, --color-by, --full-paths, into struct hwspy_write_opts), their words, and the output
  * file opened and put in place. The writers are the library's. Internal to cli/. */
 #ifndef HWSPY_CLI_FORMAT_H
 #define HWSPY_CLI_FORMAT_H
@@ -19,7 +19,8 @@ void format_event_list(struct buf *b, const struct hwspy_profile *p, size_t n, s
 		       bool quote);
 /* the options of doc/options.txt's "format" group (options.h's OPT_*) */
 enum { FORMAT_OPT_WEIGHT = OPT_WEIGHT, FORMAT_OPT_TITLE = OPT_TITLE, FORMAT_OPT_ICICLE = OPT_ICICLE,
-       FORMAT_OPT_MIN_WIDTH = OPT_MIN_WIDTH, FORMAT_OPT_COLOR_BY = OPT_COLOR_BY };
+       FORMAT_OPT_MIN_WIDTH = OPT_MIN_WIDTH, FORMAT_OPT_COLOR_BY = OPT_COLOR_BY,
+       FORMAT_OPT_FULL_PATHS = OPT_FULL_PATHS };
 
 /* One of those options seen by getopt: 1 (stored), 0 if c is not one, -EINVAL (logged).
  * The value column o->weight names in p (1 + event index), or -ENOENT (logged). o->color_by

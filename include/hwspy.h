@@ -700,7 +700,8 @@ int hwspy_color_check(const struct hwspy_profile *p, const char *metric,
 
 /* Differences between BEFORE and AFTER (two profiles of one program): one merged profile whose
  * shared event e has BEFORE's values in column 1 + 2e and AFTER's in 2 + 2e (both named as in
- * AFTER: hwspy_profile_event(merged, 2e)); every frame matched by its text; each side's shares
+ * AFTER: hwspy_profile_event(merged, 2e)); every frame matched by its text, a Python file by
+ * its module-relative path unless exact_paths (the merged profile holds it so); each side's shares
  * of its own total unless raw. -ENOENT when no event is shared. hwspy_diff_write()'s headline
  * (table, SVG subtitle) is in the event's unit, but for a side that is a folded file's counts
  * (its one event "samples"): no unit, plain numbers. */
@@ -709,6 +710,8 @@ struct hwspy_diff_opts {
 	bool raw;                       /* counts as they are, shares of BEFORE's total */
 	bool native_offsets;            /* table: native code without a symbol by its offset
 	                                 * ("mod.so+0x1a2b"), not one row per module */
+	bool exact_paths;               /* match Python files by full path, not by the path below
+	                                 * their sys.path entry (or their scripts' directory) */
 };
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret);
@@ -732,6 +735,7 @@ struct hwspy_diff_write_opts {
 	size_t top;                     /* table: rows per event (0: 20) */
 	const char *before_name, *after_name;   /* table: what each side is */
 	uint64_t before_ns, after_ns;   /* table, SVG subtitle: each side's duration (0: unknown) */
+	bool full_paths;                /* SVG: labels with full paths */
 };
 int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff_write_opts *o,
 		     FILE *out);
@@ -754,6 +758,7 @@ struct hwspy_write_opts {
 	double min_width;               /* SVG: px, narrower frames left out (0: the default) */
 	const char *color_by;           /* SVG: a ratio of two events (NULL: by kind) */
 	const char *command_line;       /* pprof's comments */
+	bool full_paths;                /* SVG: labels with full paths, not module-relative */
 };
 /* Writes p as f into out (zeroed opts: the defaults; NULL too). 0, or -ENOENT (weight names
  * no event of p), -errno of the writing. */

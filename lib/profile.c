@@ -211,7 +211,7 @@ int hwspy_profile_write(const struct hwspy_profile *p, enum hwspy_format f,
 		wo = (struct profile_write_opts) {
 			.weight = o->weight, .title = o->title, .icicle = o->icicle,
 			.min_width = o->min_width, .color_by = o->color_by,
-			.command_line = o->command_line,
+			.command_line = o->command_line, .full_paths = o->full_paths,
 		};
 	r = profile_write(internal_format(f), p->p, &wo, out);
 	if (r == -ENOENT)
@@ -263,7 +263,8 @@ static bool plain_counts(const struct profile *p)
 int hwspy_profile_diff(const struct hwspy_profile *before, const struct hwspy_profile *after,
 		       const struct hwspy_diff_opts *o, struct hwspy_profile **ret)
 {
-	struct diff_opts d = { .ignore_lines = o && o->ignore_lines, .raw = o && o->raw };
+	struct diff_opts d = { .ignore_lines = o && o->ignore_lines, .raw = o && o->raw,
+			       .exact_paths = o && o->exact_paths };
 	struct profile *m;
 	int r;
 
@@ -303,7 +304,8 @@ int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff
 		     FILE *out)
 {
 	struct diff_opts d = { .ignore_lines = o->diff.ignore_lines, .raw = o->diff.raw,
-			       .native_offsets = o->diff.native_offsets };
+			       .native_offsets = o->diff.native_offsets,
+			       .exact_paths = o->diff.exact_paths };
 	struct diff_side sides[2] = { { o->before_name, o->before_ns, merged->plain[0] },
 				      { o->after_name, o->after_ns, merged->plain[1] } };
 	struct svg_opts so = {
@@ -311,6 +313,7 @@ int hwspy_diff_write(const struct hwspy_profile *merged, const struct hwspy_diff
 		.title = o->title ? o->title : "Differential Flame Graph",
 		.icicle = o->icicle, .min_width_px = o->min_width, .diff = true,
 		.diff_raw = o->diff.raw, .negate = o->negate, .diff_sides = sides,
+		.full_paths = o->full_paths,
 	};
 	int r;
 

@@ -2,7 +2,8 @@
  * table.c: the `live table` section of hwspy.h over analysis/table.h, and the target's CPU
  * time, switches and name over base/procfs.h, the rates top shows from two readings of them.
  * A struct hwspy_table is an analysis table with the view it was last asked for and the buffer
- * its texts are written to; a recording's also has its profile, which names the frames.
+ * its texts are written to; a recording's also has its profile, which names the frames (by
+ * their labels, output/label.h: module-relative paths, as the flame graph's boxes).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "base/procfs.h"
 #include "lib/internal.h"
 #include "lib/lib.h"
+#include "output/label.h"
 #include "output/output.h"
 
 _Static_assert(HWSPY_SWITCHES_LISTED == PROCFS_TASKS_COUNTED, "one count of listed tasks");
@@ -30,7 +32,9 @@ struct hwspy_table {
 	struct table_view v;
 	struct buf text;
 	const struct profile *p;        /* a recording's (hwspy_table_new_recording()), or NULL */
-	struct buf name;                /* p's frame text, as the table asks for it */
+	struct buf name;                /* p's frame label, as the table asks for it */
+	struct label_paths lp;          /* p's scripts' directory (output/label.h) ... */
+	size_t lp_frames;               /* ... as of p's first lp_frames frames */
 };
 
 /* A table of o's, or of p's events and frames where o is NULL. */
@@ -51,8 +55,14 @@ static const char *profile_frame_name(void *ctx, uint32_t id)
 	struct hwspy_table *h = ctx;
 
 	buf_reset(&h->name);
-	if (id >= profile_n_frames(h->p) ||
-	    folded_frame_text(profile_frame(h->p, id), &h->name) < 0)
+	if (id >= profile_n_frames(h->p))
+		return NULL;
+	/* module-relative paths, the scripts' directory found again as the profile grows */
+	if (h->lp_frames != profile_n_frames(h->p)) {
+		label_paths_init(&h->lp, h->p);
+		h->lp_frames = profile_n_frames(h->p);
+	}
+	if (label_frame(profile_frame(h->p, id), &h->lp, &h->name) < 0)
 		return NULL;
 	return h->name.data;
 }

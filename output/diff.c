@@ -8,6 +8,7 @@
 
 #include "base/array.h"
 #include "base/buf.h"
+#include "output/label.h"
 #include "output/output.h"
 
 #define DEFAULT_TOP 20
@@ -18,16 +19,17 @@ static bool is_unnamed(const struct profile *p)
 	return profile_n_events(p) == 1 && strcmp(profile_event(p, 0)->name, "samples") == 0;
 }
 
-/* Frame of `from` interned into `to`, thread frames as NONE (dropped). */
+/* Frame of `from` interned into `to`, thread frames as NONE (dropped); a Python frame's file
+ * as label_path(lp, ...) gives it (lp NULL: the file as it is). */
 static int copy_frame(struct profile *to, const struct profile_frame *f, bool ignore_lines,
-		      uint32_t *ret_id)
+		      const struct label_paths *lp, uint32_t *ret_id)
 {
 	struct profile_frame g = { .kind = f->kind, .name = f->name };
 
 	/* what the frame's folded text holds, no more: a pprof file's native frames carry a
 	 * source file and line that a folded file's do not */
 	if (f->kind == FRAME_PYTHON) {
-		g.file = f->file;
+		g.file = lp && f->file ? label_path(lp, f->file) : f->file;
 		g.line = ignore_lines ? 0 : f->line;
 	} else if (f->kind == FRAME_NATIVE) {
 		g.module = f->module;
@@ -72,8 +74,10 @@ static bool native_anonymous(const struct profile_frame *f, const char **ret_mod
 
 /* Adds every stack of `from` to `to`: event columns ev_from[i] -> 1 + 2i + side. */
 static int add_side(struct profile *to, const struct profile *from, const int *ev_from,
-		    size_t n_shared, int side, bool ignore_lines)
+		    size_t n_shared, int side, const struct diff_opts *opts)
 {
+	bool ignore_lines = opts && opts->ignore_lines;
+	struct label_paths lp;
 	size_t nf = profile_n_frames(from), nv = profile_n_values(to);
 	uint32_t *map = malloc((nf ? nf : 1) * sizeof(*map)), *frames = NULL;
 	uint64_t values[1 + 2 * PROFILE_MAX_EVENTS];
@@ -83,6 +87,8 @@ static int add_side(struct profile *to, const struct profile *from, const int *e
 
 	if (!map)
 		return -ENOMEM;
+	/* each side's own scripts' directory: /src/v1/app.py and /src/v2/app.py are app.py */
+	label_paths_init(&lp, from);
 	r = profile_frame_id(to, &(struct profile_frame) { .kind = FRAME_SPECIAL,
 							   .name = "[no frames]" }, &none);
 	for (uint32_t f = 0; f < nf && r >= 0; f++) {
@@ -91,7 +97,8 @@ static int add_side(struct profile *to, const struct profile *from, const int *e
 		if (pf->kind == FRAME_THREAD)
 			map[f] = UINT32_MAX;
 		else
-			r = copy_frame(to, pf, ignore_lines, &map[f]);
+			r = copy_frame(to, pf, ignore_lines, opts && opts->exact_paths ? NULL : &lp,
+				       &map[f]);
 	}
 	for (size_t i = 0; i < profile_n_stacks(from) && r >= 0; i++) {
 		const struct profile_stack *st = profile_stack(from, i);
@@ -128,7 +135,6 @@ int diff_merge(const struct profile *before, const struct profile *after,
 {
 	const char *names[PROFILE_MAX_EVENTS];
 	int ev_before[PROFILE_MAX_EVENTS / 2], ev_after[PROFILE_MAX_EVENTS / 2];
-	bool ignore_lines = opts && opts->ignore_lines;
 	size_t n = 0;
 	struct profile *m;
 	struct buf target;
@@ -158,9 +164,9 @@ int diff_merge(const struct profile *before, const struct profile *after,
 	m = profile_new(names, 2 * n);
 	if (!m)
 		return -ENOMEM;
-	r = add_side(m, before, ev_before, n, 0, ignore_lines);
+	r = add_side(m, before, ev_before, n, 0, opts);
 	if (r >= 0)
-		r = add_side(m, after, ev_after, n, 1, ignore_lines);
+		r = add_side(m, after, ev_after, n, 1, opts);
 	buf_init(&target);
 	if (r >= 0 && profile_meta_const(before)->target && profile_meta_const(after)->target) {
 		r = buf_printf(&target, "%s -> %s", profile_meta_const(before)->target,
@@ -262,7 +268,7 @@ static int func_of_frame(struct profile *funcs, const struct profile_frame *f, b
 
 	*ret_folded = fold && native_anonymous(f, &mod, &len);
 	if (!*ret_folded)
-		return copy_frame(funcs, f, true, ret_id);
+		return copy_frame(funcs, f, true, NULL, ret_id);
 	scratch->len = 0;
 	r = buf_printf(scratch, "[%.*s]", (int) len, mod);
 	if (r < 0)
@@ -353,7 +359,7 @@ int diff_functions(const struct profile *merged, size_t event, const struct diff
 		if (row->total_before == 0 && row->total_after == 0)
 			continue;
 		ft.acc[f].name_off = text.len;
-		r = folded_frame_text(profile_frame(ft.funcs, f), &text);
+		r = label_frame_full(profile_frame(ft.funcs, f), &text);
 		if (r >= 0)
 			r = buf_putc(&text, '\0');
 		row->self_delta = pct_after(&sh, row->self_after) - pct_before(&sh, row->self_before);

@@ -71,7 +71,7 @@ int profile_write(enum profile_format f, const struct profile *p,
 	po = (struct pprof_opts) { .command_line = o->command_line };
 	so = (struct svg_opts) { .title = o->title, .icicle = o->icicle,
 				 .min_width_px = o->min_width, .color_by = o->color_by,
-				 .column = (size_t) col };
+				 .column = (size_t) col, .full_paths = o->full_paths };
 	fo = (struct folded_opts) { .column = (size_t) col, .header = true };
 
 	switch (f) {

@@ -79,7 +79,16 @@ int folded_write(const struct profile *p, const struct folded_opts *opts, FILE *
  * the derived ratios below), a <rect> filled by kind (Python green to
  * yellow, native orange to red, kernel blue, thread and special grey) in a shade stable by
  * frame name (hashed), and a <text> label cut to the width with "..", empty when under 3
- * characters fit.
+ * characters fit. The label (output/label.h) names a Python file by its module-relative path
+ * ("run (threading.py:1012)"; full_paths: its full path) and a native module once; where it
+ * differs from the tooltip's first line the <text> holds it whole in data-label (for the
+ * script to cut it again on a zoom).
+ *
+ * The drawn frame with the most self weight (its value less its drawn children's) is named in
+ * the script by its rect's x and y attributes (HOT_X, HOT_Y, as ?x=..&y=.. name one): on load, when the URL names no zoom and that frame is outside the window, the
+ * script scrolls the window to it (flame: with what is under it, down to the root, as far as
+ * the window holds; icicle: with what is above it), so a graph whose tall, cold tower (imports
+ * at startup) makes it taller than the window opens on its hot part, not on the tower.
  *
  * Derived ratios, from the frame's own (inclusive) values, each on a line of its own, in this
  * order, where the profile has the (hardware) events they need; a ratio whose denominator is
@@ -174,6 +183,7 @@ struct svg_opts {
 	const struct diff_side *diff_sides;     /* diff: BEFORE's and AFTER's, for the subtitle's
 	                                         * headline (diff_headline()); NULL: unknown */
 	const char *color_by;   /* NULL: fills by kind; else "ipc", "mpki" or "A/B" (not with diff) */
+	bool full_paths;        /* labels with full paths (label_frame_full()), not module-relative */
 };
 
 int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out);
@@ -419,7 +429,10 @@ bool pprof_sniff(const void *head, size_t len);
  *            name, a Python frame's file and line, a native frame's module (a native frame's
  *            source file and line, which pprof files carry, are dropped); with ignore_lines a
  *            Python frame's line is dropped too, so that an edit that shifts lines still
- *            matches. Thread frames are dropped and every stack is put on thread 0 (thread ids
+ *            matches. A Python frame's file is its module-relative path (output/label.h, each
+ *            side's own scripts' directory found in that side), so that profiles taken in two
+ *            checkouts (/src/v1/app.py, /src/v2/app.py) or two virtualenvs match, and the
+ *            merged profile holds those paths; with exact_paths the full paths, as they are. Thread frames are dropped and every stack is put on thread 0 (thread ids
  *            differ from run to run); a stack left without frames becomes "[no frames]". A
  *            stack of one side with no weight in any shared event adds nothing.
  *   events   the events of AFTER that BEFORE has too (profile_find_event() on BEFORE's names),
@@ -443,6 +456,7 @@ struct diff_opts {
 	bool raw;               /* counts as they are, shares of BEFORE's total */
 	bool native_offsets;    /* diff_functions(): native code without a symbol as it is named
 	                         * ("mod.so+0x1a2b"), not one function per module */
+	bool exact_paths;       /* match Python files by their full paths */
 };
 
 int diff_merge(const struct profile *before, const struct profile *after,
@@ -459,7 +473,8 @@ static inline size_t diff_after_col(size_t event) { return 2 + 2 * event; }
  * module, "[MODULE]", unless native_offsets: its offsets are addresses, not functions, and
  * they move with every build of the module. */
 struct diff_func {
-	const char *name;       /* folded text without the line: "load (data.py)", "memcpy [libc.so.6]",
+	const char *name;       /* its label (label_frame_full(): the paths diff_merge() kept) without
+	                         * the line: "load (data.py)", "memcpy [libc.so.6]",
 	                         * "[_multiarray_umath.cpython-311-x86_64-linux-gnu.so]" */
 	uint64_t self_before, self_after, total_before, total_after;
 	double self_delta, total_delta;         /* in percentage points, as above */
@@ -550,6 +565,7 @@ struct profile_write_opts {
 	double min_width;               /* SVG: px (0: the default) */
 	const char *color_by;           /* SVG: svg_opts.color_by */
 	const char *command_line;       /* pprof's comments */
+	bool full_paths;                /* SVG: svg_opts.full_paths */
 };
 /* Writes p as f (o NULL: the defaults). 0, -ENOENT (o->weight names no event of p), or the
  * writer's -errno. */

@@ -10,6 +10,7 @@
 #include "base/array.h"
 #include "base/buf.h"
 #include "base/hash.h"
+#include "output/label.h"
 #include "output/output.h"
 #include "output/ratios.h"
 #include "output/svg_internal.h"
@@ -57,12 +58,15 @@ struct tree {
 	uint32_t max_depth;     /* of the drawn frames */
 };
 
-/* Frame texts as folded_frame_text() writes them, and their rank in byte order. */
+/* Frame texts as folded_frame_text() writes them (the tooltips, the order), their rank in byte
+ * order, and the labels drawn in the boxes (label.h). */
 struct texts {
 	struct buf b;
 	size_t *off;            /* n + 1 offsets into b */
 	uint32_t *rank;
 	size_t n;
+	struct buf lb;          /* the labels: frame f's at lb.data + loff[f], NUL-terminated */
+	size_t *loff;
 };
 
 struct text_ref {
@@ -80,7 +84,9 @@ static void tree_release(struct tree *t)
 static void texts_release(struct texts *tx)
 {
 	buf_release(&tx->b);
+	buf_release(&tx->lb);
 	free(tx->off);
+	free(tx->loff);
 	free(tx->rank);
 }
 
@@ -242,25 +248,36 @@ static int cmp_text_ref(const void *a, const void *b)
 	return c ? c : (x->id > y->id) - (x->id < y->id);
 }
 
-static int texts_build(struct texts *tx, const struct profile *p)
+static int texts_build(struct texts *tx, const struct profile *p, bool full_paths)
 {
 	struct text_ref *refs;
+	struct label_paths lp;
 	int r = 0;
 
 	tx->n = profile_n_frames(p);
 	buf_init(&tx->b);
+	buf_init(&tx->lb);
+	label_paths_init(&lp, p);
 	tx->off = malloc((tx->n + 1) * sizeof(*tx->off));
+	tx->loff = malloc((tx->n + 1) * sizeof(*tx->loff));
 	tx->rank = malloc((tx->n ? tx->n : 1) * sizeof(*tx->rank));
 	refs = malloc((tx->n ? tx->n : 1) * sizeof(*refs));
-	if (!tx->off || !tx->rank || !refs) {
+	if (!tx->off || !tx->loff || !tx->rank || !refs) {
 		free(refs);
 		return -ENOMEM;
 	}
 	for (uint32_t id = 0; id < tx->n && r >= 0; id++) {
+		const struct profile_frame *f = profile_frame(p, id);
+
 		tx->off[id] = tx->b.len;
-		r = folded_frame_text(profile_frame(p, id), &tx->b);
+		tx->loff[id] = tx->lb.len;
+		r = folded_frame_text(f, &tx->b);
 		if (r >= 0)
 			r = buf_putc(&tx->b, '\0');
+		if (r >= 0)
+			r = full_paths ? label_frame_full(f, &tx->lb) : label_frame(f, &lp, &tx->lb);
+		if (r >= 0)
+			r = buf_putc(&tx->lb, '\0');
 	}
 	tx->off[tx->n] = tx->b.len;
 	if (r >= 0) {
@@ -503,7 +520,8 @@ static bool has_kind(const struct profile *p, enum frame_kind k)
  * time off the CPU, at the left under the subtitle, when waits. */
 static void write_header(FILE *out, const struct svg_opts *opts,
 			 unsigned width, unsigned height, const char *subtitle, uint64_t pruned,
-			 double min_width, const struct color_scale *cs, bool waits)
+			 double min_width, const struct color_scale *cs, bool waits,
+			 double hot_x, unsigned hot_y)
 {
 	const char *title = opts && opts->title ? opts->title : "Flame Graph";
 	bool icicle = opts && opts->icicle;
@@ -530,9 +548,10 @@ static void write_header(FILE *out, const struct svg_opts *opts,
 		".parent { opacity: 0.5; }\n"
 		"</style>\n"
 		"<script type=\"text/ecmascript\"><![CDATA[\n"
-		"var WIDTH = %u, XPAD = %g, GLYPH_W = %g, ICICLE = %s, SEARCH_FILL = \"" SEARCH_FILL "\";\n",
+		"var WIDTH = %u, XPAD = %g, GLYPH_W = %g, ICICLE = %s, SEARCH_FILL = \"" SEARCH_FILL "\";\n"
+		"var HOT_X = \"%.2f\", HOT_Y = \"%u\";\n",
 		width, height, width, height,
-		width, XPAD, GLYPH_W, icicle ? "true" : "false");
+		width, XPAD, GLYPH_W, icicle ? "true" : "false", hot_x, hot_y);
 	fputs(svg_script, out);
 	fputs("]]></script>\n", out);
 	if (cs)
@@ -579,7 +598,8 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	const struct node *nd = &t->v[k];
 	const uint64_t *v = t->vals + (size_t) k * t->n_vals;
 	const char *text = nd->frame == NONE ? "all" : tx->b.data + tx->off[nd->frame];
-	size_t len = strlen(text), tip = len, col = lk->wcol;
+	const char *label = nd->frame == NONE ? "all" : tx->lb.data + tx->loff[nd->frame];
+	size_t len = strlen(text), tip = len, col = lk->wcol, llen = strlen(label);
 	double w = (double) v[col] / (double) t->vals[col] * tw;
 	size_t fit = w > 3 ? (size_t) ((w - 3) / GLYPH_W) : 0;
 	unsigned rgb[3];
@@ -622,18 +642,56 @@ static void write_frame(FILE *out, const struct profile *p, const struct tree *t
 	else
 		kind_fill(profile_frame(p, nd->frame)->kind, profile_frame(p, nd->frame)->name, rgb);
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%u\" "
-		"fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/><text%s x=\"%.2f\" y=\"%.1f\">", nd->x, y,
+		"fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/><text%s x=\"%.2f\" y=\"%.1f\"", nd->x, y,
 		w, FRAME_H - 1, rgb[0], rgb[1], rgb[2], svg_fill_dark(rgb) ? " class=\"on-dark\"" : "",
 		nd->x + 3, y + 10.5);
+	if (strcmp(label, text) != 0) {
+		/* the whole label, for the script to cut again when a zoom widens the box */
+		fputs(" data-label=\"", out);
+		xml_put(out, label, llen, TIP_CAP);
+		putc('"', out);
+	}
+	putc('>', out);
 	if (fit >= 3) {
-		if (utf8_chars(text, len, fit + 1) > fit) {
-			xml_put(out, text, len, fit - 2);
+		if (utf8_chars(label, llen, fit + 1) > fit) {
+			xml_put(out, label, llen, fit - 2);
 			fputs("..", out);
 		} else {
-			xml_put(out, text, len, SIZE_MAX);
+			xml_put(out, label, llen, SIZE_MAX);
 		}
 	}
 	fputs("</text></g>\n", out);
+}
+
+/* The drawn frame with the most self weight in column col (its own value less its drawn
+ * children's; the first in tree order among equals), or the root when no other is drawn. */
+static uint32_t hot_node(const struct tree *t, size_t col)
+{
+	uint64_t best = 0;
+	uint32_t hot = 0;
+
+	for (uint32_t k = 1; k < t->n; k++) {
+		const struct node *nd = &t->v[k];
+		uint64_t self = t->vals[(size_t) k * t->n_vals + col];
+
+		if (!nd->drawn)
+			continue;
+		for (uint32_t j = 0; j < nd->n_kids; j++) {
+			uint64_t kid = t->vals[(size_t) (nd->first_kid + j) * t->n_vals + col];
+			self = kid < self ? self - kid : 0;
+		}
+		if (hot == 0 || self > best) {
+			hot = k;
+			best = self;
+		}
+	}
+	return hot;
+}
+
+/* The y of node nd's rect: the root at the bottom (flame) or at the top (icicle). */
+static unsigned node_y(const struct node *nd, bool icicle, unsigned top, unsigned height)
+{
+	return icicle ? top + nd->depth * FRAME_H : height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
 }
 
 /* The colour scale's ends from the drawn frames of t (widths from column col) that have a
@@ -668,7 +726,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	struct ratios ra;
 	struct color_scale cs;
 	struct buf subtitle;
-	uint32_t *todo = NULL;
+	uint32_t *todo = NULL, hot;
 	unsigned height, top;
 	double tw;
 	int r;
@@ -688,7 +746,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 	if (r >= 0 && color)
 		r = color_scale_init(&cs, &ra, p, opts->color_by);
 	if (r >= 0)
-		r = texts_build(&tx, p);
+		r = texts_build(&tx, p, opts && opts->full_paths);
 	if (r >= 0)
 		r = tree_build(&t, p, &tx, col, tw, min_width);
 	if (r >= 0 && color)
@@ -707,8 +765,10 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 			lk.max_delta = fmax(lk.max_delta, fabs(node_delta(&t, k, lk.dcol, opts->diff_raw)));
 	top = TOP_PAD + (color ? COLOR_LEGEND_H : 0);
 	height = (t.max_depth + 1) * FRAME_H + top + BOTTOM_PAD;
+	hot = hot_node(&t, col);
 	write_header(out, opts, width, height, subtitle.data, t.pruned, min_width, lk.color,
-		     !diff && !color && has_kind(p, FRAME_WAIT));
+		     !diff && !color && has_kind(p, FRAME_WAIT), t.v[hot].x,
+		     node_y(&t.v[hot], icicle, top, height));
 
 	/* frames depth first, children in name order */
 	fputs("<g id=\"frames\">\n", out);
@@ -719,8 +779,7 @@ int svg_write(const struct profile *p, const struct svg_opts *opts, FILE *out)
 		while (n > 0) {
 			uint32_t k = todo[--n];
 			const struct node *nd = &t.v[k];
-			unsigned y = icicle ? top + nd->depth * FRAME_H :
-				     height - BOTTOM_PAD - (nd->depth + 1) * FRAME_H;
+			unsigned y = node_y(nd, icicle, top, height);
 
 			write_frame(out, p, &t, &tx, &ra, k, tw, &lk, y);
 			for (uint32_t j = nd->n_kids; j-- > 0;)

@@ -2,7 +2,8 @@
  * in output.h). Fills are restored from the rect's own attribute, read at load, so a search's
  * reset gives back whatever svg.c wrote there: the kind's colours, a diff's change, a metric's
  * scale; a label's class "on-dark" (white) likewise, off while its frame takes the search's
- * fill. */
+ * fill. A box's label is its <text>'s data-label when there is one, else the tooltip's first
+ * line. */
 #include "output/svg_internal.h"
 
 const char svg_script[] =
@@ -18,8 +19,9 @@ const char svg_script[] =
 "	var gs = document.querySelectorAll(\"#frames > g\");\n"
 "	for (var i = 0; i < gs.length; i++) {\n"
 "		var g = gs[i], r = g.querySelector(\"rect\"), tip = g.querySelector(\"title\").textContent;\n"
-"		var f = { g: g, r: r, t: g.querySelector(\"text\"), root: i === 0,\n"
-"			name: tip.split(\"\\n\")[0], line: tip.split(\"\\n\")[1] || \"\",\n"
+"		var t = g.querySelector(\"text\"), name = tip.split(\"\\n\")[0];\n"
+"		var f = { g: g, r: r, t: t, root: i === 0, name: name,\n"
+"			label: t.getAttribute(\"data-label\") || name, line: tip.split(\"\\n\")[1] || \"\",\n"
 "			xs: r.getAttribute(\"x\"), ys: r.getAttribute(\"y\"), x: +r.getAttribute(\"x\"),\n"
 "			w: +r.getAttribute(\"width\"), y: +r.getAttribute(\"y\"), fill: r.getAttribute(\"fill\") };\n"
 "		f.dark = f.t.classList.contains(\"on-dark\");\n"
@@ -42,6 +44,8 @@ const char svg_script[] =
 "	var q = new URLSearchParams(location.search);\n"
 "	if (q.has(\"x\") && q.has(\"y\"))\n"
 "		frames.forEach(function (f) { if (f.xs === q.get(\"x\") && f.ys === q.get(\"y\")) zoom(f); });\n"
+"	else\n"
+"		show_hot();\n"
 "	if (q.get(\"s\"))\n"
 "		search(q.get(\"s\"));\n"
 "}\n"
@@ -54,8 +58,20 @@ const char svg_script[] =
 "}\n"
 "function show(f) { details.textContent = f ? f.name + (f.line ? \"  \" + f.line : \"\") : \" \"; }\n"
 "function label(f, w) {\n"
-"	var n = Math.floor((w - 3) / GLYPH_W);\n"
-"	f.t.textContent = n < 3 ? \"\" : f.name.length <= n ? f.name : f.name.substring(0, n - 2) + \"..\";\n"
+"	var n = Math.floor((w - 3) / GLYPH_W), s = f.label;\n"
+"	f.t.textContent = n < 3 ? \"\" : s.length <= n ? s : s.substring(0, n - 2) + \"..\";\n"
+"}\n"
+"/* the window on the frame with the most self weight (HOT_X, HOT_Y: its rect's x and y) when\n"
+" * it is out of view: a flame graph with what is under it, an icicle with what is above it */\n"
+"function show_hot() {\n"
+"	var h = frames.filter(function (f) { return f.xs === HOT_X && f.ys === HOT_Y; })[0];\n"
+"	var se = document.scrollingElement;\n"
+"	if (!h || !se) return;\n"
+"	var b = h.r.getBoundingClientRect(), view = window.innerHeight;\n"
+"	var top = b.top + se.scrollTop, max = se.scrollHeight - view, pad = 2 * b.height;\n"
+"	if (!(view > 0) || max <= 0 || (b.top >= 0 && b.bottom <= view)) return;\n"
+"	se.scrollTop = ICICLE ? Math.max(0, Math.min(max, top + b.height + pad - view)) :\n"
+"		Math.max(0, Math.min(max, top - pad));\n"
 "}\n"
 "function place(f, x, w) {\n"
 "	f.r.setAttribute(\"x\", x.toFixed(2));\n"

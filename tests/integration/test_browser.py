@@ -14,6 +14,14 @@
                   the flame graph, and for --icicle with ?s=..&x=..&y=.., which also searches:
                   the search fill on every match (hidden ones too), "Matched" still the share of
                   the whole graph.
+                  Then a graph taller than the window: a cold 50-deep import tower (5%) beside a
+                  hot shallow frame (95 of 120), full paths in the input, loaded with no query
+                  from a copy with a probe script appended: the hottest frame's rect lies
+                  inside the window (the script scrolled to it; before, the window showed the
+                  tower and the hot frame lay 300 px below it), its box label is the short
+                  'hot (pkg/m.py:3)' while its tooltip keeps '/src/v1/pkg/m.py', a stdlib frame's
+                  label is 'Thread.run (threading.py:1012)' and a native module's name shows once;
+                  and zoomed on the stdlib frame (?x=..&y=..) its box shows the short label whole.
   speedscope-app  hwspy convert of a folded file (markup characters in a name) to
                   .speedscope.json, served with speedscope's built app (npm package speedscope,
                   dist/release) from a local HTTP server on 127.0.0.1 and loaded as
@@ -252,6 +260,65 @@ def svg_zoom(opts):
                 check((d.fill == SEARCH_FILL) == bool(re.search(regex, f.name)),
                       'frame %r: fill %s with search %s' % (d, d.fill, regex))
             check_matched(dom, matched_share(STACKS, regex))
+    check_hot(opts)
+
+
+PY = '/root/.pyenv/versions/3.11.7/lib/python3.11/'
+NATIVE = '_multiarray_umath.cpython-311-x86_64-linux-gnu.so'
+HOT_STACKS = [
+    ('<module> (/src/v1/app.py:1);' + ';'.join(
+        'imp%d (%simportlib/_bootstrap.py:%d)' % (i, PY, i + 1) for i in range(50)), 5),
+    ('<module> (/src/v1/app.py:1);main (/src/v1/app.py:10);hot (/src/v1/pkg/m.py:3)', 95),
+    ('<module> (/src/v1/app.py:1);main (/src/v1/app.py:10);Thread.run (%sthreading.py:1012);'
+     '%s+0x1a2b [%s]' % (PY, NATIVE, NATIVE), 20),
+]
+HOT_PROBE = '''<script type="text/ecmascript"><![CDATA[
+window.addEventListener("load", function () { setTimeout(function () {
+	var root = document.documentElement, se = document.scrollingElement;
+	frames.forEach(function (f) {
+		var b = f.r.getBoundingClientRect();
+		f.r.setAttribute("data-top", String(b.top));
+		f.r.setAttribute("data-bottom", String(b.bottom));
+	});
+	root.setAttribute("data-view", String(window.innerHeight));
+	root.setAttribute("data-scroll", String(se ? se.scrollTop : -1));
+}, 0); });
+]]></script>
+'''
+
+
+def check_hot(opts):
+    """A tall graph opens on its hottest frame; labels short, tooltips full (module docstring)."""
+    path = convert(opts, 'hot.svg', HOT_STACKS)
+    svg = Graph(open(path, 'rb').read(), path)
+    hot = svg.named('hot (/src/v1/pkg/m.py:3)')
+    check(hot.label == 'hot (pkg/m.py:3)', 'the hot frame is labelled %r' % hot.label)
+    run = svg.named('Thread.run (%sthreading.py:1012)' % PY)
+    check(run.label.startswith('Thread.run (threading.py:'), 'threading is labelled %r' % run.label)
+    native = svg.named('%s+0x1a2b [%s]' % (NATIVE, NATIVE))
+    check(native.label.count('_multiarray_umath') == 1, 'the native frame is labelled %r'
+          % native.label)
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    probed = os.path.join(opts.tmp, 'hot-probed.svg')
+    with open(probed, 'w', encoding='utf-8') as f:
+        f.write(text.replace('</svg>', HOT_PROBE + '</svg>'))
+    root = ET.fromstring(browser.dump_dom(browser.file_url(probed)).encode('utf-8'))
+    view, scroll = float(root.get('data-view') or 0), float(root.get('data-scroll') or -1)
+    rects = {g.find(SVG + 'title').text.split('\n')[0]: g.find(SVG + 'rect')
+             for g in root.find('.//%sg[@id="frames"]' % SVG).findall(SVG + 'g')}
+    r = rects[hot.name]
+    top, bottom = float(r.get('data-top')), float(r.get('data-bottom'))
+    log('window %g px high, scrolled %g px; the hot frame at %g..%g (y=%s in a %s px graph)'
+        % (view, scroll, top, bottom, hot.ys, root.get('height')))
+    check(view > 0 and float(root.get('height')) > view + 100,
+          'the test needs a graph taller than the window (%s px in %g)' % (root.get('height'), view))
+    check(0 <= top and bottom <= view, 'the hottest frame is out of the window as opened '
+          '(%g..%g in %g px, scrolled %g)' % (top, bottom, view, scroll))
+    dom = load(path, {'x': run.xs, 'y': run.ys}, 'hot.svg zoomed on Thread.run')
+    z = [d for d in dom.frames if d.name == run.name][0]
+    check(z.label == 'Thread.run (threading.py:1012)', 'zoomed, Thread.run is labelled %r'
+          % z.label)
 
 
 # ---------------------------------------------------------------------------- speedscope

@@ -22,7 +22,13 @@
             `stack before after` lines; the headline of folded files (plain counts); native code
             without symbols in one row per module, and by address with --native-offsets; every
             label of the differential SVG at a WCAG contrast of 4.5:1 or more on its box, and
-            its subtitle saying the total change.
+            its subtitle saying the total change. Then one script's profiles from two checkouts
+            and two virtualenvs (/tmp/x/v1/app.py with venv1's numpy, /tmp/x/v2/app.py with
+            venv2's): every function is on both sides, named by its module-relative path (app.py,
+            pkg/m.py, numpy/linalg.py); with --exact-paths (and --full-paths, which implies it)
+            none is: refused as unrelated, and with --force each is added or removed. The
+            differential SVG's box labels are short, and full with --full-paths; `hwspy convert
+            --full-paths` likewise.
   svg-browser  the differential SVG of the austin / py-spy pair (--ignore-lines) in headless
             Chromium: after its script ran, the fills are still the change colours (load deep
             blue, compute red, main white) and the tooltips hold the deltas; ?s=^load matches
@@ -367,6 +373,54 @@ def formats(opts):
                  'main (app.py);compute (app.py) 1000 1500\n'
                  'main (app.py);load (app.py) 400 0\n'
                  'main (app.py);load (app.py);read (app.py) 600 100\n', 'd.folded:\n%s' % got)
+    checkouts(opts)
+
+
+def checkout_lines(v, work, dot):
+    np = '/tmp/x/venv%d/lib/python3.11/site-packages/numpy/linalg.py' % v
+    return ['<module> (/tmp/x/v%d/app.py:1);main (/tmp/x/v%d/app.py:10);work (/tmp/x/v%d/pkg/m.py:3) %d'
+            % (v, v, v, work),
+            '<module> (/tmp/x/v%d/app.py:1);main (/tmp/x/v%d/app.py:10);dot (%s:7) %d'
+            % (v, v, np, dot)]
+
+
+def box_labels(path):
+    with open(path, encoding='utf-8') as f:
+        return re.findall(r'<text x="[^"]*" y="[^"]*"(?: data-label="[^"]*")?>([^<]*)</text>',
+                          f.read())
+
+
+def checkouts(opts):
+    """One script's profiles from two checkouts and virtualenvs (see the module docstring)."""
+    before = write(os.path.join(opts.tmp, 'v1.folded'), checkout_lines(1, 600, 400))
+    after = write(os.path.join(opts.tmp, 'v2.folded'), checkout_lines(2, 300, 700))
+    r = hwspy(opts, ['diff', before, after])
+    log(r.stdout)
+    check(r.returncode == 0, 'diff of two checkouts of one script exited %d: %s'
+          % (r.returncode, r.stderr.strip()))
+    ev = table(r.stdout)[0]['samples']
+    check(set(ev) == {'dot (numpy/linalg.py)', 'work (pkg/m.py)'},
+          'functions of two checkouts: %s' % sorted(ev))
+    check(all(row[3] > 0 and row[4] > 0 for row in ev.values()),
+          'a function shows as added or removed: %s' % ev)
+    for extra in (['--exact-paths'], ['--full-paths']):
+        r = hwspy(opts, ['diff', before, after] + extra)
+        check(r.returncode == 1 and 'almost nothing in common' in r.stderr,
+              'with %s the two checkouts are not refused as unrelated' % extra[0])
+        r = hwspy(opts, ['diff', before, after, '--force'] + extra)
+        ev = table(r.stdout)[0]['samples']
+        check(r.returncode == 0 and len(ev) == 8 and
+              all((row[3] == 0) != (row[4] == 0) for row in ev.values()),
+              'with %s every function is on one side only: %s' % (extra[0], ev))
+    for extra, want in (([], 'work (pkg/m.py:3)'), (['--full-paths'], 'work (/tmp/x/v2/pkg/m.py:3)')):
+        out = os.path.join(opts.tmp, 'checkouts.svg')
+        r = hwspy(opts, ['diff', before, after, '-o', out, '--force'] + extra)
+        check(r.returncode == 0 and want in box_labels(out),
+              'diff %s: the SVG\'s box labels are %s' % (' '.join(extra), box_labels(out)))
+        r = hwspy(opts, ['convert', before, '-o', out] + extra)
+        want = want.replace('v2', 'v1')
+        check(r.returncode == 0 and want in box_labels(out),
+              'convert %s: the SVG\'s box labels are %s' % (' '.join(extra), box_labels(out)))
 
 
 @case

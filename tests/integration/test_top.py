@@ -16,7 +16,8 @@ its exit status and the terminal's settings after it can be read back.
   --case signals  the same end after Ctrl-C, SIGTERM and SIGHUP to hwspy, and after the target
                   is killed (then: a line saying it exited and the last table, as text); a
                   launched command (-- top_work.py run 60) quit with 'q' ends as record's does (SIGTERM)
-  --case once     --once -d 2 to a file: the table as text, hot_main first; stdout no terminal
+  --case once     --once -d 2 to a file: the table as text, hot_main first, its file named
+                  by its module-relative path (top_work.py); stdout no terminal
                   without --once: one line, exit 2; --once on a target that sleeps: exit 1,
                   "no samples"
   --case native   --native on tests/targets/native_work.py (zlib and hashlib in C): a native
@@ -292,6 +293,9 @@ def case_once(opts):
     no_sanitizer_report(r.stderr, '--once')
     table = rows_anywhere(text.split('\n'))
     check(table and table[0][0].startswith('hot_main '), '--once: hot_main is not the first row')
+    check(table[0][0].startswith('hot_main (top_work.py:'),
+          '--once: the first row %r does not name its file by its module-relative path '
+          '(top_work.py)' % table[0][0])
     check('*self%' in text and '\x1b' not in text, '--once: no plain column header')
     r = subprocess.run(top_argv(opts, '-p', str(w.pid)), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=30)

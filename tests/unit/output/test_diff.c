@@ -421,10 +421,10 @@ static void test_native_modules(void **state)
 
 	assert_int_equal(diff_functions(m, 0, &offsets, &rows, &n), 0);
 	assert_int_equal(n, 6);
-	f = find(rows, n, "_umath.so+0x1a2b [_umath.so]");
+	f = find(rows, n, "_umath.so+0x1a2b");
 	assert_false(f->native_module);
 	assert_int_equal(f->total_before, 500);
-	assert_int_equal(find(rows, n, "_umath.so+0x3c4d [_umath.so]")->self_before, 200);
+	assert_int_equal(find(rows, n, "_umath.so+0x3c4d")->self_before, 200);
 	assert_int_equal(find(rows, n, "_umath.so+0x5e6f")->self_after, 100);
 	free(rows);
 	t = capture(table_opts, m, &offsets);
@@ -598,6 +598,66 @@ static void test_svg_labels(void **state)
 	profile_free(b);
 }
 
+/* One script's profile taken in checkout DIR with its numpy in virtualenv VENV: app.py's main
+ * calls pkg/m.py's work (weight w) and numpy's dot (weight d). */
+static struct profile *checkout_profile(const char *dir, const char *venv, uint64_t w,
+					uint64_t d)
+{
+	const char *ev[] = { "cpu-clock" };
+	struct profile *p = profile_new(ev, 1);
+	char app[128], m[128], np[160];
+	uint32_t fm, fw, fd;
+
+	assert_non_null(p);
+	snprintf(app, sizeof(app), "%s/app.py", dir);
+	snprintf(m, sizeof(m), "%s/pkg/m.py", dir);
+	snprintf(np, sizeof(np), "%s/lib/python3.11/site-packages/numpy/linalg.py", venv);
+	fm = frame(p, FRAME_PYTHON, "main", app, 10, NULL);
+	fw = frame(p, FRAME_PYTHON, "work", m, 3, NULL);
+	fd = frame(p, FRAME_PYTHON, "dot", np, 7, NULL);
+	assert_int_equal(profile_add(p, 1, (uint32_t[]) { fm, fw }, 2, (uint64_t[]) { w, w }), 0);
+	assert_int_equal(profile_add(p, 1, (uint32_t[]) { fm, fd }, 2, (uint64_t[]) { d, d }), 0);
+	return p;
+}
+
+/* Profiles of one script from two checkouts and two virtualenvs match function for function;
+ * with exact_paths none of them does. */
+static void test_checkouts(void **state)
+{
+	struct profile *b = checkout_profile("/tmp/x/v1", "/tmp/x/venv1", 600, 400);
+	struct profile *a = checkout_profile("/tmp/x/v2", "/tmp/x/venv2", 300, 700);
+	struct profile *m;
+	struct diff_func *rows;
+	size_t n;
+	double cb, ca;
+
+	(void) state;
+	assert_int_equal(diff_merge(b, a, NULL, &m), 0);
+	assert_int_equal(diff_functions(m, 0, NULL, &rows, &n), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(rows[i].total_before > 0 && rows[i].total_after > 0);
+		assert_null(strstr(rows[i].name, "/tmp/"));
+	}
+	assert_string_equal(rows[0].name, "dot (numpy/linalg.py)");
+	assert_string_equal(rows[1].name, "work (pkg/m.py)");
+	assert_string_equal(rows[2].name, "main (app.py)");
+	assert_int_equal(diff_common(m, 0, &cb, &ca), 0);
+	assert_true(cb == 1.0 && ca == 1.0);
+	free(rows);
+	profile_free(m);
+
+	assert_int_equal(diff_merge(b, a, &(struct diff_opts) { .exact_paths = true }, &m), 0);
+	assert_int_equal(diff_functions(m, 0, NULL, &rows, &n), 0);
+	assert_int_equal(n, 6);
+	for (size_t i = 0; i < n; i++)
+		assert_true((rows[i].total_before == 0) != (rows[i].total_after == 0));
+	free(rows);
+	profile_free(m);
+	profile_free(b);
+	profile_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +672,7 @@ int main(void)
 		cmocka_unit_test(test_svg_labels),
 		cmocka_unit_test(test_common),
 		cmocka_unit_test(test_svg),
+		cmocka_unit_test(test_checkouts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
