@@ -206,7 +206,7 @@ static void test_capture_specs(void **state)
 
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
  * bad_at < len, and spins. */
-static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mode)
+static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mode, int ready_fd)
 {
 	for (size_t i = 0; i < len; i++) {
 		nodes[i].marker = 0xc0de0000u + i;
@@ -233,6 +233,9 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 	gil.holder = gil_mode == GIL_OTHER ? (volatile void *) &decoy : &root;
 	gil.locked = gil_mode == GIL_FREE ? 0 : gil_mode == GIL_TORN ? 7 : 1;
 	gc_flag = gc_mode == GC_COLLECTING ? 1 : gc_mode == GC_TORN ? 7 : 0;
+	/* built: the parent samples from now on (a busy machine may run this child late) */
+	(void) !write(ready_fd, "r", 1);
+	close(ready_fd);
 	for (volatile uint64_t x = 0;; x++)
 		;
 }
@@ -378,6 +381,8 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	volatile sig_atomic_t stop = 0;
 	int status, r_new, r_start = -1, r_run = -1;
 	uint64_t mismatched = 0;
+	int ready[2];
+	char byte;
 	pid_t pid;
 
 	assert_int_equal(events_parse("cpu-clock", &ev), 0);
@@ -395,16 +400,23 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	}
 	if (gc_mode != GC_NONE)
 		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
+	assert_int_equal(pipe(ready), 0);
 	pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
-		child(len, bad_at, search, gil_mode, gc_mode);
+	if (pid == 0) {
+		close(ready[0]);
+		child(len, bad_at, search, gil_mode, gc_mode, ready[1]);
+	}
+	close(ready[1]);
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
 	if (!late_start)
 		o.capture_spec = &sp;
-	usleep(20000);                  /* let the child build its chain */
+	/* the child's chain is built (its byte), or it died (EOF) */
+	while (read(ready[0], &byte, 1) < 0 && errno == EINTR)
+		;
+	close(ready[0]);
 	r_new = sampler_new(&o, &v->s);
 	if (r_new == 0) {
 		r_start = late_start ? sampler_capture_start(v->s, &sp) : sampler_capture_error(v->s);
