@@ -1010,6 +1010,8 @@ struct hwspy_count_opts {
 	 * hwspy_run.slice_fn (hwspy_count_recorder() pauses and resumes); NULL: r decides */
 	int (*slice_fn)(void *ctx, struct hwspy_count *c, int r);
 	void *slice_ctx;
+	bool full_paths;                /* the text report names Python files by their full paths,
+	                                 * not module-relative (the JSON always has full paths) */
 };
 /* One event's values (scaled for multiplexing as perf stat does) and the metrics derived from
  * them and the others (NaN where they do not apply or are not counted). */
