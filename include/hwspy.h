@@ -861,6 +861,8 @@ struct hwspy_snapshot_opts {
 	bool hold_signals;      /* the calling thread's SIGINT, SIGTERM, SIGHUP, SIGQUIT and
 	                         * SIGTSTP blocked while threads are stopped, so that they wait
 	                         * for the release (the command line's choice) */
+	bool full_paths;        /* hwspy_snapshot_write_text(): Python files by their full paths,
+	                         * not module-relative (the JSON and the structs always have them) */
 };
 
 /* How a thread's stack was read */
@@ -958,9 +960,10 @@ int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f);
 void hwspy_snapshot_free(struct hwspy_snapshot *s);
 /* (diffconv) Writes the snapshot as `hwspy dump` prints it: per process its pid and command, its
  * Python, how its threads were read, then each thread (id, name, GIL, running or waiting and on
- * what, its Python frames innermost first, native frames when asked); a process after the first
- * that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or -EIO (the
- * stream's error). */
+ * what, its Python frames innermost first, each file by its module-relative path as a flame
+ * graph's labels name it, unless opts.full_paths; native frames when asked); a process after
+ * the first that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or
+ * -EIO (the stream's error). */
 int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f);
 /* ==== counting ============================================================================== */
 /*
