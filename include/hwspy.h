@@ -1303,11 +1303,15 @@ int hwspy_target_comm(pid_t pid, char *buf, size_t size);
  * text, and the numbers of top's header: the recorder's mode as top names it, the rates from
  * two readings of the target.
  *
- * hwspy_table_new_recording(): a table of rec's profile's events whose frames are named as
- * hwspy_profile_frame_text() writes them, native and kernel frames the native ones (rec
- * outlives the table); hwspy_table_add_sample() adds one sample of rec's sink. As
- * hwspy_table_new() and hwspy_table_add() return. */
+ * hwspy_table_new_recording(): a table of rec's profile's events whose frames are named by
+ * their labels, as a flame graph's boxes name them (a Python file by its module-relative path,
+ * a native module once), native and kernel frames the native ones (rec outlives the table);
+ * hwspy_table_full_paths(t, true), before the first sample, names them with full paths (a
+ * frame named already keeps its name; no-op on a table of hwspy_table_new()).
+ * hwspy_table_add_sample() adds one sample of rec's sink. As hwspy_table_new() and
+ * hwspy_table_add() return. */
 int hwspy_table_new_recording(struct hwspy_recorder *rec, struct hwspy_table **ret);
+void hwspy_table_full_paths(struct hwspy_table *t, bool full_paths);
 int hwspy_table_add_sample(struct hwspy_table *t, const struct hwspy_sample *s);
 /* A step of vo: sort by self, by total, by the column left or right of vo->sort (none past
  * the first or last); the next thread (hwspy_table_next_thread()); native rows hidden or shown. */
