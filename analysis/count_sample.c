@@ -12,6 +12,7 @@
 #include "analysis/stat.h"
 #include "base/array.h"
 #include "base/buf.h"
+#include "output/label.h"
 #include "output/output.h"
 
 #define RULE_EVENTS 16                  /* the events the findings name functions by, at most */
@@ -114,9 +115,10 @@ size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t m
 {
 	const struct stat_tally *t = ctx;
 	const struct stat_tally_event *e = NULL;
+	struct label_paths lp;
 	size_t n = 0;
 	bool *named;
-	struct buf text;
+	struct buf text, label;
 
 	*ret_samples = 0;
 	for (size_t i = 0; i < t->n_events && !e; i++)
@@ -131,6 +133,8 @@ size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t m
 	if (!named)
 		return 0;
 	buf_init(&text);
+	buf_init(&label);
+	label_paths_init(&lp, t->prof);
 	while (n < max) {
 		size_t best = SIZE_MAX;
 
@@ -142,15 +146,19 @@ size_t stat_functions(void *ctx, const char *ev, struct stat_func *ret, size_t m
 			break;
 		named[best] = true;
 		buf_reset(&text);
+		buf_reset(&label);
 		(void) folded_frame_text(profile_frame(t->prof, (uint32_t) best), &text);
+		(void) label_frame(profile_frame(t->prof, (uint32_t) best), &lp, &label);
 		ret[n] = (struct stat_func) {
 			.share = (double) e->weight[best] / (double) e->n_weight,
 			.samples = e->samples[best],
 		};
 		snprintf(ret[n].text, sizeof(ret[n].text), "%s", text.len ? text.data : "?");
+		snprintf(ret[n].label, sizeof(ret[n].label), "%s", label.len ? label.data : "");
 		n++;
 	}
 	buf_release(&text);
+	buf_release(&label);
 	free(named);
 	return n;
 }

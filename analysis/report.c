@@ -206,7 +206,13 @@ static void gil_waits(const struct stat_totals *t, FILE *out)
 			t->n_gil - THREADS_SHOWN);
 }
 
-static void finding_line(const struct stat_finding *f, FILE *out)
+/* How the report names fn: its label (module-relative), or with full_paths its text. */
+static const char *func_name(const struct stat_func *fn, bool full_paths)
+{
+	return full_paths || !fn->label[0] ? fn->text : fn->label;
+}
+
+static void finding_line(const struct stat_finding *f, bool full_paths, FILE *out)
 {
 	char num[48];
 
@@ -226,9 +232,11 @@ static void finding_line(const struct stat_finding *f, FILE *out)
 	} else if (f->n_funcs) {
 		/* the share of the event's own samples, and how many there were */
 		fprintf(out, "; %.0f%% of %s %s samples in %s", 100 * f->funcs[0].share,
-			grouped((double) f->samples, num, sizeof(num)), f->event, f->funcs[0].text);
+			grouped((double) f->samples, num, sizeof(num)), f->event,
+			func_name(&f->funcs[0], full_paths));
 		for (size_t k = 1; k < f->n_funcs; k++)
-			fprintf(out, ", %.0f%% in %s", 100 * f->funcs[k].share, f->funcs[k].text);
+			fprintf(out, ", %.0f%% in %s", 100 * f->funcs[k].share,
+				func_name(&f->funcs[k], full_paths));
 	} else if (f->event && f->samples) {
 		fprintf(out, "; too few %s samples in Python code (%s, under %d) to name where", f->event,
 			grouped((double) f->samples, num, sizeof(num)), STAT_MIN_SAMPLES);
@@ -322,14 +330,15 @@ static void unmeasured(const struct stat_totals *t, const struct stat_findings *
 	}
 }
 
-void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, FILE *out)
+void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, bool full_paths,
+		      FILE *out)
 {
 	table(t, out);
 	threads(t, out);
 	gil_waits(t, out);
 	fputs("\n findings:\n", out);
 	for (size_t i = 0; i < f->n; i++)
-		finding_line(&f->f[i], out);
+		finding_line(&f->f[i], full_paths, out);
 	if (!f->n)
 		fputs("  none: every metric measured is within its threshold ('hwspy stat --explain' "
 		      "lists them)\n", out);

@@ -59,7 +59,9 @@ struct stat_thread {
  * the samples that event took itself (it samples on its own: record_opts.leaders); or, for the
  * GIL finding, a thread and its share of the run spent waiting (tid set). */
 struct stat_func {
-	char text[256];                 /* "shuffle_rows (train.py:12)", "MainThread" */
+	char text[256];                 /* "shuffle_rows (/src/app/train.py:12)", "MainThread" */
+	char label[256];                /* a function as people read it: its file module-relative,
+	                                 * output/label.h ("shuffle_rows (train.py:12)"; "": text) */
 	double share;                   /* 0..1 */
 	uint64_t samples;               /* the event's samples in it */
 	pid_t tid;                      /* a thread named (0: a function) */
@@ -179,9 +181,12 @@ struct stat_derived {
 };
 void stat_derive(const struct stat_totals *t, const struct stat_event *e, struct stat_derived *ret);
 
-/* perf stat's table, then the findings in plain words. */
-void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, FILE *out);
-/* The same as one JSON object (README: "hwspy stat --json"). 0 or -errno. */
+/* perf stat's table, then the findings in plain words, each function by its label
+ * (full_paths: by its text, the full path). */
+void stat_report_text(const struct stat_totals *t, const struct stat_findings *f, bool full_paths,
+		      FILE *out);
+/* The same as one JSON object (README: "hwspy stat --json"), each function by its text: data,
+ * with full paths as the folded and pprof outputs keep them. 0 or -errno. */
 int stat_report_json(const struct stat_totals *t, const struct stat_findings *f, FILE *out);
 
 

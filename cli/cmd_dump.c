@@ -18,7 +18,8 @@ struct dump_opts {
 	pid_t pid;
 	bool json;
 	const char *output;
-	struct hwspy_snapshot_opts so;          /* --native, --nonblocking, --subprocesses */
+	struct hwspy_snapshot_opts so;          /* --native, --nonblocking, --subprocesses,
+	                                         * --full-paths */
 };
 
 static int parse_args(int argc, char **argv, struct dump_opts *o)
@@ -35,6 +36,7 @@ static int parse_args(int argc, char **argv, struct dump_opts *o)
 		case OPT_JSON: o->json = true; break;
 		case OPT_NONBLOCKING: o->so.nonblocking = true; break;
 		case OPT_SUBPROCESSES: o->so.subprocesses = true; break;
+		case OPT_FULL_PATHS: o->so.full_paths = true; break;
 		case OPT_PID:
 			errno = 0;
 			v = strtol(optarg, &end, 10);

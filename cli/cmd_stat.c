@@ -22,7 +22,7 @@
 struct stat_run {
 	struct record_args r;           /* target, duration, --grace, the sampling run's mode */
 	const char *events;             /* -e LIST, NULL: the defaults */
-	bool json, no_profile, explain;
+	bool json, no_profile, explain, full_paths;
 	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
 	struct record_child child;
 	char target[320];
@@ -32,9 +32,9 @@ struct stat_run {
 static int parse_args(int argc, char **argv, struct stat_run *a)
 {
 	static const int flag_opts[] = { OPT_KEEP_RUNNING, OPT_JSON, OPT_NO_PROFILE, OPT_EXPLAIN,
-					 OPT_NONBLOCKING, OPT_PTRACE, OPT_QUIET };
+					 OPT_NONBLOCKING, OPT_PTRACE, OPT_QUIET, OPT_FULL_PATHS };
 	bool *flags[] = { &a->r.keep_running, &a->json, &a->no_profile, &a->explain,
-			  &a->r.nonblocking, &a->r.ptrace, &a->r.quiet };
+			  &a->r.nonblocking, &a->r.ptrace, &a->r.quiet, &a->full_paths };
 	int c;
 	size_t f;
 
@@ -81,7 +81,7 @@ static int setup(struct stat_run *x)
 		.python_names = true, .sampling = !x->no_profile,
 		.sampling_mode = x->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
 				 x->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
-		.sigchld = true, .slice_fn = slice,
+		.sigchld = true, .slice_fn = slice, .full_paths = x->full_paths,
 	};
 	int r;
 

@@ -28,8 +28,9 @@ static int parse_args(int argc, char **argv, struct top *t)
 {
 	struct record_args *o = &t->o;
 	static const int flag_opts[] = { OPT_ONCE, OPT_NATIVE, OPT_NONBLOCKING, OPT_PTRACE,
-					 OPT_KEEP_RUNNING };
-	bool *flags[] = { &t->once, &o->native, &o->nonblocking, &o->ptrace, &o->keep_running };
+					 OPT_KEEP_RUNNING, OPT_FULL_PATHS };
+	bool *flags[] = { &t->once, &o->native, &o->nonblocking, &o->ptrace, &o->keep_running,
+			  &t->full_paths };
 	size_t f;
 	int c, r;
 
@@ -148,6 +149,8 @@ int cmd_top(int argc, char **argv)
 	if (hwspy_recorder_new(&ro, on_sample, &t, &t.rec) < 0 ||
 	    hwspy_table_new_recording(t.rec, &t.table) < 0)
 		log_error("out of memory");
+	if (t.table)
+		hwspy_table_full_paths(t.table, t.full_paths);
 	if (!t.table || record_check_target(&t.o) < 0 ||
 	    session_begin(t.rec, &t.o, t.target, sizeof(t.target), &child, !t.once) < 0)
 		goto out;

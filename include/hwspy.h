@@ -861,6 +861,8 @@ struct hwspy_snapshot_opts {
 	bool hold_signals;      /* the calling thread's SIGINT, SIGTERM, SIGHUP, SIGQUIT and
 	                         * SIGTSTP blocked while threads are stopped, so that they wait
 	                         * for the release (the command line's choice) */
+	bool full_paths;        /* hwspy_snapshot_write_text(): Python files by their full paths,
+	                         * not module-relative (the JSON and the structs always have them) */
 };
 
 /* How a thread's stack was read */
@@ -958,9 +960,10 @@ int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f);
 void hwspy_snapshot_free(struct hwspy_snapshot *s);
 /* (diffconv) Writes the snapshot as `hwspy dump` prints it: per process its pid and command, its
  * Python, how its threads were read, then each thread (id, name, GIL, running or waiting and on
- * what, its Python frames innermost first, native frames when asked); a process after the first
- * that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or -EIO (the
- * stream's error). */
+ * what, its Python frames innermost first, each file by its module-relative path as a flame
+ * graph's labels name it, unless opts.full_paths; native frames when asked); a process after
+ * the first that could not be read as "(cannot dump it: REASON)"; a blank line between. 0, or
+ * -EIO (the stream's error). */
 int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f);
 /* ==== counting ============================================================================== */
 /*
@@ -1010,6 +1013,8 @@ struct hwspy_count_opts {
 	 * hwspy_run.slice_fn (hwspy_count_recorder() pauses and resumes); NULL: r decides */
 	int (*slice_fn)(void *ctx, struct hwspy_count *c, int r);
 	void *slice_ctx;
+	bool full_paths;                /* the text report names Python files by their full paths,
+	                                 * not module-relative (the JSON always has full paths) */
 };
 /* One event's values (scaled for multiplexing as perf stat does) and the metrics derived from
  * them and the others (NaN where they do not apply or are not counted). */
@@ -1298,11 +1303,15 @@ int hwspy_target_comm(pid_t pid, char *buf, size_t size);
  * text, and the numbers of top's header: the recorder's mode as top names it, the rates from
  * two readings of the target.
  *
- * hwspy_table_new_recording(): a table of rec's profile's events whose frames are named as
- * hwspy_profile_frame_text() writes them, native and kernel frames the native ones (rec
- * outlives the table); hwspy_table_add_sample() adds one sample of rec's sink. As
- * hwspy_table_new() and hwspy_table_add() return. */
+ * hwspy_table_new_recording(): a table of rec's profile's events whose frames are named by
+ * their labels, as a flame graph's boxes name them (a Python file by its module-relative path,
+ * a native module once), native and kernel frames the native ones (rec outlives the table);
+ * hwspy_table_full_paths(t, true), before the first sample, names them with full paths (a
+ * frame named already keeps its name; no-op on a table of hwspy_table_new()).
+ * hwspy_table_add_sample() adds one sample of rec's sink. As hwspy_table_new() and
+ * hwspy_table_add() return. */
 int hwspy_table_new_recording(struct hwspy_recorder *rec, struct hwspy_table **ret);
+void hwspy_table_full_paths(struct hwspy_table *t, bool full_paths);
 int hwspy_table_add_sample(struct hwspy_table *t, const struct hwspy_sample *s);
 /* A step of vo: sort by self, by total, by the column left or right of vo->sort (none past
  * the first or last); the next thread (hwspy_table_next_thread()); native rows hidden or shown. */

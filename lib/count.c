@@ -642,7 +642,7 @@ static int write_report(struct hwspy_count *c, const char *target, FILE *out, bo
 	if (json)
 		r = stat_report_json(&c->t, f, out);
 	else
-		stat_report_text(&c->t, f, out);
+		stat_report_text(&c->t, f, c->o.full_paths, out);
 	free(f);
 	if (r >= 0 && (fflush(out) == EOF || ferror(out)))
 		r = -EIO;

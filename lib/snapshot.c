@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "lib/internal.h"
+#include "output/label.h"
 #include "output/output.h"
 #include "record/snapshot.h"
 
 struct hwspy_snapshot {
 	struct snapshot *in;
-	bool subprocesses, native, nonblocking;
+	bool subprocesses, native, nonblocking, full_paths;
 	struct hwspy_snapshot_process *p;
 	size_t n;
 	struct hwspy_snapshot_thread **threads;         /* per process */
@@ -154,6 +155,7 @@ int hwspy_snapshot_new(pid_t pid, const struct hwspy_snapshot_opts *opts,
 	s->subprocesses = opts->subprocesses;
 	s->native = opts->native;
 	s->nonblocking = opts->nonblocking;
+	s->full_paths = opts->full_paths;
 	r = snapshot_take(pid, &o, &s->in);
 	if (r == 0)
 		r = translate(s);
@@ -298,7 +300,9 @@ int hwspy_snapshot_write_json(const struct hwspy_snapshot *s, FILE *f)
 
 /* ---- the text of `hwspy dump` ---- */
 
-static void text_thread(FILE *f, bool native, const struct hwspy_snapshot_thread *t)
+/* lp: Python files by their module-relative paths (output/label.h); NULL: full paths. */
+static void text_thread(FILE *f, bool native, const struct label_paths *lp,
+			const struct hwspy_snapshot_thread *t)
 {
 	fprintf(f, "Thread %d (%s)%s ", (int) t->tid, t->name,
 		t->gil == 1 ? " holds the GIL," : "");
@@ -311,7 +315,8 @@ static void text_thread(FILE *f, bool native, const struct hwspy_snapshot_thread
 	else if (t->n_frames == 0)
 		fprintf(f, "    (no Python frames)\n");
 	for (size_t k = 0; k < t->n_frames; k++)
-		fprintf(f, "    %s (%s:%d)\n", t->frames[k].function, t->frames[k].file,
+		fprintf(f, "    %s (%s:%d)\n", t->frames[k].function,
+			lp ? label_path(lp, t->frames[k].file) : t->frames[k].file,
 			t->frames[k].line);
 	if (t->frames_cut || t->frames_cut_more)
 		fprintf(f, "    ... %s%" PRIu64 " more frames\n", t->frames_cut_more ? "over " : "",
@@ -335,7 +340,7 @@ static void text_thread(FILE *f, bool native, const struct hwspy_snapshot_thread
 	}
 }
 
-static void text_process(FILE *f, const struct hwspy_snapshot *s,
+static void text_process(FILE *f, const struct hwspy_snapshot *s, const struct label_paths *lp,
 			 const struct hwspy_snapshot_process *p)
 {
 	if (p->error) {
@@ -358,17 +363,25 @@ static void text_process(FILE *f, const struct hwspy_snapshot *s,
 	}
 	for (size_t i = 0; i < p->n_threads; i++) {
 		fputc('\n', f);
-		text_thread(f, s->native, &p->threads[i]);
+		text_thread(f, s->native, lp, &p->threads[i]);
 	}
 }
 
 int hwspy_snapshot_write_text(const struct hwspy_snapshot *s, FILE *f)
 {
+	struct label_paths lp = { 0 };
+
 	lib_reason_clear();
+	/* the scripts' directory: the one every process's Python files outside sys.path share,
+	 * as in a profile of them (record --subprocesses) */
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = 0; k < s->p[i].n_threads; k++)
+			for (size_t j = 0; j < s->p[i].threads[k].n_frames; j++)
+				label_paths_add(&lp, s->p[i].threads[k].frames[j].file);
 	for (size_t i = 0; i < s->n; i++) {
 		if (i)
 			fputc('\n', f);
-		text_process(f, s, &s->p[i]);
+		text_process(f, s, s->full_paths ? NULL : &lp, &s->p[i]);
 	}
 	if (ferror(f))
 		return lib_fail(-EIO, "cannot write the snapshot");

@@ -35,6 +35,7 @@ struct hwspy_table {
 	struct buf name;                /* p's frame label, as the table asks for it */
 	struct label_paths lp;          /* p's scripts' directory (output/label.h) ... */
 	size_t lp_frames;               /* ... as of p's first lp_frames frames */
+	bool full_paths;                /* p's frames with full paths (hwspy_table_full_paths()) */
 };
 
 /* A table of o's, or of p's events and frames where o is NULL. */
@@ -57,6 +58,8 @@ static const char *profile_frame_name(void *ctx, uint32_t id)
 	buf_reset(&h->name);
 	if (id >= profile_n_frames(h->p))
 		return NULL;
+	if (h->full_paths)
+		return label_frame_full(profile_frame(h->p, id), &h->name) < 0 ? NULL : h->name.data;
 	/* module-relative paths, the scripts' directory found again as the profile grows */
 	if (h->lp_frames != profile_n_frames(h->p)) {
 		label_paths_init(&h->lp, h->p);
@@ -82,6 +85,11 @@ int hwspy_table_new_recording(struct hwspy_recorder *rec, struct hwspy_table **r
 	if (!rec)
 		return lib_fail(-EINVAL, "no recorder for the table");
 	return table_open(NULL, hwspy_recorder_profile(rec)->p, ret);
+}
+
+void hwspy_table_full_paths(struct hwspy_table *t, bool full_paths)
+{
+	t->full_paths = full_paths;
 }
 
 int hwspy_table_add_sample(struct hwspy_table *t, const struct hwspy_sample *s)

@@ -65,29 +65,35 @@ size_t label_sys_path_len(const char *file)
 	return best && *best ? (size_t) (best - file) : 0;
 }
 
+void label_paths_add(struct label_paths *lp, const char *file)
+{
+	const char *slash;
+	size_t n;
+
+	if (!file || file[0] != '/' || label_sys_path_len(file))
+		return;
+	if (!lp->dir) {
+		slash = strrchr(file, '/');
+		lp->dir = file;
+		lp->dir_len = (size_t) (slash - file) + 1;
+		return;
+	}
+	/* the longest common prefix that ends at a '/' */
+	for (n = 0; n < lp->dir_len && file[n] == lp->dir[n]; n++)
+		;
+	while (n > 0 && lp->dir[n - 1] != '/')
+		n--;
+	lp->dir_len = n;        /* at least 1: both start with '/' */
+}
+
 void label_paths_init(struct label_paths *lp, const struct profile *p)
 {
 	*lp = (struct label_paths) { 0 };
 	for (uint32_t id = 0; id < profile_n_frames(p); id++) {
 		const struct profile_frame *f = profile_frame(p, id);
-		const char *slash;
-		size_t n;
 
-		if (f->kind != FRAME_PYTHON || !f->file || f->file[0] != '/' ||
-		    label_sys_path_len(f->file))
-			continue;
-		if (!lp->dir) {
-			slash = strrchr(f->file, '/');
-			lp->dir = f->file;
-			lp->dir_len = (size_t) (slash - f->file) + 1;
-			continue;
-		}
-		/* the longest common prefix that ends at a '/' */
-		for (n = 0; n < lp->dir_len && f->file[n] == lp->dir[n]; n++)
-			;
-		while (n > 0 && lp->dir[n - 1] != '/')
-			n--;
-		lp->dir_len = n;        /* at least 1: both start with '/' */
+		if (f->kind == FRAME_PYTHON)
+			label_paths_add(lp, f->file);
 	}
 	if (lp->dir && lp->dir_len <= 1)
 		*lp = (struct label_paths) { 0 };
@@ -99,8 +105,9 @@ const char *label_path(const struct label_paths *lp, const char *file)
 
 	if (n)
 		return file + n;
-	if (file && lp && lp->dir && strncmp(file, lp->dir, lp->dir_len) == 0 &&
-	    file[lp->dir_len])
+	/* a directory of "/" alone (label_paths_add() unfinished) is none */
+	if (file && lp && lp->dir && lp->dir_len > 1 &&
+	    strncmp(file, lp->dir, lp->dir_len) == 0 && file[lp->dir_len])
 		return file + lp->dir_len;
 	return file;
 }

@@ -43,6 +43,9 @@ struct label_paths {
 size_t label_sys_path_len(const char *file);
 /* Rule 4's directory from p's Python frames. */
 void label_paths_init(struct label_paths *lp, const struct profile *p);
+/* ... or from Python files given one at a time (a zeroed lp first; file must outlive lp): for
+ * frames that are in no profile (a dump's). */
+void label_paths_add(struct label_paths *lp, const char *file);
 /* The module-relative path of file: a pointer into file (rules 1-5; lp NULL: rules 1-3 only). */
 const char *label_path(const struct label_paths *lp, const char *file);
 /* Appends f's label to out, its path as label_path(lp, ...) gives it (lp NULL: rules 1-3).

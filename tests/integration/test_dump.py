@@ -8,8 +8,10 @@ states (--python ID): tests/targets/dump_states.py's threads in known states, du
   the three CPU loops (running, gil-a, gil-b) either run or wait on "GIL"; at most one thread
   holds the GIL in every dump, and exactly one in at least DUMPS - 1 of them (a dump can land
   as the GIL changes hands: none held it in 1 of 30 dumps measured on 3.12 here); the one that
-  holds it runs. --json parses and every field has its type. After every dump no thread of the
-  target is stopped or traced and its CPU loops went on.
+  holds it runs. Text files by their module-relative paths (dump_states.py, threading.py), the
+  last text dump's, --full-paths, by their full paths. --json parses and every field has its
+  type. After every dump no thread of the target is stopped or traced and its CPU loops went
+  on.
 harm: tests/targets/dump_eintr.py's threads in raw system calls that fail with EINTR when
   interrupted (epoll_wait, recv and accept with SO_RCVTIMEO, sigtimedwait), others in calls the
   kernel restarts after a stop (poll, clock_nanosleep: stopped with the running threads), others
@@ -69,17 +71,19 @@ def run_dump(opts, args, timeout=60):
 
 
 def parse_text(out):
-    """[{tid, name, gil, wait, frames: [function names]}] from the text dump."""
+    """[{tid, name, gil, wait, frames: [function names], files: [their files]}] from the text
+    dump."""
     threads = []
     for line in out.splitlines():
         m = THREAD.match(line)
         if m:
             threads.append({'tid': int(m['tid']), 'name': m['name'], 'gil': bool(m['gil']),
-                            'wait': m['wait'], 'frames': []})
+                            'wait': m['wait'], 'frames': [], 'files': []})
             continue
         m = FRAME.match(line)
         if m and threads:
             threads[-1]['frames'].append(m['fn'])
+            threads[-1]['files'].append(m['file'])
     return threads
 
 
@@ -157,14 +161,23 @@ def case_states(opts):
     info = proc.ask('info')
     has_gil = True      # every supported build here has one (no free-threaded build installed)
     exact_one = 0
+    script = os.path.join(opts.targets, 'dump_states.py')
     for i in range(DUMPS):
-        what = 'dump %d' % (i + 1)
-        p = run_dump(opts, ['-p', str(proc.pid)])
+        full = i == DUMPS - 1
+        what = 'dump %d%s' % (i + 1, ' --full-paths' if full else '')
+        p = run_dump(opts, ['-p', str(proc.pid)] + (['--full-paths'] if full else []))
         check(p.returncode == 0, '%s: exit %d' % (what, p.returncode))
         log(p.stdout.rstrip())
         harness.check_untouched(proc.pid)
-        exact_one += check_threads(parse_text(p.stdout), info['pipe_fd'], proc.pid, has_gil,
-                                   what) == 1
+        threads = parse_text(p.stdout)
+        exact_one += check_threads(threads, info['pipe_fd'], proc.pid, has_gil, what) == 1
+        # the script's files below its folder, the stdlib's below lib/pythonX.Y: no '/' left
+        files = {f for t in threads for f in t['files']}
+        main = [t for t in threads if t['name'] == 'MainThread'][0]
+        check(main['files'][:1] == [script if full else 'dump_states.py'] and
+              'threading.py' in {os.path.basename(f) for f in files} and
+              all(f.startswith('/') == full for f in files if not f.startswith('<')),
+              '%s: files %s, MainThread in %r' % (what, sorted(files), main['files'][:1]))
         info = still_runs(proc, info, what)
     check(exact_one >= DUMPS - 1, 'exactly one thread held the GIL in only %d of %d dumps'
           % (exact_one, DUMPS))

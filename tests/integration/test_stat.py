@@ -20,7 +20,9 @@
   alloc    attached to an allocator beside a computer (stat_work.py alloc: alloc() takes every
            page fault, inner() only computes, in turns of ~1 and ~2.5 ms), 3 runs of 1 s, the
            third beside two CPU hogs: each names alloc first with >= 80% of the page-fault
-           samples, from 30 or more of them, and the text report says how many. (Counts read at
+           samples, from 30 or more of them (--json: by its full path), and the text report
+           says how many, naming alloc's file by its module-relative path (stat_work.py:N),
+           or with --full-paths by its full path. (Counts read at
            cpu-clock's ticks credited inner with 59-96% of the faults: the tick mostly comes
            while it runs.)
   gil-finding attached to stat_work.py gil (the main thread and worker-1 run Python code, each
@@ -305,6 +307,7 @@ def hogs(n=2):
 
 def case_alloc(opts):
     w = target(opts, 'alloc')
+    full = os.path.join(opts.targets, 'stat_work.py')
     for run in range(3):
         loaded = hogs() if run == 2 else []
         d = stat_json(opts, w.pid)
@@ -321,12 +324,22 @@ def case_alloc(opts):
               'only computes)' % (run + 1, f['functions']))
         check((f.get('samples') or 0) >= 30, 'run %d: the share is of %s page-faults samples, '
               'not 30 or more' % (run + 1, f.get('samples')))
+        # the JSON is data: full paths, as the folded and pprof files keep them
+        check(f['functions'][0]['function'].startswith('alloc (%s:' % full),
+              'run %d: --json names %r, not alloc by its full path' % (run + 1,
+                                                                       f['functions'][0]))
         for h in loaded:
             h.kill()
     p = run_stat(opts, ['-p', str(w.pid), '-d', DURATION])
     line = next((l for l in p.stdout.splitlines() if 'page faults per second' in l), '')
     check(re.search(r'; \d+% of [\d,]+ page-faults samples in alloc \(', line),
           'the text report does not say how many samples the share is of: %r' % line)
+    check(re.search(r' in alloc \(stat_work\.py:\d+\)', line),
+          'the text report does not name alloc by its module-relative path: %r' % line)
+    p = run_stat(opts, ['-p', str(w.pid), '-d', DURATION, '--full-paths'])
+    line = next((l for l in p.stdout.splitlines() if 'page faults per second' in l), '')
+    check(p.returncode == 0 and ' in alloc (%s:' % full in line,
+          '--full-paths: the text report does not name alloc by its full path: %r' % line)
     w.kill()
 
 

@@ -17,7 +17,8 @@ its exit status and the terminal's settings after it can be read back.
                   is killed (then: a line saying it exited and the last table, as text); a
                   launched command (-- top_work.py run 60) quit with 'q' ends as record's does (SIGTERM)
   --case once     --once -d 2 to a file: the table as text, hot_main first, its file named
-                  by its module-relative path (top_work.py); stdout no terminal
+                  by its module-relative path (top_work.py); with --full-paths (-d 1) by
+                  its full path; stdout no terminal
                   without --once: one line, exit 2; --once on a target that sleeps: exit 1,
                   "no samples"
   --case native   --native on tests/targets/native_work.py (zlib and hashlib in C): a native
@@ -297,6 +298,13 @@ def case_once(opts):
           '--once: the first row %r does not name its file by its module-relative path '
           '(top_work.py)' % table[0][0])
     check('*self%' in text and '\x1b' not in text, '--once: no plain column header')
+    r = subprocess.run(top_argv(opts, '-p', str(w.pid), '--once', '-d', '1', '--full-paths'),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    names = [n for n, _ in rows_anywhere(r.stdout.split('\n'))]
+    full = 'hot_main (%s:' % os.path.join(opts.targets, 'top_work.py')
+    log('--once --full-paths: exit %d, stderr %r, rows %s' % (r.returncode, r.stderr, names[:5]))
+    check(r.returncode == 0 and any(n.startswith(full) for n in names),
+          '--once --full-paths: no row %r... (its full path)' % full)
     r = subprocess.run(top_argv(opts, '-p', str(w.pid)), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=30)
     log('stdout a pipe: exit %d, stderr %r' % (r.returncode, r.stderr))

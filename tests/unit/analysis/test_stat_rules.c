@@ -61,7 +61,8 @@ static bool unmeasured(const struct stat_findings *f, const char *id)
 	return false;
 }
 
-/* The attribution: every event's functions are "busy (t.py:1)" 70% and "other (t.py:9)" 30% */
+/* The attribution: every event's functions are "busy (t.py:1)" 70% (no label: its text is it)
+ * and "other (/src/t/o.py:9)" 30%, labelled "other (o.py:9)" */
 static unsigned attr_calls;
 static size_t fake_functions(void *ctx, const char *ev, struct stat_func *ret, size_t max,
 			     uint64_t *ret_samples)
@@ -73,7 +74,8 @@ static size_t fake_functions(void *ctx, const char *ev, struct stat_func *ret, s
 	assert_true(max >= 2);
 	snprintf(ret[0].text, sizeof(ret[0].text), "busy (t.py:1)");
 	ret[0].share = 0.7;
-	snprintf(ret[1].text, sizeof(ret[1].text), "other (t.py:9)");
+	snprintf(ret[1].text, sizeof(ret[1].text), "other (/src/t/o.py:9)");
+	snprintf(ret[1].label, sizeof(ret[1].label), "other (o.py:9)");
 	ret[1].share = 0.3;
 	return 2;
 }
@@ -214,7 +216,7 @@ static void test_hardware_rules(void **state)
 static void test_report(void **state)
 {
 	struct stat_attribution attr = { .functions = fake_functions };
-	char path[] = "/tmp/hwspy-stat-XXXXXX", cmd[128], text[8192], *line;
+	char path[] = "/tmp/hwspy-stat-XXXXXX", cmd[320], text[8192], *line;
 	struct stat_totals t;
 	struct stat_findings f;
 	FILE *out;
@@ -229,7 +231,7 @@ static void test_report(void **state)
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	out = fdopen(fd, "w+");
-	stat_report_text(&t, &f, out);
+	stat_report_text(&t, &f, false, out);
 	rewind(out);
 	n = fread(text, 1, sizeof(text) - 1, out);
 	text[n] = '\0';
@@ -248,8 +250,9 @@ static void test_report(void **state)
 	assert_non_null(strstr(text, "0.020 CPUs utilised"));
 	assert_non_null(strstr(text, "(50.0%)"));
 	assert_non_null(strstr(text, "CPU utilisation: 0.02 CPUs (low, < 0.5 CPUs)"));
+	/* by their labels (module-relative paths) */
 	assert_non_null(strstr(text, "70% of 340 context-switches samples in busy (t.py:1), 30% in "
-				    "other (t.py:9)"));
+				    "other (o.py:9)"));
 	/* without a PMU, the families of what is missing, in one short line */
 	line = strstr(text, "\n not measured (no hardware PMU here): instructions and cache "
 		      "events; see 'hwspy list'\n");
@@ -257,13 +260,22 @@ static void test_report(void **state)
 	assert_true(strchr(line + 1, '\n') - line <= 100);
 	assert_null(strstr(text, "without the sampling run"));
 	assert_null(strstr(text, "<not supported>      cycles"));   /* defaults that do not open */
-	/* the JSON parses, and holds the finding */
+	/* --full-paths: by their texts */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	rewind(out);
+	stat_report_text(&t, &f, true, out);
+	rewind(out);
+	n = fread(text, 1, sizeof(text) - 1, out);
+	text[n] = '\0';
+	assert_non_null(strstr(text, "in busy (t.py:1), 30% in other (/src/t/o.py:9)"));
+	/* the JSON parses, and holds the finding, its functions with full paths (data) */
 	assert_int_equal(ftruncate(fd, 0), 0);
 	rewind(out);
 	assert_int_equal(stat_report_json(&t, &f, out), 0);
 	fclose(out);
 	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; d=json.load(open(\"%s\")); "
-		 "assert d[\"findings\"][0][\"id\"]==\"low-cpu-utilization\"' 2>&1", path);
+		 "assert d[\"findings\"][0][\"id\"]==\"low-cpu-utilization\"; "
+		 "assert \"other (/src/t/o.py:9)\" in str(d)' 2>&1", path);
 	if (system("python3 -c pass 2>/dev/null") == 0)
 		assert_int_equal(system(cmd), 0);
 	unlink(path);
@@ -288,7 +300,7 @@ static void test_user_only_report(void **state)
 	assert_true(unmeasured(&f, "high-switch-rate"));
 	out = open_memstream(&text, &len);
 	assert_non_null(out);
-	stat_report_text(&t, &f, out);
+	stat_report_text(&t, &f, false, out);
 	assert_int_equal(fclose(out), 0);
 	assert_non_null(strstr(text, "<not counted>      context-switches"));
 	assert_non_null(strstr(text, "not measured (no hardware PMU here): instructions and cache "
@@ -342,7 +354,7 @@ static void test_gil(void **state)
 	assert_int_equal(x->funcs[1].tid, 12);
 	assert_true(x->funcs[1].share > 0.47 && x->funcs[1].share < 0.48);
 	out = open_memstream(&text, &len);
-	stat_report_text(&t, &f, out);
+	stat_report_text(&t, &f, false, out);
 	fclose(out);
 	assert_non_null(strstr(text, "waiting: MainThread (tid 11) 55%, worker-1 (tid 12) 48%"));
 	assert_non_null(strstr(text, "'hwspy record --wall'"));
@@ -383,7 +395,7 @@ static void test_few_samples(void **state)
 	assert_int_equal(found(&f, "many-page-faults")->n_funcs, 0);
 	assert_int_equal(found(&f, "many-page-faults")->samples, 12);
 	out = open_memstream(&text, &len);
-	stat_report_text(&t, &f, out);
+	stat_report_text(&t, &f, false, out);
 	fclose(out);
 	assert_non_null(strstr(text, "too few page-faults samples in Python code (12, under 30) to "
 				     "name where"));
@@ -447,7 +459,7 @@ static void test_miss_references(void **state)
 	stat_find(&t, NULL, &f);
 	out = open_memstream(&text, &size);
 	assert_non_null(out);
-	stat_report_text(&t, &f, out);
+	stat_report_text(&t, &f, false, out);
 	assert_int_equal(fclose(out), 0);
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		if (!strstr(text, lines[i]))

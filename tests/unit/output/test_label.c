@@ -74,6 +74,27 @@ static void test_common_dir(void **state)
 	profile_free(p);
 }
 
+/* The same directory from files given one at a time (a dump's frames, in no profile). */
+static void test_files_added(void **state)
+{
+	struct label_paths lp = { 0 };
+
+	(void) state;
+	label_paths_add(&lp, "/usr/lib/python3.11/threading.py");      /* an entry's: no say */
+	label_paths_add(&lp, "<frozen runpy>");
+	label_paths_add(&lp, NULL);
+	assert_null(lp.dir);
+	label_paths_add(&lp, "/src/v1/pkg/m.py");
+	assert_string_equal(label_path(&lp, "/src/v1/pkg/m.py"), "m.py");
+	label_paths_add(&lp, "/src/v1/app.py");
+	assert_string_equal(label_path(&lp, "/src/v1/pkg/m.py"), "pkg/m.py");
+	assert_string_equal(label_path(&lp, "/usr/lib/python3.11/threading.py"), "threading.py");
+	/* only "/" in common: full paths, though nothing cleared lp */
+	label_paths_add(&lp, "/tmp/t.py");
+	assert_string_equal(label_path(&lp, "/src/v1/app.py"), "/src/v1/app.py");
+	assert_string_equal(label_path(&lp, "/tmp/t.py"), "/tmp/t.py");
+}
+
 static void expect_label(const struct profile_frame *f, const struct label_paths *lp,
 			 const char *want, const char *want_full)
 {
@@ -120,6 +141,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sys_path_shapes),
 		cmocka_unit_test(test_common_dir),
+		cmocka_unit_test(test_files_added),
 		cmocka_unit_test(test_labels),
 	};
 
