@@ -5,7 +5,12 @@ process (or another process), through libhwspy, the engine of the hwspy command.
     with hwspy.count(["cycles", "instructions", "cache-misses"]) as c:
         train_step()
     print(c.counts, c.metrics)
+
+    with hwspy.profile("step.svg") as p:        # sampled, written at the end of the block
+        train_step()
+    print(p.top(5), p.stats)
 """
 from hwspy._hwspy import UnavailableEventWarning, __version__
+from hwspy._profile import Function, Profiler, profile
 
-__all__ = ['UnavailableEventWarning', '__version__']
+__all__ = ['UnavailableEventWarning', '__version__', 'Function', 'Profiler', 'profile']
