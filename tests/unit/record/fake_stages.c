@@ -499,6 +499,13 @@ int sampler_capture_probe(void)
 	return fake.capture_probe;
 }
 
+/* the signal mode: refused, as where the host has a SIGTRAP handler (the fake's tests ask
+ * for the nonblocking fallback of self) */
+int sampler_signal_probe(void)
+{
+	return -EBUSY;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	unsigned k = fake.sampler_news++;
