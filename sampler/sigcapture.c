@@ -14,6 +14,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 #define SIGCAP_RECORDS 8                /* per thread: drained every tick (1-5 ms) */
 #define SIGCAP_EXCLUDED 16
 #define SIGCAP_SEARCH_TRIES 64          /* searches for a thread's root (one that runs no Python) */
+#define SIGCAP_BUSY_WAIT_NS 2000000  /* for a record being written when its sample is read */
 #define SIGCAP_CLOSE_WAIT_MS 200        /* for our pending signals before the disposition goes */
 #ifndef TRAP_PERF
 #define TRAP_PERF 6
@@ -52,6 +54,7 @@ struct sigcap_slot {
 	uint32_t tries;                 /* the handler's failed searches for the root */
 	uint64_t root;                  /* atomic */
 	uint32_t head, tail;            /* atomic: records written / taken */
+	int busy;                       /* atomic: the handler is writing the record at head */
 };
 
 struct sigcap {
@@ -272,11 +275,13 @@ static void sigcap_handler(int sig, siginfo_t *si, void *ucv)
 				unsigned char *at = area + k * c->rec_size;
 				struct sigcap_meta m = { .time_ns = t0 };
 
+				STORE(&sl->busy, 1);
 				m.len = copy_chain(c, sl, tid,
 						   (uint64_t) uc->uc_mcontext.gregs[REG_RIP],
 						   at + sizeof(m));
 				memcpy(at, &m, sizeof(m));
 				STORE(&sl->head, head + 1);
+				STORE(&sl->busy, 0);
 				ADD(&c->taken, 1);
 				dt = now_ns() - t0;
 				ADD(&c->ns_total, dt);
@@ -422,8 +427,17 @@ size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *bu
 		struct sigcap_meta m;
 		struct capture_record h;
 
-		if (tail == head)
-			return 0;
+		if (tail == head) {
+			/* its signal's handler at work (a few us; more if it was preempted): the
+			 * record is the sample's, worth a bounded wait */
+			uint64_t end = now_ns() + SIGCAP_BUSY_WAIT_NS;
+
+			while (LOAD(&sl->busy) && LOAD(&sl->head) == tail && now_ns() < end)
+				sched_yield();
+			if (LOAD(&sl->head) == tail)
+				return 0;
+			continue;
+		}
 		memcpy(&m, at, sizeof(m));
 		memcpy(&h, at + sizeof(m), sizeof(h));
 		if (m.time_ns < smp->time_ns) {

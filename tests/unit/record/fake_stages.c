@@ -499,11 +499,10 @@ int sampler_capture_probe(void)
 	return fake.capture_probe;
 }
 
-/* the signal mode: refused, as where the host has a SIGTRAP handler (the fake's tests ask
- * for the nonblocking fallback of self) */
+/* the signal mode: refused by default, as where the host has a SIGTRAP handler */
 int sampler_signal_probe(void)
 {
-	return -EBUSY;
+	return fake.signal_probe ? fake.signal_probe - 1 : -EBUSY;
 }
 
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
