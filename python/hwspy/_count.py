@@ -93,6 +93,8 @@ def count(events, *, strict=False, pid=None, duration=None):
     """Counts events: a block of this process (`with`, or a decorator), or with pid= another
     process for duration seconds (returns the finished Count). See the module's text."""
     names, joined = _spec(events)
+    if (os.getpid(), joined) not in _sessions:
+        _hwspy.check_events(joined)
     if pid is None:
         if duration is not None:
             raise TypeError('duration= goes with pid= (a block counts as long as it runs)')

@@ -660,7 +660,24 @@ static PyObject *events(PyObject *self, PyObject *unused)
 	return l;
 }
 
+/* check_events(events): an unknown event is a ValueError now, before any block opens one. */
+static PyObject *check_events(PyObject *self, PyObject *args)
+{
+	const char *events;
+	struct hwspy_count *c;
+
+	(void) self;
+	if (!PyArg_ParseTuple(args, "s", &events))
+		return NULL;
+	c = count_new(events);
+	if (!c)
+		return NULL;
+	hwspy_count_free(c);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef count_functions[] = {
+	{ "check_events", check_events, METH_VARARGS, "Parses a list of events (ValueError)." },
 	{ "measure", (PyCFunction) (void (*)(void)) measure, METH_VARARGS | METH_KEYWORDS,
 	  "measure(events, pid, duration_ns): another process counted (dict)." },
 	{ "events", events, METH_NOARGS, "The named events, each probed here." },
