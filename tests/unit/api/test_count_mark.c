@@ -84,7 +84,7 @@ static void test_interval_and_pause(void **state)
 	hwspy_count_mark_add(sum, a, b);
 	f = faults_of(c, sum);
 	print_message("# one interval: %.0f faults for %d pages\n", f, PAGES);
-	assert_true(f >= PAGES && f < PAGES * 1.1);
+	assert_true(f >= PAGES && f < PAGES * 1.2);   /* ASan: +1/8 shadow pages */
 	ev = hwspy_count_events(c, &n);
 	assert_true(ev[1].value > 0 && ev[1].cpus > 0);     /* task-clock, CPUs used */
 	assert_true(ev[0].enabled_ns > 0);
@@ -102,7 +102,7 @@ static void test_interval_and_pause(void **state)
 	f = faults_of(c, sum);
 	print_message("# three intervals, a pause between two: %.0f faults for %d pages counted, "
 		      "%d paused\n", f, 3 * PAGES, 2 * PAGES);
-	assert_true(f >= 3 * PAGES && f < 3 * PAGES * 1.1);
+	assert_true(f >= 3 * PAGES && f < 3 * PAGES * 1.2);
 	hwspy_count_mark_free(a);
 	hwspy_count_mark_free(b);
 	hwspy_count_mark_free(sum);
