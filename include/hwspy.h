@@ -1157,6 +1157,30 @@ const struct hwspy_gil_wait *hwspy_count_gil_waits(const struct hwspy_count *c, 
 int hwspy_count_write_text(struct hwspy_count *c, const char *target, FILE *out);
 int hwspy_count_write_json(struct hwspy_count *c, const char *target, FILE *out);
 
+/* Blocks of the calling process (the Python package's `with hwspy.count(...)`): counted once
+ * (hwspy_count_start(c, 0, NULL), kept open) and read at the start and end of each block,
+ * cheaply. A mark holds every counter's values at one moment, per thread counted:
+ * hwspy_count_mark_read() reads each group of each thread once (no /proc, no allocation:
+ * microseconds). A mark is also a sum of intervals: hwspy_count_mark_add() adds the difference
+ * of two readings (a block, its pauses left out; blocks nest, each its own marks).
+ * hwspy_count_use() makes a sum c's last reading: hwspy_count_events() (values, times, metrics),
+ * hwspy_count_threads() and hwspy_count_findings() then give the interval's. Threads started
+ * after the start are counted in the counters of the thread that started them (inherit), live
+ * ones included: their values are in that thread's row. A mark is made for c (after its start)
+ * and freed before it. */
+struct hwspy_count_mark;
+/* A mark of c's size, all zero (an empty sum): 0, -EINVAL (not counting), -ENOMEM. */
+int hwspy_count_mark_new(const struct hwspy_count *c, struct hwspy_count_mark **ret);
+void hwspy_count_mark_free(struct hwspy_count_mark *m);         /* NULL a no-op */
+/* m := every counter's values now (and the monotonic time). 0, -EINVAL (not counting, or m
+ * not made for c). */
+int hwspy_count_mark_read(struct hwspy_count *c, struct hwspy_count_mark *m);
+/* sum += to - from (from read before to; a counter that went backwards adds 0). */
+void hwspy_count_mark_add(struct hwspy_count_mark *sum, const struct hwspy_count_mark *from,
+			  const struct hwspy_count_mark *to);
+/* c's last reading := sum (thread names from /proc). 0, -EINVAL, -ENOMEM. */
+int hwspy_count_use(struct hwspy_count *c, const struct hwspy_count_mark *sum);
+
 /* ==== findings ============================================================================== */
 /*
  * What counts mean, as data: each rule a metric of the counts, a threshold with its source,

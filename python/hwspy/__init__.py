@@ -6,6 +6,8 @@ process (or another process), through libhwspy, the engine of the hwspy command.
         train_step()
     print(c.counts, c.metrics)
 """
-from hwspy._hwspy import UnavailableEventWarning, __version__
+from hwspy._hwspy import UnavailableEventError, UnavailableEventWarning, __version__
+from hwspy._count import Count, count, events
 
-__all__ = ['UnavailableEventWarning', '__version__']
+__all__ = ['Count', 'UnavailableEventError', 'UnavailableEventWarning', '__version__', 'count',
+           'events']
