@@ -10,7 +10,9 @@ process (or another process), through libhwspy, the engine of the hwspy command.
         train_step()
     print(p.top(5), p.stats)
 """
-from hwspy._hwspy import UnavailableEventWarning, __version__
+from hwspy._hwspy import UnavailableEventError, UnavailableEventWarning, __version__
+from hwspy._count import Count, count, events
 from hwspy._profile import Function, Profiler, profile
 
-__all__ = ['UnavailableEventWarning', '__version__', 'Function', 'Profiler', 'profile']
+__all__ = ['Count', 'Function', 'Profiler', 'UnavailableEventError', 'UnavailableEventWarning',
+           '__version__', 'count', 'events', 'profile']

@@ -37,8 +37,8 @@ class Profiler:
     rate: samples a second per thread (default 100); period: or one sample every N events
     (an event that counts occurrences, such as page-faults, is sampled at a period by
     default). native: native frames too (C extensions, the interpreter); threads: a root
-    frame per thread; mode: 'auto' (exact where allowed, else not), 'capture' or
-    'nonblocking'.
+    frame per thread; mode: 'auto' (exact where allowed: the BPF capture as root, else a
+    signal at each sample; else not), 'capture', 'signal' or 'nonblocking'.
 
     Errors: an unknown event or one this machine cannot sample (no hardware PMU) is a
     ValueError saying so (hwspy.events() lists what is available); where this process may
@@ -132,7 +132,8 @@ class Profiler:
 
     @property
     def stats(self):
-        """What the recording says of itself: mode ('capture': exact, or 'nonblocking'),
+        """What the recording says of itself: mode ('capture' or 'signal': exact, or
+        'nonblocking'),
         samples, exact (stacks captured at their sample), late (read after it), lost (by the
         kernel), dropped (unreadable stacks), excluded (hwspy's own thread's), threads,
         elapsed_ns, event, total (its weight), user_only (kernel mode not allowed here),

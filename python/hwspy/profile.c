@@ -99,6 +99,10 @@ static void note(void *ctx, enum hwspy_note n, int err, const char *detail)
 		snprintf(s, 256, "the BPF capture did not start (%s): Python stacks read just "
 			 "after their samples (not exact)", err ? strerror(-err) : detail);
 		break;
+	case HWSPY_NOTE_SIGNAL:
+		snprintf(s, 256, "no BPF capture (%s): exact by a signal at each sample instead",
+			 detail && *detail ? detail : "not allowed");
+		break;
 	case HWSPY_NOTE_TRACEPOINT:
 		snprintf(s, 256, "'%s' is a tracepoint: Python stacks read just after their "
 			 "samples (not exact)", detail);
@@ -279,7 +283,7 @@ static void *recorder_thread(void *arg)
 
 /* ---- the type ----------------------------------------------------------------------------- */
 
-static const char *const mode_names[] = { "auto", "capture", "stops", "nonblocking" };
+static const char *const mode_names[] = { "auto", "capture", "stops", "nonblocking", "signal" };
 
 static PyObject *rec_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
@@ -299,8 +303,8 @@ static PyObject *rec_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		if (!strcmp(mode, mode_names[m]))
 			break;
 	if (m == sizeof(mode_names) / sizeof(mode_names[0]) || m == HWSPY_RECORD_STOPS)
-		return PyErr_Format(PyExc_ValueError, "mode '%s': give 'auto', 'capture' or "
-				    "'nonblocking' (the calling process cannot be stopped)", mode);
+		return PyErr_Format(PyExc_ValueError, "mode '%s': give 'auto', 'capture', "
+				    "'signal' or 'nonblocking' (the calling process cannot be stopped)", mode);
 	if (event && strlen(event) >= sizeof(o->event))
 		return PyErr_Format(PyExc_ValueError, "event list too long");
 	o = (struct rec_obj *) PyType_GenericAlloc(type, 0);
@@ -637,6 +641,7 @@ static const char *mode_now(struct rec_obj *o)
 	case HWSPY_RECORD_CAPTURE: return "capture";
 	case HWSPY_RECORD_STOPS: return "stops";
 	case HWSPY_RECORD_NONBLOCKING: return "nonblocking";
+	case HWSPY_RECORD_SIGNAL: return "signal";
 	default: return "auto";
 	}
 }

