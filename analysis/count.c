@@ -258,17 +258,44 @@ static void thread_name(const struct stat_names *names, pid_t pid, pid_t tid, ch
 	fclose(f);
 }
 
-int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
-		     const struct stat_names *names)
+static double scaled_of(const struct counter_value *v)
 {
-	struct counter_value v[COUNTER_MAX_EVENTS];
-	int clock = index_of(s, "task-clock"), sw = index_of(s, "context-switches");
-	size_t n = counter_n_threads(c);
+	if (!v->running_ns)
+		return 0;
+	if (v->running_ns >= v->enabled_ns)
+		return (double) v->raw;
+	return (double) v->raw * ((double) v->enabled_ns / (double) v->running_ns);
+}
 
-	counter_totals(c, v);
+/* Event i summed over in's threads: raw and times added, each thread scaled on its own. */
+static void sum_of(const struct stat_values *in, size_t n_events, size_t i,
+		   struct counter_value *ret)
+{
+	*ret = (struct counter_value) { 0 };
+	for (size_t k = 0; k < in->n_threads; k++) {
+		const struct counter_value *v = &in->v[k * n_events + i];
+
+		ret->raw += v->raw;
+		ret->enabled_ns += v->enabled_ns;
+		ret->running_ns += v->running_ns;
+		ret->scaled += scaled_of(v);
+		ret->error = v->error;
+		ret->split |= v->split;
+	}
+	ret->never_ran = ret->enabled_ns > 0 && ret->running_ns == 0;
+}
+
+int stat_totals_from(struct stat_totals *t, const struct stat_setup *s,
+		     const struct stat_values *in, const struct stat_names *names)
+{
+	struct counter_value v;
+	int clock = index_of(s, "task-clock"), sw = index_of(s, "context-switches");
+	size_t n = in->n_threads, ne = s->n_events;
+
 	t->n_ev = 0;
-	for (size_t i = 0; i < s->n_events && t->n_ev < STAT_MAX_EVENTS; i++) {
-		event_from(&t->ev[t->n_ev], &s->events[i], &v[i]);
+	for (size_t i = 0; i < ne && t->n_ev < STAT_MAX_EVENTS; i++) {
+		sum_of(in, ne, i, &v);
+		event_from(&t->ev[t->n_ev], &s->events[i], &v);
 		t->ev[t->n_ev].listed = s->listed[i];
 		if (s->user_only && stat_kernel_only(&s->events[i]) && t->ev[t->n_ev].counted) {
 			/* a switch or a migration happens in the kernel: its ':u' count is 0 */
@@ -279,23 +306,46 @@ int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct c
 	}
 	if (s->user_only)
 		sw = -1;
-	t->wall_ns = counter_stats(c)->wall_ns;
+	t->wall_ns = in->wall_ns;
 	t->threads = n ? calloc(n, sizeof(*t->threads)) : NULL;
 	if (n && !t->threads)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++) {
 		struct stat_thread *th = &t->threads[k];
+		const struct counter_value *x = &in->v[k * ne];
 
-		th->tid = counter_thread(c, k, v);
-		th->task_clock_ns = clock >= 0 && !v[clock].error ? v[clock].scaled : -1;
-		th->switches = sw >= 0 && !v[sw].error ? v[sw].scaled : -1;
-		for (size_t i = 0; i < s->n_events; i++)
-			th->value[i] = v[i].error || v[i].never_ran ? NAN : v[i].scaled;
-		thread_name(names, counter_pid(c), th->tid, th->name, sizeof(th->name));
+		th->tid = in->tids[k];
+		th->task_clock_ns = clock >= 0 && !x[clock].error ? scaled_of(&x[clock]) : -1;
+		th->switches = sw >= 0 && !x[sw].error ? scaled_of(&x[sw]) : -1;
+		for (size_t i = 0; i < ne; i++)
+			th->value[i] = x[i].error || x[i].never_ran ? NAN : scaled_of(&x[i]);
+		thread_name(names, in->pid, th->tid, th->name, sizeof(th->name));
 	}
 	t->n_threads = n;
 	qsort(t->threads, n, sizeof(*t->threads), cmp_thread);
 	return 0;
+}
+
+int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
+		     const struct stat_names *names)
+{
+	size_t n = counter_n_threads(c), ne = s->n_events;
+	struct stat_values in = { .n_threads = n, .wall_ns = counter_stats(c)->wall_ns,
+				  .pid = counter_pid(c) };
+	struct counter_value *v = calloc(n * ne + 1, sizeof(*v));
+	pid_t *tids = calloc(n + 1, sizeof(*tids));
+	int r = -ENOMEM;
+
+	if (v && tids) {
+		for (size_t k = 0; k < n; k++)
+			tids[k] = counter_thread(c, k, &v[k * ne]);
+		in.tids = tids;
+		in.v = v;
+		r = stat_totals_from(t, s, &in, names);
+	}
+	free(v);
+	free(tids);
+	return r;
 }
 
 static int cmp_gil(const void *a, const void *b)

@@ -103,6 +103,12 @@ void stat_count_read(struct stat_count *c)
 	counter_read(c->ctr);
 }
 
+void stat_count_read_counters(struct stat_count *c)
+{
+	if (c->ctr && !c->stopped)
+		counter_read(c->ctr);
+}
+
 void stat_count_stop(struct stat_count *c)
 {
 	if (!c->ctr || c->stopped)

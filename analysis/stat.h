@@ -252,6 +252,20 @@ struct stat_names {
  * to free). */
 int stat_totals_fill(struct stat_totals *t, const struct stat_setup *s, struct counter *c,
 		     const struct stat_names *names);
+/* Values to make totals of without reading a counter (an interval of the calling process's
+ * counting: lib/count.c's marks): thread k's tid tids[k], its event i v[k * s->n_events + i]
+ * (raw and times; error, split as the counter gave them; scaled made here from raw and times,
+ * as perf stat's estimate), the wall time, pid for /proc's names. */
+struct stat_values {
+	const pid_t *tids;
+	const struct counter_value *v;
+	size_t n_threads;
+	uint64_t wall_ns;
+	pid_t pid;
+};
+/* As stat_totals_fill(), from in. 0 or -ENOMEM. */
+int stat_totals_from(struct stat_totals *t, const struct stat_setup *s,
+		     const struct stat_values *in, const struct stat_names *names);
 /* The threads' time waiting for the GIL (t->gil, allocated, sorted longest first, named) from
  * in[0..n) (tid, wait_ns, cpu_ns: < 0 where the sampling run does not know it, then the
  * thread's own task-clock where it has one), measured: the sampling run took the switches off
@@ -337,6 +351,9 @@ void stat_count_tick(struct stat_count *c);
 int stat_count_run(struct stat_count *c, volatile sig_atomic_t *stop, uint64_t duration_ns);
 /* Reads every counter now, counting going on: stat_count_totals() gives these. */
 void stat_count_read(struct stat_count *c);
+/* Reads every counter now, nothing else (no /proc): what a block of the calling process
+ * reads at its start and end (microseconds: one read per group per thread counted). */
+void stat_count_read_counters(struct stat_count *c);
 /* Stops counting: the last tick, the final values, the threads' Python names (o.python_names,
  * the target still there). Idempotent. */
 void stat_count_stop(struct stat_count *c);

@@ -177,13 +177,25 @@ size_t hwspy_events_working(const char **ret, size_t max);
  * Side effects are the options': SIGCHLD is blocked on the calling thread (read through a
  * signalfd) only with opts.sigchld, RLIMIT_NOFILE raised only with opts.raise_nofile, both
  * false by default (a library inside someone's process); the command line sets both. No signal
- * handler is ever installed: the caller owns the stop flag. */
+ * handler is installed but in HWSPY_RECORD_SIGNAL: the caller owns the stop flag.
+ *
+ * HWSPY_RECORD_SIGNAL (self, user space only; what AUTO takes for self where BPF is refused, as
+ * for an unprivileged user at perf_event_paranoid 2): each sampling event sends SIGTRAP to the
+ * thread whose counter overflowed (perf's sigtrap), and a handler copies that thread's Python
+ * frames then, through process_vm_readv on the process itself (a bad pointer is an error, never
+ * a crash): exact samples (stats.captured), nothing stopped. The events overflow in user mode
+ * only, so the signal never interrupts a system call (no EINTR; SA_RESTART besides). The
+ * handler is installed at start and the disposition found put back at stop; a process that has
+ * a SIGTRAP handler of its own keeps it and is recorded nonblocking (HWSPY_NOTE_NO_SIGNAL).
+ * The recorder's threads are not sampled (their signals dropped: stats.signal_excluded). */
 
 enum hwspy_record_mode {
 	HWSPY_RECORD_AUTO,              /* capture, else stops, else nonblocking (notes say which) */
 	HWSPY_RECORD_CAPTURE,
 	HWSPY_RECORD_STOPS,             /* --ptrace (needs opts.sigchld) */
 	HWSPY_RECORD_NONBLOCKING,       /* --nonblocking */
+	HWSPY_RECORD_SIGNAL,            /* self only: exact without BPF nor privileges; AUTO's
+	                                 * choice for self where BPF is refused (see below) */
 };
 
 /* What the recorder chose or fell back to on its own, told as it happens (opts.note_fn) so that
@@ -201,6 +213,10 @@ enum hwspy_note {
 	HWSPY_NOTE_CAPTURE_FAILED,      /* the capture (err) did not start: nonblocking reads */
 	HWSPY_NOTE_SHIM_EXEC,           /* attach: the target was a shell (detail: its exe, a
 	                                 * pyenv shim?) that exec'd Python: that is recorded */
+	HWSPY_NOTE_SIGNAL,              /* self: no BPF capture (detail: why), exact by a SIGTRAP
+	                                 * handler instead (HWSPY_RECORD_SIGNAL) */
+	HWSPY_NOTE_NO_SIGNAL,           /* self: no signal mode (err -EBUSY: the process has a
+	                                 * SIGTRAP handler of its own, kept): nonblocking */
 };
 typedef void (*hwspy_note_fn)(void *ctx, enum hwspy_note note, int err, const char *detail);
 
@@ -373,6 +389,11 @@ struct hwspy_record_stats {
 	int capture_error;
 	uint64_t capture_failures;
 	uint64_t excluded;              /* self: samples of the recorder's own threads, left out */
+	/* HWSPY_RECORD_SIGNAL: signals of the recorder's handled, of those that made a record, dropped at once (the recorder's
+	 * threads), dropped for want of room, not the recorder's (passed on), records whose sample
+	 * was lost; the handler's time, in all and at most (ns) */
+	uint64_t signal_seen, signal_taken, signal_excluded, signal_dropped, signal_foreign, signal_unpaired;
+	uint64_t signal_ns_total, signal_ns_max;
 };
 void hwspy_recorder_stats(struct hwspy_recorder *rec, struct hwspy_record_stats *ret);
 
@@ -1140,6 +1161,30 @@ const struct hwspy_gil_wait *hwspy_count_gil_waits(const struct hwspy_count *c, 
  * 0, -EIO, -ENOMEM. */
 int hwspy_count_write_text(struct hwspy_count *c, const char *target, FILE *out);
 int hwspy_count_write_json(struct hwspy_count *c, const char *target, FILE *out);
+
+/* Blocks of the calling process (the Python package's `with hwspy.count(...)`): counted once
+ * (hwspy_count_start(c, 0, NULL), kept open) and read at the start and end of each block,
+ * cheaply. A mark holds every counter's values at one moment, per thread counted:
+ * hwspy_count_mark_read() reads each group of each thread once (no /proc, no allocation:
+ * microseconds). A mark is also a sum of intervals: hwspy_count_mark_add() adds the difference
+ * of two readings (a block, its pauses left out; blocks nest, each its own marks).
+ * hwspy_count_use() makes a sum c's last reading: hwspy_count_events() (values, times, metrics),
+ * hwspy_count_threads() and hwspy_count_findings() then give the interval's. Threads started
+ * after the start are counted in the counters of the thread that started them (inherit), live
+ * ones included: their values are in that thread's row. A mark is made for c (after its start)
+ * and freed before it. */
+struct hwspy_count_mark;
+/* A mark of c's size, all zero (an empty sum): 0, -EINVAL (not counting), -ENOMEM. */
+int hwspy_count_mark_new(const struct hwspy_count *c, struct hwspy_count_mark **ret);
+void hwspy_count_mark_free(struct hwspy_count_mark *m);         /* NULL a no-op */
+/* m := every counter's values now (and the monotonic time). 0, -EINVAL (not counting, or m
+ * not made for c). */
+int hwspy_count_mark_read(struct hwspy_count *c, struct hwspy_count_mark *m);
+/* sum += to - from (from read before to; a counter that went backwards adds 0). */
+void hwspy_count_mark_add(struct hwspy_count_mark *sum, const struct hwspy_count_mark *from,
+			  const struct hwspy_count_mark *to);
+/* c's last reading := sum (thread names from /proc). 0, -EINVAL, -ENOMEM. */
+int hwspy_count_use(struct hwspy_count *c, const struct hwspy_count_mark *sum);
 
 /* ==== findings ============================================================================== */
 /*

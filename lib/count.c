@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis/stat.h"
 #include "lib/internal.h"
@@ -372,20 +373,11 @@ static void event_out(const struct stat_totals *t, const struct stat_event *e,
 	snprintf(ret->reference, sizeof(ret->reference), "%s", d.reference);
 }
 
-/* The last reading's totals and their public form. */
-static int totals(struct hwspy_count *c)
+/* The public form of c->t (filled): events, threads, GIL waits. */
+static int totals_out(struct hwspy_count *c)
 {
-	struct stat_names names = { .name = sampling_name, .ctx = c };
 	const struct hwspy_count_sampling *s = c->have_sampling ? &c->sampling : NULL;
-	int r;
 
-	totals_release(c);
-	r = stat_count_totals(&c->s, &c->t, &names);
-	if (r >= 0 && s)
-		r = stat_gil_waits(&c->t, c->gil_in, c->n_gil_in, s->gil_measured, c->s.pid,
-				   &names);
-	if (r < 0)
-		return lib_fail(r, "out of memory");
 	c->t.samples = s ? s->samples : 0;
 	c->t.sampled = c->t.samples > 0;
 	c->n_ev = c->t.n_ev;
@@ -413,6 +405,23 @@ static int totals(struct hwspy_count *c)
 		snprintf(c->gil[k].name, sizeof(c->gil[k].name), "%s", c->t.gil[k].name);
 	}
 	return 0;
+}
+
+/* The last reading's totals and their public form. */
+static int totals(struct hwspy_count *c)
+{
+	struct stat_names names = { .name = sampling_name, .ctx = c };
+	const struct hwspy_count_sampling *s = c->have_sampling ? &c->sampling : NULL;
+	int r;
+
+	totals_release(c);
+	r = stat_count_totals(&c->s, &c->t, &names);
+	if (r >= 0 && s)
+		r = stat_gil_waits(&c->t, c->gil_in, c->n_gil_in, s->gil_measured, c->s.pid,
+				   &names);
+	if (r < 0)
+		return lib_fail(r, "out of memory");
+	return totals_out(c);
 }
 
 int hwspy_count_read(struct hwspy_count *c)
@@ -480,6 +489,125 @@ void hwspy_count_stats(const struct hwspy_count *c, struct hwspy_count_stats *re
 		ret->target_exited = rs.target_exited;
 		ret->exit_status = rs.exit_status;
 	}
+}
+
+/* ---- marks: blocks of the calling process ---- */
+
+struct hwspy_count_mark {
+	const struct hwspy_count *c;    /* made for */
+	size_t n_threads, n_events;
+	uint64_t wall_ns;               /* a reading: CLOCK_MONOTONIC; a sum: the intervals' */
+	pid_t *tids;
+	struct counter_value *v;        /* n_threads x n_events */
+};
+
+int hwspy_count_mark_new(const struct hwspy_count *c, struct hwspy_count_mark **ret)
+{
+	struct hwspy_count_mark *m;
+
+	lib_reason_clear();
+	*ret = NULL;
+	if (!c->started || !c->s.ctr || c->s.stopped)
+		return lib_fail(-EINVAL, "counting has not started");
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return lib_fail(-ENOMEM, "out of memory");
+	m->c = c;
+	m->n_threads = counter_n_threads(c->s.ctr);
+	m->n_events = c->s.s.n_events;
+	m->tids = calloc(m->n_threads + 1, sizeof(*m->tids));
+	m->v = calloc(m->n_threads * m->n_events + 1, sizeof(*m->v));
+	if (!m->tids || !m->v) {
+		hwspy_count_mark_free(m);
+		return lib_fail(-ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < m->n_threads; k++)
+		m->tids[k] = counter_thread(c->s.ctr, k, &m->v[k * m->n_events]);
+	for (size_t k = 0; k < m->n_threads * m->n_events; k++) {
+		int error = m->v[k].error;
+		bool split = m->v[k].split;
+
+		m->v[k] = (struct counter_value) { .error = error, .split = split };
+	}
+	*ret = m;
+	return 0;
+}
+
+void hwspy_count_mark_free(struct hwspy_count_mark *m)
+{
+	if (!m)
+		return;
+	free(m->tids);
+	free(m->v);
+	free(m);
+}
+
+int hwspy_count_mark_read(struct hwspy_count *c, struct hwspy_count_mark *m)
+{
+	struct timespec ts;
+	size_t n;
+
+	if (m->c != c || !c->s.ctr || c->s.stopped)
+		return lib_fail(-EINVAL, "counting has not started");
+	stat_count_read_counters(&c->s);
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	m->wall_ns = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+	n = counter_n_threads(c->s.ctr);
+	if (n > m->n_threads)
+		n = m->n_threads;
+	for (size_t k = 0; k < n; k++)
+		m->tids[k] = counter_thread(c->s.ctr, k, &m->v[k * m->n_events]);
+	return 0;
+}
+
+static uint64_t delta(uint64_t from, uint64_t to)
+{
+	return to > from ? to - from : 0;
+}
+
+void hwspy_count_mark_add(struct hwspy_count_mark *sum, const struct hwspy_count_mark *from,
+			  const struct hwspy_count_mark *to)
+{
+	size_t n = sum->n_threads * sum->n_events;
+
+	if (from->n_threads * from->n_events < n || to->n_threads * to->n_events < n ||
+	    from->n_events != sum->n_events || to->n_events != sum->n_events)
+		return;
+	sum->wall_ns += delta(from->wall_ns, to->wall_ns);
+	for (size_t k = 0; k < sum->n_threads; k++)
+		sum->tids[k] = to->tids[k];
+	for (size_t k = 0; k < n; k++) {
+		struct counter_value *s = &sum->v[k];
+		const struct counter_value *a = &from->v[k], *b = &to->v[k];
+
+		s->raw += delta(a->raw, b->raw);
+		s->enabled_ns += delta(a->enabled_ns, b->enabled_ns);
+		s->running_ns += delta(a->running_ns, b->running_ns);
+		s->error = b->error;
+		s->split = b->split;
+	}
+}
+
+int hwspy_count_use(struct hwspy_count *c, const struct hwspy_count_mark *sum)
+{
+	struct stat_names names = { 0 };
+	struct stat_values in = {
+		.tids = sum->tids, .v = sum->v, .n_threads = sum->n_threads,
+		.wall_ns = sum->wall_ns, .pid = c->s.pid,
+	};
+	int r;
+
+	lib_reason_clear();
+	if (sum->c != c || sum->n_events != c->s.s.n_events)
+		return lib_fail(-EINVAL, "a mark of another counting");
+	totals_release(c);
+	c->have_sampling = false;
+	c->t.user_only = c->s.s.user_only;
+	c->t.have_pmu = hwspy_have_hw_pmu();
+	r = stat_totals_from(&c->t, &c->s.s, &in, &names);
+	if (r < 0)
+		return lib_fail(r, "out of memory");
+	return totals_out(c);
 }
 
 /* A thread's name in the sampling run's profile. */

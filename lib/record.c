@@ -112,7 +112,8 @@ void hwspy_record_opts_init(struct hwspy_record_opts *o)
 static enum record_mode internal_mode(enum hwspy_record_mode m)
 {
 	return m == HWSPY_RECORD_STOPS ? RECORD_STOPS :
-	       m == HWSPY_RECORD_NONBLOCKING ? RECORD_NONBLOCKING : RECORD_CAPTURE;
+	       m == HWSPY_RECORD_NONBLOCKING ? RECORD_NONBLOCKING :
+	       m == HWSPY_RECORD_SIGNAL ? RECORD_SIGNAL : RECORD_CAPTURE;
 }
 
 int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sink, void *ctx,
@@ -130,6 +131,8 @@ int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sin
 	if (opts->self && opts->mode == HWSPY_RECORD_STOPS)
 		return lib_fail(-EINVAL, "the calling process cannot be recorded by stops (it would "
 				"stop itself): give the capture or nonblocking mode");
+	if (!opts->self && opts->mode == HWSPY_RECORD_SIGNAL)
+		return lib_fail(-EINVAL, "the signal mode records the calling process only");
 	if (!opts->sigchld && opts->mode == HWSPY_RECORD_STOPS)
 		return lib_fail(-EINVAL, "recording by stops reads them through SIGCHLD: set "
 				"opts.sigchld, or give the capture or nonblocking mode");
@@ -189,7 +192,8 @@ static bool warm(const struct hwspy_recorder *h)
 {
 	/* nothing stops the target while the first samples are unwound slowly: load the modules'
 	 * symbols and CFI before sampling starts, not while the rings fill */
-	return h->opts.mode == HWSPY_RECORD_AUTO || h->opts.mode == HWSPY_RECORD_CAPTURE;
+	return h->opts.mode == HWSPY_RECORD_AUTO || h->opts.mode == HWSPY_RECORD_CAPTURE ||
+	       h->opts.mode == HWSPY_RECORD_SIGNAL;
 }
 
 static bool is_shell(const char *exe)
@@ -346,6 +350,14 @@ static void policy_note(void *ctx, enum record_note n, int err, const char *name
 	case RECORD_NOTE_USER_ONLY:
 		note(h, HWSPY_NOTE_USER_ONLY, err, NULL);
 		break;
+	case RECORD_NOTE_SIGNAL:
+		hwspy_bpf_refused_words(err, why, sizeof(why));
+		note(h, HWSPY_NOTE_SIGNAL, err, why);
+		break;
+	case RECORD_NOTE_NO_SIGNAL:
+		note(h, HWSPY_NOTE_NO_SIGNAL, err, err == -EBUSY ? "the process has a SIGTRAP "
+		     "handler of its own" : NULL);
+		break;
 	}
 }
 
@@ -408,6 +420,7 @@ enum hwspy_record_mode hwspy_recorder_mode(const struct hwspy_recorder *h)
 	switch (recorder_mode(h->rec)) {
 	case RECORD_STOPS: return HWSPY_RECORD_STOPS;
 	case RECORD_NONBLOCKING: return HWSPY_RECORD_NONBLOCKING;
+	case RECORD_SIGNAL: return HWSPY_RECORD_SIGNAL;
 	default: return HWSPY_RECORD_CAPTURE;
 	}
 }
@@ -555,6 +568,14 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 	ret->captured_by_sampler = st->captured;
 	ret->capture_mismatched = st->capture_mismatched;
 	ret->capture_threads_failed = st->capture_threads_failed;
+	ret->signal_seen = st->signal_seen;
+	ret->signal_taken = st->signal_taken;
+	ret->signal_excluded = st->signal_excluded;
+	ret->signal_dropped = st->signal_dropped;
+	ret->signal_foreign = st->signal_foreign;
+	ret->signal_unpaired = st->signal_unpaired;
+	ret->signal_ns_total = st->signal_ns_total;
+	ret->signal_ns_max = st->signal_ns_max;
 	ret->target_exited = st->target_exited;
 	ret->exit_status = st->exit_status;
 }

@@ -29,6 +29,12 @@ struct mapped_file {
 	uint64_t start, end;            /* first mapping of the file */
 	uint64_t base;                  /* start of the mapping with file offset 0 */
 	bool has_base;
+	/* the loader's offset-0 mapping: the last one before an executable mapping of the file.
+	 * Another mapping of the whole file at offset 0 (libelf's read of its symbols, by a
+	 * profiler inside the process: hwspy's own recorder recording its process) must not be
+	 * taken for it, wherever it lies */
+	uint64_t last_zero, loaded_base;
+	bool has_last_zero, has_loaded_base;
 	int rank;                       /* lower is tried first */
 };
 
@@ -143,8 +149,19 @@ static int read_maps(const char *dir, struct mapped_file *files, size_t max, siz
 			files[i].base = start;
 			files[i].has_base = true;
 		}
+		if (off == 0) {
+			files[i].last_zero = start;
+			files[i].has_last_zero = true;
+		}
+		if (strchr(perms, 'x') && files[i].has_last_zero && !files[i].has_loaded_base) {
+			files[i].loaded_base = files[i].last_zero;
+			files[i].has_loaded_base = true;
+		}
 	}
 	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (files[i].has_loaded_base)
+			files[i].base = files[i].loaded_base;
 	*ret_n = n;
 	return 0;
 }

@@ -43,6 +43,14 @@ bool record_events_user_only(struct event_spec *events, size_t n)
 	return changed;
 }
 
+/* The signal mode records user space alone, no switch, no other process (sampler.h) */
+static bool record_signal_fits(const struct record_opts *o)
+{
+	return !o->kernel && !o->off_cpu && !o->wall && !o->gil_waits && !o->subprocesses &&
+	       !o->argv && !record_event_samples_asleep(&o->events[0]) &&
+	       !record_event_kernel_only(&o->events[0]);
+}
+
 enum record_mode recorder_choose_mode(struct recorder *rec, const struct record_fallback *f)
 {
 	const struct record_opts *o = &rec->opts;
@@ -59,12 +67,20 @@ enum record_mode recorder_choose_mode(struct recorder *rec, const struct record_
 	if (f->auto_mode && !nonblocking && !stops) {
 		int r = sampler_capture_probe();
 
+		int sr = f->self ? sampler_signal_probe() : -EINVAL;
+
 		if (r == 0) {
 			m = RECORD_CAPTURE;
+		} else if (f->self && record_signal_fits(o) && sr == 0) {
+			/* the calling process: a signal copies its frames at the overflow */
+			note(f, RECORD_NOTE_SIGNAL, r, NULL);
+			m = RECORD_SIGNAL;
 		} else if (record_event_samples_asleep(e) || o->wall || f->self) {
 			/* --wall samples every switch off the CPU too; the calling process is never
 			 * stopped */
 			note(f, RECORD_NOTE_NO_CAPTURE_ASLEEP, r, NULL);
+			if (f->self && record_signal_fits(o))
+				note(f, RECORD_NOTE_NO_SIGNAL, sr, NULL);
 			nonblocking = true;
 		} else {
 			note(f, RECORD_NOTE_NO_CAPTURE, r, NULL);
@@ -83,6 +99,12 @@ int recorder_start_fallback(struct recorder *rec, const struct record_fallback *
 	const struct record_opts *o = &rec->opts;
 	int r = recorder_start(rec);
 
+	if (r == -EBUSY && recorder_mode(rec) == RECORD_SIGNAL) {
+		/* a SIGTRAP handler of the host's came meanwhile: it keeps it */
+		note(f, RECORD_NOTE_NO_SIGNAL, r, NULL);
+		recorder_set_mode(rec, RECORD_NONBLOCKING);
+		r = recorder_start(rec);
+	}
 	if ((r == -EPERM || r == -EBUSY) && recorder_mode(rec) == RECORD_STOPS) {
 		note(f, r == -EBUSY ? RECORD_NOTE_STOPS_BUSY : RECORD_NOTE_STOPS_REFUSED, r, NULL);
 		recorder_set_mode(rec, RECORD_NONBLOCKING);

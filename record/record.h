@@ -74,6 +74,8 @@ enum record_mode {
 	RECORD_CAPTURE,                 /* exact: a BPF program copies the frames at the overflow */
 	RECORD_STOPS,                   /* exact: the sampled thread is stopped (ptrace) */
 	RECORD_NONBLOCKING,             /* read after the sample, nothing stopped or captured */
+	RECORD_SIGNAL,                  /* exact, the calling process only: a SIGTRAP handler
+	                                 * copies the frames at the overflow (sampler.h) */
 };
 
 struct record_opts {
@@ -302,9 +304,14 @@ void recorder_stop(struct recorder *rec);
  * it samples); else the BPF capture where sampler_capture_probe() allows it, else stops
  * (NO_CAPTURE, err the probe's), or nonblocking where a stop would interrupt a sleeping call
  * (an event that overflows as its thread sleeps, wall) or the target is the caller itself
- * (self) (NO_CAPTURE_ASLEEP). Without auto_mode, f->mode as it is. Sets and returns the mode.
+ * (self) (NO_CAPTURE_ASLEEP) - but for the calling process, where sampler_signal_probe()
+ * allows it and the recording is of user space alone (no kernel frames, off-CPU, wall, GIL
+ * waits, subprocesses, nor an events[0] that overflows asleep), by a signal (SIGNAL, err the
+ * BPF probe's; NO_SIGNAL, err the signal probe's, where it does not: nonblocking). Without
+ * auto_mode, f->mode as it is. Sets and returns the mode.
  * recorder_start_fallback(): recorder_start(), and where stops are refused (-EPERM: STOPS_REFUSED)
- * or impossible (-EBUSY: STOPS_BUSY), again nonblocking; where kernel-mode counting is refused
+ * or impossible (-EBUSY: STOPS_BUSY), or the signal mode refused (-EBUSY: NO_SIGNAL), again
+ * nonblocking; where kernel-mode counting is refused
  * (-EACCES; not for kernel frames, off-CPU, wall or a kernel-only events[0]), every event of
  * events (the recorder's opts.events, n_events of them) set to user space only and again
  * (USER_ONLY). Its result is the last recorder_start()'s. */
@@ -315,6 +322,8 @@ enum record_note {
 	RECORD_NOTE_STOPS_BUSY,
 	RECORD_NOTE_STOPS_REFUSED,
 	RECORD_NOTE_USER_ONLY,
+	RECORD_NOTE_SIGNAL,             /* err: why no BPF capture */
+	RECORD_NOTE_NO_SIGNAL,          /* err: why no signal (-EBUSY: a SIGTRAP handler) */
 };
 struct record_fallback {
 	bool auto_mode;                 /* choose (else mode as given) */

@@ -167,13 +167,13 @@ static void capture_started(struct recorder *rec, struct sampler_capture_spec *c
 int recorder_start(struct recorder *rec)
 {
 	const struct record_opts *o = &rec->opts;
-	bool capture = o->mode == RECORD_CAPTURE;
+	bool capture = o->mode == RECORD_CAPTURE, signal = o->mode == RECORD_SIGNAL;
 	struct sampler_capture_spec cspec;
 	struct sampler_opts so = {
 		.pid = o->pid, .argv = o->argv, .events = o->events, .n_events = o->n_events,
 		.freq = o->freq, .period = o->period, .leaders = o->leaders,
 		.exact = o->mode == RECORD_STOPS,
-		.stop_budget_pct = o->stop_budget, .capture = capture,
+		.stop_budget_pct = o->stop_budget, .capture = capture, .signal = signal,
 		.stack_user_size = o->native ? o->stack_size : 0,
 		.kernel_callchain = o->kernel, .off_cpu = o->off_cpu,
 		/* a switch-out's stop would interrupt the system call it sleeps in */
@@ -191,7 +191,7 @@ int recorder_start(struct recorder *rec)
 	if (rec->pf && rec->pf_gen == 0)
 		record_python_found(rec);
 	/* attach: the interpreter is known, so every sample can be captured from the first */
-	if (capture && rec->pf && record_capture_spec(rec, &cspec) == 0) {
+	if ((capture || signal) && rec->pf && record_capture_spec(rec, &cspec) == 0) {
 		so.capture_spec = &cspec;
 		/* made for this interpreter: --subprocesses, the roots of the children's threads
 		 * that sampler_new() opens are given where their layout is the same */
@@ -265,7 +265,8 @@ static uint64_t next_slice(struct recorder *rec, const struct record_run *run)
 	/* a launched command's interpreter: look for it often, not only when samples come in
 	 * (every 100 ms in capture mode), so that the capture starts with its first Python
 	 * frames */
-	if (rec->opts.mode == RECORD_CAPTURE && !rec->pf && !rec->fatal) {
+	if ((rec->opts.mode == RECORD_CAPTURE || rec->opts.mode == RECORD_SIGNAL) && !rec->pf &&
+	    !rec->fatal) {
 		record_detect(rec);
 		(void) record_capture_start(rec);
 		slice = DETECT_INTERVAL_NS;

@@ -17,7 +17,7 @@
 
 static bool capturing(const struct recorder *rec)
 {
-	return rec->opts.mode == RECORD_CAPTURE;
+	return rec->opts.mode == RECORD_CAPTURE || rec->opts.mode == RECORD_SIGNAL;
 }
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret)

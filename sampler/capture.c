@@ -435,6 +435,8 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 	struct root_value v = { .root = root };
 	uint32_t key = (uint32_t) tid;
 
+	if (s->sig)
+		return sigcap_set_root(s->sig, tid, root);
 	if (c->asking && c->asking == tid) {
 		/* the thread's entry is made with it when the event returns */
 		c->answer = root;
@@ -456,6 +458,15 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	bool again = s->capture.prog_fd >= 0;
 	int r;
 
+	if (s->sig) {
+		/* the signal's handler copies what the program would (sigcapture.h) */
+		if (!s->capture.held && !(s->capture.held = malloc(RING_SCRATCH_SIZE)))
+			return -ENOMEM;
+		r = sigcap_start(s->sig, spec);
+		if (r == 0)
+			s->capture.spec = *spec;
+		return r;
+	}
 	if (!s->opts.capture)
 		return -EINVAL;
 	if (!s->capture.held) {
@@ -512,7 +523,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 
 bool sampler_capturing(const struct sampler *s)
 {
-	return s->capture.prog_fd >= 0;
+	return s->capture.prog_fd >= 0 || (s->sig && s->capture.held);
 }
 
 int sampler_capture_error(const struct sampler *s)

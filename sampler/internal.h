@@ -12,6 +12,7 @@
 
 #include "sampler/ring.h"
 #include "sampler/sampler.h"
+#include "sampler/sigcapture.h"
 
 #ifndef PERF_FORMAT_LOST
 #define PERF_FORMAT_LOST (1u << 4)     /* Linux 6.0 */
@@ -175,6 +176,8 @@ struct sampler {
 	void (*resumed)(void *ctx);
 	uint64_t last_scan_ns;
 	struct capture capture;
+	struct sigcap *sig;             /* opts.signal (sigcapture.h) */
+	uint64_t sig_cookie;            /* ... the events' sig_data */
 	int capture_error;              /* of the capture started by sampler_new() */
 	uint64_t execs_told;            /* stats.execs as of the last SAMPLER_EVENT_EXEC */
 	unsigned ring_pages;            /* data pages for the next ring (shrinks, see sampler.h) */

@@ -229,6 +229,17 @@ void perf_build_attrs(struct sampler *s)
 		}
 		sampling_fields(s, a, i ? (s->lead_by_count >> i & 1) : s->weigh_by_count,
 				i == 0 && read_group, freq, period);
+		if (o->signal) {
+			/* SIGTRAP to the thread that overflowed (sigcapture.h), never into a
+			 * system call: user space only; inherited by its later threads, not by
+			 * child processes nor across an exec (which the kernel requires) */
+			a->sigtrap = 1;
+			a->remove_on_exec = 1;
+			a->sig_data = s->sig_cookie;
+			a->exclude_kernel = 1;
+			a->exclude_hv = 1;
+			a->inherit_thread = a->inherit;
+		}
 		/* the samples of several events share a ring: told apart by id */
 		if (o->leaders)
 			a->sample_type |= PERF_SAMPLE_IDENTIFIER;
@@ -650,6 +661,16 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	smp.stopped = stopped && smp.tid == t->tid && (ev == 0 || (s->lead_signal >> ev & 1));
 	if (s->opts.capture) {
 		smp.capture = capture_match(s, t, &smp);
+		s->stats.captured += smp.capture != NULL;
+	} else if (s->sig && s->capture.held && !smp.off_cpu) {
+		/* the signal's record, decoded as the capture program's */
+		size_t len = sigcap_take(s->sig, &smp, s->capture.held, RING_SCRATCH_SIZE);
+
+		if (len) {
+			s->capture.held_len = len;
+			s->capture.held_tid = 0;        /* paired by sigcap_take() */
+			smp.capture = capture_match(s, t, &smp);
+		}
 		s->stats.captured += smp.capture != NULL;
 	}
 	if (smp.off_cpu) {

@@ -27,7 +27,15 @@
  * thread far more (its interrupt sends the wakeup), so reads are late by half a tick on
  * average.
  *
- * Exact mode, two ways:
+ * Exact mode, three ways:
+ * - signal (sigcapture.h; opts.signal): the calling process's own threads, without BPF or
+ *   privileges (perf_event_paranoid 2 lets a process sample itself in user space): each
+ *   sampling event has perf's sigtrap, and a SIGTRAP handler copies the overflowing thread's
+ *   frames at the overflow, as the capture program does; the sample arrives with that copy
+ *   (sample->capture), the same record. User space only (the events get exclude_kernel), so no
+ *   system call is ever interrupted. Needs opts.pid == getpid(); refused (-EBUSY) where the
+ *   host has a SIGTRAP handler of its own (sampler_signal_probe()). The threads that call
+ *   sampler_new() and sampler_run() are left out (their signals dropped at once).
  * - capture (capture.h; opts.capture): a BPF program on each
  *   thread's sampling event copies the thread's frames at the overflow, in the kernel; the
  *   sample arrives with that copy (sample->capture). Nothing is stopped. Needs CAP_BPF +
@@ -172,6 +180,10 @@ struct sampler_opts {
 	                                 * is known): sampler_capture_start() before any event opens,
 	                                 * so no sample goes uncaptured; its failure is not
 	                                 * sampler_new()'s (see sampler_capturing()) */
+	bool signal;                    /* exact by a signal in the calling process (see above;
+	                                 * not with exact, capture, argv, off_cpu, wall,
+	                                 * subprocesses, kernel_callchain); capture_spec and
+	                                 * sampler_capture_start() then start it */
 	sampler_event_fn event_fn;      /* told of execs and of threads getting the capture
 	                                 * program (struct sampler_event), or NULL */
 	void *event_ctx;
@@ -307,6 +319,12 @@ struct sampler_stats {
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
 	uint64_t capture_threads_failed;/* times a thread could not get the capture program (no
 	                                 * free slot, it exited): its samples come uncaptured */
+	/* opts.signal: SIGTRAPs of ours handled (seen), of those with a record made (taken), dropped at once (excluded: the
+	 * caller's threads), dropped for want of room (a thread's ring full, or no slot left),
+	 * not ours (passed on as the disposition found would), records whose sample was lost
+	 * (unpaired); the handler's time making records, in all and at most */
+	uint64_t signal_seen, signal_taken, signal_excluded, signal_dropped, signal_foreign, signal_unpaired;
+	uint64_t signal_ns_total, signal_ns_max;
 	bool target_exited;             /* the target process ended during the run */
 	int exit_status;                /* its wait status, if it was our child */
 };
@@ -322,6 +340,10 @@ struct sampler_stats {
 #define SAMPLER_STOP_WINDOW_MS 1000
 
 typedef void (*sampler_sample_fn)(void *ctx, const struct sample *s);
+
+/* Whether opts.signal can work in this process: 0, -EBUSY (the host has a SIGTRAP handler, or
+ * another sampler uses it), -ENOTSUP (not x86-64). */
+int sampler_signal_probe(void);
 
 /* Creates the sampler and attaches or launches (a launched command runs from its exec on,
  * opts.exec_fn called just before; its samples wait in the rings until sampler_run()).

@@ -441,6 +441,10 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	    (opts->exact && !opts->sigchld) ||
 	    /* a stop as a thread switches out would interrupt the call it sleeps in */
 	    (opts->exact && (opts->wall || opts->off_cpu)) ||
+	    /* the calling process's own threads, user space only */
+	    (opts->signal && (opts->exact || opts->capture || opts->argv || opts->off_cpu ||
+			      opts->wall || opts->subprocesses || opts->kernel_callchain ||
+			      opts->pid != getpid())) ||
 	    (opts->leaders && (opts->off_cpu || (opts->leaders & 1) ||
 			       opts->leaders >> opts->n_events)))
 		return -EINVAL;
@@ -462,6 +466,17 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	if ((r = s->layout->init(s)) < 0) {
 		sampler_free(s);
 		return r;
+	}
+	if (opts->signal) {
+		/* the handler before any event can overflow; the caller's thread left out */
+		r = sigcap_open(&s->sig, &s->sig_cookie);
+		if (r < 0) {
+			sampler_free(s);
+			return r;
+		}
+		sigcap_exclude(s->sig, gettid());
+		if (opts->capture_spec)
+			s->capture_error = sampler_capture_start(s, opts->capture_spec);
 	}
 	perf_build_attrs(s);
 	/* per CPU, the events carry the entry from their open (capture.c); its error, if any, is
@@ -557,6 +572,8 @@ void drain_all(struct sampler *s)
 	/* every record written before now is read by the end of this pass, whatever its ring */
 	e.time_ns = clock_now_ns();
 	s->layout->drain(s);
+	if (s->sig)
+		sigcap_stats(s->sig, &s->stats);
 	if ((s->opts.off_cpu || s->opts.wall) && s->opts.event_fn)
 		s->opts.event_fn(s->opts.event_ctx, &e);
 }
@@ -592,6 +609,8 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 	s->fn = fn;
 	s->ctx = ctx;
 	s->brk = false;
+	if (s->sig)
+		sigcap_exclude(s->sig, gettid());       /* the thread that reads the rings */
 	if (s->opts.exact) {
 		struct tracer_run_args a = { .stop = stop, .duration_ns = duration_ns };
 		int r = s->paused ? sampler_resume(s) : 0;
@@ -639,6 +658,17 @@ void sampler_stop(struct sampler *s)
 	}
 	for (size_t i = 0; i < s->n_threads; i++)
 		perf_thread_close(s, &s->threads[i]);
+	if (s->sig) {
+		/* no event left to signal: the disposition as it was */
+		sigcap_stats(s->sig, &s->stats);
+		sigcap_close(s->sig);
+		s->sig = NULL;
+	}
+}
+
+int sampler_signal_probe(void)
+{
+	return sigcap_probe();
 }
 
 int sampler_pause(struct sampler *s)

@@ -499,6 +499,12 @@ int sampler_capture_probe(void)
 	return fake.capture_probe;
 }
 
+/* the signal mode: refused by default, as where the host has a SIGTRAP handler */
+int sampler_signal_probe(void)
+{
+	return fake.signal_probe ? fake.signal_probe - 1 : -EBUSY;
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	unsigned k = fake.sampler_news++;

@@ -122,6 +122,7 @@ struct fake_world {
 	int capture_errors[FAKE_MAX_STARTS];    /* sampler_capture_start()'s, call by call */
 	pid_t launch_pid;               /* a launched command's pid */
 	int capture_probe;              /* sampler_capture_probe()'s result */
+	int signal_probe;               /* sampler_signal_probe()'s, less 1 (0: -EBUSY) */
 
 	/* the play */
 	size_t image;                   /* the program the target runs now */

@@ -1007,10 +1007,19 @@ static void test_policy(void **state)
 	f.self = true;
 	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_NONBLOCKING);
 	assert_int_equal(c.notes[1], RECORD_NOTE_NO_CAPTURE_ASLEEP);
+	/* ... with no signal mode either (a SIGTRAP handler of the host's), said */
+	assert_int_equal(c.notes[2], RECORD_NOTE_NO_SIGNAL);
+	assert_int_equal(c.errs[2], -EBUSY);
+	/* the calling process where the signal mode works: exact by it, said */
+	fake.signal_probe = 1;
+	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_SIGNAL);
+	assert_int_equal(c.notes[3], RECORD_NOTE_SIGNAL);
+	assert_int_equal(c.errs[3], -EPERM);
+	fake.signal_probe = 0;
 	/* asked for, no choosing */
 	f = (struct record_fallback) { .mode = RECORD_STOPS, .note_fn = on_note, .note_ctx = &c };
 	assert_int_equal(recorder_choose_mode(rec, &f), RECORD_STOPS);
-	assert_int_equal(c.n, 2);
+	assert_int_equal(c.n, 4);
 
 	/* stops refused: nonblocking; kernel mode refused: user space only, every event */
 	fake.start_errors[0] = -EPERM;
@@ -1018,9 +1027,9 @@ static void test_policy(void **state)
 	assert_int_equal(recorder_start_fallback(rec, &f, ev), 0);
 	assert_int_equal(fake.sampler_news, 3);
 	assert_int_equal(recorder_mode(rec), RECORD_NONBLOCKING);
-	assert_int_equal(c.n, 4);
-	assert_int_equal(c.notes[2], RECORD_NOTE_STOPS_REFUSED);
-	assert_int_equal(c.notes[3], RECORD_NOTE_USER_ONLY);
+	assert_int_equal(c.n, 6);
+	assert_int_equal(c.notes[4], RECORD_NOTE_STOPS_REFUSED);
+	assert_int_equal(c.notes[5], RECORD_NOTE_USER_ONLY);
 	assert_true(ev[0].attr.exclude_kernel && ev[1].attr.exclude_kernel);
 	recorder_free(rec);
 	assert_int_equal(fake.sampler_frees, 1);       /* the two refused made none */

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""What an in-process hwspy.profile costs the block it profiles: a CPU-bound block (pure
+Python arithmetic, ~0.5 s) run alternately unprofiled and inside `hwspy.profile(rate=100)`;
+the median of each, and the slowdown in %. Also what start() and stop() take (outside the
+block: the wait for the events to open, and for the last samples).
+
+    PYTHONPATH=build/python python3 bench/pyprofile.py [--runs 5] [--seconds 0.5] [--rate 100]
+
+CPU time of the calling thread (time.thread_time) is what is compared, so that the machine's
+other load does not decide the figure; wall time is printed beside it. The recorder's own
+thread runs beside the block: on a machine with a free CPU its time is not the block's.
+"""
+import argparse
+import statistics
+import time
+
+import hwspy
+
+
+def block(n):
+    x = 0
+    for i in range(n):
+        x += i * i % 7
+    return x
+
+
+def calibrate(seconds):
+    n = 50000
+    while True:
+        t = time.thread_time()
+        block(n)
+        dt = time.thread_time() - t
+        if dt > 0.05:
+            return int(n * seconds / dt)
+        n *= 4
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--runs', type=int, default=5)
+    ap.add_argument('--seconds', type=float, default=0.5)
+    ap.add_argument('--rate', type=int, default=100)
+    o = ap.parse_args()
+    n = calibrate(o.seconds)
+    block(n)                                    # warm
+    base_cpu, base_wall, prof_cpu, prof_wall, starts, stops, samples = [], [], [], [], [], [], []
+    modes = set()
+    for _ in range(o.runs):
+        w, c = time.perf_counter(), time.thread_time()
+        block(n)
+        base_cpu.append(time.thread_time() - c)
+        base_wall.append(time.perf_counter() - w)
+        p = hwspy.Profiler(rate=o.rate)
+        t = time.perf_counter()
+        p.start()
+        starts.append(time.perf_counter() - t)
+        w, c = time.perf_counter(), time.thread_time()
+        block(n)
+        prof_cpu.append(time.thread_time() - c)
+        prof_wall.append(time.perf_counter() - w)
+        t = time.perf_counter()
+        p.stop()
+        stops.append(time.perf_counter() - t)
+        samples.append(p.stats['samples'])
+        modes.add(p.stats['mode'])
+    bc, pc = statistics.median(base_cpu), statistics.median(prof_cpu)
+    bw, pw = statistics.median(base_wall), statistics.median(prof_wall)
+    print('block: %.3f s CPU unprofiled, %.3f s profiled at %d Hz (%s): slowdown %+.2f%% '
+          '(wall %.3f -> %.3f s, %+.2f%%), median of %d' % (
+              bc, pc, o.rate, '/'.join(sorted(modes)), 100 * (pc / bc - 1), bw, pw,
+              100 * (pw / bw - 1), o.runs))
+    print('samples per block: %s; start %.1f ms, stop %.1f ms (medians)' % (
+        samples, 1e3 * statistics.median(starts), 1e3 * statistics.median(stops)))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,533 @@
+/*
+ * sigcapture: the SIGTRAP handler that copies the overflowing thread's frames (sigcapture.h),
+ * and the sampler's side: the records' rings, their pairing with the samples.
+ *
+ * Memory: one area mapped at sigcap_start() (MAP_NORESERVE: pages are touched only as deep as
+ * the stacks are), SIGCAP_THREADS slots of SIGCAP_RECORDS records each. A thread takes a slot
+ * at its first signal (a compare-and-swap on the slot's tid) and is its ring's only producer
+ * (SIGTRAP is blocked while its handler runs: no reentry on one thread); the sampler's thread
+ * is the only consumer. head/tail are free-running counters, release/acquire.
+ *
+ * Globals: a signal handler has no context argument, so the sigcap in use, the handlers
+ * running and the disposition found live in three statics (one per process: the disposition
+ * is the process's).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "sampler/internal.h"
+#include "sampler/sigcapture.h"
+
+#define SIGCAP_THREADS 128
+#define SIGCAP_RECORDS 8                /* per thread: drained every tick (1-5 ms) */
+#define SIGCAP_EXCLUDED 16
+#define SIGCAP_SEARCH_TRIES 64          /* searches for a thread's root (one that runs no Python) */
+#define SIGCAP_BUSY_WAIT_NS 2000000  /* for a record being written when its sample is read */
+#define SIGCAP_CLOSE_WAIT_MS 200        /* for our pending signals before the disposition goes */
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+/* glibc 2.36's siginfo_t lacks _perf: si_perf_data is the u64 after si_addr */
+#define SI_PERF_DATA_AT 24
+
+/* before each record in a slot's ring */
+struct sigcap_meta {
+	uint64_t time_ns;               /* CLOCK_MONOTONIC at the handler's start */
+	uint32_t len;                   /* the record's bytes (struct capture_record, nodes) */
+	uint32_t pad;
+};
+
+struct sigcap_slot {
+	pid_t tid;                      /* 0: free (atomic) */
+	uint32_t tries;                 /* the handler's failed searches for the root */
+	uint64_t root;                  /* atomic */
+	uint32_t head, tail;            /* atomic: records written / taken */
+	int busy;                       /* atomic: the handler is writing the record at head */
+};
+
+struct sigcap {
+	uint64_t cookie;
+	pid_t pid;
+	pid_t excluded[SIGCAP_EXCLUDED];        /* atomic */
+	struct sampler_capture_spec spec;
+	size_t stride, rec_size;        /* a record, its meta included */
+	unsigned char *area;            /* atomic: SIGCAP_THREADS * SIGCAP_RECORDS records, or
+	                                 * NULL until sigcap_start() */
+	size_t area_size;
+	struct sigcap_slot slot[SIGCAP_THREADS];
+	/* the handler's counts (atomic) */
+	uint64_t seen, taken, excluded_n, no_slot, full, foreign, ns_total, ns_max, unpaired;
+};
+
+static struct sigcap *sigcap_active;    /* atomic */
+static int sigcap_running;              /* atomic: handlers between their start and end */
+static struct sigaction sigcap_old;     /* the disposition found (SIG_DFL or SIG_IGN) */
+
+/* sequentially consistent: sigcap_close()'s store of sigcap_active then load of
+ * sigcap_running must not pass each other, nor the handler's add then load */
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define ADD(p, v) ((void) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST))
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+/* ---- the handler: async-signal-safe from here to sigcap_handler() ---- */
+
+static bool rd(pid_t pid, void *dst, uint64_t src, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *) (uintptr_t) src, len };
+
+	if (!src)
+		return false;
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t) len;
+}
+
+static bool rd64(pid_t pid, uint64_t *dst, uint64_t src)
+{
+	return rd(pid, dst, src, 8);
+}
+
+/* The node's extras (sampler_capture_extra), each read where its pointer is, 0 where the
+ * pointer was 0 or the read failed (its bytes then zeroed). node: its address (u64) then body. */
+static void copy_extras(const struct sigcap *c, unsigned char *node)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	unsigned char *body = node + 8;
+	uint32_t at = sp->node_bytes;
+
+	for (uint32_t i = 0; i < sp->n_extras; i++) {
+		const struct sampler_capture_extra *e = &sp->extra[i];
+		uint64_t addr;
+
+		memcpy(&addr, body + e->from, 8);
+		addr = (addr & e->mask) + e->off;
+		if (!rd(c->pid, body + at + 8, addr, e->len)) {
+			addr = 0;
+			memset(body + at + 8, 0, e->len);
+		}
+		memcpy(body + at, &addr, 8);
+		at += 8 + e->len;
+	}
+}
+
+/* The thread's root by the interpreter's list of threads (spec.search_at), or 0. */
+static uint64_t search_root(const struct sigcap *c, pid_t tid)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	uint64_t list, node, id;
+
+	if (!sp->search_at || !rd64(c->pid, &list, sp->search_at) ||
+	    !rd64(c->pid, &node, list + sp->search_list_off))
+		return 0;
+	for (int k = 0; node && k < SAMPLER_CAPTURE_SEARCH; k++) {
+		if (rd64(c->pid, &id, node + sp->search_id_off1) &&
+		    (sp->search_id_off2 == SAMPLER_CAPTURE_NO_OFF ||
+		     (id && rd64(c->pid, &id, id + sp->search_id_off2))) &&
+		    (uint32_t) id == (uint32_t) tid)
+			return node;
+		if (!rd64(c->pid, &node, node + sp->search_next_off))
+			return 0;
+	}
+	return 0;
+}
+
+/* The record of one overflow at rec (struct capture_record, then the nodes): its length. */
+static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, uint64_t ip,
+			   unsigned char *rec)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	struct capture_record h = { .magic = CAPTURE_MAGIC, .status = SAMPLE_CAPTURE_NO_ROOT,
+				    .ip = ip };
+	uint32_t len = CAPTURE_HDR;
+	uint64_t node;
+
+	h.root = LOAD(&sl->root);
+	if (!h.root && sl->tries < SIGCAP_SEARCH_TRIES) {
+		h.root = search_root(c, tid);
+		if (h.root)
+			STORE(&sl->root, h.root);
+		else
+			sl->tries++;
+	}
+	if (sp->gil_at && rd64(c->pid, &h.gil_holder, sp->gil_at + sp->gil_holder_off) &&
+	    rd(c->pid, &h.gil_locked, sp->gil_at + sp->gil_locked_off, 4))
+		h.gil_read = 1;
+	if (sp->gc_at && rd(c->pid, &h.gc_collecting, sp->gc_at, 4))
+		h.gc_read = 1;
+	if (h.root) {
+		h.status = SAMPLE_CAPTURE_FAULT;
+		if (rd64(c->pid, &h.head, h.root + sp->head_off1) &&
+		    (sp->head_off2 == SAMPLER_CAPTURE_NO_OFF || !h.head ||
+		     rd64(c->pid, &h.head, h.head + sp->head_off2)))
+			h.status = SAMPLE_CAPTURE_OK;
+		else
+			h.head = 0;
+	}
+	node = h.status == SAMPLE_CAPTURE_OK ? h.head : 0;
+	for (; node && h.n < SAMPLER_CAPTURE_MAX_NODES; h.n++) {
+		unsigned char *n = rec + CAPTURE_HDR + h.n * c->stride;
+
+		memcpy(n, &node, 8);
+		if (!rd(c->pid, n + 8, node, sp->node_bytes)) {
+			h.status = SAMPLE_CAPTURE_FAULT;
+			break;
+		}
+		len = (uint32_t) (CAPTURE_HDR + (h.n + 1) * c->stride);
+		memcpy(&node, n + 8 + sp->next_off, 8);
+		copy_extras(c, n);
+	}
+	if (node && h.status == SAMPLE_CAPTURE_OK)
+		h.status = SAMPLE_CAPTURE_CUT;
+	memcpy(rec, &h, sizeof(h));
+	return len;
+}
+
+static struct sigcap_slot *slot_of(struct sigcap *c, pid_t tid)
+{
+	for (int i = 0; i < SIGCAP_THREADS; i++) {
+		pid_t t = LOAD(&c->slot[i].tid);
+
+		if (t == tid)
+			return &c->slot[i];
+		if (t == 0) {
+			pid_t zero = 0;
+
+			if (__atomic_compare_exchange_n(&c->slot[i].tid, &zero, tid, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				return &c->slot[i];
+			if (zero == tid)
+				return &c->slot[i];
+		}
+	}
+	return NULL;
+}
+
+/* Not ours: what the disposition found would have done (SIG_DFL: the default action, once
+ * this handler returns; SIG_IGN: nothing). A TRAP_PERF signal without our cookie (an event of
+ * a sampler gone) is dropped. */
+static void not_ours(const siginfo_t *si)
+{
+	struct sigaction dfl;
+
+	if (si->si_code == TRAP_PERF || sigcap_old.sa_handler == SIG_IGN)
+		return;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	(void) sigaction(SIGTRAP, &dfl, NULL);
+	(void) syscall(SYS_tgkill, getpid(), (pid_t) syscall(SYS_gettid), SIGTRAP);
+}
+
+static void sigcap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	int saved = errno;
+	struct sigcap *c;
+	uint64_t data, t0, dt;
+
+	(void) sig;
+	ADD(&sigcap_running, 1);
+	c = LOAD(&sigcap_active);
+	memcpy(&data, (const unsigned char *) si + SI_PERF_DATA_AT, 8);
+	if (!c || si->si_code != TRAP_PERF || data != c->cookie) {
+		if (c)
+			ADD(&c->foreign, 1);
+		not_ours(si);
+	} else {
+		const ucontext_t *uc = ucv;
+		unsigned char *area = LOAD(&c->area);
+		pid_t tid = (pid_t) syscall(SYS_gettid);
+		struct sigcap_slot *sl = NULL;
+		bool skip = false;
+
+		t0 = now_ns();
+		ADD(&c->seen, 1);
+		for (int i = 0; i < SIGCAP_EXCLUDED && !skip; i++)
+			skip = LOAD(&c->excluded[i]) == tid;
+		if (skip)
+			ADD(&c->excluded_n, 1);
+		else if (area && !(sl = slot_of(c, tid)))
+			ADD(&c->no_slot, 1);
+		if (sl) {
+			uint32_t head = sl->head, tail = LOAD(&sl->tail);
+
+			if (head - tail >= SIGCAP_RECORDS) {
+				ADD(&c->full, 1);
+			} else {
+				size_t k = (size_t) (sl - c->slot) * SIGCAP_RECORDS +
+					   head % SIGCAP_RECORDS;
+				unsigned char *at = area + k * c->rec_size;
+				struct sigcap_meta m = { .time_ns = t0 };
+
+				STORE(&sl->busy, 1);
+				m.len = copy_chain(c, sl, tid,
+						   (uint64_t) uc->uc_mcontext.gregs[REG_RIP],
+						   at + sizeof(m));
+				memcpy(at, &m, sizeof(m));
+				STORE(&sl->head, head + 1);
+				STORE(&sl->busy, 0);
+				ADD(&c->taken, 1);
+				dt = now_ns() - t0;
+				ADD(&c->ns_total, dt);
+				if (dt > LOAD(&c->ns_max))
+					STORE(&c->ns_max, dt);  /* one writer at a time is enough */
+			}
+		}
+	}
+	ADD(&sigcap_running, -1);
+	errno = saved;
+}
+
+/* ---- the sampler's side ---- */
+
+static bool ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == sigcap_handler;
+}
+
+/* a handler of the host's (ours left installed by a sigcap_close() is not) */
+static bool foreign_handler(const struct sigaction *sa)
+{
+	return !ours(sa) && sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+}
+
+int sigcap_probe(void)
+{
+	struct sigaction now;
+
+#if !defined(__x86_64__)
+	return -ENOTSUP;
+#endif
+	if (LOAD(&sigcap_active))
+		return -EBUSY;
+	if (sigaction(SIGTRAP, NULL, &now) < 0)
+		return -errno;
+	return foreign_handler(&now) ? -EBUSY : 0;
+}
+
+int sigcap_open(struct sigcap **ret, uint64_t *ret_cookie)
+{
+	struct sigaction sa, prev;
+	struct sigcap *c;
+	int r = sigcap_probe();
+
+	*ret = NULL;
+	if (r < 0)
+		return r;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->pid = getpid();
+	c->cookie = now_ns() ^ ((uint64_t) (uintptr_t) c << 16) ^ (uint64_t) c->pid << 48;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sigcap_handler;
+	/* SA_RESTART: a host's system call a signal of ours could interrupt is restarted (ours
+	 * come only in user mode: none is); no SA_ONSTACK: the handler needs little stack */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	STORE(&sigcap_active, c);
+	if (sigaction(SIGTRAP, &sa, &prev) < 0) {
+		r = -errno;
+		STORE(&sigcap_active, NULL);
+		free(c);
+		return r;
+	}
+	if (foreign_handler(&prev)) {
+		/* installed meanwhile by another thread of the host: put back, refuse */
+		(void) sigaction(SIGTRAP, &prev, NULL);
+		STORE(&sigcap_active, NULL);
+		free(c);
+		return -EBUSY;
+	}
+	if (!ours(&prev))
+		sigcap_old = prev;      /* else left by a close: the one found before it */
+	*ret = c;
+	*ret_cookie = c->cookie;
+	return 0;
+}
+
+void sigcap_exclude(struct sigcap *c, pid_t tid)
+{
+	for (int i = 0; c && i < SIGCAP_EXCLUDED; i++) {
+		pid_t t = LOAD(&c->excluded[i]);
+
+		if (t == tid)
+			return;
+		if (!t) {
+			STORE(&c->excluded[i], tid);
+			return;
+		}
+	}
+}
+
+int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec)
+{
+	void *area;
+
+	if (!capture_spec_ok(spec))
+		return -EINVAL;
+	if (LOAD(&c->area))
+		return memcmp(&c->spec, spec, sizeof(*spec)) ? -EBUSY : 0;
+	c->spec = *spec;
+	c->stride = capture_stride(spec);
+	c->rec_size = (sizeof(struct sigcap_meta) + CAPTURE_HDR +
+		       SAMPLER_CAPTURE_MAX_NODES * c->stride + 63) & ~(size_t) 63;
+	c->area_size = c->rec_size * SIGCAP_THREADS * SIGCAP_RECORDS;
+	area = mmap(NULL, c->area_size, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (area == MAP_FAILED)
+		return -ENOMEM;
+	STORE(&c->area, (unsigned char *) area);        /* the spec before it (release) */
+	return 0;
+}
+
+int sigcap_set_root(struct sigcap *c, pid_t tid, uint64_t root)
+{
+	struct sigcap_slot *sl = slot_of(c, tid);
+
+	if (!sl)
+		return -E2BIG;
+	STORE(&sl->root, root);
+	sl->tries = 0;
+	return 0;
+}
+
+size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *buf, size_t size)
+{
+	unsigned char *area = LOAD(&c->area);
+	struct sigcap_slot *sl = NULL;
+
+	if (!area)
+		return 0;
+	for (int i = 0; i < SIGCAP_THREADS && !sl; i++)
+		if (LOAD(&c->slot[i].tid) == smp->tid)
+			sl = &c->slot[i];
+	if (!sl)
+		return 0;
+	for (;;) {
+		uint32_t tail = sl->tail, head = LOAD(&sl->head);
+		size_t k = (size_t) (sl - c->slot) * SIGCAP_RECORDS + tail % SIGCAP_RECORDS;
+		const unsigned char *at = area + k * c->rec_size;
+		struct sigcap_meta m;
+		struct capture_record h;
+
+		if (tail == head) {
+			/* its signal's handler at work (a few us; more if it was preempted): the
+			 * record is the sample's, worth a bounded wait */
+			uint64_t end = now_ns() + SIGCAP_BUSY_WAIT_NS;
+
+			while (LOAD(&sl->busy) && LOAD(&sl->head) == tail && now_ns() < end)
+				sched_yield();
+			if (LOAD(&sl->head) == tail)
+				return 0;
+			continue;
+		}
+		memcpy(&m, at, sizeof(m));
+		memcpy(&h, at + sizeof(m), sizeof(h));
+		if (m.time_ns < smp->time_ns) {
+			/* an earlier overflow's: its sample was lost */
+			STORE(&sl->tail, tail + 1);
+			c->unpaired++;
+			continue;
+		}
+		if (h.ip != smp->ip || m.len > size)
+			return 0;       /* a later overflow's (this one's not handled yet) */
+		/* the handler knows no period: the sample's is its */
+		h.period = smp->values[0];
+		memcpy(buf, at + sizeof(m), m.len);
+		memcpy(buf, &h, sizeof(h));
+		STORE(&sl->tail, tail + 1);
+		return m.len;
+	}
+}
+
+void sigcap_stats(const struct sigcap *c, struct sampler_stats *st)
+{
+	st->signal_seen = LOAD(&c->seen);
+	st->signal_taken = LOAD(&c->taken);
+	st->signal_excluded = LOAD(&c->excluded_n);
+	st->signal_dropped = LOAD(&c->no_slot) + LOAD(&c->full);
+	st->signal_foreign = LOAD(&c->foreign);
+	st->signal_unpaired = c->unpaired;
+	st->signal_ns_total = LOAD(&c->ns_total);
+	st->signal_ns_max = LOAD(&c->ns_max);
+}
+
+/* Whether a thread of ours has a SIGTRAP pending (its own, or the process's). */
+static bool trap_pending(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	bool pending = false;
+
+	if (!d)
+		return false;
+	while (!pending && (e = readdir(d))) {
+		char path[300], line[128];
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long mask;
+
+			if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+			     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+			    (mask >> (SIGTRAP - 1) & 1))
+				pending = true;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return pending;
+}
+
+void sigcap_close(struct sigcap *c)
+{
+	struct sigaction now;
+	bool quiet = false;
+
+	if (!c)
+		return;
+	/* the events are closed: a signal still pending must find a handler, not the default
+	 * action (a core dump) */
+	for (int ms = 0; ms < SIGCAP_CLOSE_WAIT_MS; ms++) {
+		struct timespec ts = { 0, 1000000 };
+
+		if (!trap_pending()) {
+			quiet = true;
+			break;
+		}
+		(void) nanosleep(&ts, NULL);
+	}
+	STORE(&sigcap_active, NULL);
+	/* a handler that took c before: let it end */
+	for (int i = 0; i < 1000000 && LOAD(&sigcap_running); i++)
+		sched_yield();
+	if (quiet && sigaction(SIGTRAP, NULL, &now) == 0 && ours(&now))
+		(void) sigaction(SIGTRAP, &sigcap_old, NULL);
+	/* else the handler stays, dropping ours and doing as the old disposition for the rest */
+	if (c->area)
+		(void) munmap(c->area, c->area_size);
+	free(c);
+}

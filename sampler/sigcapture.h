@@ -1,0 +1,65 @@
+/*
+ * sigcapture: exact stacks of the calling process without BPF (opts.signal of sampler.h). Each
+ * sampling event has perf's sigtrap: at its overflow the kernel sends SIGTRAP (si_code
+ * TRAP_PERF, si_perf_data our cookie) to the thread whose counter overflowed, synchronously,
+ * before it runs another user instruction. Our handler copies that thread's chain of frames,
+ * as the BPF capture program would (struct sampler_capture_spec, the same record: struct
+ * capture_record then the nodes), into a preallocated per-thread ring; the sampler pairs each
+ * sample with its record (thread, ip, time) and decodes it through capture_match(), the BPF
+ * capture's path.
+ *
+ * Why sigtrap and not F_SETOWN_EX(F_OWNER_TID) + F_SETSIG: sigtrap events are inherited by
+ * every thread created later (inherit + inherit_thread) and signal the thread that overflowed;
+ * an fd's owner is one tid, and with inheritance every thread's signal goes to that owner
+ * (FACTS.md), so F_SETSIG would need an event per thread and would miss threads started
+ * between two scans.
+ *
+ * Never inside a system call: the events count user space only (exclude_kernel), so they
+ * overflow only in user mode and the signal is delivered on the way back to the user code
+ * the overflow interrupted; no system call is interrupted (no EINTR), and SA_RESTART covers
+ * any the host's own signals could. The handler is async-signal-safe: no allocation, no lock;
+ * it reads memory only through process_vm_readv(2) on its own process (a freed or torn pointer
+ * is an EFAULT, never a crash), at most SAMPLER_CAPTURE_MAX_NODES nodes.
+ *
+ * One per process (a signal disposition is the process's): a second is -EBUSY. A host process
+ * that has a SIGTRAP handler of its own keeps it: sigcap_probe()/sigcap_open() say -EBUSY and
+ * install nothing. sigcap_close() puts the disposition found back.
+ *
+ * Errors are negative errno values. Library code never prints.
+ */
+#ifndef HWSPY_SAMPLER_SIGCAPTURE_H
+#define HWSPY_SAMPLER_SIGCAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sigcap;
+struct sample;
+struct sampler_stats;
+struct sampler_capture_spec;
+
+/* Whether the calling process can be sampled this way: 0; -EBUSY (a SIGTRAP handler of the
+ * host's, or another sampler in this mode); -ENOTSUP (not x86-64). */
+int sigcap_probe(void);
+/* Installs the handler (SA_SIGINFO | SA_RESTART): 0 and the cookie the events' sig_data must
+ * hold; -EBUSY, -ENOTSUP as sigcap_probe(); -ENOMEM. */
+int sigcap_open(struct sigcap **ret, uint64_t *ret_cookie);
+/* Thread tid's signals are dropped at once (a thread of the sampler's caller): at most 16. */
+void sigcap_exclude(struct sigcap *c, pid_t tid);
+/* From now on each signal copies the frames spec says: 0, -EINVAL (bad spec), -ENOMEM, -EBUSY
+ * (started already with another spec). */
+int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec);
+/* Thread tid's root (its PyThreadState); without one the handler searches (spec.search_at). */
+int sigcap_set_root(struct sigcap *c, pid_t tid, uint64_t root);
+/* The record made at smp's overflow into buf (size bytes at least CAPTURE_HDR + the nodes):
+ * its length, or 0 where none was (the signal not handled yet, dropped, or not started). The
+ * records of the thread older than the sample (theirs lost) are dropped. */
+size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *buf, size_t size);
+/* The handler's counts into st (its signal_* fields). */
+void sigcap_stats(const struct sigcap *c, struct sampler_stats *st);
+/* After the events are closed: waits (bounded) until no SIGTRAP of ours is pending, puts the
+ * disposition found back (unless the host changed it meanwhile), and frees. NULL: no-op. */
+void sigcap_close(struct sigcap *c);
+
+#endif

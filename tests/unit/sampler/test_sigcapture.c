@@ -1,0 +1,200 @@
+/*
+ * test_sigcapture: the signal mode's copies are made at the overflow. The main thread switches
+ * a fake interpreter's chain (root -> head -> nodes, each node pointing to a "code" object the
+ * spec's extra copies) between two chains, A (3 nodes) and B (5), every ~0.1 ms, spinning in
+ * spin_a() while A is the chain and in spin_b() while B is; a sampler with opts.signal, on
+ * another thread, samples it at 2 kHz. Every sample whose IP is in spin_a() must carry A's
+ * chain whole (status OK, 3 nodes, their code objects' tags), in spin_b() B's: a copy made
+ * after the sample (nonblocking) would mismatch often. The sampler's threads are left out.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sampler/sampler.h"
+
+struct fcode { uint64_t tag, pad; };
+struct fnode { uint64_t next, code, tag, pad; };
+struct froot { uint64_t head; };
+
+static struct fcode codes_a[3], codes_b[5];
+static struct fnode chain_a[3], chain_b[5];
+static struct froot root;
+static volatile int spinning = 1;
+static volatile double sink;
+
+/* spin_a / spin_b in sections of their own: the linker's __start_/__stop_ bound their code */
+__attribute__((noinline, section("hwspy_spin_a"))) static void spin_a(void)
+{
+	double x = 1.0;
+
+	for (int i = 0; i < 20000; i++)
+		x = x * 1.0000001 + 0.5;
+	sink = x;
+}
+
+__attribute__((noinline, section("hwspy_spin_b"))) static void spin_b(void)
+{
+	double x = 1.0;
+
+	for (int i = 0; i < 20000; i++)
+		x = x * 1.0000001 + 0.5;
+	sink = x;
+}
+
+extern const char __start_hwspy_spin_a[], __stop_hwspy_spin_a[];
+extern const char __start_hwspy_spin_b[], __stop_hwspy_spin_b[];
+
+struct result {
+	pid_t main_tid, sampler_tid;
+	int r;
+	unsigned long in_a, in_b, exact, wrong, uncaptured, sampler_own;
+	struct sampler_stats st;
+};
+
+static bool chain_is(const struct sample_capture *c, const struct fnode *chain, size_t n,
+		     const struct fcode *codes)
+{
+	if (c->status != SAMPLE_CAPTURE_OK || c->n != n || c->head != (uintptr_t) chain)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *node = c->nodes + i * c->stride;
+		uint64_t addr, tag, code, code_tag;
+
+		memcpy(&addr, node, 8);
+		memcpy(&tag, node + 8 + offsetof(struct fnode, tag), 8);
+		memcpy(&code, node + 8 + sizeof(struct fnode), 8);
+		memcpy(&code_tag, node + 8 + sizeof(struct fnode) + 8, 8);
+		if (addr != (uintptr_t) &chain[i] || tag != chain[i].tag ||
+		    code != (uintptr_t) &codes[i] || code_tag != codes[i].tag)
+			return false;
+	}
+	return true;
+}
+
+static void on_sample(void *ctx, const struct sample *s)
+{
+	struct result *res = ctx;
+	const char *ip = (const char *) (uintptr_t) s->ip;
+	bool a = ip >= __start_hwspy_spin_a && ip < __stop_hwspy_spin_a;
+	bool b = ip >= __start_hwspy_spin_b && ip < __stop_hwspy_spin_b;
+
+	if (s->tid == res->sampler_tid)
+		res->sampler_own++;
+	if (s->tid != res->main_tid || (!a && !b))
+		return;
+	res->in_a += a;
+	res->in_b += b;
+	if (!s->capture) {
+		res->uncaptured++;
+		return;
+	}
+	if (a ? chain_is(s->capture, chain_a, 3, codes_a) : chain_is(s->capture, chain_b, 5, codes_b))
+		res->exact++;
+	else
+		res->wrong++;
+}
+
+static void *sampler_thread(void *arg)
+{
+	struct result *res = arg;
+	struct event_spec ev;
+	struct sampler_capture_spec spec = {
+		.head_off1 = offsetof(struct froot, head), .head_off2 = SAMPLER_CAPTURE_NO_OFF,
+		.node_bytes = sizeof(struct fnode), .next_off = offsetof(struct fnode, next),
+		.n_extras = 1,
+		.extra = { { .from = offsetof(struct fnode, code), .off = 0,
+			     .len = sizeof(struct fcode), .mask = UINT64_MAX } },
+	};
+	struct sampler_opts o = { .pid = getpid(), .n_events = 1, .freq = 2000, .signal = true,
+				  .capture_spec = &spec, .events = &ev };
+	static volatile sig_atomic_t never;
+	struct sampler *s = NULL;
+	int r;
+
+	res->sampler_tid = gettid();
+	r = events_parse("cpu-clock", &ev);
+	if (r == 0)
+		r = sampler_new(&o, &s);
+	if (r == 0)
+		r = sampler_capture_set_root(s, res->main_tid, (uintptr_t) &root);
+	if (r == 0)
+		r = sampler_run(s, on_sample, res, &never, 600000000ULL);
+	if (s) {
+		sampler_stop(s);
+		res->st = *sampler_stats(s);
+	}
+	sampler_free(s);
+	res->r = r;
+	spinning = 0;
+	return NULL;
+}
+
+static void test_sigcapture_exact(void **state)
+{
+	struct result res = { .main_tid = gettid() };
+	struct sigaction sa;
+	pthread_t t;
+
+	(void) state;
+	for (size_t i = 0; i < 3; i++) {
+		codes_a[i].tag = 0xa0 + i;
+		chain_a[i] = (struct fnode) { i + 1 < 3 ? (uintptr_t) &chain_a[i + 1] : 0,
+					      (uintptr_t) &codes_a[i], 0xa + i, 0 };
+	}
+	for (size_t i = 0; i < 5; i++) {
+		codes_b[i].tag = 0xb0 + i;
+		chain_b[i] = (struct fnode) { i + 1 < 5 ? (uintptr_t) &chain_b[i + 1] : 0,
+					      (uintptr_t) &codes_b[i], 0xb + i, 0 };
+	}
+	assert_int_equal(pthread_create(&t, NULL, sampler_thread, &res), 0);
+	while (spinning) {
+		__atomic_store_n(&root.head, (uintptr_t) chain_a, __ATOMIC_SEQ_CST);
+		spin_a();
+		__atomic_store_n(&root.head, (uintptr_t) chain_b, __ATOMIC_SEQ_CST);
+		spin_b();
+	}
+	pthread_join(t, NULL);
+	if (res.r == -EACCES || res.r == -EPERM)
+		skip();
+	assert_int_equal(res.r, 0);
+	printf("# samples %llu: in spin_a %lu, spin_b %lu; exact %lu, wrong %lu, uncaptured %lu; "
+	       "signals %llu (records %llu, excluded %llu, dropped %llu, unpaired %llu), "
+	       "handler %.1f us a record on average, %.1f us at most\n",
+	       (unsigned long long) res.st.samples, res.in_a, res.in_b, res.exact, res.wrong,
+	       res.uncaptured, (unsigned long long) res.st.signal_seen,
+	       (unsigned long long) res.st.signal_taken,
+	       (unsigned long long) res.st.signal_excluded,
+	       (unsigned long long) res.st.signal_dropped,
+	       (unsigned long long) res.st.signal_unpaired,
+	       res.st.signal_taken ? res.st.signal_ns_total / 1e3 / (double) res.st.signal_taken : 0,
+	       res.st.signal_ns_max / 1e3);
+	assert_true(res.in_a + res.in_b > 100);
+	assert_int_equal(res.wrong, 0);
+	/* a record missing now and then: its thread was preempted between the overflow and its
+	 * return to user space (the signal is delivered there), and its sample read meanwhile
+	 * (measured 86-96% exact on a loaded 2-vCPU VM): that sample is read late, as in
+	 * nonblocking mode, never given another overflow's copy (wrong) */
+	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 60);
+	/* the disposition found is back */
+	assert_int_equal(sigaction(SIGTRAP, NULL, &sa), 0);
+	assert_true(!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sigcapture_exact),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
