@@ -62,6 +62,26 @@ void stat_groups(struct stat_setup *s)
 	}
 }
 
+/* Whether e is counted by the kernel's software context (software events, tracepoints): such
+ * an event always schedules, so a group of them never multiplexes. */
+static bool software_context(const struct event_spec *e)
+{
+	return e->attr.type == PERF_TYPE_SOFTWARE || e->attr.type == PERF_TYPE_TRACEPOINT;
+}
+
+void stat_groups_self(struct stat_setup *s)
+{
+	size_t first = s->n_events;
+
+	for (size_t i = 0; i < s->n_events; i++) {
+		if (!software_context(&s->events[i]))
+			continue;
+		if (first == s->n_events)
+			first = i;
+		s->groups[i] = s->groups[first];
+	}
+}
+
 bool stat_kernel_only(const struct event_spec *e)
 {
 	return e->attr.type == PERF_TYPE_SOFTWARE &&

@@ -206,6 +206,14 @@ struct stat_setup {
 int stat_default_events(struct stat_setup *s);
 /* Groups: instructions with cycles, X-misses with its reference event, the others alone. */
 void stat_groups(struct stat_setup *s);
+/* Groups for counting the calling process (its marks read every thread's groups at each
+ * block's start and end, so each group is a read() per thread): every software-context event
+ * (software, tracepoint) joins ONE group, the first of them its leader; the hardware groups
+ * stay as stat_groups() made them. Software events are not put into a hardware group: they
+ * would then count only while the PMU schedules it (estimates where it multiplexes, nothing
+ * where it never runs, and no counter_run() splits idle groups in-process), and they are
+ * exact alone. Call after stat_groups(). */
+void stat_groups_self(struct stat_setup *s);
 /* Where kernel-mode counting is refused (kernel.perf_event_paranoid >= 2 without CAP_PERFMON,
  * tried on hwspy itself, as the target's own user is) and user space is not: every event set
  * to count user space only (':u'), as perf stat does, s->user_only set, and (defaults: the
@@ -340,8 +348,8 @@ struct stat_count {
 int stat_count_init(struct stat_count *c, const struct stat_count_opts *o, char *bad,
 		    size_t size);
 /* Starts counting: pid > 0 that process; argv (pid 0) a command launched (counted from its
- * exec, once stat_count_run() lets it go); neither: the calling process. Errors as
- * counter_new()'s. */
+ * exec, once stat_count_run() lets it go); neither: the calling process (its events grouped
+ * by stat_groups_self()). Errors as counter_new()'s. */
 int stat_count_start(struct stat_count *c, pid_t pid, char *const *argv);
 /* The threads' switches read once (what stat_count_run() does each 250 ms; something else
  * that runs meanwhile, a sampling run, calls it). */

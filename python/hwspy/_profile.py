@@ -40,9 +40,11 @@ class Profiler:
     frame per thread; mode: 'auto' (exact where allowed: the BPF capture as root, else a
     signal at each sample; else not), 'capture', 'signal' or 'nonblocking'.
 
-    Errors: an unknown event or one this machine cannot sample (no hardware PMU) is a
-    ValueError saying so (hwspy.events() lists what is available); where this process may
-    not sample itself, PermissionError says which setting refuses it.
+    Errors: an unknown event or a bad argument is a ValueError saying so (hwspy.events() lists
+    what is available); an event that exists but this machine cannot sample (no hardware PMU,
+    not supported here) is hwspy.UnavailableEventError (an OSError, as hwspy.count raises with
+    strict=True); where this process may not sample itself, PermissionError says which
+    setting refuses it.
 
     A Profiler records once; enable()/disable() are start()/stop() as cProfile spells them.
     """

@@ -14,7 +14,7 @@
  *
  * Errors are Python exceptions: an unknown event ValueError (naming the events this machine
  * has), no such pid ProcessLookupError, not allowed PermissionError (which privilege, what
- * still works), no event opens (strict) UnavailableEventError; the GIL is held while counters
+ * still works), no event opens (or strict) UnavailableEventError (module.c's); the GIL is held while counters
  * are read (microseconds) and released where anything waits.
  */
 #include <errno.h>
@@ -27,7 +27,6 @@
 
 #define SLICE_NS 100000000ULL           /* measure(): signals checked this often */
 
-static PyObject *unavailable_error;     /* hwspy.UnavailableEventError (OSError) */
 static PyTypeObject *session_type, *mark_type;
 
 struct session {
@@ -408,7 +407,7 @@ static PyObject *mark_make(struct session *s, bool read)
 	int r;
 
 	if (!s->c) {
-		PyErr_SetString(unavailable_error, "none of the events can be counted here");
+		PyErr_SetString(hwspy_py_unavailable_error, "none of the events can be counted here");
 		return NULL;
 	}
 	m = (struct mark *) PyType_GenericNew(mark_type, NULL, NULL);
@@ -584,7 +583,7 @@ static PyObject *measure(PyObject *self, PyObject *args, PyObject *kw)
 	else if (r == -EACCES || r == -EPERM)
 		raise_not_allowed(pid);
 	else if (r == -ENOENT)
-		PyErr_SetString(unavailable_error, "none of the events can be counted here");
+		PyErr_SetString(hwspy_py_unavailable_error, "none of the events can be counted here");
 	else if (r < 0)
 		hwspy_py_raise(r, "cannot count that process");
 	if (r >= 0)
@@ -688,16 +687,10 @@ int hwspy_py_count_init(PyObject *m)
 {
 	session_type = (PyTypeObject *) PyType_FromSpec(&session_spec);
 	mark_type = (PyTypeObject *) PyType_FromSpec(&mark_spec);
-	unavailable_error = PyErr_NewExceptionWithDoc(
-		"hwspy.UnavailableEventError",
-		"An event asked for cannot be counted on this machine (strict=True), or none of "
-		"them can.", PyExc_OSError, NULL);
-	if (!session_type || !mark_type || !unavailable_error)
+	if (!session_type || !mark_type)
 		return -1;
 	Py_INCREF(session_type);
-	Py_INCREF(unavailable_error);
 	if (PyModule_AddObject(m, "Session", (PyObject *) session_type) < 0 ||
-	    PyModule_AddObject(m, "UnavailableEventError", unavailable_error) < 0 ||
 	    PyModule_AddFunctions(m, count_functions) < 0)
 		return -1;
 	return 0;

@@ -6,6 +6,7 @@
 #include "include/hwspy.h"
 
 PyObject *hwspy_py_unavailable_warning;
+PyObject *hwspy_py_unavailable_error;
 
 PyObject *hwspy_py_raise(int r, const char *what)
 {
@@ -44,13 +45,26 @@ PyMODINIT_FUNC PyInit__hwspy(void)
 		"hwspy.UnavailableEventWarning",
 		"An event asked for cannot be counted or sampled on this machine (no hardware PMU, "
 		"not allowed ...); the others still are.", PyExc_UserWarning, NULL);
-	if (!hwspy_py_unavailable_warning ||
-	    PyModule_AddObject(m, "UnavailableEventWarning", hwspy_py_unavailable_warning) < 0 ||
+	hwspy_py_unavailable_error = PyErr_NewExceptionWithDoc(
+		"hwspy.UnavailableEventError",
+		"An event that exists cannot be counted or sampled on this machine (no hardware "
+		"PMU, not supported here ...): hwspy.count for an event in c.unavailable with "
+		"strict=True, or where none of its events can be counted; hwspy.profile for the "
+		"event it samples. An unknown event name or a bad argument is a ValueError; where "
+		"this process may not sample itself at all, PermissionError.", PyExc_OSError, NULL);
+	if (!hwspy_py_unavailable_warning || !hwspy_py_unavailable_error) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	/* module-wide references of ours: PyModule_AddObject steals one on success */
+	Py_INCREF(hwspy_py_unavailable_warning);
+	Py_INCREF(hwspy_py_unavailable_error);
+	if (PyModule_AddObject(m, "UnavailableEventWarning", hwspy_py_unavailable_warning) < 0 ||
+	    PyModule_AddObject(m, "UnavailableEventError", hwspy_py_unavailable_error) < 0 ||
 	    PyModule_AddStringConstant(m, "__version__", HWSPY_VERSION) < 0 ||
 	    hwspy_py_count_init(m) < 0 || hwspy_py_profile_init(m) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}
-	Py_INCREF(hwspy_py_unavailable_warning);        /* the module's reference was stolen */
 	return m;
 }

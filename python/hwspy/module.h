@@ -11,6 +11,11 @@
 
 /* The module's own exceptions and warnings (module.c), set by its init. */
 extern PyObject *hwspy_py_unavailable_warning;  /* hwspy.UnavailableEventWarning */
+/* hwspy.UnavailableEventError (an OSError): an event that exists but cannot be opened on this
+ * machine (no hardware PMU, not supported here): count's strict=True, or none of its events
+ * opens; profile's event. An unknown name or a bad argument is a ValueError, a missing
+ * privilege a PermissionError. */
+extern PyObject *hwspy_py_unavailable_error;
 
 /* Raises the Python exception for libhwspy's failure r (-errno) with hwspy_reason()'s words
  * (or what, where no reason was given): ValueError (-EINVAL, -ENOENT an unknown event),

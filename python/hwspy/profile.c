@@ -11,7 +11,9 @@
  * Python thread (the recorder's thread is gone: one thread at a time, as hwspy.h asks).
  *
  * A Recorder records once: start() after stop() is a RuntimeError (the wrapper makes a new
- * one). Failures are Python exceptions with the library's words; nothing here crashes the
+ * one). Failures are Python exceptions with the library's words (an unknown event or a bad
+ * argument ValueError; an event that exists but cannot be opened here, no PMU or not supported,
+ * module.h's UnavailableEventError; not allowed PermissionError); nothing here crashes the
  * interpreter (a recorder dropped while it runs is stopped and joined by its dealloc; in a
  * child forked while one ran, its thread does not exist: stop() ends nothing, and says so).
  */
@@ -51,6 +53,7 @@ struct rec_obj {
 	pid_t tid;                      /* the recorder's thread */
 	int start_r, run_r;
 	char why[WHY_SIZE];
+	bool unavailable;               /* start_r: the event exists but cannot be opened here */
 	bool default_cpu_clock, user_only;
 	char notes[NOTES_MAX][256];
 	size_t n_notes;
@@ -63,7 +66,8 @@ static PyObject *raise_why(int r, const char *why)
 	PyObject *type;
 
 	switch (-r) {
-	case EINVAL: case ENOENT: case EOPNOTSUPP: type = PyExc_ValueError; break;
+	case EINVAL: case ENOENT: type = PyExc_ValueError; break;
+	case EOPNOTSUPP: type = hwspy_py_unavailable_error; break;
 	case ESRCH: type = PyExc_ProcessLookupError; break;
 	case EPERM: case EACCES: type = PyExc_PermissionError; break;
 	case ENOMEM: return PyErr_NoMemory();
@@ -169,14 +173,17 @@ static int check_failed(struct rec_obj *o, const struct hwspy_record_check *c, i
 		snprintf(o->why, WHY_SIZE, "event '%s' cannot be sampled on this machine: it "
 			 "has no hardware PMU (a virtual machine?)%s%s; hwspy.events() lists "
 			 "the events that are", name, *alt ? ": " : "", alt);
+		o->unavailable = true;
 		return -ENOENT;
 	case HWSPY_CHECK_EVENT_UNSUPPORTED:
 		snprintf(o->why, WHY_SIZE, "event '%s' is not supported on this machine; "
 			 "hwspy.events() lists the events that are", name);
+		o->unavailable = true;
 		return -ENOENT;
 	case HWSPY_CHECK_EVENT_FAILED:
 		snprintf(o->why, WHY_SIZE, "event '%s' cannot be opened: %s", name,
 			 strerror(c->err < 0 ? -c->err : EIO));
+		o->unavailable = c->err == -ENOENT || c->err == -EOPNOTSUPP || c->err == -ENODEV;
 		return c->err < 0 ? c->err : -EIO;
 	case HWSPY_CHECK_KERNEL_REFUSED: {
 		char sysctl[64];
@@ -251,6 +258,8 @@ static int recorder_begin(struct rec_obj *o)
 		else
 			snprintf(o->why, WHY_SIZE, "%s", hwspy_reason()[0] ? hwspy_reason() :
 				 "cannot start sampling");
+		/* the event known (parsed) yet not opened here */
+		o->unavailable = r == -ENOENT || r == -EOPNOTSUPP || r == -ENODEV;
 	}
 	return r;
 }
@@ -384,6 +393,7 @@ static PyObject *rec_start(PyObject *self, PyObject *unused)
 				    "this recorder is running already");
 	o->state = ST_STARTING;
 	o->start_done = false;
+	o->unavailable = false;
 	o->stop = 0;
 	o->owner_pid = getpid();
 	Py_BEGIN_ALLOW_THREADS
@@ -409,6 +419,10 @@ static PyObject *rec_start(PyObject *self, PyObject *unused)
 		o->ev = NULL;
 		o->n_notes = 0;
 		o->state = ST_IDLE;
+		if (o->unavailable) {
+			PyErr_SetString(hwspy_py_unavailable_error, o->why);
+			return NULL;
+		}
 		return raise_why(r, o->why);
 	}
 	o->state = ST_RUNNING;

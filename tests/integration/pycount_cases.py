@@ -142,6 +142,9 @@ def case_errors():
             raise AssertionError('strict=True did not raise')
         except hwspy.UnavailableEventError as e:
             assert isinstance(e, OSError) and 'cycles' in str(e), e
+            # one definition (module.c's), which hwspy.profile raises too
+            assert type(e) is hwspy.UnavailableEventError is hwspy._hwspy.UnavailableEventError
+            assert not isinstance(e, ValueError), type(e).__mro__
             print('strict: %s' % e)
 
     pid = os.fork()

@@ -217,8 +217,9 @@ def case_outputs(outdir):
 
 
 def case_errors(outdir):
-    """An unknown event, an event this machine cannot sample, a bad option: ValueErrors that
-    name them; nothing crashes."""
+    """An unknown event, a bad option: ValueErrors that name them; an event that exists but
+    this machine cannot sample (no hardware PMU): hwspy.UnavailableEventError (an OSError, no
+    ValueError: the one hwspy.count raises too); nothing crashes."""
     for kw, words in [(dict(event='no-such-event'), "'no-such-event'"),
                       (dict(mode='stops'), 'mode'),
                       (dict(event='page-faults', rate=100), 'period'),
@@ -235,8 +236,10 @@ def case_errors(outdir):
         try:
             hwspy.Profiler(event='cache-misses').start()
             raise Fail('cache-misses was taken on a machine without a hardware PMU')
-        except ValueError as e:
-            print('cache-misses: ValueError: %s' % e)
+        except hwspy.UnavailableEventError as e:
+            print('cache-misses: UnavailableEventError: %s' % e)
+            check(isinstance(e, OSError) and not isinstance(e, ValueError),
+                  'UnavailableEventError is %r' % (type(e).__mro__,))
             check("'cache-misses'" in str(e) and 'no hardware PMU' in str(e) and
                   "event='cpu-clock'" in str(e), 'the error does not say why or what '
                   'instead: %s' % e)

@@ -6,7 +6,8 @@
  * added, the work between them left out) excludes the paused pages; a thread started after
  * counting began and still running when the interval ends is counted (inherited counters read
  * live, not only once the thread exits); the metrics and threads of hwspy_count_use()'s
- * reading are the interval's; a mark read many times costs microseconds.
+ * reading are the interval's; a mark read many times costs microseconds; the software events
+ * are one group (the same times enabled and running).
  */
 #include <errno.h>
 #include <math.h>
@@ -196,12 +197,50 @@ static void test_misuse_and_cost(void **state)
 	hwspy_count_free(c);
 }
 
+/* The calling process's software events are one group (one read() per thread for a mark):
+ * every one reads the same time enabled and running, to the nanosecond (events in groups of
+ * their own are enabled and read at different moments). A hardware event in the list (none
+ * opens here) does not keep them apart. */
+static void test_one_group(void **state)
+{
+	struct hwspy_count_opts o = {
+		.events = "task-clock,cycles,page-faults,minor-faults,context-switches",
+		.user_only_fallback = true,
+	};
+	const struct hwspy_count_event *ev;
+	struct hwspy_count *c;
+	size_t n, counted = 0, first = 0;
+
+	(void) state;
+	assert_int_equal(hwspy_count_new(&o, &c), 0);
+	assert_int_equal(hwspy_count_start(c, 0, NULL), 0);
+	touch(64);
+	assert_int_equal(hwspy_count_read(c), 0);
+	ev = hwspy_count_events(c, &n);
+	assert_int_equal(n, 5);
+	for (size_t i = 0; i < n; i++) {
+		if (!ev[i].counted)
+			continue;
+		if (!counted++)
+			first = i;
+		print_message("# %s: enabled %.0f ns, running %.0f ns\n", ev[i].name,
+			      (double) ev[i].enabled_ns, (double) ev[i].running_ns);
+		assert_true(ev[i].enabled_ns > 0);
+		assert_true(ev[i].enabled_ns == ev[first].enabled_ns);
+		assert_true(ev[i].running_ns == ev[first].running_ns);
+		assert_false(ev[i].split);
+	}
+	assert_true(counted >= 4);      /* the software ones */
+	hwspy_count_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interval_and_pause),
 		cmocka_unit_test(test_live_thread),
 		cmocka_unit_test(test_misuse_and_cost),
+		cmocka_unit_test(test_one_group),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
