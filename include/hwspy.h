@@ -325,6 +325,12 @@ int hwspy_recorder_pause(struct hwspy_recorder *rec);
 int hwspy_recorder_resume(struct hwspy_recorder *rec);
 /* Ends sampling now (idempotent). */
 void hwspy_recorder_stop(struct hwspy_recorder *rec);
+/* Wakes a hwspy_recorder_run() that another thread runs, so that it sees run->stop at once
+ * (set the flag first) rather than at its next read of the rings (up to 100 ms later): the run
+ * then ends sampling and returns as it would have. Callable from any thread once
+ * hwspy_recorder_start() has returned, and from a signal handler (async-signal-safe: a write
+ * to an eventfd); a wake with no run waiting makes the next wait return at once. */
+void hwspy_recorder_wake(struct hwspy_recorder *rec);
 
 /* The interpreter found (attach: after open; launch: as it is mapped). */
 struct hwspy_python {

@@ -490,6 +490,11 @@ void hwspy_recorder_stop(struct hwspy_recorder *h)
 	recorder_stop(h->rec);
 }
 
+void hwspy_recorder_wake(struct hwspy_recorder *h)
+{
+	recorder_wake(h->rec);
+}
+
 void hwspy_recorder_python(const struct hwspy_recorder *h, struct hwspy_python *ret)
 {
 	struct record_python py;

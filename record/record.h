@@ -297,6 +297,10 @@ int recorder_pause(struct recorder *rec);
 int recorder_resume(struct recorder *rec);
 /* Ends sampling now if recorder_run() has not (idempotent). */
 void recorder_stop(struct recorder *rec);
+/* Wakes a recorder_run() blocked in another thread so that it sees its run's stop flag now
+ * (set it first): sampler_wake(). Any thread, after recorder_start(); async-signal-safe. Before
+ * the start (no sampler yet): nothing (the run looks at the flag before its first wait). */
+void recorder_wake(struct recorder *rec);
 
 /* The mode and its fallbacks (fallback.c), one policy for every client, each choice told as a
  * note (the client words it). recorder_choose_mode(): with auto_mode, a tracepoint as events[0]

@@ -256,6 +256,12 @@ void recorder_stop(struct recorder *rec)
 	late_figures(rec);
 }
 
+void recorder_wake(struct recorder *rec)
+{
+	if (rec->sampler)
+		sampler_wake(rec->sampler);
+}
+
 /* The next slice of sampling, at most SLICE_NS and what is left of the duration: its length,
  * or 0 when the duration is over or the interpreter found is one hwspy cannot read. */
 static uint64_t next_slice(struct recorder *rec, const struct record_run *run)

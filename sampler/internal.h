@@ -165,6 +165,8 @@ struct sampler {
 	struct tracer tracer;           /* exact mode */
 	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
 	int sigfd;                      /* signalfd for SIGCHLD (opts.sigchld), or -1 */
+	int wake_fd;                    /* eventfd that sampler_wake() writes, every run loop's
+	                                 * poll waits on too (read back there); -1: none */
 	bool chld_blocked;              /* sampler_new() blocked SIGCHLD (the caller had not):
 	                                 * sampler_free() unblocks it */
 	struct thread *threads;
@@ -286,6 +288,9 @@ void perf_note_record(struct sampler *s, const struct perf_event_header *h);
 /* A run loop's wait: how long to poll (ms, at most 100, no further than the end of a run that
  * began at start_ns and lasts duration_ns, 0: no limit), or -1 once it is over. */
 int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns);
+/* After a poll that had s->wake_fd at revents: reads the wake-ups back (the run loop then
+ * looks at its stop flag). */
+void sampler_wake_clear(struct sampler *s, short revents);
 
 /* The ring layout (sampler.h's "Rings"): a ring per thread (perthread.c) or per CPU (percpu.c),
  * two implementations of these verbs, chosen once by ring_layout_choose() in sampler_new() (as

@@ -337,19 +337,24 @@ static void percpu_drain(struct sampler *s)
 
 static bool percpu_poll(struct sampler *s, int timeout_ms)
 {
-	struct pollfd *pfd = calloc((size_t) s->ncpu + 1, sizeof(*pfd));
+	struct pollfd *pfd = calloc((size_t) s->ncpu + 2, sizeof(*pfd));
 	struct signalfd_siginfo fdsi;
 	bool chld = false;
 	size_t n = 1;
 
 	if (!pfd) {
-		(void) poll(NULL, 0, timeout_ms);
+		struct pollfd w = { .fd = s->wake_fd, .events = POLLIN };
+
+		(void) poll(&w, 1, timeout_ms);
+		sampler_wake_clear(s, w.revents);
 	} else {
 		pfd[0] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
 		for (int c = 0; c < s->ncpu; c++)
 			if (s->cpus[c].fd >= 0)
 				pfd[n++] = (struct pollfd) { .fd = s->cpus[c].fd, .events = POLLIN };
-		(void) poll(pfd, n, timeout_ms);
+		pfd[n] = (struct pollfd) { .fd = s->wake_fd, .events = POLLIN };
+		(void) poll(pfd, n + 1, timeout_ms);
+		sampler_wake_clear(s, pfd[n].revents);
 		/* a SIGCHLD left unread would keep the poll from ever sleeping again */
 		if (pfd[0].revents & POLLIN)
 			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))

@@ -87,16 +87,22 @@ static bool perthread_poll(struct sampler *s, int timeout_ms)
 	bool chld = false;
 	size_t n = 0;
 
-	pfd = calloc(s->n_threads + 1, sizeof(*pfd));
+	pfd = calloc(s->n_threads + 2, sizeof(*pfd));
 	if (!pfd) {
-		(void) poll(NULL, 0, timeout_ms);       /* the caller drains every ring */
+		struct pollfd w = { .fd = s->wake_fd, .events = POLLIN };
+
+		(void) poll(&w, 1, timeout_ms);         /* the caller drains every ring */
+		sampler_wake_clear(s, w.revents);
 		return false;
 	}
 	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
 			pfd[n++] = (struct pollfd) { .fd = s->threads[i].fds[0], .events = POLLIN };
-	(void) poll(pfd, n, timeout_ms);
+	/* last: sampler_wake() */
+	pfd[n] = (struct pollfd) { .fd = s->wake_fd, .events = POLLIN };
+	(void) poll(pfd, n + 1, timeout_ms);
+	sampler_wake_clear(s, pfd[n].revents);
 	/* a SIGCHLD left unread would keep the signalfd readable and this poll from ever
 	 * sleeping again: read it */
 	if (pfd[0].revents & POLLIN)

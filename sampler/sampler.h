@@ -379,6 +379,10 @@ void sampler_set_resumed_fn(struct sampler *s, void (*fn)(void *ctx));
  * callback (not stopped), closes the events and detaches, resuming every thread. Stats stay
  * readable. A launched child is left running. Idempotent. */
 void sampler_stop(struct sampler *s);
+/* Wakes a sampler_run() now blocked in another thread (or the next one, if none is), so that
+ * it looks at its stop flag at once instead of at its next ring read (up to 100 ms): set the
+ * flag, then call this. Any thread; async-signal-safe (a write(2) to an eventfd; errno kept). */
+void sampler_wake(struct sampler *s);
 /* sampler_stop() if not done, then frees, and (opts.sigchld) gives the calling thread back
  * SIGCHLD as it was before sampler_new(). NULL is a no-op. */
 void sampler_free(struct sampler *s);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -457,9 +458,14 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	s->sigfd = -1;
 	s->capture = (struct capture) CAPTURE_INIT;
 	s->scratch = malloc(RING_SCRATCH_SIZE);
-	if (!s->scratch) {
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!s->scratch || s->wake_fd < 0) {
+		r = s->wake_fd < 0 ? -errno : -ENOMEM;
+		if (s->wake_fd >= 0)
+			(void) close(s->wake_fd);
+		free(s->scratch);
 		free(s);
-		return -ENOMEM;
+		return r;
 	}
 	s->layout = ring_layout_choose(s);
 	s->capture.percpu = s->layout == &ring_per_cpu;
@@ -666,6 +672,24 @@ void sampler_stop(struct sampler *s)
 	}
 }
 
+void sampler_wake(struct sampler *s)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	/* the counter only grows: a full one (2^64 - 2 wake-ups unread) is awake anyway */
+	(void) !write(s->wake_fd, &one, sizeof(one));
+	errno = saved;
+}
+
+void sampler_wake_clear(struct sampler *s, short revents)
+{
+	uint64_t n;
+
+	if (revents & POLLIN)
+		(void) !read(s->wake_fd, &n, sizeof(n));
+}
+
 int sampler_signal_probe(void)
 {
 	return sigcap_probe();
@@ -699,6 +723,8 @@ void sampler_free(struct sampler *s)
 	sampler_stop(s);
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
+	if (s->wake_fd >= 0)
+		(void) close(s->wake_fd);
 	if (s->chld_blocked) {
 		/* the caller's mask again (a SIGCHLD still pending now reaches its disposition) */
 		sigset_t chld;

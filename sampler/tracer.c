@@ -578,7 +578,8 @@ int tracer_run(struct sampler *s, void *arg)
 	bool late = false, more = false;
 
 	while (!*a->stop && !s->stats.target_exited && !s->brk) {
-		struct pollfd pfd = { .fd = s->sigfd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = s->sigfd, .events = POLLIN },
+					 { .fd = s->wake_fd, .events = POLLIN } };
 		int timeout = sampler_wait_ms(start, a->duration_ns);
 
 		if (timeout < 0)
@@ -591,7 +592,8 @@ int tracer_run(struct sampler *s, void *arg)
 			if (check_signal(s) < 0)
 				return -EBUSY;
 		}
-		(void) poll(&pfd, 1, timeout);
+		(void) poll(pfd, 2, timeout);
+		sampler_wake_clear(s, pfd[1].revents);
 		reap(s);
 		late = budget_tick(s, &more);
 	}

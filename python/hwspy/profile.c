@@ -357,8 +357,11 @@ static PyObject *rec_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 static void end_thread(struct rec_obj *o)
 {
 	o->stop = 1;
-	if (o->owner_pid == getpid())
+	if (o->owner_pid == getpid()) {
+		/* at once, not at the recorder's next ring read */
+		hwspy_recorder_wake(o->rec);
 		(void) pthread_join(o->thread, NULL);
+	}
 }
 
 static void rec_dealloc(PyObject *self)

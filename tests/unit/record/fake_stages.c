@@ -668,6 +668,11 @@ void sampler_stop(struct sampler *s)
 	fake.sampler_stops++;
 }
 
+void sampler_wake(struct sampler *s)
+{
+	(void) s;
+}
+
 void sampler_free(struct sampler *s)
 {
 	if (!s)

@@ -190,6 +190,8 @@ extern const char __start_hwspy_touch[], __stop_hwspy_touch[];
 
 struct lead_seen {
 	size_t cpu, faults, faults_in_touch, faults_stopped, bad;
+	size_t faults_at_end;           /* read after the run, at sampler_free()'s release */
+	bool ended;
 	uint64_t fault_weight;
 };
 
@@ -212,6 +214,7 @@ static void lead_on_sample(void *ctx, const struct sample *smp)
 	v->faults_in_touch += smp->ip >= (uintptr_t) __start_hwspy_touch &&
 			      smp->ip < (uintptr_t) __stop_hwspy_touch;
 	v->faults_stopped += smp->stopped;
+	v->faults_at_end += v->ended;
 }
 
 static void lead_run(bool exact)
@@ -240,6 +243,7 @@ static void lead_run(bool exact)
 	r = sampler_new(&o, &s);
 	if (r == 0) {
 		r_run = sampler_run(s, lead_on_sample, &v, &stop, 300000000ULL);
+		v.ended = true;
 		sampler_free(s);
 	}
 	(void) kill(pid, SIGKILL);
@@ -250,9 +254,9 @@ static void lead_run(bool exact)
 		return;
 	}
 	fprintf(stderr, "# %s: %zu cpu-clock samples, %zu page-fault samples (%llu faults), "
-		"%zu in touch(), %zu stopped, %zu bad\n", exact ? "exact" : "nonblocking", v.cpu,
-		v.faults, (unsigned long long) v.fault_weight, v.faults_in_touch, v.faults_stopped,
-		v.bad);
+		"%zu in touch(), %zu stopped, %zu read at the end, %zu bad\n",
+		exact ? "exact" : "nonblocking", v.cpu, v.faults, (unsigned long long) v.fault_weight,
+		v.faults_in_touch, v.faults_stopped, v.faults_at_end, v.bad);
 	assert_int_equal(r, 0);
 	assert_int_equal(r_run, 0);
 	assert_int_equal(v.bad, 0);
@@ -261,7 +265,11 @@ static void lead_run(bool exact)
 	/* each weighs about its period (100), what it counted since the thread's last one */
 	assert_true(v.fault_weight >= 50 * v.faults && v.fault_weight <= 200 * v.faults);
 	assert_true(v.faults_in_touch * 10 >= v.faults * 9);
-	assert_true(v.faults_stopped == (exact ? v.faults : 0));
+	/* exact: each sample read during the run under its stop; those whose stop had not come
+	 * when the run ended (a busy machine: the signal still pending) are read unstopped at the
+	 * release, as sampler_stop() says */
+	assert_true(v.faults_stopped == (exact ? v.faults - v.faults_at_end : 0));
+	assert_true(v.faults_at_end * 10 <= v.faults);
 }
 
 static void test_leader_nonblocking(void **state)
