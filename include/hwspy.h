@@ -185,8 +185,10 @@ size_t hwspy_events_working(const char **ret, size_t max);
  * frames then, through process_vm_readv on the process itself (a bad pointer is an error, never
  * a crash): exact samples (stats.captured), nothing stopped. The events overflow in user mode
  * only, so the signal never interrupts a system call (no EINTR; SA_RESTART besides). The
- * handler is installed at start and the disposition found put back at stop; a process that has
- * a SIGTRAP handler of its own keeps it and is recorded nonblocking (HWSPY_NOTE_NO_SIGNAL).
+ * handler is installed at start and stays for the process's life (a signal of the events can
+ * come after their close): it drops those and gives any other SIGTRAP the disposition found
+ * (the default action: a core dump, as before); a process that has a SIGTRAP handler of its own
+ * keeps it and is recorded nonblocking (HWSPY_NOTE_NO_SIGNAL).
  * The recorder's threads are not sampled (their signals dropped: stats.signal_excluded). */
 
 enum hwspy_record_mode {

@@ -23,7 +23,9 @@
  *
  * One per process (a signal disposition is the process's): a second is -EBUSY. A host process
  * that has a SIGTRAP handler of its own keeps it: sigcap_probe()/sigcap_open() say -EBUSY and
- * install nothing. sigcap_close() puts the disposition found back.
+ * install nothing. The handler stays installed after sigcap_close(): a signal of the closed
+ * events can still come, and finds it (it drops them, and gives any other SIGTRAP what the
+ * disposition found would have).
  *
  * Errors are negative errno values. Library code never prints.
  */
@@ -58,8 +60,8 @@ int sigcap_set_root(struct sigcap *c, pid_t tid, uint64_t root);
 size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *buf, size_t size);
 /* The handler's counts into st (its signal_* fields). */
 void sigcap_stats(const struct sigcap *c, struct sampler_stats *st);
-/* After the events are closed: waits (bounded) until no SIGTRAP of ours is pending, puts the
- * disposition found back (unless the host changed it meanwhile), and frees. NULL: no-op. */
+/* After the events are closed: ends the session (the handler stays, see above) and frees.
+ * NULL: no-op. */
 void sigcap_close(struct sigcap *c);
 
 #endif

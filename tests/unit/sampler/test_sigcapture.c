@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -139,10 +141,28 @@ static void *sampler_thread(void *arg)
 	return NULL;
 }
 
+/* SIGTRAP as the process found it: hwspy's handler stays installed after a recording (a signal
+ * of its events may still come after their close), and does what the default disposition does
+ * to a SIGTRAP that is not its own: a child raising one dies of it. */
+static bool trap_acts_as_default(void)
+{
+	int ws;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct rlimit none = { 0, 0 };
+
+		(void) setrlimit(RLIMIT_CORE, &none);   /* no core file of it */
+		(void) raise(SIGTRAP);
+		_exit(0);
+	}
+	return pid > 0 && waitpid(pid, &ws, 0) == pid && WIFSIGNALED(ws) &&
+	       WTERMSIG(ws) == SIGTRAP;
+}
+
 static void test_sigcapture_exact(void **state)
 {
 	struct result res = { .main_tid = gettid() };
-	struct sigaction sa;
 	pthread_t t;
 
 	(void) state;
@@ -185,9 +205,8 @@ static void test_sigcapture_exact(void **state)
 	 * (measured 86-96% exact on a loaded 2-vCPU VM): that sample is read late, as in
 	 * nonblocking mode, never given another overflow's copy (wrong) */
 	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 60);
-	/* the disposition found is back */
-	assert_int_equal(sigaction(SIGTRAP, NULL, &sa), 0);
-	assert_true(!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL);
+	/* a SIGTRAP not of its events: the default action, as before */
+	assert_true(trap_acts_as_default());
 }
 
 int main(void)
