@@ -1,7 +1,8 @@
 """hwspy dump, one --case each.
 
 states (--python ID): tests/targets/dump_states.py's threads in known states, dumped DUMPS
-  times as text and once each as --json, --nonblocking and --native: each thread's name and
+  times as text and once each as --json, --nonblocking and --native (those two modes on the
+  variants' Pythons only: --default-mode leaves them out): each thread's name and
   innermost function; sleeping waits on "sleep", lock on "futex (lock)", pipe on "read fd N
   (pipe)" (N the target's own fd), the main thread on "read fd 0 (pipe)" (stdin; or "GIL", just
   back from answering a command, or, on a loaded machine, still running there, holding it);
@@ -182,7 +183,9 @@ def case_states(opts):
         info = still_runs(proc, info, what)
     check(exact_one >= DUMPS - 1, 'exactly one thread held the GIL in only %d of %d dumps'
           % (exact_one, DUMPS))
-    for extra in (['--json'], ['--json', '--nonblocking'], ['--json', '--native']):
+    modes = [['--json']] + ([] if opts.default_mode else
+                            [['--json', '--nonblocking'], ['--json', '--native']])
+    for extra in modes:
         what = 'dump %s' % ' '.join(extra)
         p = run_dump(opts, ['-p', str(proc.pid)] + extra)
         check(p.returncode == 0, '%s: exit %d' % (what, p.returncode))
@@ -399,4 +402,7 @@ def test(opts):
 if __name__ == '__main__':
     ap = harness.parser(__doc__)
     ap.add_argument('--case', required=True, choices=sorted(CASES))
+    ap.add_argument('--default-mode', action='store_true',
+                    help='states: the default mode only (no --nonblocking, --native dumps: '
+                         'the variants\' Pythons run those)')
     harness.main(test, ap)
