@@ -194,6 +194,30 @@ def case_nobody():
         assert 'this process' in str(e), str(e)
 
 
+def case_paranoid3():
+    """As an unprivileged user with kernel.perf_event_paranoid at 3 (set by the test, machine-wide,
+    for this serial test only): Debian's kernels refuse every perf event to unprivileged users
+    there, upstream ones treat 3 as 2. Either counting itself works in user space only, or it is
+    a PermissionError that names the sysctl and CAP_PERFMON; the same for a profile."""
+    assert os.geteuid() != 0, 'run this case as an unprivileged user'
+    try:
+        with hwspy.count(['page-faults']) as c:
+            touch()
+        assert c.user_only, 'kernel mode was not excluded at perf_event_paranoid 3'
+        near(c.counts['page-faults'], N, 'page-faults at perf_event_paranoid 3')
+        print('paranoid 3: this kernel lets a process count itself in user space (3 is 2 here)')
+    except PermissionError as e:
+        print('paranoid 3: %s' % e)
+        assert 'perf_event_paranoid' in str(e) and 'CAP_PERFMON' in str(e), str(e)
+    try:
+        with hwspy.profile(None, event='cpu-clock') as p:
+            touch()
+        print('paranoid 3: profile in mode %s, %d samples' % (p.stats['mode'], p.stats['samples']))
+    except PermissionError as e:
+        print('paranoid 3: profile: %s' % e)
+        assert 'perf_event_paranoid' in str(e), str(e)
+
+
 if __name__ == '__main__':
     case = sys.argv[1]
     try:

@@ -10,7 +10,11 @@ block and alive at its end is counted, nested blocks add up, Ctrl-C inside a blo
 decorator. errors: unknown event (ValueError), an unavailable hardware event (a warning and
 c.unavailable; strict=True raises; part skipped where a PMU exists), pid=/duration= on a busy
 child, no such pid. nobody: the child as nobody (setpriv/runuser) counts itself, and pid 1 is a
-PermissionError naming the privilege.
+PermissionError naming the privilege. paranoid3: the same child as nobody with
+kernel.perf_event_paranoid set to 3 for its run (machine-wide: the test is serial, and puts the
+value back whatever happens): counting and profiling itself work in user space, or are a
+PermissionError naming the sysctl (Debian's kernels refuse everything at 3, upstream's take 3
+as 2).
 """
 import os
 import subprocess
@@ -24,7 +28,7 @@ def test(opts):
     env = dict(os.environ, PYTHONPATH=os.path.realpath(opts.pythonpath),
                PYTHONDONTWRITEBYTECODE='1')
     prefix = []
-    if opts.case == 'nobody':
+    if opts.case in ('nobody', 'paranoid3'):
         if os.geteuid() != 0:
             raise Skip('needs root, to run the case as nobody')
         prefix, _ = harness.as_nobody(opts)
@@ -35,8 +39,22 @@ def test(opts):
                        % (' '.join(opts.py.argv), probe.stderr.strip()[-300:]))
     argv = prefix + opts.py.argv + [case, opts.case]
     log('running: %s' % ' '.join(argv))
-    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
-                       cwd=opts.tmp)
+    sysctl = '/proc/sys/kernel/perf_event_paranoid'
+    if opts.case == 'paranoid3':
+        with open(sysctl) as f:
+            was = f.read().strip()
+        try:
+            with open(sysctl, 'w') as f:
+                f.write('3')
+        except OSError as e:
+            raise Skip('cannot set %s to 3: %s' % (sysctl, e))
+    try:
+        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
+                           cwd=opts.tmp)
+    finally:
+        if opts.case == 'paranoid3':
+            with open(sysctl, 'w') as f:
+                f.write(was)
     log(p.stdout + p.stderr)
     if p.returncode == harness.SKIP:
         raise Skip('the case cannot run here (above)')
@@ -46,5 +64,5 @@ def test(opts):
 if __name__ == '__main__':
     p = harness.parser(__doc__)
     p.add_argument('--pythonpath', required=True, help='the build\'s python/ folder')
-    p.add_argument('--case', required=True, choices=['count', 'block', 'errors', 'nobody'])
+    p.add_argument('--case', required=True, choices=['count', 'block', 'errors', 'nobody', 'paranoid3'])
     harness.main(test, p)
