@@ -179,6 +179,7 @@ struct sampler {
 	uint64_t last_scan_ns;
 	struct capture capture;
 	struct sigcap *sig;             /* opts.signal (sigcapture.h) */
+	struct late_queue *late;        /* ... its samples held for their record (latehold.c) */
 	uint64_t sig_cookie;            /* ... the events' sig_data */
 	int capture_error;              /* of the capture started by sampler_new() */
 	uint64_t execs_told;            /* stats.execs as of the last SAMPLER_EVENT_EXEC */
@@ -259,6 +260,23 @@ int perf_cmp_tid(const void *a, const void *b);        /* qsort / bsearch of pid
 int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, int cpu, int group);
 void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
 		  bool stopped, uint64_t *last);
+/* Hands smp, its values and capture final, to s->fn (counted). */
+void perf_hand(struct sampler *s, struct sample *smp);
+
+/* latehold.c: opts.signal's samples read before their signal's record. late_init(): the
+ * queue and its pool, once (0, -ENOMEM); late_free(): NULL-safe. late_hold(): keeps a copy of
+ * the sample smp read from h (values computed, not delivered; period: its own) if it is young
+ * and a slot is free: whether it did. late_retry(): delivers the held samples of thread tid
+ * (all of them, paired or not), or with tid 0 those whose record has come and those too old
+ * to wait, or with all every one. */
+int late_init(struct sampler *s);
+void late_free(struct sampler *s);
+/* Pairs smp (its values computed; period: its own) with its signal's record, smp->capture
+ * set: whether the record was there. */
+bool late_pair(struct sampler *s, struct sample *smp, uint64_t period);
+bool late_hold(struct sampler *s, const struct perf_event_header *h, const struct sample *smp,
+	       uint64_t period);
+void late_retry(struct sampler *s, pid_t tid, bool all);
 /* Forgets the left-out threads not in live (sorted: every thread of the target, now), so that
  * a new thread that gets the number of one gone is tried (and counted) afresh. */
 void perf_left_out_prune(struct sampler *s, const pid_t *live, size_t n);

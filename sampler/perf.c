@@ -641,8 +641,22 @@ void perf_thread_close(struct sampler *s, struct thread *t)
 	}
 }
 
+void perf_hand(struct sampler *s, struct sample *smp)
+{
+	if (!s->opts.capture)           /* the capture program's: counted at its match */
+		s->stats.captured += smp->capture != NULL;
+	s->stats.samples++;
+	/* an exec seen since the last sample is told just before the next (sampler.h) */
+	if (s->stats.execs != s->execs_told) {
+		s->execs_told = s->stats.execs;
+		sampler_tell(s, SAMPLER_EVENT_EXEC, s->pid);
+	}
+	s->fn(s->ctx, smp);
+}
+
 /* Hands the sample h of thread t to the callback; last: the running totals of t's group at its
- * previous sample (where the group read goes: group members in the group's order). */
+ * previous sample (where the group read goes: group members in the group's order). In signal
+ * mode a sample read before its signal's record may be held (latehold.c). */
 void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_header *h,
 		  bool stopped, uint64_t *last)
 {
@@ -650,6 +664,8 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	const struct perf_event_attr *attr = perf_sample_attr(s, h, &ev);
 	struct ring_group g = { 0 };
 	struct sample smp;
+	uint64_t period;
+	bool sig;
 
 	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
@@ -659,20 +675,12 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 		return;                 /* a child process, which inherited the events */
 	/* a leader that does not stop its thread is read after its sample */
 	smp.stopped = stopped && smp.tid == t->tid && (ev == 0 || (s->lead_signal >> ev & 1));
+	sig = !s->opts.capture && s->sig && s->capture.held && !smp.off_cpu;
 	if (s->opts.capture) {
 		smp.capture = capture_match(s, t, &smp);
 		s->stats.captured += smp.capture != NULL;
-	} else if (s->sig && s->capture.held && !smp.off_cpu) {
-		/* the signal's record, decoded as the capture program's */
-		size_t len = sigcap_take(s->sig, &smp, s->capture.held, RING_SCRATCH_SIZE);
-
-		if (len) {
-			s->capture.held_len = len;
-			s->capture.held_tid = 0;        /* paired by sigcap_take() */
-			smp.capture = capture_match(s, t, &smp);
-		}
-		s->stats.captured += smp.capture != NULL;
 	}
+	period = smp.values[0];
 	if (smp.off_cpu) {
 		smp.values[0] = 1;              /* the switch: its weight is the recorder's */
 		smp.n_values = s->opts.n_events;
@@ -707,13 +715,13 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 	}
 	if (!t->budget.first_sample_ns)
 		t->budget.first_sample_ns = smp.time_ns;
-	s->stats.samples++;
-	/* an exec seen since the last sample is told just before the next (sampler.h) */
-	if (s->stats.execs != s->execs_told) {
-		s->execs_told = s->stats.execs;
-		sampler_tell(s, SAMPLER_EVENT_EXEC, s->pid);
+	if (sig) {
+		/* the thread's samples held before this one first (their records come first) */
+		late_retry(s, smp.tid, false);
+		if (!late_pair(s, &smp, period) && late_hold(s, h, &smp, period))
+			return;
 	}
-	s->fn(s->ctx, &smp);
+	perf_hand(s, &smp);
 }
 
 /* A PERF_RECORD_SWITCH of a target thread (off-CPU): its sample_id (sample_id_all) starts with

@@ -325,6 +325,9 @@ struct sampler_stats {
 	 * (unpaired); the handler's time making records, in all and at most */
 	uint64_t signal_seen, signal_taken, signal_excluded, signal_dropped, signal_foreign, signal_unpaired;
 	uint64_t signal_ns_total, signal_ns_max;
+	/* opts.signal: samples read before their signal's record, held a while (latehold.c), and
+	 * of those, the ones whose record came while they were held (the rest: read late) */
+	uint64_t signal_held, signal_held_paired;
 	bool target_exited;             /* the target process ended during the run */
 	int exit_status;                /* its wait status, if it was our child */
 };

@@ -481,6 +481,10 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 			return r;
 		}
 		sigcap_exclude(s->sig, gettid());
+		if ((r = late_init(s)) < 0) {
+			sampler_free(s);
+			return r;
+		}
 		if (opts->capture_spec)
 			s->capture_error = sampler_capture_start(s, opts->capture_spec);
 	}
@@ -578,6 +582,8 @@ void drain_all(struct sampler *s)
 	/* every record written before now is read by the end of this pass, whatever its ring */
 	e.time_ns = clock_now_ns();
 	s->layout->drain(s);
+	/* the samples held for their signal's record: those it came for, those too old */
+	late_retry(s, 0, s->stopped);
 	if (s->sig)
 		sigcap_stats(s->sig, &s->stats);
 	if ((s->opts.off_cpu || s->opts.wall) && s->opts.event_fn)
@@ -743,5 +749,6 @@ void sampler_free(struct sampler *s)
 	free(s->left_out);
 	free(s->threads);
 	free(s->scratch);
+	late_free(s);
 	free(s);
 }

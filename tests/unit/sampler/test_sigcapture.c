@@ -189,6 +189,7 @@ static void test_sigcapture_exact(void **state)
 	assert_int_equal(res.r, 0);
 	printf("# samples %llu: in spin_a %lu, spin_b %lu; exact %lu, wrong %lu, uncaptured %lu; "
 	       "signals %llu (records %llu, excluded %llu, dropped %llu, unpaired %llu), "
+	       "held %llu (then paired %llu), "
 	       "handler %.1f us a record on average, %.1f us at most\n",
 	       (unsigned long long) res.st.samples, res.in_a, res.in_b, res.exact, res.wrong,
 	       res.uncaptured, (unsigned long long) res.st.signal_seen,
@@ -196,6 +197,8 @@ static void test_sigcapture_exact(void **state)
 	       (unsigned long long) res.st.signal_excluded,
 	       (unsigned long long) res.st.signal_dropped,
 	       (unsigned long long) res.st.signal_unpaired,
+	       (unsigned long long) res.st.signal_held,
+	       (unsigned long long) res.st.signal_held_paired,
 	       res.st.signal_taken ? res.st.signal_ns_total / 1e3 / (double) res.st.signal_taken : 0,
 	       res.st.signal_ns_max / 1e3);
 	assert_true(res.in_a + res.in_b > 100);
@@ -204,7 +207,7 @@ static void test_sigcapture_exact(void **state)
 	 * return to user space (the signal is delivered there), and its sample read meanwhile
 	 * (measured 86-96% exact on a loaded 2-vCPU VM): that sample is read late, as in
 	 * nonblocking mode, never given another overflow's copy (wrong) */
-	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 60);
+	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
 	/* a SIGTRAP not of its events: the default action, as before */
 	assert_true(trap_acts_as_default());
 }
