@@ -11,10 +11,14 @@ PyObject *hwspy_py_unavailable_error;
 PyObject *hwspy_py_raise(int r, const char *what)
 {
 	const char *why = hwspy_reason();
+
+	return hwspy_py_raise_why(r, why && *why ? why : what);
+}
+
+PyObject *hwspy_py_raise_why(int r, const char *why)
+{
 	PyObject *type;
 
-	if (!why || !*why)
-		why = what;
 	switch (-r) {
 	case EINVAL: case ENOENT: type = PyExc_ValueError; break;
 	case ESRCH: type = PyExc_ProcessLookupError; break;

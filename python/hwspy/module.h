@@ -22,6 +22,9 @@ extern PyObject *hwspy_py_unavailable_error;
  * ProcessLookupError (-ESRCH), PermissionError (-EPERM, -EACCES), MemoryError (-ENOMEM), else
  * OSError(errno). NULL, for `return hwspy_py_raise(r, "...");`. */
 PyObject *hwspy_py_raise(int r, const char *what);
+/* The same with the reason given: for a failure of another thread, whose hwspy_reason() (a
+ * thread's own) was kept there. */
+PyObject *hwspy_py_raise_why(int r, const char *why);
 
 /* Each part adds itself to the module m: 0, or -1 with an exception set. */
 int hwspy_py_count_init(PyObject *m);

@@ -61,20 +61,12 @@ struct rec_obj {
 	struct hwspy_recorder *rec;
 };
 
+/* module.c's mapping, and -EOPNOTSUPP (the event exists, but not here) UnavailableEventError */
 static PyObject *raise_why(int r, const char *why)
 {
-	PyObject *type;
-
-	switch (-r) {
-	case EINVAL: case ENOENT: type = PyExc_ValueError; break;
-	case EOPNOTSUPP: type = hwspy_py_unavailable_error; break;
-	case ESRCH: type = PyExc_ProcessLookupError; break;
-	case EPERM: case EACCES: type = PyExc_PermissionError; break;
-	case ENOMEM: return PyErr_NoMemory();
-	default:
-		return PyErr_Format(PyExc_OSError, "%s: %s", why, strerror(-r));
-	}
-	PyErr_SetString(type, why);
+	if (r != -EOPNOTSUPP)
+		return hwspy_py_raise_why(r, why);
+	PyErr_SetString(hwspy_py_unavailable_error, why);
 	return NULL;
 }
 

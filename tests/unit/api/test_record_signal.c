@@ -20,13 +20,13 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "include/hwspy.h"
 #include "tests/unit/api/api_test.h"
+#include "tests/unit/sigtrap_test.h"
 
 static volatile int burning = 1;
 static volatile double sink_value;
@@ -154,25 +154,6 @@ static void record_self(struct rec_result *res)
 	pthread_join(t, NULL);
 	if (res->r < 0)
 		fail_msg("recording the calling process failed: %d %s", res->r, res->why);
-}
-
-/* SIGTRAP as the process found it: hwspy's handler stays installed after a recording (a signal
- * of its events may still come after their close), and does what the default disposition does
- * to a SIGTRAP that is not its own: a child raising one dies of it. */
-static bool trap_acts_as_default(void)
-{
-	int ws;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		struct rlimit none = { 0, 0 };
-
-		(void) setrlimit(RLIMIT_CORE, &none);   /* no core file of it */
-		(void) raise(SIGTRAP);
-		_exit(0);
-	}
-	return pid > 0 && waitpid(pid, &ws, 0) == pid && WIFSIGNALED(ws) &&
-	       WTERMSIG(ws) == SIGTRAP;
 }
 
 /* exact by a signal: chosen, the handler ran, the spinning function dominates, no EINTR in

@@ -16,13 +16,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "sampler/sampler.h"
+#include "tests/unit/sigtrap_test.h"
 
 struct fcode { uint64_t tag, pad; };
 struct fnode { uint64_t next, code, tag, pad; };
@@ -139,25 +138,6 @@ static void *sampler_thread(void *arg)
 	res->r = r;
 	spinning = 0;
 	return NULL;
-}
-
-/* SIGTRAP as the process found it: hwspy's handler stays installed after a recording (a signal
- * of its events may still come after their close), and does what the default disposition does
- * to a SIGTRAP that is not its own: a child raising one dies of it. */
-static bool trap_acts_as_default(void)
-{
-	int ws;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		struct rlimit none = { 0, 0 };
-
-		(void) setrlimit(RLIMIT_CORE, &none);   /* no core file of it */
-		(void) raise(SIGTRAP);
-		_exit(0);
-	}
-	return pid > 0 && waitpid(pid, &ws, 0) == pid && WIFSIGNALED(ws) &&
-	       WTERMSIG(ws) == SIGTRAP;
 }
 
 static void test_sigcapture_exact(void **state)
