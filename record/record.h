@@ -237,6 +237,9 @@ struct wait_fd_cache {                  /* what sockets are, by their link (NULL
 bool wait_restarts(pid_t pid, const struct procfs_syscall *sc);
 /* The name of system call nr (x86-64) among those waited in, or NULL. */
 const char *wait_syscall_name(long nr);
+/* Whether a futex wait on address futex is one for the GIL, whose state lies at gil (0:
+ * unknown): one inside that struct _gil_runtime_state (its mutexes, condition variables). */
+bool wait_in_gil(uint64_t futex, uint64_t gil);
 /* A wait in system call sys (its kernel name, "epoll_wait"; NULL: unknown) of process pid,
  * arg its first argument. */
 void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "base/procfs.h"
@@ -448,6 +449,12 @@ static void describe(struct snapshot_process *p, const struct pyframes_gil *gil,
 		if (t->waiting)
 			wait_words_proc(p->pid, t->task.state, &t->task.sc, gil_addr, NULL, t->wait,
 					sizeof(t->wait));
+		/* a thread waiting in the GIL's own futexes holds it no more: the read fell
+		 * between take_gil()'s locked = 1 and its store of the new holder (the one it
+		 * replaces waits on switch_cond there), so who holds it is not known */
+		if (t->gil == 1 && t->waiting && t->task.sc.nr == SYS_futex &&
+		    wait_in_gil(t->task.sc.args[0], gil_addr))
+			t->gil = 0;
 	}
 	free(names);
 }

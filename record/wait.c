@@ -209,6 +209,11 @@ const char *wait_syscall_name(long nr)
 	return NULL;
 }
 
+bool wait_in_gil(uint64_t futex, uint64_t gil)
+{
+	return gil && futex >= gil && futex - gil < PYFRAMES_GIL_STATE_SIZE;
+}
+
 void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,
 		char *buf, size_t len)
 {
@@ -223,8 +228,7 @@ void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_
 			 what);
 	} else if (!w || !w->words) {
 		snprintf(buf, len, "%s", sys);
-	} else if (!strcmp(sys, "futex") && gil && (uint64_t) arg >= gil &&
-		   (uint64_t) arg - gil < PYFRAMES_GIL_STATE_SIZE) {
+	} else if (!strcmp(sys, "futex") && wait_in_gil((uint64_t) arg, gil)) {
 		snprintf(buf, len, "GIL");
 	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
 		snprintf(buf, len, "sleep");    /* time.sleep() before 3.11: no fds */
