@@ -10,5 +10,6 @@ int cmd_diff(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ static const struct command {
 } commands[] = {
 	{ "record", cmd_record }, { "convert", cmd_convert }, { "diff", cmd_diff },
 	{ "stat", cmd_stat }, { "list", cmd_list }, { "top", cmd_top }, { "dump", cmd_dump },
+	{ "monitor", cmd_monitor },
 };
 
 int main(int argc, char **argv)

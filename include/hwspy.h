@@ -1404,6 +1404,92 @@ struct hwspy_live_rates {
 void hwspy_live_rates_read(struct hwspy_live_rates *q, struct hwspy_recorder *rec,
 			   uint64_t now_ns);
 
+/* ==== monitor =============================================================================== */
+/*
+ * A long-running agent (hwspy monitor): watches the processes that match (pids, a name regex as
+ * pgrep takes it, or every CPython process), picked up by a scan of /proc each second and
+ * dropped when they exit (a restarted service is a new pid, picked up again); counts each one's
+ * events (as hwspy_count, threads started later included), samples it at a low rate, never by a
+ * stop (the BPF capture, else reads just after each sample), samples where its threads wait
+ * (/proc, once per tick), and serves all of it to Prometheus: GET /metrics on a listener, the
+ * text format 0.0.4, or OpenMetrics 1.0 where the scraper's Accept asks for it. With a profile
+ * directory, one labelled pprof file per interval per process (written whole or not at all),
+ * the directory kept within keep files and max_disk bytes, oldest first.
+ *
+ * Each watched process has a thread of the monitor's own that runs its recorder; the calling
+ * thread runs the scan, the ticks, the listener and the rotation (hwspy_monitor_run()). Memory
+ * stays flat: an interval's profile is written and dropped, and a recorder whose tables passed
+ * a bound is replaced at the rotation.
+ */
+struct hwspy_monitor;
+/* What happened, for a client's one line (pid 0: none; detail never NULL). */
+enum hwspy_monitor_note {
+	HWSPY_MONITOR_WATCH,            /* a process picked up (detail: its name) */
+	HWSPY_MONITOR_NO_SAMPLING,      /* counted, not sampled (err; detail: why) */
+	HWSPY_MONITOR_UNREADABLE,       /* neither counted nor sampled (err; detail: why); its
+	                                 * series say so, tried again at each rotation */
+	HWSPY_MONITOR_GONE,             /* a watched process exited: its series go */
+	HWSPY_MONITOR_PROFILE,          /* a profile written (detail: its path) */
+	HWSPY_MONITOR_PROFILE_FAILED,   /* a profile not written (err; detail: the path) */
+	HWSPY_MONITOR_REOPENED,         /* SIGHUP: the profile directory opened again */
+	HWSPY_MONITOR_HTTP_FAILED,      /* a scrape's connection failed (err) */
+};
+typedef void (*hwspy_monitor_note_fn)(void *ctx, enum hwspy_monitor_note note, pid_t pid, int err,
+				      const char *detail);
+/* Zero is the default of each. */
+struct hwspy_monitor_opts {
+	const pid_t *pids;              /* these processes while they live */
+	size_t n_pids;
+	const char *name;               /* a POSIX extended regex, unanchored, on the process name
+	                                 * (its comm), or with full on the command line */
+	bool full;
+	bool all_python;                /* every process running CPython */
+	const char *listen;             /* "127.0.0.1:9464", "[::1]:9464", ":9464" (127.0.0.1),
+	                                 * port 0 a free one; NULL: no listener */
+	const char *events;             /* counted, perf's names (NULL: perf stat's defaults that
+	                                 * open here, hardware ones where there is a PMU) */
+	const char *sample;             /* sampled, its first event (NULL: cpu-clock); the others
+	                                 * are read at each sample */
+	uint64_t freq;                  /* samples a second per thread (0: 10) */
+	double every;                   /* seconds per interval: profiles, top functions, ratios
+	                                 * and findings (0: 60) */
+	const char *profiles;           /* the profile directory (NULL: none written) */
+	size_t keep;                    /* profiles kept (0: no bound) */
+	uint64_t max_disk;              /* their bytes in all (0: no bound) */
+	size_t top_functions;           /* functions per process per sampled event (0: none) */
+	const char *const *labels;      /* "KEY=VALUE", on every series and profile (service=NAME
+	                                 * names the profiles' files too) */
+	size_t n_labels;
+	bool raise_nofile;              /* may raise the soft RLIMIT_NOFILE to the hard one */
+	hwspy_monitor_note_fn note_fn;
+	void *note_ctx;
+};
+/* Checks the options (a regex that does not compile, a label not KEY=VALUE or a key that
+ * Prometheus refuses, nothing to watch: -EINVAL), opens the listener (-EADDRINUSE, -EACCES ...)
+ * and the profile directory (-EPERM: owned by another user or writable by others); watches
+ * nothing yet. 0 or -errno, hwspy_reason() saying which. */
+int hwspy_monitor_new(const struct hwspy_monitor_opts *o, struct hwspy_monitor **ret);
+/* The port listened on (port 0 asked: the one given), 0 without a listener. */
+int hwspy_monitor_port(const struct hwspy_monitor *m);
+/* Runs until *stop is set (checked at least every 200 ms): scans, ticks, serves, rotates. A
+ * set *reopen (then cleared) opens the profile directory again. At the end every watched
+ * process's current interval is written as a profile. 0, or -errno of a failure that leaves
+ * nothing to do. */
+int hwspy_monitor_run(struct hwspy_monitor *m, volatile sig_atomic_t *stop,
+		      volatile sig_atomic_t *reopen);
+/* The metrics as /metrics serves them (openmetrics: that format), into out. 0, -errno. */
+int hwspy_monitor_write_metrics(struct hwspy_monitor *m, bool openmetrics, FILE *out);
+/* Processes watched now. */
+size_t hwspy_monitor_watched(const struct hwspy_monitor *m);
+/* A note's line for a client to say, into buf (NULL back: not said at this verbosity: -1
+ * errors alone, 0 processes picked up and dropped too, 1 each profile written too). */
+const char *hwspy_monitor_note_words(enum hwspy_monitor_note note, pid_t pid, int err,
+				     const char *detail, int verbosity, char *buf, size_t size);
+/* A size as "512", "64K", "10M", "2G" (powers of 1024) into *ret: 0, -EINVAL. */
+int hwspy_parse_size(const char *s, unsigned long long *ret);
+/* Stops every recorder (nothing written: hwspy_monitor_run() writes at its end); NULL no-op. */
+void hwspy_monitor_free(struct hwspy_monitor *m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,5 +29,7 @@ struct hwspy_profile {
  * fallback, ':u'), for summary.c. */
 const struct hwspy_record_opts *lib_recorder_opts(const struct hwspy_recorder *h);
 const struct hwspy_events *lib_recorder_events(const struct hwspy_recorder *h);
+/* (monitor) the target's GIL state's address, 0 unknown: on the thread running the recorder. */
+uint64_t lib_recorder_gil_addr(struct hwspy_recorder *h);
 
 #endif

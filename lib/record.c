@@ -601,6 +601,11 @@ size_t hwspy_recorder_gil_threads(const struct hwspy_recorder *h, struct hwspy_g
 	return n;
 }
 
+uint64_t lib_recorder_gil_addr(struct hwspy_recorder *h)
+{
+	return h->started ? recorder_gil_addr(h->rec) : 0;
+}
+
 struct hwspy_profile *hwspy_recorder_profile(struct hwspy_recorder *h)
 {
 	return &h->profile;

@@ -276,6 +276,11 @@ uint64_t record_gil_addr(struct recorder *rec, pid_t pid)
 	return p ? gil_of(p->pf, &p->gil_addr, &p->gil_tried_ns) : 0;
 }
 
+uint64_t recorder_gil_addr(struct recorder *rec)
+{
+	return record_gil_addr(rec, rec->pid);
+}
+
 void record_proc_event(struct recorder *rec, const struct sampler_event *e)
 {
 	struct record_proc *p = proc_find(rec, e->tid);

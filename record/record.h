@@ -276,6 +276,9 @@ enum record_mode recorder_mode(const struct recorder *rec);
 int recorder_start(struct recorder *rec);
 /* The target's pid (a launched command's once started). */
 pid_t recorder_pid(const struct recorder *rec);
+/* The address of the target's GIL state (record_gil_addr(): looked for again at most so often),
+ * 0 unknown; on the recorder's thread. */
+uint64_t recorder_gil_addr(struct recorder *rec);
 
 struct record_run {
 	volatile sig_atomic_t *stop;    /* ends the run when set */

@@ -1,0 +1,254 @@
+"""hwspy monitor, one --case each.
+
+prometheus (--python ID): a real Prometheus (Debian's package: started here on 127.0.0.1 with a
+  1 s scrape interval and a data directory of its own) scrapes `hwspy monitor --name REGEX`
+  watching two copies of tests/targets/monitor_service.py (each run through a link whose name
+  is its process name), the second started after the monitor. Through Prometheus' HTTP API:
+  both processes' series, with the --label; the page-fault rate Prometheus computes
+  (rate(hwspy_events_total{event="page-faults"})) within FAULT_TOLERANCE of the target's own
+  getrusage rate over the same seconds. /metrics passes `promtool check metrics`, OpenMetrics
+  when asked for (its content type, "# EOF" last); off-CPU seconds by reason where the
+  service's threads wait (sleep, futex (lock)); its hottest function is hot_loop. The second
+  service killed: its series leave /metrics within 3 s. The profiles (--every 2 --keep 3): at
+  most 3, each read by `go tool pprof` with the labels (-tags). SIGTERM mid-interval: the
+  monitor ends within 1 s, exit 0, the interval's profile written, no partial or temporary
+  file left. No service was ever stopped or traced.
+errors: nothing to watch (exit 2), a regex that does not compile, a label Prometheus refuses,
+  a port in use (exit 1): one line each on stderr, nothing left running.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import harness
+from harness import Skip, check, log
+
+FAULT_TOLERANCE = 0.20
+SERIES_GONE_S = 3.0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def get(url, accept=None, timeout=10):
+    req = urllib.request.Request(url, headers={'Accept': accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.headers.get('Content-Type', ''), r.read().decode('utf-8')
+
+
+def query(prom, q):
+    url = 'http://127.0.0.1:%d/api/v1/query?%s' % (prom, urllib.parse.urlencode({'query': q}))
+    d = json.loads(get(url)[1])
+    check(d.get('status') == 'success', 'prometheus query %r: %r' % (q, d))
+    return d['data']['result']
+
+
+def start_monitor(opts, args):
+    argv = [opts.hwspy, 'monitor'] + args
+    log('$ %s' % ' '.join(argv))
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    harness.Process.profilers.append(p)
+    line = p.stderr.readline()
+    log(line.rstrip())
+    m = re.search(r'\(port (\d+)\)', line)
+    check(m, 'hwspy monitor said no port: %r' % line)
+    return p, int(m.group(1))
+
+
+def start_service(opts, name):
+    link = os.path.join(opts.tmp, name)
+    os.symlink(opts.py.argv[0], link)
+    proc = harness.Process([link] + opts.py.argv[1:] +
+                           [os.path.join(opts.targets, 'monitor_service.py')])
+    proc.expect_ready()
+    return proc
+
+
+def start_prometheus(opts, target_port):
+    prom = shutil.which('prometheus')
+    if not prom:
+        raise Skip("no 'prometheus' here (apt-get install prometheus; .ci/run installs it)")
+    port = free_port()
+    conf = os.path.join(opts.tmp, 'prometheus.yml')
+    with open(conf, 'w') as f:
+        f.write('global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n'
+                'scrape_configs:\n  - job_name: hwspy\n    static_configs:\n'
+                '      - targets: ["127.0.0.1:%d"]\n' % target_port)
+    argv = [prom, '--config.file=' + conf, '--storage.tsdb.path=' + os.path.join(opts.tmp, 'tsdb'),
+            '--web.listen-address=127.0.0.1:%d' % port]
+    log('$ %s' % ' '.join(argv))
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(opts.tmp, 'prometheus.log'), 'w'))
+    harness.Process.profilers.append(p)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            if get('http://127.0.0.1:%d/-/ready' % port, timeout=2):
+                return p, port
+        except OSError:
+            time.sleep(0.2)
+    raise harness.Fail('prometheus did not become ready in 30 s')
+
+
+def pids_in(result):
+    return {int(s['metric']['pid']) for s in result}
+
+
+def wait_for(what, fn, timeout):
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() > end:
+            check(v, what)
+            return v
+        time.sleep(0.3)
+
+
+def check_metrics_text(opts, port, a):
+    ctype, text = get('http://127.0.0.1:%d/metrics' % port)
+    check(ctype.startswith('text/plain; version=0.0.4'), 'content type %r' % ctype)
+    promtool = shutil.which('promtool')
+    if promtool:
+        r = subprocess.run([promtool, 'check', 'metrics'], input=text, capture_output=True,
+                           text=True, timeout=30)
+        check(r.returncode == 0, 'promtool check metrics: %s%s' % (r.stdout, r.stderr))
+    ctype, om = get('http://127.0.0.1:%d/metrics' % port,
+                    accept='application/openmetrics-text; version=1.0.0,text/plain;q=0.5')
+    check(ctype.startswith('application/openmetrics-text'), 'OpenMetrics content type %r' % ctype)
+    check(om.endswith('# EOF\n'), 'OpenMetrics text does not end in # EOF')
+    # waits by reason, and the hottest function, of the first service
+    lines = [l for l in text.splitlines() if 'pid="%d"' % a.pid in l]
+    reasons = {m.group(1) for l in lines if l.startswith('hwspy_off_cpu_seconds_total')
+               for m in [re.search(r'reason="([^"]*)"', l)] if m}
+    check({'sleep', 'futex (lock)'} <= reasons, 'off-CPU reasons %s' % sorted(reasons))
+    top = [l for l in lines if l.startswith('hwspy_top_function_ratio')]
+    check(any('function="hot_loop"' in l for l in top), 'hot_loop not among\n%s' % '\n'.join(top))
+    return text
+
+
+def fault_rate(prom, svc, window=5.0):
+    """The service's getrusage fault rate over window seconds, and Prometheus' rate() of
+    hwspy_events_total{event="page-faults"} over the same seconds."""
+    a = svc.ask('info')
+    time.sleep(window)
+    b = svc.ask('info')
+    time.sleep(1.5)     # the last scrape of the window in
+    own = (b['faults'] - a['faults']) / (b['t'] - a['t'])
+    res = query(prom, 'rate(hwspy_events_total{event="page-faults",pid="%d"}[%ds])'
+                % (svc.pid, int(window)))
+    check(res, 'no page-fault rate for pid %d in prometheus' % svc.pid)
+    return own, float(res[0]['value'][1])
+
+
+def check_profiles(opts, pdir, pids):
+    files = sorted(os.listdir(pdir))
+    log('profiles: %s' % files)
+    check(0 < len(files) <= 3, '%d files in the profile directory (--keep 3)' % len(files))
+    for f in files:
+        check(re.match(r'hwspy-\d{8}T\d{6}Z-.+-\d+\.pb\.gz$', f), 'a file %r not named so' % f)
+        tags = go_pprof(opts, '-tags', os.path.join(pdir, f))
+        check('team: ml' in tags and re.search(r'pid: (%s)' % '|'.join(map(str, pids)), tags),
+              '%s: go tool pprof -tags shows\n%s' % (f, tags))
+    return files
+
+
+def go_pprof(opts, *args):
+    if not shutil.which('go'):
+        raise Skip("no 'go' here (apt-get install golang-go; .ci/run installs it)")
+    home = os.path.join(opts.tmp, 'home')
+    os.makedirs(home, exist_ok=True)
+    r = subprocess.run(['go', 'tool', 'pprof'] + list(args), capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, HOME=home))
+    check(r.returncode == 0, 'go tool pprof %s: %s' % (' '.join(args), r.stderr))
+    return r.stdout
+
+
+def case_prometheus(opts):
+    if not opts.python:
+        raise Skip('--case prometheus needs --python')
+    if not shutil.which('prometheus'):
+        raise Skip("no 'prometheus' here (apt-get install prometheus; .ci/run installs it)")
+    tag = 'svc%d' % os.getpid()
+    pdir = os.path.join(opts.tmp, 'profiles')
+    os.mkdir(pdir)
+    a = start_service(opts, tag + 'a')
+    mon, port = start_monitor(opts, ['--name', '^%s[ab]$' % tag, '--listen', '127.0.0.1:0',
+                                     '--label', 'team=ml', '--profiles', pdir, '--every', '2',
+                                     '--keep', '3', '-v'])
+    prom, prom_port = start_prometheus(opts, port)
+    b = start_service(opts, tag + 'b')
+    up = wait_for('both services in prometheus', lambda: (
+        pids_in(query(prom_port, 'hwspy_target_up{team="ml"} == 1')) >= {a.pid, b.pid}), 20)
+    log('in prometheus: %s' % up)
+    own, prom_rate = fault_rate(prom_port, a)
+    log('page faults/s: the service %.0f, prometheus %.0f' % (own, prom_rate))
+    check(abs(prom_rate - own) <= FAULT_TOLERANCE * own,
+          'prometheus rate %.0f/s against the service own %.0f/s' % (prom_rate, own))
+    check_metrics_text(opts, port, a)
+    b.kill()
+    t = time.monotonic()
+    wait_for('pid %d still in /metrics %.0f s after it exited' % (b.pid, SERIES_GONE_S),
+             lambda: 'pid="%d"' % b.pid not in get('http://127.0.0.1:%d/metrics' % port)[1],
+             SERIES_GONE_S)
+    log('series of the killed service gone after %.1f s' % (time.monotonic() - t))
+    harness.check_untouched(a.pid)
+    time.sleep(1.0)     # mid-interval
+    before = {f: os.stat(os.path.join(pdir, f)).st_mtime for f in os.listdir(pdir)}
+    t = time.monotonic()
+    mon.send_signal(signal.SIGTERM)
+    rc = mon.wait(10)
+    took = time.monotonic() - t
+    log(mon.stderr.read().rstrip())
+    log('SIGTERM: exit %d after %.2f s' % (rc, took))
+    check(rc == 0 and took <= 1.0, 'SIGTERM: exit %d after %.2f s' % (rc, took))
+    files = check_profiles(opts, pdir, [a.pid, b.pid])
+    check(set(files) != set(before) or any(os.stat(os.path.join(pdir, f)).st_mtime > before[f]
+                                           for f in files),
+          'no profile written at SIGTERM (before %s, after %s)' % (sorted(before), files))
+    harness.check_untouched(a.pid)
+    prom.terminate()
+
+
+def run_error(opts, args, code):
+    p = subprocess.run([opts.hwspy, 'monitor'] + args, capture_output=True, text=True,
+                       timeout=30, stdin=subprocess.DEVNULL)
+    lines = p.stderr.strip().splitlines()
+    log('$ hwspy monitor %s -> %d: %s' % (' '.join(args), p.returncode, lines))
+    check(p.returncode == code and len(lines) == 1, 'hwspy monitor %s: exit %d, %d lines'
+          % (' '.join(args), p.returncode, len(lines)))
+    return lines[0]
+
+
+def case_errors(opts):
+    line = run_error(opts, ['--listen', '127.0.0.1:0'], 2)
+    check('--name' in line, 'nothing to watch: %r' % line)
+    line = run_error(opts, ['--name', '(unclosed', '--listen', '127.0.0.1:0'], 1)
+    check('regular expression' in line, 'a bad regex: %r' % line)
+    line = run_error(opts, ['--name', 'x', '--label', '__x=1', '--listen', '127.0.0.1:0'], 1)
+    check('label' in line, 'a bad label: %r' % line)
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        s.listen(1)
+        line = run_error(opts, ['--name', 'x', '--listen', '127.0.0.1:%d' % s.getsockname()[1]], 1)
+    check('listen' in line, 'a port in use: %r' % line)
+
+
+def main():
+    p = harness.parser(__doc__)
+    p.add_argument('--case', required=True, choices=['prometheus', 'errors'])
+    harness.main(lambda opts: {'prometheus': case_prometheus, 'errors': case_errors}[opts.case](opts), p)
+
+
+if __name__ == '__main__':
+    main()
