@@ -788,6 +788,9 @@ struct hwspy_write_opts {
 	const char *color_by;           /* SVG: a ratio of two events (NULL: by kind) */
 	const char *command_line;       /* pprof's comments */
 	bool full_paths;                /* SVG: labels with full paths, not module-relative */
+	const char *const *labels;      /* pprof: NULL-terminated key, value pairs, string labels
+	                                 * on every sample (`go tool pprof -tags`); NULL: none */
+	const char *const *comments;    /* pprof: NULL-terminated extra comment lines; NULL: none */
 };
 /* Writes p as f into out (zeroed opts: the defaults; NULL too). 0, or -ENOENT (weight names
  * no event of p), -errno of the writing. */

@@ -212,10 +212,13 @@ int hwspy_profile_write(const struct hwspy_profile *p, enum hwspy_format f,
 			.weight = o->weight, .title = o->title, .icicle = o->icicle,
 			.min_width = o->min_width, .color_by = o->color_by,
 			.command_line = o->command_line, .full_paths = o->full_paths,
+			.labels = o->labels, .comments = o->comments,
 		};
 	r = profile_write(internal_format(f), p->p, &wo, out);
 	if (r == -ENOENT)
 		return lib_fail(r, "the profile has no event '%s'", wo.weight ? wo.weight : "");
+	if (r == -EINVAL && wo.labels && internal_format(f) == PROFILE_PPROF)
+		return lib_fail(r, "a pprof label needs a key (not empty, not 'thread_id') and a value");
 	return r < 0 ? lib_fail_errno(r, "cannot write the %s profile", profile_format_name(
 					      internal_format(f))) : 0;
 }

@@ -68,7 +68,8 @@ int profile_write(enum profile_format f, const struct profile *p,
 	col = o->weight ? profile_find_event(p, o->weight) + 1 : 1;
 	if (col < 1)
 		return -ENOENT;
-	po = (struct pprof_opts) { .command_line = o->command_line };
+	po = (struct pprof_opts) { .command_line = o->command_line, .labels = o->labels,
+				   .comments = o->comments };
 	so = (struct svg_opts) { .title = o->title, .icicle = o->icicle,
 				 .min_width_px = o->min_width, .color_by = o->color_by,
 				 .column = (size_t) col, .full_paths = o->full_paths };

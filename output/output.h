@@ -244,7 +244,9 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
  *                        and task-clock (modifiers ignored), else "events"]; default_sample_type
  *                        is event 0's name
  *   sample               one per stack with a non-zero value: location ids leaf first, values =
- *                        the stack's value vector, a numeric label "thread_id" when tid != 0
+ *                        the stack's value vector, a numeric label "thread_id" when tid != 0,
+ *                        then opts->labels' string labels, in their order (the same on every
+ *                        sample: `go tool pprof -tags` lists them, -tagfocus picks by them)
  *   location             one per frame, id = frame id + 1, one line {function, line (Python
  *                        and native frames; 0 otherwise)}, mapping_id = its module's mapping
  *                        (native frames with a module)
@@ -264,15 +266,23 @@ int speedscope_write(const struct profile *p, const struct speedscope_opts *opts
  *                        "threads: N", "threads not profiled: N", "threads not profiled,
  *                        why: TEXT", and for each event whose rate or sampling flag is not
  *                        profile_new()'s default (event 0 samples, the others are counted, no
- *                        rate): "event INDEX: sampling|counted[, frequency N Hz][, period N]"
+ *                        rate): "event INDEX: sampling|counted[, frequency N Hz][, period N]";
+ *                        then opts->comments, one each (pprof_read() takes one of them in the
+ *                        "key: value" form above for what it says: use other keys)
  * string_table[0] is ""; strings are the profile's bytes, each invalid UTF-8 sequence replaced
  * by one U+FFFD (as speedscope_write does), each string stored once.
  *
  * Returns 0, -EOVERFLOW if a value or a column's total does not fit in int64 (nothing written
- * then), -ENOMEM, or -EIO (-errno where known) when writing fails. opts may be NULL.
+ * then), -EINVAL if labels holds a key without a value, an empty key or the key "thread_id"
+ * (nothing written then), -ENOMEM, or -EIO (-errno where known) when writing fails. opts may
+ * be NULL; with labels and comments NULL the file is what it was before either existed.
  */
 struct pprof_opts {
 	const char *command_line;       /* written as a comment; NULL: none */
+	const char *const *labels;      /* NULL-terminated key, value pairs ({"service", "api",
+	                                 * "pid", "123", NULL}): string labels on every sample;
+	                                 * NULL: none */
+	const char *const *comments;    /* NULL-terminated extra comment lines; NULL: none */
 };
 
 int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *out);
@@ -566,6 +576,8 @@ struct profile_write_opts {
 	const char *color_by;           /* SVG: svg_opts.color_by */
 	const char *command_line;       /* pprof's comments */
 	bool full_paths;                /* SVG: svg_opts.full_paths */
+	const char *const *labels;      /* pprof: pprof_opts.labels */
+	const char *const *comments;    /* pprof: pprof_opts.comments */
 };
 /* Writes p as f (o NULL: the defaults). 0, -ENOENT (o->weight names no event of p), or the
  * writer's -errno. */

@@ -15,10 +15,6 @@
 #include "output/pprof_proto.h"
 #include "output/utf8.h"
 
-/* "hwspy VERSION", the command line, target, python, lost, dropped, threads, threads not
- * profiled and why, one per event */
-#define PPROF_MAX_COMMENTS (9 + PROFILE_MAX_EVENTS)
-
 #define BATCH_SIZE 65536
 
 /* A protobuf message being built; the first failure sticks in err and later writes do nothing. */
@@ -225,8 +221,10 @@ struct pprof {
 	struct strtab st;
 	uint32_t s_samples, s_count, s_thread_id;
 	uint32_t s_event[PROFILE_MAX_EVENTS], s_unit[PROFILE_MAX_EVENTS];
-	uint32_t s_comment[PPROF_MAX_COMMENTS];
-	size_t n_comments;
+	uint32_t *s_comment;    /* the comments' string ids */
+	size_t n_comments, cap_comments;
+	uint32_t *s_label;      /* opts->labels' string ids: key, value, key, value ... */
+	size_t n_labels;        /* pairs */
 	struct fn_key *fns;     /* sorted; function id i + 1 for the first of each (name, file) */
 	uint32_t *frame_fn;     /* function id of each frame */
 	uint32_t *frame_map;    /* mapping id of each frame, 0 for none */
@@ -256,9 +254,14 @@ static int add_comment(struct pprof *pp, const char *fmt, ...)
 	va_start(ap, fmt);
 	r = buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (r < 0 || pp->n_comments == PPROF_MAX_COMMENTS) {
+	if (r < 0) {
 		buf_release(&b);
 		return r;
+	}
+	if (array_grow((void **) &pp->s_comment, &pp->cap_comments, pp->n_comments + 1,
+		       sizeof(*pp->s_comment), 16) < 0) {
+		buf_release(&b);
+		return -ENOMEM;
 	}
 	return strtab_add_owned(&pp->st, buf_detach(&b), &pp->s_comment[pp->n_comments++]);
 }
@@ -301,6 +304,32 @@ static int add_comments(struct pprof *pp, const struct pprof_opts *opts)
 		r = add_comment(pp, "event %zu: %s%s%s", i, ev->sampling ? "sampling" : "counted",
 				freq, period);
 	}
+	for (size_t i = 0; r >= 0 && opts && opts->comments && opts->comments[i]; i++)
+		r = add_comment(pp, "%s", opts->comments[i]);
+	return r;
+}
+
+/* opts->labels interned, as pairs of string ids: -EINVAL for a key without a value, an empty
+ * key or "thread_id" (the numeric label of the thread). */
+static int add_labels(struct pprof *pp, const struct pprof_opts *opts)
+{
+	const char *const *l = opts ? opts->labels : NULL;
+	size_t n = 0;
+	int r = 0;
+
+	if (!l)
+		return 0;
+	for (; l[n]; n += 2)
+		if (!l[n + 1] || !*l[n] || !strcmp(l[n], "thread_id"))
+			return -EINVAL;
+	if (!n)
+		return 0;
+	pp->s_label = malloc(n * sizeof(*pp->s_label));
+	if (!pp->s_label)
+		return -ENOMEM;
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = strtab_add(&pp->st, l[i], &pp->s_label[i]);
+	pp->n_labels = n / 2;
 	return r;
 }
 
@@ -317,7 +346,7 @@ static int pprof_index(struct pprof *pp, const struct pprof_opts *opts)
 	    (r = strtab_add(&pp->st, "count", &pp->s_count)) < 0 ||
 	    (r = strtab_add(&pp->st, "thread_id", &pp->s_thread_id)) < 0 ||
 	    (r = strtab_add(&pp->st, KERNEL_FILE, &kernel)) < 0 ||
-	    (r = add_comments(pp, opts)) < 0)
+	    (r = add_comments(pp, opts)) < 0 || (r = add_labels(pp, opts)) < 0)
 		return r;
 	for (size_t i = 0; i < profile_n_events(p); i++) {
 		const char *name = profile_event(p, i)->name;
@@ -497,6 +526,12 @@ static int emit_sample(struct pprof *pp, size_t i)
 		pb_bytes(&pp->msg, SAMPLE_LABEL, pp->sub.b.data, pp->sub.b.len);
 		pb_reset(&pp->sub);
 	}
+	for (size_t l = 0; l < pp->n_labels; l++) {
+		pb_uint(&pp->sub, LABEL_KEY, pp->s_label[2 * l]);
+		pb_uint(&pp->sub, LABEL_STR, pp->s_label[2 * l + 1]);
+		pb_bytes(&pp->msg, SAMPLE_LABEL, pp->sub.b.data, pp->sub.b.len);
+		pb_reset(&pp->sub);
+	}
 	if (pp->sub.err)
 		return pp->sub.err;
 	return emit(pp, PROFILE_SAMPLE, &pp->msg);
@@ -619,6 +654,8 @@ int pprof_write(const struct profile *p, const struct pprof_opts *opts, FILE *ou
 	free(pp->map_file);
 	free(pp->map_bid);
 	free(pp->map_of_str);
+	free(pp->s_comment);
+	free(pp->s_label);
 	free(pp);
 	if (r < 0)
 		return r;

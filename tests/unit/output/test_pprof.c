@@ -199,7 +199,9 @@ struct vt { uint64_t type, unit; };
 struct psample {
 	uint64_t locs[CAP], vals[CAP];
 	size_t n_locs, n_vals, n_labels;
-	uint64_t label_key, label_num;
+	uint64_t label_key, label_num;          /* the numeric label */
+	uint64_t str_key[CAP], str_val[CAP];    /* the string labels, in order */
+	size_t n_str_labels;
 };
 struct ploc { uint64_t id, mapping, address, fn, line; size_t n_lines; };
 struct pfn { uint64_t id, name, system_name, file, start_line; };
@@ -248,14 +250,28 @@ static void rd_sample(struct dec d, struct psample *s)
 		else if (f.num == 2)
 			rd_ints(&f, s->vals, &s->n_vals, CAP);
 		else if (f.num == 3) {
+			uint64_t key = 0, str = 0, num = 0;
+			bool has_str = false;
+
 			assert_int_equal(f.wire, 2);
 			s->n_labels++;
 			while (next_field(&f.data, &g)) {
-				assert_true(g.num == 1 || g.num == 3);  /* key, num: no str */
+				assert_true(g.num >= 1 && g.num <= 3);  /* key, str, num */
 				if (g.num == 1)
-					s->label_key = g.v;
+					key = g.v;
+				else if (g.num == 2)
+					str = g.v, has_str = true;
 				else
-					s->label_num = g.v;
+					num = g.v;
+			}
+			if (has_str) {          /* a string label */
+				assert_int_equal(num, 0);
+				assert_true(s->n_str_labels < CAP);
+				s->str_key[s->n_str_labels] = key;
+				s->str_val[s->n_str_labels++] = str;
+			} else {
+				s->label_key = key;
+				s->label_num = num;
 			}
 		}
 	}
@@ -497,6 +513,7 @@ static void test_samples(void **state)
 		assert_int_equal(ps->n_vals, 3);
 		for (size_t v = 0; v < 3; v++)
 			assert_int_equal(ps->vals[v], ts->values[v]);
+		assert_int_equal(ps->n_str_labels, 0);  /* none asked for */
 		if (ts->tid) {
 			assert_int_equal(ps->n_labels, 1);
 			tid_key = str(&d, ps->label_key);
@@ -573,6 +590,115 @@ static void test_empty_and_overflow(void **state)
 	profile_free(p);
 }
 
+static const char *const test_labels[] = { "service", "api", "pid", "123", NULL };
+static const char *const test_comments[] = { "monitor: every 60 s", "second line", NULL };
+
+static void write_mem(const struct profile *p, const struct pprof_opts *o, char **ret, size_t *ret_len)
+{
+	FILE *f = open_memstream(ret, ret_len);
+
+	assert_non_null(f);
+	assert_int_equal(pprof_write(p, o, f), 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* opts->labels on every sample (after thread_id), opts->comments after hwspy's own; the file
+ * reads back whole with pprof_read(), which keeps neither; bad labels are -EINVAL. */
+static void test_labels_and_comments(void **state)
+{
+	struct profile *p = build_profile(), *back = NULL;
+	struct pprof_opts o = { .command_line = "hwspy monitor", .labels = test_labels,
+				.comments = test_comments };
+	struct pprof_read_error err;
+	char *text = NULL;
+	size_t len = 0, k = 0;
+	struct pp d;
+	(void) state;
+
+	write_and_decode(p, &o, &d);
+	assert_int_equal(d.n_samples, N_ELEMS(stacks) - 1);
+	for (size_t s = 0; s < N_ELEMS(stacks); s++) {
+		const struct psample *ps;
+
+		if (!stacks[s].values[0])
+			continue;
+		ps = &d.samples[k++];
+		assert_int_equal(ps->n_labels, (stacks[s].tid ? 1 : 0) + 2);
+		if (stacks[s].tid) {
+			assert_string_equal(str(&d, ps->label_key), "thread_id");
+			assert_int_equal(ps->label_num, stacks[s].tid);
+		}
+		assert_int_equal(ps->n_str_labels, 2);
+		assert_string_equal(str(&d, ps->str_key[0]), "service");
+		assert_string_equal(str(&d, ps->str_val[0]), "api");
+		assert_string_equal(str(&d, ps->str_key[1]), "pid");
+		assert_string_equal(str(&d, ps->str_val[1]), "123");
+	}
+	assert_int_equal(d.n_comments, 9 + 2);
+	assert_string_equal(str(&d, d.comments[0]), "hwspy " HWSPY_VERSION);
+	assert_string_equal(str(&d, d.comments[1]), "hwspy monitor");
+	assert_string_equal(str(&d, d.comments[8]), "event 0: sampling, frequency 250 Hz");
+	assert_string_equal(str(&d, d.comments[9]), "monitor: every 60 s");
+	assert_string_equal(str(&d, d.comments[10]), "second line");
+	for (size_t i = 1; i < d.n_strs; i++)        /* each string once */
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(d.strs[i], d.strs[j]);
+	pp_free(&d);
+
+	/* our reader takes it (labels and the extra comments are not kept) */
+	write_mem(p, &o, &text, &len);
+	assert_int_equal(pprof_read_mem(text, len, &back, &err), 0);
+	assert_int_equal(profile_n_stacks(back), N_ELEMS(stacks) - 1);
+	assert_string_equal(profile_meta_const(back)->target, "'python3' (pid 1234)");
+	assert_string_equal(profile_meta_const(back)->python, "3.12.1");
+	assert_int_equal(profile_meta_const(back)->lost, 3);
+	profile_free(back);
+	free(text);
+
+	/* a key without a value, an empty key, thread_id: nothing written */
+	{
+		static const char *const odd[] = { "service", "api", "pid", NULL };
+		static const char *const empty[] = { "", "x", NULL };
+		static const char *const tid[] = { "thread_id", "7", NULL };
+		const char *const *bad[] = { odd, empty, tid };
+
+		for (size_t i = 0; i < N_ELEMS(bad); i++) {
+			FILE *f;
+
+			text = NULL;
+			len = 0;
+			f = open_memstream(&text, &len);
+			assert_non_null(f);
+			o.labels = bad[i];
+			assert_int_equal(pprof_write(p, &o, f), -EINVAL);
+			fclose(f);
+			assert_int_equal(len, 0);
+			free(text);
+		}
+	}
+	profile_free(p);
+}
+
+/* Empty label and comment lists write the file as NULL ones do, byte for byte. */
+static void test_empty_lists(void **state)
+{
+	struct profile *p = build_profile();
+	static const char *const none[] = { NULL };
+	struct pprof_opts a = { .command_line = "x" }, b = { .command_line = "x", .labels = none,
+							      .comments = none };
+	char *ta = NULL, *tb = NULL;
+	size_t la = 0, lb = 0;
+	(void) state;
+
+	write_mem(p, &a, &ta, &la);
+	write_mem(p, &b, &tb, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(ta, tb, la);
+	free(ta);
+	free(tb);
+	profile_free(p);
+}
+
 /* ---- --write DIR ---------------------------------------------------------------------------- */
 
 static int write_files(const char *dir)
@@ -611,6 +737,15 @@ static int write_files(const char *dir)
 			(unsigned long long) total, frames[top].want_name);
 	}
 	r |= fclose(f) != 0;
+	/* labels.pb.gz: with test_labels and test_comments (`go tool pprof -tags`) */
+	snprintf(path, sizeof(path), "%s/labels.pb.gz", dir);
+	f = fopen(path, "w");
+	if (!f)
+		return 1;
+	o.labels = test_labels;
+	o.comments = test_comments;
+	r |= pprof_write(p, &o, f) < 0;
+	r |= fclose(f) != 0;
 	profile_free(p);
 	return r;
 }
@@ -622,6 +757,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_samples),
 		cmocka_unit_test(test_functions_and_mappings),
 		cmocka_unit_test(test_empty_and_overflow),
+		cmocka_unit_test(test_labels_and_comments),
+		cmocka_unit_test(test_empty_lists),
 	};
 
 	if (argc == 3 && strcmp(argv[1], "--write") == 0)
