@@ -2,7 +2,8 @@
  * made-up syscall lines, and a real child whose threads sleep in nanosleep, block reading a
  * pipe, wait on a futex inside a pretended GIL state and another outside it, and spin: after a
  * few ticks each has its reason's total ("sleep", "read (pipe)", "GIL", "futex (lock)") and
- * the spinner "running"; gone, the child's tick says -ESRCH. Prints the cost of a tick per
+ * the spinner "running", and the reader, given a byte, sleeps: its new wait counted as such
+ * (not the one kept from the last tick); gone, the child's tick says -ESRCH. Prints the cost of a tick per
  * thread (a child of 64 sleeping threads). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,12 +106,13 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+/* reads a byte of the test's pipe, then sleeps */
 static void *reader(void *arg)
 {
 	char c;
 
 	(void) read(*(int *) arg, &c, 1);
-	return NULL;
+	return sleeper(NULL);
 }
 
 static void *futex_waiter(void *arg)
@@ -120,8 +122,10 @@ static void *futex_waiter(void *arg)
 	return NULL;
 }
 
-/* The child: one sleeper (or SLEEPERS of them), a pipe reader, the two futex waiters, and its
- * main thread spinning. Says it is ready on ready. */
+static int wake[2];      /* the child's reader reads wake[0] */
+
+/* The child: one sleeper (or SLEEPERS of them), a reader of wake[0], the two futex waiters,
+ * and its main thread spinning. Says it is ready on ready. */
 static pid_t start_child(int sleepers)
 {
 	int ready[2];
@@ -129,18 +133,16 @@ static pid_t start_child(int sleepers)
 	char c;
 
 	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(wake), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		static int p[2];
 		pthread_t t;
 
 		(void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (pipe(p) < 0)
-			_exit(1);
 		for (int i = 0; i < sleepers; i++)
 			pthread_create(&t, NULL, sleeper, NULL);
-		pthread_create(&t, NULL, reader, &p[0]);
+		pthread_create(&t, NULL, reader, &wake[0]);
 		pthread_create(&t, NULL, futex_waiter, &gil_state[2]);
 		pthread_create(&t, NULL, futex_waiter, &other_lock);
 		(void) write(ready[1], "x", 1);
@@ -150,6 +152,7 @@ static pid_t start_child(int sleepers)
 	(void) close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	(void) close(ready[0]);
+	(void) close(wake[0]);
 	return pid;
 }
 
@@ -157,6 +160,7 @@ static void stop_child(pid_t pid)
 {
 	(void) kill(pid, SIGKILL);
 	(void) waitpid(pid, NULL, 0);
+	(void) close(wake[1]);
 }
 
 static uint64_t total(const struct waitsample *w, const char *name)
@@ -205,6 +209,20 @@ static void test_child(void **state)
 			      (unsigned long long) (total(w, want[k]) / 1000000));
 		assert_int_equal(total(w, want[k]) - before[k], 5 * DT_NS);
 	}
+	/* the reader reads its byte and sleeps: a wait of its own since (its switches moved),
+	 * no longer "read (pipe)"; then two sleepers a tick */
+	assert_int_equal(write(wake[1], "x", 1), 1);
+	usleep(200000);         /* no tick sees it run: only its switches tell */
+	all = false;
+	for (int i = 0; i < 500 && !all; i++) {
+		uint64_t read_ns = total(w, "read (pipe)"), sleep_ns = total(w, "sleep");
+
+		assert_int_equal(waitsample_tick(w, DT_NS), 0);
+		all = total(w, "read (pipe)") == read_ns && total(w, "sleep") == sleep_ns + 2 * DT_NS;
+		if (!all)
+			usleep(10000);
+	}
+	assert_true(all);
 	/* each name once, "running" first */
 	n = waitsample_reasons(w, names, ns, WAITSAMPLE_NAMES);
 	assert_string_equal(names[0], "running");
