@@ -1,7 +1,8 @@
 /* record/discover on this machine's /proc: options refused (no criterion, a regex that does not
  * compile, with its reason), a child found by a distinctive name (prctl(PR_SET_NAME)) and its
  * identity (start time, as /proc/PID/stat says, the same at each scan), never hwspy itself, by
- * command line (full) and not by name, by pids (a pid that does not exist, a zombie, a thread's
+ * command line (full) and not by name, a process whose main thread has exited while another
+ * runs, by pids (a pid that does not exist, a zombie, a thread's
  * id are absent), all Python processes (by the exe's name; a copy of a shared-libpython
  * interpreter under another name, by its mappings; Debian's python3.11 run through ld.so, by
  * its mapped executable's name), never sleep(1), and max. Prints the cost of a scan. */
@@ -244,6 +245,68 @@ static void *parked(void *arg)
 	return NULL;
 }
 
+static void *lives_on(void *arg)
+{
+	(void) arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A process whose main thread has exited (pthread_exit) while another runs: its leader a
+ * zombie, the process not: found, its exe read through the live thread. */
+static void test_leader_gone(void **state)
+{
+	char name[16], re[32], exe[256];
+	struct discover_opts o = { .name_regex = re };
+	int ready[2];
+	pid_t pid;
+	size_t n;
+	ssize_t len;
+	char c;
+
+	(void) state;
+	snprintf(name, sizeof(name), "hwlead%d", (int) getpid() % 1000000);
+	snprintf(re, sizeof(re), "^%s$", name);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		(void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+		(void) prctl(PR_SET_NAME, name);
+		pthread_create(&t, NULL, lives_on, NULL);
+		(void) write(ready[1], "x", 1);
+		pthread_exit(NULL);
+	}
+	(void) close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	(void) close(ready[0]);
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(len > 0);
+	exe[len] = '\0';
+	/* until its leader is a zombie (its exit under way) */
+	for (int i = 0; i < 300; i++) {
+		char path[64], text[512] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+		f = fopen(path, "re");
+		assert_non_null(f);
+		text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+		fclose(f);
+		if (strstr(text, ") Z "))
+			break;
+		usleep(10000);
+	}
+	n = scan_with(&o);
+	assert_int_equal(n, 1);
+	assert_int_equal(found[0].pid, pid);
+	assert_string_equal(found[0].exe, exe);
+	kill_child(pid);
+}
+
 static void test_pids(void **state)
 {
 	pid_t pids[4], tid = 0;
@@ -423,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_name),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_pids),
+		cmocka_unit_test(test_leader_gone),
 		cmocka_unit_test(test_all_python),
 		cmocka_unit_test(test_cost),
 	};
