@@ -201,8 +201,8 @@ static int read_stat(pid_t pid, struct pstat *ret)
 	return 0;
 }
 
-/* The link of dir/exe as text (nothing followed) into buf, "" where unreadable. */
-static void read_exe(const char *dir, char *buf, size_t size)
+/* The link of dir/exe as text (nothing followed) into buf, "" where unreadable: 0 or -errno. */
+static int read_exe(const char *dir, char *buf, size_t size)
 {
 	char path[96];
 	ssize_t n;
@@ -210,6 +210,7 @@ static void read_exe(const char *dir, char *buf, size_t size)
 	snprintf(path, sizeof(path), "%s/exe", dir);
 	n = readlink(path, buf, size - 1);
 	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? 0 : n == 0 ? -ENOENT : -errno;
 }
 
 /* What the regex is matched against: the name, or (full) the command line, NULs as spaces. */
@@ -362,9 +363,11 @@ static void add_match(struct discovered *ret, size_t max, size_t *n, const struc
 	ret[at] = *m;
 }
 
-/* Whether an entry matches by the criteria; exe (dir's, read here) when all_python read it. */
+/* Whether an entry matches by the criteria; exe (dir's, read here) when all_python read it.
+ * A process whose exe has no link (ENOENT: its main thread has exited, others run on) is
+ * looked at through a live thread: dir (64 bytes) becomes that thread's. */
 static bool matches(struct discover *d, struct entry *e, const struct pstat *st, bool fresh,
-		    const char *dir, char *exe, size_t exe_size)
+		    char *dir, char *exe, size_t exe_size)
 {
 	char comm[64];
 
@@ -383,7 +386,8 @@ static bool matches(struct discover *d, struct entry *e, const struct pstat *st,
 			return true;
 	}
 	if (d->all_python) {
-		read_exe(dir, exe, exe_size);
+		if (read_exe(dir, exe, exe_size) == -ENOENT && procfs_mem_dir(e->pid, dir, 64) == 0)
+			(void) read_exe(dir, exe, exe_size);
 		return exe[0] && is_python(d, e, dir, exe);
 	}
 	return false;
@@ -435,7 +439,7 @@ static int consider(struct discover *d, pid_t pid, uint64_t ino, struct discover
 	if (st.state == 'Z' && procfs_mem_dir(pid, dir, sizeof(dir)) < 0)
 		return 0;
 	if (!m.exe[0] || st.state == 'Z')
-		read_exe(dir, m.exe, sizeof(m.exe));
+		(void) read_exe(dir, m.exe, sizeof(m.exe));
 	m.start_time = st.start_time;
 	snprintf(m.comm, sizeof(m.comm), "%s", st.comm);
 	add_match(ret, max, n, &m);

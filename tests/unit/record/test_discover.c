@@ -5,7 +5,7 @@
  * runs, by pids (a pid that does not exist, a zombie, a thread's
  * id are absent), all Python processes (by the exe's name; a copy of a shared-libpython
  * interpreter under another name, by its mappings; Debian's python3.11 run through ld.so, by
- * its mapped executable's name), never sleep(1), and max. Prints the cost of a scan. */
+ * its mapped executable's name; one whose main thread has exited), never sleep(1), and max. Prints the cost of a scan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -382,9 +382,13 @@ static void test_all_python(void **state)
 	char *loaded[] = { "/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3.11", "-c",
 			   "import time; time.sleep(30)", NULL };
 	char *sl[] = { "/bin/sleep", "30", NULL };
+	/* its main thread gone (pthread_exit through ctypes: the GIL let go), a thread sleeps */
+	char *headless[] = { "/usr/bin/python3.11", "-c", "import threading, time, ctypes; "
+			     "threading.Thread(target=time.sleep, args=(30,)).start(); "
+			     "ctypes.CDLL(None).pthread_exit(None)", NULL };
 	char dir[] = "/tmp/test_discover.XXXXXX", notpy[512], cmd[600];
 	char *copy[] = { notpy, "-c", "import time; time.sleep(30)", NULL };
-	pid_t p_py = 0, p_loaded = 0, p_sleep, p_copy = 0;
+	pid_t p_py = 0, p_loaded = 0, p_sleep, p_copy = 0, p_headless = 0;
 	const struct discovered *m;
 	size_t n;
 
@@ -396,6 +400,8 @@ static void test_all_python(void **state)
 		print_message("# no %s here: not run by its name\n", py[0]);
 	if (access(loaded[0], X_OK) == 0 && access(py[0], X_OK) == 0)
 		p_loaded = start_child(NULL, loaded);
+	if (access(py[0], X_OK) == 0)
+		p_headless = start_child(NULL, headless);
 	assert_non_null(mkdtemp(dir));
 	if (copy_interpreter(dir, notpy, sizeof(notpy)) == 0)
 		p_copy = start_child(NULL, copy);
@@ -414,6 +420,12 @@ static void test_all_python(void **state)
 		m = find(scan_with(&o), p_copy);
 		assert_non_null(m);
 		assert_string_equal(m->exe, notpy);
+	}
+	if (p_headless) {
+		assert_true(wait_for(&o, p_headless, true));
+		m = find(scan_with(&o), p_headless);
+		assert_non_null(m);
+		assert_string_equal(m->exe, py[0]);
 	}
 	n = scan_with(&o);
 	assert_null(find(n, p_sleep));
@@ -437,6 +449,8 @@ static void test_all_python(void **state)
 		kill_child(p_loaded);
 	if (p_copy)
 		kill_child(p_copy);
+	if (p_headless)
+		kill_child(p_headless);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 }
