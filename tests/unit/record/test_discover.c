@@ -253,6 +253,25 @@ static void *lives_on(void *arg)
 	return NULL;
 }
 
+/* Until process pid's main thread has exited (its /proc/PID/stat says Z), 10 s at most. */
+static void wait_leader_exited(pid_t pid)
+{
+	for (int i = 0; i < 1000; i++) {
+		char path[64], text[512] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+		f = fopen(path, "re");
+		assert_non_null(f);
+		text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+		fclose(f);
+		if (strstr(text, ") Z "))
+			return;
+		usleep(10000);
+	}
+	fail_msg("the main thread of %d has not exited", (int) pid);
+}
+
 /* A process whose main thread has exited (pthread_exit) while another runs: its leader a
  * zombie, the process not: found, its exe read through the live thread. */
 static void test_leader_gone(void **state)
@@ -286,20 +305,7 @@ static void test_leader_gone(void **state)
 	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	assert_true(len > 0);
 	exe[len] = '\0';
-	/* until its leader is a zombie (its exit under way) */
-	for (int i = 0; i < 300; i++) {
-		char path[64], text[512] = "";
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-		f = fopen(path, "re");
-		assert_non_null(f);
-		text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
-		fclose(f);
-		if (strstr(text, ") Z "))
-			break;
-		usleep(10000);
-	}
+	wait_leader_exited(pid);
 	n = scan_with(&o);
 	assert_int_equal(n, 1);
 	assert_int_equal(found[0].pid, pid);
@@ -422,6 +428,7 @@ static void test_all_python(void **state)
 		assert_string_equal(m->exe, notpy);
 	}
 	if (p_headless) {
+		wait_leader_exited(p_headless);
 		assert_true(wait_for(&o, p_headless, true));
 		m = find(scan_with(&o), p_headless);
 		assert_non_null(m);
