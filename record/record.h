@@ -249,6 +249,15 @@ void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_
  * fault (I/O)" (D) or "preempted". */
 void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
 		     struct wait_fd_cache *cache, char *buf, size_t len);
+/* The same wait as a label of few values, for metrics (record/waitsample.h): the same words,
+ * without an fd's number or name: a read or write by its fd is "read (KIND)" / "write (KIND)",
+ * KIND the fd's kind alone (pipe, socket, file, tty, device, eventfd, timerfd, signalfd, epoll,
+ * inotify, anon inode, other, ?); a system call outside the table "syscall NR" (NR below
+ * WAIT_LABEL_SYSCALLS), else "unknown". At most WAIT_LABEL_MAX bytes, NUL included. */
+#define WAIT_LABEL_MAX 32
+#define WAIT_LABEL_SYSCALLS 1024
+void wait_label_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
+		     char *buf, size_t len);
 
 struct recorder;
 

@@ -10,7 +10,8 @@
  * rate more (bench/offcpu.py). The
  * words are those `hwspy dump` uses: `read fd 5 (pipe)`, `recv socket`, `poll/epoll/select`,
  * `futex (lock)`, `GIL`, `sleep`, `page fault (I/O)`; an involuntary switch is [preempted]
- * (offcpu.c), not a wait.
+ * (offcpu.c), not a wait. wait_label_proc() gives the same words as a label of few values for
+ * the monitor's metrics (waitsample.c): `read (pipe)`, not `read fd 5 (pipe)`.
  */
 #include <stdio.h>
 #include <string.h>
@@ -214,6 +215,18 @@ bool wait_in_gil(uint64_t futex, uint64_t gil)
 	return gil && futex >= gil && futex - gil < PYFRAMES_GIL_STATE_SIZE;
 }
 
+/* The words of a wait in sys (w: its line of the table, or NULL) that is not one by its fd. */
+static const char *words_of(const struct syscall_words *w, const char *sys, long arg, uint64_t gil)
+{
+	if (!w || !w->words)
+		return sys;
+	if (!strcmp(sys, "futex") && wait_in_gil((uint64_t) arg, gil))
+		return "GIL";
+	if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0)
+		return "sleep";         /* time.sleep() before 3.11: no fds */
+	return w->words;
+}
+
 void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,
 		char *buf, size_t len)
 {
@@ -226,14 +239,8 @@ void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_
 		fd_words(cache, pid, arg, what, sizeof(what));
 		snprintf(buf, len, "%s fd %ld (%s)", strstr(sys, "write") ? "write" : "read", arg,
 			 what);
-	} else if (!w || !w->words) {
-		snprintf(buf, len, "%s", sys);
-	} else if (!strcmp(sys, "futex") && wait_in_gil((uint64_t) arg, gil)) {
-		snprintf(buf, len, "GIL");
-	} else if ((!strcmp(sys, "select") || !strcmp(sys, "pselect6")) && arg == 0) {
-		snprintf(buf, len, "sleep");    /* time.sleep() before 3.11: no fds */
 	} else {
-		snprintf(buf, len, "%s", w->words);
+		snprintf(buf, len, "%s", words_of(w, sys, arg, gil));
 	}
 }
 
@@ -261,6 +268,64 @@ void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uin
 		sys = name;
 	}
 	wait_words(pid, sys, (long) sc->args[0], gil, cache, buf, len);
+}
+
+/* What fd of process pid is, in one word of a small set (the link's kind, never its path nor
+ * its number): "pipe", "socket", "file", "tty", "device", "eventfd", "timerfd", "signalfd",
+ * "epoll", "inotify", "anon inode", "other", "?" (gone, or not allowed to look). */
+static const char *fd_kind(pid_t pid, long fd)
+{
+	static const struct { const char *prefix, *kind; } kinds[] = {
+		{ "pipe:[", "pipe" }, { "socket:[", "socket" },
+		{ "anon_inode:[eventfd]", "eventfd" }, { "anon_inode:[timerfd]", "timerfd" },
+		{ "anon_inode:[signalfd]", "signalfd" }, { "anon_inode:[eventpoll]", "epoll" },
+		{ "anon_inode:inotify", "inotify" }, { "anon_inode:", "anon inode" },
+		{ "/dev/pts/", "tty" }, { "/dev/tty", "tty" }, { "/dev/", "device" }, { "/", "file" },
+	};
+	char path[64], link[64];
+	ssize_t n;
+
+	if (fd < 0 || fd > INT32_MAX)
+		return "?";
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);     /* the link's text: nothing followed */
+	if (n <= 0)
+		return "?";
+	link[n] = '\0';
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strncmp(link, kinds[i].prefix, strlen(kinds[i].prefix)))
+			return kinds[i].kind;
+	return "other";
+}
+
+void wait_label_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
+		     char *buf, size_t len)
+{
+	const struct syscall_words *w;
+	const char *sys;
+
+	if (state == 'T' || state == 't') {
+		snprintf(buf, len, "stopped");
+		return;
+	}
+	if (sc->nr == -1) {
+		snprintf(buf, len, state == 'D' ? "page fault (I/O)" : "preempted");
+		return;
+	}
+	sys = sc->nr >= 0 ? wait_syscall_name(sc->nr) : NULL;
+	if (!sys) {
+		if (sc->nr >= 0 && sc->nr < WAIT_LABEL_SYSCALLS)
+			snprintf(buf, len, "syscall %ld", sc->nr);
+		else
+			snprintf(buf, len, "unknown");
+		return;
+	}
+	w = syscall_find(sys);
+	if (w && by_fd(w))
+		snprintf(buf, len, "%s (%s)", strstr(sys, "write") ? "write" : "read",
+			 fd_kind(pid, (long) sc->args[0]));
+	else
+		snprintf(buf, len, "%s", words_of(w, sys, (long) sc->args[0], gil));
 }
 
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len)
