@@ -98,7 +98,8 @@ const char *metrics_content_type(bool openmetrics);
  * OpenMetrics. The media ranges are weighed by their q (default 1; q=0 refuses); of those
  * served, application/openmetrics-text (version 1.0.0, 0.0.1 or none) gives OpenMetrics and
  * text/plain (version 0.0.4 or none) and the wildcards text/(any) and (any)/(any) give 0.0.4;
- * the highest q wins, the first of equal ones. Nothing acceptable: 0.0.4 (false), as Prometheus's own clients do. */
+ * the highest q wins, the first of equal ones. Nothing acceptable: 0.0.4 (false), as
+ * Prometheus's own clients do. */
 bool metrics_wants_openmetrics(const char *accept_header);
 
 #endif
