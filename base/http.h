@@ -20,7 +20,8 @@
 
 /* Opens a listening socket (O_NONBLOCK, O_CLOEXEC, SO_REUSEADDR) on addr, one of
  *   "127.0.0.1:9464"  "0.0.0.0:9464"  an IPv4 address and a port
- *   "[::1]:9464"      "[::]:9464"     an IPv6 address in brackets and a port
+ *   "[::1]:9464"      "[::]:9464"     an IPv6 address in brackets and a port ("[::]" takes
+ *                                     IPv4 too where net.ipv6.bindv6only is 0, the default)
  *   "localhost:9464"                  127.0.0.1 (looked up nowhere)
  *   ":9464"                           127.0.0.1 too: all interfaces only when asked for
  * A port 0 takes a free one (http_bound_port() tells which). Host names are not resolved.
