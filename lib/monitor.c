@@ -100,13 +100,15 @@ static int labels_parse(struct hwspy_monitor *m)
 
 static int open_dir(struct hwspy_monitor *m)
 {
+	const char *why = NULL;
 	struct profdir *d;
-	int r = profdir_open(m->o.profiles, &d);
+	int r = profdir_open(m->o.profiles, &d, &why);
 
+	if (r == -EPERM || r == -ELOOP || r == -ENOTDIR)
+		return lib_fail(r, "cannot write profiles into '%s': it %s", m->o.profiles, why);
 	if (r < 0)
-		return lib_fail(r, "cannot use '%s' for profiles: %s", m->o.profiles,
-				r == -EPERM ? "owned by another user, or writable by others "
-				"(make it yours, mode 0755)" : strerror(-r));
+		return lib_fail_errno(r, "cannot write profiles into '%s': it %s", m->o.profiles,
+				      why ? why : "cannot be used");
 	profdir_close(m->dir);
 	m->dir = d;
 	return 0;
@@ -118,6 +120,7 @@ static int monitor_setup(struct hwspy_monitor *m)
 		.pids = m->o.pids, .n_pids = m->o.n_pids, .name_regex = m->o.name,
 		.full = m->o.full, .all_python = m->o.all_python,
 	};
+	struct discover_error err = { "" };
 	int r;
 
 	if (!m->o.n_pids && !m->o.name && !m->o.all_python)
@@ -131,10 +134,10 @@ static int monitor_setup(struct hwspy_monitor *m)
 		r = hwspy_events_add_list(m->sample_events, m->o.sample ? m->o.sample : "cpu-clock");
 	if (r < 0)
 		return r == -ENOMEM ? lib_fail(r, "out of memory") : r;      /* the event said */
-	r = discover_new(&d, &m->discover);
+	r = discover_new(&d, &m->discover, &err);
 	if (r < 0)
 		return r == -EINVAL ? lib_fail(r, "--name '%s' is no regular expression: %s",
-					       m->o.name ? m->o.name : "", discover_error(d.name_regex))
+					       m->o.name ? m->o.name : "", err.reason)
 				    : lib_fail(r, "out of memory");
 	if (m->o.listen) {
 		r = http_listen(m->o.listen, &m->listen_fd);
