@@ -16,6 +16,7 @@
 #include "base/http.h"
 #include "lib/internal.h"
 #include "lib/monitor.h"
+#include "output/metrics.h"
 #include "output/profdir.h"
 #include "record/discover.h"
 

@@ -158,8 +158,12 @@ def check_profiles(opts, pdir, pids):
     for f in files:
         check(re.match(r'hwspy-\d{8}T\d{6}Z-.+-\d+\.pb\.gz$', f), 'a file %r not named so' % f)
         tags = go_pprof(opts, '-tags', os.path.join(pdir, f))
-        check('team: ml' in tags and re.search(r'pid: (%s)' % '|'.join(map(str, pids)), tags),
-              '%s: go tool pprof -tags shows\n%s' % (f, tags))
+        # "team: Total 1.7s\n       1.7s (  100%): ml": every sample carries each label
+        for key, values in (('team', ['ml']), ('pid', pids), ('process', None),
+                            ('hostname', [socket.gethostname()])):
+            m = re.search(r'^ *%s: Total .*\n *\S+ \( *100%%\): (\S+)$' % key, tags, re.M)
+            check(m and (values is None or m.group(1) in map(str, values)),
+                  '%s: no label %s on all samples in go tool pprof -tags:\n%s' % (f, key, tags))
     return files
 
 
