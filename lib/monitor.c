@@ -21,7 +21,7 @@
 #include "record/discover.h"
 
 #define SCAN_EVERY_NS 1000000000ULL
-#define TICK_NS 500000000ULL            /* the waits sampled twice a second */
+#define TICK_NS 1000000000ULL           /* the waits sampled once a second */
 #define POLL_MS 200                     /* *stop seen at least this often */
 #define SERVE_TIMEOUT_MS 2000           /* a scrape's connection, at most */
 #define SERVE_MAX 8                     /* connections served per wake */

@@ -25,6 +25,7 @@ struct discovered;
 #define MONITOR_MAX_TOP 32
 /* a recorder whose frame table passed this many frames is replaced at the rotation */
 #define MONITOR_MAX_FRAMES 200000
+#define MONITOR_RING_PAGES 16            /* 64 KiB per ring */
 
 /* A function among the hottest of an interval, for one sampled event. */
 struct mon_top {

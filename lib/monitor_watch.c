@@ -167,6 +167,13 @@ static int recorder_begin(struct watch *w)
 	ro.function = true;
 	ro.mode = HWSPY_RECORD_AUTO;    /* without sigchld: capture, else nonblocking; no stop */
 	ro.raise_nofile = m->o.raise_nofile;
+	/* a few samples a second per thread: small rings, read a few times a second */
+	ro.ring_pages = MONITOR_RING_PAGES;
+	ro.read_ms = (unsigned) (5000 / m->o.freq);
+	if (ro.read_ms < 100)
+		ro.read_ms = 100;
+	if (ro.read_ms > 1000)
+		ro.read_ms = 1000;
 	r = hwspy_recorder_new(&ro, sink, w, &w->rec);
 	if (r < 0)
 		return r;

@@ -165,6 +165,7 @@ int hwspy_recorder_new(const struct hwspy_record_opts *opts, hwspy_sample_fn sin
 		.gil_waits = opts->gil_waits,
 		.log_bytes = opts->log_bytes, .exec_fn = opts->exec_fn, .exec_ctx = opts->exec_ctx,
 		.sigchld = opts->sigchld, .raise_nofile = opts->raise_nofile,
+		.ring_pages = opts->ring_pages, .read_ms = opts->read_ms,
 	};
 	if (!h->ro.freq && !h->ro.period)
 		h->ro.freq = 100;

@@ -116,6 +116,7 @@ struct record_opts {
 	void (*exec_fn)(void *ctx, pid_t pid);  /* launch: sampler_opts.exec_fn (inside
 	                                 * recorder_start(), the command stopped at its exec) */
 	void *exec_ctx;
+	unsigned ring_pages, read_ms;   /* sampler_opts.ring_pages (0: the mode's), .read_ms */
 	bool sigchld, raise_nofile;     /* sampler_opts.sigchld, .raise_nofile: what the recorder
 	                                 * may do to the calling process (false: nothing; a
 	                                 * command sets both; RECORD_STOPS needs sigchld) */

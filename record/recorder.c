@@ -184,7 +184,9 @@ int recorder_start(struct recorder *rec)
 		.event_fn = record_on_event, .event_ctx = rec,
 		.exec_fn = o->exec_fn, .exec_ctx = o->exec_ctx,
 		.sigchld = o->sigchld, .raise_nofile = o->raise_nofile,
-		.ring_pages = o->native ? (capture ? 512 : 256) : capture ? 256 : 0,
+		.ring_pages = o->ring_pages ? o->ring_pages
+			      : o->native ? (capture ? 512 : 256) : capture ? 256 : 0,
+		.read_ms = o->read_ms,
 	};
 	int r;
 
@@ -267,6 +269,9 @@ void recorder_wake(struct recorder *rec)
 static uint64_t next_slice(struct recorder *rec, const struct record_run *run)
 {
 	uint64_t slice = SLICE_NS, elapsed = clock_now_ns() - rec->run_start_ns;
+
+	if (rec->opts.read_ms * 1000000ULL > slice)
+		slice = rec->opts.read_ms * 1000000ULL;
 
 	/* a launched command's interpreter: look for it often, not only when samples come in
 	 * (every 100 ms in capture mode), so that the capture starts with its first Python

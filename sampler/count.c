@@ -435,7 +435,7 @@ int counter_run(struct counter *c, volatile sig_atomic_t *stop, uint64_t duratio
 		return r;
 	start = clock_now_ns();
 	while (!(stop && *stop) && !c->stats.target_exited) {
-		int ms = sampler_wait_ms(start, duration_ns);
+		int ms = sampler_wait_ms(start, duration_ns, 0);
 
 		if (ms < 0)
 			break;

@@ -303,9 +303,9 @@ bool perf_thread_drain_some(struct sampler *s, struct thread *t, bool stopped, u
 /* Counts what a ring's PERF_RECORD_LOST or PERF_RECORD_THROTTLE record says; others: nothing. */
 void perf_note_record(struct sampler *s, const struct perf_event_header *h);
 
-/* A run loop's wait: how long to poll (ms, at most 100, no further than the end of a run that
+/* A run loop's wait: how long to poll (ms, at most cap_ms (0: 100), no further than the end of a run that
  * began at start_ns and lasts duration_ns, 0: no limit), or -1 once it is over. */
-int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns);
+int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns, unsigned cap_ms);
 /* After a poll that had s->wake_fd at revents: reads the wake-ups back (the run loop then
  * looks at its stop flag). */
 void sampler_wake_clear(struct sampler *s, short revents);

@@ -27,15 +27,16 @@
 #define CAPTURE_RECORD_BYTES (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * SAMPLER_CAPTURE_MAX_STRIDE)
 
 
-int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns)
+int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns, unsigned cap_ms)
 {
-	uint64_t spent = clock_now_ns() - start_ns;
+	uint64_t spent = clock_now_ns() - start_ns, cap = cap_ms ? cap_ms : 100;
 
 	if (!duration_ns)
-		return 100;
+		return (int) cap;
 	if (spent >= duration_ns)
 		return -1;
-	return duration_ns - spent < 100000000ULL ? (int) ((duration_ns - spent) / 1000000) + 1 : 100;
+	return duration_ns - spent < cap * 1000000ULL ? (int) ((duration_ns - spent) / 1000000) + 1
+						      : (int) cap;
 }
 
 static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)

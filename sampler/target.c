@@ -630,7 +630,8 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		return r < 0 ? r : tracer_call(s, tracer_run, &a);
 	}
 	while (!*stop && !s->stats.target_exited && !s->brk) {
-		int timeout = sampler_wait_ms(start, duration_ns);
+		int timeout = sampler_wait_ms(start, duration_ns,
+					      s->opts.capture ? s->opts.read_ms : 0);
 
 		if (timeout < 0)
 			break;
@@ -641,7 +642,8 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 
 		drain_all(s);
 		now = clock_now_ns();
-		if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS) {
+		if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS +
+		    (s->opts.capture ? s->opts.read_ms * 1000000ULL : 0)) {
 			s->last_scan_ns = now;
 			(void) scan_threads(s, false);
 			check_exit_nonblocking(s);

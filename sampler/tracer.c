@@ -580,7 +580,7 @@ int tracer_run(struct sampler *s, void *arg)
 	while (!*a->stop && !s->stats.target_exited && !s->brk) {
 		struct pollfd pfd[2] = { { .fd = s->sigfd, .events = POLLIN },
 					 { .fd = s->wake_fd, .events = POLLIN } };
-		int timeout = sampler_wait_ms(start, a->duration_ns);
+		int timeout = sampler_wait_ms(start, a->duration_ns, 0);
 
 		if (timeout < 0)
 			break;
