@@ -111,13 +111,17 @@ static void *run_thread(void *arg)
 	struct hwspy_python py;
 	int r = hwspy_recorder_start(w->rec);
 
+	hwspy_recorder_python(w->rec, &py);
 	if (r < 0) {
 		w->sample_error = r;
-		snprintf(w->sample_why, sizeof(w->sample_why), "%s", hwspy_reason());
+		if (r == -ENOTSUP && py.version && py.version[0])
+			snprintf(w->sample_why, sizeof(w->sample_why), "it runs Python %s, which "
+				 "hwspy does not read (3.8 to 3.14)", py.version);
+		else
+			snprintf(w->sample_why, sizeof(w->sample_why), "%s", hwspy_reason());
 		atomic_store(&w->state, WATCH_NOT_SAMPLED);
 		return NULL;
 	}
-	hwspy_recorder_python(w->rec, &py);
 	snprintf(w->python, sizeof(w->python), "%s", py.version ? py.version : "");
 	snprintf(w->mode, sizeof(w->mode), "%s",
 		 hwspy_recorder_mode(w->rec) == HWSPY_RECORD_CAPTURE ? "capture" : "nonblocking");

@@ -13,6 +13,11 @@ prometheus (--python ID): a real Prometheus (Debian's package: started here on 1
   most 3, each read by `go tool pprof` with the labels (-tags). SIGTERM mid-interval: the
   monitor ends within 1 s, exit 0, the interval's profile written, no partial or temporary
   file left. No service was ever stopped or traced.
+all-python: `hwspy monitor --all-python` with services on 3.8 (pyenv, shared libpython), Debian's
+  static 3.14 (through its loader) and 3.7 (unsupported), and a `sleep`: within ALL_PYTHON_S
+  each Python is in /metrics, the supported ones counted and sampled (target_info's python is
+  their version, mode capture where BPF is allowed), 3.7 counted with its sampling error said,
+  the sleep absent.
 errors: nothing to watch (exit 2), a regex that does not compile, a label Prometheus refuses,
   a port in use (exit 1): one line each on stderr, nothing left running.
 """
@@ -224,6 +229,53 @@ def case_prometheus(opts):
     prom.terminate()
 
 
+ALL_PYTHON_S = 6
+
+
+def case_all_python(opts):
+    import pythons
+    procs = {}
+    for ident in ('py38', 'debian314', 'py37'):
+        try:
+            py = pythons.get(ident, os.path.realpath(opts.source_root))
+        except pythons.Missing as e:
+            raise Skip(str(e))
+        procs[ident] = harness.Process(py.argv + [os.path.join(opts.targets, 'monitor_service.py')])
+        procs[ident].expect_ready()
+    sleeper = harness.Process(['sleep', '60'])
+    mon, port = start_monitor(opts, ['--all-python', '--listen', '127.0.0.1:0', '--every', '1'])
+    capture = harness.bpf_capture_allowed()
+
+    def info():
+        text = get('http://127.0.0.1:%d/metrics' % port)[1]
+        got = {}
+        for l in text.splitlines():
+            m = re.match(r'hwspy_target_info\{.*pid="(\d+)".*python="([^"]*)",mode="([^"]*)",'
+                         r'error="([^"]*)"\} 1$', l)
+            if m:
+                got[int(m.group(1))] = m.groups()[1:]
+        return got
+
+    def ready():
+        got = info()
+        return (all(p.pid in got for p in procs.values()) and
+                all(got[procs[i].pid][0] for i in ('py38', 'debian314')) and got)
+    got = wait_for('not every Python in /metrics within %d s' % ALL_PYTHON_S, ready, ALL_PYTHON_S)
+    for ident, p in procs.items():
+        log('%s pid %d: %s' % (ident, p.pid, got[p.pid]))
+    for ident, version in (('py38', '3.8.'), ('debian314', '3.14.')):
+        python, mode, error = got[procs[ident].pid]
+        check(python.startswith(version) and (mode == 'capture' or not capture) and not error,
+              '%s: python %r mode %r error %r' % (ident, python, mode, error))
+    python, mode, error = got[procs['py37'].pid]
+    check(mode == 'counting' and '3.7' in error, 'py37: mode %r error %r' % (mode, error))
+    check(sleeper.pid not in got, 'the sleep is watched')
+    mon.send_signal(signal.SIGTERM)
+    check(mon.wait(10) == 0, 'exit %r' % mon.returncode)
+    for p in procs.values():
+        harness.check_untouched(p.pid)
+
+
 def run_error(opts, args, code):
     p = subprocess.run([opts.hwspy, 'monitor'] + args, capture_output=True, text=True,
                        timeout=30, stdin=subprocess.DEVNULL)
@@ -250,8 +302,9 @@ def case_errors(opts):
 
 def main():
     p = harness.parser(__doc__)
-    p.add_argument('--case', required=True, choices=['prometheus', 'errors'])
-    harness.main(lambda opts: {'prometheus': case_prometheus, 'errors': case_errors}[opts.case](opts), p)
+    cases = {'prometheus': case_prometheus, 'all-python': case_all_python, 'errors': case_errors}
+    p.add_argument('--case', required=True, choices=sorted(cases))
+    harness.main(lambda opts: cases[opts.case](opts), p)
 
 
 if __name__ == '__main__':
