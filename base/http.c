@@ -115,6 +115,39 @@ int http_bound_port(int fd)
 	return -EAFNOSUPPORT;
 }
 
+bool http_bound_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *) &ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss.ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *) &ss)->sin6_addr);
+}
+
+bool http_host_is_loopback(const char *host)
+{
+	char name[256];
+	const char *colon;
+	struct in_addr a;
+	size_t n;
+
+	if (host[0] == '[')
+		return !strncmp(host, "[::1]", 5) && (host[5] == '\0' || host[5] == ':');
+	colon = strchr(host, ':');
+	n = colon ? (size_t) (colon - host) : strlen(host);
+	if (n >= sizeof(name))
+		return false;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (!strcasecmp(name, "localhost"))
+		return true;
+	return inet_pton(AF_INET, name, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 /* ---- waiting, reading, writing ------------------------------------------------------------ */
 
 static int64_t now_ms(void)
@@ -374,8 +407,10 @@ static int parse_head(const char *head, size_t len, struct http_request *req, bo
 		v = colon + 1;
 		vn = (size_t) (line + n - v);
 		trim_ows(&v, &vn);
-		if (colon - line == 4 && !strncasecmp(line, "host", 4))
+		if (colon - line == 4 && !strncasecmp(line, "host", 4)) {
 			hosts++;
+			snprintf(req->host, sizeof(req->host), "%.*s", (int) vn, v);
+		}
 		else if (colon - line == 6 && !strncasecmp(line, "accept", 6))
 			add_accept(req, v, vn);
 		else if ((colon - line == 14 && !strncasecmp(line, "content-length", 14) &&

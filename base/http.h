@@ -13,6 +13,7 @@
 #ifndef HWSPY_BASE_HTTP_H
 #define HWSPY_BASE_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The longest request head read (request line and headers); longer: 431. */
@@ -31,12 +32,19 @@ int http_listen(const char *addr, int *ret_fd);
 
 /* The port fd is bound to, or -errno. */
 int http_bound_port(int fd);
+/* Whether fd is bound to a loopback address (127.0.0.0/8, ::1). */
+bool http_bound_loopback(int fd);
+/* Whether a Host header's value names the loopback: "localhost", an address in 127.0.0.0/8 or
+ * "[::1]", with or without ":PORT" (a web page whose name resolves to 127.0.0.1 sends its own
+ * name: a server on the loopback that refuses it cannot be read by the page, DNS rebinding). */
+bool http_host_is_loopback(const char *host);
 
 struct http_request {
 	char method[8];         /* "GET" or "HEAD" when respond() is called */
 	char path[256];         /* the request target's path, without its "?query" */
 	char accept[512];       /* the Accept header ("" if none; several joined with ", "; cut
 	                         * after the last whole media range that fits) */
+	char host[256];         /* the Host header ("" if none; cut to fit) */
 };
 
 /*

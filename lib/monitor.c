@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 #define SCAN_EVERY_NS 1000000000ULL
 #define TICK_NS 1000000000ULL           /* the waits sampled once a second */
+#define TRIM_EVERY_NS 10000000000ULL   /* the recorders' arenas given back (below) */
 #define POLL_MS 200                     /* *stop seen at least this often */
 #define SERVE_TIMEOUT_MS 2000           /* a scrape's connection, at most */
 #define SERVE_MAX 8                     /* connections served per wake */
@@ -148,6 +150,7 @@ static int monitor_setup(struct hwspy_monitor *m)
 						       m->o.listen)
 					    : lib_fail_errno(r, "cannot listen on %s", m->o.listen);
 		m->port = http_bound_port(m->listen_fd);
+		m->loopback = http_bound_loopback(m->listen_fd);
 	}
 	if (m->o.profiles) {
 		m->dir_path = strdup(m->o.profiles);
@@ -215,6 +218,7 @@ static void drop(struct hwspy_monitor *m, size_t i, bool gone)
 static void scan(struct hwspy_monitor *m, uint64_t now)
 {
 	struct discovered *found = m->found;
+	bool dropped = false;
 	size_t n = 0;
 
 	if (discover_scan(m->discover, found, MONITOR_MAX_WATCHES, &n) < 0)
@@ -243,12 +247,22 @@ static void scan(struct hwspy_monitor *m, uint64_t now)
 		else
 			mon_note(m, HWSPY_MONITOR_WATCH, w->pid, 0, w->process);
 	}
-	for (size_t i = m->n; i-- > 0;)
+	for (size_t i = m->n; i-- > 0;) {
 		if (!m->w[i]->seen)
 			drop(m, i, true);
 		else if (m->w[i]->unreadable &&
 			 now - m->w[i]->born_ns >= (uint64_t) (m->o.every * 1e9))
 			drop(m, i, false);
+		else
+			continue;
+		dropped = true;
+	}
+	/* what a recorder's thread freed stays in its malloc arena, each thread's own: given
+	 * back, so that processes coming and going leave the monitor's memory flat */
+	if (dropped || now - m->trimmed_ns >= TRIM_EVERY_NS) {
+		m->trimmed_ns = now;
+		malloc_trim(0);
+	}
 }
 
 struct serve_ctx {
@@ -264,6 +278,18 @@ static int respond(void *ctx, const struct http_request *req, int *status, const
 	bool om = metrics_wants_openmetrics(req->accept);
 	FILE *f;
 
+	/* on the loopback, a name that is not the loopback's is a web page's (DNS rebinding):
+	 * the metrics name the services' functions and files */
+	if (s->m->loopback && req->host[0] && !http_host_is_loopback(req->host)) {
+		static const char no[] = "forbidden: hwspy monitor listens on the loopback and "
+					 "answers requests to it by a loopback name alone\n";
+
+		*status = 403;
+		*ctype = "text/plain; charset=utf-8";
+		*body = no;
+		*len = sizeof(no) - 1;
+		return 0;
+	}
 	if (strcmp(req->path, "/metrics") && strncmp(req->path, "/metrics?", 9)) {
 		static const char index[] = "hwspy monitor: the metrics are at /metrics\n";
 		static const char none[] = "not found: the metrics are at /metrics\n";

@@ -108,6 +108,7 @@ struct hwspy_monitor {
 	struct discovered *found;       /* a scan's, MONITOR_MAX_WATCHES */
 	int listen_fd;
 	int port;
+	bool loopback;                  /* the listener's address is the loopback's */
 	struct profdir *dir;
 	char *dir_path;
 	struct watch *w[MONITOR_MAX_WATCHES];
@@ -115,7 +116,7 @@ struct hwspy_monitor {
 	char hostname[256];
 	uint64_t started_ns;
 	uint64_t scrapes, scrape_errors, profiles_written, profiles_failed, watch_failed;
-	uint64_t last_scan_ns, last_tick_ns;
+	uint64_t last_scan_ns, last_tick_ns, trimmed_ns;
 };
 
 uint64_t mon_now_ns(void);              /* CLOCK_MONOTONIC */

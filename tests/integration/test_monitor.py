@@ -8,7 +8,8 @@ prometheus (--python ID): a real Prometheus (Debian's package: started here on 1
   (rate(hwspy_events_total{event="page-faults"})) within FAULT_TOLERANCE of the target's own
   getrusage rate over the same seconds. /metrics passes `promtool check metrics`, OpenMetrics
   when asked for (its content type, "# EOF" last); off-CPU seconds by reason where the
-  service's threads wait (sleep, futex (lock)); its hottest function is hot_loop. The second
+  service's threads wait (sleep, futex (lock)); its hottest function is hot_loop; a request
+  naming another host than the loopback (DNS rebinding) is refused (403). The second
   service killed: its series leave /metrics within 3 s. The profiles (--every 2 --keep 3): at
   most 3, each read by `go tool pprof` with the labels (-tags). SIGTERM mid-interval: the
   monitor ends within 1 s, exit 0, the interval's profile written, no partial or temporary
@@ -29,6 +30,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -132,6 +134,14 @@ def check_metrics_text(opts, port, a):
                     accept='application/openmetrics-text; version=1.0.0,text/plain;q=0.5')
     check(ctype.startswith('application/openmetrics-text'), 'OpenMetrics content type %r' % ctype)
     check(om.endswith('# EOF\n'), 'OpenMetrics text does not end in # EOF')
+    # a web page whose name resolves to 127.0.0.1 (DNS rebinding) is refused
+    req = urllib.request.Request('http://127.0.0.1:%d/metrics' % port,
+                                 headers={'Host': 'rebind.example:%d' % port})
+    try:
+        urllib.request.urlopen(req, timeout=10)
+        check(False, 'a request for Host rebind.example was answered')
+    except urllib.error.HTTPError as e:
+        check(e.code == 403, 'Host rebind.example: HTTP %d' % e.code)
     # waits by reason, and the hottest function, of the first service
     lines = [l for l in text.splitlines() if 'pid="%d"' % a.pid in l]
     reasons = {m.group(1) for l in lines if l.startswith('hwspy_off_cpu_seconds_total')

@@ -484,6 +484,32 @@ static void test_listen_addresses(void **state)
 	assert_int_equal(http_listen(addr, &fd), -EADDRINUSE);
 }
 
+/* The loopback's names, as a Host header gives them, and what a rebinding web page sends. */
+static void test_loopback_hosts(void **state)
+{
+	static const char *const yes[] = {
+		"localhost", "LocalHost:9712", "127.0.0.1", "127.0.0.1:9712", "127.9.8.7:1",
+		"[::1]", "[::1]:9712",
+	};
+	static const char *const no[] = {
+		"", "evil.example", "evil.example:9712", "localhost.evil.example", "128.0.0.1:80",
+		"10.0.0.1", "[::2]:9712", "[::1", "127.0.0.1.evil:80", "0.0.0.0:9712",
+	};
+	struct fixture *f = *state;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!http_host_is_loopback(yes[i]))
+			fail_msg("\"%s\" is not taken for the loopback", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (http_host_is_loopback(no[i]))
+			fail_msg("\"%s\" is taken for the loopback", no[i]);
+	assert_true(http_bound_loopback(f->fd));
+	assert_int_equal(http_listen("0.0.0.0:0", &fd), 0);
+	assert_false(http_bound_loopback(fd));
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +526,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_respond_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_more_than_head, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listen_addresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loopback_hosts, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
