@@ -251,7 +251,7 @@ static void scan(struct hwspy_monitor *m, uint64_t now)
 		if (!m->w[i]->seen)
 			drop(m, i, true);
 		else if (m->w[i]->unreadable &&
-			 now - m->w[i]->born_ns >= (uint64_t) (m->o.every * 1e9))
+			 mon_since(now, m->w[i]->born_ns) >= (uint64_t) (m->o.every * 1e9))
 			drop(m, i, false);
 		else
 			continue;
@@ -259,7 +259,7 @@ static void scan(struct hwspy_monitor *m, uint64_t now)
 	}
 	/* what a recorder's thread freed stays in its malloc arena, each thread's own: given
 	 * back, so that processes coming and going leave the monitor's memory flat */
-	if (dropped || now - m->trimmed_ns >= TRIM_EVERY_NS) {
+	if (dropped || mon_since(now, m->trimmed_ns) >= TRIM_EVERY_NS) {
 		m->trimmed_ns = now;
 		malloc_trim(0);
 	}
@@ -359,6 +359,7 @@ int hwspy_monitor_run(struct hwspy_monitor *m, volatile sig_atomic_t *stop,
 		if (now - m->last_scan_ns >= SCAN_EVERY_NS || !m->last_scan_ns) {
 			m->last_scan_ns = now;
 			scan(m, now);
+			now = mon_now_ns();     /* after the watches the scan made */
 		}
 		if (now - m->last_tick_ns >= TICK_NS)
 			ticks(m, now);

@@ -120,6 +120,11 @@ struct hwspy_monitor {
 };
 
 uint64_t mon_now_ns(void);              /* CLOCK_MONOTONIC */
+/* now - then, 0 where then is later (a time taken after now, by another step of the loop) */
+static inline uint64_t mon_since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
 uint64_t mon_wall_ns(void);             /* CLOCK_REALTIME */
 void mon_note(struct hwspy_monitor *m, enum hwspy_monitor_note note, pid_t pid, int err,
 	      const char *detail);

@@ -92,7 +92,7 @@ static int sink(void *ctx, const struct hwspy_sample *s)
 	if (r == 0 && w->interval && s->n_values == profile_n_values(w->interval))
 		r = profile_add(w->interval, (uint32_t) s->tid, frames, depth, s->values);
 	w->samples++;
-	if (now - w->stats_at_ns >= STATS_EVERY_NS) {
+	if (mon_since(now, w->stats_at_ns) >= STATS_EVERY_NS) {
 		struct hwspy_record_stats st;
 
 		hwspy_recorder_stats(w->rec, &st);
@@ -404,7 +404,7 @@ static bool recorder_stale(struct watch *w, uint64_t now_ns)
 	if (st == WATCH_SAMPLING)
 		return profile_n_frames(hwspy_recorder_profile(w->rec)->p) > MONITOR_MAX_FRAMES;
 	return (st == WATCH_ENDED || st == WATCH_NOT_SAMPLED) && kill(w->pid, 0) == 0 &&
-	       now_ns - w->started_ns >= RETRY_EVERY_NS;
+	       mon_since(now_ns, w->started_ns) >= RETRY_EVERY_NS;
 }
 
 void watch_rotate(struct watch *w, uint64_t now_ns, bool force)
@@ -412,7 +412,7 @@ void watch_rotate(struct watch *w, uint64_t now_ns, bool force)
 	uint64_t every = (uint64_t) (w->m->o.every * 1e9), wall = mon_wall_ns();
 	struct profile *done = NULL, *fresh = NULL;
 
-	if (!force && now_ns - w->interval_mono_ns < every)
+	if (!force && mon_since(now_ns, w->interval_mono_ns) < every)
 		return;
 	if (w->rec)
 		fresh = interval_new(w);
@@ -428,7 +428,7 @@ void watch_rotate(struct watch *w, uint64_t now_ns, bool force)
 		struct profile_meta *meta = profile_meta(done);
 
 		meta->start_time_ns = w->interval_wall_ns;
-		meta->duration_ns = now_ns - w->interval_mono_ns;
+		meta->duration_ns = mon_since(now_ns, w->interval_mono_ns);
 		top_functions(w, done);
 		profile_out(w, done, w->interval_wall_ns);
 		profile_free(done);
@@ -451,7 +451,7 @@ void watch_tick(struct watch *w, uint64_t now_ns, uint64_t dt_ns)
 		waitsample_set_gil(w->waits, atomic_load(&w->gil_addr));
 		(void) waitsample_tick(w->waits, dt_ns);
 	}
-	bool young = now_ns - w->born_ns < RETRY_YOUNG_NS;
+	bool young = mon_since(now_ns, w->born_ns) < RETRY_YOUNG_NS;
 
 	if (!w->said && (st == WATCH_SAMPLING ||
 			 (st == WATCH_NOT_SAMPLED && (w->sample_error != -ENOENT || !young)))) {
@@ -462,7 +462,7 @@ void watch_tick(struct watch *w, uint64_t now_ns, uint64_t dt_ns)
 	}
 	/* a Python not found yet (picked up as it started): tried again soon, for a while */
 	if (st == WATCH_NOT_SAMPLED && w->sample_error == -ENOENT && w->rec &&
-	    now_ns - w->started_ns >= RETRY_EVERY_NS && young) {
+	    mon_since(now_ns, w->started_ns) >= RETRY_EVERY_NS && young) {
 		recorder_end(w);
 		if (recorder_begin(w) < 0)
 			atomic_store(&w->state, WATCH_NOT_SAMPLED);

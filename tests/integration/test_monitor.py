@@ -10,7 +10,8 @@ prometheus (--python ID): a real Prometheus (Debian's package: started here on 1
   when asked for (its content type, "# EOF" last); off-CPU seconds by reason where the
   service's threads wait (sleep, futex (lock)); its hottest function is hot_loop; a request
   naming another host than the loopback (DNS rebinding) is refused (403). The second
-  service killed: its series leave /metrics within 3 s. The profiles (--every 2 --keep 3): at
+  service killed: its series leave /metrics within 3 s. The profile directory moved away and
+  SIGHUP sent: it is made again and the next profiles go there. The profiles (--every 2 --keep 3): at
   most 3, each read by `go tool pprof` with the labels (-tags). SIGTERM mid-interval: the
   monitor ends within 1 s, exit 0, the interval's profile written, no partial or temporary
   file left. No service was ever stopped or traced.
@@ -19,6 +20,8 @@ all-python: `hwspy monitor --all-python` with services on 3.8 (pyenv, shared lib
   each Python is in /metrics, the supported ones counted and sampled (target_info's python is
   their version, mode capture where BPF is allowed), 3.7 counted with its sampling error said,
   the sleep absent.
+unreadable: run as nobody on root's process: it runs on, says so in one line, and serves
+  hwspy_target_up 0 with the reason in hwspy_target_info.
 errors: nothing to watch (exit 2), a regex that does not compile, a label Prometheus refuses,
   a port in use (exit 1): one line each on stderr, nothing left running.
 """
@@ -222,6 +225,14 @@ def case_prometheus(opts):
              SERIES_GONE_S)
     log('series of the killed service gone after %.1f s' % (time.monotonic() - t))
     harness.check_untouched(a.pid)
+    # SIGHUP after the directory was moved away (a rotation of the logs, say): the directory
+    # is made and opened again, and the next intervals are written there
+    moved = pdir + '.old'
+    os.rename(pdir, moved)
+    mon.send_signal(signal.SIGHUP)
+    wait_for('no profile in the directory made again after SIGHUP', lambda: os.path.isdir(pdir)
+             and os.listdir(pdir), 6)
+    shutil.rmtree(moved)
     time.sleep(1.0)     # mid-interval
     before = {f: os.stat(os.path.join(pdir, f)).st_mtime for f in os.listdir(pdir)}
     t = time.monotonic()
@@ -296,6 +307,32 @@ def run_error(opts, args, code):
     return lines[0]
 
 
+def case_unreadable(opts):
+    """hwspy monitor run as nobody, given root's process: it runs on, and the process's
+    series say it cannot be read and why."""
+    if os.geteuid() != 0:
+        raise Skip('needs root (a process nobody cannot read)')
+    prefix, exe = harness.as_nobody(opts)
+    svc = harness.Process(['sleep', '60'])
+    argv = prefix + [exe, 'monitor', '-p', str(svc.pid), '--listen', '127.0.0.1:0']
+    log('$ %s' % ' '.join(argv))
+    mon = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    harness.Process.profilers.append(mon)
+    port = int(re.search(r'\(port (\d+)\)', mon.stderr.readline()).group(1))
+    line = mon.stderr.readline().rstrip()
+    log(line)
+    check('cannot watch pid %d' % svc.pid in line, 'the line said: %r' % line)
+    text = get('http://127.0.0.1:%d/metrics' % port)[1]
+    up = [l for l in text.splitlines() if l.startswith('hwspy_target_up{')]
+    info = [l for l in text.splitlines() if l.startswith('hwspy_target_info{')]
+    log('\n'.join(up + info))
+    check(up == ['hwspy_target_up{pid="%d",process="sleep"} 0' % svc.pid] and len(info) == 1
+          and 'error=""' not in info[0], 'series %s %s' % (up, info))
+    mon.send_signal(signal.SIGTERM)
+    check(mon.wait(10) == 0, 'exit %r' % mon.returncode)
+
+
 def case_errors(opts):
     line = run_error(opts, ['--listen', '127.0.0.1:0'], 2)
     check('--name' in line, 'nothing to watch: %r' % line)
@@ -312,7 +349,8 @@ def case_errors(opts):
 
 def main():
     p = harness.parser(__doc__)
-    cases = {'prometheus': case_prometheus, 'all-python': case_all_python, 'errors': case_errors}
+    cases = {'prometheus': case_prometheus, 'all-python': case_all_python, 'errors': case_errors,
+             'unreadable': case_unreadable}
     p.add_argument('--case', required=True, choices=sorted(cases))
     harness.main(lambda opts: cases[opts.case](opts), p)
 
