@@ -1,6 +1,7 @@
 /* hwspy monitor: the long-running agent (include/hwspy.h's monitor section); this file has
  * the options and the signals; the lines said are the library's. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,9 @@ int cmd_monitor(int argc, char **argv)
 
 	if (r)
 		return r < 0 ? 2 : 0;
+	/* a recorder thread per process: two malloc arenas, not one per thread, keep weeks of
+	 * processes coming and going within bounds (bench/monitor.py --churn) */
+	mallopt(M_ARENA_MAX, 2);
 	a.o.note_fn = note;
 	a.o.note_ctx = &a;
 	if (hwspy_monitor_new(&a.o, &m) < 0) {

@@ -86,7 +86,7 @@ static int sink(void *ctx, const struct hwspy_sample *s)
 	int r = 0;
 
 	pthread_mutex_lock(&w->lock);
-	/* the root's end of a stack deeper than fits is kept: the leaf decides */
+	/* of a stack deeper than fits, the leaf's end is kept: the leaf decides the hottest */
 	for (size_t i = 0; i < depth && r == 0; i++)
 		r = frame_in(w, rp, s->frames[s->depth - depth + i], &frames[i]);
 	if (r == 0 && w->interval && s->n_values == profile_n_values(w->interval))
