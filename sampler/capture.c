@@ -410,6 +410,8 @@ void capture_thread_close(struct sampler *s, struct thread *t)
 	struct capture *c = &s->capture;
 	uint32_t key = (uint32_t) t->tid;
 
+	if (s->sig)
+		sigcap_thread_exit(s->sig, t->tid);     /* its slot freed after this drain */
 	if (t->slot >= 0) {
 		uint32_t slot = (uint32_t) t->slot;
 
@@ -462,7 +464,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		/* the signal's handler copies what the program would (sigcapture.h) */
 		if (!s->capture.held && !(s->capture.held = malloc(RING_SCRATCH_SIZE)))
 			return -ENOMEM;
-		r = sigcap_start(s->sig, spec);
+		r = sigcap_start(s->sig, spec, s->opts.freq);
 		if (r == 0)
 			s->capture.spec = *spec;
 		return r;

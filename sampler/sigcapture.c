@@ -3,10 +3,25 @@
  * and the sampler's side: the records' rings, their pairing with the samples.
  *
  * Memory: one area mapped at sigcap_start() (MAP_NORESERVE: pages are touched only as deep as
- * the stacks are), SIGCAP_THREADS slots of SIGCAP_RECORDS records each. A thread takes a slot
- * at its first signal (a compare-and-swap on the slot's tid) and is its ring's only producer
- * (SIGTRAP is blocked while its handler runs: no reentry on one thread); the sampler's thread
- * is the only consumer. head/tail are free-running counters, release/acquire.
+ * the stacks are), SIGCAP_THREADS slots of c->records records each (by the sampling rate: see
+ * sigcap_records()). A thread takes a free slot at its first signal (a compare-and-swap of the
+ * slot's tid from 0) and is its ring's only producer (SIGTRAP is blocked while its handler
+ * runs: no reentry on one thread); the sampler's thread is the only consumer. head/tail are
+ * free-running counters, release/acquire.
+ *
+ * Slots are freed (a process that churns threads: pools, DataLoader workers), by the reader
+ * only: sigcap_thread_exit() says a thread has exited (the sampler's PERF_RECORD_EXIT or its
+ * scan), and the first sigcap_sweep() after the drain that read the exit frees its slot, every
+ * sample the thread made being read by then (each ring is read to its end at each drain; a
+ * sample held for its record, latehold.c, is retried before the sweep, and the thread made all
+ * its records before it exited). Freeing: the reader swaps the tid for SLOT_FREEING (no handler
+ * enters it any more), and once no handler is inside (users: a handler counts itself in, then
+ * checks the tid again; sequentially consistent on both sides, so either the handler sees
+ * SLOT_FREEING and leaves or the reader sees it inside and waits for a later sweep), empties it
+ * (tail = head, no root) and stores tid 0. Linux reuses thread ids: a freed slot is empty
+ * before any thread can take it, each record carries its thread's id, and a sample older than
+ * the slot's last freeing is never paired from it (since_ns). Threads whose exit was never
+ * read (a lost record) are found by the sweep when slots run out (tgkill(tid, 0): ESRCH).
  *
  * Globals: a signal handler has no context argument, so the sigcap in use, the handlers
  * running and the disposition found live in three statics (one per process: the disposition
@@ -30,7 +45,15 @@
 #include "sampler/sigcapture.h"
 
 #define SIGCAP_THREADS 128
-#define SIGCAP_RECORDS 8                /* per thread: drained every tick (1-5 ms) */
+/* Records per thread's ring: a thread's samples over SIGCAP_COVER_MS of reader lag (read every
+ * 1-5 ms, later when the machine is busy or the caller's callback slow), a power of 2 within
+ * SIGCAP_RECORDS_MIN..MAX; SIGCAP_RECORDS_PERIOD where sampling goes by period (no rate). */
+#define SIGCAP_COVER_MS 16
+#define SIGCAP_RECORDS_MIN 8
+#define SIGCAP_RECORDS_MAX 32
+#define SIGCAP_RECORDS_PERIOD 16
+#define SLOT_FREEING ((pid_t) -1)       /* a slot's tid while the reader empties it */
+#define SIGCAP_LIVE_CHECK_NS 100000000ULL /* slots run out: look for exited threads this often */
 #define SIGCAP_EXCLUDED 16
 #define SIGCAP_SEARCH_TRIES 64          /* searches for a thread's root (one that runs no Python) */
 #define SIGCAP_BUSY_WAIT_NS 2000000  /* for a record being written when its sample is read */
@@ -44,15 +67,19 @@
 struct sigcap_meta {
 	uint64_t time_ns;               /* CLOCK_MONOTONIC at the handler's start */
 	uint32_t len;                   /* the record's bytes (struct capture_record, nodes) */
-	uint32_t pad;
+	pid_t tid;                      /* the thread that made it */
 };
 
 struct sigcap_slot {
-	pid_t tid;                      /* 0: free (atomic) */
+	pid_t tid;                      /* atomic: 0 free, SLOT_FREEING, else its thread's */
 	uint32_t tries;                 /* the handler's failed searches for the root */
 	uint64_t root;                  /* atomic */
 	uint32_t head, tail;            /* atomic: records written / taken */
 	int busy;                       /* atomic: the handler is writing the record at head */
+	int users;                      /* atomic: handlers inside (slot_enter() to their end) */
+	/* the reader's alone */
+	uint64_t exit_ns;               /* its thread's exit read then (0: not) */
+	uint64_t since_ns;              /* freed then: an older sample is not its thread's */
 };
 
 struct sigcap {
@@ -61,12 +88,15 @@ struct sigcap {
 	pid_t excluded[SIGCAP_EXCLUDED];        /* atomic */
 	struct sampler_capture_spec spec;
 	size_t stride, rec_size;        /* a record, its meta included */
-	unsigned char *area;            /* atomic: SIGCAP_THREADS * SIGCAP_RECORDS records, or
-	                                 * NULL until sigcap_start() */
+	unsigned char *area;            /* atomic: SIGCAP_THREADS * records records, or NULL
+	                                 * until sigcap_start() */
 	size_t area_size;
+	uint32_t records;               /* per slot, a power of 2 */
 	struct sigcap_slot slot[SIGCAP_THREADS];
 	/* the handler's counts (atomic) */
 	uint64_t seen, taken, excluded_n, no_slot, full, foreign, ns_total, ns_max, unpaired;
+	/* the reader's: slots freed, no_slot at the last look for exited threads, and when */
+	uint64_t freed, no_slot_checked, live_check_ns;
 };
 
 static struct sigcap *sigcap_active;    /* atomic */
@@ -78,6 +108,8 @@ static struct sigaction sigcap_old;     /* the disposition found (SIG_DFL or SIG
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define ADD(p, v) ((void) __atomic_add_fetch((p), (v), __ATOMIC_SEQ_CST))
+#define CAS(p, expected, v) __atomic_compare_exchange_n((p), (expected), (v), false, \
+							__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
 static uint64_t now_ns(void)
 {
@@ -198,22 +230,35 @@ static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, 
 	return len;
 }
 
+/* Thread tid's slot: the one it has, else a free one taken (freed slots leave holes: its own
+ * may come after a free one), else NULL. */
 static struct sigcap_slot *slot_of(struct sigcap *c, pid_t tid)
 {
-	for (int i = 0; i < SIGCAP_THREADS; i++) {
-		pid_t t = LOAD(&c->slot[i].tid);
-
-		if (t == tid)
+	for (int i = 0; i < SIGCAP_THREADS; i++)
+		if (LOAD(&c->slot[i].tid) == tid)
 			return &c->slot[i];
-		if (t == 0) {
-			pid_t zero = 0;
+	for (int i = 0; i < SIGCAP_THREADS; i++) {
+		pid_t t = 0;
 
-			if (__atomic_compare_exchange_n(&c->slot[i].tid, &zero, tid, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-				return &c->slot[i];
-			if (zero == tid)
-				return &c->slot[i];
-		}
+		if (CAS(&c->slot[i].tid, &t, tid) || t == tid)
+			return &c->slot[i];
+	}
+	return NULL;
+}
+
+/* The handler's: tid's slot as slot_of(), entered (users counted; the reader frees no slot a
+ * handler is in), or NULL; its users taken back by the handler at its end. */
+static struct sigcap_slot *slot_enter(struct sigcap *c, pid_t tid)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		struct sigcap_slot *sl = slot_of(c, tid);
+
+		if (!sl)
+			return NULL;
+		ADD(&sl->users, 1);
+		if (LOAD(&sl->tid) == tid)
+			return sl;
+		ADD(&sl->users, -1);    /* being freed meanwhile (its thread's tid reused) */
 	}
 	return NULL;
 }
@@ -260,18 +305,18 @@ static void sigcap_handler(int sig, siginfo_t *si, void *ucv)
 			skip = LOAD(&c->excluded[i]) == tid;
 		if (skip)
 			ADD(&c->excluded_n, 1);
-		else if (area && !(sl = slot_of(c, tid)))
+		else if (area && !(sl = slot_enter(c, tid)))
 			ADD(&c->no_slot, 1);
 		if (sl) {
 			uint32_t head = sl->head, tail = LOAD(&sl->tail);
 
-			if (head - tail >= SIGCAP_RECORDS) {
+			if (head - tail >= c->records) {
 				ADD(&c->full, 1);
 			} else {
-				size_t k = (size_t) (sl - c->slot) * SIGCAP_RECORDS +
-					   head % SIGCAP_RECORDS;
+				size_t k = (size_t) (sl - c->slot) * c->records +
+					   (head & (c->records - 1));
 				unsigned char *at = area + k * c->rec_size;
-				struct sigcap_meta m = { .time_ns = t0 };
+				struct sigcap_meta m = { .time_ns = t0, .tid = tid };
 
 				STORE(&sl->busy, 1);
 				m.len = copy_chain(c, sl, tid,
@@ -286,6 +331,7 @@ static void sigcap_handler(int sig, siginfo_t *si, void *ucv)
 				if (dt > LOAD(&c->ns_max))
 					STORE(&c->ns_max, dt);  /* one writer at a time is enough */
 			}
+			ADD(&sl->users, -1);
 		}
 	}
 	ADD(&sigcap_running, -1);
@@ -374,7 +420,20 @@ void sigcap_exclude(struct sigcap *c, pid_t tid)
 	}
 }
 
-int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec)
+/* Records per slot for rate_hz samples a second per thread (0: by period). */
+static uint32_t sigcap_records(uint64_t rate_hz)
+{
+	uint64_t want = rate_hz * SIGCAP_COVER_MS / 1000;
+	uint32_t n = SIGCAP_RECORDS_MIN;
+
+	if (!rate_hz)
+		return SIGCAP_RECORDS_PERIOD;
+	while (n < want && n < SIGCAP_RECORDS_MAX)
+		n *= 2;
+	return n;
+}
+
+int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec, uint64_t rate_hz)
 {
 	void *area;
 
@@ -386,7 +445,8 @@ int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec)
 	c->stride = capture_stride(spec);
 	c->rec_size = (sizeof(struct sigcap_meta) + CAPTURE_HDR +
 		       SAMPLER_CAPTURE_MAX_NODES * c->stride + 63) & ~(size_t) 63;
-	c->area_size = c->rec_size * SIGCAP_THREADS * SIGCAP_RECORDS;
+	c->records = sigcap_records(rate_hz);
+	c->area_size = c->rec_size * SIGCAP_THREADS * c->records;
 	area = mmap(NULL, c->area_size, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (area == MAP_FAILED)
@@ -406,21 +466,16 @@ int sigcap_set_root(struct sigcap *c, pid_t tid, uint64_t root)
 	return 0;
 }
 
-size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *buf, size_t size)
+/* The record of smp in slot sl, as sigcap_take(). */
+static size_t take_from(struct sigcap *c, unsigned char *area, struct sigcap_slot *sl,
+			const struct sample *smp, unsigned char *buf, size_t size)
 {
-	unsigned char *area = LOAD(&c->area);
-	struct sigcap_slot *sl = NULL;
-
-	if (!area)
-		return 0;
-	for (int i = 0; i < SIGCAP_THREADS && !sl; i++)
-		if (LOAD(&c->slot[i].tid) == smp->tid)
-			sl = &c->slot[i];
-	if (!sl)
+	/* a sample from before the slot's last freeing: an earlier thread's of that id */
+	if (smp->time_ns < sl->since_ns)
 		return 0;
 	for (;;) {
 		uint32_t tail = sl->tail, head = LOAD(&sl->head);
-		size_t k = (size_t) (sl - c->slot) * SIGCAP_RECORDS + tail % SIGCAP_RECORDS;
+		size_t k = (size_t) (sl - c->slot) * c->records + (tail & (c->records - 1));
 		const unsigned char *at = area + k * c->rec_size;
 		struct sigcap_meta m;
 		struct capture_record h;
@@ -438,8 +493,9 @@ size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *bu
 		}
 		memcpy(&m, at, sizeof(m));
 		memcpy(&h, at + sizeof(m), sizeof(h));
-		if (m.time_ns < smp->time_ns) {
-			/* an earlier overflow's: its sample was lost */
+		if (m.tid != smp->tid || m.time_ns < smp->time_ns) {
+			/* an earlier overflow's (its sample was lost), or, never expected (a slot is
+			 * emptied before it is free), another thread's */
 			STORE(&sl->tail, tail + 1);
 			c->unpaired++;
 			continue;
@@ -453,6 +509,88 @@ size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *bu
 		STORE(&sl->tail, tail + 1);
 		return m.len;
 	}
+}
+
+size_t sigcap_take(struct sigcap *c, const struct sample *smp, unsigned char *buf, size_t size)
+{
+	unsigned char *area = LOAD(&c->area);
+	size_t len = 0;
+
+	if (!area || smp->tid <= 0)
+		return 0;
+	/* only this thread frees slots: one found stays its thread's while we read it. A thread
+	 * has one slot, rarely two (its handler searching while a slot before the one it took
+	 * was freed and given it by sigcap_set_root()) */
+	for (int i = 0; i < SIGCAP_THREADS && !len; i++)
+		if (LOAD(&c->slot[i].tid) == smp->tid)
+			len = take_from(c, area, &c->slot[i], smp, buf, size);
+	return len;
+}
+
+void sigcap_thread_exit(struct sigcap *c, pid_t tid)
+{
+	uint64_t now = now_ns();
+
+	for (int i = 0; c && tid > 0 && i < SIGCAP_THREADS; i++)
+		if (LOAD(&c->slot[i].tid) == tid && !c->slot[i].exit_ns)
+			c->slot[i].exit_ns = now;
+}
+
+/* Empties slot sl (SLOT_FREEING) and makes it free, unless a handler is inside: whether freed. */
+static bool slot_free(struct sigcap *c, struct sigcap_slot *sl, uint64_t now)
+{
+	if (LOAD(&sl->users))
+		return false;   /* a handler of a thread that reused the id: a later sweep */
+	STORE(&sl->tail, LOAD(&sl->head));
+	STORE(&sl->root, 0);
+	sl->tries = 0;
+	STORE(&sl->busy, 0);
+	sl->exit_ns = 0;
+	sl->since_ns = now;
+	c->freed++;
+	STORE(&sl->tid, 0);     /* last: a handler's CAS from 0 sees the slot empty */
+	return true;
+}
+
+/* When slots have run out: the slots of threads gone whose exit was not read (a lost record),
+ * by tgkill(tid, 0), at most every SIGCAP_LIVE_CHECK_NS. */
+static void find_exited(struct sigcap *c, uint64_t now)
+{
+	uint64_t no_slot = LOAD(&c->no_slot);
+
+	if (no_slot == c->no_slot_checked || now - c->live_check_ns < SIGCAP_LIVE_CHECK_NS)
+		return;
+	c->no_slot_checked = no_slot;
+	c->live_check_ns = now;
+	for (int i = 0; i < SIGCAP_THREADS; i++) {
+		struct sigcap_slot *sl = &c->slot[i];
+		pid_t t = LOAD(&sl->tid);
+
+		if (t > 0 && !sl->exit_ns && syscall(SYS_tgkill, c->pid, t, 0) < 0 &&
+		    errno == ESRCH)
+			sl->exit_ns = now;
+	}
+}
+
+void sigcap_sweep(struct sigcap *c, uint64_t drain_ns)
+{
+	uint64_t now = now_ns();
+
+	if (!c || !LOAD(&c->area))
+		return;
+	for (int i = 0; i < SIGCAP_THREADS; i++) {
+		struct sigcap_slot *sl = &c->slot[i];
+		pid_t t = LOAD(&sl->tid);
+
+		if (t == SLOT_FREEING) {
+			(void) slot_free(c, sl, now);
+		} else if (t > 0 && sl->exit_ns && sl->exit_ns < drain_ns) {
+			/* no handler enters it from now on; any inside is waited for */
+			if (CAS(&sl->tid, &t, SLOT_FREEING))
+				(void) slot_free(c, sl, now);
+		}
+	}
+	find_exited(c, now);
 }
 
 void sigcap_stats(const struct sigcap *c, struct sampler_stats *st)

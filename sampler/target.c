@@ -584,8 +584,10 @@ void drain_all(struct sampler *s)
 	s->layout->drain(s);
 	/* the samples held for their signal's record: those it came for, those too old */
 	late_retry(s, 0, s->stopped);
-	if (s->sig)
+	if (s->sig) {
+		sigcap_sweep(s->sig, e.time_ns);        /* the slots of threads gone, read */
 		sigcap_stats(s->sig, &s->stats);
+	}
 	if ((s->opts.off_cpu || s->opts.wall) && s->opts.event_fn)
 		s->opts.event_fn(s->opts.event_ctx, &e);
 }
