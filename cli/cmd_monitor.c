@@ -135,9 +135,7 @@ int cmd_monitor(int argc, char **argv)
 
 	if (r)
 		return r < 0 ? 2 : 0;
-	/* a recorder thread per process: two malloc arenas, not one per thread, keep weeks of
-	 * processes coming and going within bounds (bench/monitor.py --churn) */
-	mallopt(M_ARENA_MAX, 2);
+	mallopt(M_ARENA_MAX, 2);        /* not one per recorder thread: bench/monitor.py --churn */
 	a.o.note_fn = note;
 	a.o.note_ctx = &a;
 	if (hwspy_monitor_new(&a.o, &m) < 0) {
