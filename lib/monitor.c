@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,14 @@ static int monitor_setup(struct hwspy_monitor *m)
 	r = labels_parse(m);
 	if (r < 0)
 		return r;
+	/* -p alone, and none of them lives: a mistyped pid, said rather than waited on */
+	for (size_t i = 0; !m->o.name && !m->o.all_python && i < m->o.n_pids; i++) {
+		if (kill(m->o.pids[i], 0) == 0 || errno != ESRCH)
+			break;
+		if (i + 1 == m->o.n_pids)
+			return lib_fail(-ESRCH, m->o.n_pids == 1 ? "no process with pid %d" :
+					"none of the pids given lives (%d ...)", (int) m->o.pids[0]);
+	}
 	r = hwspy_events_new(&m->sample_events);
 	if (r == 0)
 		r = hwspy_events_add_list(m->sample_events, m->o.sample ? m->o.sample : "cpu-clock");

@@ -22,7 +22,7 @@ all-python: `hwspy monitor --all-python` with services on 3.8 (pyenv, shared lib
   the sleep absent.
 unreadable: run as nobody on root's process: it runs on, says so in one line, and serves
   hwspy_target_up 0 with the reason in hwspy_target_info.
-errors: nothing to watch (exit 2), a regex that does not compile, a label Prometheus refuses,
+errors: nothing to watch (exit 2), no such pid, a regex that does not compile, a label Prometheus refuses,
   a port in use (exit 1): one line each on stderr, nothing left running.
 """
 import json
@@ -336,6 +336,8 @@ def case_unreadable(opts):
 def case_errors(opts):
     line = run_error(opts, ['--listen', '127.0.0.1:0'], 2)
     check('--name' in line, 'nothing to watch: %r' % line)
+    line = run_error(opts, ['-p', '999999', '--listen', '127.0.0.1:0'], 1)
+    check('no process with pid 999999' in line, 'no such pid: %r' % line)
     line = run_error(opts, ['--name', '(unclosed', '--listen', '127.0.0.1:0'], 1)
     check('regular expression' in line, 'a bad regex: %r' % line)
     line = run_error(opts, ['--name', 'x', '--label', '__x=1', '--listen', '127.0.0.1:0'], 1)
