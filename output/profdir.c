@@ -346,7 +346,8 @@ int profdir_prune(struct profdir *d, size_t keep, uint64_t max_bytes)
 
 	if (e < 0)
 		return e;
-	qsort(v, n, sizeof(*v), cmp_entry);
+	if (n > 1)              /* (qsort's array may not be NULL, even for none) */
+		qsort(v, n, sizeof(*v), cmp_entry);
 	for (size_t i = 0; i < n; i++)
 		total = total > UINT64_MAX - v[i].size ? UINT64_MAX : total + v[i].size;
 	left = n;
