@@ -1,11 +1,12 @@
-"""Workload for test_offcpu.py: after 0.3 s of CPU (warm_up: hwspy finds the interpreter and
-starts its capture meanwhile), the main thread runs argv[2] rounds (default 10) of argv[1]
-seconds (default 0.05) each of CPU (burn), time.sleep (nap), a read blocked on a pipe that a
-helper thread writes to after that time (pipe_wait) and a threading.Lock held by the helper
-for that time (lock_wait); nap sleeps argv[3] (default 1) times as long. Prints to stderr at
-the end the time spent in each waiting function, as the target measured it:
-'waited nap=NS pipe_wait=NS lock_wait=NS', and the wall time burn took (its CPU time is
-fixed, its wall time longer on a busy machine): 'burned burn=NS'."""
+"""Workload for test_offcpu.py: after 0.5 s of CPU (warm_up: hwspy finds the interpreter and
+starts its capture meanwhile; for a static 3.14 started through its loader that took up to
+0.3 s here, and samples before it are read late), the main thread runs argv[2] rounds
+(default 10) of argv[1] seconds (default 0.05) each of CPU (burn), time.sleep (nap), a read
+blocked on a pipe that a helper thread writes to after that time (pipe_wait) and a
+threading.Lock held by the helper for that time (lock_wait); nap sleeps argv[3] (default 1)
+times as long. Prints to stderr at the end the time spent in each waiting function, as the
+target measured it: 'waited nap=NS pipe_wait=NS lock_wait=NS', and the wall time burn took
+(its CPU time is fixed, its wall time longer on a busy machine): 'burned burn=NS'."""
 import os
 import sys
 import threading
@@ -25,7 +26,7 @@ def burn():
 
 
 def warm_up():
-    end = time.thread_time() + 0.3
+    end = time.thread_time() + 0.5
     while time.thread_time() < end:
         pass
 
