@@ -420,6 +420,19 @@ def as_nobody(opts):
     return prefix, exe
 
 
+def go_pprof(opts, *args):
+    """`go tool pprof ARGS`'s output (Fail if it exits non-zero); Skip without go."""
+    if not shutil.which('go'):
+        raise Skip("no 'go' here (apt-get install golang-go; .ci/run installs it)")
+    home = os.path.join(opts.tmp, 'home')
+    os.makedirs(home, exist_ok=True)
+    r = subprocess.run(['go', 'tool', 'pprof'] + list(args), capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, HOME=home))
+    check(r.returncode == 0, 'go tool pprof %s exited %d:\n%s' % (' '.join(args), r.returncode,
+                                                                  r.stderr))
+    return r.stdout
+
+
 def compare_shares(expected, got, tolerance, what, enforce=True):
     """expected/got: {task: weight}; each normalised to its sum; Fail if any differs by more
     than `tolerance` percentage points (enforce=False: only print the comparison)."""

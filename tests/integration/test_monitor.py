@@ -185,15 +185,7 @@ def check_profiles(opts, pdir, pids):
     return files
 
 
-def go_pprof(opts, *args):
-    if not shutil.which('go'):
-        raise Skip("no 'go' here (apt-get install golang-go; .ci/run installs it)")
-    home = os.path.join(opts.tmp, 'home')
-    os.makedirs(home, exist_ok=True)
-    r = subprocess.run(['go', 'tool', 'pprof'] + list(args), capture_output=True, text=True,
-                       timeout=120, env=dict(os.environ, HOME=home))
-    check(r.returncode == 0, 'go tool pprof %s: %s' % (' '.join(args), r.stderr))
-    return r.stdout
+go_pprof = harness.go_pprof
 
 
 def case_prometheus(opts):

@@ -120,16 +120,7 @@ def record_speedscope(opts):
         check((qual, script) in names, 'no frame %s' % qual)
 
 
-def go_pprof(opts, *args):
-    if not shutil.which('go'):
-        raise Skip("no 'go' here (apt-get install golang-go; .ci/run installs it)")
-    home = os.path.join(opts.tmp, 'home')
-    os.makedirs(home, exist_ok=True)
-    r = subprocess.run(['go', 'tool', 'pprof'] + list(args), capture_output=True, text=True,
-                       timeout=120, env=dict(os.environ, HOME=home))
-    check(r.returncode == 0, 'go tool pprof %s exited %d:\n%s' % (' '.join(args), r.returncode,
-                                                                  r.stderr))
-    return r.stdout
+go_pprof = harness.go_pprof
 
 
 def pprof_total_ns(top):
