@@ -244,20 +244,27 @@ void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_
 	}
 }
 
+/* A wait that is no system call's, as /proc tells it: a job-control stop, a fault, a
+ * preemption. True when said into buf. */
+static bool state_words(char state, const struct procfs_syscall *sc, char *buf, size_t len)
+{
+	if (state == 'T' || state == 't')
+		snprintf(buf, len, "stopped");
+	else if (sc->nr == -1)
+		snprintf(buf, len, state == 'D' ? "page fault (I/O)" : "preempted");
+	else
+		return false;
+	return true;
+}
+
 void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
 		     struct wait_fd_cache *cache, char *buf, size_t len)
 {
 	const char *sys;
 	char name[32];
 
-	if (state == 'T' || state == 't') {
-		snprintf(buf, len, "stopped");
+	if (state_words(state, sc, buf, len))
 		return;
-	}
-	if (sc->nr == -1) {
-		snprintf(buf, len, state == 'D' ? "page fault (I/O)" : "preempted");
-		return;
-	}
 	if (sc->nr < 0) {
 		snprintf(buf, len, "unknown");
 		return;
@@ -304,14 +311,8 @@ void wait_label_proc(pid_t pid, char state, const struct procfs_syscall *sc, uin
 	const struct syscall_words *w;
 	const char *sys;
 
-	if (state == 'T' || state == 't') {
-		snprintf(buf, len, "stopped");
+	if (state_words(state, sc, buf, len))
 		return;
-	}
-	if (sc->nr == -1) {
-		snprintf(buf, len, state == 'D' ? "page fault (I/O)" : "preempted");
-		return;
-	}
 	sys = sc->nr >= 0 ? wait_syscall_name(sc->nr) : NULL;
 	if (!sys) {
 		if (sc->nr >= 0 && sc->nr < WAIT_LABEL_SYSCALLS)
