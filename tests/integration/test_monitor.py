@@ -8,7 +8,8 @@ prometheus (--python ID): a real Prometheus (Debian's package: started here on 1
   (rate(hwspy_events_total{event="page-faults"})) within FAULT_TOLERANCE of the target's own
   getrusage rate over the same seconds. /metrics passes `promtool check metrics`, OpenMetrics
   when asked for (its content type, "# EOF" last); off-CPU seconds by reason where the
-  service's threads wait (sleep, futex (lock)); its hottest function is hot_loop; a request
+  service's threads wait (sleep, futex (lock)); its hottest function is hot_loop; the last
+  interval's CPUs utilized, and with a hardware PMU its IPC (else said and not checked); a request
   naming another host than the loopback (DNS rebinding) is refused (403). The second
   service killed: its series leave /metrics within 3 s. The profile directory moved away and
   SIGHUP sent: it is made again and the next profiles go there. The profiles (--every 2 --keep 3): at
@@ -150,6 +151,15 @@ def check_metrics_text(opts, port, a):
     reasons = {m.group(1) for l in lines if l.startswith('hwspy_off_cpu_seconds_total')
                for m in [re.search(r'reason="([^"]*)"', l)] if m}
     check({'sleep', 'futex (lock)'} <= reasons, 'off-CPU reasons %s' % sorted(reasons))
+    # the last interval's ratios: CPUs from task-clock here; IPC and MPKI need a hardware PMU
+    cpus = [float(l.split()[-1]) for l in lines if l.startswith('hwspy_cpus_utilized{')]
+    check(len(cpus) == 1 and 0 < cpus[0] < os.cpu_count(), 'hwspy_cpus_utilized %s' % cpus)
+    ipc = [l for l in lines if l.startswith('hwspy_instructions_per_cycle{')]
+    if os.path.isdir('/sys/bus/event_source/devices/cpu'):
+        check(ipc, 'a hardware PMU, and no hwspy_instructions_per_cycle')
+    else:
+        log('no hardware PMU here (/sys/bus/event_source/devices/cpu): '
+            'hwspy_instructions_per_cycle and hwspy_misses_per_kilo_instructions not checked')
     top = [l for l in lines if l.startswith('hwspy_top_function_ratio')]
     check(any('function="hot_loop"' in l for l in top), 'hot_loop not among\n%s' % '\n'.join(top))
     return text
