@@ -29,22 +29,15 @@ import tempfile
 import time
 import urllib.request
 
+import procstat
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.path.join(ROOT, 'tests/targets/monitor_service.py')
 
 
 def cpu_s(pid):
-    total = 0
-    try:
-        for tid in os.listdir('/proc/%d/task' % pid):
-            try:
-                with open('/proc/%d/task/%s/schedstat' % (pid, tid)) as f:
-                    total += int(f.read().split()[0])
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return total / 1e9
+    """Seconds on a CPU of every thread of pid (0 once it has gone)."""
+    return (procstat.task_cpu_ns(pid) or 0) / 1e9
 
 
 def rss_kb(pid):

@@ -1494,7 +1494,8 @@ const char *hwspy_monitor_note_words(enum hwspy_monitor_note note, pid_t pid, in
 				     const char *detail, int verbosity, char *buf, size_t size);
 /* A size as "512", "64K", "10M", "2G" (powers of 1024) into *ret: 0, -EINVAL. */
 int hwspy_parse_size(const char *s, unsigned long long *ret);
-/* Stops every recorder (nothing written: hwspy_monitor_run() writes at its end); NULL no-op. */
+/* Stops every recorder and writes the last interval of each process still watched (none after
+ * hwspy_monitor_run(), which writes them at its end); NULL no-op. */
 void hwspy_monitor_free(struct hwspy_monitor *m);
 
 #ifdef __cplusplus
