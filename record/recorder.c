@@ -298,7 +298,10 @@ int recorder_run(struct recorder *rec, const struct record_run *run)
 	int r = 0;
 
 	rec->stop = run->stop;
-	rec->run_start_ns = clock_now_ns();
+	/* the run is as long as the events counted: a launch's start-up before now is in it */
+	rec->run_start_ns = sampler_stats(rec->sampler)->start_ns;
+	if (!rec->run_start_ns)
+		rec->run_start_ns = clock_now_ns();
 	(void) record_capture_start(rec);
 	record_offcpu_initial(rec);
 	while (!*run->stop && !sampler_stats(rec->sampler)->target_exited) {

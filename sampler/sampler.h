@@ -316,6 +316,8 @@ struct sampler_stats {
 	unsigned cpu_rings_shrunk;      /* ... of which smaller than asked (memlock) */
 	unsigned ring_pages;            /* data pages per ring asked for */
 	unsigned ring_pages_min;        /* the fewest data pages a thread's ring got (0: none) */
+	uint64_t start_ns;              /* when the events began to count (CLOCK_MONOTONIC): a
+	                                 * launch's exec, or the attach's first thread opened */
 	uint64_t execs;                 /* the target exec'd a new program (SAMPLER_EVENT_EXEC) */
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */

@@ -400,6 +400,7 @@ static int start_job(struct sampler *s, void *arg)
 			return r;
 		if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
 			return -EBUSY;
+		s->stats.start_ns = clock_now_ns();
 		r = thread_add(s, s->pid, true);
 		if (r < 0)
 			return r == -EPERM ? -EACCES : r;
@@ -422,6 +423,7 @@ static int start_job(struct sampler *s, void *arg)
 	/* the processes it started before now: listed before any event opens (tree.c) */
 	if (s->opts.subprocesses && s->layout->inherit)
 		n_tree = procfs_descendants(s->pid, tree, TREE_MAX_PROCS);
+	s->stats.start_ns = clock_now_ns();
 	r = scan_threads(s, true);
 	if (r > 0)
 		tree_attach(s, tree, n_tree);
