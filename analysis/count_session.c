@@ -60,8 +60,10 @@ int stat_count_start(struct stat_count *c, pid_t pid, char *const *argv)
 
 	if (c->ctr)
 		return -EBUSY;
-	if (!pid && !argv)              /* the calling process: marks read it often */
+	if (!pid && !argv) {            /* the calling process: marks read it often */
 		stat_groups_self(&c->s);
+		co.skip_idle = true;
+	}
 	r = counter_new(&co, &c->ctr);
 	if (r < 0)
 		return r;

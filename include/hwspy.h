@@ -1087,6 +1087,10 @@ struct hwspy_count_stats {
 	unsigned threads;               /* threads with counters of their own */
 	unsigned threads_failed;        /* threads whose counters could not be opened */
 	unsigned threads_raced;         /* started while the counters opened, taken as counted */
+	/* the calling process's counting (marks): threads watched, so that a reading skips them
+	 * while they have not run since the last one; threads read by readings, and skipped */
+	unsigned threads_watched;
+	uint64_t reads, reads_skipped;
 	bool target_exited;             /* (the sampling run's launched command: once the run has
 	                                 * ended, hwspy_count_stop()) */
 	int exit_status;                /* wait status of a command it launched */

@@ -479,6 +479,9 @@ void hwspy_count_stats(const struct hwspy_count *c, struct hwspy_count_stats *re
 	ret->threads = cs->threads;
 	ret->threads_failed = cs->threads_failed;
 	ret->threads_raced = cs->threads_raced;
+	ret->threads_watched = cs->watched;
+	ret->reads = cs->reads;
+	ret->reads_skipped = cs->reads_skipped;
 	ret->target_exited = cs->target_exited;
 	ret->exit_status = cs->exit_status;
 	if (c->launched) {

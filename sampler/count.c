@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #define READ_GROUP_FORMAT (READ_ALONE_FORMAT | PERF_FORMAT_ID | PERF_FORMAT_GROUP)
 #define MAX_THREADS 65536
 #define RUN_TICK_MS 100                 /* counter_run() looks at the target and the groups */
+#define WATCH_PAGES 2                   /* a watch's user page and its one-page ring */
 
 /* ---- the system calls (or the tests' seam) ---- */
 
@@ -202,9 +204,74 @@ struct count_thread *count_thread_new(struct counter *c, pid_t tid)
 	t = &c->threads[c->n_threads++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
+	t->watch_fd = -1;
 	for (size_t i = 0; i < COUNTER_MAX_EVENTS; i++)
 		t->fds[i] = -1;
 	return t;
+}
+
+/* ---- the watch (opts.skip_idle) ----
+ *
+ * A process that reads its own counters often (a block's start and end) need not read the
+ * threads that cannot have counted anything since their last reading: each read() of a
+ * thread's group costs about a microsecond, two per block per thread. Each thread gets a
+ * watch: a task-clock event of its own (not inherited), its user page and a one-page ring
+ * mapped read-only. The kernel rewrites that page (its lock moves by 2) each time the thread
+ * is switched onto a CPU, and writes a FORK record into the ring when the thread starts a
+ * thread or process, whose counts its inherited counters then add in without the page
+ * telling when they run.
+ *
+ * A thread was idle at a reading if it was not switched in since its lock was looked at
+ * before the reading before, and no value of it moved between the two readings: its time
+ * enabled moves whenever it runs (multiplexed or not), so it was off its CPU all along, and
+ * at the second reading. It stays off, its values as read, until its lock moves: a reading
+ * skips it while the lock is the one seen before that reading and its ring is empty. A thread
+ * whose ring holds only its own EXIT record (written once its counters stopped for good) is
+ * read once more, then never. Every other thread is read: the one reading (it runs), a thread
+ * that started another (a FORK record in its ring: for good), one whose watch did not open or
+ * map (perf_event_mlock_kb ...).
+ */
+
+/* Opens t's watch before its counters (a thread it starts in between is seen in the ring);
+ * where it does not open, t is read at every reading. */
+static void watch_open(struct counter *c, struct count_thread *t)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_TASK_CLOCK,
+		.task = 1,
+	};
+	long page = sysconf(_SC_PAGESIZE);
+	void *m;
+	int fd;
+
+	if (!c->opts.skip_idle || c->opts.sys || page <= 0)
+		return;
+	fd = sys_open(NULL, &a, t->tid, -1);
+	if (fd == -EACCES || fd == -EPERM) {     /* perf_event_paranoid 2: user space only */
+		a.exclude_kernel = a.exclude_hv = 1;
+		fd = sys_open(NULL, &a, t->tid, -1);
+	}
+	fd = perf_fd_keep_under(c->fd_limit, fd);
+	if (fd < 0)
+		return;
+	m = mmap(NULL, WATCH_PAGES * (size_t) page, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		(void) close(fd);
+		return;
+	}
+	t->watch_fd = fd;
+	t->watch = m;
+	c->stats.watched++;
+}
+
+static void watch_close(struct count_thread *t)
+{
+	if (t->watch)
+		(void) munmap(t->watch, WATCH_PAGES * (size_t) sysconf(_SC_PAGESIZE));
+	if (t->watch_fd >= 0)
+		(void) close(t->watch_fd);
+	t->watch = NULL;
+	t->watch_fd = -1;
 }
 
 int count_thread_open(struct counter *c, struct count_thread *t)
@@ -212,6 +279,7 @@ int count_thread_open(struct counter *c, struct count_thread *t)
 	bool any = false;
 	int r = 0;
 
+	watch_open(c, t);
 	if (c->chosen) {
 		r = open_chosen(c, t);
 	} else {
@@ -227,6 +295,8 @@ int count_thread_open(struct counter *c, struct count_thread *t)
 		c->chosen = r >= 0;
 	}
 	if (r < 0) {
+		c->stats.watched -= t->watch != NULL;
+		watch_close(t);
 		c->n_threads--;         /* t is the last entry */
 		return r;
 	}
@@ -244,47 +314,112 @@ static void set_value(struct counter_value *v, uint64_t raw, uint64_t enabled, u
 }
 
 /* Reads the group event lead leads on t (PERF_FORMAT_GROUP: nr, enabled, running, then
- * value and id for each member, in the order they were opened: by index). */
-static void read_group(struct counter *c, struct count_thread *t, size_t lead)
+ * value and id for each member, in the order they were opened: by index): whether it was. */
+static bool read_group(struct counter *c, struct count_thread *t, size_t lead)
 {
 	uint64_t buf[3 + 2 * COUNTER_MAX_EVENTS];
 	size_t k = 0;
 	ssize_t n = c->sys.read(c->sys.ctx, t->fds[lead], buf, sizeof(buf));
 
 	if (n < 24 || buf[0] > COUNTER_MAX_EVENTS || (size_t) n < (3 + 2 * buf[0]) * 8)
-		return;                 /* keeps the last values read */
+		return false;           /* keeps the last values read */
 	for (size_t i = lead; i < c->n_events && k < buf[0]; i++) {
 		if (i != lead && (c->role[i] != COUNT_MEMBER || c->lead[i] != lead || t->fds[i] < 0))
 			continue;
 		set_value(&t->v[i], buf[3 + 2 * k], buf[1], buf[2]);
 		k++;
 	}
+	return true;
 }
 
-static void read_alone(struct counter *c, struct count_thread *t, size_t i)
+static bool read_alone(struct counter *c, struct count_thread *t, size_t i)
 {
 	uint64_t buf[3];
 
-	if (c->sys.read(c->sys.ctx, t->fds[i], buf, sizeof(buf)) == (ssize_t) sizeof(buf))
-		set_value(&t->v[i], buf[0], buf[1], buf[2]);
+	if (c->sys.read(c->sys.ctx, t->fds[i], buf, sizeof(buf)) != (ssize_t) sizeof(buf))
+		return false;
+	set_value(&t->v[i], buf[0], buf[1], buf[2]);
+	return true;
 }
 
-static void read_thread(struct counter *c, struct count_thread *t)
+/* Reads each of t's groups: whether every read did. */
+static bool read_thread(struct counter *c, struct count_thread *t)
 {
+	bool ok = true;
+
 	for (size_t i = 0; i < c->n_events; i++) {
 		if (t->fds[i] < 0)
 			continue;
 		if (c->role[i] == COUNT_LEAD && c->stats.group_read)
-			read_group(c, t, i);
+			ok &= read_group(c, t, i);
 		else if (c->role[i] == COUNT_ALONE || !c->stats.group_read)
-			read_alone(c, t, i);
+			ok &= read_alone(c, t, i);
 	}
+	return ok;
+}
+
+static bool values_same(const struct counter *c, const struct counter_value *a,
+			const struct counter_value *b)
+{
+	for (size_t i = 0; i < c->n_events; i++)
+		if (a[i].raw != b[i].raw || a[i].enabled_ns != b[i].enabled_ns ||
+		    a[i].running_ns != b[i].running_ns)
+			return false;
+	return true;
+}
+
+/* Whether the only record in t's ring (head bytes written) is t's own EXIT: the thread has
+ * exited, and had no thread or process of its own started since its watch opened. */
+static bool watch_exited(const struct count_thread *t, uint64_t head)
+{
+	struct {
+		struct perf_event_header h;
+		uint32_t pid, ppid, tid, ptid;
+	} r;
+
+	if (head < sizeof(r) || head > (uint64_t) sysconf(_SC_PAGESIZE))
+		return false;
+	memcpy(&r, (const char *) t->watch + sysconf(_SC_PAGESIZE), sizeof(r));
+	return r.h.type == PERF_RECORD_EXIT && r.h.size == head && r.tid == (uint32_t) t->tid;
+}
+
+/* Reads t unless its watch says it was idle at its last reading and not switched in since,
+ * or has exited and was read since (see "the watch" above). */
+static void read_watched(struct counter *c, struct count_thread *t)
+{
+	struct counter_value before[COUNTER_MAX_EVENTS];
+	uint32_t lock = __atomic_load_n(&t->watch->lock, __ATOMIC_ACQUIRE);
+	uint64_t head = __atomic_load_n(&t->watch->data_head, __ATOMIC_ACQUIRE);
+	bool quiet = t->read_once && lock == t->watch_lock && !(lock & 1) && head == 0;
+	bool ok;
+
+	if (head && !t->gone && watch_exited(t, head)) {
+		t->gone = read_thread(c, t);    /* its final values */
+		return;
+	}
+	if ((quiet && t->idle) || t->gone) {
+		c->stats.reads_skipped++;
+		return;
+	}
+	memcpy(before, t->v, c->n_events * sizeof(*before));
+	ok = read_thread(c, t);
+	t->idle = quiet && ok && __atomic_load_n(&t->watch->lock, __ATOMIC_ACQUIRE) == lock &&
+		  values_same(c, before, t->v);
+	t->watch_lock = lock;
+	t->read_once = true;
 }
 
 void count_read_all(struct counter *c)
 {
-	for (size_t k = 0; k < c->n_threads; k++)
-		read_thread(c, &c->threads[k]);
+	for (size_t k = 0; k < c->n_threads; k++) {
+		struct count_thread *t = &c->threads[k];
+
+		c->stats.reads++;
+		if (t->watch && !c->stopped)
+			read_watched(c, t);
+		else
+			(void) read_thread(c, t);
+	}
 }
 
 void count_enable_all(struct counter *c, bool on)
@@ -351,14 +486,17 @@ int count_split_idle(struct counter *c)
 		for (size_t k = 0; k < c->n_threads; k++)
 			if (c->threads[k].fds[i] >= 0) {
 				if (c->stats.group_read)
-					read_group(c, &c->threads[k], i);
+					(void) read_group(c, &c->threads[k], i);
 				else
-					read_alone(c, &c->threads[k], i);
+					(void) read_alone(c, &c->threads[k], i);
 				c->ran[i] |= c->threads[k].v[i].running_ns > 0;
 			}
 		if (!c->ran[i] && group_idle(c, i)) {
 			c->started = true;      /* it was enabled: its exec (at_exec) is past */
 			split_group(c, i);
+			for (size_t k = 0; k < c->n_threads; k++)
+				c->threads[k].read_once = c->threads[k].idle =
+					c->threads[k].gone = false;
 			n++;
 		}
 	}
@@ -460,10 +598,12 @@ void counter_stop(struct counter *c)
 		return;
 	c->stopped = true;
 	count_enable_all(c, false);
-	count_read_all(c);
-	for (size_t k = 0; k < c->n_threads; k++)
+	count_read_all(c);              /* every thread: stopped, none is skipped */
+	for (size_t k = 0; k < c->n_threads; k++) {
 		for (size_t i = 0; i < c->n_events; i++)
 			close_fd(&c->threads[k], i);
+		watch_close(&c->threads[k]);
+	}
 	if (!c->end_ns)
 		c->end_ns = clock_now_ns();
 	if (!c->start_ns)

@@ -78,6 +78,10 @@ struct counter_opts {
 	/* added: tests only, the open and read system calls (sampler/internal.h); NULL: the
 	 * kernel's */
 	const struct counter_sys *sys;
+	bool skip_idle;                 /* a reading skips the threads that have not run since
+	                                 * the last (count.c, "reading": a task-clock watch per
+	                                 * thread, an fd and two pages more); for a process
+	                                 * that reads itself often (hwspy.count's blocks) */
 	bool raise_nofile;              /* raise the process's soft RLIMIT_NOFILE to the hard one
 	                                 * (a command sets it; false: the limit is left as it is).
 	                                 * Counting blocks no signal (it waits on a pidfd): it has
@@ -106,6 +110,8 @@ struct counter_stats {
 	unsigned threads_raced;         /* attach: threads started while the counters opened, taken
 	                                 * as counted by their creator's (see above) */
 	bool group_read;                /* groups read with PERF_FORMAT_GROUP (else fd by fd) */
+	uint64_t reads, reads_skipped;  /* threads read by readings, and skipped (skip_idle) */
+	unsigned watched;               /* skip_idle: threads with a watch */
 };
 struct counter;
 /* Opens every event on every thread (attach), or launches argv / takes the stopped child

@@ -25,6 +25,13 @@ struct count_thread {
 	pid_t tid;
 	int fds[COUNTER_MAX_EVENTS];    /* -1: not open (or closed at the stop) */
 	struct counter_value v[COUNTER_MAX_EVENTS];
+	/* opts.skip_idle: the thread's watch (count.c, "reading") */
+	int watch_fd;                   /* -1: none (every reading reads the thread) */
+	struct perf_event_mmap_page *watch;
+	uint32_t watch_lock;            /* its user page's lock before the last reading */
+	bool read_once;                 /* the thread was read (since its watch opened) */
+	bool idle;                      /* ... and was off the CPU at that reading */
+	bool gone;                      /* ... after it exited: its values are final */
 };
 
 struct counter {

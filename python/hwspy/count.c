@@ -4,9 +4,11 @@
  * - Session(events): the calling process counted once (hwspy_count_start(c, 0, NULL), user
  *   space only where kernel mode is refused), kept open: the package keeps one per event set
  *   and process, so a `with` block opens nothing; it reads marks (hwspy_count_mark_read(): one
- *   read per group per thread) at its start and end. mark() (a reading now), zero() (an empty
+ *   read per group per thread, none for a thread that has not run since) at its start and
+ *   end. mark() (a reading now), zero() (an empty
  *   sum), add(sum, a, b) (sum += b - a), result(sum) (the sum's values, threads, findings as
- *   one dict), info() (the events' names, which are unavailable and why, user space only).
+ *   one dict), info() (the events' names, which are unavailable and why, user space only),
+ *   reads() (threads watched, read, skipped).
  * - measure(events, pid, duration_ns): another process counted for a while, the GIL released
  *   while it waits (in slices of 100 ms, signals checked between: Ctrl-C stops it), the dict
  *   of result() with its info().
@@ -484,12 +486,27 @@ static PyObject *session_info(PyObject *self, PyObject *unused)
 	return s->info;
 }
 
+/* How its readings went: threads watched, threads read and skipped as idle (bench, tests). */
+static PyObject *session_reads(PyObject *self, PyObject *unused)
+{
+	struct session *s = (struct session *) self;
+	struct hwspy_count_stats st = { 0 };
+
+	(void) unused;
+	if (s->c)
+		hwspy_count_stats(s->c, &st);
+	return Py_BuildValue("{sIsKsK}", "watched", st.threads_watched, "reads",
+			     (unsigned long long) st.reads, "skipped",
+			     (unsigned long long) st.reads_skipped);
+}
+
 static PyMethodDef session_methods[] = {
 	{ "mark", session_mark, METH_NOARGS, "A reading of every counter now." },
 	{ "zero", session_zero, METH_NOARGS, "An empty sum of intervals." },
 	{ "add", session_add, METH_VARARGS, "add(sum, a, b): sum += b - a." },
 	{ "result", session_result, METH_O, "The sum's values, threads and findings (dict)." },
 	{ "info", session_info, METH_NOARGS, "The events, the unavailable ones and why." },
+	{ "reads", session_reads, METH_NOARGS, "Threads watched, read and skipped (dict)." },
 	{ NULL, NULL, 0, NULL },
 };
 
