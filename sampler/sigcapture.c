@@ -121,13 +121,57 @@ static uint64_t now_ns(void)
 
 /* ---- the handler: async-signal-safe from here to sigcap_handler() ---- */
 
+/* One read of a batch: len bytes at src into dst (src 0: none), ok once read. */
+struct rdv {
+	void *dst;
+	uint64_t src;
+	size_t len;
+	bool ok;
+};
+
+#define RD_BATCH (SAMPLER_CAPTURE_MAX_EXTRAS + 4)
+
+/* Reads n <= RD_BATCH reads in as few system calls as it can (each costs ~2 us here, the
+ * handler's whole cost): process_vm_readv stops at the first read that faults, so the reads
+ * after it go in another call. */
+static void rd_batch(pid_t pid, struct rdv *v, size_t n)
+{
+	struct iovec l[RD_BATCH], r[RD_BATCH];
+	size_t i = 0;
+
+	for (size_t k = 0; k < n; k++)
+		v[k].ok = false;
+	while (i < n) {
+		size_t idx[RD_BATCH], m = 0, done;
+		ssize_t got;
+
+		for (; i < n; i++)
+			if (v[i].src) {
+				l[m] = (struct iovec) { v[i].dst, v[i].len };
+				r[m] = (struct iovec) { (void *) (uintptr_t) v[i].src, v[i].len };
+				idx[m++] = i;
+			}
+		if (!m)
+			return;
+		got = process_vm_readv(pid, l, m, r, m, 0);
+		done = got > 0 ? (size_t) got : 0;
+		for (size_t k = 0; k < m; k++) {
+			if (done < v[idx[k]].len) {
+				i = idx[k] + 1;         /* this one faulted: the rest again */
+				break;
+			}
+			done -= v[idx[k]].len;
+			v[idx[k]].ok = true;
+		}
+	}
+}
+
 static bool rd(pid_t pid, void *dst, uint64_t src, size_t len)
 {
-	struct iovec l = { dst, len }, r = { (void *) (uintptr_t) src, len };
+	struct rdv v = { dst, src, len, false };
 
-	if (!src)
-		return false;
-	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t) len;
+	rd_batch(pid, &v, 1);
+	return v.ok;
 }
 
 static bool rd64(pid_t pid, uint64_t *dst, uint64_t src)
@@ -135,9 +179,9 @@ static bool rd64(pid_t pid, uint64_t *dst, uint64_t src)
 	return rd(pid, dst, src, 8);
 }
 
-/* The node's extras (sampler_capture_extra), each read where its pointer is, 0 where the
- * pointer was 0 or the read failed (its bytes then zeroed). node: its address (u64) then body. */
-static void copy_extras(const struct sigcap *c, unsigned char *node)
+/* The reads of the node's extras (sampler_capture_extra), each where its pointer is, into v:
+ * how many. node: its address (u64) then body. */
+static size_t extras_reads(const struct sigcap *c, unsigned char *node, struct rdv *v)
 {
 	const struct sampler_capture_spec *sp = &c->spec;
 	unsigned char *body = node + 8;
@@ -149,12 +193,23 @@ static void copy_extras(const struct sigcap *c, unsigned char *node)
 
 		memcpy(&addr, body + e->from, 8);
 		addr = (addr & e->mask) + e->off;
-		if (!rd(c->pid, body + at + 8, addr, e->len)) {
-			addr = 0;
-			memset(body + at + 8, 0, e->len);
-		}
-		memcpy(body + at, &addr, 8);
+		v[i] = (struct rdv) { body + at + 8, addr, e->len, false };
 		at += 8 + e->len;
+	}
+	return sp->n_extras;
+}
+
+/* After extras_reads()' reads: each extra's address before its bytes, 0 (and the bytes
+ * zeroed) where the pointer was 0 or the read failed. */
+static void extras_done(const struct sigcap *c, const struct rdv *v)
+{
+	for (uint32_t i = 0; i < c->spec.n_extras; i++) {
+		unsigned char *bytes = v[i].dst;
+		uint64_t addr = v[i].ok ? v[i].src : 0;
+
+		if (!v[i].ok)
+			memset(bytes, 0, v[i].len);
+		memcpy(bytes - 8, &addr, 8);
 	}
 }
 
@@ -186,6 +241,9 @@ static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, 
 	const struct sampler_capture_spec *sp = &c->spec;
 	struct capture_record h = { .magic = CAPTURE_MAGIC, .status = SAMPLE_CAPTURE_NO_ROOT,
 				    .ip = ip };
+	struct rdv v[RD_BATCH];
+	size_t nv = 0, gil = SIZE_MAX, gc = SIZE_MAX, head = SIZE_MAX;
+	unsigned char *prev = NULL;     /* the node read last, its extras not yet */
 	uint32_t len = CAPTURE_HDR;
 	uint64_t node;
 
@@ -197,32 +255,59 @@ static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, 
 		else
 			sl->tries++;
 	}
-	if (sp->gil_at && rd64(c->pid, &h.gil_holder, sp->gil_at + sp->gil_holder_off) &&
-	    rd(c->pid, &h.gil_locked, sp->gil_at + sp->gil_locked_off, 4))
-		h.gil_read = 1;
-	if (sp->gc_at && rd(c->pid, &h.gc_collecting, sp->gc_at, 4))
-		h.gc_read = 1;
+	/* the lock, the collector and the thread's frame pointer: one read */
+	if (sp->gil_at) {
+		gil = nv;
+		v[nv++] = (struct rdv) { &h.gil_holder, sp->gil_at + sp->gil_holder_off, 8, false };
+		v[nv++] = (struct rdv) { &h.gil_locked, sp->gil_at + sp->gil_locked_off, 4, false };
+	}
+	if (sp->gc_at) {
+		gc = nv;
+		v[nv++] = (struct rdv) { &h.gc_collecting, sp->gc_at, 4, false };
+	}
+	if (h.root) {
+		head = nv;
+		v[nv++] = (struct rdv) { &h.head, h.root + sp->head_off1, 8, false };
+	}
+	rd_batch(c->pid, v, nv);
+	h.gil_read = gil != SIZE_MAX && v[gil].ok && v[gil + 1].ok;
+	h.gc_read = gc != SIZE_MAX && v[gc].ok;
+	if (!h.gil_read)
+		h.gil_holder = h.gil_locked = 0;
+	if (!h.gc_read)
+		h.gc_collecting = 0;
 	if (h.root) {
 		h.status = SAMPLE_CAPTURE_FAULT;
-		if (rd64(c->pid, &h.head, h.root + sp->head_off1) &&
-		    (sp->head_off2 == SAMPLER_CAPTURE_NO_OFF || !h.head ||
-		     rd64(c->pid, &h.head, h.head + sp->head_off2)))
+		if (v[head].ok && (sp->head_off2 == SAMPLER_CAPTURE_NO_OFF || !h.head ||
+				   rd64(c->pid, &h.head, h.head + sp->head_off2)))
 			h.status = SAMPLE_CAPTURE_OK;
 		else
 			h.head = 0;
 	}
+	/* node by node, each read with the extras of the node before it */
 	node = h.status == SAMPLE_CAPTURE_OK ? h.head : 0;
-	for (; node && h.n < SAMPLER_CAPTURE_MAX_NODES; h.n++) {
+	while ((node && h.n < SAMPLER_CAPTURE_MAX_NODES) || prev) {
 		unsigned char *n = rec + CAPTURE_HDR + h.n * c->stride;
+		bool read_node = node && h.n < SAMPLER_CAPTURE_MAX_NODES;
 
-		memcpy(n, &node, 8);
-		if (!rd(c->pid, n + 8, node, sp->node_bytes)) {
+		nv = prev ? extras_reads(c, prev, v) : 0;
+		if (read_node)
+			v[nv++] = (struct rdv) { n + 8, node, sp->node_bytes, false };
+		rd_batch(c->pid, v, nv);
+		if (prev)
+			extras_done(c, v);
+		prev = NULL;
+		if (!read_node)
+			break;
+		if (!v[nv - 1].ok) {
 			h.status = SAMPLE_CAPTURE_FAULT;
 			break;
 		}
-		len = (uint32_t) (CAPTURE_HDR + (h.n + 1) * c->stride);
+		memcpy(n, &node, 8);
+		h.n++;
+		len = (uint32_t) (CAPTURE_HDR + h.n * c->stride);
 		memcpy(&node, n + 8 + sp->next_off, 8);
-		copy_extras(c, n);
+		prev = n;
 	}
 	if (node && h.status == SAMPLE_CAPTURE_OK)
 		h.status = SAMPLE_CAPTURE_CUT;

@@ -701,6 +701,13 @@ static PyObject *rec_info(PyObject *self, PyObject *unused)
 	    set_u64(d, "late_median_us", st.late_median_us) < 0 ||
 	    set_u64(d, "late_max_us", st.late_max_us) < 0 ||
 	    set_u64(d, "excluded", st.excluded) < 0 ||
+	    /* signal mode: the handler's work in the profiled threads' own time */
+	    set_u64(d, "signals", st.signal_seen) < 0 ||
+	    set_u64(d, "signal_records", st.signal_taken) < 0 ||
+	    set_u64(d, "signal_dropped", st.signal_dropped) < 0 ||
+	    set_u64(d, "signal_unpaired", st.signal_unpaired) < 0 ||
+	    set_u64(d, "handler_ns", st.signal_ns_total) < 0 ||
+	    set_u64(d, "handler_max_ns", st.signal_ns_max) < 0 ||
 	    set_u64(d, "threads", st.threads_seen) < 0 ||
 	    set_u64(d, "elapsed_ns", st.elapsed_ns) < 0 ||
 	    set_u64(d, "recorder_tid", (uint64_t) o->tid) < 0 ||

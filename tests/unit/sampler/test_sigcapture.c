@@ -90,21 +90,31 @@ struct result {
 	int ready;                      /* atomic */
 };
 
+/* The faults test: chain B's third node points to no code (an address nothing is mapped at)
+ * and its last node to no next node: a copy with that code zeroed, then a fault. */
+static bool faulty;
+#define NOWHERE 0x10                    /* below mmap_min_addr: never mapped */
+
 static bool chain_is(const struct sample_capture *c, const struct fnode *chain, size_t n,
 		     const struct fcode *codes)
 {
-	if (c->status != SAMPLE_CAPTURE_OK || c->n != n || c->head != (uintptr_t) chain)
+	bool faults = faulty && chain == chain_b;
+
+	if (c->status != (faults ? SAMPLE_CAPTURE_FAULT : SAMPLE_CAPTURE_OK) || c->n != n ||
+	    c->head != (uintptr_t) chain)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		const unsigned char *node = c->nodes + i * c->stride;
 		uint64_t addr, tag, code, code_tag;
+		bool none = faults && i == 2;
 
 		memcpy(&addr, node, 8);
 		memcpy(&tag, node + 8 + offsetof(struct fnode, tag), 8);
 		memcpy(&code, node + 8 + sizeof(struct fnode), 8);
 		memcpy(&code_tag, node + 8 + sizeof(struct fnode) + 8, 8);
 		if (addr != (uintptr_t) &chain[i] || tag != chain[i].tag ||
-		    code != (uintptr_t) &codes[i] || code_tag != codes[i].tag)
+		    code != (none ? 0 : (uintptr_t) &codes[i]) ||
+		    code_tag != (none ? 0 : codes[i].tag))
 			return false;
 	}
 	return true;
@@ -212,6 +222,10 @@ static void chains_init(void)
 		chain_b[i] = (struct fnode) { i + 1 < 5 ? (uintptr_t) &chain_b[i + 1] : 0,
 					      (uintptr_t) &codes_b[i], 0xb + i, 0 };
 	}
+	if (faulty) {
+		chain_b[2].code = NOWHERE;
+		chain_b[4].next = NOWHERE;
+	}
 }
 
 /* res's sampler run while the main thread spins in spin_a()/spin_b() */
@@ -252,6 +266,25 @@ static void test_sigcapture_exact(void **state)
 	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
 	/* a SIGTRAP not of its events: the default action, as before */
 	assert_true(trap_acts_as_default());
+}
+
+/* A code pointer and a next pointer to nowhere (the handler reads in batches, which stop at
+ * the first read that faults): the reads after it still made, the copy as the chain is. */
+static void test_sigcapture_faults(void **state)
+{
+	struct result res = { .main_tid = gettid(), .freq = 2000, .duration_ms = 300 };
+
+	(void) state;
+	faulty = true;
+	run_spinning(&res);
+	faulty = false;
+	if (res.r == -EACCES || res.r == -EPERM)
+		skip();
+	assert_int_equal(res.r, 0);
+	print_result(&res);
+	assert_true(res.in_b > 20);
+	assert_int_equal(res.wrong, 0);
+	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
 }
 
 /* The reader 12 ms late, 5 times, at 2 kHz: each thread's ring holds 16 ms of its samples. */
@@ -342,6 +375,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigcapture_exact),
+		cmocka_unit_test(test_sigcapture_faults),
 		cmocka_unit_test(test_sigcapture_reader_late),
 		cmocka_unit_test(test_sigcapture_thread_churn),
 	};
