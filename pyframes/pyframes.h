@@ -272,6 +272,10 @@ struct pyframes_capture_spec {
 	uint32_t next_off;      /* the caller link (f_back / previous); next_off + 8 <= frame_bytes */
 	uint32_t n_extras;      /* <= PYFRAMES_CAPTURE_MAX_EXTRAS */
 	struct pyframes_capture_extra extra[PYFRAMES_CAPTURE_MAX_EXTRAS];
+	uint32_t n_identity;    /* extras [0, n_identity) are the code object's fields that
+	                         * identify it; the rest, the starts of its names */
+	bool stacked;           /* a caller's frame most often lies just below its callee's
+	                         * (3.11+: in the thread's stack chunks; before: allocated so) */
 };
 
 /* The spec for this target's CPython. 0, or -EINVAL: its frames cannot fit

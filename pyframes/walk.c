@@ -576,6 +576,7 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 		};
 	}
 	n = sp->n_extras;
+	sp->n_identity = n;
 	used = extra_at(sp, n) + 8;
 	name_at = code_field_at(sp, n, name_off);
 	file_at = code_field_at(sp, n, l->co_filename);
@@ -614,6 +615,10 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	}
 	ret->frame_bytes = bytes;
 	ret->next_off = l->fr_previous;
+	/* 3.11+: _PyInterpreterFrames in the thread's data stack chunks (a generator's in the
+	 * generator, read where it is); before, frame objects, a caller's most often allocated
+	 * just below its callee's (measured on 3.8: 60 nested calls' frames on 11 pages) */
+	ret->stacked = true;
 	capture_extras(l, ret);
 	return 0;
 }

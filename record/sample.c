@@ -170,6 +170,8 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 		.node_bytes = ps.frame_bytes,
 		.next_off = ps.next_off,
 		.n_extras = ps.n_extras,
+		.n_identity = ps.n_identity,
+		.stacked = ps.stacked,
 	};
 	for (uint32_t i = 0; i < ps.n_extras; i++)
 		ret->extra[i] = (struct sampler_capture_extra) {

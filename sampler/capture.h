@@ -63,6 +63,13 @@ struct sampler_capture_spec {
 	/* The cyclic GC at the overflow: gc_at 0, not read; else the u32 at gc_at (its collecting
 	 * flag) goes into the record: the sample then says whether it was collecting */
 	uint64_t gc_at;
+	/* The signal mode's handler (sigcapture.c) only, which reads with a system call each
+	 * time: extras [0, n_identity) identify the node's code (its address and these bytes);
+	 * the others (its names) are copied once per thread and identity, and left out (address
+	 * 0) of later records of that thread. 0: every extra every time. stacked: a node's next
+	 * most often lies just below it (CPython's frames): nodes are read a window at a time */
+	uint32_t n_identity;
+	bool stacked;
 };
 #define SAMPLER_CAPTURE_SEARCH 32
 

@@ -57,6 +57,22 @@
 #define SIGCAP_EXCLUDED 16
 #define SIGCAP_SEARCH_TRIES 64          /* searches for a thread's root (one that runs no Python) */
 #define SIGCAP_BUSY_WAIT_NS 2000000  /* for a record being written when its sample is read */
+/* Stacked nodes (CPython 3.11+'s frames): a record reads its nodes a window at a time, the
+ * node's page and those below it (its callers'), at most SIGCAP_WINDOWS windows a record */
+#define SIGCAP_WINDOWS 4
+#define SIGCAP_WINDOW_PAGES 4
+#define SIGCAP_PAGE 4096ULL             /* x86-64's */
+#define SIGCAP_WINDOW_BYTES ((SIGCAP_WINDOW_PAGES + 1) * SIGCAP_PAGE)
+/* A code object's identity extras are read as one span, once per code in a record, where
+ * they lie within this many bytes of each other; the pages that hold a record's spans are read
+ * whole (code objects lie close together: a read costs ~1 us a page), up to this many */
+#define SIGCAP_SPAN_MAX 256
+#define SIGCAP_SPAN_PAGES 32
+#define NO_PAGE 0xff
+/* Per slot, the codes (their identity: sampler_capture_spec.n_identity) whose names the
+ * thread's records carried already: later records leave them out. Buckets of 4 */
+#define SIGCAP_KNOWN 1024
+#define SIGCAP_KNOWN_WAYS 4
 #ifndef TRAP_PERF
 #define TRAP_PERF 6
 #endif
@@ -82,6 +98,25 @@ struct sigcap_slot {
 	uint64_t since_ns;              /* freed then: an older sample is not its thread's */
 };
 
+/* A slot's handler's room (no reentry on a thread: one record at a time): the windows, the
+ * identity spans and what a record's extras need to know per node. */
+struct sigcap_work {
+	unsigned char window[SIGCAP_WINDOWS][SIGCAP_WINDOW_BYTES];
+	unsigned char page[SIGCAP_SPAN_PAGES][SIGCAP_PAGE];
+	uint64_t page_at[SIGCAP_SPAN_PAGES];            /* the target's page each holds */
+	bool page_ok[SIGCAP_SPAN_PAGES];
+	unsigned char span[SAMPLER_CAPTURE_MAX_NODES][SIGCAP_SPAN_MAX]; /* spans read alone */
+	uint8_t span_page[SAMPLER_CAPTURE_MAX_NODES];   /* a code's span: in pages, or NO_PAGE */
+	uint64_t code[SAMPLER_CAPTURE_MAX_NODES];       /* the distinct codes of the record */
+	uint64_t digest[SAMPLER_CAPTURE_MAX_NODES];     /* per node */
+	uint8_t of[SAMPLER_CAPTURE_MAX_NODES];          /* a node's code: its index in code[] */
+	bool span_ok[SAMPLER_CAPTURE_MAX_NODES];
+	bool want[SAMPLER_CAPTURE_MAX_NODES];           /* a node's names are to be read */
+	/* emptied by the reader as it frees the slot: the digests of the codes whose names a
+	 * record of this thread carried (0: none) */
+	uint64_t known[SIGCAP_KNOWN];
+};
+
 struct sigcap {
 	uint64_t cookie;
 	pid_t pid;
@@ -91,6 +126,10 @@ struct sigcap {
 	unsigned char *area;            /* atomic: SIGCAP_THREADS * records records, or NULL
 	                                 * until sigcap_start() */
 	size_t area_size;
+	struct sigcap_work *work;       /* one per slot, the handler's (NULL: none could be had) */
+	/* the identity extras as one span of the code object: [span_lo, span_hi) past the code's
+	 * address (span_hi 0: read each alone) */
+	uint32_t span_lo, span_hi;
 	uint32_t records;               /* per slot, a power of 2 */
 	struct sigcap_slot slot[SIGCAP_THREADS];
 	/* the handler's counts (atomic) */
@@ -129,7 +168,7 @@ struct rdv {
 	bool ok;
 };
 
-#define RD_BATCH (SAMPLER_CAPTURE_MAX_EXTRAS + 4)
+#define RD_BATCH 32
 
 /* Reads n <= RD_BATCH reads in as few system calls as it can (each costs ~2 us here, the
  * handler's whole cost): process_vm_readv stops at the first read that faults, so the reads
@@ -179,31 +218,21 @@ static bool rd64(pid_t pid, uint64_t *dst, uint64_t src)
 	return rd(pid, dst, src, 8);
 }
 
-/* The reads of the node's extras (sampler_capture_extra), each where its pointer is, into v:
- * how many. node: its address (u64) then body. */
-static size_t extras_reads(const struct sigcap *c, unsigned char *node, struct rdv *v)
+/* Extra i's place in a node's body (past the node's own address). */
+static uint32_t extra_place(const struct sampler_capture_spec *sp, uint32_t i)
 {
-	const struct sampler_capture_spec *sp = &c->spec;
-	unsigned char *body = node + 8;
 	uint32_t at = sp->node_bytes;
 
-	for (uint32_t i = 0; i < sp->n_extras; i++) {
-		const struct sampler_capture_extra *e = &sp->extra[i];
-		uint64_t addr;
-
-		memcpy(&addr, body + e->from, 8);
-		addr = (addr & e->mask) + e->off;
-		v[i] = (struct rdv) { body + at + 8, addr, e->len, false };
-		at += 8 + e->len;
-	}
-	return sp->n_extras;
+	for (uint32_t k = 0; k < i; k++)
+		at += 8 + sp->extra[k].len;
+	return at;
 }
 
-/* After extras_reads()' reads: each extra's address before its bytes, 0 (and the bytes
- * zeroed) where the pointer was 0 or the read failed. */
-static void extras_done(const struct sigcap *c, const struct rdv *v)
+/* After rd_batch(): each extra's address before its bytes, 0 (and the bytes zeroed) where
+ * the pointer was 0 or the read failed. */
+static void extras_done(const struct rdv *v, size_t n)
 {
-	for (uint32_t i = 0; i < c->spec.n_extras; i++) {
+	for (size_t i = 0; i < n; i++) {
 		unsigned char *bytes = v[i].dst;
 		uint64_t addr = v[i].ok ? v[i].src : 0;
 
@@ -211,6 +240,276 @@ static void extras_done(const struct sigcap *c, const struct rdv *v)
 			memset(bytes, 0, v[i].len);
 		memcpy(bytes - 8, &addr, 8);
 	}
+}
+
+/* Extras [from, to) of the n nodes at nodes (those with want[k], or all: want NULL), read in
+ * batches of RD_BATCH. */
+static void extras_read(const struct sigcap *c, unsigned char *nodes, uint32_t n, uint32_t from,
+			uint32_t to, const bool *want)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	struct rdv v[RD_BATCH];
+	size_t nv = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		unsigned char *body = nodes + (size_t) k * c->stride + 8;
+
+		if (want && !want[k])
+			continue;
+		for (uint32_t i = from; i < to; i++) {
+			const struct sampler_capture_extra *e = &sp->extra[i];
+			uint32_t at = extra_place(sp, i);
+			uint64_t addr;
+
+			memcpy(&addr, body + e->from, 8);
+			addr = (addr & e->mask) + e->off;
+			v[nv++] = (struct rdv) { body + at + 8, addr, e->len, false };
+			if (nv == RD_BATCH) {
+				rd_batch(c->pid, v, nv);
+				extras_done(v, nv);
+				nv = 0;
+			}
+		}
+	}
+	rd_batch(c->pid, v, nv);
+	extras_done(v, nv);
+}
+
+/* The digest of a node's identity extras (their addresses and bytes), never 0; 0 where one of
+ * them was not read. */
+static uint64_t identity_digest(const struct sampler_capture_spec *sp, const unsigned char *body,
+				uint32_t n_id)
+{
+	uint32_t from = extra_place(sp, 0), to = extra_place(sp, n_id);
+	uint64_t d = 0xcbf29ce484222325ULL, addr;
+
+	for (uint32_t i = 0; i < n_id; i++) {
+		memcpy(&addr, body + extra_place(sp, i), 8);
+		if (!addr)
+			return 0;
+	}
+	for (uint32_t k = from; k < to; k++)
+		d = (d ^ body[k]) * 0x100000001b3ULL;
+	return d ? d : 1;
+}
+
+/* Whether the thread's records carried the names of the code of this digest. */
+static bool known(const struct sigcap_work *w, uint64_t digest)
+{
+	const uint64_t *b = &w->known[((digest * 0x9e3779b97f4a7c15ULL) >> (64 - 8)) *
+				      SIGCAP_KNOWN_WAYS];
+
+	for (int i = 0; i < SIGCAP_KNOWN_WAYS; i++)
+		if (b[i] == digest)
+			return true;
+	return false;
+}
+
+static void known_add(struct sigcap_work *w, uint64_t digest)
+{
+	uint64_t *b = &w->known[((digest * 0x9e3779b97f4a7c15ULL) >> (64 - 8)) * SIGCAP_KNOWN_WAYS];
+	int i = 0;
+
+	while (i < SIGCAP_KNOWN_WAYS && b[i] && b[i] != digest)
+		i++;
+	/* a full bucket: one of its four by the digest's low bits */
+	b[i < SIGCAP_KNOWN_WAYS ? i : (int) (digest & (SIGCAP_KNOWN_WAYS - 1))] = digest;
+}
+
+/* The index of page (a page's address) among w's n pages, added if absent and room is left;
+ * NO_PAGE if not. */
+static uint8_t page_index(struct sigcap_work *w, uint32_t *n, uint64_t page)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (w->page_at[i] == page)
+			return (uint8_t) i;
+	if (*n == SIGCAP_SPAN_PAGES)
+		return NO_PAGE;
+	w->page_at[*n] = page;
+	return (uint8_t) (*n)++;
+}
+
+/* Copies len bytes at addr from w's n pages read: whether they were all there. */
+static bool from_pages(const struct sigcap_work *w, uint32_t n, uint64_t addr, unsigned char *dst,
+		       size_t len)
+{
+	while (len) {
+		uint64_t page = addr & ~(SIGCAP_PAGE - 1);
+		size_t k = SIGCAP_PAGE - (addr - page) < len ? SIGCAP_PAGE - (addr - page) : len;
+		uint32_t i = 0;
+
+		while (i < n && w->page_at[i] != page)
+			i++;
+		if (i == n || !w->page_ok[i])
+			return false;
+		memcpy(dst, w->page[i] + (addr - page), k);
+		dst += k;
+		addr += k;
+		len -= k;
+	}
+	return true;
+}
+
+/* The identity extras of the n nodes, each distinct code's span (c->span_hi) read once: from
+ * the pages that hold them, read whole, or alone where the pages ran out. */
+static void identity_read(const struct sigcap *c, struct sigcap_work *w, unsigned char *nodes,
+			  uint32_t n, uint32_t n_id)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	uint32_t n_codes = 0, n_pages = 0, n_alone = 0, len = c->span_hi - c->span_lo;
+	struct rdv v[RD_BATCH];
+	uint8_t idx[RD_BATCH];
+
+	for (uint32_t k = 0; k < n; k++) {
+		const unsigned char *body = nodes + (size_t) k * c->stride + 8;
+		uint64_t code;
+		uint32_t d = 0;
+
+		memcpy(&code, body + sp->extra[0].from, 8);
+		code &= sp->extra[0].mask;
+		while (d < n_codes && w->code[d] != code)
+			d++;
+		if (d == n_codes)
+			w->code[n_codes++] = code;
+		w->of[k] = (uint8_t) d;
+	}
+	for (uint32_t d = 0; d < n_codes; d++) {
+		uint64_t a = w->code[d] + c->span_lo, b = a + len - 1;
+		uint8_t first = NO_PAGE, second = 0;
+
+		w->span_ok[d] = false;
+		w->span_page[d] = NO_PAGE;
+		if (!w->code[d] || b < a)
+			continue;
+		first = page_index(w, &n_pages, a & ~(SIGCAP_PAGE - 1));
+		if (first != NO_PAGE && (b & ~(SIGCAP_PAGE - 1)) != (a & ~(SIGCAP_PAGE - 1)))
+			second = page_index(w, &n_pages, b & ~(SIGCAP_PAGE - 1));
+		w->span_page[d] = second == NO_PAGE ? NO_PAGE : first;
+		if (w->span_page[d] == NO_PAGE)
+			n_alone++;
+	}
+	/* the pages, then the spans that found none */
+	for (uint32_t i = 0; i < n_pages; i += RD_BATCH) {
+		uint32_t m = n_pages - i < RD_BATCH ? n_pages - i : RD_BATCH;
+
+		for (uint32_t q = 0; q < m; q++)
+			v[q] = (struct rdv) { w->page[i + q], w->page_at[i + q], SIGCAP_PAGE, false };
+		rd_batch(c->pid, v, m);
+		for (uint32_t q = 0; q < m; q++)
+			w->page_ok[i + q] = v[q].ok;
+	}
+	for (uint32_t d = 0, m = 0; n_alone && d <= n_codes; d++) {
+		if (d < n_codes && w->code[d] && w->span_page[d] == NO_PAGE) {
+			idx[m] = (uint8_t) d;
+			v[m++] = (struct rdv) { w->span[d], w->code[d] + c->span_lo, len, false };
+		}
+		if (m == RD_BATCH || (d == n_codes && m)) {
+			rd_batch(c->pid, v, m);
+			for (uint32_t q = 0; q < m; q++)
+				w->span_ok[idx[q]] = v[q].ok;
+			m = 0;
+		}
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		unsigned char *body = nodes + (size_t) k * c->stride + 8;
+		uint32_t d = w->of[k];
+
+		for (uint32_t i = 0; i < n_id; i++) {
+			const struct sampler_capture_extra *e = &sp->extra[i];
+			unsigned char *at = body + extra_place(sp, i);
+			uint64_t addr = w->code[d] ? w->code[d] + e->off : 0;
+			bool ok = addr && (w->span_page[d] != NO_PAGE ?
+					   from_pages(w, n_pages, addr, at + 8, e->len) : w->span_ok[d]);
+
+			if (ok && w->span_page[d] == NO_PAGE)
+				memcpy(at + 8, w->span[d] + (e->off - c->span_lo), e->len);
+			if (!ok) {
+				addr = 0;
+				memset(at + 8, 0, e->len);
+			}
+			memcpy(at, &addr, 8);
+		}
+	}
+}
+
+/* The extras of a record's n nodes: the identity ones of every node, then the names of those
+ * whose code (as identified now) no record of this thread carried the names of; the others'
+ * are left out (address 0), the reader knowing them from that record. */
+static void copy_extras(struct sigcap *c, struct sigcap_work *w,
+			unsigned char *nodes, uint32_t n)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	uint32_t n_id = sp->n_identity && sp->n_identity < sp->n_extras ? sp->n_identity
+									   : sp->n_extras;
+	uint32_t names = extra_place(sp, n_id), end = extra_place(sp, sp->n_extras);
+
+	if (!w) {                       /* no room: every extra, every time */
+		extras_read(c, nodes, n, 0, sp->n_extras, NULL);
+		return;
+	}
+	if (c->span_hi)
+		identity_read(c, w, nodes, n, n_id);
+	else
+		extras_read(c, nodes, n, 0, n_id, NULL);
+	if (n_id == sp->n_extras)
+		return;
+	for (uint32_t k = 0; k < n; k++) {
+		unsigned char *body = nodes + (size_t) k * c->stride + 8;
+
+		w->digest[k] = identity_digest(sp, body, n_id);
+		w->want[k] = !w->digest[k] || !known(w, w->digest[k]);
+		if (!w->want[k])
+			memset(body + names, 0, end - names);
+	}
+	extras_read(c, nodes, n, n_id, sp->n_extras, w->want);
+	for (uint32_t k = 0; k < n; k++) {
+		const unsigned char *body = nodes + (size_t) k * c->stride + 8;
+		bool all = w->digest[k] != 0 && w->want[k];
+		uint64_t addr;
+
+		for (uint32_t i = n_id; all && i < sp->n_extras; i++) {
+			memcpy(&addr, body + extra_place(sp, i), 8);
+			all = addr != 0;
+		}
+		if (all)
+			known_add(w, w->digest[k]);
+	}
+}
+
+/* A window of stacked nodes read: [lo, hi) of the target at base. */
+struct window {
+	uint64_t lo, hi;
+	const unsigned char *base;
+};
+
+/* Reads the window that ends past the node at node (len bytes): its page and up to
+ * SIGCAP_WINDOW_PAGES - 1 below, into buf (SIGCAP_WINDOW_BYTES), as far
+ * down as they are mapped. false where the node itself is not. */
+static bool window_read(const struct sigcap *c, uint64_t node, uint32_t len, unsigned char *buf,
+			struct window *w)
+{
+	struct iovec l[SIGCAP_WINDOW_PAGES], r[SIGCAP_WINDOW_PAGES];
+	uint64_t page = node & ~(SIGCAP_PAGE - 1), top = node + len;
+	unsigned char *at = buf + (SIGCAP_WINDOW_PAGES - 1) * SIGCAP_PAGE;
+	size_t m = 0, first = top - page;
+	ssize_t got;
+
+	if (top < node || first > 2 * SIGCAP_PAGE)
+		return false;
+	/* the node's page first: a page below that is not mapped ends the window there */
+	l[m] = (struct iovec) { at, first };
+	r[m++] = (struct iovec) { (void *) (uintptr_t) page, first };
+	for (uint64_t k = 1; k < SIGCAP_WINDOW_PAGES && page >= (k + 1) * SIGCAP_PAGE; k++) {
+		l[m] = (struct iovec) { at - k * SIGCAP_PAGE, SIGCAP_PAGE };
+		r[m++] = (struct iovec) { (void *) (uintptr_t) (page - k * SIGCAP_PAGE), SIGCAP_PAGE };
+	}
+	got = process_vm_readv(c->pid, l, m, r, m, 0);
+	if (got < (ssize_t) first)
+		return false;
+	w->hi = top;
+	w->lo = page - (((size_t) got - first) / SIGCAP_PAGE) * SIGCAP_PAGE;
+	w->base = at - (page - w->lo);
+	return true;
 }
 
 /* The thread's root by the interpreter's list of threads (spec.search_at), or 0. */
@@ -241,9 +540,10 @@ static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, 
 	const struct sampler_capture_spec *sp = &c->spec;
 	struct capture_record h = { .magic = CAPTURE_MAGIC, .status = SAMPLE_CAPTURE_NO_ROOT,
 				    .ip = ip };
-	struct rdv v[RD_BATCH];
-	size_t nv = 0, gil = SIZE_MAX, gc = SIZE_MAX, head = SIZE_MAX;
-	unsigned char *prev = NULL;     /* the node read last, its extras not yet */
+	struct sigcap_work *w = c->work ? &c->work[sl - c->slot] : NULL;
+	struct window win[SIGCAP_WINDOWS];
+	struct rdv v[4];
+	size_t nv = 0, gil = SIZE_MAX, gc = SIZE_MAX, head = SIZE_MAX, n_win = 0;
 	uint32_t len = CAPTURE_HDR;
 	uint64_t node;
 
@@ -284,22 +584,24 @@ static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, 
 		else
 			h.head = 0;
 	}
-	/* node by node, each read with the extras of the node before it */
+	/* the nodes (stacked ones from windows), then their extras */
 	node = h.status == SAMPLE_CAPTURE_OK ? h.head : 0;
-	while ((node && h.n < SAMPLER_CAPTURE_MAX_NODES) || prev) {
+	while (node && h.n < SAMPLER_CAPTURE_MAX_NODES) {
 		unsigned char *n = rec + CAPTURE_HDR + h.n * c->stride;
-		bool read_node = node && h.n < SAMPLER_CAPTURE_MAX_NODES;
+		bool got = false;
 
-		nv = prev ? extras_reads(c, prev, v) : 0;
-		if (read_node)
-			v[nv++] = (struct rdv) { n + 8, node, sp->node_bytes, false };
-		rd_batch(c->pid, v, nv);
-		if (prev)
-			extras_done(c, v);
-		prev = NULL;
-		if (!read_node)
-			break;
-		if (!v[nv - 1].ok) {
+		for (size_t k = 0; k < n_win && !got; k++)
+			if (node >= win[k].lo && node + sp->node_bytes <= win[k].hi) {
+				memcpy(n + 8, win[k].base + (node - win[k].lo), sp->node_bytes);
+				got = true;
+			}
+		if (!got && sp->stacked && n_win < SIGCAP_WINDOWS && w &&
+		    window_read(c, node, sp->node_bytes, w->window[n_win], &win[n_win])) {
+			memcpy(n + 8, win[n_win].base + (node - win[n_win].lo), sp->node_bytes);
+			n_win++;
+			got = true;
+		}
+		if (!got && !rd(c->pid, n + 8, node, sp->node_bytes)) {
 			h.status = SAMPLE_CAPTURE_FAULT;
 			break;
 		}
@@ -307,8 +609,8 @@ static uint32_t copy_chain(struct sigcap *c, struct sigcap_slot *sl, pid_t tid, 
 		h.n++;
 		len = (uint32_t) (CAPTURE_HDR + h.n * c->stride);
 		memcpy(&node, n + 8 + sp->next_off, 8);
-		prev = n;
 	}
+	copy_extras(c, w, rec + CAPTURE_HDR, h.n);
 	if (node && h.status == SAMPLE_CAPTURE_OK)
 		h.status = SAMPLE_CAPTURE_CUT;
 	memcpy(rec, &h, sizeof(h));
@@ -518,9 +820,33 @@ static uint32_t sigcap_records(uint64_t rate_hz)
 	return n;
 }
 
+/* Whether the identity extras can be read as one span of the code object: all from the
+ * node's code pointer, within SIGCAP_SPAN_MAX bytes of each other. */
+static void span_choose(struct sigcap *c)
+{
+	const struct sampler_capture_spec *sp = &c->spec;
+	uint32_t n_id = sp->n_identity && sp->n_identity < sp->n_extras ? sp->n_identity
+									   : sp->n_extras;
+	uint32_t lo = UINT32_MAX, hi = 0;
+
+	c->span_lo = c->span_hi = 0;
+	for (uint32_t i = 0; i < n_id; i++) {
+		const struct sampler_capture_extra *e = &sp->extra[i];
+
+		if (e->from != sp->extra[0].from || e->mask != sp->extra[0].mask)
+			return;
+		lo = e->off < lo ? e->off : lo;
+		hi = e->off + e->len > hi ? e->off + e->len : hi;
+	}
+	if (n_id && hi - lo <= SIGCAP_SPAN_MAX) {
+		c->span_lo = lo;
+		c->span_hi = hi;
+	}
+}
+
 int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec, uint64_t rate_hz)
 {
-	void *area;
+	void *area, *work;
 
 	if (!capture_spec_ok(spec))
 		return -EINVAL;
@@ -536,6 +862,11 @@ int sigcap_start(struct sigcap *c, const struct sampler_capture_spec *spec, uint
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (area == MAP_FAILED)
 		return -ENOMEM;
+	/* the handlers' room: where it cannot be had, nodes and extras are read one by one */
+	work = mmap(NULL, SIGCAP_THREADS * sizeof(*c->work), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	c->work = work == MAP_FAILED ? NULL : work;
+	span_choose(c);
 	STORE(&c->area, (unsigned char *) area);        /* the spec before it (release) */
 	return 0;
 }
@@ -630,6 +961,8 @@ static bool slot_free(struct sigcap *c, struct sigcap_slot *sl, uint64_t now)
 	STORE(&sl->root, 0);
 	sl->tries = 0;
 	STORE(&sl->busy, 0);
+	if (c->work)                    /* another thread's records next */
+		memset(c->work[sl - c->slot].known, 0, sizeof(c->work->known));
 	sl->exit_ns = 0;
 	sl->since_ns = now;
 	c->freed++;
@@ -706,5 +1039,7 @@ void sigcap_close(struct sigcap *c)
 		sched_yield();
 	if (c->area)
 		(void) munmap(c->area, c->area_size);
+	if (c->work)
+		(void) munmap(c->work, SIGCAP_THREADS * sizeof(*c->work));
 	free(c);
 }

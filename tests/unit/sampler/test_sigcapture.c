@@ -95,26 +95,56 @@ struct result {
 static bool faulty;
 #define NOWHERE 0x10                    /* below mmap_min_addr: never mapped */
 
+/* The stacked test: chain B laid out downwards (each node's next just below it, as CPython's
+ * frames mostly are), read a window at a time, and each code's second extra, its "name", left
+ * out of a thread's later records once one carried it (n_identity 1): every node's code copied,
+ * its name either copied right or left out (address 0, zeroes), never wrong, and copied at
+ * least once per code. */
+static bool stacked;
+struct fname { uint64_t tag, pad; };
+static struct fname names_b[5];
+static unsigned long names_copied[5], names_left;
+
+/* chain B's node k (from its head) */
+static const struct fnode *b_node(size_t k)
+{
+	return stacked ? &chain_b[4 - k] : &chain_b[k];
+}
+
 static bool chain_is(const struct sample_capture *c, const struct fnode *chain, size_t n,
 		     const struct fcode *codes)
 {
 	bool faults = faulty && chain == chain_b;
 
 	if (c->status != (faults ? SAMPLE_CAPTURE_FAULT : SAMPLE_CAPTURE_OK) || c->n != n ||
-	    c->head != (uintptr_t) chain)
+	    c->head != (uintptr_t) (chain == chain_b ? b_node(0) : chain))
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		const unsigned char *node = c->nodes + i * c->stride;
-		uint64_t addr, tag, code, code_tag;
+		const struct fnode *want = chain == chain_b ? b_node(i) : &chain[i];
+		size_t at = stacked && chain == chain_b ? 4 - i : i;
+		uint64_t addr, tag, code, code_tag, name, name_tag;
 		bool none = faults && i == 2;
 
 		memcpy(&addr, node, 8);
 		memcpy(&tag, node + 8 + offsetof(struct fnode, tag), 8);
 		memcpy(&code, node + 8 + sizeof(struct fnode), 8);
 		memcpy(&code_tag, node + 8 + sizeof(struct fnode) + 8, 8);
-		if (addr != (uintptr_t) &chain[i] || tag != chain[i].tag ||
-		    code != (none ? 0 : (uintptr_t) &codes[i]) ||
-		    code_tag != (none ? 0 : codes[i].tag))
+		if (addr != (uintptr_t) want || tag != want->tag ||
+		    code != (none ? 0 : (uintptr_t) &codes[at]) ||
+		    code_tag != (none ? 0 : codes[at].tag))
+			return false;
+		if (!stacked)
+			continue;
+		memcpy(&name, node + 8 + sizeof(struct fnode) + 8 + sizeof(struct fcode), 8);
+		memcpy(&name_tag, node + 8 + sizeof(struct fnode) + 8 + sizeof(struct fcode) + 8, 8);
+		if (chain != chain_b)
+			continue;
+		if (name == (uintptr_t) &names_b[at] && name_tag == names_b[at].tag)
+			names_copied[at]++;
+		else if (name == 0 && name_tag == 0)
+			names_left++;
+		else
 			return false;
 	}
 	return true;
@@ -166,13 +196,20 @@ static void *sampler_thread(void *arg)
 		.node_bytes = sizeof(struct fnode), .next_off = offsetof(struct fnode, next),
 		.n_extras = 1,
 		.extra = { { .from = offsetof(struct fnode, code), .off = 0,
-			     .len = sizeof(struct fcode), .mask = UINT64_MAX } },
+			     .len = sizeof(struct fcode), .mask = UINT64_MAX },
+			   { .from = sizeof(struct fnode) + 8 + offsetof(struct fcode, pad),
+			     .off = 0, .len = sizeof(struct fname), .mask = UINT64_MAX } },
 	};
 	struct sampler_opts o = { .pid = getpid(), .n_events = 1, .freq = res->freq, .signal = true,
 				  .capture_spec = &spec, .events = &ev };
 	struct sampler *s = NULL;
 	int r;
 
+	if (stacked) {
+		spec.n_extras = 2;
+		spec.n_identity = 1;
+		spec.stacked = true;
+	}
 	res->sampler_tid = gettid();
 	r = events_parse("cpu-clock", &ev);
 	if (r == 0)
@@ -226,6 +263,11 @@ static void chains_init(void)
 		chain_b[2].code = NOWHERE;
 		chain_b[4].next = NOWHERE;
 	}
+	for (size_t i = 0; stacked && i < 5; i++) {
+		names_b[i].tag = 0xbb0 + i;
+		codes_b[i].pad = (uintptr_t) &names_b[i];
+		chain_b[i].next = i ? (uintptr_t) &chain_b[i - 1] : 0;
+	}
 }
 
 /* res's sampler run while the main thread spins in spin_a()/spin_b() */
@@ -239,7 +281,7 @@ static void run_spinning(struct result *res)
 	while (spinning) {
 		__atomic_store_n(&root.head, (uintptr_t) chain_a, __ATOMIC_SEQ_CST);
 		spin_a();
-		__atomic_store_n(&root.head, (uintptr_t) chain_b, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&root.head, (uintptr_t) b_node(0), __ATOMIC_SEQ_CST);
 		spin_b();
 	}
 	pthread_join(t, NULL);
@@ -285,6 +327,28 @@ static void test_sigcapture_faults(void **state)
 	assert_true(res.in_b > 20);
 	assert_int_equal(res.wrong, 0);
 	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
+}
+
+static void test_sigcapture_stacked(void **state)
+{
+	struct result res = { .main_tid = gettid(), .freq = 2000, .duration_ms = 300 };
+
+	(void) state;
+	stacked = true;
+	run_spinning(&res);
+	stacked = false;
+	if (res.r == -EACCES || res.r == -EPERM)
+		skip();
+	assert_int_equal(res.r, 0);
+	print_result(&res);
+	printf("# names copied %lu %lu %lu %lu %lu, left out %lu\n", names_copied[0],
+	       names_copied[1], names_copied[2], names_copied[3], names_copied[4], names_left);
+	assert_true(res.in_b > 20);
+	assert_int_equal(res.wrong, 0);
+	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
+	for (size_t i = 0; i < 5; i++)
+		assert_true(names_copied[i] >= 1);
+	assert_true(names_left > 0);
 }
 
 /* The reader 12 ms late, 5 times, at 2 kHz: each thread's ring holds 16 ms of its samples. */
@@ -376,6 +440,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigcapture_exact),
 		cmocka_unit_test(test_sigcapture_faults),
+		cmocka_unit_test(test_sigcapture_stacked),
 		cmocka_unit_test(test_sigcapture_reader_late),
 		cmocka_unit_test(test_sigcapture_thread_churn),
 	};
