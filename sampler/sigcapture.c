@@ -4,7 +4,14 @@
  *
  * Memory: one area mapped at sigcap_start() (MAP_NORESERVE: pages are touched only as deep as
  * the stacks are), SIGCAP_THREADS slots of c->records records each (by the sampling rate: see
- * sigcap_records()). A thread takes a free slot at its first signal (a compare-and-swap of the
+ * sigcap_records()), and a work area per slot (MAP_NORESERVE too: the handler's windows, pages
+ * and the codes it copied the names of, ~200 KB, touched as used).
+ *
+ * The handler's cost is its system calls (process_vm_readv: a read that faults is refused, not a
+ * crash of the host; ~2 us a call here, ~1 us more a page): it reads the lock, the collector
+ * and the frame pointer in one, the nodes a window of pages at a time, every code's identity
+ * from the pages that hold them, and a code's names only the first time its thread met that
+ * code as identified (copy_extras()). A thread takes a free slot at its first signal (a compare-and-swap of the
  * slot's tid from 0) and is its ring's only producer (SIGTRAP is blocked while its handler
  * runs: no reentry on one thread); the sampler's thread is the only consumer. head/tail are
  * free-running counters, release/acquire.
