@@ -536,7 +536,8 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 		.gil_late = rs->gil_late, .gil_dropped_free = rs->gil_dropped_free,
 		.gil_dropped_unknown = rs->gil_dropped_unknown, .gil_untallied = rs->gil_untallied,
 		.capture_error = rs->capture_error, .capture_failures = rs->capture_failures,
-		.excluded = h->excluded, .have_symbolizer = rs->symbolizer != NULL,
+		.excluded = h->excluded + (rs->sampler ? rs->sampler->signal_self : 0),
+		.have_symbolizer = rs->symbolizer != NULL,
 	};
 	if (rs->pyframes) {
 		ret->py_walks = rs->pyframes->walks;

@@ -670,6 +670,10 @@ void perf_deliver(struct sampler *s, struct thread *t, const struct perf_event_h
 
 	if (ring_parse_sample(attr, h, h->size, &smp, &g) < 0)
 		return;
+	if (s->sig && sigcap_excluded(s->sig, smp.tid)) {
+		s->stats.signal_self++;         /* the caller's own thread: no part of the profile */
+		return;
+	}
 	smp.off_cpu = s->opts.off_cpu || attr == &s->switch_attr;
 	smp.event = ev;
 	if (s->layout->inherit && !perf_pid_followed(s, smp.pid))

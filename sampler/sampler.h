@@ -328,6 +328,7 @@ struct sampler_stats {
 	 * not ours (passed on as the disposition found would), records whose sample was lost
 	 * (unpaired); the handler's time making records, in all and at most */
 	uint64_t signal_seen, signal_taken, signal_excluded, signal_dropped, signal_foreign, signal_unpaired;
+	uint64_t signal_self;           /* samples of those excluded threads, dropped as read */
 	uint64_t signal_ns_total, signal_ns_max;
 	/* opts.signal: samples read before their signal's record, held a while (latehold.c), and
 	 * of those, the ones whose record came while they were held (the rest: read late) */

@@ -800,6 +800,14 @@ int sigcap_open(struct sigcap **ret, uint64_t *ret_cookie)
 	return 0;
 }
 
+bool sigcap_excluded(const struct sigcap *c, pid_t tid)
+{
+	for (int i = 0; c && i < SIGCAP_EXCLUDED; i++)
+		if (LOAD(&c->excluded[i]) == tid)
+			return true;
+	return false;
+}
+
 void sigcap_exclude(struct sigcap *c, pid_t tid)
 {
 	for (int i = 0; c && i < SIGCAP_EXCLUDED; i++) {

@@ -54,6 +54,8 @@ int sigcap_probe(void);
 int sigcap_open(struct sigcap **ret, uint64_t *ret_cookie);
 /* Thread tid's signals are dropped at once (a thread of the sampler's caller): at most 16. */
 void sigcap_exclude(struct sigcap *c, pid_t tid);
+/* Whether tid is one of those (its samples are dropped as read, too). */
+bool sigcap_excluded(const struct sigcap *c, pid_t tid);
 /* From now on each signal copies the frames spec says, into rings sized for rate_hz samples a
  * second per thread (0: sampling by period): 0, -EINVAL (bad spec), -ENOMEM, -EBUSY (started
  * already with another spec). Memory: 128 threads' rings, mapped MAP_NORESERVE and touched as
