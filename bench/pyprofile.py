@@ -10,6 +10,7 @@ CPU time of the calling thread (time.thread_time) is what is compared, so that t
 other load does not decide the figure; wall time is printed beside it. The recorder's own
 thread runs beside the block: on a machine with a free CPU its time is not the block's.
 
+cProfile's cost on the same block is printed beside (pyinstrument's too where it is installed).
 On these VMs a block's CPU time varies by several % from run to run, more than the cost at
 100 Hz: the comparison resolves the cost only at high rates. Where the profile is exact by a
 signal (no BPF: an unprivileged user), the handler times its own work in the block's thread,
@@ -17,6 +18,7 @@ and that is printed too, per sample and as a share of the block at the rate aske
 but for the kernel's delivery of the signal (a few us a sample).
 """
 import argparse
+import cProfile
 import statistics
 import time
 
@@ -76,10 +78,27 @@ def main():
         modes.add(p.stats['mode'])
         handler_ns += p.stats.get('handler_ns', 0)
         signals += p.stats.get('signal_records', 0)
+    others = {}                 # name -> [CPU time of the block under it]
+    try:
+        import pyinstrument
+    except ImportError:
+        pyinstrument = None
+
+    def under(name, start, stop):
+        c = time.thread_time()
+        start()
+        block(n)
+        stop()
+        others.setdefault(name, []).append(time.thread_time() - c)
     for i in range(o.runs):
         for f in ((unprofiled, profiled) if i % 2 == 0 else (profiled, unprofiled)):
             f()
         ratios.append(prof_cpu[-1] / base_cpu[-1])
+        cp = cProfile.Profile()
+        under('cProfile', cp.enable, cp.disable)
+        if pyinstrument:
+            pi = pyinstrument.Profiler()
+            under('pyinstrument', pi.start, pi.stop)
     bc, pc = statistics.median(base_cpu), statistics.median(prof_cpu)
     bw, pw = statistics.median(base_wall), statistics.median(prof_wall)
     print('block: %.3f s CPU unprofiled, %.3f s profiled at %d Hz (%s): slowdown %+.2f%% '
@@ -88,6 +107,9 @@ def main():
               o.runs, bw, pw))
     print('samples per block: %s; start %.1f ms, stop %.1f ms (medians)' % (
         samples, 1e3 * statistics.median(starts), 1e3 * statistics.median(stops)))
+    for name, cpu in others.items():
+        print('beside it, %s: %+.1f%% (the same block, median of %d)' % (
+            name, 100 * (statistics.median(cpu) / bc - 1), len(cpu)))
     if signals:
         per = handler_ns / signals
         print('signal handler: %.1f us per sample in the block\'s thread (%d samples): %.2f%% '
