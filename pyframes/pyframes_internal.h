@@ -139,6 +139,8 @@ struct pf_pagecache {
 	unsigned char *data;            /* PF_PAGE_SLOTS * PF_PAGE */
 };
 
+#define PF_SPANS_MAX_ (PYFRAMES_CAPTURE_MAX_NODES * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS))
+
 /* len bytes at remote addr that read as data (a captured frame, or the part of it no other
  * span holds) */
 struct pf_span {
@@ -159,6 +161,19 @@ struct pf_mem {
 	                                 * no remote read): the bytes of objects freed since */
 	struct pf_seen *seen;           /* PF_SEEN_SLOTS: the extras pieces of this overlay */
 	uint32_t gen;                   /* which overlay a seen slot belongs to */
+	struct pf_order *order;         /* the last overlay's sort, kept: a thread that stays in
+	                                 * one stack gives the same spans sample after sample */
+};
+
+/* The spans of the last overlay as they were added (addr, len, node), and the order that sorted
+ * them: from spans added the same way, the same order (no sort). */
+struct pf_order {
+	struct pf_span added[PF_SPANS_MAX_];
+	uint16_t sorted[PF_SPANS_MAX_];         /* sorted position i: the added span it is */
+	uint16_t at_node[PF_SPANS_MAX_];        /* a span's node order value: where it was added */
+	uint64_t key_addr[PF_SPANS_MAX_];
+	uint32_t key_len[PF_SPANS_MAX_], key_node[PF_SPANS_MAX_];
+	size_t n;                               /* spans in the last overlay (0: none kept) */
 };
 
 #define PF_SEEN_SLOTS 4096
@@ -168,7 +183,7 @@ struct pf_seen {
 	uint32_t len, gen;
 };
 
-#define PF_SPANS_MAX (PYFRAMES_CAPTURE_MAX_NODES * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS))
+#define PF_SPANS_MAX PF_SPANS_MAX_
 
 int pf_mem_init(struct pf_mem *m, const struct remote_mem *mem, uint64_t *reads);
 void pf_mem_release(struct pf_mem *m);
