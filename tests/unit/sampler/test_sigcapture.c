@@ -310,16 +310,15 @@ static void test_sigcapture_exact(void **state)
 	assert_true(trap_acts_as_default());
 }
 
-/* A code pointer and a next pointer to nowhere (the handler reads in batches, which stop at
- * the first read that faults): the reads after it still made, the copy as the chain is. */
-static void test_sigcapture_faults(void **state)
+/* 300 ms at 2 kHz with *variant set (the chains and the spec as it says): every sample of
+ * chain A or B copied as the chain is, most of them exact. */
+static void run_variant(bool *variant)
 {
 	struct result res = { .main_tid = gettid(), .freq = 2000, .duration_ms = 300 };
 
-	(void) state;
-	faulty = true;
+	*variant = true;
 	run_spinning(&res);
-	faulty = false;
+	*variant = false;
 	if (res.r == -EACCES || res.r == -EPERM)
 		skip();
 	assert_int_equal(res.r, 0);
@@ -329,23 +328,20 @@ static void test_sigcapture_faults(void **state)
 	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
 }
 
+/* A code pointer and a next pointer to nowhere (the handler reads in batches, which stop at
+ * the first read that faults): the reads after it still made, the copy as the chain is. */
+static void test_sigcapture_faults(void **state)
+{
+	(void) state;
+	run_variant(&faulty);
+}
+
 static void test_sigcapture_stacked(void **state)
 {
-	struct result res = { .main_tid = gettid(), .freq = 2000, .duration_ms = 300 };
-
 	(void) state;
-	stacked = true;
-	run_spinning(&res);
-	stacked = false;
-	if (res.r == -EACCES || res.r == -EPERM)
-		skip();
-	assert_int_equal(res.r, 0);
-	print_result(&res);
+	run_variant(&stacked);
 	printf("# names copied %lu %lu %lu %lu %lu, left out %lu\n", names_copied[0],
 	       names_copied[1], names_copied[2], names_copied[3], names_copied[4], names_left);
-	assert_true(res.in_b > 20);
-	assert_int_equal(res.wrong, 0);
-	assert_true(res.exact * 100 >= (res.in_a + res.in_b) * 88);
 	for (size_t i = 0; i < 5; i++)
 		assert_true(names_copied[i] >= 1);
 	assert_true(names_left > 0);
