@@ -5,7 +5,8 @@
  * Memory: one area mapped at sigcap_start() (MAP_NORESERVE: pages are touched only as deep as
  * the stacks are), SIGCAP_THREADS slots of c->records records each (by the sampling rate: see
  * sigcap_records()), and a work area per slot (MAP_NORESERVE too: the handler's windows, pages
- * and the codes it copied the names of, ~260 KB: 32 MB of address space for the 128 slots, touched as used).
+ * and the codes it copied the names of, ~260 KB: 32 MB of address space for the 128 slots,
+ * touched as used).
  *
  * The handler's cost is its system calls (process_vm_readv: a read that faults is refused, not a
  * crash of the host; ~2 us a call here, ~1 us more a page): it reads the lock, the collector
