@@ -12,7 +12,9 @@
  * crash of the host; ~2 us a call here, ~1 us more a page): it reads the lock, the collector
  * and the frame pointer in one, the nodes a window of pages at a time, every code's identity
  * from the pages that hold them, and a code's names only the first time its thread met that
- * code as identified (copy_extras()). A thread takes a free slot at its first signal (a compare-and-swap of the
+ * code as identified (copy_extras()).
+ *
+ * A thread takes a free slot at its first signal (a compare-and-swap of the
  * slot's tid from 0) and is its ring's only producer (SIGTRAP is blocked while its handler
  * runs: no reentry on one thread); the sampler's thread is the only consumer. head/tail are
  * free-running counters, release/acquire.
