@@ -277,9 +277,15 @@ void record_detect(struct recorder *rec)
 	}
 	r = pyframes_open(rec->pid, &rec->mem, &rec->pf, &rec->info);
 	rec->detect_error = r;
-	if (r == -ENOTSUP || r == -EBADMSG)   /* unsupported, or a corrupt layout */
-		rec->fatal = r;
-	else if (r >= 0) {
+	if (r == -ENOTSUP || r == -EBADMSG) {
+		/* unsupported, or a corrupt layout; or read while the loader was still mapping the
+		 * interpreter (a segment's address holding another's bytes for a moment: a 3.13
+		 * launch was refused so): for good once it stays so */
+		if (!rec->bad_layout_ns)
+			rec->bad_layout_ns = now;
+		if (now - rec->bad_layout_ns >= BAD_LAYOUT_SETTLE_NS)
+			rec->fatal = r;
+	} else if (r >= 0) {
 		if (old_sym) {
 			/* the mappings were read while no interpreter was there: maybe another image
 			 * (a wrapper script's, which exec'd the interpreter with no event to say so
