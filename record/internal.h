@@ -32,7 +32,7 @@
 #define MAX_KERNEL 128
 #define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
 #define DETECT_INTERVAL_NS 20000000ULL
-#define BAD_LAYOUT_SETTLE_NS 200000000ULL /* a launch: an unsupported or corrupt layout, this long */
+#define BAD_LAYOUT_SETTLE_NS 200000000ULL /* a launch's corrupt layout: this long */
 #define LATE_MAX 1000000
 #define SLICE_NS 250000000ULL
 
@@ -88,8 +88,8 @@ struct recorder {
 	struct pyframes *pf;
 	struct pyframes_info info;
 	int detect_error;               /* last pyframes_open result */
-	uint64_t bad_layout_ns;         /* record_detect(): since when it reads as unsupported or
-	                                 * corrupt (0: it does not) */
+	uint64_t bad_layout_ns;         /* record_detect(): since when it reads as corrupt
+	                                 * (0: it does not) */
 	uint64_t last_detect_ns;
 	struct sampler *sampler;
 	pid_t pid;                      /* the target's (a launched command's once started) */

@@ -277,10 +277,12 @@ void record_detect(struct recorder *rec)
 	}
 	r = pyframes_open(rec->pid, &rec->mem, &rec->pf, &rec->info);
 	rec->detect_error = r;
-	if (r == -ENOTSUP || r == -EBADMSG) {
-		/* unsupported, or a corrupt layout; or read while the loader was still mapping the
-		 * interpreter (a segment's address holding another's bytes for a moment: a 3.13
-		 * launch was refused so): for good once it stays so */
+	if (r == -ENOTSUP) {
+		rec->fatal = r;         /* a version or build read whole that hwspy cannot read */
+	} else if (r == -EBADMSG) {
+		/* a corrupt layout; or one read while the loader was still mapping the interpreter
+		 * (a segment's address holding another's bytes for a moment: a 3.13 launch was
+		 * refused so): for good once it stays so */
 		if (!rec->bad_layout_ns)
 			rec->bad_layout_ns = now;
 		if (now - rec->bad_layout_ns >= BAD_LAYOUT_SETTLE_NS)

@@ -134,6 +134,10 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 			im->open_misses--;
 		return -ENOENT;
 	}
+	if (im->corrupt_opens) {
+		im->corrupt_opens--;
+		return -EBADMSG;
+	}
 	snprintf(info.version, sizeof(info.version), "%s", im->version ? im->version : "3.12.1");
 	snprintf(info.binary, sizeof(info.binary), "%s", im->binary ? im->binary : "/usr/bin/python3.12");
 	(void) sscanf(info.version, "%d.%d.%d", &info.major, &info.minor, &info.micro);
@@ -641,8 +645,12 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 	while (!*stop && !s->brk && fake.next_item < fake.n_items) {
 		const struct fake_item *it = &fake.items[fake.next_item++];
 
-		if (it->kind == FAKE_SLICE)
+		if (it->kind == FAKE_SLICE) {
+			if (it->pause_ns)
+				nanosleep(&(struct timespec) { .tv_sec = (time_t) (it->pause_ns / 1000000000),
+					  .tv_nsec = (long) (it->pause_ns % 1000000000) }, NULL);
 			break;
+		}
 		if (it->kind == FAKE_EXEC) {
 			/* a new image: no roots, no capture program until one is given */
 			fake.image++;

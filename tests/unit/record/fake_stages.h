@@ -65,6 +65,8 @@ struct fake_thread {
 struct fake_image {
 	int open_error;                 /* pyframes_open(): this, 0: found */
 	unsigned open_misses;           /* ... -ENOENT this many times first (the loader) */
+	unsigned corrupt_opens;         /* ... then -EBADMSG this many times (read while the
+	                                 * loader maps it) */
 	const char *version;            /* "3.12.1" */
 	const char *binary;             /* "/usr/bin/python3.12" */
 	bool searchable;                /* pyframes_search_spec() gives a search */
@@ -88,6 +90,7 @@ struct fake_item {
 	pid_t tid;
 	uint64_t values[SAMPLER_MAX_EVENTS];    /* [0] the period; 0: 1000 */
 	uint64_t age_ns;                /* the sample was taken this long before it is handed over */
+	uint64_t pause_ns;              /* FAKE_SLICE: sampler_run() returns this long after */
 	bool stopped;                   /* exact mode by stops: the thread is stopped meanwhile */
 	const char *after;              /* the thread's stack once the sample is handed over (the
 	                                 * thread ran on), NULL: unchanged */

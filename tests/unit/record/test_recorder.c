@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
+#include "record/internal.h"
 #include "record/record.h"
 #include "tests/unit/record/fake_stages.h"
 
@@ -945,6 +947,52 @@ static void test_unsupported(void **state)
 	unsupported(RECORD_NONBLOCKING, 1);
 }
 
+/* A launch's interpreter that reads as corrupt (its layout read while the loader still maps
+ * it) is looked for again, and refused only once it has read so for BAD_LAYOUT_SETTLE_NS:
+ * corrupt for corrupt_opens looks, slices pause_ns apart. found: it was. */
+static void corrupt(unsigned corrupt_opens, uint64_t pause_ns, unsigned slices, bool found)
+{
+	char *argv[] = { "python3.13", NULL };
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	volatile sig_atomic_t stop = 0;
+	struct record_run r = { .stop = &stop };
+	struct record_python py;
+	struct recorder *rec;
+	uint64_t t0;
+
+	fake_world_reset();
+	o.pid = 0;
+	o.argv = argv;
+	fake.launch_pid = absent_pid();
+	image(0, "3.13.1")->corrupt_opens = corrupt_opens;
+	thread(&fake.images[0], fake.launch_pid, "main");
+	for (unsigned i = 0; i < slices; i++)
+		item(FAKE_SLICE, 0)->pause_ns = pause_ns;
+	samples(fake.launch_pid, 1);
+
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	assert_int_equal(recorder_start(rec), 0);
+	t0 = clock_now_ns();
+	assert_int_equal(recorder_run(rec, &r), 0);
+	recorder_python(rec, &py);
+	assert_int_equal(py.found, found);
+	if (found) {
+		assert_int_equal(py.fatal, 0);
+		assert_string_equal(py.info->version, "3.13.1");
+	} else {
+		assert_int_equal(py.fatal, -EBADMSG);
+		assert_true(clock_now_ns() - t0 >= BAD_LAYOUT_SETTLE_NS);
+	}
+	done(rec);
+}
+
+static void test_corrupt_settles(void **state)
+{
+	(void) state;
+	corrupt(2, DETECT_INTERVAL_NS + 1000000, 4, true);          /* for a moment */
+	corrupt(100, DETECT_INTERVAL_NS + 1000000, 100, false);   /* for good */
+}
+
 /* recorder_free copes with recorders never started, and with NULL. */
 static void test_free_unstarted(void **state)
 {
@@ -1062,6 +1110,7 @@ int main(void)
 		cmocka_unit_test_setup(test_leaf_and_kernel, reset),
 		cmocka_unit_test_setup(test_stale_leaf, reset),
 		cmocka_unit_test_setup(test_unsupported, reset),
+		cmocka_unit_test_setup(test_corrupt_settles, reset),
 		cmocka_unit_test_setup(test_free_unstarted, reset),
 		cmocka_unit_test_setup(test_policy, reset),
 	};
