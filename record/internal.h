@@ -43,10 +43,10 @@ struct thread_name {
 	unsigned tries;                 /* registry reads that looked for its Python name since */
 };
 
-/* Python's thread names (pyframes_thread_names): read when a thread is new, then at most every
- * RECORD_PYNAMES_MS while a thread still goes by its comm (at a new thread's first sample, again
- * after RECORD_PYNAMES_NEW_MS if the last read lacks it) (RECORD_PYNAMES_TRIES times for each
- * thread), and at the end */
+/* Python's thread names (pyframes_thread_names): read when a thread is new (at its first
+ * sample, again after RECORD_PYNAMES_NEW_MS if the last read lacks it), then at most every
+ * RECORD_PYNAMES_MS while a thread still goes by its comm (at its samples and between slices;
+ * RECORD_PYNAMES_TRIES reads for each thread), and at the end */
 #define RECORD_PYNAMES_MAX 1024
 #define RECORD_PYNAMES_MS 200
 #define RECORD_PYNAMES_NEW_MS 10        /* at a thread's first sample, if the last read lacks it */
@@ -176,6 +176,7 @@ void record_pending_free(struct recorder *rec);
  * Python's name if the target's registry has it now (a thread that exited keeps the last name
  * it had). */
 uint32_t record_thread_frame(struct recorder *rec, pid_t tid);
+void record_thread_names_poll(struct recorder *rec);
 void record_thread_names_final(struct recorder *rec);
 
 /* offcpu.c (--off-cpu): init (its [preempted] frame) and free; a finished switch-out sample

@@ -11,24 +11,6 @@
 #include "base/clock.h"
 #include "record/internal.h"
 
-/* Reads Python's thread names, unless they were read less than min_ms ago: true if read. */
-static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
-{
-	uint64_t now = clock_now_ns();
-
-	if (!rec->pf || (rec->pynames_ns && now - rec->pynames_ns < min_ms * 1000000ull))
-		return false;
-	if (!rec->pynames) {
-		rec->pynames = calloc(RECORD_PYNAMES_MAX, sizeof(*rec->pynames));
-		if (!rec->pynames)
-			return false;
-	}
-	rec->pynames_ns = now;
-	if (pyframes_thread_names(rec->pf, rec->pynames, RECORD_PYNAMES_MAX, &rec->n_pynames) < 0)
-		rec->n_pynames = 0;
-	return true;
-}
-
 static const char *pyname_of(const struct recorder *rec, pid_t tid)
 {
 	for (size_t i = 0; i < rec->n_pynames; i++)
@@ -48,6 +30,39 @@ static void thread_rename(struct recorder *rec, struct thread_name *t, const cha
 		return;
 	snprintf(text, sizeof(text), "[thread %d%s%s]", t->tid, name[0] ? " " : "", name);
 	(void) profile_frame_rename(rec->prof, t->frame, text);
+}
+
+/* Reads Python's thread names, unless they were read less than min_ms ago, and names each
+ * thread that still goes by its comm and is in the read (a thread seen before it joined the
+ * registry, then seldom: one that sleeps): true if read. */
+static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
+{
+	uint64_t now = clock_now_ns();
+
+	if (!rec->pf || (rec->pynames_ns && now - rec->pynames_ns < min_ms * 1000000ull))
+		return false;
+	if (!rec->pynames) {
+		rec->pynames = calloc(RECORD_PYNAMES_MAX, sizeof(*rec->pynames));
+		if (!rec->pynames)
+			return false;
+	}
+	rec->pynames_ns = now;
+	if (pyframes_thread_names(rec->pf, rec->pynames, RECORD_PYNAMES_MAX, &rec->n_pynames) < 0)
+		rec->n_pynames = 0;
+	for (size_t i = 0; i < rec->n_names; i++) {
+		struct thread_name *t = &rec->names[i];
+		const char *py;
+
+		if (!t->from_comm || t->tries >= RECORD_PYNAMES_TRIES)
+			continue;
+		t->tries++;
+		py = pyname_of(rec, t->tid);
+		if (py) {
+			thread_rename(rec, t, py);
+			t->from_comm = false;
+		}
+	}
+	return true;
 }
 
 /* The thread's record: its name (profile_set_thread_name) and, with --threads, its root frame
@@ -73,15 +88,8 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t tid)
 		}
 	}
 	if (t) {
-		if (t->from_comm && t->tries < RECORD_PYNAMES_TRIES &&
-		    pynames_refresh(rec, RECORD_PYNAMES_MS)) {
-			t->tries++;
-			py = pyname_of(rec, tid);
-			if (py) {
-				thread_rename(rec, t, py);
-				t->from_comm = false;
-			}
-		}
+		if (t->from_comm && t->tries < RECORD_PYNAMES_TRIES)
+			(void) pynames_refresh(rec, RECORD_PYNAMES_MS);
 		return t;
 	}
 	if (array_grow((void **) &rec->names, &rec->cap_names, rec->n_names + 1, sizeof(*rec->names),
@@ -117,22 +125,30 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t tid)
 	return t;
 }
 
+/* Between slices: a thread that still goes by its comm may have joined the registry since,
+ * though it has not been sampled since (it sleeps). */
+void record_thread_names_poll(struct recorder *rec)
+{
+	for (size_t i = 0; i < rec->n_names; i++) {
+		if (rec->names[i].from_comm && rec->names[i].tries < RECORD_PYNAMES_TRIES) {
+			(void) pynames_refresh(rec, RECORD_PYNAMES_MS);
+			return;
+		}
+	}
+}
+
 void record_thread_names_final(struct recorder *rec)
 {
 	bool any = false;
 
-	for (size_t i = 0; i < rec->n_names; i++)
-		any |= rec->names[i].from_comm;
-	if (!any || !pynames_refresh(rec, 0))
-		return;
 	for (size_t i = 0; i < rec->n_names; i++) {
-		const char *py = rec->names[i].from_comm ? pyname_of(rec, rec->names[i].tid) : NULL;
-
-		if (py) {
-			thread_rename(rec, &rec->names[i], py);
-			rec->names[i].from_comm = false;
+		if (rec->names[i].from_comm) {
+			rec->names[i].tries = 0;        /* the last look, for every one */
+			any = true;
 		}
 	}
+	if (any)
+		(void) pynames_refresh(rec, 0);
 }
 
 uint32_t record_thread_frame(struct recorder *rec, pid_t tid)

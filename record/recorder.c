@@ -312,6 +312,7 @@ int recorder_run(struct recorder *rec, const struct record_run *run)
 		r = sampler_run(rec->sampler, record_on_sample, rec, run->stop, slice);
 		if (r >= 0)             /* the interpreter of a launched command, found */
 			(void) record_capture_start(rec);
+		record_thread_names_poll(rec);
 		if (run->slice_fn)
 			r = run->slice_fn(run->ctx, rec, r);
 		if (r < 0)

@@ -95,27 +95,30 @@ def case_held(opts):
 def case_wait(opts):
     run = harness.record(opts, ['--off-cpu', '--threads', '--', *target(opts)])
     profile = run.expect_profile()
-    waited = {name: (float(s), int(pct), float(span))
-              for _, name, s, pct, span in WAITED.findall(run.stderr)}
+    # keyed by thread: two may share a name (3.14 names its threads only once they run)
+    waited = {(int(tid), name): (float(s), int(pct), float(span))
+              for tid, name, s, pct, span in WAITED.findall(run.stderr)}
     log('waited for the GIL (s, %% of its span, span): %s' % waited)
     leaves = {}
     for frames, c in profile.stacks:
         m = harness.THREAD_FRAME.match(frames[0])
         if m and frames[-1] == '[wait: GIL]':
-            leaves[m.group('name')] = leaves.get(m.group('name'), 0) + c
+            tid = int(m.group('tid'))
+            leaves[tid] = leaves.get(tid, 0) + c
+    by_name = {name: w for (_, name), w in waited.items()}
     for name in ('spin_0', 'spin_1', 'hash'):
-        check(name in waited, 'the summary has no GIL wait line for %s' % name)
-        check(waited[name][2] >= 1.0, '%s: a span of %.3f s, it ran 1.5 s'
-              % (name, waited[name][2]))
+        check(name in by_name, 'the summary has no GIL wait line for %s' % name)
+        check(by_name[name][2] >= 1.0, '%s: a span of %.3f s, it ran 1.5 s'
+              % (name, by_name[name][2]))
     # each thread's line is its [wait: GIL] leaves' weight, to the ms it prints
-    for name, (s, pct, span) in waited.items():
-        got = leaves.get(name, 0) / 1e9
-        check(abs(got - s) <= 0.0005 + 1e-9, '%s: the summary says it waited %.3f s for the '
-              'GIL, its [wait: GIL] leaves weigh %.4f s' % (name, s, got))
-        check(pct <= 90, '%s waited for the GIL %d%% of its span' % (name, pct))
+    for (tid, name), (s, pct, span) in waited.items():
+        got = leaves.get(tid, 0) / 1e9
+        check(abs(got - s) <= 0.0005 + 1e-9, 'thread %d %s: the summary says it waited %.3f s '
+              'for the GIL, its [wait: GIL] leaves weigh %.4f s' % (tid, name, s, got))
+        check(pct <= 90, 'thread %d %s waited for the GIL %d%% of its span' % (tid, name, pct))
     # three threads want the GIL at once: the one whose waits are named [wait: GIL] (wait.c)
     # waits a third to a half of its time
-    check(any(20 <= waited[name][1] for name in ('spin_0', 'spin_1', 'hash')),
+    check(any(20 <= by_name[name][1] for name in ('spin_0', 'spin_1', 'hash')),
           'no thread that wants the GIL waited 20%% of its time for it: %s' % waited)
     m = WAITED_ALL.search(run.stderr)
     check(m, 'the summary does not say how long threads waited for the GIL in all')

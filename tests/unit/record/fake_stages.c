@@ -646,6 +646,11 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		const struct fake_item *it = &fake.items[fake.next_item++];
 
 		if (it->kind == FAKE_SLICE) {
+			struct fake_image *im = &fake.images[fake.image];
+
+			for (size_t i = 0; it->name_now && i < im->n_threads; i++)
+				if (im->threads[i].tid == it->tid)
+					im->threads[i].name = strcmp(it->name_now, "-") ? it->name_now : NULL;
 			if (it->pause_ns)
 				nanosleep(&(struct timespec) { .tv_sec = (time_t) (it->pause_ns / 1000000000),
 					  .tv_nsec = (long) (it->pause_ns % 1000000000) }, NULL);

@@ -91,6 +91,8 @@ struct fake_item {
 	uint64_t values[SAMPLER_MAX_EVENTS];    /* [0] the period; 0: 1000 */
 	uint64_t age_ns;                /* the sample was taken this long before it is handed over */
 	uint64_t pause_ns;              /* FAKE_SLICE: sampler_run() returns this long after */
+	const char *name_now;           /* FAKE_SLICE: thread tid has this name in the registry
+	                                 * from now on ("-": none) */
 	bool stopped;                   /* exact mode by stops: the thread is stopped meanwhile */
 	const char *after;              /* the thread's stack once the sample is handed over (the
 	                                 * thread ran on), NULL: unchanged */

@@ -368,6 +368,30 @@ static void test_exec_capture(void **state)
 	done(rec);
 }
 
+/* A thread first sampled before it joined Python's registry, then not again (it sleeps), is
+ * named from the registry between slices: it left it before the run ended. */
+static void test_names_between_slices(void **state)
+{
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct fake_image *im = image(0, "3.14.0");
+	const pid_t tid = 3999501;              /* no such thread in /proc: no comm */
+	struct recorder *rec;
+
+	(void) state;
+	o.threads = true;
+	thread(im, tid, "sleeper");
+	samples(tid, 1);
+	item(FAKE_SLICE, tid)->name_now = "sleeper-1";
+	fake.items[fake.n_items - 1].pause_ns = RECORD_PYNAMES_MS * 1000000ull + 10000000;
+	item(FAKE_SLICE, tid)->name_now = "-";  /* it has exited */
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "[thread 3999501 sleeper-1];sleeper", 0), 1);
+	done(rec);
+}
+
 /* ---- truncation --------------------------------------------------------------------------- */
 
 /* A stack cut at its root end is marked there (after the thread's frame): how many frames were
@@ -1111,6 +1135,7 @@ int main(void)
 		cmocka_unit_test_setup(test_stale_leaf, reset),
 		cmocka_unit_test_setup(test_unsupported, reset),
 		cmocka_unit_test_setup(test_corrupt_settles, reset),
+		cmocka_unit_test_setup(test_names_between_slices, reset),
 		cmocka_unit_test_setup(test_free_unstarted, reset),
 		cmocka_unit_test_setup(test_policy, reset),
 	};
