@@ -32,6 +32,8 @@ static const char *const words[HWSPY_L_N] = {
 	L(SPEEDSCOPE_LOG) = "speedscope: samples merged by stack, not in time order: their log "
 		"passed its %u MiB (record for less time, or at a lower rate)",
 	L(NATIVE) = "native: %llu stacks unwound, %.1f frames on average",
+	L(NOT_UNWOUND) = "native: %llu samples not unwound (%llu: the target's mappings could not "
+		"be read; %llu: no copy of their user stack)",
 	L(MERGE_FAILED) = "%llu samples whose native and Python stacks could not be merged (kept "
 		"with their Python frames only)",
 	L(LATE_UNFIT) = "%llu samples whose Python stack, read after the sample without a capture, "

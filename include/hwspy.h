@@ -391,6 +391,7 @@ struct hwspy_record_stats {
 	uint64_t elapsed_ns;
 	uint64_t dropped_torn, dropped_unreadable, no_python, read_after_exit, merge_failed;
 	uint64_t late_unfit, unwound, unwound_frames, kernel_frames, captured, uncaptured;
+	uint64_t not_unwound_maps, not_unwound_stack;
 	uint64_t captured_cut, truncated, truncated_gone, add_failed;
 	size_t n_late;
 	uint32_t late_median_us, late_p99_us, late_max_us;
@@ -559,7 +560,7 @@ int hwspy_recorder_verdict(struct hwspy_recorder *rec);
 enum hwspy_line_code {
 	/* the summary of a run, in its order */
 	HWSPY_L_SAMPLED, HWSPY_L_SAMPLED_OFF_CPU, HWSPY_L_COUNTS, HWSPY_L_DROPPED,
-	HWSPY_L_SPEEDSCOPE_LOG, HWSPY_L_NATIVE, HWSPY_L_MERGE_FAILED, HWSPY_L_LATE_UNFIT,
+	HWSPY_L_SPEEDSCOPE_LOG, HWSPY_L_NATIVE, HWSPY_L_NOT_UNWOUND, HWSPY_L_MERGE_FAILED, HWSPY_L_LATE_UNFIT,
 	HWSPY_L_NO_KERNEL_FRAMES, HWSPY_L_TRUNCATED, HWSPY_L_TRUNCATED_GONE, HWSPY_L_NO_PYTHON,
 	HWSPY_L_AFTER_EXIT, HWSPY_L_SUBPROCESSES, HWSPY_L_OFF_CPU_WAITED, HWSPY_L_OFF_CPU_CAPPED,
 	HWSPY_L_OFF_CPU_INITIAL, HWSPY_L_OFF_CPU_STALE, HWSPY_L_EXACT_CAPTURE, HWSPY_L_CAPTURE_CUT,

@@ -524,6 +524,7 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 		.read_after_exit = rs->read_after_exit, .merge_failed = rs->merge_failed,
 		.late_unfit = rs->late_unfit, .unwound = rs->unwound,
 		.unwound_frames = rs->unwound_frames, .kernel_frames = rs->kernel_frames,
+		.not_unwound_maps = rs->not_unwound_maps, .not_unwound_stack = rs->not_unwound_stack,
 		.captured = rs->captured, .uncaptured = rs->uncaptured,
 		.captured_cut = rs->captured_cut, .truncated = rs->truncated,
 		.truncated_gone = rs->truncated_gone, .add_failed = rs->add_failed,

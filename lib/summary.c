@@ -372,6 +372,9 @@ size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_sum
 	if (ro->native)
 		put(&l, LINE(NATIVE, .n = { st.unwound }, .x = { st.unwound ?
 			(double) st.unwound_frames / (double) st.unwound : 0.0 }));
+	if (ro->native && st.not_unwound_maps + st.not_unwound_stack)
+		put(&l, LINE(NOT_UNWOUND, .n = { st.not_unwound_maps + st.not_unwound_stack,
+						 st.not_unwound_maps, st.not_unwound_stack }));
 	if (st.merge_failed)
 		put(&l, LINE(MERGE_FAILED, .n = { st.merge_failed }));
 	if (st.late_unfit)

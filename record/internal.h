@@ -32,6 +32,7 @@
 #define MAX_KERNEL 128
 #define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
 #define DETECT_INTERVAL_NS 20000000ULL
+#define SYM_TRIES 10                    /* the target's mappings, unread when it was found */
 #define BAD_LAYOUT_SETTLE_NS 200000000ULL /* a launch's corrupt layout: this long */
 #define LATE_MAX 1000000
 #define SLICE_NS 250000000ULL
@@ -91,6 +92,8 @@ struct recorder {
 	uint64_t bad_layout_ns;         /* record_detect(): since when it reads as corrupt
 	                                 * (0: it does not) */
 	uint64_t last_detect_ns;
+	uint64_t sym_tried_ns;          /* native_frames(): when it last tried to make rec->sym */
+	unsigned sym_tries;             /* ... how many times (SYM_TRIES at most) */
 	struct sampler *sampler;
 	pid_t pid;                      /* the target's (a launched command's once started) */
 	struct py_frame pyf[MAX_PY_FRAMES];

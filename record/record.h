@@ -189,6 +189,9 @@ struct record_stats {
 	                                 * --native: the function the sample was in, outside the
 	                                 * interpreter), RECORD_PY_UNKNOWN where Python code ran */
 	uint64_t unwound, unwound_frames;   /* --native: stacks unwound, native frames found */
+	uint64_t not_unwound_maps;      /* --native: samples not unwound, the target's mappings not
+	                                 * read */
+	uint64_t not_unwound_stack;     /* ... no copy of their user stack and registers */
 	uint64_t kernel_frames;         /* --kernel: kernel frames recorded */
 	uint64_t captured, uncaptured;  /* capture mode: Python walks from a capture / from live
 	                                 * memory */

@@ -45,8 +45,19 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 {
 	size_t n = 0, nips = 0;
 
-	if (!rec->sym || rec->in_child)
+	if (rec->in_child)
 		return 0;               /* a child's mappings are not the target's */
+	if (!rec->sym && rec->pf && rec->sym_tries < SYM_TRIES &&
+	    clock_now_ns() - rec->sym_tried_ns >= DETECT_INTERVAL_NS) {
+		/* its mappings could not be read when the interpreter was found: again, a while */
+		rec->sym_tried_ns = clock_now_ns();
+		rec->sym_tries++;
+		(void) symbolizer_new(rec->pid, &rec->sym);
+	}
+	if (!rec->sym) {
+		rec->stats.not_unwound_maps += rec->opts.native;
+		return 0;
+	}
 	if (!rec->opts.native) {
 		if (!s->user)
 			return 0;
@@ -60,8 +71,10 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 	}
 	if (!s->regs || !s->stack ||
 	    symbolizer_unwind(rec->sym, s->regs, s->n_regs, s->stack, s->stack_size, rec->ips,
-			      MAX_NATIVE, &nips) < 0)
+			      MAX_NATIVE, &nips) < 0) {
+		rec->stats.not_unwound_stack++;
 		return 0;
+	}
 	rec->stats.unwound++;
 	for (size_t i = 0; i < nips && n < MAX_NATIVE; i++) {
 		size_t k = 0;

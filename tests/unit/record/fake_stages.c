@@ -327,6 +327,11 @@ struct symbolizer {
 int symbolizer_new(pid_t pid, struct symbolizer **ret)
 {
 	(void) pid;
+	*ret = NULL;
+	if (fake.sym_failures) {
+		fake.sym_failures--;
+		return -ESRCH;
+	}
 	*ret = calloc(1, sizeof(**ret));
 	if (!*ret)
 		return -ENOMEM;

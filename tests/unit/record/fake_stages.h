@@ -153,6 +153,7 @@ struct fake_world {
 	bool verify;                    /* pyframes_set_verify's last */
 	unsigned verified_reads;        /* live_reads made with verify on */
 	unsigned sym_news, sym_live, sym_warms;
+	unsigned sym_failures;           /* symbolizer_new() fails this many times first */
 	bool in_stop;                   /* a stopped sample's callback runs */
 	unsigned unwinds_in_stop;       /* symbolizer_unwind() calls meanwhile */
 	unsigned names_reads;

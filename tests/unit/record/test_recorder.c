@@ -867,6 +867,47 @@ static void test_native(void **state)
 	done(rec);
 }
 
+/* A launch whose mappings could not be read when its interpreter was found: they are read
+ * again at its samples (SYM_TRIES times), and what was not unwound is counted. */
+static void native_maps_later(unsigned failures, uint64_t unwound, uint64_t not_unwound)
+{
+	static const uint64_t stack[] = { FAKE_IP_DEFLATE, FAKE_IP_EVAL, FAKE_IP_MAIN };
+	char *argv[] = { "python3.12", NULL };
+	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	volatile sig_atomic_t stop = 0;
+	struct record_run r = { .stop = &stop };
+	const struct record_stats *st;
+	struct recorder *rec;
+
+	fake_world_reset();
+	o.pid = 0;
+	o.argv = argv;
+	o.native = true;
+	fake.launch_pid = absent_pid();
+	fake.sym_failures = failures;
+	thread(image(0, "3.12.1"), fake.launch_pid, "main;compress_it");
+	for (int i = 0; i < 3; i++)
+		memcpy(samples(fake.launch_pid, 1)->native, stack, sizeof(stack));
+
+	assert_int_equal(recorder_new(&o, NULL, &rec), 0);
+	assert_int_equal(recorder_start(rec), 0);
+	assert_int_equal(recorder_run(rec, &r), 0);
+	st = recorder_stats(rec);
+	assert_int_equal(st->unwound, unwound);
+	assert_int_equal(st->not_unwound_maps, not_unwound);
+	assert_int_equal(st->not_unwound_stack, 0);
+	if (unwound)
+		assert_int_equal(weight(rec, "main;compress_it;deflate [libz.so.1]", 0), unwound);
+	done(rec);
+}
+
+static void test_native_maps_later(void **state)
+{
+	(void) state;
+	native_maps_later(1, 3, 0);     /* read again at the first sample */
+	native_maps_later(100, 0, 3);   /* never: counted (the next try is 20 ms later) */
+}
+
 /* Without --native, a sample in another module than the interpreter's gets that function as
  * its leaf; --kernel appends the kernel's frames, innermost last. */
 static void test_leaf_and_kernel(void **state)
@@ -1131,6 +1172,7 @@ int main(void)
 		cmocka_unit_test_setup(test_start_fallback, reset),
 		cmocka_unit_test_setup(test_stops, reset),
 		cmocka_unit_test_setup(test_native, reset),
+		cmocka_unit_test_setup(test_native_maps_later, reset),
 		cmocka_unit_test_setup(test_leaf_and_kernel, reset),
 		cmocka_unit_test_setup(test_stale_leaf, reset),
 		cmocka_unit_test_setup(test_unsupported, reset),
