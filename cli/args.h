@@ -42,10 +42,10 @@ struct record_args {
 int record_parse_args(int argc, char **argv, struct record_args *o);
 int record_check_args(const struct record_args *o, const char *command, const char *verb);
 void record_args_release(struct record_args *o);
-/* -e's list added to o->events (0, or -errno: said); an option with a number (c as record's
- * getopt gives it: p F c d G B S) stored: 1, 0 if c is none, -EINVAL (said). */
+/* -e's list added to o->events (0, or -errno: said); one of the options record, top and stat
+ * share (c as cli_getopt() gives it, --help aside) stored: 1, 0 if c is none, -EINVAL (said). */
 int record_parse_events(struct record_args *o, const char *arg);
-int record_number_option(struct record_args *o, int c, const char *arg);
+int record_option(struct record_args *o, int c, const char *arg);
 size_t record_n_events(const struct record_args *o);
 const char *record_event_name(const struct record_args *o, size_t i);
 
@@ -73,21 +73,8 @@ void record_permission_error(const char *target, pid_t pid, bool kernel);
 #define record_paranoid_words hwspy_paranoid_words
 void record_no_samples(struct hwspy_recorder *rec, const struct record_args *o);
 
-/* record_child.c: a launched command ended once sampling has (hwspy_child_end()), its exit
- * status (hwspy_child_exit_code()), one line on how it ended. Fields: struct hwspy_child's. */
-struct record_child {
-	pid_t pid;
-	const char *name;
-	bool ended;
-	int status, sent;
-	bool kept, as_asked;
-};
-struct record_child_opts {
-	double grace;
-	bool keep_running, tty_sigint;
-	volatile sig_atomic_t *quits;   /* counts hwspy's SIGINT/SIGTERM/SIGHUP (any: interrupted) */
-};
-void record_child_end(struct record_child *c, const struct record_child_opts *o);
-int record_child_exit_code(const struct record_child *c);
-void record_child_say(const struct record_child *c);
+/* record_child.c: a launched command's notes as hwspy_child_end() ends it (note_fn, ctx: the
+ * child), and one line on how it ended. */
+void record_child_note(void *ctx, enum hwspy_child_note n, double seconds);
+void record_child_say(const struct hwspy_child *c);
 #endif

@@ -86,7 +86,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_args o = { 0 };
 	struct hwspy_recorder *rec = NULL;
-	struct record_child child = { 0 };
+	struct hwspy_child child = { 0 };
 	struct outfile out = { 0 };
 	struct hwspy_record_stats st;
 	char target[320], defpath[64];
@@ -124,7 +124,7 @@ int cmd_record(int argc, char **argv)
 	record_summary(rec, &o, out.is_stdout ? NULL : o.output);
 	if (o.argv)
 		record_child_say(&child);
-	status = o.argv ? record_child_exit_code(&child) : 0;
+	status = o.argv ? hwspy_child_exit_code(&child) : 0;
 out:
 	outfile_abort(&out);    /* a no-op once committed */
 	session_finish(rec, &o, &child, true);   /* hwspy failed: its status stays 1 */

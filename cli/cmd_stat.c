@@ -22,36 +22,29 @@
 struct stat_run {
 	struct record_args r;           /* target, duration, --grace, the sampling run's mode */
 	const char *events;             /* -e LIST, NULL: the defaults */
-	bool json, no_profile, explain, full_paths;
+	bool json, no_profile, explain;
 	struct hwspy_count *cnt;        /* the counting and its sampling run (libhwspy) */
-	struct record_child child;
+	struct hwspy_child child;
 	char target[320];
 };
 
 /* 0, 1 after --help or --explain alone, -EINVAL (said). */
 static int parse_args(int argc, char **argv, struct stat_run *a)
 {
-	static const int flag_opts[] = { OPT_KEEP_RUNNING, OPT_JSON, OPT_NO_PROFILE, OPT_EXPLAIN,
-					 OPT_NONBLOCKING, OPT_PTRACE, OPT_QUIET, OPT_FULL_PATHS };
-	bool *flags[] = { &a->r.keep_running, &a->json, &a->no_profile, &a->explain,
-			  &a->r.nonblocking, &a->r.ptrace, &a->r.quiet, &a->full_paths };
 	int c;
-	size_t f;
 
 	a->r.grace = RECORD_GRACE_DEFAULT;
 	optind = 1;
 	while ((c = cli_getopt(&cli_opts_stat, argc, argv)) != -1) {
-		/* -p, -d and --grace as record checks them */
-		if (c == '?' || record_number_option(&a->r, c, optarg) < 0)
-			return -EINVAL;         /* said */
-		for (f = 0; f < sizeof(flag_opts) / sizeof(*flag_opts) && flag_opts[f] != c; f++)
-			;
-		if (f < sizeof(flag_opts) / sizeof(*flag_opts))
-			*flags[f] = true;
-		else if (c == OPT_EVENT)
-			a->events = optarg;
-		else if (c == OPT_HELP)
+		if (c == OPT_HELP)
 			return cli_help(&cli_opts_stat, stdout), 1;
+		if (c == OPT_JSON || c == OPT_NO_PROFILE || c == OPT_EXPLAIN)
+			*(c == OPT_JSON ? &a->json : c == OPT_NO_PROFILE ? &a->no_profile :
+			  &a->explain) = true;
+		else if (c == OPT_EVENT)
+			a->events = optarg;     /* the counting's (hwspy_count_new() checks it) */
+		else if (c == '?' || record_option(&a->r, c, optarg) <= 0)
+			return -EINVAL;         /* said (as record's: -p, -d, --grace ...) */
 	}
 	if (optind < argc)
 		a->r.argv = argv + optind;
@@ -81,7 +74,7 @@ static int setup(struct stat_run *x)
 		.python_names = true, .sampling = !x->no_profile,
 		.sampling_mode = x->r.nonblocking ? HWSPY_RECORD_NONBLOCKING :
 				 x->r.ptrace ? HWSPY_RECORD_STOPS : HWSPY_RECORD_AUTO,
-		.sigchld = true, .slice_fn = slice, .full_paths = x->full_paths,
+		.sigchld = true, .slice_fn = slice, .full_paths = x->r.fmt.full_paths,
 	};
 	int r;
 
@@ -141,7 +134,7 @@ static int start(struct stat_run *x)
 	r = hwspy_count_start(x->cnt, pid, pid ? NULL : x->r.argv);
 	x->r.capture_held = true;     /* a capture's failure is said as sampling starts only */
 	if (cmd && hwspy_count_pid(x->cnt))
-		x->child = (struct record_child) { .pid = hwspy_count_pid(x->cnt), .name = cmd };
+		x->child = (struct hwspy_child) { .pid = hwspy_count_pid(x->cnt), .name = cmd };
 	if (r < 0)
 		return start_error(x, r);
 	r = hwspy_count_sampling_error(x->cnt);
@@ -218,7 +211,7 @@ int cmd_stat(int argc, char **argv)
 		goto out;
 	if (x->child.pid)
 		record_child_say(&x->child);
-	status = x->child.pid ? record_child_exit_code(&x->child) : 0;
+	status = x->child.pid ? hwspy_child_exit_code(&x->child) : 0;
 out:
 	end_command(x);
 	hwspy_count_free(x->cnt);

@@ -27,11 +27,6 @@
 static int parse_args(int argc, char **argv, struct top *t)
 {
 	struct record_args *o = &t->o;
-	static const int flag_opts[] = { OPT_ONCE, OPT_NATIVE, OPT_NONBLOCKING, OPT_PTRACE,
-					 OPT_KEEP_RUNNING, OPT_FULL_PATHS };
-	bool *flags[] = { &t->once, &o->native, &o->nonblocking, &o->ptrace, &o->keep_running,
-			  &t->full_paths };
-	size_t f;
 	int c, r;
 
 	o->freq = 100;
@@ -41,15 +36,9 @@ static int parse_args(int argc, char **argv, struct top *t)
 	while ((c = cli_getopt(&cli_opts_top, argc, argv)) != -1) {
 		if (c == OPT_HELP)
 			return cli_help(&cli_opts_top, stdout), 0;
-		for (f = 0; f < sizeof(flag_opts) / sizeof(*flag_opts) && flag_opts[f] != c; f++)
-			;
-		if (f < sizeof(flag_opts) / sizeof(*flag_opts))
-			*flags[f] = true;
-		r = c == '?' ? -EINVAL : f < sizeof(flag_opts) / sizeof(*flag_opts) ? 1 :
-		    record_number_option(o, c, optarg);
-		if (c == OPT_EVENT)
-			r = record_parse_events(o, optarg) < 0 ? -EINVAL : 1;
-		if (r <= 0)
+		if (c == OPT_ONCE)
+			t->once = true;
+		else if (c == '?' || record_option(o, c, optarg) <= 0)
 			return 2;       /* said (0: none, every option is handled) */
 	}
 	if (optind < argc)
@@ -101,7 +90,7 @@ static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 }
 
 /* After the run: what ended it said, the table printed where it should be: the exit status. */
-static int report(struct top *t, int r, struct record_child *child)
+static int report(struct top *t, int r, struct hwspy_child *child)
 {
 	struct hwspy_python py;
 	struct hwspy_record_stats st;
@@ -135,7 +124,7 @@ static int report(struct top *t, int r, struct record_child *child)
 int cmd_top(int argc, char **argv)
 {
 	struct top t = { .vo = { .tid = HWSPY_TABLE_ALL_THREADS, .sort = HWSPY_TABLE_COL_SELF } };
-	struct record_child child = { 0 };
+	struct hwspy_child child = { 0 };
 	struct hwspy_record_opts ro;
 	int r, status = 1;
 
@@ -150,7 +139,7 @@ int cmd_top(int argc, char **argv)
 	    hwspy_table_new_recording(t.rec, &t.table) < 0)
 		log_error("out of memory");
 	if (t.table)
-		hwspy_table_full_paths(t.table, t.full_paths);
+		hwspy_table_full_paths(t.table, t.o.fmt.full_paths);
 	if (!t.table || record_check_target(&t.o) < 0 ||
 	    session_begin(t.rec, &t.o, t.target, sizeof(t.target), &child, !t.once) < 0)
 		goto out;

@@ -140,7 +140,8 @@ static int parse_number(const struct number_option *n, const char *arg, void *re
 	return 0;
 }
 
-int record_number_option(struct record_args *o, int c, const char *arg)
+/* An option with a number: 1 (stored), 0 if c is none, -EINVAL (said). */
+static int number_option(struct record_args *o, int c, const char *arg)
 {
 	const struct number_option *n = numbers;
 
@@ -171,9 +172,12 @@ static const struct { int c; size_t at, size; } flags[] = {
 	{ OPT_SUBPROCESSES, AT(subprocesses) }, { OPT_GIL, AT(gil) }, { OPT_QUIET, AT(quiet) },
 };
 
-/* The other options: 1 if c is one (stored), 0 if not, -EINVAL (said), 2 after --help. */
-static int other_option(struct record_args *o, int c, const char *arg)
+int record_option(struct record_args *o, int c, const char *arg)
 {
+	int r = number_option(o, c, arg);
+
+	if (r)
+		return r;
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (flags[i].c == c)
 			return *((bool *) ((char *) o + flags[i].at)) = true;
@@ -186,9 +190,6 @@ static int other_option(struct record_args *o, int c, const char *arg)
 	case OPT_FORMAT:
 		o->format_given = true;
 		return format_parse(arg, &o->format) < 0 ? -EINVAL : 1;
-	case OPT_HELP:
-		cli_help(&cli_opts_record, stdout);
-		return 2;
 	case OPT_VERBOSE:
 		log_level = LOG_VERBOSE;
 		return 1;
@@ -223,20 +224,15 @@ int record_check_args(const struct record_args *o, const char *command, const ch
 
 int record_parse_args(int argc, char **argv, struct record_args *o)
 {
-	int c, r;
+	int c;
 
 	o->freq = 100;
 	o->stack_size = HWSPY_DEFAULT_STACK_SIZE;
 	o->grace = RECORD_GRACE_DEFAULT;
 	while ((c = cli_getopt(&cli_opts_record, argc, argv)) != -1) {
-		if (c == '?')
-			return -EINVAL;         /* said */
-		r = record_number_option(o, c, optarg);
-		if (r == 0)
-			r = other_option(o, c, optarg);
-		if (r == 2)
-			return 1;
-		if (r <= 0)
+		if (c == OPT_HELP)
+			return cli_help(&cli_opts_record, stdout), 1;
+		if (c == '?' || record_option(o, c, optarg) <= 0)
 			return -EINVAL;         /* said (0: none, every option is handled) */
 	}
 	if (o->quiet)

@@ -1,6 +1,7 @@
 /* record_report: what the sampling commands say on stderr (args.h): the words of every line
  * libhwspy's (summary) functions choose, in one table keyed by the line's code, and the loop
  * that says them. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,13 @@ static const char *const words[HWSPY_L_N] = {
 		"all that %s allows without root or CAP_PERFMON) it would count none; " ROOT ", or "
 		PARANOID_1,
 	L(NO_PROCESS) = "no process with pid %d",
+	L(DUMP_READ) = "cannot dump pid %d",
+	L(DUMP_TRACED) = "cannot stop the running threads of pid %d: it is traced by pid %d (a "
+		"debugger or profiler); add --nonblocking to read them without a stop",
+	L(DUMP_PTRACE) = "cannot stop the running threads of pid %d: ptrace refused (Yama "
+		"ptrace_scope or no CAP_SYS_PTRACE); add --nonblocking to read them without a stop",
+	L(DUMP_STOP) = "cannot stop the threads of pid %d",
+	L(DUMP_NATIVE) = "cannot read the mappings of pid %d: no native frames",
 	L(KERNEL_THREAD) = "pid %d is a kernel thread, not a Python process",
 	L(COMMAND) = "cannot run '%s'",
 	L(CHILD_WAITING) = "waiting for '%s' (pid %d) after SIG%s in %.3g s (Ctrl-C: SIGKILL now)",
@@ -191,61 +199,25 @@ static const char *const words[HWSPY_L_N] = {
 	W(AFTER_SIG) = " after hwspy's SIG", W(QUOTE) = "'", W(STDOUT) = "to standard output",
 	W(NATIVE_ALONE) = "; add --native for its native code",
 	W(SHELL) = ": a shell (a pyenv shim would have exec'd by now); see --subprocesses",
+	W(DUMP_READS) = "; hwspy dump reads Python stacks",
 };
-
-/* Line l's words, with its numbers (as %d or %u), reals (%f, %g), names (%s) and phrases (%w),
- * each kind taken in its order. */
-static void render(struct buf *b, const struct hwspy_line *l)
-{
-	size_t n = 0, x = 0, s = 0, w = 0;
-
-	for (const char *p = words[l->code]; *p; p++) {
-		int prec = 6;
-
-		if (*p != '%' || *++p == '%') {
-			(void) buf_putc(b, *p);
-			continue;
-		}
-		if (*p == '.')
-			prec = (int) strtol(p + 1, (char **) &p, 10);
-		p += strspn(p, "hlzj");
-		if (*p == 'f' || *p == 'g')
-			(void) buf_printf(b, *p == 'f' ? "%.*f" : "%.*g", prec, l->x[x++]);
-		else if (*p == 's')
-			(void) buf_puts(b, l->s[s++]);
-		else if (*p == 'w')
-			(void) buf_puts(b, words[l->w[w++]]);
-		else if (*p == 'u')
-			(void) buf_printf(b, "%llu", (unsigned long long) l->n[n++]);
-		else
-			(void) buf_printf(b, "%lld", (long long) l->n[n++]);
-	}
-}
-
-static void record_render(struct buf *b, const struct hwspy_line *l, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		render(b, &l[i]);
-}
 
 void record_say(const struct hwspy_line *l, size_t n, bool error)
 {
-	struct buf b;
+	for (size_t i = 0, j; i < n; i = j + 1) {
+		char *text;
 
-	buf_init(&b);
-	for (size_t i = 0; i < n; i++) {
-		render(&b, &l[i]);
-		if (l[i].more)
-			continue;
-		if (l[i].err)
-			(void) log_errno(l[i].err, "%s", b.data);
-		else if (error)
-			log_error("%s", b.data);
+		for (j = i; j + 1 < n && l[j].more; j++)
+			;
+		text = hwspy_lines_text(words, l + i, j - i + 1);
+		if (!text)
+			log_error("out of memory");
+		else if (l[j].err)
+			(void) log_errno(l[j].err, "%s", text);
 		else
-			log_info("%s", b.data);
-		buf_reset(&b);
+			(error ? log_error : log_info)("%s", text);
+		free(text);
 	}
-	buf_release(&b);
 }
 
 int record_python_error(int r, const struct hwspy_recorder *rec, const char *what)
@@ -274,13 +246,11 @@ void record_progress(struct hwspy_recorder *rec, double duration, bool final)
 {
 	struct hwspy_summary_opts so = { .duration = duration };
 	struct hwspy_line l[1];
-	struct buf b;
+	char *text = final ? NULL : hwspy_lines_text(words, l, hwspy_recorder_progress_lines(rec,
+						     &so, l, 1));
 
-	buf_init(&b);
-	if (!final)
-		record_render(&b, l, hwspy_recorder_progress_lines(rec, &so, l, 1));
-	fprintf(stderr, "\r\033[K%s%s", final ? "" : "hwspy: ", b.data);
-	buf_release(&b);
+	fprintf(stderr, "\r\033[K%s%s", text ? "hwspy: " : "", text ? text : "");
+	free(text);
 }
 
 /* Without -v, the summary's short form: its lines that are no detail. */
@@ -313,8 +283,10 @@ void record_summary(struct hwspy_recorder *rec, const struct record_args *o, con
 int record_threads_missed(const struct hwspy_record_stats *st, struct buf *out)
 {
 	struct hwspy_line l[RECORD_LINES * 2];
+	char *text = hwspy_lines_text(words, l, hwspy_threads_missed_lines(st, l, RECORD_LINES * 2));
+	int r = text ? buf_puts(out, text) : -ENOMEM;
 
-	record_render(out, l, hwspy_threads_missed_lines(st, l, RECORD_LINES * 2));
-	return 0;
+	free(text);
+	return r;
 }
 

@@ -147,7 +147,7 @@ void session_name(const struct record_args *o, char *buf, size_t size, pid_t chi
 }
 
 int session_begin(struct hwspy_recorder *rec, struct record_args *o, char *buf, size_t size,
-		  struct record_child *c, bool null_stdin)
+		  struct hwspy_child *c, bool null_stdin)
 {
 	int keys = -1, r;
 
@@ -177,7 +177,7 @@ int session_begin(struct hwspy_recorder *rec, struct record_args *o, char *buf, 
 		return -1;
 	if (o->argv) {
 		session_name(o, buf, size, hwspy_recorder_pid(rec));
-		*c = (struct record_child) { .pid = hwspy_recorder_pid(rec), .name = o->argv[0] };
+		*c = (struct hwspy_child) { .pid = hwspy_recorder_pid(rec), .name = o->argv[0] };
 	}
 	(void) hwspy_profile_set_target(hwspy_recorder_profile(rec), buf);
 	return 0;
@@ -203,23 +203,24 @@ void session_capture_said(struct hwspy_recorder *rec)
 			  "each stack after its sample instead, as --nonblocking");
 }
 
-void session_end_child(const struct record_args *o, struct record_child *c, bool exited,
+void session_end_child(const struct record_args *o, struct hwspy_child *c, bool exited,
 		       int status)
 {
-	struct record_child_opts co = {
+	struct hwspy_child_end_opts co = {
 		.grace = o->grace, .keep_running = o->keep_running, .tty_sigint = tty_int_flag,
-		.quits = &quit_flag,
+		.quits = &quit_flag, .interrupted = quit_flag != 0, .note_fn = record_child_note,
+		.note_ctx = c,
 	};
 
 	if (exited && !c->ended) {
 		c->ended = true;        /* the sampler (or counter) reaped it */
 		c->status = status;
 	}
-	record_child_end(c, &co);
+	hwspy_child_end(c, &co);
 }
 
 void session_end_command(struct hwspy_recorder *rec, const struct record_args *o,
-			 struct record_child *c)
+			 struct hwspy_child *c)
 {
 	struct hwspy_record_stats st;
 
@@ -229,7 +230,7 @@ void session_end_command(struct hwspy_recorder *rec, const struct record_args *o
 }
 
 void session_finish(struct hwspy_recorder *rec, const struct record_args *o,
-		    struct record_child *c, bool say_kept)
+		    struct hwspy_child *c, bool say_kept)
 {
 	if (!c->pid || c->ended || c->kept)
 		return;

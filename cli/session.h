@@ -37,20 +37,20 @@ void session_name(const struct record_args *o, char *buf, size_t size, pid_t chi
  * events started (a launched command's input /dev/null meanwhile with null_stdin), a launched
  * command into c, the profile named. */
 int session_begin(struct hwspy_recorder *rec, struct record_args *o, char *buf, size_t size,
-		  struct record_child *c, bool null_stdin);
+		  struct hwspy_child *c, bool null_stdin);
 /* Why a run ended early (r < 0), said: returns r. */
 int session_stopped(const struct record_args *o, int r);
 /* A failure of the BPF capture to start, said (top, once its screen is closed). */
 void session_capture_said(struct hwspy_recorder *rec);
 /* Sampling is over: the launched command ends as --grace says, or is left running. */
 void session_end_command(struct hwspy_recorder *rec, const struct record_args *o,
-			 struct record_child *c);
+			 struct hwspy_child *c);
 /* The same, said, for a command not yet ended nor kept (not said if kept and !say_kept). */
 void session_finish(struct hwspy_recorder *rec, const struct record_args *o,
-		    struct record_child *c, bool say_kept);
+		    struct hwspy_child *c, bool say_kept);
 /* The same for a command launched by something else (the counter of hwspy stat): exited, with
  * its wait status, if that reaped it. */
-void session_end_child(const struct record_args *o, struct record_child *c, bool exited,
+void session_end_child(const struct record_args *o, struct hwspy_child *c, bool exited,
 		       int status);
 
 #endif

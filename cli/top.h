@@ -24,7 +24,6 @@ struct top_screen;
 struct top {
 	struct record_args o;
 	bool once;                      /* --once: one snapshot as text */
-	bool full_paths;                /* --full-paths: rows name files by their full paths */
 	struct hwspy_recorder *rec;
 	struct hwspy_table *table;
 	struct top_screen *screen;      /* NULL with --once and after the screen closed */

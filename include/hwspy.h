@@ -435,6 +435,7 @@ size_t hwspy_recorder_gil_threads(const struct hwspy_recorder *rec, struct hwspy
  * changed). */
 struct hwspy_child {
 	pid_t pid;
+	const char *name;               /* the caller's name of it (its command) for its lines */
 	bool ended;                     /* status is its wait status */
 	int status;
 	int sent;                       /* the last signal sent to it (0: none) */
@@ -583,6 +584,9 @@ enum hwspy_line_code {
 	HWSPY_L_PY_UNSUPPORTED, HWSPY_L_PY_NONE, HWSPY_L_PY_BADMSG, HWSPY_L_PY_FAILED,
 	HWSPY_L_PERM_KERNEL, HWSPY_L_PERM_ROOT, HWSPY_L_PERM_UID, HWSPY_L_PERM_PARANOID,
 	HWSPY_L_PERM_DUMPABLE, HWSPY_L_PERM_REFUSED,
+	/* a snapshot's process not read */
+	HWSPY_L_DUMP_READ, HWSPY_L_DUMP_TRACED, HWSPY_L_DUMP_PTRACE, HWSPY_L_DUMP_STOP,
+	HWSPY_L_DUMP_NATIVE,
 	/* hwspy_record_check()'s refusals (by enum hwspy_check) */
 	HWSPY_L_OFF_CPU_EVENTS, HWSPY_L_OFF_CPU_RATE, HWSPY_L_WALL_OFF_CPU, HWSPY_L_WALL_EVENTS,
 	HWSPY_L_WALL_STOPS, HWSPY_L_USER_KERNEL_ONLY, HWSPY_L_COUNT_RATE, HWSPY_L_STOPS_ASLEEP,
@@ -600,7 +604,7 @@ enum hwspy_line_code {
 	HWSPY_W_LARGER_PERIOD, HWSPY_W_WALL_FEWER, HWSPY_W_TOO_FEW, HWSPY_W_NO, HWSPY_W_FILE_MAX,
 	HWSPY_W_UNKNOWN_VERSION, HWSPY_W_SWITCH, HWSPY_W_MIGRATION, HWSPY_W_A_SWITCH,
 	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG, HWSPY_W_QUOTE, HWSPY_W_STDOUT,
-	HWSPY_W_NATIVE_ALONE, HWSPY_W_SHELL,            /* PY_NONE's advice */
+	HWSPY_W_NATIVE_ALONE, HWSPY_W_SHELL, HWSPY_W_DUMP_READS,       /* PY_NONE's advice */
 	HWSPY_L_N
 };
 struct hwspy_line {
@@ -613,6 +617,10 @@ struct hwspy_line {
 	const char *s[3];
 	enum hwspy_line_code w[4];
 };
+/* Lines l[0..n) in the client's words (words[code], HWSPY_L_N of them), one after another:
+ * each line's format with its data as above. A string of the caller's to free; NULL: out of
+ * memory. */
+char *hwspy_lines_text(const char *const *words, const struct hwspy_line *l, size_t n);
 /* A run's summary (after hwspy_recorder_run(); the threads left out read from the profile's
  * metadata), its line when it took no sample, and the progress line (duration 0: none). target
  * names it, path where the profile went (NULL: standard output), event its first event as the
@@ -645,6 +653,11 @@ size_t hwspy_permission_lines(const char *target, pid_t pid, bool kernel, struct
 			      size_t max);
 size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_record_opts *o,
 			 const struct hwspy_events *ev, struct hwspy_line *ret, size_t max);
+/* Why the snapshot's process p was not read whole: the target (HWSPY_SNAPSHOT_FAILED_TARGET),
+ * a stop or a read that failed, its mappings unread (none: 0). */
+struct hwspy_snapshot_process;
+size_t hwspy_snapshot_lines(const struct hwspy_snapshot_process *p, struct hwspy_line *ret,
+			    size_t max);
 /* How the launched command c (named name) ended, or that it was kept running (none: 0). */
 size_t hwspy_child_lines(const struct hwspy_child *c, const char *name, struct hwspy_line *ret,
 			 size_t max);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "lib/lib.h"
 
 #define GIL_TABLE_THREADS 10            /* the GIL's threads told, the most time first */
@@ -585,6 +586,41 @@ size_t hwspy_check_lines(const struct hwspy_record_check *c, const struct hwspy_
 	return done(&l);
 }
 
+size_t hwspy_snapshot_lines(const struct hwspy_snapshot_process *p, struct hwspy_line *ret,
+			    size_t max)
+{
+	struct lines l = { ret, 0, max };
+	const char *what = hwspy_pid_name(p->pid, exe_buf, sizeof(exe_buf));
+	uint64_t pid = (uint64_t) p->pid;
+	int r = p->error;
+
+	if (r && p->failed == HWSPY_SNAPSHOT_FAILED_TARGET) {
+		if (r == -ESRCH)
+			put(&l, LINE(NO_PROCESS, .n = { pid }));
+		else if (r == -EPERM || r == -EACCES)
+			return hwspy_permission_lines(what, p->pid, false, ret, max);
+		else if (r == -ENOENT)
+			put(&l, LINE(PY_NONE, .s = { what, "" }, .w = { W(DUMP_READS) }));
+		else if (r == -ENOTSUP)
+			put(&l, LINE(PY_UNSUPPORTED, .s = { what, p->python_version },
+				     .w = { p->python_version[0] ? W(NONE) : W(UNKNOWN_VERSION) }));
+		else if (r == -EBADMSG)
+			put(&l, LINE(PY_BADMSG, .s = { what, p->python_error }));
+		else
+			put(&l, LINE(PY_FAILED, .s = { what }, .err = r));
+	} else if (r && p->failed == HWSPY_SNAPSHOT_FAILED_READ) {
+		put(&l, LINE(DUMP_READ, .n = { pid }, .err = r));
+	} else if (r == -EPERM) {
+		put(&l, p->tracer ? LINE(DUMP_TRACED, .n = { pid, (uint64_t) p->tracer }) :
+				    LINE(DUMP_PTRACE, .n = { pid }));
+	} else if (r) {
+		put(&l, LINE(DUMP_STOP, .n = { pid }, .err = r));
+	} else if (p->native_error) {
+		put(&l, LINE(DUMP_NATIVE, .n = { pid }, .err = p->native_error));
+	}
+	return done(&l);
+}
+
 size_t hwspy_child_lines(const struct hwspy_child *c, const char *name, struct hwspy_line *ret,
 			 size_t max)
 {
@@ -613,4 +649,37 @@ size_t hwspy_child_lines(const struct hwspy_child *c, const char *name, struct h
 		put(&l, LINE(CHILD_EXITED, .s = { name, sent }, .w = { after },
 			     .n = { (uint64_t) c->pid, (uint64_t) WEXITSTATUS(c->status) }));
 	return done(&l);
+}
+
+char *hwspy_lines_text(const char *const *words, const struct hwspy_line *l, size_t n_lines)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (const struct hwspy_line *end = l + n_lines; l < end; l++) {
+		size_t n = 0, x = 0, s = 0, w = 0;
+
+		for (const char *p = words[l->code]; *p; p++) {
+			int prec = 6;
+
+			if (*p != '%' || *++p == '%') {
+				(void) buf_putc(&b, *p);
+				continue;
+			}
+			if (*p == '.')
+				prec = (int) strtol(p + 1, (char **) &p, 10);
+			p += strspn(p, "hlzj");
+			if (*p == 'f' || *p == 'g')
+				(void) buf_printf(&b, *p == 'f' ? "%.*f" : "%.*g", prec, l->x[x++]);
+			else if (*p == 's')
+				(void) buf_puts(&b, l->s[s++]);
+			else if (*p == 'w')
+				(void) buf_puts(&b, words[l->w[w++]]);
+			else if (*p == 'u')
+				(void) buf_printf(&b, "%llu", (unsigned long long) l->n[n++]);
+			else
+				(void) buf_printf(&b, "%lld", (long long) l->n[n++]);
+		}
+	}
+	return buf_detach(&b);
 }

@@ -48,7 +48,7 @@ MAX_LINES = 120
 # text, and the choices noted in the issue's note): the limit holds it there until then
 # issue 20 ended at 2,939; a command added since brings its options' parsing alone (monitor:
 # 145 lines, its words and engine in lib/), which this allows for
-CLI_MAX_LINES = 3099
+CLI_MAX_LINES = 2999
 LAYERS = ['cli', 'python', 'lib', 'include', 'analysis', 'record', 'sampler', 'pyframes', 'symbolizer',
           'output', 'base']
 STAGES = ['sampler', 'pyframes', 'symbolizer']
