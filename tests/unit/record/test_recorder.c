@@ -91,6 +91,17 @@ static struct fake_item *samples(pid_t tid, unsigned n)
 	return it;
 }
 
+/* Launch: the options for mode that launch argv (fake.launch_pid, a pid no process has). */
+static struct record_opts launch(enum record_mode mode, char **argv)
+{
+	struct record_opts o = opts_for(mode);
+
+	o.pid = 0;
+	o.argv = argv;
+	fake.launch_pid = absent_pid();
+	return o;
+}
+
 /* Attach: new, find the interpreter, symbols, start. */
 static struct recorder *attach(const struct record_opts *o, const struct record_sink *sink)
 {
@@ -292,15 +303,12 @@ static void test_sink(void **state)
 static void test_exec_launched(void **state)
 {
 	char *argv[] = { "wrapper.sh", NULL };
-	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct record_opts o = launch(RECORD_NONBLOCKING, argv);
 	struct record_python py;
 	struct recorder *rec;
-	pid_t lp = absent_pid();
+	pid_t lp = fake.launch_pid;
 
 	(void) state;
-	o.pid = 0;
-	o.argv = argv;
-	fake.launch_pid = lp;
 	image(0, NULL)->open_error = -ENOENT;
 	thread(&fake.images[0], lp, "");
 	thread(image(1, "3.13.0"), lp, "<module>;run");
@@ -873,17 +881,15 @@ static void native_maps_later(unsigned failures, uint64_t unwound, uint64_t not_
 {
 	static const uint64_t stack[] = { FAKE_IP_DEFLATE, FAKE_IP_EVAL, FAKE_IP_MAIN };
 	char *argv[] = { "python3.12", NULL };
-	struct record_opts o = opts_for(RECORD_NONBLOCKING);
+	struct record_opts o;
 	volatile sig_atomic_t stop = 0;
 	struct record_run r = { .stop = &stop };
 	const struct record_stats *st;
 	struct recorder *rec;
 
 	fake_world_reset();
-	o.pid = 0;
-	o.argv = argv;
+	o = launch(RECORD_NONBLOCKING, argv);
 	o.native = true;
-	fake.launch_pid = absent_pid();
 	fake.sym_failures = failures;
 	thread(image(0, "3.12.1"), fake.launch_pid, "main;compress_it");
 	for (int i = 0; i < 3; i++)
@@ -977,15 +983,12 @@ static void test_stale_leaf(void **state)
 static void unsupported(enum record_mode mode, size_t played)
 {
 	char *argv[] = { "python3.15", NULL };
-	struct record_opts o = opts_for(mode);
+	struct record_opts o = launch(mode, argv);
 	volatile sig_atomic_t stop = 0;
 	struct record_run r = { .stop = &stop };
 	struct record_python py;
 	struct recorder *rec;
 
-	o.pid = 0;
-	o.argv = argv;
-	fake.launch_pid = absent_pid();
 	image(0, "3.15.0")->open_error = -ENOTSUP;
 	thread(&fake.images[0], fake.launch_pid, "main");
 	for (int i = 0; i < 4; i++) {
@@ -1018,7 +1021,7 @@ static void test_unsupported(void **state)
 static void corrupt(unsigned corrupt_opens, uint64_t pause_ns, unsigned slices, bool found)
 {
 	char *argv[] = { "python3.13", NULL };
-	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct record_opts o;
 	volatile sig_atomic_t stop = 0;
 	struct record_run r = { .stop = &stop };
 	struct record_python py;
@@ -1026,9 +1029,7 @@ static void corrupt(unsigned corrupt_opens, uint64_t pause_ns, unsigned slices, 
 	uint64_t t0;
 
 	fake_world_reset();
-	o.pid = 0;
-	o.argv = argv;
-	fake.launch_pid = absent_pid();
+	o = launch(RECORD_CAPTURE, argv);
 	image(0, "3.13.1")->corrupt_opens = corrupt_opens;
 	thread(&fake.images[0], fake.launch_pid, "main");
 	for (unsigned i = 0; i < slices; i++)
