@@ -317,6 +317,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 #define CC_BATCH        256           /* code objects checked per round of pf_code_validate() */
 #define CC_SPAN_MAX     256           /* header bytes read to check one code object */
 #define CC_MERGE_MAX    (4 * PF_PAGE) /* longest range that reads several code objects' headers */
+#define CC_SEEN_MAX     512           /* bytes of a code's captured names kept to compare */
 
 struct pf_code {
 	uint64_t addr;                  /* 0 = empty */
@@ -325,6 +326,10 @@ struct pf_code {
 	uint64_t checked;               /* number of the last walk that found it current */
 	uint64_t queued;                /* number of the last walk that asked to check it */
 	uint64_t names_checked;         /* number of the last walk whose capture its names match */
+	uint64_t ids_captured;          /* number of the last walk whose capture held its identity */
+	unsigned char *seen;            /* the bytes of its name and file str objects in a capture
+	                                 * they matched in (compact strings, each in one piece) */
+	uint32_t seen_name, seen_file;  /* how many of each */
 	const char *name, *file;
 	uint8_t *table;
 	size_t table_len;
@@ -356,6 +361,7 @@ static void cc_clear(struct pf_codecache *cc)
 
 	for (i = 0; i < CC_SLOTS; i++) {
 		free(cc->slot[i].table);
+		free(cc->slot[i].seen);
 		memset(&cc->slot[i], 0, sizeof(cc->slot[i]));
 	}
 	cc->n = 0;
@@ -455,13 +461,31 @@ static int code_header(struct pf_mem *m, const struct py_layout *l, uint64_t cod
 	return 0;
 }
 
+/* The fields cc_current() compares: their header offsets (ascending) and sizes; returns how
+ * many. */
+static size_t cc_fields(const struct py_layout *l, uint32_t off[6], uint32_t size[6])
+{
+	uint32_t o[6] = { l->ob_type, co_name_off(l), l->co_filename, l->co_linetable,
+			  l->co_firstlineno, l->ob_size };
+	uint32_t z[6] = { 8, 8, 8, 8, 4, 8 };
+	size_t i, j, n = l->co_code_adaptive != PF_NONE ? 6 : 5;
+
+	for (i = 0; i < n; i++) {
+		for (j = i; j > 0 && off[j - 1] > o[i]; j--) {
+			off[j] = off[j - 1];
+			size[j] = size[j - 1];
+		}
+		off[j] = o[i];
+		size[j] = z[i];
+	}
+	return n;
+}
+
 /* The header bytes [*ret_lo, *ret_hi) hold every field cc_current() compares. */
 static void cc_span(const struct py_layout *l, uint32_t *ret_lo, uint32_t *ret_hi)
 {
-	uint32_t off[6] = { l->ob_type, co_name_off(l), l->co_filename, l->co_linetable,
-			    l->co_firstlineno, l->ob_size };
-	uint32_t size[6] = { 8, 8, 8, 8, 4, 8 };
-	size_t i, n = l->co_code_adaptive != PF_NONE ? 6 : 5;
+	uint32_t off[6], size[6];
+	size_t i, n = cc_fields(l, off, size);
 
 	*ret_lo = UINT32_MAX;
 	*ret_hi = 0;
@@ -496,6 +520,7 @@ static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_la
 	uint64_t tlen = 0;
 
 	free(c->table);
+	free(c->seen);
 	memset(c, 0, sizeof(*c));
 	c->addr = addr;
 	c->r_type = pf_u64(head, l->ob_type);
@@ -630,11 +655,26 @@ static int cc_check_round(struct pf_codecache *cc, struct pf_mem *m, const struc
 	return cc_check_ranges(cc, m, l, walk, lo, first, k, nr);
 }
 
+/* A captured walk whose capture holds every field cc_current() compares of c (the capture's
+ * identity pieces): is c the code the capture holds? Compared there, with no read of the
+ * target, whose bytes of those fields the capture's would replace anyway. -ENOENT where the
+ * capture does not hold them all. */
+static int cc_captured_current(struct pf_mem *m, const struct py_layout *l, const struct pf_code *c,
+			       const uint32_t *off, const uint32_t *size, size_t nf, uint32_t lo,
+			       uint32_t hi)
+{
+	unsigned char head[CC_SPAN_MAX];
+
+	if (!pf_overlay_fields(m, c->addr, off, size, nf, lo, hi, head))
+		return -ENOENT;
+	return cc_current(l, c, head, lo);
+}
+
 int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		     uint64_t walk, const struct py_frame *frames, size_t n)
 {
-	uint32_t lo, hi;
-	size_t i, k = 0;
+	uint32_t lo, hi, off[6], size[6];
+	size_t i, k = 0, nf = cc_fields(l, off, size);
 	int r;
 
 	cc_span(l, &lo, &hi);
@@ -646,6 +686,13 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 		if (!c || c->addr != frames[i].code || c->checked == walk || c->queued == walk)
 			continue;
 		c->queued = walk;   /* a recursive stack names it many times: check it once */
+		r = cc_captured_current(m, l, c, off, size, nf, lo, hi);
+		if (r >= 0) {
+			c->ids_captured = walk;
+			if (r)
+				c->checked = walk;
+			continue;
+		}
 		cc->ent[k++] = c;
 		if (k == CC_BATCH) {
 			r = cc_check_round(cc, m, l, walk, k, lo, hi);
@@ -657,18 +704,73 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 	return k ? cc_check_round(cc, m, l, walk, k, lo, hi) : 0;
 }
 
+/* The capture's bytes of the compact str object at addr, where all that str_captured_is() reads
+ * of it (its header and text) lies in one piece: how many (*ret points to them); else 0. */
+static size_t str_captured_bytes(const struct pf_mem *m, const struct py_layout *l, uint64_t addr,
+				 const unsigned char **ret)
+{
+	size_t n = pf_overlay_run(m, addr, l->str_ascii_size, ret), len;
+	uint32_t state;
+	unsigned kind;
+
+	if (!*ret || n < l->str_ascii_size || l->str_ascii_size < l->str_state + 4 ||
+	    l->str_ascii_size < l->str_length + 8)
+		return 0;
+	state = pf_u32(*ret, l->str_state);
+	kind = (state >> l->str_kind_shift) & 7;
+	if (!((state >> l->str_compact_bit) & 1) || (kind != 1 && kind != 2 && kind != 4))
+		return 0;
+	len = pf_u64(*ret, l->str_length) < PF_MAX_STR ? (size_t) pf_u64(*ret, l->str_length)
+						       : PF_MAX_STR;
+	n = pf_overlay_run(m, addr, ((state >> l->str_ascii_bit) & 1 ? l->str_ascii_size
+								: l->str_compact_size) + len * kind, ret);
+	return *ret ? n : 0;
+}
+
+/* Remembers the capture's bytes of c's names, which matched. */
+static void cc_names_seen(struct pf_code *c, const unsigned char *name, size_t nn,
+			  const unsigned char *file, size_t fn)
+{
+	unsigned char *b;
+
+	if (nn + fn > CC_SEEN_MAX)
+		return;
+	b = realloc(c->seen, nn + fn);
+	if (!b)
+		return;
+	memcpy(b, name, nn);
+	memcpy(b + nn, file, fn);
+	c->seen = b;
+	c->seen_name = (uint32_t) nn;
+	c->seen_file = (uint32_t) fn;
+}
+
 /* A captured walk whose capture holds addr's identifying fields: do the names the capture
- * holds match entry c's? Once per walk (a recursive stack names one code object many times). */
+ * holds match entry c's? Once per walk (a recursive stack names one code object many times);
+ * where the capture holds the very bytes of a capture they matched in, no decoding. */
 static bool cc_names_match(struct pf_mem *m, const struct py_layout *l, uint64_t walk,
 			   uint64_t addr, struct pf_code *c)
 {
-	if (m->n_spans == 0 || c->names_checked == walk ||
-	    pf_mem_covered(m, addr + co_name_off(l), 8) < 8 ||
-	    pf_mem_covered(m, addr + l->co_filename, 8) < 8)
+	const unsigned char *nb, *fb;
+	size_t nn, fn;
+
+	if (m->n_spans == 0 || c->names_checked == walk)
 		return true;
+	if (c->ids_captured != walk && (pf_mem_covered(m, addr + co_name_off(l), 8) < 8 ||
+					pf_mem_covered(m, addr + l->co_filename, 8) < 8))
+		return true;
+	nn = str_captured_bytes(m, l, c->r_name, &nb);
+	fn = str_captured_bytes(m, l, c->r_file, &fb);
+	if (c->seen && nn && fn && nn == c->seen_name && fn == c->seen_file &&
+	    memcmp(c->seen, nb, nn) == 0 && memcmp(c->seen + nn, fb, fn) == 0) {
+		c->names_checked = walk;
+		return true;
+	}
 	if (!str_captured_is(m, l, c->r_name, c->name) || !str_captured_is(m, l, c->r_file, c->file))
 		return false;
 	c->names_checked = walk;
+	if (nn && fn)
+		cc_names_seen(c, nb, nn, fb, fn);
 	return true;
 }
 

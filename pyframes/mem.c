@@ -395,15 +395,13 @@ size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
 	return at - addr < max ? (size_t) (at - addr) : max;
 }
 
-/* Copies the overlay's bytes of [addr, addr + len) into buf; true if they are all of them. The
- * caller has checked that addr + len does not wrap. */
-static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size_t len)
+/* overlay_patch() from span i on (span_after(m, addr) or one before it). */
+static bool overlay_patch_from(const struct pf_mem *m, size_t i, uint64_t addr, void *buf, size_t len)
 {
 	uint64_t end = addr + len, at = addr;
 	bool whole = true;
-	size_t i;
 
-	for (i = span_after(m, addr); i < m->n_spans && m->spans[i].addr < end; i++) {
+	for (; i < m->n_spans && m->spans[i].addr < end; i++) {
 		const struct pf_span *s = &m->spans[i];
 		uint64_t from = s->addr > addr ? s->addr : addr;
 		uint64_t to = s->addr + s->len < end ? s->addr + s->len : end;
@@ -414,6 +412,58 @@ static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size
 		at = to;
 	}
 	return whole && at == end;
+}
+
+/* Copies the overlay's bytes of [addr, addr + len) into buf; true if they are all of them. The
+ * caller has checked that addr + len does not wrap. */
+static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size_t len)
+{
+	return overlay_patch_from(m, span_after(m, addr), addr, buf, len);
+}
+
+size_t pf_overlay_run(const struct pf_mem *m, uint64_t addr, size_t max, const unsigned char **ret)
+{
+	size_t i = span_after(m, addr), n;
+	const struct pf_span *s;
+
+	*ret = NULL;
+	if (i >= m->n_spans || m->spans[i].addr > addr)
+		return 0;
+	s = &m->spans[i];
+	n = (size_t) (s->addr + s->len - addr);
+	if (n >= max)
+		n = max;
+	else if (i + 1 < m->n_spans && m->spans[i + 1].addr == s->addr + s->len)
+		return n;       /* runs on into the next piece */
+	*ret = s->data + (addr - s->addr);
+	return n;
+}
+
+bool pf_overlay_fields(const struct pf_mem *m, uint64_t base, const uint32_t *off,
+		       const uint32_t *size, size_t n, uint32_t lo, uint32_t hi, void *buf)
+{
+	size_t first, i, k;
+
+	if (m->n_spans == 0 || hi < lo || base > UINT64_MAX - hi)
+		return false;
+	first = i = span_after(m, base + lo);
+	for (k = 0; k < n; k++) {
+		uint64_t at = base + off[k], end = at + size[k];
+		size_t j;
+
+		if (off[k] < lo || off[k] + size[k] > hi || (k > 0 && off[k] < off[k - 1]))
+			return false;
+		while (i < m->n_spans && m->spans[i].addr + m->spans[i].len <= at)
+			i++;
+		/* disjoint and sorted: contiguous spans follow each other */
+		for (j = i; j < m->n_spans && m->spans[j].addr <= at && at < end; j++)
+			at = m->spans[j].addr + m->spans[j].len;
+		if (at < end)
+			return false;
+	}
+	memset(buf, 0, hi - lo);
+	(void) overlay_patch_from(m, first, base + lo, buf, hi - lo);
+	return true;
 }
 
 /* ---- reads ---- */

@@ -216,6 +216,14 @@ void pf_mem_overlay_clear(struct pf_mem *m);
 void pf_read_overlay(const struct pf_mem *m, uint64_t addr, void *buf, size_t len);
 /* How many bytes from addr on (at most max) the overlay holds, without a gap. */
 size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max);
+/* How many bytes from addr on (at most max) the overlay holds without a gap; *ret points to
+ * them where they are all in one piece, else NULL. */
+size_t pf_overlay_run(const struct pf_mem *m, uint64_t addr, size_t max, const unsigned char **ret);
+/* Whether the overlay holds all of the n fields [base + off[k], + size[k]), off ascending, each
+ * inside [lo, hi): then buf gets the overlay's bytes of [base + lo, base + hi), zeros where it
+ * holds none. One search for them all (a code object's identifying fields, at each sample). */
+bool pf_overlay_fields(const struct pf_mem *m, uint64_t base, const uint32_t *off,
+		       const uint32_t *size, size_t n, uint32_t lo, uint32_t hi, void *buf);
 
 static inline bool pf_ptr_ok(uint64_t p)
 {

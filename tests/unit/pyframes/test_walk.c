@@ -1284,6 +1284,65 @@ static void test_captured_gone(void **state)
 	captured_gone_cases(12);
 }
 
+/* A captured walk whose capture holds each code object's identifying fields checks its cached
+ * code objects there: a stack seen before costs no read of the target. Where the capture's
+ * fields differ from the cache's (the code at that address changed since), it is named as
+ * captured. */
+static void captured_cached_cases(int minor)
+{
+	struct world w;
+	struct py_frame was[8], out[8];
+	unsigned char nodes[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	unsigned char nodes2[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	struct pyframes_capture cap, other;
+	uint64_t fr[3], co[3], reads;
+	size_t n;
+
+	world_init(&w, minor);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, was, 8, &n, NULL), 0);
+	cap = capture_x(&w, nodes, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	reads = pyframes_stats(w.pf)->remote_reads;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_frames_equal(out, was, 3);
+	assert_int_equal(pyframes_stats(w.pf)->remote_reads, reads);
+	/* the code freed and its address, name and file pointers taken by another's (its name's
+	 * bytes differ): a capture of it names it so, and the older one the first */
+	str_set(&w, get64(&w, co[0] + name_field(w.l)), "Z.g0");
+	other = capture_x(&w, nodes2, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &other, out, 8, &n, NULL), 0);
+	assert_string_equal(out[0].name, "Z.g0");
+	assert_frames_equal(out + 1, was + 1, 2);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_frames_equal(out, was, 3);
+	str_set(&w, get64(&w, co[0] + name_field(w.l)), "A.f0");
+	/* f1's code now starts at line 40: a capture taken since says so, the old one still
+	 * names the code as it was */
+	put32(&w.f, co[1] + w.l->co_firstlineno, 40);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_frames_equal(out, was, 3);
+	cap = capture_x(&w, nodes, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(out[1].first_line, 40);
+	assert_string_equal(out[1].name, "f1");
+	assert_frames_equal(out, was, 1);
+	world_free(&w);
+}
+
+static void test_captured_cached(void **state)
+{
+	(void) state;
+	captured_cached_cases(8);
+	captured_cached_cases(10);
+	captured_cached_cases(11);
+	captured_cached_cases(12);
+}
+
 static void test_captured_bad(void **state)
 {
 	struct world w;
@@ -1621,6 +1680,7 @@ int main(void)
 		cmocka_unit_test(test_captured_cut),
 		cmocka_unit_test(test_captured_bad),
 		cmocka_unit_test(test_captured_gone),
+		cmocka_unit_test(test_captured_cached),
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
 		cmocka_unit_test(test_search_spec),
