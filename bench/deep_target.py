@@ -1,0 +1,48 @@
+"""Deep target for bench/table.py: THREADS threads (default 1, the main thread among them) each
+spin at the bottom of DEPTH nested calls of distinct functions (each its own code object, as a
+framework's stack has) for SECONDS; every 0.1 s the main thread prints to stdout 'T ITERS'
+(CLOCK_MONOTONIC ns, its spin loop's iterations so far), so that the rate it ran at in any
+window can be read off. Usage: deep_target.py DEPTH SECONDS [THREADS]"""
+import os
+import sys
+import threading
+import time
+
+DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 60
+SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
+THREADS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+
+
+def spin(report):
+    end = time.monotonic() + SECONDS
+    iters, next_report = 0, time.monotonic()
+    while True:
+        for _ in range(2000):
+            iters += 1
+        now = time.monotonic()
+        if report and now >= next_report:
+            print('%d %d' % (time.monotonic_ns(), iters), flush=True)
+            next_report = now + 0.1
+        if now >= end:
+            return
+
+
+# f0 calls f1 ... f{DEPTH-2}, whose callee spins: DEPTH frames of distinct code objects
+SRC = ''.join('def f%d(report):\n    return %s(report)\n' % (i, 'f%d' % (i + 1) if i + 2 < DEPTH
+                                                           else 'spin')
+              for i in range(max(DEPTH - 1, 1)))
+exec(SRC)
+
+
+def main():
+    print('pid %d' % os.getpid(), flush=True)
+    threads = [threading.Thread(target=f0, args=(False,)) for _ in range(THREADS - 1)]
+    for t in threads:
+        t.start()
+    f0(True)
+    for t in threads:
+        t.join()
+
+
+if __name__ == '__main__':
+    main()
