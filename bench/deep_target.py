@@ -1,8 +1,10 @@
 """Deep target for bench/table.py: THREADS threads (default 1, the main thread among them) each
 spin at the bottom of DEPTH nested calls of distinct functions (each its own code object, as a
-framework's stack has) for SECONDS; every 0.1 s the main thread prints to stdout 'T ITERS'
-(CLOCK_MONOTONIC ns, its spin loop's iterations so far), so that the rate it ran at in any
-window can be read off. Usage: deep_target.py DEPTH SECONDS [THREADS]"""
+framework's stack has) for SECONDS; every 0.1 s the main thread prints to stdout 'T ITERS STALL'
+(CLOCK_MONOTONIC ns, its spin loop's iterations so far, and the ns it spent in gaps of over
+5 us between two looks at the clock: a sample's interrupt, a stop, a preemption), so that what
+it ran at, and how much it was held up, in any window can be read off (bench/overhead.py's
+method). Usage: deep_target.py DEPTH SECONDS [THREADS]"""
 import os
 import sys
 import threading
@@ -13,16 +15,25 @@ SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
 THREADS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 
 
+GAP_NS = 5000
+
+
 def spin(report):
-    end = time.monotonic() + SECONDS
-    iters, next_report = 0, time.monotonic()
+    clock = time.perf_counter_ns
+    start = clock()
+    end = start + int(SECONDS * 1e9)
+    iters, stall, last, next_report = 0, 0, start, start
     while True:
-        for _ in range(2000):
+        for _ in range(20):
             iters += 1
-        now = time.monotonic()
+        now = clock()
+        if now - last > GAP_NS:
+            stall += now - last
+        last = now
         if report and now >= next_report:
-            print('%d %d' % (time.monotonic_ns(), iters), flush=True)
-            next_report = now + 0.1
+            print('%d %d %d' % (time.monotonic_ns(), iters, stall), flush=True)
+            next_report = now + 100_000_000
+            last = clock()
         if now >= end:
             return
 

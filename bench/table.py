@@ -1,26 +1,30 @@
 #!/usr/bin/env python3
 """hwspy's own cost, case by case, beside perf's on the same target in the same run (issue 24's
 table). Each profiler attaches to a fresh bench/deep_target.py (a 3.12 target spinning at the
-bottom of DEPTH distinct frames) for a long and a short recording; the difference cancels
-start-up, so that
+bottom of DEPTH distinct frames), and
 
-  per sample   (CPU long - CPU short) / (samples long - samples short), the profiler's own
-               rusage (perf's includes the work it defers to its exit)
+
+  per sample   the profiler's CPU (schedstat of its threads, read every 0.1 s) from 1 s after it
+               started to 0.2 s before it ended, over the samples it took meanwhile; a 0.1 s
+               interval in which its RSS grew by over 2 MB is left out as a one-off load (a
+               library's DWARF read at its first sample there: 0.3-0.5 s of CPU for libc's),
+               and the row says how many were
   fixed part   F in CPU/s = F + c x samples/s, fitted over the 100 Hz and the 1 kHz cases
   start-up     the whole CPU of a 0.2 s recording
   RSS          the profiler's max resident set on a 128-thread target
-  in target    what each sample costs the target's own time at 1 kHz: its spin loop's rate
-               while sampled against its rate in the lead before (paired, so the VM's drift
-               cancels), as (1 - rate sampled / rate before) / samples per second
+  in target    what each sample costs the target's own time at 1 kHz: the time its spin loop
+               was held up (gaps of over 5 us between two looks at the clock, bench/overhead.py's
+               method) per second while sampled, less the same in the lead before (paired, so
+               the VM's drift cancels), per sample
   --off-cpu    bench/offcpu.py's pipe ping-pong: the target's slowdown under hwspy --off-cpu
                and under perf record -e sched:sched_switch -g, both pinned as there
 
 Figures are medians of --repeat runs; the VM's noise is a few percent, so the 100 Hz in-target
 figures are left out (a 10 us sample is 0.1% there). Usage:
 
-    /usr/bin/python3 bench/table.py [--repeat 3] [--long 10] [--short 2] [--quick]
+    /usr/bin/python3 bench/table.py [--repeat 3] [--long 10] [--quick]
 
-It takes about 15 minutes at the defaults (--quick: one run each, 4 s and 1 s, about 3)."""
+It takes about 8 minutes at the defaults (--quick: one run each of 4 s, about 2)."""
 import argparse
 import os
 import re
@@ -35,16 +39,21 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import offcpu  # noqa: E402
+import procstat  # noqa: E402
 
 LEAD = 1.0              # seconds of the target alone before the profiler attaches
 TRIM_NS = 200_000_000   # cut at each end of a window
+WARM_NS = 1_000_000_000 # the profiler's start-up, left out of its steady CPU
+POLL = 0.1              # seconds between readings of the profiler's CPU and RSS
+ONE_OFF_KB = 2048       # RSS growth in one reading that marks a one-off load
 SAMPLES_HWSPY = re.compile(r"wrote .*\(([\d,]+) samples")
 SAMPLES_PERF = re.compile(r"\((\d+) samples\)")
 
 
 def run_one(args, argv_of, depth, seconds, threads=1):
     """One recording of seconds by the command argv_of(pid, seconds, out) on a fresh target:
-    (samples, CPU s, max RSS KB, target rate before, target rate while sampled)."""
+    (samples, CPU s, max RSS KB, target's stall ns/s before, the same while sampled, the
+    recording's seconds, steady CPU s/s, intervals left out as one-off loads)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = subprocess.Popen([args.python, os.path.join(HERE, 'deep_target.py'),
                                    str(depth), str(LEAD + seconds + 2), str(threads)],
@@ -54,8 +63,16 @@ def run_one(args, argv_of, depth, seconds, threads=1):
         t0 = time.monotonic_ns()
         prof = subprocess.Popen(argv_of(pid, seconds, os.path.join(tmp, 'x')),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        readings = []
+        while True:
+            cpu, rss = procstat.task_cpu_ns(prof.pid), vm_rss_kb(prof.pid)
+            done, status, ru = os.wait4(prof.pid, os.WNOHANG)
+            if done:
+                break
+            if cpu is not None and rss is not None:
+                readings.append((time.monotonic_ns(), cpu, rss))
+            time.sleep(POLL)
         err = prof.stderr.read()
-        _, status, ru = os.wait4(prof.pid, 0)
         prof.returncode = os.waitstatus_to_exitcode(status)
         t1 = time.monotonic_ns()
         target.kill()
@@ -66,15 +83,49 @@ def run_one(args, argv_of, depth, seconds, threads=1):
         raise RuntimeError('%s failed (%d): %s' % (' '.join(argv_of(pid, seconds, 'x')),
                                                     prof.returncode, err.strip()[-300:]))
 
-    def rate(a, b):
+    def stall(a, b):
         inside = [p for p in points if a <= p[0] <= b]
         if len(inside) < 2:
             return None
-        return (inside[-1][1] - inside[0][1]) / ((inside[-1][0] - inside[0][0]) / 1e9)
+        return (inside[-1][2] - inside[0][2]) / ((inside[-1][0] - inside[0][0]) / 1e9)
 
     return (int(m.group(1).replace(',', '')), ru.ru_utime + ru.ru_stime, ru.ru_maxrss,
-            rate(t0 - int(LEAD * 1e9) + TRIM_NS, t0), rate(t0 + TRIM_NS, t1 - TRIM_NS),
-            (t1 - t0) / 1e9)
+            stall(t0 - int(LEAD * 1e9) + TRIM_NS, t0), stall(t0 + TRIM_NS, t1 - TRIM_NS),
+            (t1 - t0) / 1e9) + steady_cpu(readings, t0 + WARM_NS, t1 - TRIM_NS)
+
+
+def vm_rss_kb(pid):
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def steady_cpu(readings, a, b):
+    """CPU s per s between readings inside [a, b], without the intervals of one-off loads:
+    (CPU s/s or None, intervals left out)."""
+    cpu = wall = 0
+    left_out = 0
+    for (ta, ca, ra), (tb, cb, rb) in zip(readings, readings[1:]):
+        if ta < a or tb > b:
+            continue
+        if rb - ra > ONE_OFF_KB:
+            left_out += 1
+            continue
+        cpu += cb - ca
+        wall += tb - ta
+    return (cpu / wall if wall else None), left_out
+
+
+def target_us(r):
+    """What a sample of run r cost the target (us), or None."""
+    if r[3] is None or r[4] is None or not r[0]:
+        return None
+    return (r[4] - r[3]) / 1e3 / (r[0] / r[5])
 
 
 def profilers(args):
@@ -103,27 +154,26 @@ def med(xs):
 
 
 def steady(args, make, depth, rate, native=False):
-    """Per-sample CPU (us), CPU/s and samples/s of the long runs, in-target us per sample."""
-    per, cpu_s, smp_s, tgt = [], [], [], []
+    """Per-sample steady CPU (us), CPU/s, samples/s, in-target us per sample (medians), and the
+    intervals left out as one-off loads (all runs)."""
+    per, cpu_s, smp_s, tgt, left_out = [], [], [], [], 0
     for _ in range(args.repeat):
-        lg = run_one(args, make(rate, native), depth, args.long)
-        sh = run_one(args, make(rate, native), depth, args.short)
-        if lg[0] > sh[0]:
-            per.append(1e6 * (lg[1] - sh[1]) / (lg[0] - sh[0]))
-        cpu_s.append((lg[1] - sh[1]) / (lg[5] - sh[5]))
-        smp_s.append((lg[0] - sh[0]) / (lg[5] - sh[5]))
-        if lg[3] and lg[4] and lg[0]:
-            tgt.append(1e6 * (1 - lg[4] / lg[3]) / (lg[0] / lg[5]))
-    return med(per), med(cpu_s), med(smp_s), med(tgt)
+        r = run_one(args, make(rate, native), depth, args.long)
+        left_out += r[7]
+        if r[6] is None or not r[0]:
+            continue
+        cpu_s.append(r[6])
+        smp_s.append(r[0] / r[5])
+        per.append(1e6 * r[6] / (r[0] / r[5]))
+        tgt.append(target_us(r))
+    return med(per), med(cpu_s), med(smp_s), med(tgt), left_out
 
 
 def in_target(args, make, depth):
     """What a sample at 1 kHz costs the target's own time (us), from long runs alone."""
     tgt = []
     for _ in range(args.repeat):
-        r = run_one(args, make(1000), depth, args.long / 2)
-        if r[3] and r[4] and r[0]:
-            tgt.append(1e6 * (1 - r[4] / r[3]) / (r[0] / r[5]))
+        tgt.append(target_us(run_one(args, make(1000), depth, args.long / 2)))
     return med(tgt)
 
 
@@ -136,14 +186,13 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--long', type=float, default=10.0)
-    ap.add_argument('--short', type=float, default=2.0)
-    ap.add_argument('--quick', action='store_true', help='--repeat 1 --long 4 --short 1')
+    ap.add_argument('--quick', action='store_true', help='--repeat 1 --long 4')
     ap.add_argument('--python', default='/root/.pyenv/versions/3.12.1/bin/python3.12')
     ap.add_argument('--hwspy', default=os.path.join(HERE, '..', 'build', 'cli', 'hwspy'))
     ap.add_argument('--perf', default='perf', help="'' leaves perf out")
     args = ap.parse_args()
     if args.quick:
-        args.repeat, args.long, args.short = 1, 4.0, 1.0
+        args.repeat, args.long = 1, 4.0
     profs = profilers(args)
     rows = []
 
@@ -160,8 +209,9 @@ def main():
             (60, 100, True, '--native, 100 Hz, depth 60', '<= 60 us')]:
         cells = {}
         for name, make in profs.items():
-            per, cpu_s, smp_s, tgt = steady(args, make, depth, rate, native)
-            cells[name] = fmt(per) + ('' if rate < 1000 else ' (in target %s)' % fmt(tgt))
+            per, cpu_s, smp_s, tgt, left_out = steady(args, make, depth, rate, native)
+            cells[name] = fmt(per) + ('' if rate < 1000 else ' (in target %s)' % fmt(tgt)) + \
+                ('' if not left_out else ' [%d one-off loads left out]' % left_out)
             if depth == 60 and not native:
                 fits.setdefault(name, []).append((smp_s, cpu_s))
         row(case, goal, cells)
