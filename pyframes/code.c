@@ -709,7 +709,8 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 static size_t str_captured_bytes(const struct pf_mem *m, const struct py_layout *l, uint64_t addr,
 				 const unsigned char **ret)
 {
-	size_t n = pf_overlay_run(m, addr, l->str_ascii_size, ret), len;
+	bool more;
+	size_t n = pf_overlay_piece(m, addr, ret, &more), len, whole;
 	uint32_t state;
 	unsigned kind;
 
@@ -722,9 +723,10 @@ static size_t str_captured_bytes(const struct pf_mem *m, const struct py_layout 
 		return 0;
 	len = pf_u64(*ret, l->str_length) < PF_MAX_STR ? (size_t) pf_u64(*ret, l->str_length)
 						       : PF_MAX_STR;
-	n = pf_overlay_run(m, addr, ((state >> l->str_ascii_bit) & 1 ? l->str_ascii_size
-								: l->str_compact_size) + len * kind, ret);
-	return *ret ? n : 0;
+	whole = ((state >> l->str_ascii_bit) & 1 ? l->str_ascii_size : l->str_compact_size) +
+		len * kind;
+	/* cut short by the piece's end, unless the next piece goes on with it */
+	return n >= whole ? whole : more ? 0 : n;
 }
 
 /* Remembers the capture's bytes of c's names, which matched. */

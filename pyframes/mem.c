@@ -384,15 +384,20 @@ static size_t span_after(const struct pf_mem *m, uint64_t addr)
 	return lo;
 }
 
-size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
+/* pf_mem_covered() from span i on (span_after(m, addr) or one before it). */
+static size_t covered_from(const struct pf_mem *m, size_t i, uint64_t addr, size_t max)
 {
-	size_t lo = span_after(m, addr);
 	uint64_t at = addr;
 
 	/* disjoint and sorted: contiguous spans follow each other */
-	for (; lo < m->n_spans && m->spans[lo].addr <= at && at - addr < max; lo++)
-		at = m->spans[lo].addr + m->spans[lo].len;
+	for (; i < m->n_spans && m->spans[i].addr <= at && at - addr < max; i++)
+		at = m->spans[i].addr + m->spans[i].len;
 	return at - addr < max ? (size_t) (at - addr) : max;
+}
+
+size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max)
+{
+	return covered_from(m, span_after(m, addr), addr, max);
 }
 
 /* overlay_patch() from span i on (span_after(m, addr) or one before it). */
@@ -421,22 +426,20 @@ static bool overlay_patch(const struct pf_mem *m, uint64_t addr, void *buf, size
 	return overlay_patch_from(m, span_after(m, addr), addr, buf, len);
 }
 
-size_t pf_overlay_run(const struct pf_mem *m, uint64_t addr, size_t max, const unsigned char **ret)
+size_t pf_overlay_piece(const struct pf_mem *m, uint64_t addr, const unsigned char **ret,
+			bool *ret_more)
 {
-	size_t i = span_after(m, addr), n;
+	size_t i = span_after(m, addr);
 	const struct pf_span *s;
 
 	*ret = NULL;
+	*ret_more = false;
 	if (i >= m->n_spans || m->spans[i].addr > addr)
 		return 0;
 	s = &m->spans[i];
-	n = (size_t) (s->addr + s->len - addr);
-	if (n >= max)
-		n = max;
-	else if (i + 1 < m->n_spans && m->spans[i + 1].addr == s->addr + s->len)
-		return n;       /* runs on into the next piece */
 	*ret = s->data + (addr - s->addr);
-	return n;
+	*ret_more = i + 1 < m->n_spans && m->spans[i + 1].addr == s->addr + s->len;
+	return (size_t) (s->addr + s->len - addr);
 }
 
 bool pf_overlay_fields(const struct pf_mem *m, uint64_t base, const uint32_t *off,
@@ -448,17 +451,13 @@ bool pf_overlay_fields(const struct pf_mem *m, uint64_t base, const uint32_t *of
 		return false;
 	first = i = span_after(m, base + lo);
 	for (k = 0; k < n; k++) {
-		uint64_t at = base + off[k], end = at + size[k];
-		size_t j;
+		uint64_t at = base + off[k];
 
 		if (off[k] < lo || off[k] + size[k] > hi || (k > 0 && off[k] < off[k - 1]))
 			return false;
 		while (i < m->n_spans && m->spans[i].addr + m->spans[i].len <= at)
 			i++;
-		/* disjoint and sorted: contiguous spans follow each other */
-		for (j = i; j < m->n_spans && m->spans[j].addr <= at && at < end; j++)
-			at = m->spans[j].addr + m->spans[j].len;
-		if (at < end)
+		if (covered_from(m, i, at, size[k]) < size[k])
 			return false;
 	}
 	memset(buf, 0, hi - lo);

@@ -216,9 +216,10 @@ void pf_mem_overlay_clear(struct pf_mem *m);
 void pf_read_overlay(const struct pf_mem *m, uint64_t addr, void *buf, size_t len);
 /* How many bytes from addr on (at most max) the overlay holds, without a gap. */
 size_t pf_mem_covered(const struct pf_mem *m, uint64_t addr, size_t max);
-/* How many bytes from addr on (at most max) the overlay holds without a gap; *ret points to
- * them where they are all in one piece, else NULL. */
-size_t pf_overlay_run(const struct pf_mem *m, uint64_t addr, size_t max, const unsigned char **ret);
+/* The overlay's piece that holds addr: how many of its bytes lie from addr on (*ret points to
+ * them; *ret_more: the next piece goes on where it ends); 0 and NULL where none holds addr. */
+size_t pf_overlay_piece(const struct pf_mem *m, uint64_t addr, const unsigned char **ret,
+			bool *ret_more);
 /* Whether the overlay holds all of the n fields [base + off[k], + size[k]), off ascending, each
  * inside [lo, hi): then buf gets the overlay's bytes of [base + lo, base + hi), zeros where it
  * holds none. One search for them all (a code object's identifying fields, at each sample). */
