@@ -107,7 +107,9 @@ struct recorder {
 	uint32_t native_frame, unknown_frame;
 	struct thread_name *names;
 	size_t n_names, cap_names, last_name;
-	struct pyframes_thread_name *pynames;   /* RECORD_PYNAMES_MAX, the last registry read */
+	/* RECORD_PYNAMES_MAX each: the last registry read, then names of earlier reads' threads
+	 * not in it (names.c); the buffer of the next read */
+	struct pyframes_thread_name *pynames, *pynames_read;
 	size_t n_pynames;
 	uint64_t pynames_ns;            /* when it was read (0: never) */
 	uint32_t *late_us;              /* how late each read after its sample was */

@@ -19,6 +19,27 @@ static const char *pyname_of(const struct recorder *rec, pid_t tid)
 	return NULL;
 }
 
+/* Makes the registry's read of n names (pynames_read) the known names, followed by those of
+ * earlier reads whose threads it lacks: a thread that has left the registry (exited) keeps its
+ * name for its samples still to come (those of its last moments, drained after it is gone). */
+static void pynames_merge(struct recorder *rec, size_t n)
+{
+	struct pyframes_thread_name *old = rec->pynames;
+	size_t n_old = rec->n_pynames;
+
+	for (size_t i = 0; i < n_old && n < RECORD_PYNAMES_MAX; i++) {
+		size_t k = 0;
+
+		while (k < n && rec->pynames_read[k].tid != old[i].tid)
+			k++;
+		if (k == n)
+			rec->pynames_read[n++] = old[i];
+	}
+	rec->pynames = rec->pynames_read;
+	rec->pynames_read = old;
+	rec->n_pynames = n;
+}
+
 /* Names thread t name: the profile's thread name, and its root frame with --threads (renamed
  * if it had one: the stacks recorded so far read the new name). */
 static void thread_rename(struct recorder *rec, struct thread_name *t, const char *name)
@@ -38,6 +59,7 @@ static void thread_rename(struct recorder *rec, struct thread_name *t, const cha
 static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
 {
 	uint64_t now = clock_now_ns();
+	size_t n;
 
 	if (!rec->pf || (rec->pynames_ns && now - rec->pynames_ns < min_ms * 1000000ull))
 		return false;
@@ -46,9 +68,14 @@ static bool pynames_refresh(struct recorder *rec, unsigned min_ms)
 		if (!rec->pynames)
 			return false;
 	}
+	if (!rec->pynames_read) {
+		rec->pynames_read = calloc(RECORD_PYNAMES_MAX, sizeof(*rec->pynames_read));
+		if (!rec->pynames_read)
+			return false;
+	}
 	rec->pynames_ns = now;
-	if (pyframes_thread_names(rec->pf, rec->pynames, RECORD_PYNAMES_MAX, &rec->n_pynames) < 0)
-		rec->n_pynames = 0;
+	if (pyframes_thread_names(rec->pf, rec->pynames_read, RECORD_PYNAMES_MAX, &n) == 0)
+		pynames_merge(rec, n);
 	for (size_t i = 0; i < rec->n_names; i++) {
 		struct thread_name *t = &rec->names[i];
 		const char *py;

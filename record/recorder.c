@@ -95,6 +95,7 @@ void recorder_free(struct recorder *rec)
 	profile_free(rec->prof);
 	free(rec->names);
 	free(rec->pynames);
+	free(rec->pynames_read);
 	free(rec->late_us);
 	free(rec->bid_ambiguous);
 	free(rec);

@@ -23,7 +23,7 @@ import harness
 from harness import check, log
 
 PERIOD = 2000000        # cpu-clock, ns: every sample weighs this
-HELD = re.compile(r'^hwspy: gil: thread (\d+) (\S+): held the GIL in \d+% of its samples '
+HELD = re.compile(r'^hwspy: gil: thread (\d+)(?: (\S+))?: held the GIL in \d+% of its samples '
                   r'\((\d+) of (\d+); (\d+) more not known\)$', re.M)
 DROPPED = re.compile(r'^hwspy: --gil: (\d+) samples dropped, their thread not holding the GIL, '
                      r'(\d+) not known whether it did', re.M)
@@ -37,8 +37,9 @@ def target(opts):
 
 
 def held_lines(run):
-    got = {name: (int(held), int(known), int(unknown))
-           for _, name, held, known, unknown in HELD.findall(run.stderr)}
+    # a thread with no name (gone before hwspy read it) is keyed by its tid
+    got = {name or tid: (int(held), int(known), int(unknown))
+           for tid, name, held, known, unknown in HELD.findall(run.stderr)}
     for name in ('spin_0', 'spin_1', 'hash', 'MainThread'):
         check(name in got, 'the summary has no GIL line for thread %s' % name)
     return got

@@ -377,26 +377,34 @@ static void test_exec_capture(void **state)
 }
 
 /* A thread first sampled before it joined Python's registry, then not again (it sleeps), is
- * named from the registry between slices: it left it before the run ended. */
+ * named from the registry between slices: it left it before the run ended. One whose first
+ * sample comes after it left (its last moments, drained once it exited) keeps the name an
+ * earlier read saw. */
 static void test_names_between_slices(void **state)
 {
 	struct record_opts o = opts_for(RECORD_NONBLOCKING);
 	struct fake_image *im = image(0, "3.14.0");
-	const pid_t tid = 3999501;              /* no such thread in /proc: no comm */
+	const pid_t tid = 3999501, brief = 3999502;     /* no such threads in /proc: no comm */
+	const uint64_t after_next_read = RECORD_PYNAMES_MS * 1000000ull + 10000000;
 	struct recorder *rec;
 
 	(void) state;
 	o.threads = true;
 	thread(im, tid, "sleeper");
+	thread(im, brief, "brief")->name = "brief";
 	samples(tid, 1);
 	item(FAKE_SLICE, tid)->name_now = "sleeper-1";
-	fake.items[fake.n_items - 1].pause_ns = RECORD_PYNAMES_MS * 1000000ull + 10000000;
+	fake.items[fake.n_items - 1].pause_ns = after_next_read;
 	item(FAKE_SLICE, tid)->name_now = "-";  /* it has exited */
+	item(FAKE_SLICE, brief)->name_now = "-";
+	fake.items[fake.n_items - 1].pause_ns = after_next_read;
+	samples(brief, 1);
 
 	rec = attach(&o, NULL);
 	run(rec);
 	dump(rec);
 	assert_int_equal(weight(rec, "[thread 3999501 sleeper-1];sleeper", 0), 1);
+	assert_int_equal(weight(rec, "[thread 3999502 brief];brief", 0), 1);
 	done(rec);
 }
 
