@@ -814,6 +814,7 @@ int pf_code_resolve(struct pf_codecache *cc, struct pf_mem *m, const struct py_l
 	if (!c) {
 		/* crowded: start over (interned strings stay) */
 		cc_clear(cc);
+		st->code_cache_clears++;
 		c = &cc->slot[hash_u64(addr) & (CC_SLOTS - 1)];
 	}
 	/* free check: the instruction must lie inside this code object */

@@ -105,6 +105,7 @@ struct pyframes_stats {
 	uint64_t gone_named;     /* captured walks' code objects freed or replaced since their
 	                          * sample, named from the capture */
 	uint64_t code_cache_hits, code_cache_misses;
+	uint64_t code_cache_clears; /* the code cache crowded, started over */
 	uint64_t remote_reads;   /* read() and readv() calls made (a readv() counts once) */
 };
 
@@ -326,5 +327,8 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 				   struct pyframes_cut *ret_cut);
 
 const struct pyframes_stats *pyframes_stats(const struct pyframes *pf);
+/* Whether the code cache started over (forgetting every name: a capture that leaves names it
+ * sent before out must send them again) since the last call that said so. */
+bool pyframes_codes_forgotten(struct pyframes *pf);
 
 #endif

@@ -339,6 +339,7 @@ struct pyframes {
 	struct py_layout layout;
 	struct pyframes_info info;
 	struct pyframes_stats stats;
+	uint64_t clears_told;       /* stats.code_cache_clears, as pyframes_codes_forgotten() said */
 	struct pf_codecache *codes;
 	pid_t pid;
 	const char *proc;           /* the procfs mount the tids are read from */

@@ -22,6 +22,14 @@ const struct pyframes_stats *pyframes_stats(const struct pyframes *pf)
 	return &pf->stats;
 }
 
+bool pyframes_codes_forgotten(struct pyframes *pf)
+{
+	bool r = pf->stats.code_cache_clears != pf->clears_told;
+
+	pf->clears_told = pf->stats.code_cache_clears;
+	return r;
+}
+
 void pyframes_free(struct pyframes *pf)
 {
 	if (!pf)

@@ -248,8 +248,12 @@ int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
 		rec->stats.captured++;
 		/* the frames past the capture's last come from memory, after the sample */
 		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
-		return pyframes_thread_stack_captured(pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
-						      ret_cut);
+		r = pyframes_thread_stack_captured(pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
+						   ret_cut);
+		/* the names the capture sent once are gone from the cache: again, please */
+		if (pyframes_codes_forgotten(pf))
+			(void) sampler_capture_forget(rec->sampler);
+		return r;
 	}
 	if (capturing(rec)) {
 		uint64_t root;

@@ -166,6 +166,23 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 			return r;
 		c->out_fd = r;
 	}
+	if (c->known_fd < 0 && spec->n_identity) {
+		/* where a kernel has no LRU maps, every record carries every name */
+		r = map_create(BPF_MAP_TYPE_LRU_HASH, sizeof(struct capture_known_key), 4,
+			       CAPTURE_KNOWN_MAX);
+		if (r >= 0) {
+			c->known_fd = r;
+			r = map_create(BPF_MAP_TYPE_ARRAY, 4, 4, 1);
+			if (r < 0) {
+				(void) close(c->known_fd);
+				c->known_fd = -1;
+			}
+			c->epoch_fd = r;
+		}
+	}
+	/* a new image (an exec): its reader knows none of the names */
+	if (c->prog_fd >= 0)
+		(void) capture_forget(c);
 	if (c->scratch_fd >= 0)
 		(void) close(c->scratch_fd);
 	c->scratch_fd = -1;
@@ -202,10 +219,23 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	return 0;
 }
 
+int capture_forget(struct capture *c)
+{
+	uint32_t key = 0, epoch = c->epoch + 1;
+	int r;
+
+	if (c->epoch_fd < 0)
+		return 0;
+	r = map_update(c->epoch_fd, &key, &epoch);
+	if (r == 0)
+		c->epoch = epoch;
+	return r;
+}
+
 void capture_close(struct capture *c)
 {
 	int *fds[] = { &c->entry_fd, &c->progs_fd, &c->prog_fd, &c->roots_fd, &c->scratch_fd,
-		       &c->out_fd };
+		       &c->out_fd, &c->known_fd, &c->epoch_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
@@ -528,6 +558,11 @@ bool sampler_capturing(const struct sampler *s)
 	return s->capture.prog_fd >= 0 || (s->sig && s->capture.held);
 }
 
+int sampler_capture_forget(struct sampler *s)
+{
+	return s->capture.prog_fd >= 0 ? capture_forget(&s->capture) : 0;
+}
+
 int sampler_capture_error(const struct sampler *s)
 {
 	return s->capture_error;
@@ -542,6 +577,9 @@ void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *
 	size_t avail = h->size - sizeof(*h) - 8;
 	uint32_t len;
 
+	/* the one held before never met its sample: its names did not reach the reader */
+	if (c->held_len)
+		(void) capture_forget(c);
 	c->held_len = 0;
 	if (h->size < sizeof(*h) + 12 || !c->held)
 		return;
@@ -574,6 +612,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	    h.n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + h.n * stride > c->held_len_used ||
 	    h.status > SAMPLE_CAPTURE_CUT) {
 		s->stats.capture_mismatched++;
+		(void) capture_forget(c);
 		return NULL;
 	}
 	c->out = (struct sample_capture) {

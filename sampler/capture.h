@@ -63,11 +63,12 @@ struct sampler_capture_spec {
 	/* The cyclic GC at the overflow: gc_at 0, not read; else the u32 at gc_at (its collecting
 	 * flag) goes into the record: the sample then says whether it was collecting */
 	uint64_t gc_at;
-	/* The signal mode's handler (sigcapture.c) only, which reads with a system call each
-	 * time: extras [0, n_identity) identify the node's code (its address and these bytes);
-	 * the others (its names) are copied once per thread and identity, and left out (address
-	 * 0) of later records of that thread. 0: every extra every time. stacked: a node's next
-	 * most often lies just below it (CPython's frames): nodes are read a window at a time */
+	/* Extras [0, n_identity) identify the node's code (its address and these bytes); the
+	 * others (its names) are copied once per thread and identity, and left out (address 0)
+	 * of later records of that thread (by the BPF program: until sampler_capture_forget(),
+	 * or a record lost). 0: every extra every time. stacked (the signal mode's handler,
+	 * sigcapture.c, only): a node's next most often lies just below it (CPython's frames):
+	 * nodes are read a window at a time */
 	uint32_t n_identity;
 	bool stacked;
 };
@@ -88,6 +89,9 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
  * none, not a clearing), 0. */
 int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root);
 bool sampler_capturing(const struct sampler *s);
+/* The records carry every code's names again (spec.n_identity: the reader lost those it had
+ * been sent): 0 or -errno. */
+int sampler_capture_forget(struct sampler *s);
 /* Why the capture asked of sampler_new() (opts.capture_spec) did not start: 0 or -errno. */
 int sampler_capture_error(const struct sampler *s);
 

@@ -6,7 +6,9 @@
  * n nodes of capture_stride() bytes: the node's address and its copied bytes, then per extra
  * (what the node points to: a frame's code object and its names, which may be freed soon after
  * the sample) the address read (0: none) and its bytes. A failed extra read leaves its address
- * 0 and the node whole. With spec.gil_at, the header holds the GIL's two words too, with
+ * 0 and the node whole. With spec.n_identity, the extras past the identity ones (a code's
+ * names) go only into the thread's first record that holds that code (copy_names()). With
+ * spec.gil_at, the header holds the GIL's two words too, with
  * spec.gc_at the GC's collecting word, both read before the chain. The roots map's value,
  * which the program reads and writes too, is struct root_value (internal.h).
  */
@@ -19,6 +21,8 @@
 
 #define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
 				 * uses -48..-4) */
+#define KNOWN_AT (-72)          /* the known map's key (struct capture_known_key) */
+#define KNOWN_VALUE_AT (-80)    /* its value (u32 0), also the epoch map's key */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
@@ -112,12 +116,13 @@ static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
 	return at;
 }
 
-/* r6 = the node: its extras. Without a branch (the verifier would follow each way of each):
- * a null pointer's read fails like any other, and the address kept is the one read, masked to
- * 0 where the read failed (r0 < 0). */
-static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec)
+/* r6 = the node: its extras [from, to). Without a branch (the verifier would follow each way
+ * of each): a null pointer's read fails like any other, and the address kept is the one read,
+ * masked to 0 where the read failed (r0 < 0). */
+static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec, uint32_t from,
+			uint32_t to)
 {
-	for (uint32_t i = 0; i < spec->n_extras; i++) {
+	for (uint32_t i = from; i < to; i++) {
 		const struct sampler_capture_extra *e = &spec->extra[i];
 		int16_t at = (int16_t) (8 + extra_at(spec, i));
 
@@ -138,6 +143,69 @@ static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec)
 		emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
 		stx(p, BPF_DW, R6, R2, at);
 	}
+}
+
+/* r6 = the node, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)),
+ * unless this thread's records carried them already for this identity (the known map: key
+ * KNOWN_AT, { digest of the identity extras' addresses and bytes, tid, epoch }, the tid and
+ * epoch set per sample), then their addresses are 0. One branch a node (the verifier's time
+ * grows with them): a failed identity read makes a digest too, and its names, read through
+ * its zeroed bytes, fail anyway; a digest is known once its names were read, whole or not
+ * (the reader reads what a capture lacks). */
+static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
+		       int known)
+{
+	struct fixup is_known, done;
+	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
+
+	/* the words xor-ed (two instructions a word: the verifier takes 1 us an instruction);
+	 * a digest shared by two codes only leaves names out that the reader then reads */
+	ldx(p, BPF_DW, R1, R6, (int16_t) (8 + from));
+	for (uint32_t at = from + 8; at < to; at += 8) {
+		ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
+		emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
+	}
+	stx(p, BPF_DW, R10, R1, KNOWN_AT);
+	ld_map(p, R1, known);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, KNOWN_AT);
+	call(p, BPF_FUNC_map_lookup_elem);
+	is_known = jump_imm(p, BPF_JNE, R0, 0);
+	copy_extras(p, spec, n_id, spec->n_extras);
+	ld_map(p, R1, known);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, KNOWN_AT);
+	mov_reg(p, R3, R10);
+	add_imm(p, R3, KNOWN_VALUE_AT);
+	mov_imm(p, R4, BPF_ANY);
+	call(p, BPF_FUNC_map_update_elem);
+	done = (struct fixup) { p->n };
+	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+	land(p, is_known);
+	for (uint32_t i = n_id; i < spec->n_extras; i++)
+		st(p, BPF_DW, R6, (int16_t) (8 + extra_at(spec, i)), 0);
+	land(p, done);
+}
+
+/* The known map's key's tid and epoch (the epoch map's one value) for this sample, and the
+ * value it is given (stack: fp-4 holds the tid). */
+static void known_key(struct prog *p, int epoch)
+{
+	struct fixup none;
+
+	st(p, BPF_W, R10, KNOWN_VALUE_AT, 0);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, KNOWN_VALUE_AT);
+	ld_map(p, R1, epoch);
+	call(p, BPF_FUNC_map_lookup_elem);
+	mov_imm(p, R1, 0);
+	none = jump_imm(p, BPF_JEQ, R0, 0);
+	ldx(p, BPF_W, R1, R0, 0);
+	land(p, none);
+	stx(p, BPF_W, R10, R1, KNOWN_AT + 12);
+	ldx(p, BPF_W, R1, R10, -4);
+	stx(p, BPF_W, R10, R1, KNOWN_AT + 8);
+	st(p, BPF_DW, R10, KNOWN_AT, 0);
 }
 
 /* r3 += off, then the u64 at r3 into the record's head field: the status says FAULT until the
@@ -301,6 +369,8 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	size_t ne = 0, stride = capture_stride(spec);
 	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
 	bool percpu = c->percpu;
+	uint32_t n_id = spec->n_identity;
+	bool names_once = n_id > 0 && n_id < spec->n_extras && c->known_fd >= 0 && c->epoch_fd >= 0;
 
 	p->n = 0;
 	p->overflow = false;
@@ -372,6 +442,8 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
 		read_head(p, spec->head_off2, to_emit, &ne);
 	}
+	if (names_once)
+		known_key(p, c->epoch_fd);
 	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
 	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
 		int32_t at = (int32_t) (CAPTURE_HDR + k * stride);
@@ -391,7 +463,9 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		st(p, BPF_W, R7, REC_AT(n), (int32_t) k + 1);
 		mov_imm(p, R9, (int32_t) (at + (int32_t) stride));
 		ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
-		copy_extras(p, spec);
+		copy_extras(p, spec, 0, names_once ? n_id : spec->n_extras);
+		if (names_once)
+			copy_names(p, spec, n_id, c->known_fd);
 	}
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);

@@ -99,12 +99,26 @@ struct root_value {
 };
 _Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes");
 
+/* The known map's key (capture_prog.c builds it on the program's stack). */
+struct capture_known_key {
+	uint64_t digest;                /* of a node's identity extras: addresses and bytes */
+	uint32_t tid;
+	uint32_t epoch;
+};
+_Static_assert(sizeof(struct capture_known_key) == 16, "a known map key is 16 bytes");
+#define CAPTURE_KNOWN_MAX 16384
+
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
 	int prog_fd, roots_fd, scratch_fd, out_fd;
 	/* Per CPU, the events carry the entry program from their open: it tail-calls the program
 	 * in the progs map's slot 0, once there is one (capture.c) */
 	int entry_fd, progs_fd;
+	/* The codes whose names a thread's records carried (spec.n_identity: later ones leave them
+	 * out), an LRU map of struct capture_known_key; and the epoch in its keys (an array of
+	 * one u32), moved on to forget them all (capture_forget()) */
+	int known_fd, epoch_fd;
+	uint32_t epoch;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
 	pid_t pid;                      /* the target: the program searches only its threads */
 	/* The ids the roots map is keyed by are perf's: those of hwspy's own PID namespace. Outside
@@ -395,7 +409,7 @@ struct counter_sys {
 extern const struct counter_sys count_kernel_sys;
 
 /* capture_prog.c */
-#define CAPTURE_MAX_INSNS 16384         /* a privileged program may have 1M */
+#define CAPTURE_MAX_INSNS 65536         /* a privileged program may have 1M */
 struct bpf_insn;
 /* Whether the program can be made for spec (sizes, offsets that fit its immediates). */
 bool capture_spec_ok(const struct sampler_capture_spec *spec);
@@ -413,10 +427,13 @@ size_t capture_stride(const struct sampler_capture_spec *spec);
  * device and inode; -errno (the initial namespace taken) when /proc/self/ns/pid is unreadable. */
 int capture_pidns(struct capture *c);
 #define CAPTURE_INIT { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1, \
-		       .entry_fd = -1, .progs_fd = -1 }
+		       .entry_fd = -1, .progs_fd = -1, .known_fd = -1, .epoch_fd = -1 }
 /* Loads the entry program and its progs map, once: 0 or -errno (BPF not allowed). */
 int capture_entry_load(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
+/* The program's records carry every code's names again (a record lost, or the reader's cache
+ * of them cleared): 0 or -errno. */
+int capture_forget(struct capture *c);
 void capture_close(struct capture *c);
 /* Opens t's BPF_OUTPUT event into its ring and puts the program on it (no-op before the
  * program is loaded). */

@@ -770,8 +770,11 @@ void perf_note_record(struct sampler *s, const struct perf_event_header *h)
 		switch_record(s, h);
 	else if (h->type == PERF_RECORD_COMM)
 		comm_record(s, h);
-	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16)
+	else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
 		s->stats.lost += ((const uint64_t *) (h + 1))[1];
+		/* capture records among them: their names never reach the reader */
+		(void) sampler_capture_forget(s);
+	}
 	else if (h->type == PERF_RECORD_THROTTLE)
 		s->stats.throttled++;
 }

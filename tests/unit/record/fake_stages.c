@@ -53,6 +53,7 @@ struct pyframes {
 	struct pyframes_stats stats;
 	char **texts;                   /* the frames' strings: valid until pyframes_free() */
 	size_t n_texts;
+	bool codes_forgotten;           /* pyframes_codes_forgotten() says so, once */
 };
 
 static struct fake_thread *thread_of(size_t image, pid_t tid)
@@ -217,6 +218,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 
 	fake.captured_reads++;
 	fake.captured_walk_extras = cap->n_extras;
+	pf->codes_forgotten |= it->codes_forgotten;
 	*ret_n = 0;
 	if (ret_cut)
 		*ret_cut = (struct pyframes_cut) { 0 };
@@ -496,6 +498,21 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 		return -ENOENT;
 	*slot = root;
 	return 0;
+}
+
+int sampler_capture_forget(struct sampler *s)
+{
+	(void) s;
+	fake.capture_forgets++;
+	return 0;
+}
+
+bool pyframes_codes_forgotten(struct pyframes *pf)
+{
+	bool r = pf->codes_forgotten;
+
+	pf->codes_forgotten = false;
+	return r;
 }
 
 int sampler_capture_error(const struct sampler *s)

@@ -112,6 +112,7 @@ struct fake_item {
 	int gc_now;                     /* a live read of the GC from this sample on: 0 as before,
 	                                 * 1 not collecting, 2 collecting */
 	bool gc_placed;                 /* from this sample on, the image places its GC's flag */
+	bool codes_forgotten;           /* a walk of its capture starts its code cache over */
 	uint64_t ip;                    /* the sample's IP (user unless a kernel one) */
 	uint64_t native[FAKE_MAX_IPS];  /* --native: the unwound addresses, innermost first */
 	uint64_t kernel[FAKE_MAX_IPS];  /* --kernel: the kernel callchain, innermost first */
@@ -141,6 +142,7 @@ struct fake_world {
 	struct sampler_opts last_opts;  /* the last sampler_new()'s (pointers not to be followed) */
 	bool last_capture_spec;         /* ... it asked for a capture at once */
 	unsigned capture_starts;        /* sampler_capture_start() calls, sampler_new()'s included */
+	unsigned capture_forgets;       /* sampler_capture_forget() calls */
 	uint32_t capture_extras[FAKE_MAX_STARTS * 2];   /* n_extras of each */
 	uint64_t capture_search_at[FAKE_MAX_STARTS * 2];
 	uint64_t capture_gil_at[FAKE_MAX_STARTS * 2];

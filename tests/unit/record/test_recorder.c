@@ -452,7 +452,8 @@ static void test_truncation(void **state)
 
 /* Captured stacks are the ones at the sample, not the thread's stack when read; a thread whose
  * state did not exist when its root was asked for is read live once, then given its root; a
- * kernel that refuses the program with its extras gets the frames alone. */
+ * kernel that refuses the program with its extras gets the frames alone. A walk that starts
+ * the code cache over has the capture send every name again, once. */
 static void test_capture_paths(void **state)
 {
 	struct record_opts o = opts_for(RECORD_CAPTURE);
@@ -469,11 +470,13 @@ static void test_capture_paths(void **state)
 	samples(502, 1)->tstate = 0x502;
 	for (int i = 0; i < 2; i++)
 		samples(502, 1)->captured = "main;captured_502";
+	fake.items[fake.n_items - 2].codes_forgotten = true;
 
 	rec = attach(&o, NULL);
 	run(rec);
 	dump(rec);
 	st = recorder_stats(rec);
+	assert_int_equal(fake.capture_forgets, 1);
 	assert_int_equal(fake.capture_starts, 2);
 	assert_int_equal(fake.capture_extras[0], 2);
 	assert_int_equal(fake.capture_extras[1], 0);    /* the frames alone */

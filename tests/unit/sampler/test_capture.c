@@ -67,6 +67,12 @@ enum { GIL_NONE, GIL_HELD, GIL_OTHER, GIL_FREE, GIL_UNREADABLE, GIL_TORN };
 /* The GC's collecting flag as CPython's (an int), and what it says (run_child's gc) */
 static volatile uint32_t gc_flag;
 enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
+/* Names once (spec.n_identity 1: extra 0 the identity, extra 1 the name): each code's name in
+ * the first record that holds it; NAMES_CHANGE also changes node 1's code (SIGUSR1 to the
+ * child), then forgets them all (capture_forget()). */
+enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE };
+static int names_mode;
+#define CHANGED_W2 0xbeef0001u
 
 /* extra 0: payload w[1..2]; extra 1: the tag, through w[1] masked (body 48: extra 0's data) */
 static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8, 2, {
@@ -174,6 +180,7 @@ static void test_capture_specs(void **state)
 		c.percpu = true;
 		assert_int_equal(capture_load(&c, &sp), 0);
 		sp = good[6];
+		sp.n_identity = 3;              /* the names once: the largest program */
 		sp.gil_at = with_gil[i].gil_at;
 		search_spec(&sp, false);
 		assert_int_equal(capture_load(&c, &sp), 0);
@@ -192,16 +199,23 @@ static void test_capture_specs(void **state)
 	}
 	/* with the search for a thread's root, both ways, in both ring layouts */
 	for (int i = 0; i < 8; i++) {
-		struct capture c = { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1,
-				     .entry_fd = -1, .progs_fd = -1, .percpu = i & 1, .pid = i & 2 ? 4242 : 0 };
+		struct capture c = CAPTURE_INIT;
 		struct sampler_capture_spec sp = good[(i % 3) * 3];     /* 6: with extras */
 
+		c.percpu = i & 1;
+		c.pid = i & 2 ? 4242 : 0;
 		search_spec(&sp, i & 4);
 		assert_int_equal(capture_load(&c, &sp), 0);
 		sp.search_next_off = 1u << 20;
 		assert_int_equal(capture_load(&c, &sp), -EINVAL);
 		capture_close(&c);
 	}
+}
+
+static void change_code(int sig)
+{
+	(void) sig;
+	payloads[1].w[2] = CHANGED_W2;
 }
 
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
@@ -233,6 +247,7 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 	gil.holder = gil_mode == GIL_OTHER ? (volatile void *) &decoy : &root;
 	gil.locked = gil_mode == GIL_FREE ? 0 : gil_mode == GIL_TORN ? 7 : 1;
 	gc_flag = gc_mode == GC_COLLECTING ? 1 : gc_mode == GC_TORN ? 7 : 0;
+	(void) signal(SIGUSR1, change_code);
 	/* built: the parent samples from now on (a busy machine may run this child late) */
 	(void) !write(ready_fd, "r", 1);
 	close(ready_fd);
@@ -247,6 +262,8 @@ struct seen {
 	size_t n_min, n_max;
 	bool bytes_ok, fields_ok;       /* every capture's bytes, and its other fields */
 	bool extras_ok;                 /* every node's extras */
+	size_t names_carried, names_left; /* nodes with a code: its name in the record, or not */
+	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
 	int set_root_ret;
 	size_t late_uncaptured;         /* samples without a capture after one with (in time: the
 	                                 * rings are per CPU, each read in turn) */
@@ -344,8 +361,16 @@ static void on_sample(void *ctx, const struct sample *smp)
 			continue;
 		}
 		if (pf64(p) != (uintptr_t) &payloads[i].w[1] ||
-		    pf64(p + 8) != ((uintptr_t) &tags[i] | 3) || pf64(p + 16) != 0xfeed0000u + i ||
-		    pf64(p + 24) != (uintptr_t) &tags[i] || pf64(p + 32) != 0x7a90000u + i)
+		    pf64(p + 8) != ((uintptr_t) &tags[i] | 3) ||
+		    (pf64(p + 16) != 0xfeed0000u + i && !(i == 1 && pf64(p + 16) == CHANGED_W2)))
+			v->extras_ok = false;
+		v->changed_seen |= pf64(p + 16) == CHANGED_W2;
+		if (names_mode != NAMES_EVERY && pf64(p + 24) == 0) {
+			v->names_left++;
+			continue;
+		}
+		v->names_carried++;
+		if (pf64(p + 24) != (uintptr_t) &tags[i] || pf64(p + 32) != 0x7a90000u + i)
 			v->extras_ok = false;
 	}
 }
@@ -400,6 +425,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	}
 	if (gc_mode != GC_NONE)
 		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
+	sp.n_identity = names_mode != NAMES_EVERY;
 	assert_int_equal(pipe(ready), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -427,6 +453,14 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 				r_run = run_until(v, &stop, &v->by_status[SAMPLE_CAPTURE_OK]);
 		} else if (r_start == 0 && sampler_capturing(v->s)) {
 			r_run = run_until(v, &stop, &v->samples);
+			if (r_run == 0 && names_mode == NAMES_CHANGE) {
+				(void) kill(pid, SIGUSR1);
+				r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
+				if (r_run == 0)
+					r_run = capture_forget(&v->s->capture);
+				if (r_run == 0)
+					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
+			}
 		}
 		sampler_stop(v->s);
 		mismatched = sampler_stats(v->s)->capture_mismatched;
@@ -543,11 +577,38 @@ static void test_capture_live(void **state)
 	assert_int_equal(v.gc_collecting, v.captured);
 }
 
+/* With spec.n_identity, a thread's records carry a code's name (the extras past the identity
+ * ones) only the first time they hold that code: its address and identity bytes, as read at
+ * the overflow. A changed code (other identity bytes at the same address) is carried again,
+ * once; a node with no code (2, 4: no identity read) carries none; after capture_forget() every
+ * name is carried once more. */
+static void test_capture_names_once(void **state)
+{
+	struct seen v;
+
+	(void) state;
+	if (!capture_allowed()) {
+		skip();
+		return;
+	}
+	names_mode = NAMES_ONCE;
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.names_carried, SAMPLER_CAPTURE_MAX_NODES - 2);
+	assert_int_equal(v.names_left, (v.captured - 1) * (SAMPLER_CAPTURE_MAX_NODES - 2));
+	names_mode = NAMES_CHANGE;
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	assert_true(v.changed_seen);
+	assert_int_equal(v.names_carried, 2 * 3 + 1);
+	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_specs),
 		cmocka_unit_test(test_capture_live),
+		cmocka_unit_test(test_capture_names_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
