@@ -259,7 +259,8 @@ int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret,
 #define PYFRAMES_CAPTURE_FRAME_MAX  128u     /* most frame_bytes a spec asks for */
 #define PYFRAMES_CAPTURE_MAX_NODES  4096u    /* most frames one capture may hold */
 #define PYFRAMES_CAPTURE_MAX_EXTRAS 8u
-#define PYFRAMES_CAPTURE_EXTRA_MAX  128u     /* most bytes of one extra */
+#define PYFRAMES_CAPTURE_EXTRA_MAX  160u     /* most bytes of one extra */
+#define PYFRAMES_CAPTURE_FILE_MAX   128u     /* most bytes of the file name's extra */
 #define PYFRAMES_CAPTURE_STRIDE_MAX 496u     /* most bytes of a node with its extras */
 
 struct pyframes_capture_extra {

@@ -573,8 +573,8 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 		uint32_t lo = round8_down(f[i][0]), hi = round8(f[i][0] + f[i][1]);
 		struct pyframes_capture_extra *e = sp->n_extras ? &sp->extra[sp->n_extras - 1] : NULL;
 
-		/* a gap of up to 16 bytes costs less than a piece's address and instructions */
-		if (e && lo <= e->off + e->len + 16 && hi - e->off <= PYFRAMES_CAPTURE_EXTRA_MAX) {
+		/* one read, gaps and all, costs less than two (a call of ~0.2 us in the target) */
+		if (e && hi - e->off <= PYFRAMES_CAPTURE_EXTRA_MAX) {
 			if (hi > e->off + e->len)
 				e->len = hi - e->off;
 			continue;
@@ -597,7 +597,7 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 		.len = round8_down(room / 2 < 96 ? room / 2 : 96), .mask = UINT64_MAX };
 	room -= sp->extra[n].len;
 	sp->extra[n + 1] = (struct pyframes_capture_extra) { .from = file_at, .off = 0,
-		.len = round8_down(room < PYFRAMES_CAPTURE_EXTRA_MAX ? room : PYFRAMES_CAPTURE_EXTRA_MAX),
+		.len = round8_down(room < PYFRAMES_CAPTURE_FILE_MAX ? room : PYFRAMES_CAPTURE_FILE_MAX),
 		.mask = UINT64_MAX };
 	sp->n_extras = n + 2;
 }

@@ -12,7 +12,7 @@
 /* a pyframes capture spec fits the sampler's program as it is */
 _Static_assert(PYFRAMES_CAPTURE_STRIDE_MAX == SAMPLER_CAPTURE_MAX_STRIDE &&
 	       PYFRAMES_CAPTURE_MAX_EXTRAS == SAMPLER_CAPTURE_MAX_EXTRAS &&
-	       PYFRAMES_CAPTURE_EXTRA_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES &&
+	       PYFRAMES_CAPTURE_EXTRA_MAX == SAMPLER_CAPTURE_MAX_EXTRA_BYTES &&
 	       PYFRAMES_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_MAX_NODE_BYTES,
 	       "pyframes' capture limits are the sampler's");
 

@@ -20,6 +20,7 @@ struct sampler;
 #define SAMPLER_CAPTURE_NO_OFF UINT32_MAX
 #define SAMPLER_CAPTURE_MAX_NODES 128
 #define SAMPLER_CAPTURE_MAX_NODE_BYTES 128
+#define SAMPLER_CAPTURE_MAX_EXTRA_BYTES 160     /* a code's identity fields in one read */
 #define SAMPLER_CAPTURE_MAX_EXTRAS 8
 #define SAMPLER_CAPTURE_MAX_STRIDE 496   /* 128 nodes of it and the header: one perf record */
 
@@ -31,7 +32,7 @@ struct sampler;
 struct sampler_capture_extra {
 	uint32_t from;                  /* from + 8 <= the body bytes before this extra */
 	uint32_t off;                   /* < 65536 */
-	uint32_t len;                   /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
+	uint32_t len;                   /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_EXTRA_BYTES */
 	uint64_t mask;
 };
 

@@ -158,12 +158,15 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 	struct fixup is_known, done;
 	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
 
-	/* the words xor-ed (two instructions a word: the verifier takes 1 us an instruction);
-	 * a digest shared by two codes only leaves names out that the reader then reads */
-	ldx(p, BPF_DW, R1, R6, (int16_t) (8 + from));
-	for (uint32_t at = from + 8; at < to; at += 8) {
+	/* FNV-1a a word at a time: a digest two codes share (a code freed, another at its
+	 * address) leaves the new one's names out, which the reader may then lack (xor alone
+	 * did: a name's and a qualified name's pointers moved by the same bits) */
+	ld_imm64(p, R1, 0xcbf29ce484222325ULL);
+	ld_imm64(p, R3, 0x100000001b3ULL);
+	for (uint32_t at = from; at < to; at += 8) {
 		ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
 		emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
+		emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
 	}
 	stx(p, BPF_DW, R10, R1, KNOWN_AT);
 	ld_map(p, R1, known);
@@ -502,7 +505,7 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec)
 		const struct sampler_capture_extra *e = &spec->extra[i];
 
 		/* the pointer: 8 aligned bytes of the body before it; the mask an immediate */
-		if (e->len < 8 || e->len > SAMPLER_CAPTURE_MAX_NODE_BYTES || e->len % 8 ||
+		if (e->len < 8 || e->len > SAMPLER_CAPTURE_MAX_EXTRA_BYTES || e->len % 8 ||
 		    e->off >= 65536 || e->from % 8 || e->from + 8 > extra_at(spec, i) ||
 		    (e->mask != UINT64_MAX && (uint64_t) (int64_t) (int32_t) e->mask != e->mask))
 			return false;
