@@ -763,6 +763,12 @@ static bool cc_names_match(struct pf_mem *m, const struct py_layout *l, uint64_t
 		return true;
 	nn = str_captured_bytes(m, l, c->r_name, &nb);
 	fn = str_captured_bytes(m, l, c->r_file, &fb);
+	if (!nb && !fb) {
+		/* names the capture left out (a thread's records send them once): nothing to
+		 * compare, no search of the overlay for them */
+		c->names_checked = walk;
+		return true;
+	}
 	if (c->seen && nn && fn && nn == c->seen_name && fn == c->seen_file &&
 	    memcmp(c->seen, nb, nn) == 0 && memcmp(c->seen + nn, fb, fn) == 0) {
 		c->names_checked = walk;
