@@ -586,9 +586,17 @@ void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *
 	memcpy(&len, p, 4);
 	if (len < CAPTURE_HDR || len > avail - 4 || len > RING_SCRATCH_SIZE)
 		return;
-	memcpy(c->held, p + 4, len);
+	c->held_at = p + 4;
 	c->held_len = len;
 	c->held_tid = tid;
+}
+
+void capture_settle(struct capture *c)
+{
+	if (c->held_len && c->held_at != c->held) {
+		memmove(c->held, c->held_at, c->held_len);
+		c->held_at = c->held;
+	}
 }
 
 /* The capture made at this sample's overflow, if the record before it was one. */
@@ -602,7 +610,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	/* a CPU's ring: the record right before the sample is its capture (checked below) */
 	if (!c->held_len || (c->held_tid && c->held_tid != t->tid))
 		return NULL;
-	memcpy(&h, c->held, sizeof(h));         /* held_len >= CAPTURE_HDR (capture_hold()) */
+	memcpy(&h, c->held_at, sizeof(h));      /* held_len >= CAPTURE_HDR (capture_hold()) */
 	c->held_len_used = c->held_len;
 	c->held_len = 0;
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
@@ -621,7 +629,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.head = h.head,
 		.n = h.n,
 		.stride = stride,
-		.nodes = c->held + CAPTURE_HDR,
+		.nodes = c->held_at + CAPTURE_HDR,
 	};
 	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
 	 * where it has a root to compare with */

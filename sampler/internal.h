@@ -129,7 +129,9 @@ struct capture {
 	uint64_t pidns_dev, pidns_ino;
 	struct sampler_capture_spec spec;
 	unsigned char *slots;           /* bitmap of the out map's slots in use */
-	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data */
+	unsigned char *held;            /* RING_SCRATCH_SIZE: the last capture record's data, */
+	const unsigned char *held_at;   /* ... or where it lies in the ring being read (not copied:
+	                                 * its sample follows it there; capture_settle()) */
 	size_t held_len, held_len_used;
 	pid_t held_tid;
 	struct sample_capture out;
@@ -431,6 +433,9 @@ int capture_pidns(struct capture *c);
 /* Loads the entry program and its progs map, once: 0 or -errno (BPF not allowed). */
 int capture_entry_load(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
+/* Before a ring's read ends (ring_read_done(), which frees its space for the kernel): a capture
+ * record held there, its sample still to come, is copied into c->held. */
+void capture_settle(struct capture *c);
 /* The program's records carry every code's names again (a record lost, or the reader's cache
  * of them cleared): 0 or -errno. */
 int capture_forget(struct capture *c);

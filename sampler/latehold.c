@@ -70,6 +70,7 @@ bool late_pair(struct sampler *s, struct sample *smp, uint64_t period)
 	smp->values[0] = period;
 	len = sigcap_take(s->sig, smp, s->capture.held, RING_SCRATCH_SIZE);
 	if (len) {
+		s->capture.held_at = s->capture.held;
 		s->capture.held_len = len;
 		s->capture.held_tid = 0;        /* paired by sigcap_take() */
 		smp->capture = capture_match(s, NULL, smp);

@@ -324,6 +324,7 @@ static void drain_ring(struct sampler *s, int c)
 			break;
 		}
 	}
+	capture_settle(&s->capture);
 	ring_read_done(&cr->ring);
 }
 

@@ -807,6 +807,7 @@ bool perf_thread_drain_some(struct sampler *s, struct thread *t, bool stopped, u
 			break;
 		}
 	}
+	capture_settle(&s->capture);
 	ring_read_done(&t->ring);
 	return !budget && t->ring.tail != t->ring.head;
 }
