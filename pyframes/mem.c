@@ -296,20 +296,32 @@ static void sort_spans(struct pf_mem *m, size_t k)
 }
 
 int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
-		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras)
+		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras,
+		       const struct pf_names *names)
 {
 	uint64_t end = 0;
-	size_t i, j, k = 0, kept = 0, need = 8 + frame_bytes;
+	size_t i, j, k = 0, kept = 0, need = 8 + frame_bytes, inline_n = n_extras, names_need = 0;
 
 	if (!m->spans || frame_bytes == 0 || frame_bytes > PYFRAMES_CAPTURE_FRAME_MAX ||
 	    n > PYFRAMES_CAPTURE_MAX_NODES || n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS ||
 	    (n_extras && !extra_len))
 		return -EINVAL;
+	if (names) {
+		if (names->n_inline > n_extras || names->n > n ||
+		    (names->n && (!names->at || names->stride > SIZE_MAX / PYFRAMES_CAPTURE_MAX_NODES)))
+			return -EINVAL;
+		inline_n = names->n_inline;
+	}
 	for (j = 0; j < n_extras; j++) {
 		if (extra_len[j] == 0 || extra_len[j] > PYFRAMES_CAPTURE_EXTRA_MAX)
 			return -EINVAL;
-		need += 8 + extra_len[j];
+		if (j < inline_n)
+			need += 8 + extra_len[j];
+		else
+			names_need += 8 + extra_len[j];
 	}
+	if (names && names->n && names->stride < names_need)
+		return -EINVAL;
 	if (n_extras && !m->seen) {
 		m->seen = calloc(PF_SEEN_SLOTS, sizeof(*m->seen));
 		if (!m->seen)
@@ -328,8 +340,14 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 		uint32_t order = (uint32_t) (i * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS));
 
 		span_add(m, &k, node, frame_bytes, order, false);
-		for (j = 0; j < n_extras; at += 8 + extra_len[j], j++)
+		for (j = 0; j < n_extras; at += 8 + extra_len[j], j++) {
+			if (j == inline_n) {
+				if (i >= names->n)
+					break;
+				at = names->at + i * names->stride;
+			}
 			span_add(m, &k, at, extra_len[j], order + 1 + (uint32_t) j, true);
+		}
 	}
 	sort_spans(m, k);
 	/* disjoint: each span keeps only the bytes past the end of the ones before it */

@@ -313,6 +313,11 @@ struct pyframes_capture {
 	size_t n, stride;
 	size_t n_extras;        /* how many of the spec's extras each node carries after its frame
 	                         * bytes (0: none, or all of them; stride holds them) */
+	/* names_stride 0: as n_extras says. Else each node carries the spec's identity extras
+	 * (n_identity) alone, and nodes [0, n_names) their others (its names; address 0 where
+	 * left out) at names + k x names_stride, the same way */
+	const unsigned char *names;
+	size_t n_names, names_stride;
 };
 
 /* As pyframes_thread_stack(), from a capture: no thread-state lookup, no verify. The walk starts

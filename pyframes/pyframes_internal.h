@@ -208,9 +208,17 @@ int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret
  * patched. The nodes must outlive the overlay. Both drop the page cache (and clear ends
  * overlay_only). 0 or -EINVAL (n > PYFRAMES_CAPTURE_MAX_NODES, frame_bytes 0 or >
  * PYFRAMES_CAPTURE_FRAME_MAX, n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS, an extra_len 0 or >
- * PYFRAMES_CAPTURE_EXTRA_MAX; with n > 0: nodes NULL, stride under what a node holds). */
+ * PYFRAMES_CAPTURE_EXTRA_MAX; with n > 0: nodes NULL, stride under what a node holds). With
+ * names (not NULL), a node carries its first names->n_inline extras alone, and nodes [0,
+ * names->n) the others at names->at + k x names->stride, the same way (struct pyframes_capture);
+ * the other nodes none of them. */
+struct pf_names {
+	const unsigned char *at;
+	size_t n, stride, n_inline;
+};
 int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
-		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras);
+		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras,
+		       const struct pf_names *names);
 void pf_mem_overlay_clear(struct pf_mem *m);
 /* The overlay's bytes of [addr, addr + len) into buf, zeros where it holds none. */
 void pf_read_overlay(const struct pf_mem *m, uint64_t addr, void *buf, size_t len);

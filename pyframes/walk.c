@@ -638,6 +638,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
 	struct pyframes_capture_spec spec;
 	uint32_t extra_len[PYFRAMES_CAPTURE_MAX_EXTRAS];
+	struct pf_names names;
 	int r;
 
 	*ret_n = 0;
@@ -650,8 +651,12 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		return -EINVAL;
 	for (size_t i = 0; i < cap->n_extras; i++)
 		extra_len[i] = spec.extra[i].len;
+	names = (struct pf_names) { cap->names, cap->n_names, cap->names_stride, spec.n_identity };
+	if (cap->names_stride && (cap->n_extras != spec.n_extras || spec.n_identity == 0 ||
+				  spec.n_identity >= spec.n_extras))
+		return -EINVAL;
 	r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes,
-			       extra_len, cap->n_extras);
+			       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
 	if (r < 0)
 		return r;
 	pf->stats.walks++;

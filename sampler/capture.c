@@ -32,11 +32,6 @@
 #define CAPTURE_MAX_THREADS 4096
 #define PROC_PID_INIT_INO 0xEFFFFFFCu   /* the initial PID namespace's inode (fixed) */
 
-static size_t capture_value_size(const struct sampler_capture_spec *spec)
-{
-	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec);
-}
-
 
 static int sys_bpf(int cmd, union bpf_attr *attr)
 {
@@ -605,7 +600,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 {
 	struct capture *c = &s->capture;
 	struct capture_record h;
-	size_t stride = capture_stride(&c->spec);
+	size_t stride = capture_stride(&c->spec), names_stride = 0, n_names = 0;
 
 	/* a CPU's ring: the record right before the sample is its capture (checked below) */
 	if (!c->held_len || (c->held_tid && c->held_tid != t->tid))
@@ -613,6 +608,20 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	memcpy(&h, c->held_at, sizeof(h));      /* held_len >= CAPTURE_HDR (capture_hold()) */
 	c->held_len_used = c->held_len;
 	c->held_len = 0;
+	if (h.names_at) {
+		/* the BPF program's split record: its names area where the spec puts it, and
+		 * whole slots up to names_end, within the record */
+		stride = capture_node_stride(&c->spec);
+		names_stride = capture_names_stride(&c->spec);
+		if (!capture_split(&c->spec) || h.names_at != capture_names_at(&c->spec) ||
+		    (h.names_end && (h.names_end < h.names_at || h.names_end > c->held_len_used ||
+				     (h.names_end - h.names_at) % names_stride))) {
+			s->stats.capture_mismatched++;
+			(void) capture_forget(c);
+			return NULL;
+		}
+		n_names = h.names_end ? (h.names_end - h.names_at) / names_stride : 0;
+	}
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
 	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
 	    (!smp->off_cpu && (s->attrs[smp->event].sample_type & PERF_SAMPLE_PERIOD) &&
@@ -630,6 +639,9 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.n = h.n,
 		.stride = stride,
 		.nodes = c->held_at + CAPTURE_HDR,
+		.names = n_names ? c->held_at + h.names_at : NULL,
+		.n_names = n_names < h.n ? n_names : h.n,
+		.names_stride = names_stride,
 	};
 	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
 	 * where it has a root to compare with */

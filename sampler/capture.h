@@ -112,6 +112,11 @@ struct sample_capture {
 	                                 * then node_bytes bytes copied from it, then its extras
 	                                 * (struct sampler_capture_spec) */
 	size_t n, stride;
+	/* names_stride 0: a node carries every extra. Else (the BPF program, spec.n_identity) its
+	 * identity ones alone, and nodes [0, n_names) their others (names; each address 0 where
+	 * left out) at names + k x names_stride, the same way; the rest none */
+	const unsigned char *names;
+	size_t n_names, names_stride;
 	/* spec.gil_at: whether the thread held the GIL at the overflow (locked, and its holder
 	 * the thread's root); known false: no gil_at, a failed read, locked neither 0 nor 1, or
 	 * locked with no root to compare the holder with */

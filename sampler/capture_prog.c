@@ -97,6 +97,38 @@ static void land(struct prog *p, struct fixup f)
 		p->insn[f.at].off = (int16_t) (p->n - f.at - 1);
 }
 
+bool capture_split(const struct sampler_capture_spec *spec)
+{
+	return spec->n_identity > 0 && spec->n_identity < spec->n_extras &&
+	       spec->n_extras <= SAMPLER_CAPTURE_MAX_EXTRAS;
+}
+
+size_t capture_node_stride(const struct sampler_capture_spec *spec)
+{
+	size_t n = 8 + spec->node_bytes;
+
+	if (!capture_split(spec))
+		return capture_stride(spec);
+	for (uint32_t i = 0; i < spec->n_identity; i++)
+		n += 8 + spec->extra[i].len;
+	return n;
+}
+
+size_t capture_names_stride(const struct sampler_capture_spec *spec)
+{
+	return capture_stride(spec) - capture_node_stride(spec);
+}
+
+size_t capture_names_at(const struct sampler_capture_spec *spec)
+{
+	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_node_stride(spec);
+}
+
+size_t capture_value_size(const struct sampler_capture_spec *spec)
+{
+	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec);
+}
+
 size_t capture_stride(const struct sampler_capture_spec *spec)
 {
 	size_t n = 8 + spec->node_bytes;
@@ -145,36 +177,71 @@ static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec,
 	}
 }
 
-/* r6 = the node, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)),
- * unless this thread's records carried them already for this identity (the known map: key
- * KNOWN_AT, { digest of the identity extras' addresses and bytes, tid, epoch }, the tid and
- * epoch set per sample), then their addresses are 0. One branch a node (the verifier's time
- * grows with them): a failed identity read makes a digest too, and its names, read through
- * its zeroed bytes, fail anyway; a digest is known once its names were read, whole or not
- * (the reader reads what a capture lacks). */
+/* Extra i (a name, past the identity ones) of the node r6 into the record (r7) at offset at
+ * (its address, then its bytes): as copy_extras(), at an offset past an instruction's reach. */
+static void copy_extra_far(struct prog *p, const struct sampler_capture_extra *e, int32_t at)
+{
+	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	if (e->mask != UINT64_MAX)
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	if (e->off)
+		add_imm(p, R3, (int32_t) e->off);
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, at);
+	stx(p, BPF_DW, R4, R3, 0);
+	mov_reg(p, R1, R4);
+	add_imm(p, R1, 8);
+	mov_imm(p, R2, (int32_t) e->len);
+	call(p, BPF_FUNC_probe_read_user);
+	mov_reg(p, R1, R0);                       /* r1 = r0 < 0 ? 0 : ~0 */
+	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
+	add_imm(p, R1, -1);
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, at);
+	ldx(p, BPF_DW, R2, R4, 0);
+	emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
+	stx(p, BPF_DW, R4, R2, 0);
+}
+
+/* r6 = node k, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
+ * its slot of the names area (capture_names_at()), the record's names_end moved past it,
+ * unless this thread's records carried them already for this identity (known >= 0: the known
+ * map, key KNOWN_AT { digest of the identity extras' addresses and bytes, tid, epoch }, its
+ * tid and epoch set per sample), then their addresses in the slot are 0. One branch a node
+ * (the verifier's time grows with them): a failed identity read makes a digest too, and its
+ * names, read through its zeroed bytes, fail anyway; a digest is known once its names were
+ * read, whole or not (the reader reads what a capture lacks). */
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
-		       int known)
+		       int known, size_t k)
 {
 	struct fixup is_known, done;
 	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
+	int32_t slot = (int32_t) (capture_names_at(spec) + k * capture_names_stride(spec));
 
-	/* FNV-1a a word at a time: a digest two codes share (a code freed, another at its
-	 * address) leaves the new one's names out, which the reader may then lack (xor alone
-	 * did: a name's and a qualified name's pointers moved by the same bits) */
-	ld_imm64(p, R1, 0xcbf29ce484222325ULL);
-	ld_imm64(p, R3, 0x100000001b3ULL);
-	for (uint32_t at = from; at < to; at += 8) {
-		ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
-		emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
-		emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
+	if (known >= 0) {
+		/* FNV-1a a word at a time: a digest two codes share (a code freed, another at
+		 * its address) leaves the new one's names out, which the reader may then lack
+		 * (xor alone did: a name's and a qualified name's pointers moved by the same
+		 * bits) */
+		ld_imm64(p, R1, 0xcbf29ce484222325ULL);
+		ld_imm64(p, R3, 0x100000001b3ULL);
+		for (uint32_t at = from; at < to; at += 8) {
+			ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
+			emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
+			emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
+		}
+		stx(p, BPF_DW, R10, R1, KNOWN_AT);
+		ld_map(p, R1, known);
+		mov_reg(p, R2, R10);
+		add_imm(p, R2, KNOWN_AT);
+		call(p, BPF_FUNC_map_lookup_elem);
+		is_known = jump_imm(p, BPF_JNE, R0, 0);
 	}
-	stx(p, BPF_DW, R10, R1, KNOWN_AT);
-	ld_map(p, R1, known);
-	mov_reg(p, R2, R10);
-	add_imm(p, R2, KNOWN_AT);
-	call(p, BPF_FUNC_map_lookup_elem);
-	is_known = jump_imm(p, BPF_JNE, R0, 0);
-	copy_extras(p, spec, n_id, spec->n_extras);
+	for (uint32_t i = n_id; i < spec->n_extras; i++)
+		copy_extra_far(p, &spec->extra[i], slot + (int32_t) (extra_at(spec, i) - to));
+	st(p, BPF_W, R7, REC_AT(names_end), slot + (int32_t) capture_names_stride(spec));
+	if (known < 0)
+		return;
 	ld_map(p, R1, known);
 	mov_reg(p, R2, R10);
 	add_imm(p, R2, KNOWN_AT);
@@ -185,8 +252,11 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	land(p, is_known);
+	/* a later node's names may move names_end past this slot: its addresses say none */
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, slot);
 	for (uint32_t i = n_id; i < spec->n_extras; i++)
-		st(p, BPF_DW, R6, (int16_t) (8 + extra_at(spec, i)), 0);
+		st(p, BPF_DW, R4, (int16_t) (extra_at(spec, i) - to), 0);
 	land(p, done);
 }
 
@@ -369,11 +439,12 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 {
 	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[3] = {
 		{ SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
-	size_t ne = 0, stride = capture_stride(spec);
+	size_t ne = 0, stride = capture_node_stride(spec);
 	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
 	bool percpu = c->percpu;
 	uint32_t n_id = spec->n_identity;
-	bool names_once = n_id > 0 && n_id < spec->n_extras && c->known_fd >= 0 && c->epoch_fd >= 0;
+	bool split = capture_split(spec);
+	bool names_once = split && c->known_fd >= 0 && c->epoch_fd >= 0;
 
 	p->n = 0;
 	p->overflow = false;
@@ -419,6 +490,8 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	st(p, BPF_W, R7, REC_AT(magic), (int32_t) CAPTURE_MAGIC);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_NO_ROOT);
 	st(p, BPF_W, R7, REC_AT(n), 0);
+	st(p, BPF_W, R7, REC_AT(names_at), split ? (int32_t) capture_names_at(spec) : 0);
+	st(p, BPF_W, R7, REC_AT(names_end), 0);
 	ldx(p, BPF_W, R1, R8, ROOT_AT(slot));
 	stx(p, BPF_W, R7, R1, REC_AT(slot));
 	ldx(p, BPF_DW, R1, R6, CTX_IP);
@@ -466,14 +539,25 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		st(p, BPF_W, R7, REC_AT(n), (int32_t) k + 1);
 		mov_imm(p, R9, (int32_t) (at + (int32_t) stride));
 		ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
-		copy_extras(p, spec, 0, names_once ? n_id : spec->n_extras);
-		if (names_once)
-			copy_names(p, spec, n_id, c->known_fd);
+		copy_extras(p, spec, 0, split ? n_id : spec->n_extras);
+		if (split)
+			copy_names(p, spec, n_id, names_once ? c->known_fd : -1, k);
 	}
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
 	for (size_t i = 0; i < ne; i++)
 		land(p, to_emit[i]);
+	if (split) {
+		/* names sent: the record goes on to the end of the last slot written */
+		struct fixup keep[2];
+
+		ldx(p, BPF_W, R1, R7, REC_AT(names_end));
+		keep[0] = jump_imm(p, BPF_JEQ, R1, 0);
+		keep[1] = jump_imm(p, BPF_JGT, R1, (int32_t) capture_value_size(spec));
+		mov_reg(p, R9, R1);
+		land(p, keep[0]);
+		land(p, keep[1]);
+	}
 	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are
 	 * BPF_F_CURRENT_CPU (a 32-bit move of -1: zero-extended) */
 	if (percpu)

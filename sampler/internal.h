@@ -87,9 +87,12 @@ struct capture_record {
 	uint32_t gil_read;              /* 1 where both reads succeeded */
 	uint32_t gc_collecting;         /* spec.gc_at: the word read at the overflow, */
 	uint32_t gc_read;               /* 1 where the read succeeded */
+	/* the BPF program's split records (capture_split()): where the names area starts (0:
+	 * not split, every extra in its node), and where the names written end (0: none) */
+	uint32_t names_at, names_end;
 };
 #define CAPTURE_HDR sizeof(struct capture_record)
-_Static_assert(sizeof(struct capture_record) == 72, "the capture record's header is 72 bytes");
+_Static_assert(sizeof(struct capture_record) == 80, "the capture record's header is 80 bytes");
 
 /* The roots map's value (capture.c writes it, the program reads it and may write it), keyed by
  * the thread id (u32). */
@@ -422,7 +425,19 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec);
 int capture_generate_entry(int progs_fd, struct bpf_insn *insn, size_t max, size_t *ret_n);
 int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
 		     struct bpf_insn *insn, size_t max, size_t *ret_n);
+/* A node's bytes with every extra (the signal mode's records, and a BPF program's with no
+ * names to split off). */
 size_t capture_stride(const struct sampler_capture_spec *spec);
+/* The BPF program's records where spec.n_identity splits the extras (capture_split()): the
+ * nodes carry their identity extras alone (capture_node_stride() bytes each); node k's names,
+ * where the record holds them, lie in the names area, capture_names_at() + k x
+ * capture_names_stride(), the record's names_end past the last slot written. */
+bool capture_split(const struct sampler_capture_spec *spec);
+size_t capture_node_stride(const struct sampler_capture_spec *spec);
+size_t capture_names_stride(const struct sampler_capture_spec *spec);
+size_t capture_names_at(const struct sampler_capture_spec *spec);
+/* The scratch map's value: a record of SAMPLER_CAPTURE_MAX_NODES nodes, names and all. */
+size_t capture_value_size(const struct sampler_capture_spec *spec);
 
 /* capture.c */
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's

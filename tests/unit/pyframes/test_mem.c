@@ -209,7 +209,7 @@ static void test_overlay(void **state)
 	node(nodes, STRIDE, 3, HOLE + 0x40, 0xdd);     /* a frame no longer mapped */
 	node(nodes, STRIDE, 4, 0, 0xee);               /* left out */
 	node(nodes, STRIDE, 5, UINT64_MAX - 8, 0xee);  /* runs past the address space: left out */
-	assert_int_equal(pf_mem_overlay_set(&m, nodes, 6, STRIDE, 16, NULL, 0), 0);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 6, STRIDE, 16, NULL, 0, NULL), 0);
 	/* through the page cache: live, 0xaa, the rest of 0xbb, live */
 	for (i = 0; i < 40; i++)
 		want[i] = (unsigned char) (0xf8 + i);
@@ -251,14 +251,14 @@ static void test_overlay(void **state)
 	assert_int_equal(buf[0], 0x00);
 	assert_int_equal(pf_read(&m, HOLE + 0x40, buf, 16), -EFAULT);
 	/* bounds */
-	assert_int_equal(pf_mem_overlay_set(&m, nodes, 6, 8 + 16 - 1, 16, NULL, 0), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 6, 8 + 16 - 1, 16, NULL, 0, NULL), -EINVAL);
 	assert_int_equal(pf_mem_overlay_set(&m, nodes, PYFRAMES_CAPTURE_MAX_NODES + 1, STRIDE, 16,
-					    NULL, 0), -EINVAL);
-	assert_int_equal(pf_mem_overlay_set(&m, NULL, 1, STRIDE, 16, NULL, 0), -EINVAL);
-	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, STRIDE, 0, NULL, 0), -EINVAL);
-	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, SIZE_MAX, 16, NULL, 0), -EINVAL);
+					    NULL, 0, NULL), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, NULL, 1, STRIDE, 16, NULL, 0, NULL), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, STRIDE, 0, NULL, 0, NULL), -EINVAL);
+	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, SIZE_MAX, 16, NULL, 0, NULL), -EINVAL);
 	assert_int_equal(pf_mem_overlay_set(&m, nodes, 1, 8 + PYFRAMES_CAPTURE_FRAME_MAX + 8,
-					    PYFRAMES_CAPTURE_FRAME_MAX + 8, NULL, 0), -EINVAL);
+					    PYFRAMES_CAPTURE_FRAME_MAX + 8, NULL, 0, NULL), -EINVAL);
 	assert_int_equal(m.n_spans, 0);
 	pf_mem_release(&m);
 	free(f);

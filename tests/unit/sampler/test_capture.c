@@ -334,7 +334,8 @@ static void on_sample(void *ctx, const struct sample *smp)
 		return;
 	}
 	if (c->root != (uintptr_t) &root || c->head != (uintptr_t) &nodes[0] ||
-	    c->stride != STRIDE) {
+	    c->stride != (names_mode == NAMES_EVERY ? STRIDE : STRIDE - 16) ||
+	    c->names_stride != (names_mode == NAMES_EVERY ? 0 : 16) || c->n_names > c->n) {
 		fprintf(stderr, "# status %d n %zu root %#lx head %#lx stride %zu\n", c->status, c->n,
 			(unsigned long) c->root, (unsigned long) c->head, c->stride);
 		v->fields_ok = false;
@@ -353,10 +354,17 @@ static void on_sample(void *ctx, const struct sample *smp)
 		if (addr != (uintptr_t) &nodes[i] || got.marker != 0xc0de0000u + i ||
 		    got.a != i * 3 || got.b != ~(uint64_t) i)
 			v->bytes_ok = false;
-		/* the extras: a payload's words and its tag; none where the pointer leads nowhere */
+		/* the extras: a payload's words and its tag (names once: in its slot of the names
+		 * area, if the record has one for it, else none); none where the pointer leads
+		 * nowhere */
+		const unsigned char *tag = p + 8 + sizeof(struct node) + 24;
+		static const unsigned char none[16];
+
+		if (names_mode != NAMES_EVERY)
+			tag = i < c->n_names ? c->names + i * c->names_stride : none;
 		p += 8 + sizeof(struct node);
 		if (i == 2 || i == 4) {
-			if (pf64(p) != 0 || pf64(p + 24) != 0)
+			if (pf64(p) != 0 || pf64(tag) != 0)
 				v->extras_ok = false;
 			continue;
 		}
@@ -365,12 +373,12 @@ static void on_sample(void *ctx, const struct sample *smp)
 		    (pf64(p + 16) != 0xfeed0000u + i && !(i == 1 && pf64(p + 16) == CHANGED_W2)))
 			v->extras_ok = false;
 		v->changed_seen |= pf64(p + 16) == CHANGED_W2;
-		if (names_mode != NAMES_EVERY && pf64(p + 24) == 0) {
+		if (names_mode != NAMES_EVERY && pf64(tag) == 0) {
 			v->names_left++;
 			continue;
 		}
 		v->names_carried++;
-		if (pf64(p + 24) != (uintptr_t) &tags[i] || pf64(p + 32) != 0x7a90000u + i)
+		if (pf64(tag) != (uintptr_t) &tags[i] || pf64(tag + 8) != 0x7a90000u + i)
 			v->extras_ok = false;
 	}
 }
