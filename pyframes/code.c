@@ -335,6 +335,10 @@ struct pf_code {
 	size_t table_len;
 	int first_line;
 	int64_t first_traceable;        /* 3.11+ _co_firsttraceable (0 where unknown or absurd) */
+	bool line_memo;                 /* code_line() of line_instr was line_at (a caller's frame
+	                                 * waits at one instruction sample after sample) */
+	int line_at;
+	int64_t line_instr;
 };
 
 struct pf_codecache {
@@ -560,12 +564,14 @@ static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_la
 	return 0;
 }
 
-static int code_line(const struct py_layout *l, const struct pf_code *c, int64_t instr)
+static int code_line(const struct py_layout *l, struct pf_code *c, int64_t instr)
 {
 	int line;
 
 	if (instr < 0 || !c->table)
 		return c->first_line;
+	if (c->line_memo && c->line_instr == instr)
+		return c->line_at;
 	/* line 0: a module's RESUME (3.12+), the line before its first; the code's first line */
 	switch (l->lines) {
 	case PY_LINES_LNOTAB:
@@ -578,7 +584,10 @@ static int code_line(const struct py_layout *l, const struct pf_code *c, int64_t
 		line = pf_line_locations(c->table, c->table_len, c->first_line, instr);
 		break;
 	}
-	return line <= 0 ? c->first_line : line;
+	c->line_memo = true;
+	c->line_instr = instr;
+	c->line_at = line <= 0 ? c->first_line : line;
+	return c->line_at;
 }
 
 /* The slot that holds addr, else the first empty one on its probe path; NULL if all are taken. */
