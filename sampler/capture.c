@@ -241,6 +241,8 @@ void capture_close(struct capture *c)
 	c->slots = NULL;
 	free(c->held);
 	c->held = NULL;
+	free(c->names);
+	c->names = NULL;
 }
 
 /* ---- threads ---- */
@@ -454,6 +456,8 @@ void capture_thread_close(struct sampler *s, struct thread *t)
 	t->out_id = 0;
 	if (c->held_tid == t->tid)
 		c->held_len = 0;
+	if (c->names_tid == t->tid)
+		c->names_len = 0;
 }
 
 int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
@@ -499,6 +503,11 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	if (!s->capture.held) {
 		s->capture.held = malloc(RING_SCRATCH_SIZE);
 		if (!s->capture.held)
+			return -ENOMEM;
+	}
+	if (!s->capture.names && capture_split(spec)) {
+		s->capture.names = malloc(RING_SCRATCH_SIZE);
+		if (!s->capture.names)
 			return -ENOMEM;
 	}
 	s->capture.pid = s->pid ? s->pid : s->opts.pid;
@@ -570,15 +579,29 @@ void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *
 	struct capture *c = &s->capture;
 	const unsigned char *p = (const unsigned char *) (h + 1) + 8;   /* past the identifier */
 	size_t avail = h->size - sizeof(*h) - 8;
-	uint32_t len;
+	uint32_t len, magic = 0;
 
+	if (h->size < sizeof(*h) + 12 || !c->held)
+		return;
+	memcpy(&len, p, 4);
+	if (len >= 4 && len <= avail - 4)
+		memcpy(&magic, p + 4, 4);
+	if (magic == CAPTURE_NAMES_MAGIC) {
+		/* a names area, for the nodes record right after it */
+		if (c->names_len)
+			(void) capture_forget(c);
+		c->names_len = 0;
+		if (len > RING_SCRATCH_SIZE || !c->names)
+			return;
+		c->names_at = p + 4;
+		c->names_len = len;
+		c->names_tid = tid;
+		return;
+	}
 	/* the one held before never met its sample: its names did not reach the reader */
 	if (c->held_len)
 		(void) capture_forget(c);
 	c->held_len = 0;
-	if (h->size < sizeof(*h) + 12 || !c->held)
-		return;
-	memcpy(&len, p, 4);
 	if (len < CAPTURE_HDR || len > avail - 4 || len > RING_SCRATCH_SIZE)
 		return;
 	c->held_at = p + 4;
@@ -592,6 +615,33 @@ void capture_settle(struct capture *c)
 		memmove(c->held, c->held_at, c->held_len);
 		c->held_at = c->held;
 	}
+	if (c->names_len && c->names_at != c->names) {
+		memmove(c->names, c->names_at, c->names_len);
+		c->names_at = c->names;
+	}
+}
+
+/* The names area held for a split record with h's names_end: where its slots start, and how
+ * many (0: none; NULL where the record says some were sent but they did not come whole). */
+static const unsigned char *capture_names_take(struct capture *c, const struct capture_record *h,
+					       pid_t tid, size_t *ret_n)
+{
+	size_t want = h->names_end ? h->names_end - h->names_at : 0, len = c->names_len;
+	size_t slot = capture_names_stride(&c->spec);
+
+	*ret_n = 0;
+	c->names_len = 0;
+	if (!want || !slot)
+		return NULL;
+	/* a raw record's size counts the padding to 8 bytes that follows its data */
+	if (len < want || len >= want + 8 || (c->names_tid && c->names_tid != tid) || want < CAPTURE_NAMES_HDR ||
+	    (want - CAPTURE_NAMES_HDR) % slot) {
+		/* lost on the way (a full ring): the program thinks the reader has them */
+		(void) capture_forget(c);
+		return NULL;
+	}
+	*ret_n = (want - CAPTURE_NAMES_HDR) / slot;
+	return c->names_at + CAPTURE_NAMES_HDR;
 }
 
 /* The capture made at this sample's overflow, if the record before it was one. */
@@ -601,6 +651,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	struct capture *c = &s->capture;
 	struct capture_record h;
 	size_t stride = capture_stride(&c->spec), names_stride = 0, n_names = 0;
+	const unsigned char *names = NULL;
 
 	/* a CPU's ring: the record right before the sample is its capture (checked below) */
 	if (!c->held_len || (c->held_tid && c->held_tid != t->tid))
@@ -609,18 +660,21 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	c->held_len_used = c->held_len;
 	c->held_len = 0;
 	if (h.names_at) {
-		/* the BPF program's split record: its names area where the spec puts it, and
-		 * whole slots up to names_end, within the record */
+		/* the BPF program's split record: its names area where the spec puts it, come
+		 * just before it (capture_names_take()) */
 		stride = capture_node_stride(&c->spec);
 		names_stride = capture_names_stride(&c->spec);
 		if (!capture_split(&c->spec) || h.names_at != capture_names_at(&c->spec) ||
-		    (h.names_end && (h.names_end < h.names_at || h.names_end > c->held_len_used ||
-				     (h.names_end - h.names_at) % names_stride))) {
+		    (h.names_end && h.names_end < h.names_at)) {
 			s->stats.capture_mismatched++;
+			c->names_len = 0;
 			(void) capture_forget(c);
 			return NULL;
 		}
-		n_names = h.names_end ? (h.names_end - h.names_at) / names_stride : 0;
+		names = capture_names_take(c, &h, c->held_tid, &n_names);
+	} else if (c->names_len) {
+		c->names_len = 0;               /* not this record's */
+		(void) capture_forget(c);
 	}
 	/* a count event's sample carries no period (perf.c): its ip and place must do */
 	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
@@ -639,7 +693,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.n = h.n,
 		.stride = stride,
 		.nodes = c->held_at + CAPTURE_HDR,
-		.names = n_names ? c->held_at + h.names_at : NULL,
+		.names = n_names ? names : NULL,
 		.n_names = n_names < h.n ? n_names : h.n,
 		.names_stride = names_stride,
 	};

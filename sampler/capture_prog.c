@@ -126,7 +126,8 @@ size_t capture_names_at(const struct sampler_capture_spec *spec)
 
 size_t capture_value_size(const struct sampler_capture_spec *spec)
 {
-	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec);
+	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec) +
+	       (capture_split(spec) ? CAPTURE_NAMES_HDR : 0);
 }
 
 size_t capture_stride(const struct sampler_capture_spec *spec)
@@ -204,7 +205,8 @@ static void copy_extra_far(struct prog *p, const struct sampler_capture_extra *e
 }
 
 /* r6 = node k, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
- * its slot of the names area (capture_names_at()), the record's names_end moved past it,
+ * its slot of the names area (capture_names_at(): sent as a record of its own), the record's
+ * names_end moved past it,
  * unless this thread's records carried them already for this identity (known >= 0: the known
  * map, key KNOWN_AT { digest of the identity extras' addresses and bytes, tid, epoch }, its
  * tid and epoch set per sample), then their addresses in the slot are 0. One branch a node
@@ -216,7 +218,8 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 {
 	struct fixup is_known, done;
 	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
-	int32_t slot = (int32_t) (capture_names_at(spec) + k * capture_names_stride(spec));
+	int32_t slot = (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
+				  k * capture_names_stride(spec));
 
 	if (known >= 0) {
 		/* FNV-1a a word at a time: a digest two codes share (a code freed, another at
@@ -258,6 +261,42 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 	for (uint32_t i = n_id; i < spec->n_extras; i++)
 		st(p, BPF_DW, R4, (int16_t) (extra_at(spec, i) - to), 0);
 	land(p, done);
+}
+
+/* r3 = the output's flags (see generate()'s emit). */
+static void emit_flags(struct prog *p, bool percpu)
+{
+	if (percpu)
+		emit(p, BPF_ALU | BPF_MOV | BPF_K, R3, 0, 0, -1);
+	else
+		ldx(p, BPF_W, R3, R7, REC_AT(slot));
+}
+
+/* The names area, where the record's names_end says some were written: its header (the
+ * magic), then its slots up to names_end, output before the record itself. */
+static void emit_names(struct prog *p, const struct sampler_capture_spec *spec, int out,
+		       bool percpu)
+{
+	int32_t at = (int32_t) capture_names_at(spec);
+	struct fixup skip[3];
+
+	ldx(p, BPF_W, R1, R7, REC_AT(names_end));
+	skip[0] = jump_imm(p, BPF_JEQ, R1, 0);
+	skip[1] = jump_imm(p, BPF_JLT, R1,
+			   at + (int32_t) (CAPTURE_NAMES_HDR + capture_names_stride(spec)));
+	skip[2] = jump_imm(p, BPF_JGT, R1, (int32_t) capture_value_size(spec));
+	mov_reg(p, R5, R1);
+	add_imm(p, R5, -at);
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, at);
+	st(p, BPF_W, R4, 0, (int32_t) CAPTURE_NAMES_MAGIC);
+	st(p, BPF_W, R4, 4, 0);
+	emit_flags(p, percpu);
+	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
+	ld_map(p, R2, out);
+	call(p, BPF_FUNC_perf_event_output);
+	for (size_t i = 0; i < 3; i++)
+		land(p, skip[i]);
 }
 
 /* The known map's key's tid and epoch (the epoch map's one value) for this sample, and the
@@ -343,6 +382,33 @@ static void read_gc(struct prog *p, const struct sampler_capture_spec *spec)
 	skip = jump_imm(p, BPF_JNE, R0, 0);
 	st(p, BPF_W, R7, REC_AT(gc_read), 1);
 	land(p, skip);
+}
+
+/* The record's header (r7; r6 = ctx, r8 = the thread's root value) up to its root: status
+ * NO_ROOT, no nodes, no names; the overflow's ip and period; the GIL and the GC read. */
+static void record_start(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	st(p, BPF_W, R7, REC_AT(magic), (int32_t) CAPTURE_MAGIC);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_NO_ROOT);
+	st(p, BPF_W, R7, REC_AT(n), 0);
+	st(p, BPF_W, R7, REC_AT(names_at),
+	   capture_split(spec) ? (int32_t) capture_names_at(spec) : 0);
+	st(p, BPF_W, R7, REC_AT(names_end), 0);
+	ldx(p, BPF_W, R1, R8, ROOT_AT(slot));
+	stx(p, BPF_W, R7, R1, REC_AT(slot));
+	ldx(p, BPF_DW, R1, R6, CTX_IP);
+	stx(p, BPF_DW, R7, R1, REC_AT(ip));
+	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
+	stx(p, BPF_DW, R7, R1, REC_AT(period));
+	st(p, BPF_DW, R7, REC_AT(head), 0);
+	if (spec->gil_at)
+		read_gil(p, spec);
+	else
+		st(p, BPF_W, R7, REC_AT(gil_read), 0);
+	if (spec->gc_at)
+		read_gc(p, spec);
+	else
+		st(p, BPF_W, R7, REC_AT(gc_read), 0);
 }
 
 /* After the roots lookup (r8 = the entry or 0): a thread with no root looks for it (see
@@ -487,26 +553,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	call(p, BPF_FUNC_map_lookup_elem);
 	no_emit[1] = jump_imm(p, BPF_JEQ, R0, 0);
 	mov_reg(p, R7, R0);                               /* r7 = the record */
-	st(p, BPF_W, R7, REC_AT(magic), (int32_t) CAPTURE_MAGIC);
-	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_NO_ROOT);
-	st(p, BPF_W, R7, REC_AT(n), 0);
-	st(p, BPF_W, R7, REC_AT(names_at), split ? (int32_t) capture_names_at(spec) : 0);
-	st(p, BPF_W, R7, REC_AT(names_end), 0);
-	ldx(p, BPF_W, R1, R8, ROOT_AT(slot));
-	stx(p, BPF_W, R7, R1, REC_AT(slot));
-	ldx(p, BPF_DW, R1, R6, CTX_IP);
-	stx(p, BPF_DW, R7, R1, REC_AT(ip));
-	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
-	stx(p, BPF_DW, R7, R1, REC_AT(period));
-	st(p, BPF_DW, R7, REC_AT(head), 0);
-	if (spec->gil_at)
-		read_gil(p, spec);
-	else
-		st(p, BPF_W, R7, REC_AT(gil_read), 0);
-	if (spec->gc_at)
-		read_gc(p, spec);
-	else
-		st(p, BPF_W, R7, REC_AT(gc_read), 0);
+	record_start(p, spec);
 	ldx(p, BPF_DW, R3, R8, ROOT_AT(root));
 	stx(p, BPF_DW, R7, R3, REC_AT(root));
 	mov_imm(p, R9, (int32_t) CAPTURE_HDR);            /* r9 = bytes to send */
@@ -547,23 +594,12 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
 	for (size_t i = 0; i < ne; i++)
 		land(p, to_emit[i]);
-	if (split) {
-		/* names sent: the record goes on to the end of the last slot written */
-		struct fixup keep[2];
-
-		ldx(p, BPF_W, R1, R7, REC_AT(names_end));
-		keep[0] = jump_imm(p, BPF_JEQ, R1, 0);
-		keep[1] = jump_imm(p, BPF_JGT, R1, (int32_t) capture_value_size(spec));
-		mov_reg(p, R9, R1);
-		land(p, keep[0]);
-		land(p, keep[1]);
-	}
 	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are
-	 * BPF_F_CURRENT_CPU (a 32-bit move of -1: zero-extended) */
-	if (percpu)
-		emit(p, BPF_ALU | BPF_MOV | BPF_K, R3, 0, 0, -1);
-	else
-		ldx(p, BPF_W, R3, R7, REC_AT(slot));
+	 * BPF_F_CURRENT_CPU (a 32-bit move of -1: zero-extended). Names read: their area
+	 * first, up to the end of the last slot written, as a record of its own */
+	if (split)
+		emit_names(p, spec, out, percpu);
+	emit_flags(p, percpu);
 	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
 	ld_map(p, R2, out);
 	mov_reg(p, R4, R7);

@@ -87,10 +87,14 @@ struct capture_record {
 	uint32_t gil_read;              /* 1 where both reads succeeded */
 	uint32_t gc_collecting;         /* spec.gc_at: the word read at the overflow, */
 	uint32_t gc_read;               /* 1 where the read succeeded */
-	/* the BPF program's split records (capture_split()): where the names area starts (0:
-	 * not split, every extra in its node), and where the names written end (0: none) */
+	/* the BPF program's split records (capture_split()): where its names area starts in the
+	 * program's room (0: not split, every extra in its node), and where the names written
+	 * end (0: none); the area [names_at, names_end) comes as a record of its own just before */
 	uint32_t names_at, names_end;
 };
+/* A names area: this header (the magic, then 0), then a slot per node */
+#define CAPTURE_NAMES_MAGIC 0x6e616d65u /* "eman" */
+#define CAPTURE_NAMES_HDR 8
 #define CAPTURE_HDR sizeof(struct capture_record)
 _Static_assert(sizeof(struct capture_record) == 80, "the capture record's header is 80 bytes");
 
@@ -136,6 +140,10 @@ struct capture {
 	const unsigned char *held_at;   /* ... or where it lies in the ring being read (not copied:
 	                                 * its sample follows it there; capture_settle()) */
 	size_t held_len, held_len_used;
+	unsigned char *names;           /* RING_SCRATCH_SIZE: a names area's record, held as */
+	const unsigned char *names_at;  /* ... held_at, for the nodes record after it */
+	size_t names_len;
+	pid_t names_tid;
 	pid_t held_tid;
 	struct sample_capture out;
 	/* the thread whose root a SAMPLER_EVENT_CAPTURE_THREAD asks for (0: none asked), and the
@@ -430,8 +438,9 @@ int capture_generate(const struct sampler_capture_spec *spec, const struct captu
 size_t capture_stride(const struct sampler_capture_spec *spec);
 /* The BPF program's records where spec.n_identity splits the extras (capture_split()): the
  * nodes carry their identity extras alone (capture_node_stride() bytes each); node k's names,
- * where the record holds them, lie in the names area, capture_names_at() + k x
- * capture_names_stride(), the record's names_end past the last slot written. */
+ * where some were read, in a slot of the names area (capture_names_at(): its header, then
+ * slot k at CAPTURE_NAMES_HDR + k x capture_names_stride()), which comes as a record of its
+ * own, up to the nodes record's names_end, just before it. */
 bool capture_split(const struct sampler_capture_spec *spec);
 size_t capture_node_stride(const struct sampler_capture_spec *spec);
 size_t capture_names_stride(const struct sampler_capture_spec *spec);

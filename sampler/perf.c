@@ -60,7 +60,7 @@ static unsigned ring_floor(const struct sampler_opts *o, unsigned pages)
 		rec += 64 * 8 + (o->stack_user_size > o->switch_stack_size ? o->stack_user_size
 					: o->switch_stack_size) + 16;   /* regs, size, data, dyn_size */
 	if (o->capture)
-		rec += CAPTURE_RECORD_BYTES;
+		rec += CAPTURE_RECORD_BYTES + 64;       /* the names area's record's header too */
 	need = 2 * rec;
 	while ((size_t) floor * psz < need && floor < pages)
 		floor *= 2;
