@@ -579,11 +579,10 @@ void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *
 	struct capture *c = &s->capture;
 	const unsigned char *p = (const unsigned char *) (h + 1) + 8;   /* past the identifier */
 	size_t avail = h->size - sizeof(*h) - 8;
-	uint32_t len, magic = 0;
+	uint32_t len = 0, magic = 0;
 
-	if (h->size < sizeof(*h) + 12 || !c->held)
-		return;
-	memcpy(&len, p, 4);
+	if (h->size >= sizeof(*h) + 12)
+		memcpy(&len, p, 4);
 	if (len >= 4 && len <= avail - 4)
 		memcpy(&magic, p + 4, 4);
 	if (magic == CAPTURE_NAMES_MAGIC) {
@@ -602,7 +601,7 @@ void capture_hold(struct sampler *s, pid_t tid, const struct perf_event_header *
 	if (c->held_len)
 		(void) capture_forget(c);
 	c->held_len = 0;
-	if (len < CAPTURE_HDR || len > avail - 4 || len > RING_SCRATCH_SIZE)
+	if (!c->held || len < CAPTURE_HDR || len > avail - 4 || len > RING_SCRATCH_SIZE)
 		return;
 	c->held_at = p + 4;
 	c->held_len = len;
