@@ -682,8 +682,36 @@ static int cc_captured_current(struct pf_mem *m, const struct py_layout *l, cons
 int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		     uint64_t walk, const struct py_frame *frames, size_t n)
 {
+	return pf_code_validate_ident(cc, m, l, walk, frames, n, NULL, NULL);
+}
+
+/* c's fields (off[k], size[k]) into head (at off[k] - lo) from its node's identity pieces (id
+ * laid out as il), each piece checked to be c's: false where a field lies in none. */
+static bool cc_ident_fields(const struct pf_code *c, const unsigned char *id,
+			    const struct pf_ident *il, const uint32_t *off, const uint32_t *size,
+			    size_t nf, uint32_t lo, unsigned char *head)
+{
+	for (size_t k = 0; k < nf; k++) {
+		size_t at = 0;
+		uint32_t j;
+
+		for (j = 0; j < il->n; at += 8 + il->len[j], j++)
+			if (off[k] >= il->off[j] && off[k] + size[k] <= il->off[j] + il->len[j])
+				break;
+		if (j == il->n || pf_u64(id, (uint32_t) at) != c->addr + il->off[j])
+			return false;
+		memcpy(head + off[k] - lo, id + at + 8 + off[k] - il->off[j], size[k]);
+	}
+	return true;
+}
+
+int pf_code_validate_ident(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+			   uint64_t walk, const struct py_frame *frames, size_t n,
+			   const unsigned char *const *ident, const struct pf_ident *il)
+{
 	uint32_t lo, hi, off[6], size[6];
 	size_t i, k = 0, nf = cc_fields(l, off, size);
+	unsigned char head[CC_SPAN_MAX];
 	int r;
 
 	cc_span(l, &lo, &hi);
@@ -695,7 +723,11 @@ int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_
 		if (!c || c->addr != frames[i].code || c->checked == walk || c->queued == walk)
 			continue;
 		c->queued = walk;   /* a recursive stack names it many times: check it once */
-		r = cc_captured_current(m, l, c, off, size, nf, lo, hi);
+		if (ident && ident[i] && il && cc_ident_fields(c, ident[i], il, off, size, nf, lo,
+							       head))
+			r = cc_current(l, c, head, lo);
+		else
+			r = cc_captured_current(m, l, c, off, size, nf, lo, hi);
 		if (r >= 0) {
 			c->ids_captured = walk;
 			if (r)

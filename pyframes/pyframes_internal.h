@@ -282,6 +282,19 @@ void pf_codecache_free(struct pf_codecache *cc);
  * Uncached addresses are skipped. 0 or -ESRCH. */
 int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 		     uint64_t walk, const struct py_frame *frames, size_t n);
+/* A captured node's identity extras (the capture spec's first n): piece j covers the code's
+ * bytes [off[j], off[j] + len[j]), as its u64 address (the code's plus off[j]) and then the
+ * bytes, the pieces one after another from a node's identity (struct pf_ident). */
+struct pf_ident {
+	uint32_t n;
+	uint32_t off[PYFRAMES_CAPTURE_MAX_EXTRAS], len[PYFRAMES_CAPTURE_MAX_EXTRAS];
+};
+/* As pf_code_validate() in a captured walk, where ident[i] (not NULL) is where frame i's own
+ * node holds its code's identity in the capture (laid out as id says): compared there, with no
+ * search of the overlay by address. */
+int pf_code_validate_ident(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
+			   uint64_t walk, const struct py_frame *frames, size_t n,
+			   const unsigned char *const *ident, const struct pf_ident *id);
 /* Resolves code object addr (instr: byte offset / code unit index as the layout counts it,
  * -1 if unknown) into ret (name, file, first_line, line). A cached entry not checked in this
  * walk (pf_code_validate) has its header read and compared first; one that changed is filled
@@ -368,6 +381,9 @@ struct pyframes {
 	uint64_t vbuf[REMOTE_MEM_READV_MAX];
 	bool vok[REMOTE_MEM_READV_MAX];
 	int64_t instr[PF_MAX_DEPTH];  /* per kept frame of the current walk, until it is resolved */
+	/* per kept frame of a captured walk: its node's code identity in the capture, or NULL */
+	const unsigned char *ident[PF_MAX_DEPTH];
+	struct pf_ident ident_layout;
 	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */
 };
 

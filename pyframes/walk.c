@@ -119,7 +119,23 @@ struct walk {
 	bool bottom_entry;               /* the last frame read may end a thread's chain: one an
 	                                  * eval loop entered from C (3.11 is_entry, 3.12+ a shim),
 	                                  * or any frame where the layout tells none apart */
+	/* a captured walk whose nodes hold their code's identity (pf->ident_layout): the capture,
+	 * and where a node's identity starts in it */
+	const struct pyframes_capture *cap;
+	uint32_t ident_at;
 };
+
+/* Where the capture's node at depth holds its code's identity, if that node is the frame read
+ * at frame (the walk follows the chain the capture copied, node by node); NULL if not. */
+static const unsigned char *node_ident(const struct walk *w, size_t depth, uint64_t frame)
+{
+	const unsigned char *node;
+
+	if (!w->cap || depth >= w->cap->n)
+		return NULL;
+	node = w->cap->nodes + depth * w->cap->stride;
+	return pf_u64(node, 0) == frame ? node + w->ident_at : NULL;
+}
 
 /* A PyFrameObject (3.8-3.10) is a PyObject: its reference count first. Frames the thread runs
  * hold references (their callee's f_back, the call in progress); a freed one has 0 (on the
@@ -172,7 +188,8 @@ static int walk_loop_check(struct walk *w, uint64_t addr)
 
 /* Adds one frame; once max (at most PF_MAX_DEPTH) are kept, later (outer) ones are counted and
  * dropped. Names come later, from walk_resolve(). */
-static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry, bool by_gen)
+static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry, bool by_gen,
+		     const unsigned char *ident)
 {
 	w->total++;
 	if (w->n >= w->max || w->n >= PF_MAX_DEPTH)
@@ -182,6 +199,7 @@ static int walk_emit(struct walk *w, uint64_t code, int64_t instr, bool entry, b
 	w->out[w->n].entry = entry;
 	w->pf->instr[w->n] = instr;
 	w->pf->by_gen[w->n] = by_gen;
+	w->pf->ident[w->n] = ident;
 	w->n++;
 	return 0;
 }
@@ -208,7 +226,8 @@ static int walk_resolve(struct walk *w)
 			return r == -ESRCH ? r : -EAGAIN;
 		pf->code_type = t;
 	}
-	r = pf_code_validate(pf->codes, &pf->mem, &pf->layout, pf->stats.walks, w->out, w->n);
+	r = pf_code_validate_ident(pf->codes, &pf->mem, &pf->layout, pf->stats.walks, w->out, w->n,
+				   w->cap ? pf->ident : NULL, &pf->ident_layout);
 	if (r < 0)
 		return r;
 	for (i = 0; i < w->n; i++) {
@@ -263,7 +282,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		 * from (the free list's link: recurse;recurse with no <module>) */
 		if (w->verify && (int64_t) pf_u64(buf, PF_OB_REFCNT) <= 0)
 			return -EAGAIN;
-		r = walk_emit(w, code, lasti, true, false);
+		r = walk_emit(w, code, lasti, true, false, node_ident(w, depth, frame));
 		if (r < 0)
 			return r;
 		/* as in walk_interp_frames(): a generator's frame read after it yielded */
@@ -280,6 +299,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 	unsigned char buf[PF_FRAME_READ_MAX];
 	size_t depth;
 	bool have_pending = false, p_gen = false;
+	const unsigned char *p_ident = NULL;
 	uint64_t p_code = 0;
 	int64_t p_instr = 0;
 	int r;
@@ -318,7 +338,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 			w->bottom_entry = is_entry;
 		if (shim) {
 			if (have_pending) {
-				r = walk_emit(w, p_code, p_instr, true, p_gen);
+				r = walk_emit(w, p_code, p_instr, true, p_gen, p_ident);
 				if (r < 0)
 					return r;
 				have_pending = false;
@@ -329,7 +349,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		if (owner > 4)
 			return -EAGAIN;
 		if (have_pending) {
-			r = walk_emit(w, p_code, p_instr, false, p_gen);
+			r = walk_emit(w, p_code, p_instr, false, p_gen, p_ident);
 			if (r < 0)
 				return r;
 			have_pending = false;
@@ -352,7 +372,8 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 				idx = (int64_t) ((instr - start) / 2);
 			}
 			if (l->fr_is_entry != PF_NONE) {
-				r = walk_emit(w, code, idx, is_entry, owner == l->owner_generator);
+				r = walk_emit(w, code, idx, is_entry, owner == l->owner_generator,
+					      node_ident(w, depth, frame));
 				if (r < 0)
 					return r;
 			} else {
@@ -360,6 +381,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 				p_code = code;
 				p_instr = idx;
 				p_gen = owner == l->owner_generator;
+				p_ident = node_ident(w, depth, frame);
 			}
 		}
 		/* the outermost frame of a running thread is never a suspended generator's: this one
@@ -370,7 +392,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		frame = prev;
 	}
 	if (have_pending) {
-		r = walk_emit(w, p_code, p_instr, true, p_gen);
+		r = walk_emit(w, p_code, p_instr, true, p_gen, p_ident);
 		if (r < 0)
 			return r;
 	}
@@ -659,13 +681,23 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 			       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
 	if (r < 0)
 		return r;
+	/* each node's code identity, its first pieces, where the node itself holds them */
+	if (spec.n_identity && cap->n_extras >= spec.n_identity) {
+		pf->ident_layout.n = spec.n_identity;
+		for (uint32_t i = 0; i < spec.n_identity; i++) {
+			pf->ident_layout.off[i] = spec.extra[i].off;
+			pf->ident_layout.len[i] = spec.extra[i].len;
+		}
+		w.cap = cap;
+		w.ident_at = 8 + spec.frame_bytes;
+	}
 	pf->stats.walks++;
 	r = walk_chain(&w, cap->head);
 	if (r < 0 && r != -ENOMEM && cap->n > 0) {
 		/* the frames past the capture's last, read from memory now, failed (the thread
 		 * returned from them, or the target is gone): the captured ones, cut there */
 		struct walk again = { .pf = pf, .out = ret_frames, .max = max, .power = 1,
-				      .capture_end = true };
+				      .capture_end = true, .cap = w.cap, .ident_at = w.ident_at };
 
 		r = walk_chain(&again, cap->head);
 		if (r >= 0)
