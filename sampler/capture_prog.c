@@ -149,59 +149,48 @@ static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
 	return at;
 }
 
-/* r6 = the node: its extras [from, to). Without a branch (the verifier would follow each way
- * of each): a null pointer's read fails like any other, and the address kept is the one read,
- * masked to 0 where the read failed (r0 < 0). */
-static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec, uint32_t from,
-			uint32_t to)
+/* Extra e of the node r6, without a branch (the verifier would follow each way of each): its
+ * address, then its bytes, at base + at (r6: in the node; r7: in the record, at an offset past
+ * an instruction's reach, through r4). A null pointer's read fails like any other, and the
+ * address kept is the one read, masked to 0 where the read failed (r0 < 0). */
+static void copy_extra(struct prog *p, const struct sampler_capture_extra *e, uint8_t base,
+		       int32_t at)
 {
-	for (uint32_t i = from; i < to; i++) {
-		const struct sampler_capture_extra *e = &spec->extra[i];
-		int16_t at = (int16_t) (8 + extra_at(spec, i));
+	uint8_t d = base == R6 ? R6 : R4;
+	int16_t o = base == R6 ? (int16_t) at : 0;
 
-		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
-		if (e->mask != UINT64_MAX)
-			emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
-		if (e->off)
-			add_imm(p, R3, (int32_t) e->off);
-		stx(p, BPF_DW, R6, R3, at);
-		mov_reg(p, R1, R6);
-		add_imm(p, R1, at + 8);
-		mov_imm(p, R2, (int32_t) e->len);
-		call(p, BPF_FUNC_probe_read_user);
-		mov_reg(p, R1, R0);                       /* r1 = r0 < 0 ? 0 : ~0 */
-		emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
-		add_imm(p, R1, -1);
-		ldx(p, BPF_DW, R2, R6, at);
-		emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
-		stx(p, BPF_DW, R6, R2, at);
-	}
-}
-
-/* Extra i (a name, past the identity ones) of the node r6 into the record (r7) at offset at
- * (its address, then its bytes): as copy_extras(), at an offset past an instruction's reach. */
-static void copy_extra_far(struct prog *p, const struct sampler_capture_extra *e, int32_t at)
-{
 	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
 	if (e->mask != UINT64_MAX)
 		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
 	if (e->off)
 		add_imm(p, R3, (int32_t) e->off);
-	mov_reg(p, R4, R7);
-	add_imm(p, R4, at);
-	stx(p, BPF_DW, R4, R3, 0);
-	mov_reg(p, R1, R4);
-	add_imm(p, R1, 8);
+	if (d == R4) {
+		mov_reg(p, R4, base);
+		add_imm(p, R4, at);
+	}
+	stx(p, BPF_DW, d, R3, o);
+	mov_reg(p, R1, d);
+	add_imm(p, R1, o + 8);
 	mov_imm(p, R2, (int32_t) e->len);
 	call(p, BPF_FUNC_probe_read_user);
 	mov_reg(p, R1, R0);                       /* r1 = r0 < 0 ? 0 : ~0 */
 	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
 	add_imm(p, R1, -1);
-	mov_reg(p, R4, R7);
-	add_imm(p, R4, at);
-	ldx(p, BPF_DW, R2, R4, 0);
+	if (d == R4) {                            /* the call left r4 undefined */
+		mov_reg(p, R4, base);
+		add_imm(p, R4, at);
+	}
+	ldx(p, BPF_DW, R2, d, o);
 	emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
-	stx(p, BPF_DW, R4, R2, 0);
+	stx(p, BPF_DW, d, R2, o);
+}
+
+/* r6 = the node: its extras [from, to), in it. */
+static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec, uint32_t from,
+			uint32_t to)
+{
+	for (uint32_t i = from; i < to; i++)
+		copy_extra(p, &spec->extra[i], R6, (int32_t) (8 + extra_at(spec, i)));
 }
 
 /* r6 = node k, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
@@ -241,7 +230,7 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 		is_known = jump_imm(p, BPF_JNE, R0, 0);
 	}
 	for (uint32_t i = n_id; i < spec->n_extras; i++)
-		copy_extra_far(p, &spec->extra[i], slot + (int32_t) (extra_at(spec, i) - to));
+		copy_extra(p, &spec->extra[i], R7, slot + (int32_t) (extra_at(spec, i) - to));
 	st(p, BPF_W, R7, REC_AT(names_end), slot + (int32_t) capture_names_stride(spec));
 	if (known < 0)
 		return;
