@@ -123,7 +123,7 @@ def case_deep(opts):
              'nonblocking': ['--nonblocking']}[opts.mode]
     with open(os.path.join(opts.targets, TARGET)) as f:
         bottom = {no for no, text in enumerate(f, 1)
-                  if 'range(6000000)' in text or 'x += i' in text}
+                  if 'range(15000000)' in text or 'x += i' in text}
     check(len(bottom) == 2, 'the spin loop of rec() not found in %s' % TARGET)
     for depth in (1000, 5000):
         run, profile, n, dropped = launch(opts, ['deep', str(depth), '1'], 'deep%d' % depth,

@@ -9,7 +9,8 @@
   interpreter gives the test as many samples as a slow one (Debian's 3.11 did 3000 exec rounds
   in 0.27 s, under the test's 300 samples at 1000 Hz).
   deep D R   R times: a recursion D frames deep (rec, D frames) that spins at its bottom
-             (~0.3-1 s)
+             (~0.6-2 s: long enough that a capture started late by a busy machine still
+             holds most of its samples)
 """
 import importlib
 import sys
@@ -66,7 +67,7 @@ def churn_import(n):
 def rec(n):
     if n == 0:
         x = 0
-        for i in range(6000000):
+        for i in range(15000000):
             x += i
         return x
     return rec(n - 1)
