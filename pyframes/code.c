@@ -1,7 +1,7 @@
 /*
  * code: code objects -> names, file names, first lines and line numbers, through a cache keyed
  * by the code object's address. An address outlives its code object (freed, then taken by
- * another), so each walk checks every entry it uses: pf_code_validate() reads a few identifying
+ * another), so each walk checks every entry it uses: pf_code_validate_ident() reads a few identifying
  * header fields of all of them in one vectored read, and pf_code_resolve() fills afresh what no
  * longer matches. Names are interned for the life of the cache, so a struct py_frame handed out
  * earlier stays valid when its cache entry is reused.
@@ -314,7 +314,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 
 #define CC_SLOTS        4096          /* power of two */
 #define CC_PROBES       16            /* slots tried before the cache starts over */
-#define CC_BATCH        256           /* code objects checked per round of pf_code_validate() */
+#define CC_BATCH        256           /* code objects checked per round of pf_code_validate_ident() */
 #define CC_SPAN_MAX     256           /* header bytes read to check one code object */
 #define CC_MERGE_MAX    (4 * PF_PAGE) /* longest range that reads several code objects' headers */
 #define CC_SEEN_MAX     512           /* bytes of a code's captured names kept to compare */
@@ -345,7 +345,7 @@ struct pf_codecache {
 	struct pf_code slot[CC_SLOTS];
 	size_t n;
 	struct strpool strs;
-	/* one round of pf_code_validate() */
+	/* one round of pf_code_validate_ident() */
 	struct pf_code *ent[CC_BATCH];  /* entries to check, then sorted by address */
 	uint32_t at[CC_BATCH];          /* where ent[i]'s header bytes land in buf */
 	uint16_t in[CC_BATCH];          /* which range reads them */
@@ -677,12 +677,6 @@ static int cc_captured_current(struct pf_mem *m, const struct py_layout *l, cons
 	if (!pf_overlay_fields(m, c->addr, off, size, nf, lo, hi, head))
 		return -ENOENT;
 	return cc_current(l, c, head, lo);
-}
-
-int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
-		     uint64_t walk, const struct py_frame *frames, size_t n)
-{
-	return pf_code_validate_ident(cc, m, l, walk, frames, n, NULL, NULL);
 }
 
 /* c's fields (off[k], size[k]) into head (at off[k] - lo) from its node's identity pieces (id

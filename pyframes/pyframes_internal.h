@@ -275,13 +275,6 @@ struct pf_codecache;
 
 struct pf_codecache *pf_codecache_new(void);
 void pf_codecache_free(struct pf_codecache *cc);
-/* Checks the cached code objects of frames[0..n) (their .code) against the target for walk
- * number walk: a few header fields that identify a code object (type, name and file pointers,
- * line table, first line, code size), of all of them in one readv(). Entries that still match
- * count as checked for this walk; the others are left for pf_code_resolve() to read afresh.
- * Uncached addresses are skipped. 0 or -ESRCH. */
-int pf_code_validate(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
-		     uint64_t walk, const struct py_frame *frames, size_t n);
 /* A captured node's identity extras (the capture spec's first n): piece j covers the code's
  * bytes [off[j], off[j] + len[j]), as its u64 address (the code's plus off[j]) and then the
  * bytes, the pieces one after another from a node's identity (struct pf_ident). */
@@ -289,15 +282,20 @@ struct pf_ident {
 	uint32_t n;
 	uint32_t off[PYFRAMES_CAPTURE_MAX_EXTRAS], len[PYFRAMES_CAPTURE_MAX_EXTRAS];
 };
-/* As pf_code_validate() in a captured walk, where ident[i] (not NULL) is where frame i's own
- * node holds its code's identity in the capture (laid out as id says): compared there, with no
- * search of the overlay by address. */
+/* Checks the cached code objects of frames[0..n) (their .code) against the target for walk
+ * number walk: a few header fields that identify a code object (type, name and file pointers,
+ * line table, first line, code size), of all of them in one readv(). Entries that still match
+ * count as checked for this walk; the others are left for pf_code_resolve() to read afresh.
+ * Uncached addresses are skipped. In a captured walk, from the capture instead: where ident
+ * (may be NULL) has ident[i], where frame i's own node holds its code's identity (laid out as
+ * id says), with no search of the overlay by address; else the overlay's bytes at its address.
+ * 0 or -ESRCH. */
 int pf_code_validate_ident(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
 			   uint64_t walk, const struct py_frame *frames, size_t n,
 			   const unsigned char *const *ident, const struct pf_ident *id);
 /* Resolves code object addr (instr: byte offset / code unit index as the layout counts it,
  * -1 if unknown) into ret (name, file, first_line, line). A cached entry not checked in this
- * walk (pf_code_validate) has its header read and compared first; one that changed is filled
+ * walk (pf_code_validate_ident) has its header read and compared first; one that changed is filled
  * afresh. 0; 1 where instr lies before the code's _co_firsttraceable (3.11+: the frame has not
  * reached its RESUME, or is a shim such as 3.13+'s _Py_InitCleanup, whose first traceable
  * instruction lies past its end), which CPython's _PyFrame_IsIncomplete() calls incomplete
