@@ -6,6 +6,7 @@
 #define HWSPY_SAMPLER_INTERNAL_H
 
 #include <pthread.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -192,6 +193,8 @@ struct sampler {
 	struct tracer tracer;           /* exact mode */
 	bool paused;                    /* sampler_pause(): nothing traced, events disabled */
 	int sigfd;                      /* signalfd for SIGCHLD (opts.sigchld), or -1 */
+	int pid_fd;                     /* an attached target's pidfd: readable once it has exited
+	                                 * (the run loop looks at once, not at its next scan); -1 */
 	int wake_fd;                    /* eventfd that sampler_wake() writes, every run loop's
 	                                 * poll waits on too (read back there); -1: none */
 	bool chld_blocked;              /* sampler_new() blocked SIGCHLD (the caller had not):
@@ -336,6 +339,13 @@ int sampler_wait_ms(uint64_t start_ns, uint64_t duration_ns, unsigned cap_ms);
 /* After a poll that had s->wake_fd at revents: reads the wake-ups back (the run loop then
  * looks at its stop flag). */
 void sampler_wake_clear(struct sampler *s, short revents);
+/* A run loop's poll begins with these SAMPLER_POLL_HEAD entries: s->sigfd and s->pid_fd (-1,
+ * which poll() skips, where there is none). sampler_poll_head_read(), after the poll: true if
+ * the target may have changed state (a SIGCHLD read, the attached process gone: its pidfd is
+ * closed then, so that it cannot keep the next poll from sleeping). */
+#define SAMPLER_POLL_HEAD 2
+void sampler_poll_head(const struct sampler *s, struct pollfd *pfd);
+bool sampler_poll_head_read(struct sampler *s, const struct pollfd *pfd);
 
 /* The ring layout (sampler.h's "Rings"): a ring per thread (perthread.c) or per CPU (percpu.c),
  * two implementations of these verbs, chosen once by ring_layout_choose() in sampler_new() (as

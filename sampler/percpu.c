@@ -338,10 +338,9 @@ static void percpu_drain(struct sampler *s)
 
 static bool percpu_poll(struct sampler *s, int timeout_ms)
 {
-	struct pollfd *pfd = calloc((size_t) s->ncpu + 2, sizeof(*pfd));
-	struct signalfd_siginfo fdsi;
+	struct pollfd *pfd = calloc((size_t) s->ncpu + SAMPLER_POLL_HEAD + 1, sizeof(*pfd));
 	bool chld = false;
-	size_t n = 1;
+	size_t n = SAMPLER_POLL_HEAD;
 
 	if (!pfd) {
 		struct pollfd w = { .fd = s->wake_fd, .events = POLLIN };
@@ -349,17 +348,14 @@ static bool percpu_poll(struct sampler *s, int timeout_ms)
 		(void) poll(&w, 1, timeout_ms);
 		sampler_wake_clear(s, w.revents);
 	} else {
-		pfd[0] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
+		sampler_poll_head(s, pfd);
 		for (int c = 0; c < s->ncpu; c++)
 			if (s->cpus[c].fd >= 0)
 				pfd[n++] = (struct pollfd) { .fd = s->cpus[c].fd, .events = POLLIN };
 		pfd[n] = (struct pollfd) { .fd = s->wake_fd, .events = POLLIN };
 		(void) poll(pfd, n + 1, timeout_ms);
 		sampler_wake_clear(s, pfd[n].revents);
-		/* a SIGCHLD left unread would keep the poll from ever sleeping again */
-		if (pfd[0].revents & POLLIN)
-			while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-				chld = true;
+		chld = sampler_poll_head_read(s, pfd);
 	}
 	free(pfd);
 	return chld;

@@ -82,12 +82,11 @@ static void perthread_drain(struct sampler *s)
  * changed state: look at it now). */
 static bool perthread_poll(struct sampler *s, int timeout_ms)
 {
-	struct signalfd_siginfo fdsi;
 	struct pollfd *pfd;
 	bool chld = false;
-	size_t n = 0;
+	size_t n = SAMPLER_POLL_HEAD;
 
-	pfd = calloc(s->n_threads + 2, sizeof(*pfd));
+	pfd = calloc(s->n_threads + SAMPLER_POLL_HEAD + 1, sizeof(*pfd));
 	if (!pfd) {
 		struct pollfd w = { .fd = s->wake_fd, .events = POLLIN };
 
@@ -95,7 +94,7 @@ static bool perthread_poll(struct sampler *s, int timeout_ms)
 		sampler_wake_clear(s, w.revents);
 		return false;
 	}
-	pfd[n++] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
+	sampler_poll_head(s, pfd);
 	for (size_t i = 0; i < s->n_threads; i++)
 		if (s->threads[i].alive)
 			pfd[n++] = (struct pollfd) { .fd = s->threads[i].fds[0], .events = POLLIN };
@@ -103,12 +102,8 @@ static bool perthread_poll(struct sampler *s, int timeout_ms)
 	pfd[n] = (struct pollfd) { .fd = s->wake_fd, .events = POLLIN };
 	(void) poll(pfd, n + 1, timeout_ms);
 	sampler_wake_clear(s, pfd[n].revents);
-	/* a SIGCHLD left unread would keep the signalfd readable and this poll from ever
-	 * sleeping again: read it */
-	if (pfd[0].revents & POLLIN)
-		while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
-			chld = true;
-	for (size_t i = 1, k = 0; i < n; i++, k++) {
+	chld = sampler_poll_head_read(s, pfd);
+	for (size_t i = SAMPLER_POLL_HEAD, k = 0; i < n; i++, k++) {
 		struct thread *t;
 		while (!s->threads[k].alive)
 			k++;

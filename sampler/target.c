@@ -13,6 +13,7 @@
 #include <sys/ptrace.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,9 @@
 #include "sampler/internal.h"
 
 #define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
+#define SCAN_BACKSTOP_NS 1000000000ULL  /* ... where events inherit and a pidfd tells the exit */
+#define CAPTURE_TICK_MS 1000            /* capture mode's longest poll: the rings' watermark
+                                         * and the caller's slices wake it sooner */
 /* Nonblocking mode reads the rings on a tick: half the sampling interval, within these bounds
  * (reads are late by half a tick on average; each tick costs us a wakeup) */
 #define READ_TICK_MIN_MS 1
@@ -416,6 +420,9 @@ static int start_job(struct sampler *s, void *arg)
 		return 0;
 	}
 	s->pid = s->opts.pid;
+	/* before the look at it, so that it is this process's (none: its exit is seen at a scan) */
+	if (!s->opts.signal)
+		s->pid_fd = (int) syscall(SYS_pidfd_open, s->pid, 0);
 	if ((kill(s->pid, 0) < 0 && errno == ESRCH) || !proc_alive(s->pid))
 		return -ESRCH;
 	if (s->opts.exact && !(s->signo = pick_signal(s->pid, 0)))
@@ -457,7 +464,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 	s->opts = *opts;
 	memcpy(s->events, opts->events, opts->n_events * sizeof(*s->events));
 	s->opts.events = s->events;
-	s->sigfd = -1;
+	s->sigfd = s->pid_fd = -1;
 	s->capture = (struct capture) CAPTURE_INIT;
 	s->scratch = malloc(RING_SCRATCH_SIZE);
 	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -610,6 +617,17 @@ static void check_exit_nonblocking(struct sampler *s)
 		target_ended(s, 0);
 }
 
+/* How often the run loop looks for threads in /proc and at the target's end. Per CPU, a new
+ * thread comes with its inherited events and its FORK record, and the pidfd wakes the poll at
+ * the exit: the scan is a backstop there, unless a thread seen once awaits its second look or
+ * the processes an attach found are still being looked at (tree.c). */
+static uint64_t scan_interval_ns(const struct sampler *s)
+{
+	if (s->layout->inherit && s->pid_fd >= 0 && !s->n_unknown && !s->tree_scans)
+		return SCAN_BACKSTOP_NS;
+	return SCAN_INTERVAL_NS + (s->opts.capture ? s->opts.read_ms * 1000000ULL : 0);
+}
+
 static int read_tick_ms(const struct sampler_opts *o)
 {
 	int ms = o->freq ? (int) (500 / o->freq) : READ_TICK_MAX_MS;  /* half an interval */
@@ -634,8 +652,8 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		return r < 0 ? r : tracer_call(s, tracer_run, &a);
 	}
 	while (!*stop && !s->stats.target_exited && !s->brk) {
-		int timeout = sampler_wait_ms(start, duration_ns,
-					      s->opts.capture ? s->opts.read_ms : 0);
+		int timeout = sampler_wait_ms(start, duration_ns, !s->opts.capture ? 0 :
+					      s->opts.read_ms ? s->opts.read_ms : CAPTURE_TICK_MS);
 
 		if (timeout < 0)
 			break;
@@ -646,8 +664,7 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 
 		drain_all(s);
 		now = clock_now_ns();
-		if (chld || now - s->last_scan_ns >= SCAN_INTERVAL_NS +
-		    (s->opts.capture ? s->opts.read_ms * 1000000ULL : 0)) {
+		if (chld || now - s->last_scan_ns >= scan_interval_ns(s)) {
 			s->last_scan_ns = now;
 			(void) scan_threads(s, false);
 			check_exit_nonblocking(s);
@@ -702,6 +719,30 @@ void sampler_wake_clear(struct sampler *s, short revents)
 		(void) !read(s->wake_fd, &n, sizeof(n));
 }
 
+void sampler_poll_head(const struct sampler *s, struct pollfd *pfd)
+{
+	pfd[0] = (struct pollfd) { .fd = s->sigfd, .events = POLLIN };
+	pfd[1] = (struct pollfd) { .fd = s->pid_fd, .events = POLLIN };
+}
+
+bool sampler_poll_head_read(struct sampler *s, const struct pollfd *pfd)
+{
+	struct signalfd_siginfo fdsi;
+	bool changed = false;
+
+	/* a SIGCHLD left unread would keep the signalfd readable and the poll from ever
+	 * sleeping again: read it */
+	if (pfd[0].revents & POLLIN)
+		while (read(s->sigfd, &fdsi, sizeof(fdsi)) == sizeof(fdsi))
+			changed = true;
+	if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		(void) close(s->pid_fd);
+		s->pid_fd = -1;
+		changed = true;
+	}
+	return changed;
+}
+
 int sampler_signal_probe(void)
 {
 	return sigcap_probe();
@@ -735,6 +776,8 @@ void sampler_free(struct sampler *s)
 	sampler_stop(s);
 	if (s->sigfd >= 0)
 		(void) close(s->sigfd);
+	if (s->pid_fd >= 0)
+		(void) close(s->pid_fd);
 	if (s->wake_fd >= 0)
 		(void) close(s->wake_fd);
 	if (s->chld_blocked) {
