@@ -318,6 +318,9 @@ struct pyframes_capture {
 	 * left out) at names + k x names_stride, the same way */
 	const unsigned char *names;
 	size_t n_names, names_stride;
+	/* the sampled thread (0: none): its previous captured walk's frames are taken for the
+	 * nodes this capture shares with it, byte for byte, at its outermost end */
+	pid_t tid;
 };
 
 /* As pyframes_thread_stack(), from a capture: no thread-state lookup, no verify. The walk starts

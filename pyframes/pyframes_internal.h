@@ -22,6 +22,8 @@
 #define PF_NONE           UINT32_MAX /* offset of a field this version does not have */
 #define PF_MAX_DEPTH      4096       /* frames a walk keeps at most (the innermost) */
 #define PF_MAX_WALK       16384      /* frames a walk follows (counting those past its max) */
+#define PF_MEMO_MAX       256        /* nodes and frames of a captured walk kept for the next */
+#define PF_MEMO_SLOTS     8          /* threads whose last captured walk is kept */
 #define PF_MAX_THREADS    4096       /* thread states followed per interpreter list walk */
 #define PF_MAX_INTERPS    256        /* interpreters followed */
 #define PF_GIL_READ_MAX   64         /* bytes read of struct _gil_runtime_state */
@@ -383,6 +385,25 @@ struct pyframes {
 	const unsigned char *ident[PF_MAX_DEPTH];
 	struct pf_ident ident_layout;
 	bool by_gen[PF_MAX_DEPTH];    /* per kept frame: a generator owns it (never incomplete) */
+	/* the last captured walk of a few threads each (walk.c, walk_splice()), and the one being
+	 * made of the current walk */
+	struct pf_memo {
+		pid_t tid;                  /* 0: empty */
+		uint64_t clears, misses;    /* stats.code_cache_clears and _misses when it was made:
+		                             * its frames are the cache's as long as neither moves */
+		uint64_t code_type;
+		size_t stride, n_nodes, n_emit;
+		uint32_t ident_at;
+		bool bottom_entry;
+		unsigned char *nodes;       /* a copy of its capture's n_nodes x stride bytes */
+		size_t nodes_cap;
+		uint16_t after[PF_MEMO_MAX];        /* per node: frames emitted once it was walked */
+		struct py_frame frame[PF_MEMO_MAX]; /* per frame emitted: as named, before the
+		                                     * incomplete ones were left out */
+		bool dropped[PF_MEMO_MAX];          /* ... left out as incomplete */
+	} memo[PF_MEMO_SLOTS], memo_new;
+	unsigned memo_next;           /* the slot a new thread's memo takes */
+	uint64_t memo_spliced;        /* frames a walk took from a memo (tests, bench) */
 };
 
 /* tstate.c: thread tid's (as perf and proc give it) thread state, copied into ts (tlen bytes),

@@ -36,6 +36,8 @@ void pyframes_free(struct pyframes *pf)
 		return;
 	pf_codecache_free(pf->codes);
 	pf_mem_release(&pf->mem);
+	for (size_t i = 0; i < PF_MEMO_SLOTS; i++)
+		free(pf->memo[i].nodes);
 	free(pf);
 }
 
@@ -123,6 +125,14 @@ struct walk {
 	 * and where a node's identity starts in it */
 	const struct pyframes_capture *cap;
 	uint32_t ident_at;
+	/* ... and its thread's previous one (walk_splice()): the nodes [splice_from, cap->n) are
+	 * the memo's [memo_from, memo->n_nodes), byte for byte */
+	const struct pf_memo *memo;
+	size_t splice_from, memo_from;
+	size_t n_fresh;                  /* frames [0, n_fresh) were walked, the rest spliced */
+	size_t depth;                    /* nodes walked (spliced ones too) */
+	size_t n_emit;                   /* frames emitted, before the incomplete ones left */
+	bool memo_ok;                    /* the walk can be a memo: pf->memo_new follows it */
 };
 
 /* Where the capture's node at depth holds its code's identity, if that node is the frame read
@@ -135,6 +145,64 @@ static const unsigned char *node_ident(const struct walk *w, size_t depth, uint6
 		return NULL;
 	node = w->cap->nodes + depth * w->cap->stride;
 	return pf_u64(node, 0) == frame ? node + w->ident_at : NULL;
+}
+
+/*
+ * A deep stack's outer frames are the same bytes sample after sample: a captured walk takes
+ * them from its thread's previous captured walk (the memo) rather than walk and name them
+ * again. Called as the walk leaves node d (the frame at frame): notes how many frames were
+ * emitted by then, and if node d is the first of the nodes this capture shares with the memo
+ * at its outermost end, appends the frames the memo emitted after its own copy of node d, as
+ * the memo named them, and ends the walk (true).
+ *
+ * What was emitted after a node was walked depends on that node and those past it alone: a
+ * 3.12+ frame waits for the next node (a shim marks it an entry), so the frame of node d itself
+ * is among the memo's, and the frame pending from node d - 1 was emitted by the walk of node
+ * d. Nodes equal byte for byte hold the same frames, caller links, instructions and code
+ * identities, so they name the same code objects: the names need no check while the code
+ * cache neither cleared nor (re)filled an entry since the memo was made (a fill reads the
+ * line table, past what a capture holds). A memo is made only of a walk that ended within its capture,
+ * every frame kept, so nothing past the shared nodes was read from memory.
+ */
+static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
+{
+	struct pf_memo *nw = &w->pf->memo_new;
+	const struct pf_memo *old = w->memo;
+	size_t from, count, depth;
+
+	if (d < PF_MEMO_MAX)
+		nw->after[d] = (uint16_t) (w->n < PF_MEMO_MAX ? w->n : PF_MEMO_MAX);
+	if (!old || d != w->splice_from ||
+	    pf_u64(w->cap->nodes + d * w->cap->stride, 0) != frame)
+		return false;
+	from = old->after[w->memo_from];
+	count = old->n_emit - from;
+	depth = d + (old->n_nodes - w->memo_from);
+	if (w->n != w->total || w->n + count > w->max || w->n + count > PF_MEMO_MAX ||
+	    depth > PF_MAX_WALK || depth > PF_MEMO_MAX)
+		return false;
+	memcpy(&w->out[w->n], &old->frame[from], count * sizeof(*w->out));
+	memcpy(&nw->frame[w->n], &old->frame[from], count * sizeof(*w->out));
+	memcpy(&nw->dropped[w->n], &old->dropped[from], count * sizeof(*nw->dropped));
+	for (size_t k = 1; d + k < depth; k++)
+		nw->after[d + k] = (uint16_t) (old->after[w->memo_from + k] - from + w->n);
+	w->n_fresh = w->n;
+	w->n += count;
+	w->total += count;
+	w->depth = depth;
+	w->bottom_entry = old->bottom_entry;
+	w->pf->memo_spliced += count;
+	w->memo_ok = true;              /* the memo's walk ended within its capture */
+	return true;
+}
+
+/* As the walk leaves its chain after depth nodes (frame: where it would go on, 0 at its end). */
+static void walk_left(struct walk *w, size_t depth, uint64_t frame)
+{
+	if (depth > 0 && depth - 1 < PF_MEMO_MAX)
+		w->pf->memo_new.after[depth - 1] = (uint16_t) (w->n < PF_MEMO_MAX ? w->n : PF_MEMO_MAX);
+	w->depth = depth;
+	w->memo_ok = frame == 0;
 }
 
 /* A PyFrameObject (3.8-3.10) is a PyObject: its reference count first. Frames the thread runs
@@ -226,21 +294,37 @@ static int walk_resolve(struct walk *w)
 			return r == -ESRCH ? r : -EAGAIN;
 		pf->code_type = t;
 	}
-	r = pf_code_validate_ident(pf->codes, &pf->mem, &pf->layout, pf->stats.walks, w->out, w->n,
-				   w->cap ? pf->ident : NULL, &pf->ident_layout);
+	r = pf_code_validate_ident(pf->codes, &pf->mem, &pf->layout, pf->stats.walks, w->out,
+				   w->n_fresh, w->cap ? pf->ident : NULL, &pf->ident_layout);
 	if (r < 0)
 		return r;
+	/* the frames of a memo made of this walk, as named (the compaction below changes them) */
+	w->memo_ok = w->memo_ok && w->n == w->total && w->n <= PF_MEMO_MAX;
+	w->n_emit = w->n;
 	for (i = 0; i < w->n; i++) {
-		/* fills code, name, file, lines; entry stays */
-		r = pf_code_resolve(pf->codes, &pf->mem, &pf->layout, pf->code_type, pf->stats.walks,
-				    w->out[i].code, pf->instr[i], &w->out[i], &pf->stats);
-		if (r < 0)
-			return r;
+		bool drop;
+
+		if (i >= w->n_fresh) {
+			/* spliced from the memo: as it named them */
+			drop = pf->memo_new.dropped[i];
+		} else {
+			/* fills code, name, file, lines; entry stays */
+			r = pf_code_resolve(pf->codes, &pf->mem, &pf->layout, pf->code_type,
+					    pf->stats.walks, w->out[i].code, pf->instr[i], &w->out[i],
+					    &pf->stats);
+			if (r < 0)
+				return r;
+			drop = r == 1 && !pf->by_gen[i];
+			if (w->memo_ok) {
+				pf->memo_new.frame[i] = w->out[i];
+				pf->memo_new.dropped[i] = drop;
+			}
+		}
 		/* an incomplete frame (CPython's _PyFrame_IsIncomplete: before its first traceable
 		 * instruction, not a generator's) is left out, as CPython's tracebacks leave it:
 		 * 3.13+'s _Py_InitCleanup shim between a class call and its __init__, a frame still
 		 * in its prelude. An entry flag it carries stays with its eval-loop entry. */
-		if (r == 1 && !pf->by_gen[i]) {
+		if (drop) {
 			if (w->out[i].entry && kept > 0)
 				w->out[kept - 1].entry = true;
 			w->total--;     /* not a frame of the stack: no truncation */
@@ -258,6 +342,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 {
 	const struct py_layout *l = &w->pf->layout;
 	unsigned char buf[PF_FRAME_READ_MAX];
+	uint64_t last = 0;
 	size_t depth;
 	int r;
 
@@ -265,6 +350,9 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		uint64_t code, prev;
 		int32_t lasti;
 
+		if (depth > 0 && walk_splice(w, depth - 1, last))
+			return 0;
+		last = frame;
 		if (walk_stop(w, frame, depth))
 			break;
 		if (!pf_ptr_ok(frame))
@@ -290,6 +378,7 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 			return -EAGAIN;
 		frame = prev;
 	}
+	walk_left(w, depth, frame);
 	return 0;
 }
 
@@ -300,7 +389,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 	size_t depth;
 	bool have_pending = false, p_gen = false;
 	const unsigned char *p_ident = NULL;
-	uint64_t p_code = 0;
+	uint64_t p_code = 0, last = 0;
 	int64_t p_instr = 0;
 	int r;
 
@@ -311,6 +400,10 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 		unsigned owner = 0;
 		bool shim, is_entry = false;
 
+		/* the frame pending, node depth - 1's, is among those the memo emitted after it */
+		if (depth > 0 && walk_splice(w, depth - 1, last))
+			return 0;
+		last = frame;
 		if (walk_stop(w, frame, depth))
 			break;
 		if (!pf_ptr_ok(frame))
@@ -391,6 +484,7 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 			return -EAGAIN;
 		frame = prev;
 	}
+	walk_left(w, depth, frame);
 	if (have_pending) {
 		r = walk_emit(w, p_code, p_instr, true, p_gen, p_ident);
 		if (r < 0)
@@ -468,12 +562,16 @@ static int walk_chain(struct walk *w, uint64_t frame)
 
 	w->pf->n_links = 0;
 	w->bottom_entry = true;
+	w->n_fresh = SIZE_MAX;
+	w->memo_ok = false;
 	if (w->pf->layout.frames == PY_FRAMES_OBJECT)
 		r = walk_frame_objects(w, frame);
 	else
 		r = walk_interp_frames(w, frame);
 	if (r >= 0 && w->verify)
 		r = verify_chain(w);
+	if (w->n_fresh > w->n)
+		w->n_fresh = w->n;
 	if (r >= 0)
 		r = walk_resolve(w);
 	/* a pointer that went bad mid-walk, or a non-code object: the stack moved under us */
@@ -653,6 +751,79 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	return 0;
 }
 
+/* The memo of the captured walk w begins (cap->tid's), if its capture shares nodes with it. */
+static void memo_find(struct pyframes *pf, struct walk *w)
+{
+	const struct pyframes_capture *cap = w->cap;
+	const struct pf_memo *m = NULL;
+	size_t shared = 0, first = 0;
+
+	if (!cap->tid || cap->n == 0 || cap->n > PF_MEMO_MAX)
+		return;
+	for (size_t i = 0; i < PF_MEMO_SLOTS && !m; i++)
+		if (pf->memo[i].tid == cap->tid)
+			m = &pf->memo[i];
+	if (!m || m->clears != pf->stats.code_cache_clears ||
+	    m->misses != pf->stats.code_cache_misses || m->code_type != pf->code_type ||
+	    m->stride != cap->stride || m->ident_at != w->ident_at)
+		return;
+	while (shared < cap->n && shared < m->n_nodes &&
+	       memcmp(cap->nodes + (cap->n - 1 - shared) * cap->stride,
+		      m->nodes + (m->n_nodes - 1 - shared) * m->stride, cap->stride) == 0)
+		shared++;
+	/* a node with names of its own (its code new to the thread's capture): walked */
+	if (cap->names_stride && cap->n_names > cap->n - shared)
+		shared = cap->n - (cap->n_names < cap->n ? cap->n_names : cap->n);
+	if (shared == 0)
+		return;
+	first = cap->n - shared;
+	w->memo = m;
+	w->splice_from = first;
+	w->memo_from = m->n_nodes - shared;
+}
+
+/* The captured walk w, just done, is its thread's memo now, if it may be one. */
+static void memo_keep(struct pyframes *pf, struct walk *w)
+{
+	const struct pyframes_capture *cap = w->cap;
+	struct pf_memo *nw = &pf->memo_new, *m = NULL;
+	size_t bytes = cap->n * cap->stride;
+
+	if (!cap->tid || !w->memo_ok || w->depth != cap->n || cap->n > PF_MEMO_MAX)
+		return;
+	for (size_t i = 0; i < PF_MEMO_SLOTS && !m; i++)
+		if (pf->memo[i].tid == cap->tid)
+			m = &pf->memo[i];
+	if (!m) {
+		m = &pf->memo[pf->memo_next];
+		pf->memo_next = (pf->memo_next + 1) % PF_MEMO_SLOTS;
+	}
+	if (bytes > m->nodes_cap) {
+		unsigned char *b = realloc(m->nodes, bytes);
+
+		if (!b) {
+			m->tid = 0;
+			return;
+		}
+		m->nodes = b;
+		m->nodes_cap = bytes;
+	}
+	memcpy(m->nodes, cap->nodes, bytes);
+	memcpy(m->after, nw->after, cap->n * sizeof(*m->after));
+	/* w->n_emit: the frames emitted, before walk_resolve() left the incomplete ones out */
+	memcpy(m->frame, nw->frame, w->n_emit * sizeof(*m->frame));
+	memcpy(m->dropped, nw->dropped, w->n_emit * sizeof(*m->dropped));
+	m->tid = cap->tid;
+	m->clears = pf->stats.code_cache_clears;
+	m->misses = pf->stats.code_cache_misses;
+	m->code_type = pf->code_type;
+	m->stride = cap->stride;
+	m->n_nodes = cap->n;
+	m->n_emit = w->n_emit;
+	m->ident_at = w->ident_at;
+	m->bottom_entry = w->bottom_entry;
+}
+
 int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
 				   struct py_frame *ret_frames, size_t max, size_t *ret_n,
 				   struct pyframes_cut *ret_cut)
@@ -690,9 +861,12 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		}
 		w.cap = cap;
 		w.ident_at = 8 + spec.frame_bytes;
+		memo_find(pf, &w);
 	}
 	pf->stats.walks++;
 	r = walk_chain(&w, cap->head);
+	if (r >= 0 && w.cap)
+		memo_keep(pf, &w);
 	if (r < 0 && r != -ENOMEM && cap->n > 0) {
 		/* the frames past the capture's last, read from memory now, failed (the thread
 		 * returned from them, or the target is gone): the captured ones, cut there */

@@ -727,6 +727,30 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 		rr = pyframes_thread_stack_captured(pf, &cap, out, max, &n, &cut);
 		check_walk(rr, out, n, max, &cut, c);
 		c->captured++;
+		/* as its thread's, twice: the first walk is the memo the second takes the frames
+		 * past the shared nodes from (walk.c, walk_splice()); the second must give the
+		 * first's frames, its own walk of the nodes before them included */
+		if (rr == 0) {
+			struct py_frame first[64];
+			struct pyframes_cut fcut;
+			size_t nf;
+			int rf;
+
+			cap.tid = TID;
+			rf = pyframes_thread_stack_captured(pf, &cap, first, max, &nf, &fcut);
+			rr = pyframes_thread_stack_captured(pf, &cap, out, max, &n, &cut);
+			check_walk(rr, out, n, max, &cut, c);
+			if (rr == 0 && rf == 0) {
+				assert_true(nf == n && fcut.n == cut.n && fcut.more == cut.more);
+				for (size_t i = 0; i < n; i++)
+					assert_true(first[i].code == out[i].code &&
+						    !strcmp(first[i].name, out[i].name) &&
+						    !strcmp(first[i].file, out[i].file) &&
+						    first[i].line == out[i].line &&
+						    first[i].first_line == out[i].first_line &&
+						    first[i].entry == out[i].entry);
+			}
+		}
 	}
 	/* Python's thread names: bounded results, NUL-terminated names */
 	{

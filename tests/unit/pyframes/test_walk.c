@@ -1343,6 +1343,89 @@ static void test_captured_cached(void **state)
 	captured_cached_cases(12);
 }
 
+/* The captured walk of a capture that shares its outermost nodes, byte for byte, with the
+ * thread's previous one takes those nodes' frames from that walk (pf->memo): the frames are
+ * those the same capture gives walked whole (tid 0: no memo), and a live walk of the same
+ * stack where nothing changed in place since. */
+static void assert_captured_memo(struct world *w, unsigned char *nodes, pid_t tid,
+				 uint64_t spliced, bool as_live)
+{
+	struct py_frame live[8], out[8], whole[8];
+	struct pyframes_capture cap;
+	size_t n, n_live, n_whole;
+
+	cap = capture_x(w, nodes, 8);
+	cap.tid = tid;
+	assert_int_equal(pyframes_thread_stack_captured(w->pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(w->pf->memo_spliced, spliced);
+	cap.tid = 0;
+	assert_int_equal(pyframes_thread_stack_captured(w->pf, &cap, whole, 8, &n_whole, NULL), 0);
+	assert_int_equal(w->pf->memo_spliced, spliced);
+	assert_int_equal(n, n_whole);
+	assert_frames_equal(out, whole, n);
+	assert_int_equal(pyframes_thread_stack(w->pf, TID, live, 8, &n_live, NULL), 0);
+	if (as_live) {
+		assert_int_equal(n, n_live);
+		assert_frames_equal(out, live, n);
+	}
+}
+
+static void captured_memo_cases(int minor)
+{
+	struct world w;
+	unsigned char nodes[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	uint64_t fr[3], co[3], top, nf, spliced = 0, past0;
+	bool shim;
+
+	world_init(&w, minor);
+	shim = chain3_shim(&w, fr, co) == 4;
+	/* 3.12+ emits a frame once the next node is walked, so the frames past node 0 are all
+	 * three there, two before */
+	past0 = shim ? 3 : 2;
+	/* the first of its thread: walked whole; the same again: the frames past node 0 */
+	assert_captured_memo(&w, nodes, TID, 0, true);
+	assert_captured_memo(&w, nodes, TID, spliced += past0, true);
+	/* a new frame on top: fr[0]'s node and those past it are shared */
+	top = mk_code(&w, "C.top", 60);
+	nf = mk_frame(&w, top, 1, 0, false);
+	link_frames(&w, nf, fr[0]);
+	set_top(&w, nf);
+	assert_captured_memo(&w, nodes, TID, spliced += past0, true);
+	/* the middle frame moved on a line: only the nodes past it are shared, f2's (and the
+	 * shim's, whose walk emits f1: f2 is spliced); the outermost node alone leaves nothing to
+	 * splice */
+	run_at(&w, fr[1], co[1], 2);
+	assert_captured_memo(&w, nodes, TID, spliced += shim ? 1 : 0, true);
+	/* another thread with the same stack: none of its own yet */
+	assert_captured_memo(&w, nodes, TID + 1, spliced, true);
+	assert_captured_memo(&w, nodes, TID + 1, spliced += past0 + 1, true);
+	/* the outermost code renamed in place: its node differs, nothing is shared */
+	str_set(&w, get64(&w, co[2] + name_field(w.l)), "g2");
+	assert_captured_memo(&w, nodes, TID, spliced, false);
+	/* named as the capture holds it (the live walk's cache checks the code's fields alone) */
+	{
+		struct py_frame out[8];
+		struct pyframes_capture cap = capture_x(&w, nodes, 8);
+		size_t n;
+
+		cap.tid = TID;
+		assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+		assert_int_equal(n, 4);
+		assert_string_equal(out[3].name, "g2");
+		assert_int_equal(w.pf->memo_spliced, spliced += past0 + 1);
+	}
+	world_free(&w);
+}
+
+static void test_captured_memo(void **state)
+{
+	(void) state;
+	captured_memo_cases(8);
+	captured_memo_cases(10);
+	captured_memo_cases(11);
+	captured_memo_cases(12);
+}
+
 static void test_captured_bad(void **state)
 {
 	struct world w;
@@ -1681,6 +1764,7 @@ int main(void)
 		cmocka_unit_test(test_captured_bad),
 		cmocka_unit_test(test_captured_gone),
 		cmocka_unit_test(test_captured_cached),
+		cmocka_unit_test(test_captured_memo),
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
 		cmocka_unit_test(test_search_spec),
