@@ -248,8 +248,8 @@ struct hwspy_record_opts {
 	size_t log_bytes;               /* keep the time-ordered sample log (speedscope) up to this */
 	unsigned ring_pages;            /* data pages per ring, a power of two (0: the mode's
 	                                 * default; fewer where the locked-memory limit says) */
-	unsigned read_ms;               /* capture: the rings read (and the threads looked for)
-	                                 * this often, ms (0: 100); a low rate needs no more */
+	unsigned read_ms;               /* capture: the rings read at least this often, ms (0: at
+	                                 * each 250 ms slice, sooner where a ring fills up) */
 	bool sigchld;                   /* may block SIGCHLD on the calling thread (signalfd): stops
 	                                 * need it; without, a launched command's exit is seen
 	                                 * within 100 ms and the caller must not reap it */
