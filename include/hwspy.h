@@ -249,7 +249,9 @@ struct hwspy_record_opts {
 	unsigned ring_pages;            /* data pages per ring, a power of two (0: the mode's
 	                                 * default; fewer where the locked-memory limit says) */
 	unsigned read_ms;               /* capture: the rings read at least this often, ms (0: at
-	                                 * each 250 ms slice, sooner where a ring fills up) */
+	                                 * each 250 ms slice, sooner where a ring fills up; every
+	                                 * 100 ms where switches are sampled: --off-cpu, --wall,
+	                                 * gil_waits) */
 	bool sigchld;                   /* may block SIGCHLD on the calling thread (signalfd): stops
 	                                 * need it; without, a launched command's exit is seen
 	                                 * within 100 ms and the caller must not reap it */

@@ -789,7 +789,7 @@ static void memo_keep(struct pyframes *pf, struct walk *w)
 	struct pf_memo *nw = &pf->memo_new, *m = NULL;
 	size_t bytes = cap->n * cap->stride;
 
-	if (!cap->tid || !w->memo_ok || w->depth != cap->n || cap->n > PF_MEMO_MAX)
+	if (!cap->tid || !w->memo_ok || cap->n == 0 || w->depth != cap->n || cap->n > PF_MEMO_MAX)
 		return;
 	for (size_t i = 0; i < PF_MEMO_SLOTS && !m; i++)
 		if (pf->memo[i].tid == cap->tid)

@@ -220,7 +220,8 @@ struct sampler_opts {
 	                                 * events (SAMPLER_EVENT_SWITCH_*) */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
 	unsigned read_ms;               /* capture: the rings read at least this often (0: at a
-	                                 * ring's watermark, the run's end, at least every 1 s) */
+	                                 * ring's watermark, the run's end, at least every 1 s;
+	                                 * every 100 ms with off_cpu or wall) */
 	/* What the sampler may do to the calling process (false, the default: nothing; a command,
 	 * which owns its process, sets both): */
 	bool sigchld;                   /* block SIGCHLD on the calling thread and read it through

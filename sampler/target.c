@@ -628,6 +628,19 @@ static uint64_t scan_interval_ns(const struct sampler *s)
 	return SCAN_INTERVAL_NS + (s->opts.capture ? s->opts.read_ms * 1000000ULL : 0);
 }
 
+/* The longest poll of a run loop not by stops. Capture mode reads its rings when they fill
+ * (their watermark) and at the caller's slices, unless the switches are sampled too: their
+ * reasons are told from what the thread's fds are when the record is read (offcpu.c), and
+ * --gil reads the GIL of a sample without it in its capture live, so those read often. */
+static unsigned read_cap_ms(const struct sampler_opts *o)
+{
+	if (!o->capture)
+		return 0;
+	if (o->read_ms)
+		return o->read_ms;
+	return o->off_cpu || o->wall ? 0 : CAPTURE_TICK_MS;
+}
+
 static int read_tick_ms(const struct sampler_opts *o)
 {
 	int ms = o->freq ? (int) (500 / o->freq) : READ_TICK_MAX_MS;  /* half an interval */
@@ -652,8 +665,7 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		return r < 0 ? r : tracer_call(s, tracer_run, &a);
 	}
 	while (!*stop && !s->stats.target_exited && !s->brk) {
-		int timeout = sampler_wait_ms(start, duration_ns, !s->opts.capture ? 0 :
-					      s->opts.read_ms ? s->opts.read_ms : CAPTURE_TICK_MS);
+		int timeout = sampler_wait_ms(start, duration_ns, read_cap_ms(&s->opts));
 
 		if (timeout < 0)
 			break;
