@@ -13,7 +13,8 @@
  * pyframes_thread_stack() turns a thread (by its kernel TID) into frames, innermost first,
  * with names and line numbers resolved through a cache of code objects owned by the
  * struct pyframes, and says where it cut a stack at its root end (struct pyframes_cut: the
- * outer frames left out, counted; no state of one walk is kept for the next). Every walk checks the cached code objects it uses against the target (a few
+ * outer frames left out, counted). A live walk keeps no state for the next; a captured one is
+ * kept as its thread's memo (walk.c, walk_splice()). Every walk checks the cached code objects it uses against the target (a few
  * header fields of each, all in one readv()), so a code object freed and replaced by another at
  * the same address is named afresh at once. Strings in struct py_frame stay valid until
  * pyframes_free().
@@ -132,6 +133,12 @@ const struct pyframes_info *pyframes_info(const struct pyframes *pf);
 struct pyframes_cut {
 	uint64_t n;
 	bool more;
+	/* A captured walk: its id (unique in the process; 0: a live walk), and where its last
+	 * `spliced` frames were taken from the thread's memo, the id of the walk that made the
+	 * memo, whose last `spliced` frames they are (0: none): what a caller made of those it may
+	 * take again */
+	uint64_t walk, memo_walk;
+	size_t spliced;
 };
 
 /* Frames of thread tid, innermost first, at most max (the innermost max are kept; a walk keeps

@@ -392,6 +392,7 @@ struct pyframes {
 		uint64_t clears, misses;    /* stats.code_cache_clears and _misses when it was made:
 		                             * its frames are the cache's as long as neither moves */
 		uint64_t code_type;
+		uint64_t walk;              /* the id of the walk that made it (pyframes_cut.walk) */
 		size_t stride, n_nodes, n_emit;
 		uint32_t ident_at;
 		bool bottom_entry;

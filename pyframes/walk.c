@@ -133,7 +133,11 @@ struct walk {
 	size_t depth;                    /* nodes walked (spliced ones too) */
 	size_t n_emit;                   /* frames emitted, before the incomplete ones left */
 	bool memo_ok;                    /* the walk can be a memo: pf->memo_new follows it */
+	uint64_t id, memo_walk;          /* pyframes_cut's walk and memo_walk */
+	size_t spliced;                  /* ... and spliced: kept frames past n_fresh */
 };
+
+static uint64_t walk_ids;               /* the last captured walk's id, in the process */
 
 /* Where the capture's node at depth holds its code's identity, if that node is the frame read
  * at frame (the walk follows the chain the capture copied, node by node); NULL if not. */
@@ -187,6 +191,7 @@ static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
 	for (size_t k = 1; d + k < depth; k++)
 		nw->after[d + k] = (uint16_t) (old->after[w->memo_from + k] - from + w->n);
 	w->n_fresh = w->n;
+	w->memo_walk = old->walk;
 	w->n += count;
 	w->total += count;
 	w->depth = depth;
@@ -333,6 +338,7 @@ static int walk_resolve(struct walk *w)
 		if (kept != i)
 			w->out[kept] = w->out[i];
 		kept++;
+		w->spliced += i >= w->n_fresh;
 	}
 	w->n = kept;
 	return 0;
@@ -564,6 +570,8 @@ static int walk_chain(struct walk *w, uint64_t frame)
 	w->bottom_entry = true;
 	w->n_fresh = SIZE_MAX;
 	w->memo_ok = false;
+	w->memo_walk = 0;
+	w->spliced = 0;
 	if (w->pf->layout.frames == PY_FRAMES_OBJECT)
 		r = walk_frame_objects(w, frame);
 	else
@@ -599,7 +607,10 @@ static int walk_done(struct walk *w, int r, size_t *ret_n, struct pyframes_cut *
 	if (w->unknown)
 		st->truncated++;
 	if (ret_cut)
-		*ret_cut = (struct pyframes_cut) { w->total - w->n, w->more || w->unknown };
+		*ret_cut = (struct pyframes_cut) {
+			w->total - w->n, w->more || w->unknown, w->id,
+			w->spliced ? w->memo_walk : 0, w->spliced,
+		};
 	*ret_n = w->n;
 	return 0;
 }
@@ -752,11 +763,11 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 }
 
 /* The memo of the captured walk w begins (cap->tid's), if its capture shares nodes with it. */
-static void memo_find(struct pyframes *pf, struct walk *w)
+static void memo_find(struct pyframes *pf, struct walk *w, size_t max)
 {
 	const struct pyframes_capture *cap = w->cap;
 	const struct pf_memo *m = NULL;
-	size_t shared = 0, first = 0;
+	size_t shared = 0, first = 0, count;
 
 	if (!cap->tid || cap->n == 0 || cap->n > PF_MEMO_MAX)
 		return;
@@ -777,6 +788,11 @@ static void memo_find(struct pyframes *pf, struct walk *w)
 	if (shared == 0)
 		return;
 	first = cap->n - shared;
+	/* what walk_splice() will ask, as far as it is known now (at most a frame emitted per node
+	 * walked before it): a walk that will not splice reads every node */
+	count = m->n_emit - m->after[m->n_nodes - shared];
+	if (first + 1 + count > max || first + 1 + count > PF_MEMO_MAX)
+		return;
 	w->memo = m;
 	w->splice_from = first;
 	w->memo_from = m->n_nodes - shared;
@@ -814,6 +830,7 @@ static void memo_keep(struct pyframes *pf, struct walk *w)
 	memcpy(m->frame, nw->frame, w->n_emit * sizeof(*m->frame));
 	memcpy(m->dropped, nw->dropped, w->n_emit * sizeof(*m->dropped));
 	m->tid = cap->tid;
+	m->walk = w->id;
 	m->clears = pf->stats.code_cache_clears;
 	m->misses = pf->stats.code_cache_misses;
 	m->code_type = pf->code_type;
@@ -832,6 +849,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 	struct pyframes_capture_spec spec;
 	uint32_t extra_len[PYFRAMES_CAPTURE_MAX_EXTRAS];
 	struct pf_names names;
+	size_t n_over;
 	int r;
 
 	*ret_n = 0;
@@ -848,10 +866,6 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 	if (cap->names_stride && (cap->n_extras != spec.n_extras || spec.n_identity == 0 ||
 				  spec.n_identity >= spec.n_extras))
 		return -EINVAL;
-	r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes,
-			       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
-	if (r < 0)
-		return r;
 	/* each node's code identity, its first pieces, where the node itself holds them */
 	if (spec.n_identity && cap->n_extras >= spec.n_identity) {
 		pf->ident_layout.n = spec.n_identity;
@@ -861,17 +875,39 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		}
 		w.cap = cap;
 		w.ident_at = 8 + spec.frame_bytes;
-		memo_find(pf, &w);
+		memo_find(pf, &w, max);
 	}
+	/* a walk that will splice at node splice_from reads no node past it */
+	n_over = w.memo ? w.splice_from + 1 : cap->n;
+	r = pf_mem_overlay_set(&pf->mem, cap->nodes, n_over, cap->stride, spec.frame_bytes,
+			       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
+	if (r < 0)
+		return r;
 	pf->stats.walks++;
+	w.id = __atomic_add_fetch(&walk_ids, 1, __ATOMIC_RELAXED);
 	r = walk_chain(&w, cap->head);
+	if (n_over < cap->n && (!w.memo_walk || r < 0)) {
+		/* it did not splice after all (its chain left the nodes' order), or failed: again
+		 * over every node, whose bytes it may have read from memory instead */
+		uint64_t id = w.id;
+
+		pf_mem_overlay_clear(&pf->mem);
+		r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes,
+				       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
+		if (r < 0)
+			return r;
+		w = (struct walk) { .pf = pf, .out = ret_frames, .max = max, .power = 1,
+				    .cap = w.cap, .ident_at = w.ident_at, .id = id };
+		r = walk_chain(&w, cap->head);
+	}
 	if (r >= 0 && w.cap)
 		memo_keep(pf, &w);
 	if (r < 0 && r != -ENOMEM && cap->n > 0) {
 		/* the frames past the capture's last, read from memory now, failed (the thread
 		 * returned from them, or the target is gone): the captured ones, cut there */
 		struct walk again = { .pf = pf, .out = ret_frames, .max = max, .power = 1,
-				      .capture_end = true, .cap = w.cap, .ident_at = w.ident_at };
+				      .capture_end = true, .cap = w.cap, .ident_at = w.ident_at,
+				      .id = w.id };
 
 		r = walk_chain(&again, cap->head);
 		if (r >= 0)

@@ -1350,14 +1350,24 @@ static void test_captured_cached(void **state)
 static void assert_captured_memo(struct world *w, unsigned char *nodes, pid_t tid,
 				 uint64_t spliced, bool as_live)
 {
+	static uint64_t last_walk[2];   /* of TID and TID + 1: the walk each memo is of */
 	struct py_frame live[8], out[8], whole[8];
 	struct pyframes_capture cap;
+	struct pyframes_cut cut;
+	uint64_t before = w->pf->memo_spliced;
 	size_t n, n_live, n_whole;
 
+	if (spliced == 0)
+		last_walk[0] = last_walk[1] = 0;
 	cap = capture_x(w, nodes, 8);
 	cap.tid = tid;
-	assert_int_equal(pyframes_thread_stack_captured(w->pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(pyframes_thread_stack_captured(w->pf, &cap, out, 8, &n, &cut), 0);
 	assert_int_equal(w->pf->memo_spliced, spliced);
+	/* the frames taken are the last ones, and the walk they were taken from is said */
+	assert_true(cut.walk > last_walk[tid - TID]);
+	assert_int_equal(cut.spliced, spliced - before);
+	assert_int_equal(cut.memo_walk, cut.spliced ? last_walk[tid - TID] : 0);
+	last_walk[tid - TID] = cut.walk;
 	cap.tid = 0;
 	assert_int_equal(pyframes_thread_stack_captured(w->pf, &cap, whole, 8, &n_whole, NULL), 0);
 	assert_int_equal(w->pf->memo_spliced, spliced);
