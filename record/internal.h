@@ -31,6 +31,7 @@
 #define MAX_NATIVE 256
 #define MAX_KERNEL 128
 #define MAX_FRAMES (MAX_PY_FRAMES + MAX_NATIVE + MAX_KERNEL + 2)
+#define RECORD_PY_IDS 8                 /* threads whose last walk's frame ids are kept */
 #define DETECT_INTERVAL_NS 20000000ULL
 #define SYM_TRIES 10                    /* the target's mappings, unread when it was found */
 #define BAD_LAYOUT_SETTLE_NS 200000000ULL /* a launch's corrupt layout: this long */
@@ -104,6 +105,19 @@ struct recorder {
 	struct profile_frame merged[MAX_FRAMES];
 	char *scratch;                  /* MAX_NATIVE * MERGE_SCRATCH_PER_FRAME */
 	uint32_t ids[MAX_FRAMES + 1];
+	int32_t py_at[MAX_FRAMES];      /* per merged frame: its index in the Python frames, or -1 */
+	/* the profile ids of the Python frames of a few threads' last captured walks, by walk
+	 * (sample.c, py_ids_take()): a walk that took its outer frames from one of them takes
+	 * their ids too */
+	struct py_ids {
+		uint64_t walk;                  /* pyframes_cut.walk (0: empty) */
+		pid_t tid;
+		size_t n, cap;
+		uint32_t *id;                   /* per Python frame; UINT32_MAX: not in the profile */
+	} py_ids[RECORD_PY_IDS];
+	unsigned py_ids_next;
+	uint32_t py_ids_tail[MAX_PY_FRAMES];
+	uint64_t py_ids_taken;          /* frames whose id was taken so (tests, bench) */
 	uint32_t native_frame, unknown_frame;
 	struct thread_name *names;
 	size_t n_names, cap_names, last_name;

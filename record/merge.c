@@ -229,12 +229,17 @@ struct out {
 	bool unknown_open;      /* the last frame produced is MERGE_PY_UNKNOWN */
 	char *scratch;
 	size_t scratch_left;
+	int32_t *py_at;         /* merge_in.py_at */
+	int32_t cur_py;         /* the index in py of the frame put() writes, or -1 */
 };
 
 static void put(struct out *o, const struct profile_frame *f)
 {
-	if (o->write && o->n >= o->skip)
+	if (o->write && o->n >= o->skip) {
 		o->ret[o->n - o->skip] = *f;
+		if (o->py_at)
+			o->py_at[o->n - o->skip] = o->cur_py;
+	}
 	o->n++;
 	o->unknown_open = false;
 }
@@ -270,7 +275,9 @@ static void put_segment(const struct merge_in *in, struct out *o, size_t *cursor
 		f.name = pf->name ? pf->name : "<unknown>";
 		f.file = pf->file;
 		f.line = in->function_lines ? pf->first_line : pf->line;
+		o->cur_py = (int32_t) (*cursor - 1);
 		put(o, &f);
+		o->cur_py = -1;
 		(*cursor)--;
 	}
 }
@@ -330,7 +337,7 @@ static void walk(const struct merge_in *in, const struct plan *p, struct out *o)
 
 int merge_stacks(const struct merge_in *in, struct profile_frame *ret, size_t max, size_t *ret_n)
 {
-	struct out o = { .ret = ret };
+	struct out o = { .ret = ret, .py_at = in->py_at, .cur_py = -1 };
 	struct plan p;
 	int r;
 

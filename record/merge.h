@@ -96,6 +96,8 @@ struct merge_in {
 	bool py_unknown;                    /* no Python frames for this sample (n_py must be 0) */
 	char *scratch;                      /* texts of nameless native frames; may be NULL */
 	size_t scratch_size;
+	int32_t *py_at;                     /* NULL, or per frame written: the index in py of the
+	                                     * Python frame it is, -1 for any other */
 };
 
 /* Writes the merged stack, root first, into ret (profile frames; strings borrowed from the

@@ -92,6 +92,8 @@ void recorder_free(struct recorder *rec)
 	record_procs_free(rec);
 	record_gil_free(rec);
 	free(rec->scratch);
+	for (size_t i = 0; i < RECORD_PY_IDS; i++)
+		free(rec->py_ids[i].id);
 	profile_free(rec->prof);
 	free(rec->names);
 	free(rec->pynames);

@@ -341,6 +341,50 @@ static void cut_frame(struct recorder *rec, uint64_t cut, bool more, size_t *dep
 		rec->stats.truncated++;
 }
 
+/* The ids of the Python frames a captured walk took from its thread's memo (cut): copied to
+ * rec->py_ids_tail, the last cut->spliced of them; false if they are not known. */
+static bool py_ids_take(struct recorder *rec, const struct pyframes_cut *cut)
+{
+	for (size_t i = 0; cut->memo_walk && cut->spliced && i < RECORD_PY_IDS; i++) {
+		const struct py_ids *p = &rec->py_ids[i];
+
+		if (p->walk != cut->memo_walk)
+			continue;
+		if (p->n < cut->spliced || cut->spliced > MAX_PY_FRAMES)
+			return false;
+		memcpy(rec->py_ids_tail, p->id + (p->n - cut->spliced),
+		       cut->spliced * sizeof(*p->id));
+		return true;
+	}
+	return false;
+}
+
+/* Where the ids of the Python frames of captured walk cut->walk (n frames, of thread tid) go:
+ * the thread's entry, emptied; NULL if none can hold them. */
+static struct py_ids *py_ids_keep(struct recorder *rec, pid_t tid, const struct pyframes_cut *cut,
+				  size_t n)
+{
+	struct py_ids *p = NULL;
+
+	if (!cut->walk || n == 0)
+		return NULL;
+	for (size_t i = 0; i < RECORD_PY_IDS && !p; i++)
+		if (rec->py_ids[i].tid == tid)
+			p = &rec->py_ids[i];
+	if (!p) {
+		p = &rec->py_ids[rec->py_ids_next];
+		rec->py_ids_next = (rec->py_ids_next + 1) % RECORD_PY_IDS;
+	}
+	p->walk = 0;
+	p->tid = tid;
+	if (array_grow((void **) &p->id, &p->cap, n, sizeof(*p->id), 64) < 0)
+		return NULL;
+	memset(p->id, 0xff, n * sizeof(*p->id));
+	p->n = n;
+	p->walk = cut->walk;
+	return p;
+}
+
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
@@ -375,8 +419,10 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			.function_lines = o->function,
 			.py_truncated = py_truncated,
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
+			.py_at = rec->py_at,
 		};
-		size_t nm = 0, nk;
+		size_t nm = 0, nk, taken_from = SIZE_MAX;
+		struct py_ids *keep = NULL;
 		bool py_root;
 		int rm;
 
@@ -422,9 +468,28 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		}
 		if (nm == 0 && !py_root)
 			rec->ids[depth++] = rec->native_frame;
-		for (size_t i = 0; i < nm + nk; i++)
-			if (profile_frame_id(rec->prof, &rec->merged[i], &rec->ids[depth]) >= 0)
-				depth++;
+		/* a captured walk's outer frames taken from its thread's previous one: their ids
+		 * too, where that walk's frames were interned (their strings and lines are the same
+		 * bytes, so their frames the same) */
+		if (r == 0 && mi.n_py) {
+			if (cut->spliced <= n && py_ids_take(rec, cut))
+				taken_from = n - cut->spliced;
+			keep = py_ids_keep(rec, s->tid, cut, n);
+		}
+		for (size_t i = 0; i < nm + nk; i++) {
+			int32_t j = i < nm && mi.n_py ? rec->py_at[i] : -1;
+
+			if (j >= 0 && (size_t) j >= taken_from &&
+			    rec->py_ids_tail[(size_t) j - taken_from] != UINT32_MAX) {
+				rec->ids[depth] = rec->py_ids_tail[(size_t) j - taken_from];
+				rec->py_ids_taken++;
+			} else if (profile_frame_id(rec->prof, &rec->merged[i], &rec->ids[depth]) < 0) {
+				continue;
+			}
+			if (keep && j >= 0 && (size_t) j < keep->n)
+				keep->id[j] = rec->ids[depth];
+			depth++;
+		}
 	} else {
 		if (r == -EAGAIN)
 			rec->stats.dropped_torn++;

@@ -492,6 +492,54 @@ static void test_capture_paths(void **state)
 	done(rec);
 }
 
+/* A captured walk that took its outer frames from its thread's previous walk (pyframes_cut's
+ * memo_walk and spliced) takes their profile ids too, where that walk's frames were interned:
+ * a walk that says so of frames it names otherwise shows the earlier walk's (pyframes' word
+ * is taken); one that names a walk never seen, or none, has its frames interned. */
+static void test_capture_memo_ids(void **state)
+{
+	struct record_opts o = opts_for(RECORD_CAPTURE);
+	struct fake_image *im = image(0, "3.12.1");
+	struct fake_item *it;
+	struct recorder *rec;
+
+	(void) state;
+	thread(im, 601, "main;run;work")->tstate = 0x601;
+	thread(im, 602, "main;serve")->tstate = 0x602;
+	it = samples(601, 1);
+	it->captured = "main;run;work";
+	it->captured_cut = (struct pyframes_cut) { .walk = 11 };
+	it = samples(601, 1);
+	it->captured = "main;run;leaf";
+	it->captured_cut = (struct pyframes_cut) { .walk = 12, .memo_walk = 11, .spliced = 2 };
+	it = samples(602, 1);
+	it->captured = "main;serve";
+	it->captured_cut = (struct pyframes_cut) { .walk = 13 };
+	it = samples(601, 1);
+	it->captured = "x;y;leaf2";
+	it->captured_cut = (struct pyframes_cut) { .walk = 14, .memo_walk = 12, .spliced = 2 };
+	it = samples(601, 1);
+	it->captured = "p;q;r";
+	it->captured_cut = (struct pyframes_cut) { .walk = 15, .memo_walk = 99, .spliced = 2 };
+	it = samples(601, 1);
+	it->captured = "p;q;s";
+	it->captured_cut = (struct pyframes_cut) { .walk = 16, .memo_walk = 15, .spliced = 4 };
+
+	rec = attach(&o, NULL);
+	run(rec);
+	dump(rec);
+	assert_int_equal(weight(rec, "main;run;work", 0), 1);
+	assert_int_equal(weight(rec, "main;run;leaf", 0), 1);
+	assert_int_equal(weight(rec, "main;serve", 0), 1);
+	assert_int_equal(weight(rec, "main;run;leaf2", 0), 1);
+	assert_int_equal(weight(rec, "x;y;leaf2", 0), 0);
+	assert_int_equal(weight(rec, "p;q;r", 0), 1);
+	/* more frames said taken than the walk it names had: all interned */
+	assert_int_equal(weight(rec, "p;q;s", 0), 1);
+	assert_int_equal(rec->py_ids_taken, 4);
+	done(rec);
+}
+
 /* The GIL at each sample: from its capture, else read live (then compared with the thread's
  * state); --gil keeps only the samples whose thread held it, counting the others; each thread's
  * counts cover every sample. */
@@ -1177,6 +1225,7 @@ int main(void)
 		cmocka_unit_test_setup(test_exec_capture, reset),
 		cmocka_unit_test_setup(test_truncation, reset),
 		cmocka_unit_test_setup(test_capture_paths, reset),
+		cmocka_unit_test_setup(test_capture_memo_ids, reset),
 		cmocka_unit_test_setup(test_capture_search, reset),
 		cmocka_unit_test_setup(test_gil, reset),
 		cmocka_unit_test_setup(test_gc, reset),
