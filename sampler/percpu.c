@@ -99,7 +99,7 @@ static int ring_open(struct sampler *s, int c)
 			.size = sizeof(a), .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY,
 			.disabled = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
 			.exclude_kernel = s->attrs[0].exclude_kernel, .exclude_hv = 1,
-			.watermark = 1, .wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8),
+			.watermark = 1, .wakeup_watermark = perf_ring_watermark(s, pages),
 		};
 
 		r = perf_open_fd(s, &a, 0, c, -1);

@@ -170,13 +170,18 @@ static void sampling_fields(struct sampler *s, struct perf_event_attr *a, bool b
 		 * costs nothing. Nonblocking mode: the rings are read on a short tick
 		 * (target.c), because waking us for each sample costs the sampled thread
 		 * ~30 us more per sample on a VM (the wakeup's IPIs), the most of this
-		 * mode's cost. Either way the kernel wakes us only for every eighth of the
-		 * ring, so that a burst cannot overflow it */
+		 * mode's cost. Either way the kernel wakes us only at perf_ring_watermark(),
+		 * early enough that a burst cannot overflow the ring */
 		if (o->capture)         /* capture records share the ring: told apart by id */
 			a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 		a->watermark = 1;
-		a->wakeup_watermark = (uint32_t) (s->ring_pages * (size_t) sysconf(_SC_PAGESIZE) / 8);
+		a->wakeup_watermark = perf_ring_watermark(s, s->ring_pages);
 	}
+}
+
+uint32_t perf_ring_watermark(const struct sampler *s, size_t pages)
+{
+	return (uint32_t) (pages * (size_t) sysconf(_SC_PAGESIZE) / (s->opts.capture ? 4 : 8));
 }
 
 void perf_build_attrs(struct sampler *s)
@@ -523,15 +528,15 @@ int perf_open_fd(const struct sampler *s, struct perf_event_attr *a, pid_t tid, 
 	return perf_fd_keep(s, perf_event_open(a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC));
 }
 
-/* Opens t's event group; the leader wakes us at an eighth of a ring of pages (not in exact
- * mode, which wakes at each sample). */
-static int open_group(struct sampler *s, struct thread *t, size_t pages, long psz)
+/* Opens t's event group; the leader wakes us at perf_ring_watermark() of a ring of pages (not
+ * in exact mode, which wakes at each sample). */
+static int open_group(struct sampler *s, struct thread *t, size_t pages)
 {
 	struct perf_event_attr lead = s->attrs[0];
 	int r;
 
 	if (!s->opts.exact)
-		lead.wakeup_watermark = (uint32_t) (pages * (size_t) psz / 8);
+		lead.wakeup_watermark = perf_ring_watermark(s, pages);
 	for (size_t i = 0; i < s->opts.n_events; i++) {
 		if (perf_is_leader(s, i))
 			continue;       /* opened once the ring is mapped, into it */
@@ -553,7 +558,7 @@ int perf_open_mapped(struct sampler *s, struct thread *t, long psz)
 	int r;
 
 	for (;;) {
-		r = open_group(s, t, pages, psz);
+		r = open_group(s, t, pages);
 		if (r < 0)
 			return r;
 		t->map_size = (pages + 1) * (size_t) psz;
