@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/array.h"
+#include "base/clock.h"
 #include "record/internal.h"
 
 int record_gil_at_sample(struct recorder *rec, const struct sample *s)
@@ -20,11 +21,15 @@ int record_gil_at_sample(struct recorder *rec, const struct sample *s)
 
 	if (c && rec->capture_gen == rec->pf_gen && c->gil_known)
 		return c->gil_held ? RECORD_GIL_HELD : RECORD_GIL_FREE;
-	/* live: exact while the thread is stopped, else as late as the sample's read */
+	/* live: exact while the thread is stopped, else as late as the sample's read; one read
+	 * long after (a launched command's first samples, waiting for its interpreter to be
+	 * found) says nothing of the sample: the thread may have let the GIL go since */
 	if (!rec->pf || pyframes_gil(rec->pf, &g) < 0 || !g.known)
 		return RECORD_GIL_UNKNOWN;
 	rec->stats.gil_live++;
 	rec->stats.gil_late += !s->stopped;
+	if (!s->stopped && s->time_ns && clock_now_ns() > s->time_ns + RECORD_STALE_READ_NS)
+		return RECORD_GIL_UNKNOWN;
 	if (!g.locked)
 		return RECORD_GIL_FREE;
 	if (pyframes_thread_state(rec->pf, s->tid, &tstate) < 0)
