@@ -385,6 +385,39 @@ static struct py_ids *py_ids_keep(struct recorder *rec, pid_t tid, const struct 
 	return p;
 }
 
+/* The profile ids of rec->merged's nm merged and nk kernel frames, appended to rec->ids at
+ * *depth. cut: the captured walk of the n Python frames among them (NULL: none, or not
+ * merged): the outer frames it took from its thread's previous walk take their ids from that
+ * walk's sample too, where that walk's frames were interned (their strings and lines are the
+ * same bytes, so their frames the same), and its own are kept for the next. */
+static void intern_merged(struct recorder *rec, pid_t tid, const struct pyframes_cut *cut,
+			  size_t n, size_t nm, size_t nk, size_t *depth)
+{
+	size_t taken_from = SIZE_MAX;
+	struct py_ids *keep = NULL;
+
+	if (cut) {
+		if (cut->spliced <= n && py_ids_take(rec, cut))
+			taken_from = n - cut->spliced;
+		keep = py_ids_keep(rec, tid, cut, n);
+	}
+	for (size_t i = 0; i < nm + nk; i++) {
+		int32_t j = i < nm && cut ? rec->py_at[i] : -1;
+		uint32_t *id = &rec->ids[*depth];
+
+		if (j >= 0 && (size_t) j >= taken_from &&
+		    rec->py_ids_tail[(size_t) j - taken_from] != UINT32_MAX) {
+			*id = rec->py_ids_tail[(size_t) j - taken_from];
+			rec->py_ids_taken++;
+		} else if (profile_frame_id(rec->prof, &rec->merged[i], id) < 0) {
+			continue;
+		}
+		if (keep && j >= 0 && (size_t) j < keep->n)
+			keep->id[j] = *id;
+		(*depth)++;
+	}
+}
+
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
  * long after the sample its Python stack was read (no capture, no stop), 0 if at the sample. */
 static void finish(struct recorder *rec, const struct sample *s, int r, const struct py_frame *py,
@@ -421,8 +454,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
 			.py_at = rec->py_at,
 		};
-		size_t nm = 0, nk, taken_from = SIZE_MAX;
-		struct py_ids *keep = NULL;
+		size_t nm = 0, nk;
 		bool py_root;
 		int rm;
 
@@ -468,28 +500,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		}
 		if (nm == 0 && !py_root)
 			rec->ids[depth++] = rec->native_frame;
-		/* a captured walk's outer frames taken from its thread's previous one: their ids
-		 * too, where that walk's frames were interned (their strings and lines are the same
-		 * bytes, so their frames the same) */
-		if (r == 0 && mi.n_py) {
-			if (cut->spliced <= n && py_ids_take(rec, cut))
-				taken_from = n - cut->spliced;
-			keep = py_ids_keep(rec, s->tid, cut, n);
-		}
-		for (size_t i = 0; i < nm + nk; i++) {
-			int32_t j = i < nm && mi.n_py ? rec->py_at[i] : -1;
-
-			if (j >= 0 && (size_t) j >= taken_from &&
-			    rec->py_ids_tail[(size_t) j - taken_from] != UINT32_MAX) {
-				rec->ids[depth] = rec->py_ids_tail[(size_t) j - taken_from];
-				rec->py_ids_taken++;
-			} else if (profile_frame_id(rec->prof, &rec->merged[i], &rec->ids[depth]) < 0) {
-				continue;
-			}
-			if (keep && j >= 0 && (size_t) j < keep->n)
-				keep->id[j] = rec->ids[depth];
-			depth++;
-		}
+		intern_merged(rec, s->tid, r == 0 && mi.n_py ? cut : NULL, n, nm, nk, &depth);
 	} else {
 		if (r == -EAGAIN)
 			rec->stats.dropped_torn++;
