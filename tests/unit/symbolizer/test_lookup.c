@@ -404,69 +404,6 @@ static bool check_nameless_function(struct symbolizer *sym, const char *path, ui
 	return found;
 }
 
-/* A lookup in the subprogram the module's last lookup found starts at that subprogram, not
- * with a scan of its CU: the eval loop's addresses, one after another, give the frames they
- * give each looked up right after another address, never looked up before, in another CU. */
-static void test_scopes_remembered(void **state)
-{
-	struct symbolizer *seq = NULL, *apart = NULL;
-	struct native_frame a[16], b[16];
-	static const char *const others[] = { "PyObject_Hash", "PyList_New", "PyDict_New",
-					      "PyLong_FromLong", "PyTuple_New", "PyFloat_FromDouble" };
-	uint64_t other[sizeof(others) / sizeof(others[0])];
-	struct elfsym eval = { 0 }, hash = { 0 };
-	void *h, *addr;
-	uint64_t bias, step, k = 0;
-	size_t inlined = 0;
-
-	(void) state;
-	if (access(LIBPYTHON, R_OK) != 0) {
-		print_message("# skip: no %s\n", LIBPYTHON);
-		skip();
-	}
-	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
-	assert_non_null(h);
-	addr = dlsym(h, "PyObject_Hash");
-	assert_non_null(addr);
-	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
-	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "_PyEval_EvalFrameDefault", &eval));
-	bias = (uint64_t)(uintptr_t)addr - hash.value;
-	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-		void *o = dlsym(h, others[i]);
-
-		assert_non_null(o);
-		other[i] = (uint64_t)(uintptr_t)o;
-	}
-	assert_int_equal(symbolizer_new(getpid(), &seq), 0);
-	assert_int_equal(symbolizer_new(getpid(), &apart), 0);
-	step = eval.size / 240 ? eval.size / 240 : 1;
-	for (uint64_t off = 0; off < eval.size; off += step, k++) {
-		size_t na = lookup(seq, bias + eval.value + off, a, 16), nb;
-		size_t fn = k % (sizeof(other) / sizeof(other[0]));
-
-		/* 240 lookups over 6 functions: 40 addresses of each, in its first 40 bytes */
-		(void) lookup(apart, other[fn] + k / (sizeof(other) / sizeof(other[0])), b, 16);
-		nb = lookup(apart, bias + eval.value + off, b, 16);
-		assert_int_equal(na, nb);
-		for (size_t i = 0; i < na; i++) {
-			assert_ptr_equal(a[i].name == NULL, b[i].name == NULL);
-			if (a[i].name)
-				assert_string_equal(a[i].name, b[i].name);
-			assert_ptr_equal(a[i].file == NULL, b[i].file == NULL);
-			if (a[i].file)
-				assert_string_equal(a[i].file, b[i].file);
-			assert_int_equal(a[i].line, b[i].line);
-			assert_int_equal(a[i].inlined, b[i].inlined);
-		}
-		inlined += na > 1;
-	}
-	print_message("# %zu of the addresses in inline frames\n", inlined);
-	assert_true(inlined > 0);
-	symbolizer_free(seq);
-	symbolizer_free(apart);
-	dlclose(h);
-}
-
 static void test_debian_python_dynsym(void **state)
 {
 	struct symbolizer *sym = NULL;
@@ -850,7 +787,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_libpython),
-		cmocka_unit_test(test_scopes_remembered),
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
 		cmocka_unit_test(test_build_id_cache),
