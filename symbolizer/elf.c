@@ -9,8 +9,10 @@
  * DW_AT_call_file/DW_AT_call_line the position in the next one out. C++ names are demangled with
  * libstdc++'s __cxa_demangle, looked up at run time (dlsym, else dlopen of libstdc++.so.6 on the
  * first mangled name), so hwspy itself links no C++ runtime; without it names stay mangled.
- * In a module without DWARF every address of a function gives the same frame: the function's
- * range (from its symbol's size) is remembered in the module and answers without libdw.
+ * A function's range (from its symbol's size) is remembered in the module and names its other
+ * addresses without libdw; in a module without DWARF it is their whole frame. With DWARF, the
+ * subprogram the last lookup found is tried first (an eval loop's leaf addresses fall in one
+ * function), before a scan of its CU's DIEs.
  * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
  * module's exported function: cold.c names it "<function>.cold". One that stays nameless gets
  * as module_offset the start of its function, from the .eh_frame FDE covering it
@@ -132,7 +134,7 @@ static int descend(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *path, int depth,
  * down the CU along the scopes that contain the address (dwarf_getscopes +
  * dwarf_getscopes_die walk the whole CU twice: ~1 ms for ceval.c). */
 static size_t dwarf_inlines(struct symbolizer *sym, Dwfl_Module *dm, uint64_t a,
-			    const struct sym_module *m, struct native_frame *f, size_t max,
+			    struct sym_module *m, struct native_frame *f, size_t max,
 			    const char **file, int *line, const char **ret_fn)
 {
 	Dwarf_Die path[64], *cu;
@@ -145,7 +147,20 @@ static size_t dwarf_inlines(struct symbolizer *sym, Dwfl_Module *dm, uint64_t a,
 	cu = dwfl_module_addrdie(dm, a, &bias);
 	if (!cu)
 		return 0;
-	depth = descend(cu, a - bias, path, 0, 64, &budget);
+	/* the subprogram of the last lookup, if it holds a too: descend() from there on, as its
+	 * scan of the CU would have */
+	if (m->has_last_sub && m->last_cu == dwarf_dieoffset(cu) &&
+	    dwarf_haspc(&m->last_sub, a - bias) == 1) {
+		path[0] = m->last_sub;
+		depth = descend(&path[0], a - bias, path, 1, 64, &budget);
+	} else {
+		depth = descend(cu, a - bias, path, 0, 64, &budget);
+		m->has_last_sub = depth > 0 && dwarf_tag(&path[0]) == DW_TAG_subprogram;
+		if (m->has_last_sub) {
+			m->last_sub = path[0];
+			m->last_cu = dwarf_dieoffset(cu);
+		}
+	}
 	if (depth == 0)
 		return 0;
 	if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -188,7 +203,7 @@ static uint64_t file_offset(const struct sym_module *m, uint64_t a)
 	return v;
 }
 
-/* ---- function ranges of modules without DWARF ----------------------------------------------- */
+/* ---- function ranges, by their symbols ------------------------------------------------------- */
 
 /* The index of the first range whose start is above a. */
 static size_t range_upper(const struct sym_module *m, uint64_t a)
@@ -254,10 +269,14 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 		GElf_Sym s;
 		Dwfl_Line *ln;
 
-		name = dwfl_module_addrinfo(dm, a, &off, &s, NULL, NULL, NULL);
-		if (name && m->has_dwarf == 0 && s.st_size > 0 && off < s.st_size) {
-			name = intern_name(sym, name);
-			range_add(m, a - off, a - off + s.st_size, name);
+		/* a function's symbol, looked up once for all its addresses */
+		name = range_find(m, a);
+		if (!name) {
+			name = dwfl_module_addrinfo(dm, a, &off, &s, NULL, NULL, NULL);
+			if (name && s.st_size > 0 && off < s.st_size) {
+				name = intern_name(sym, name);
+				range_add(m, a - off, a - off + s.st_size, name);
+			}
 		}
 		ln = dwfl_module_getsrc(dm, a);
 		if (ln) {

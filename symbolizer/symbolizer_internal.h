@@ -49,6 +49,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
 #include "base/strpool.h"
@@ -179,7 +180,12 @@ struct sym_module {
 	bool seen;               /* maps.c: kept by the refresh under way */
 	bool cold_scanned;       /* cold.c looked for .cold parts (on the first nameless lookup) */
 	int has_dwarf;           /* -1 not known yet, 0 no DWARF (symbols only), 1 DWARF */
-	struct sym_range *ranges;/* elf.c, no DWARF: functions resolved so far, sorted by start */
+	/* elf.c, DWARF: the subprogram the last lookup's scopes began at, in the CU at last_cu
+	 * (the eval loop's leaf addresses fall in one function: no scan of its CU's DIEs) */
+	Dwarf_Die last_sub;
+	Dwarf_Off last_cu;
+	bool has_last_sub;
+	struct sym_range *ranges;/* elf.c: functions resolved so far by their symbols, by start */
 	size_t n_ranges, cap_ranges;
 	struct sym_cold cold[SYM_MAX_COLD];
 	size_t n_cold;

@@ -404,6 +404,89 @@ static bool check_nameless_function(struct symbolizer *sym, const char *path, ui
 	return found;
 }
 
+/* A lookup in the subprogram the module's last lookup found starts at that subprogram, not
+ * with a scan of its CU: the eval loop's addresses, one after another, give the frames they
+ * give each looked up right after another address, never looked up before, in another CU.
+ * The two passes have a symbolizer each, one after the other (two at once in an ASan build
+ * found no symbols for the second's libpython). */
+#define SCOPES_N 240
+struct scopes_seen {
+	size_t n;
+	char *text[16];                 /* "name|file|line|inlined" per frame */
+};
+
+static void scopes_pass(bool apart, const struct elfsym *eval, uint64_t bias,
+			const uint64_t *other, size_t n_other, struct scopes_seen *seen)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	uint64_t step = eval->size / SCOPES_N ? eval->size / SCOPES_N : 1;
+
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	for (uint64_t off = 0, k = 0; off < eval->size && k < SCOPES_N; off += step, k++) {
+		/* SCOPES_N lookups over n_other functions, at their first addresses */
+		if (apart)
+			(void) lookup(sym, other[k % n_other] + k / n_other, f, 16);
+		seen[k].n = lookup(sym, bias + eval->value + off, f, 16);
+		for (size_t i = 0; i < seen[k].n; i++) {
+			char buf[1024];
+
+			snprintf(buf, sizeof(buf), "%s|%s|%d|%d", f[i].name ? f[i].name : "-",
+				 f[i].file ? f[i].file : "-", f[i].line, f[i].inlined);
+			seen[k].text[i] = strdup(buf);
+			assert_non_null(seen[k].text[i]);
+		}
+	}
+	symbolizer_free(sym);
+}
+
+static void test_scopes_remembered(void **state)
+{
+	static const char *const others[] = { "PyObject_Hash", "PyList_New", "PyDict_New",
+					      "PyLong_FromLong", "PyTuple_New", "PyFloat_FromDouble" };
+	static struct scopes_seen seq[SCOPES_N], apart[SCOPES_N];
+	uint64_t other[sizeof(others) / sizeof(others[0])];
+	struct elfsym eval = { 0 }, hash = { 0 };
+	size_t inlined = 0;
+	void *h, *addr;
+	uint64_t bias;
+
+	(void) state;
+	if (access(LIBPYTHON, R_OK) != 0) {
+		print_message("# skip: no %s\n", LIBPYTHON);
+		skip();
+	}
+	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
+	assert_non_null(h);
+	addr = dlsym(h, "PyObject_Hash");
+	assert_non_null(addr);
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "_PyEval_EvalFrameDefault", &eval));
+	bias = (uint64_t)(uintptr_t)addr - hash.value;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		void *o = dlsym(h, others[i]);
+
+		assert_non_null(o);
+		other[i] = (uint64_t)(uintptr_t)o;
+	}
+	memset(seq, 0, sizeof(seq));
+	memset(apart, 0, sizeof(apart));
+	scopes_pass(true, &eval, bias, other, sizeof(other) / sizeof(other[0]), apart);
+	scopes_pass(false, &eval, bias, other, sizeof(other) / sizeof(other[0]), seq);
+	for (size_t k = 0; k < SCOPES_N; k++) {
+		assert_int_equal(seq[k].n, apart[k].n);
+		for (size_t i = 0; i < seq[k].n; i++) {
+			assert_string_equal(seq[k].text[i], apart[k].text[i]);
+			free(seq[k].text[i]);
+			free(apart[k].text[i]);
+		}
+		inlined += seq[k].n > 1;
+	}
+	print_message("# %zu of the addresses in inline frames\n", inlined);
+	assert_true(inlined > 0);
+	dlclose(h);
+}
+
 static void test_debian_python_dynsym(void **state)
 {
 	struct symbolizer *sym = NULL;
@@ -787,6 +870,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_libpython),
+		cmocka_unit_test(test_scopes_remembered),
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
 		cmocka_unit_test(test_build_id_cache),
