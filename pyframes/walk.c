@@ -151,6 +151,13 @@ static const unsigned char *node_ident(const struct walk *w, size_t depth, uint6
 	return pf_u64(node, 0) == frame ? node + w->ident_at : NULL;
 }
 
+/* The memo made of this walk notes how many frames were emitted once node d was walked. */
+static void memo_note(struct walk *w, size_t d)
+{
+	if (d < PF_MEMO_MAX)
+		w->pf->memo_new.after[d] = (uint16_t) (w->n < PF_MEMO_MAX ? w->n : PF_MEMO_MAX);
+}
+
 /*
  * A deep stack's outer frames are the same bytes sample after sample: a captured walk takes
  * them from its thread's previous captured walk (the memo) rather than walk and name them
@@ -165,8 +172,8 @@ static const unsigned char *node_ident(const struct walk *w, size_t depth, uint6
  * d. Nodes equal byte for byte hold the same frames, caller links, instructions and code
  * identities, so they name the same code objects: the names need no check while the code
  * cache neither cleared nor (re)filled an entry since the memo was made (a fill reads the
- * line table, past what a capture holds). A memo is made only of a walk that ended within its capture,
- * every frame kept, so nothing past the shared nodes was read from memory.
+ * line table, past what a capture holds). A memo is made only of a walk that ended within its
+ * capture, every frame kept, so nothing past the shared nodes was read from memory.
  */
 static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
 {
@@ -174,8 +181,7 @@ static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
 	const struct pf_memo *old = w->memo;
 	size_t from, count, depth;
 
-	if (d < PF_MEMO_MAX)
-		nw->after[d] = (uint16_t) (w->n < PF_MEMO_MAX ? w->n : PF_MEMO_MAX);
+	memo_note(w, d);
 	if (!old || d != w->splice_from ||
 	    pf_u64(w->cap->nodes + d * w->cap->stride, 0) != frame)
 		return false;
@@ -204,8 +210,8 @@ static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
 /* As the walk leaves its chain after depth nodes (frame: where it would go on, 0 at its end). */
 static void walk_left(struct walk *w, size_t depth, uint64_t frame)
 {
-	if (depth > 0 && depth - 1 < PF_MEMO_MAX)
-		w->pf->memo_new.after[depth - 1] = (uint16_t) (w->n < PF_MEMO_MAX ? w->n : PF_MEMO_MAX);
+	if (depth > 0)
+		memo_note(w, depth - 1);
 	w->depth = depth;
 	w->memo_ok = frame == 0;
 }
@@ -762,18 +768,25 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	return 0;
 }
 
+/* Thread tid's memo slot, or NULL. */
+static struct pf_memo *memo_of(struct pyframes *pf, pid_t tid)
+{
+	for (size_t i = 0; i < PF_MEMO_SLOTS; i++)
+		if (pf->memo[i].tid == tid)
+			return &pf->memo[i];
+	return NULL;
+}
+
 /* The memo of the captured walk w begins (cap->tid's), if its capture shares nodes with it. */
 static void memo_find(struct pyframes *pf, struct walk *w, size_t max)
 {
 	const struct pyframes_capture *cap = w->cap;
-	const struct pf_memo *m = NULL;
+	const struct pf_memo *m;
 	size_t shared = 0, first = 0, count;
 
 	if (!cap->tid || cap->n == 0 || cap->n > PF_MEMO_MAX)
 		return;
-	for (size_t i = 0; i < PF_MEMO_SLOTS && !m; i++)
-		if (pf->memo[i].tid == cap->tid)
-			m = &pf->memo[i];
+	m = memo_of(pf, cap->tid);
 	if (!m || m->clears != pf->stats.code_cache_clears ||
 	    m->misses != pf->stats.code_cache_misses || m->code_type != pf->code_type ||
 	    m->stride != cap->stride || m->ident_at != w->ident_at)
@@ -802,14 +815,12 @@ static void memo_find(struct pyframes *pf, struct walk *w, size_t max)
 static void memo_keep(struct pyframes *pf, struct walk *w)
 {
 	const struct pyframes_capture *cap = w->cap;
-	struct pf_memo *nw = &pf->memo_new, *m = NULL;
+	struct pf_memo *nw = &pf->memo_new, *m;
 	size_t bytes = cap->n * cap->stride;
 
 	if (!cap->tid || !w->memo_ok || cap->n == 0 || w->depth != cap->n || cap->n > PF_MEMO_MAX)
 		return;
-	for (size_t i = 0; i < PF_MEMO_SLOTS && !m; i++)
-		if (pf->memo[i].tid == cap->tid)
-			m = &pf->memo[i];
+	m = memo_of(pf, cap->tid);
 	if (!m) {
 		m = &pf->memo[pf->memo_next];
 		pf->memo_next = (pf->memo_next + 1) % PF_MEMO_SLOTS;
@@ -839,6 +850,15 @@ static void memo_keep(struct pyframes *pf, struct walk *w)
 	m->n_emit = w->n_emit;
 	m->ident_at = w->ident_at;
 	m->bottom_entry = w->bottom_entry;
+}
+
+/* The capture's first n nodes (and its names area) laid over the target's memory. */
+static int overlay_nodes(struct pyframes *pf, const struct pyframes_capture *cap, size_t n,
+			 const struct pyframes_capture_spec *spec, const uint32_t *extra_len,
+			 const struct pf_names *names)
+{
+	return pf_mem_overlay_set(&pf->mem, cap->nodes, n, cap->stride, spec->frame_bytes,
+				  extra_len, cap->n_extras, cap->names_stride ? names : NULL);
 }
 
 int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
@@ -879,8 +899,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 	}
 	/* a walk that will splice at node splice_from reads no node past it */
 	n_over = w.memo ? w.splice_from + 1 : cap->n;
-	r = pf_mem_overlay_set(&pf->mem, cap->nodes, n_over, cap->stride, spec.frame_bytes,
-			       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
+	r = overlay_nodes(pf, cap, n_over, &spec, extra_len, &names);
 	if (r < 0)
 		return r;
 	pf->stats.walks++;
@@ -892,8 +911,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		uint64_t id = w.id;
 
 		pf_mem_overlay_clear(&pf->mem);
-		r = pf_mem_overlay_set(&pf->mem, cap->nodes, cap->n, cap->stride, spec.frame_bytes,
-				       extra_len, cap->n_extras, cap->names_stride ? &names : NULL);
+		r = overlay_nodes(pf, cap, cap->n, &spec, extra_len, &names);
 		if (r < 0)
 			return r;
 		w = (struct walk) { .pf = pf, .out = ret_frames, .max = max, .power = 1,

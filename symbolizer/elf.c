@@ -257,8 +257,10 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 
 		m->has_dwarf = dwfl_module_getdwarf(dm, &bias) != NULL;
 	}
-	/* without DWARF a function's addresses all give the same frame: skip libdw */
-	if (dm && m->has_dwarf == 0 && (name = range_find(m, a)) != NULL) {
+	/* a function's symbol, looked up once for all its addresses; without DWARF they all give
+	 * the same frame: skip libdw */
+	name = dm ? range_find(m, a) : NULL;
+	if (name && m->has_dwarf == 0) {
 		f[0] = (struct native_frame){ .addr = a, .name = name, .module = m->name,
 					      .module_offset = mod_off };
 		*ret_n = 1;
@@ -269,8 +271,6 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 		GElf_Sym s;
 		Dwfl_Line *ln;
 
-		/* a function's symbol, looked up once for all its addresses */
-		name = range_find(m, a);
 		if (!name) {
 			name = dwfl_module_addrinfo(dm, a, &off, &s, NULL, NULL, NULL);
 			if (name && s.st_size > 0 && off < s.st_size) {
