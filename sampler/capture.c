@@ -685,6 +685,8 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		(void) capture_forget(c);
 		return NULL;
 	}
+	if (h.status == SAMPLE_CAPTURE_CUT)
+		s->capture_cut_ns = smp->time_ns ? smp->time_ns : 1;
 	c->out = (struct sample_capture) {
 		.status = (int) h.status,
 		.root = h.root,

@@ -24,6 +24,7 @@
 
 #define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
 #define SCAN_BACKSTOP_NS 1000000000ULL  /* ... where events inherit and a pidfd tells the exit */
+#define CAPTURE_CUT_RECENT_NS 1000000000ULL /* ... not while deeper stacks came this recently */
 #define CAPTURE_TICK_MS 1000            /* capture mode's longest poll: the rings' watermark
                                          * and the caller's slices wake it sooner */
 /* Nonblocking mode reads the rings on a tick: half the sampling interval, within these bounds
@@ -629,15 +630,22 @@ static uint64_t scan_interval_ns(const struct sampler *s)
 }
 
 /* The longest poll of a run loop not by stops. Capture mode reads its rings when they fill
- * (their watermark) and at the caller's slices, unless the switches are sampled too: their
+ * (their watermark) and at the caller's slices, unless stacks deeper than the capture came in
+ * the last second (below) or the switches are sampled too: their
  * reasons are told from what the thread's fds are when the record is read (offcpu.c), and
  * --gil reads the GIL of a sample without it in its capture live, so those read often. */
-static unsigned read_cap_ms(const struct sampler_opts *o)
+static unsigned read_cap_ms(const struct sampler *s, uint64_t now)
 {
+	const struct sampler_opts *o = &s->opts;
+
 	if (!o->capture)
 		return 0;
 	if (o->read_ms)
 		return o->read_ms;
+	/* a stack deeper than its capture has its outer frames read when its record is read: while
+	 * such stacks come, soon, before the thread returns from them */
+	if (s->capture_cut_ns && now - s->capture_cut_ns < CAPTURE_CUT_RECENT_NS)
+		return 0;
 	return o->off_cpu || o->wall ? 0 : CAPTURE_TICK_MS;
 }
 
@@ -665,7 +673,7 @@ int sampler_run(struct sampler *s, sampler_sample_fn fn, void *ctx, volatile sig
 		return r < 0 ? r : tracer_call(s, tracer_run, &a);
 	}
 	while (!*stop && !s->stats.target_exited && !s->brk) {
-		int timeout = sampler_wait_ms(start, duration_ns, read_cap_ms(&s->opts));
+		int timeout = sampler_wait_ms(start, duration_ns, read_cap_ms(s, clock_now_ns()));
 
 		if (timeout < 0)
 			break;
