@@ -21,8 +21,8 @@
 
 #define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
 				 * uses -48..-4) */
-#define KNOWN_AT (-72)          /* the known map's key (struct capture_known_key) */
-#define KNOWN_VALUE_AT (-80)    /* its value (u32 0), also the epoch map's key */
+#define KNOWN_AT (-72)          /* the known check's inputs (struct capture_known_key) */
+#define KNOWN_VALUE_AT (-80)    /* the known map's index; first the epoch map's key (u32 0) */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
@@ -193,54 +193,75 @@ static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec,
 		copy_extra(p, &spec->extra[i], R6, (int32_t) (8 + extra_at(spec, i)));
 }
 
+/* Whether this thread's records carried the names of node r6's code (identity extras
+ * [0, n_id)): a jump to *is_known if so; else falls through, the code marked known. The known
+ * map is an array of 2^CAPTURE_KNOWN_BITS words, direct-mapped (a lookup the verifier inlines:
+ * a hash map's lookup cost 160 ns a node): slot i holds the check of the last code marked
+ * there, a digest of { the identity extras' addresses and bytes, the tid, the epoch }, never
+ * 0, the slot its top bits. A code whose slot another took has its names sent again; a known
+ * check is one that was stored, its 64 bits equal (a code freed and another at its address
+ * with equal identity words is the same code to the reader too). Stack: KNOWN_AT the check,
+ * then the tid and the epoch (known_key()); KNOWN_VALUE_AT the slot's index. */
+static void known_check(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
+			int known, struct fixup *is_known)
+{
+	struct fixup no_slot;
+	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
+
+	/* FNV-1a a word at a time, the tid and epoch last, then the high half folded into the
+	 * low (a product's low bits see only the factors' low bits; xor alone did not do: a
+	 * name's and a qualified name's pointers moved by the same bits) */
+	ld_imm64(p, R1, 0xcbf29ce484222325ULL);
+	ld_imm64(p, R3, 0x100000001b3ULL);
+	for (uint32_t at = from; at < to; at += 8) {
+		ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
+		emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
+		emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
+	}
+	ldx(p, BPF_DW, R2, R10, KNOWN_AT + 8);
+	emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
+	emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
+	mov_reg(p, R2, R1);
+	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R2, 0, 0, 32);
+	emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
+	emit(p, BPF_ALU64 | BPF_OR | BPF_K, R1, 0, 0, 1);
+	stx(p, BPF_DW, R10, R1, KNOWN_AT);
+	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 64 - CAPTURE_KNOWN_BITS);
+	stx(p, BPF_W, R10, R1, KNOWN_VALUE_AT);
+	ld_map(p, R1, known);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, KNOWN_VALUE_AT);
+	call(p, BPF_FUNC_map_lookup_elem);
+	no_slot = jump_imm(p, BPF_JEQ, R0, 0);
+	ldx(p, BPF_DW, R1, R0, 0);
+	ldx(p, BPF_DW, R2, R10, KNOWN_AT);
+	*is_known = jump_reg(p, BPF_JEQ, R1, R2);
+	stx(p, BPF_DW, R0, R2, 0);
+	land(p, no_slot);
+}
+
 /* r6 = node k, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
  * its slot of the names area (capture_names_at(): sent as a record of its own), the record's
- * names_end moved past it,
- * unless this thread's records carried them already for this identity (known >= 0: the known
- * map, key KNOWN_AT { digest of the identity extras' addresses and bytes, tid, epoch }, its
- * tid and epoch set per sample), then their addresses in the slot are 0. One branch a node
- * (the verifier's time grows with them): a failed identity read makes a digest too, and its
- * names, read through its zeroed bytes, fail anyway; a digest is known once its names were
- * read, whole or not (the reader reads what a capture lacks). */
+ * names_end moved past it, unless this thread's records carried them already for this identity
+ * (known >= 0: the known map, see known_check()), in which case their addresses in the slot
+ * are 0. One branch a node (the verifier's time grows with them): a failed identity read makes
+ * a digest too, and its names, read through its zeroed bytes, fail anyway; a digest is known
+ * once its names were read, whole or not (the reader reads what a capture lacks). */
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
 		       int known, size_t k)
 {
 	struct fixup is_known, done;
-	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
+	uint32_t to = extra_at(spec, n_id);
 	int32_t slot = (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
 				  k * capture_names_stride(spec));
 
-	if (known >= 0) {
-		/* FNV-1a a word at a time: a digest two codes share (a code freed, another at
-		 * its address) leaves the new one's names out, which the reader may then lack
-		 * (xor alone did: a name's and a qualified name's pointers moved by the same
-		 * bits) */
-		ld_imm64(p, R1, 0xcbf29ce484222325ULL);
-		ld_imm64(p, R3, 0x100000001b3ULL);
-		for (uint32_t at = from; at < to; at += 8) {
-			ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
-			emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
-			emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
-		}
-		stx(p, BPF_DW, R10, R1, KNOWN_AT);
-		ld_map(p, R1, known);
-		mov_reg(p, R2, R10);
-		add_imm(p, R2, KNOWN_AT);
-		call(p, BPF_FUNC_map_lookup_elem);
-		is_known = jump_imm(p, BPF_JNE, R0, 0);
-	}
+	if (known >= 0)
+		known_check(p, spec, n_id, known, &is_known);
 	for (uint32_t i = n_id; i < spec->n_extras; i++)
 		copy_extra(p, &spec->extra[i], R7, slot + (int32_t) (extra_at(spec, i) - to));
 	st(p, BPF_W, R7, REC_AT(names_end), slot + (int32_t) capture_names_stride(spec));
 	if (known < 0)
 		return;
-	ld_map(p, R1, known);
-	mov_reg(p, R2, R10);
-	add_imm(p, R2, KNOWN_AT);
-	mov_reg(p, R3, R10);
-	add_imm(p, R3, KNOWN_VALUE_AT);
-	mov_imm(p, R4, BPF_ANY);
-	call(p, BPF_FUNC_map_update_elem);
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	land(p, is_known);
@@ -288,8 +309,8 @@ static void emit_names(struct prog *p, const struct sampler_capture_spec *spec, 
 		land(p, skip[i]);
 }
 
-/* The known map's key's tid and epoch (the epoch map's one value) for this sample, and the
- * value it is given (stack: fp-4 holds the tid). */
+/* The known check's tid and epoch (the epoch map's one value) for this sample (stack: fp-4
+ * holds the tid). */
 static void known_key(struct prog *p, int epoch)
 {
 	struct fixup none;

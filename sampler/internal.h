@@ -107,14 +107,15 @@ struct root_value {
 };
 _Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes");
 
-/* The known map's key (capture_prog.c builds it on the program's stack). */
+/* What the known map's check is made of (capture_prog.c's known_check() builds it on the
+ * program's stack): digest first holds 0, then each node's check. */
 struct capture_known_key {
-	uint64_t digest;                /* of a node's identity extras: addresses and bytes */
+	uint64_t digest;                /* of a node's identity extras, the tid and the epoch */
 	uint32_t tid;
 	uint32_t epoch;
 };
-_Static_assert(sizeof(struct capture_known_key) == 16, "a known map key is 16 bytes");
-#define CAPTURE_KNOWN_MAX 16384
+_Static_assert(sizeof(struct capture_known_key) == 16, "a known check's inputs are 16 bytes");
+#define CAPTURE_KNOWN_BITS 16           /* the known map: 2^16 slots of a u64, 512 KiB */
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
@@ -123,8 +124,8 @@ struct capture {
 	 * in the progs map's slot 0, once there is one (capture.c) */
 	int entry_fd, progs_fd;
 	/* The codes whose names a thread's records carried (spec.n_identity: later ones leave them
-	 * out), an LRU map of struct capture_known_key; and the epoch in its keys (an array of
-	 * one u32), moved on to forget them all (capture_forget()) */
+	 * out), an array of checks (capture_prog.c's known_check()); and the epoch in them (an
+	 * array of one u32), moved on to forget them all (capture_forget()) */
 	int known_fd, epoch_fd;
 	uint32_t epoch;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
