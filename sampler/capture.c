@@ -163,7 +163,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	}
 	if (c->known_fd < 0 && spec->n_identity) {
 		/* where it cannot be made, every record carries every name */
-		r = map_create(BPF_MAP_TYPE_ARRAY, 4, 8, 1U << CAPTURE_KNOWN_BITS);
+		r = map_create(BPF_MAP_TYPE_ARRAY, 4, 8 * CAPTURE_KNOWN_WAYS,
+			       1U << CAPTURE_KNOWN_BITS);
 		if (r >= 0) {
 			c->known_fd = r;
 			r = map_create(BPF_MAP_TYPE_ARRAY, 4, 4, 1);

@@ -1,7 +1,8 @@
 /*
- * capture_prog: the capture's BPF program (capture.c), generated for one spec, its loop unrolled
- * with every offset an immediate, so the verifier of any kernel since 5.5 (bpf_probe_read_user)
- * takes it and it cannot read out of its buffer. It sends a record (struct capture_record,
+ * capture_prog: the capture's BPF program (capture.c), generated for one spec: a bounded loop
+ * over the nodes whose offsets the verifier follows as constants (5.3's bounded loops), so the
+ * verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it cannot read out of its
+ * buffer. It sends a record (struct capture_record,
  * internal.h: the generator writes it and capture_match() reads it, both by its offsetof), then
  * n nodes of capture_stride() bytes: the node's address and its copied bytes, then per extra
  * (what the node points to: a frame's code object and its names, which may be freed soon after
@@ -23,6 +24,9 @@
 				 * uses -48..-4) */
 #define KNOWN_AT (-72)          /* the known check's inputs (struct capture_known_key) */
 #define KNOWN_VALUE_AT (-80)    /* the known map's index; first the epoch map's key (u32 0) */
+#define NODES_AT (-88)          /* the loop's nodes copied so far (u64) */
+#define SLOT_AT (-96)           /* the loop's node's names slot: its offset in the record */
+#define SLOT_PTR_AT (-104)      /* ... and a pointer to it */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
@@ -149,10 +153,22 @@ static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
 	return at;
 }
 
+/* r4 = the destination of an extra at base + at (see copy_extra()). */
+static void extra_dst(struct prog *p, uint8_t base, int32_t at)
+{
+	if (base == R10) {
+		ldx(p, BPF_DW, R4, R10, SLOT_PTR_AT);
+	} else {
+		mov_reg(p, R4, base);
+	}
+	add_imm(p, R4, at);
+}
+
 /* Extra e of the node r6, without a branch (the verifier would follow each way of each): its
  * address, then its bytes, at base + at (r6: in the node; r7: in the record, at an offset past
- * an instruction's reach, through r4). A null pointer's read fails like any other, and the
- * address kept is the one read, masked to 0 where the read failed (r0 < 0). */
+ * an instruction's reach, through r4; r10: past the names slot whose pointer the stack holds at
+ * SLOT_PTR_AT). A null pointer's read fails like any other, and the address kept is the one
+ * read, masked to 0 where the read failed (r0 < 0). */
 static void copy_extra(struct prog *p, const struct sampler_capture_extra *e, uint8_t base,
 		       int32_t at)
 {
@@ -164,10 +180,8 @@ static void copy_extra(struct prog *p, const struct sampler_capture_extra *e, ui
 		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
 	if (e->off)
 		add_imm(p, R3, (int32_t) e->off);
-	if (d == R4) {
-		mov_reg(p, R4, base);
-		add_imm(p, R4, at);
-	}
+	if (d == R4)
+		extra_dst(p, base, at);
 	stx(p, BPF_DW, d, R3, o);
 	mov_reg(p, R1, d);
 	add_imm(p, R1, o + 8);
@@ -176,10 +190,8 @@ static void copy_extra(struct prog *p, const struct sampler_capture_extra *e, ui
 	mov_reg(p, R1, R0);                       /* r1 = r0 < 0 ? 0 : ~0 */
 	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
 	add_imm(p, R1, -1);
-	if (d == R4) {                            /* the call left r4 undefined */
-		mov_reg(p, R4, base);
-		add_imm(p, R4, at);
-	}
+	if (d == R4)                              /* the call left r4 undefined */
+		extra_dst(p, base, at);
 	ldx(p, BPF_DW, R2, d, o);
 	emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
 	stx(p, BPF_DW, d, R2, o);
@@ -195,17 +207,19 @@ static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec,
 
 /* Whether this thread's records carried the names of node r6's code (identity extras
  * [0, n_id)): a jump to *is_known if so; else falls through, the code marked known. The known
- * map is an array of 2^CAPTURE_KNOWN_BITS words, direct-mapped (a lookup the verifier inlines:
- * a hash map's lookup cost 160 ns a node): slot i holds the check of the last code marked
- * there, a digest of { the identity extras' addresses and bytes, the tid, the epoch }, never
- * 0, the slot its top bits. A code whose slot another took has its names sent again; a known
- * check is one that was stored, its 64 bits equal (a code freed and another at its address
- * with equal identity words is the same code to the reader too). Stack: KNOWN_AT the check,
- * then the tid and the epoch (known_key()); KNOWN_VALUE_AT the slot's index. */
+ * map is an array of 2^CAPTURE_KNOWN_BITS sets of CAPTURE_KNOWN_WAYS words (a lookup the
+ * verifier inlines: the LRU hash map's cost 30 ns a node more). A word holds the check of a
+ * code marked known, a digest of { the identity extras' addresses and bytes, the tid, the
+ * epoch }, never 0, its set the check's top bits. A code marked known takes an empty way,
+ * else one at random (with one way a set, two codes of one set took turns, each sent every
+ * sample). A code whose way another took has its names sent again; a known check is one that
+ * was stored, its 64 bits equal (a code freed and another at its address with equal identity
+ * words is the same code to the reader too). Stack: KNOWN_AT the check, then the tid and the
+ * epoch (known_key()); KNOWN_VALUE_AT the set's index, then a pointer to the set. */
 static void known_check(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
 			int known, struct fixup *is_known)
 {
-	struct fixup no_slot;
+	struct fixup no_set, hit[CAPTURE_KNOWN_WAYS], marked[CAPTURE_KNOWN_WAYS + 1], taken;
 	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
 
 	/* FNV-1a a word at a time, the tid and epoch last, then the high half folded into the
@@ -232,42 +246,64 @@ static void known_check(struct prog *p, const struct sampler_capture_spec *spec,
 	mov_reg(p, R2, R10);
 	add_imm(p, R2, KNOWN_VALUE_AT);
 	call(p, BPF_FUNC_map_lookup_elem);
-	no_slot = jump_imm(p, BPF_JEQ, R0, 0);
-	ldx(p, BPF_DW, R1, R0, 0);
+	no_set = jump_imm(p, BPF_JEQ, R0, 0);
 	ldx(p, BPF_DW, R2, R10, KNOWN_AT);
-	*is_known = jump_reg(p, BPF_JEQ, R1, R2);
-	stx(p, BPF_DW, R0, R2, 0);
-	land(p, no_slot);
+	for (size_t w = 0; w < CAPTURE_KNOWN_WAYS; w++) {
+		ldx(p, BPF_DW, R1, R0, (int16_t) (8 * w));
+		hit[w] = jump_reg(p, BPF_JEQ, R1, R2);
+	}
+	for (size_t w = 0; w < CAPTURE_KNOWN_WAYS; w++) {
+		ldx(p, BPF_DW, R1, R0, (int16_t) (8 * w));
+		taken = jump_imm(p, BPF_JNE, R1, 0);
+		stx(p, BPF_DW, R0, R2, (int16_t) (8 * w));
+		marked[w] = jump_imm(p, BPF_JA, 0, 0);
+		land(p, taken);
+	}
+	stx(p, BPF_DW, R10, R0, KNOWN_VALUE_AT);
+	call(p, BPF_FUNC_get_prandom_u32);
+	emit(p, BPF_ALU64 | BPF_AND | BPF_K, R0, 0, 0, CAPTURE_KNOWN_WAYS - 1);
+	emit(p, BPF_ALU64 | BPF_LSH | BPF_K, R0, 0, 0, 3);
+	ldx(p, BPF_DW, R1, R10, KNOWN_VALUE_AT);
+	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R1, R0, 0, 0);
+	ldx(p, BPF_DW, R2, R10, KNOWN_AT);
+	stx(p, BPF_DW, R1, R2, 0);
+	marked[CAPTURE_KNOWN_WAYS] = jump_imm(p, BPF_JA, 0, 0);
+	for (size_t w = 0; w < CAPTURE_KNOWN_WAYS; w++)
+		land(p, hit[w]);
+	*is_known = jump_imm(p, BPF_JA, 0, 0);
+	land(p, no_set);
+	for (size_t w = 0; w <= CAPTURE_KNOWN_WAYS; w++)
+		land(p, marked[w]);
 }
 
-/* r6 = node k, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
- * its slot of the names area (capture_names_at(): sent as a record of its own), the record's
- * names_end moved past it, unless this thread's records carried them already for this identity
- * (known >= 0: the known map, see known_check()), in which case their addresses in the slot
- * are 0. One branch a node (the verifier's time grows with them): a failed identity read makes
- * a digest too, and its names, read through its zeroed bytes, fail anyway; a digest is known
- * once its names were read, whole or not (the reader reads what a capture lacks). */
+/* r6 = a node, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
+ * its slot of the names area (capture_names_at(): sent as a record of its own; the stack holds
+ * the slot's offset at SLOT_AT, a pointer to it at SLOT_PTR_AT), the record's names_end moved
+ * past it, unless this thread's records carried them already for this identity (known >= 0:
+ * the known map, see known_check()), in which case their addresses in the slot are 0. One
+ * branch a node (the verifier's time grows with them): a failed identity read makes a digest
+ * too, and its names, read through its zeroed bytes, fail anyway; a digest is known once its
+ * names were read, whole or not (the reader reads what a capture lacks). */
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
-		       int known, size_t k)
+		       int known)
 {
-	struct fixup is_known, done;
+	struct fixup is_known = { 0 }, done;
 	uint32_t to = extra_at(spec, n_id);
-	int32_t slot = (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
-				  k * capture_names_stride(spec));
 
 	if (known >= 0)
 		known_check(p, spec, n_id, known, &is_known);
 	for (uint32_t i = n_id; i < spec->n_extras; i++)
-		copy_extra(p, &spec->extra[i], R7, slot + (int32_t) (extra_at(spec, i) - to));
-	st(p, BPF_W, R7, REC_AT(names_end), slot + (int32_t) capture_names_stride(spec));
+		copy_extra(p, &spec->extra[i], R10, (int32_t) (extra_at(spec, i) - to));
+	ldx(p, BPF_DW, R1, R10, SLOT_AT);
+	add_imm(p, R1, (int32_t) capture_names_stride(spec));
+	stx(p, BPF_W, R7, R1, REC_AT(names_end));
 	if (known < 0)
 		return;
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	land(p, is_known);
 	/* a later node's names may move names_end past this slot: its addresses say none */
-	mov_reg(p, R4, R7);
-	add_imm(p, R4, slot);
+	ldx(p, BPF_DW, R4, R10, SLOT_PTR_AT);
 	for (uint32_t i = n_id; i < spec->n_extras; i++)
 		st(p, BPF_DW, R4, (int16_t) (extra_at(spec, i) - to), 0);
 	land(p, done);
@@ -510,17 +546,72 @@ static void generate_search(struct prog *p, const struct sampler_capture_spec *s
 		land(p, cont[i]);
 }
 
-/* The program for spec (see the top of this file); p->overflow if it did not fit. */
-static void generate(struct prog *p, const struct sampler_capture_spec *spec, const struct capture *c)
+/* The chain from the record's head (r7 = the record, r9 = its bytes so far: the header),
+ * node by node, up to SAMPLER_CAPTURE_MAX_NODES: a loop, not unrolled (the image of an
+ * unrolled one, ~1 KB a node, missed the instruction cache: 8 of a sample's 16 us at depth
+ * 60), whose offsets the verifier follows as constants, one iteration at a time. r9 is both
+ * the loop's variable and the bytes to send: a node's read that fails ends the record before
+ * it. A failed read, the chain's end and the cut jump to the emit label (fixups in to_emit). */
+static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
+		       const struct capture *c, struct fixup *to_emit, size_t *ne)
 {
-	struct fixup to_emit[2 * SAMPLER_CAPTURE_MAX_NODES + 8], no_emit[3] = {
-		{ SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
-	size_t ne = 0, stride = capture_node_stride(spec);
-	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
-	bool percpu = c->percpu;
+	size_t stride = capture_node_stride(spec), top;
 	uint32_t n_id = spec->n_identity;
 	bool split = capture_split(spec);
 	bool names_once = split && c->known_fd >= 0 && c->epoch_fd >= 0;
+	struct fixup full;
+
+	if (names_once)
+		known_key(p, c->epoch_fd);
+	st(p, BPF_DW, R10, NODES_AT, 0);
+	st(p, BPF_DW, R10, SLOT_AT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
+	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
+	top = p->n;
+	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
+	full = jump_imm(p, BPF_JGE, R9,
+			(int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
+	mov_reg(p, R6, R7);                               /* r6 = the node in the record */
+	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R6, R9, 0, 0);
+	stx(p, BPF_DW, R6, R8, 0);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_FAULT);
+	mov_reg(p, R1, R6);
+	add_imm(p, R1, 8);
+	mov_imm(p, R2, (int32_t) spec->node_bytes);
+	mov_reg(p, R3, R8);
+	call(p, BPF_FUNC_probe_read_user);
+	to_emit[(*ne)++] = jump_imm(p, BPF_JNE, R0, 0);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_OK);
+	ldx(p, BPF_DW, R1, R10, NODES_AT);
+	add_imm(p, R1, 1);
+	stx(p, BPF_DW, R10, R1, NODES_AT);
+	stx(p, BPF_W, R7, R1, REC_AT(n));
+	add_imm(p, R9, (int32_t) stride);
+	ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
+	copy_extras(p, spec, 0, split ? n_id : spec->n_extras);
+	if (split) {
+		ldx(p, BPF_DW, R1, R10, SLOT_AT);
+		mov_reg(p, R4, R7);
+		emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
+		stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
+		copy_names(p, spec, n_id, names_once ? c->known_fd : -1);
+		ldx(p, BPF_DW, R1, R10, SLOT_AT);
+		add_imm(p, R1, (int32_t) capture_names_stride(spec));
+		stx(p, BPF_DW, R10, R1, SLOT_AT);
+	}
+	emit(p, BPF_JMP | BPF_JA, 0, 0, (int16_t) ((ptrdiff_t) top - (ptrdiff_t) p->n - 1), 0);
+	land(p, full);
+	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
+}
+
+/* The program for spec (see the top of this file); p->overflow if it did not fit. */
+static void generate(struct prog *p, const struct sampler_capture_spec *spec, const struct capture *c)
+{
+	struct fixup to_emit[16], no_emit[3] = { { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
+	size_t ne = 0;
+	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
+	bool percpu = c->percpu;
+	bool split = capture_split(spec);
 
 	p->n = 0;
 	p->overflow = false;
@@ -575,33 +666,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
 		read_head(p, spec->head_off2, to_emit, &ne);
 	}
-	if (names_once)
-		known_key(p, c->epoch_fd);
-	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
-	for (size_t k = 0; k < SAMPLER_CAPTURE_MAX_NODES; k++) {
-		int32_t at = (int32_t) (CAPTURE_HDR + k * stride);
-
-		to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
-		mov_reg(p, R6, R7);                       /* r6 = the node in the record */
-		add_imm(p, R6, at);
-		stx(p, BPF_DW, R6, R8, 0);
-		st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_FAULT);
-		mov_reg(p, R1, R6);
-		add_imm(p, R1, 8);
-		mov_imm(p, R2, (int32_t) spec->node_bytes);
-		mov_reg(p, R3, R8);
-		call(p, BPF_FUNC_probe_read_user);
-		to_emit[ne++] = jump_imm(p, BPF_JNE, R0, 0);
-		st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_OK);
-		st(p, BPF_W, R7, REC_AT(n), (int32_t) k + 1);
-		mov_imm(p, R9, (int32_t) (at + (int32_t) stride));
-		ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
-		copy_extras(p, spec, 0, split ? n_id : spec->n_extras);
-		if (split)
-			copy_names(p, spec, n_id, names_once ? c->known_fd : -1, k);
-	}
-	to_emit[ne++] = jump_imm(p, BPF_JEQ, R8, 0);
-	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
+	copy_nodes(p, spec, c, to_emit, &ne);
 	for (size_t i = 0; i < ne; i++)
 		land(p, to_emit[i]);
 	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are

@@ -115,7 +115,8 @@ struct capture_known_key {
 	uint32_t epoch;
 };
 _Static_assert(sizeof(struct capture_known_key) == 16, "a known check's inputs are 16 bytes");
-#define CAPTURE_KNOWN_BITS 16           /* the known map: 2^16 slots of a u64, 512 KiB */
+#define CAPTURE_KNOWN_BITS 14           /* the known map: 2^14 sets ... */
+#define CAPTURE_KNOWN_WAYS 4            /* ... of 4 checks (u64): 512 KiB */
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
