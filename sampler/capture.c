@@ -163,7 +163,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	}
 	if (c->known_fd < 0 && spec->n_identity) {
 		/* where it cannot be made, every record carries every name */
-		r = map_create(BPF_MAP_TYPE_ARRAY, 4, 8 * CAPTURE_KNOWN_WAYS,
+		r = map_create(BPF_MAP_TYPE_ARRAY, 4, 8 * (CAPTURE_KNOWN_WAYS + 1),
 			       1U << CAPTURE_KNOWN_BITS);
 		if (r >= 0) {
 			c->known_fd = r;
@@ -181,7 +181,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	if (c->scratch_fd >= 0)
 		(void) close(c->scratch_fd);
 	c->scratch_fd = -1;
-	r = map_create(BPF_MAP_TYPE_ARRAY, 4, (uint32_t) capture_value_size(spec),
+	r = map_create(BPF_MAP_TYPE_ARRAY, 4, (uint32_t) capture_scratch_size(spec),
 		       (uint32_t) (get_nprocs_conf() > 0 ? get_nprocs_conf() : 1));
 	if (r < 0)
 		return r;

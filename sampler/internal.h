@@ -115,8 +115,8 @@ struct capture_known_key {
 	uint32_t epoch;
 };
 _Static_assert(sizeof(struct capture_known_key) == 16, "a known check's inputs are 16 bytes");
-#define CAPTURE_KNOWN_BITS 14           /* the known map: 2^14 sets ... */
-#define CAPTURE_KNOWN_WAYS 4            /* ... of 4 checks (u64): 512 KiB */
+#define CAPTURE_KNOWN_BITS 13           /* the known map: 2^13 sets ... */
+#define CAPTURE_KNOWN_WAYS 4            /* ... of 4 checks and a count (u64s): 320 KiB */
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
@@ -466,6 +466,12 @@ size_t capture_names_stride(const struct sampler_capture_spec *spec);
 size_t capture_names_at(const struct sampler_capture_spec *spec);
 /* The scratch map's value: a record of SAMPLER_CAPTURE_MAX_NODES nodes, names and all. */
 size_t capture_value_size(const struct sampler_capture_spec *spec);
+/* Where spec.stacked, the scratch map's value holds after it the window the program reads a
+ * stacked chain's nodes from (capture_prog.c's read_node()): its address in the target and
+ * its length (u64s), then CAPTURE_WINDOW bytes, one page. */
+#define CAPTURE_WINDOW 4096
+#define CAPTURE_WINDOW_HDR 16
+size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
 /* capture.c */
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's

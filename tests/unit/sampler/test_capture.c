@@ -43,6 +43,11 @@ struct node {
 /* volatile: the child writes them for the kernel's eyes only */
 #define NODES 300
 static volatile struct node nodes[NODES];
+/* Where node i of the chain lies: nodes[i], or (descending, as CPython's frames: a caller just
+ * below its callee) nodes[NODES - 1 - i]; with stacked, the spec says so (read_node()'s
+ * window) */
+static bool descending, stacked;
+#define NODE(i) nodes[descending ? NODES - 1 - (i) : (i)]
 static volatile struct payload payloads[NODES];
 static volatile uint64_t tags[NODES];
 static volatile struct {
@@ -73,6 +78,7 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
 enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE };
 static int names_mode;
 #define CHANGED_W2 0xbeef0001u
+#define CHANGED_B 0xbeef0002u
 
 /* extra 0: payload w[1..2]; extra 1: the tag, through w[1] masked (body 48: extra 0's data) */
 static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8, 2, {
@@ -216,6 +222,7 @@ static void change_code(int sig)
 {
 	(void) sig;
 	payloads[1].w[2] = CHANGED_W2;
+	NODE(1).b = CHANGED_B;
 }
 
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
@@ -223,19 +230,19 @@ static void change_code(int sig)
 static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mode, int ready_fd)
 {
 	for (size_t i = 0; i < len; i++) {
-		nodes[i].marker = 0xc0de0000u + i;
-		nodes[i].a = i * 3;
-		nodes[i].b = ~(uint64_t) i;
-		nodes[i].next = i + 1 < len ? (struct node *) &nodes[i + 1] : NULL;
+		NODE(i).marker = 0xc0de0000u + i;
+		NODE(i).a = i * 3;
+		NODE(i).b = ~(uint64_t) i;
+		NODE(i).next = i + 1 < len ? (struct node *) &NODE(i + 1) : NULL;
 		tags[i] = 0x7a90000u + i;
 		payloads[i].w[1] = (uintptr_t) &tags[i] | 3;
 		payloads[i].w[2] = 0xfeed0000u + i;
-		nodes[i].payload = i == 2 ? NULL : i == 4 ? (struct payload *) (uintptr_t) 0x10 :
+		NODE(i).payload = i == 2 ? NULL : i == 4 ? (struct payload *) (uintptr_t) 0x10 :
 				   &payloads[i];
 	}
 	if (bad_at < len)
-		nodes[bad_at].next = (struct node *) (uintptr_t) 0x10;
-	cframe.head = len ? &nodes[0] : NULL;
+		NODE(bad_at).next = (struct node *) (uintptr_t) 0x10;
+	cframe.head = len ? &NODE(0) : NULL;
 	root.cframe = &cframe;
 	/* the list the search walks: decoy (another thread's id) first, then root */
 	pthread_fake[PTHREAD_TID_OFF / 4] = (uint32_t) getpid();
@@ -264,6 +271,7 @@ struct seen {
 	bool extras_ok;                 /* every node's extras */
 	size_t names_carried, names_left; /* nodes with a code: its name in the record, or not */
 	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
+	bool node_changed_seen;         /* ... and its changed bytes */
 	int set_root_ret;
 	size_t late_uncaptured;         /* samples without a capture after one with (in time: the
 	                                 * rings are per CPU, each read in turn) */
@@ -333,7 +341,7 @@ static void on_sample(void *ctx, const struct sample *smp)
 		v->late_no_root += v->by_status[SAMPLE_CAPTURE_OK] > 0;
 		return;
 	}
-	if (c->root != (uintptr_t) &root || c->head != (uintptr_t) &nodes[0] ||
+	if (c->root != (uintptr_t) &root || c->head != (uintptr_t) &NODE(0) ||
 	    c->stride != (names_mode == NAMES_EVERY ? STRIDE : STRIDE - 16) ||
 	    c->names_stride != (names_mode == NAMES_EVERY ? 0 : 16) || c->n_names > c->n) {
 		fprintf(stderr, "# status %d n %zu root %#lx head %#lx stride %zu\n", c->status, c->n,
@@ -351,9 +359,10 @@ static void on_sample(void *ctx, const struct sample *smp)
 
 		memcpy(&addr, p, 8);
 		memcpy(&got, p + 8, sizeof(got));
-		if (addr != (uintptr_t) &nodes[i] || got.marker != 0xc0de0000u + i ||
-		    got.a != i * 3 || got.b != ~(uint64_t) i)
+		if (addr != (uintptr_t) &NODE(i) || got.marker != 0xc0de0000u + i ||
+		    got.a != i * 3 || (got.b != ~(uint64_t) i && !(i == 1 && got.b == CHANGED_B)))
 			v->bytes_ok = false;
+		v->node_changed_seen |= i == 1 && got.b == CHANGED_B;
 		/* the extras: a payload's words and its tag (names once: in its slot of the names
 		 * area, if the record has one for it, else none); none where the pointer leads
 		 * nowhere */
@@ -434,6 +443,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	if (gc_mode != GC_NONE)
 		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
 	sp.n_identity = names_mode != NAMES_EVERY;
+	sp.stacked = stacked;
 	assert_int_equal(pipe(ready), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -611,12 +621,50 @@ static void test_capture_names_once(void **state)
 	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
 }
 
+/* spec.stacked: nodes read from a window of their page (read_node()), checked byte for byte as
+ * above: a chain laid upwards (each node past the window read for the one before: read again),
+ * and downwards as CPython's frames (a window serves the nodes below it in its page; some nodes
+ * straddle a page's end: read alone); whole, cut, and up to an unmapped node. A node changed
+ * between samples is seen changed (no window outlives its sample). */
+static void test_capture_stacked(void **state)
+{
+	struct seen v;
+
+	(void) state;
+	if (!capture_allowed()) {
+		skip();
+		return;
+	}
+	stacked = true;
+	for (int down = 0; down < 2; down++) {
+		descending = down;
+		run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+		assert_int_equal(v.n_min, 5);
+		assert_int_equal(v.n_max, 5);
+		run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
+		assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
+		run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
+		assert_int_equal(v.n_min, 4);
+		assert_int_equal(v.n_max, 4);
+	}
+	names_mode = NAMES_CHANGE;
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	stacked = descending = false;
+	assert_true(v.node_changed_seen);
+	assert_true(v.changed_seen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_specs),
 		cmocka_unit_test(test_capture_live),
 		cmocka_unit_test(test_capture_names_once),
+		cmocka_unit_test(test_capture_stacked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
