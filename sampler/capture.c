@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <linux/bpf.h>
+#include <linux/btf.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,8 +80,43 @@ static int map_delete(int fd, const void *key)
 	return sys_bpf(BPF_MAP_DELETE_ELEM, &a);
 }
 
-static int prog_load(const struct bpf_insn *insn, size_t n)
+/* The BTF of a program with bpf_loop's callback (the verifier takes the callback's address
+ * only from a program whose functions BTF describes): int capture(void *ctx), static; int
+ * node(int i, void *ctx), static. Types 1 int, 2 void *, 3 and 4 their prototypes, 5 and 6
+ * the functions. */
+static const char btf_strings[] = "\0int\0ctx\0i\0capture\0node";
+enum { BTF_S_INT = 1, BTF_S_CTX = 5, BTF_S_I = 9, BTF_S_CAPTURE = 11, BTF_S_NODE = 19 };
+enum { BTF_T_MAIN = 5, BTF_T_NODE = 6 };
+static const uint32_t btf_types[] = {
+	BTF_S_INT, BTF_KIND_INT << 24, 4, (BTF_INT_SIGNED << 24) | 32,
+	0, BTF_KIND_PTR << 24, 0,
+	0, (BTF_KIND_FUNC_PROTO << 24) | 1, 1, BTF_S_CTX, 2,
+	0, (BTF_KIND_FUNC_PROTO << 24) | 2, 1, BTF_S_I, 1, BTF_S_CTX, 2,
+	BTF_S_CAPTURE, (BTF_KIND_FUNC << 24) | BTF_FUNC_STATIC, 3,
+	BTF_S_NODE, (BTF_KIND_FUNC << 24) | BTF_FUNC_STATIC, 4,
+};
+
+static int btf_load(void)
 {
+	struct btf_header h = { .magic = BTF_MAGIC, .version = 1, .hdr_len = sizeof(h),
+				.type_off = 0, .type_len = sizeof(btf_types),
+				.str_off = sizeof(btf_types), .str_len = sizeof(btf_strings) };
+	unsigned char blob[sizeof(h) + sizeof(btf_types) + sizeof(btf_strings)];
+	union bpf_attr a;
+
+	memcpy(blob, &h, sizeof(h));
+	memcpy(blob + sizeof(h), btf_types, sizeof(btf_types));
+	memcpy(blob + sizeof(h) + sizeof(btf_types), btf_strings, sizeof(btf_strings));
+	memset(&a, 0, sizeof(a));
+	a.btf = (uintptr_t) blob;
+	a.btf_size = sizeof(blob);
+	return sys_bpf(BPF_BTF_LOAD, &a);
+}
+
+/* callback: where bpf_loop's callback starts (0: none), its BTF btf_fd */
+static int prog_load(const struct bpf_insn *insn, size_t n, size_t callback, int btf_fd)
+{
+	struct bpf_func_info info[2] = { { 0, BTF_T_MAIN }, { (uint32_t) callback, BTF_T_NODE } };
 	union bpf_attr a;
 
 	memset(&a, 0, sizeof(a));
@@ -89,7 +125,36 @@ static int prog_load(const struct bpf_insn *insn, size_t n)
 	a.insn_cnt = (uint32_t) n;
 	/* probe_read_user and perf_event_output are GPL-only helpers; hwspy is MIT */
 	a.license = (uintptr_t) "Dual MIT/GPL";
+	if (callback) {
+		a.prog_btf_fd = (uint32_t) btf_fd;
+		a.func_info_rec_size = sizeof(info[0]);
+		a.func_info = (uintptr_t) info;
+		a.func_info_cnt = 2;
+	}
 	return sys_bpf(BPF_PROG_LOAD, &a);
+}
+
+/* The capture program for spec into insn (CAPTURE_MAX_INSNS): with bpf_loop where this kernel
+ * takes it (5.17+; c->loop_helper says which), else with a bounded loop: its fd, or -errno. */
+static int capture_prog_load(struct capture *c, const struct sampler_capture_spec *spec,
+			     struct bpf_insn *insn)
+{
+	size_t n, callback;
+	int r = -EINVAL;
+
+	if (!c->no_loop_helper) {
+		if (c->btf_fd < 0)
+			c->btf_fd = btf_load();
+		r = c->btf_fd < 0 ? c->btf_fd :
+		    capture_generate(spec, c, true, insn, CAPTURE_MAX_INSNS, &n, &callback);
+		if (r == 0)
+			r = prog_load(insn, n, callback, c->btf_fd);
+		c->loop_helper = r >= 0;
+		if (r >= 0 || r == -EPERM)
+			return r;
+	}
+	r = capture_generate(spec, c, false, insn, CAPTURE_MAX_INSNS, &n, &callback);
+	return r == 0 ? prog_load(insn, n, 0, -1) : r;
 }
 
 int sampler_capture_probe(void)
@@ -133,7 +198,7 @@ int capture_entry_load(struct capture *c)
 	}
 	r = capture_generate_entry(c->progs_fd, insn, sizeof(insn) / sizeof(insn[0]), &n);
 	if (r == 0)
-		r = prog_load(insn, n);
+		r = prog_load(insn, n, 0, -1);
 	if (r < 0)
 		return r;
 	c->entry_fd = r;
@@ -144,7 +209,6 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
 	uint32_t slot0 = 0;
 	struct bpf_insn *insn;
-	size_t n;
 	int r;
 
 	if (!capture_spec_ok(spec))
@@ -189,9 +253,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	insn = malloc(CAPTURE_MAX_INSNS * sizeof(*insn));
 	if (!insn)
 		return -ENOMEM;
-	r = capture_generate(spec, c, insn, CAPTURE_MAX_INSNS, &n);
-	if (r == 0)
-		r = prog_load(insn, n);
+	r = capture_prog_load(c, spec, insn);
 	free(insn);
 	if (r < 0)
 		return r;
@@ -230,7 +292,7 @@ int capture_forget(struct capture *c)
 void capture_close(struct capture *c)
 {
 	int *fds[] = { &c->entry_fd, &c->progs_fd, &c->prog_fd, &c->roots_fd, &c->scratch_fd,
-		       &c->out_fd, &c->known_fd, &c->epoch_fd };
+		       &c->out_fd, &c->known_fd, &c->epoch_fd, &c->btf_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)

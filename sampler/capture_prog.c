@@ -1,8 +1,8 @@
 /*
- * capture_prog: the capture's BPF program (capture.c), generated for one spec: a bounded loop
- * over the nodes whose offsets the verifier follows as constants (5.3's bounded loops), so the
- * verifier of any kernel since 5.5 (bpf_probe_read_user) takes it and it cannot read out of its
- * buffer. It sends a record (struct capture_record,
+ * capture_prog: the capture's BPF program (capture.c), generated for one spec: its nodes copied
+ * by bpf_loop's callback (5.17+), or before that by a bounded loop whose offsets the verifier
+ * follows as constants (5.3's bounded loops), so the verifier of any kernel since 5.5
+ * (bpf_probe_read_user) takes it and it cannot read out of its buffer. It sends a record (struct capture_record,
  * internal.h: the generator writes it and capture_match() reads it, both by its offsetof), then
  * n nodes of capture_stride() bytes: the node's address and its copied bytes, then per extra
  * (what the node points to: a frame's code object and its names, which may be freed soon after
@@ -28,6 +28,7 @@
 #define NODES_AT (-88)          /* the loop's nodes copied so far (u64) */
 #define SLOT_AT (-96)           /* the loop's node's names slot: its offset in the record */
 #define SLOT_PTR_AT (-104)      /* ... and a pointer to it */
+#define REC_SAVE (-112)         /* the record (bpf_loop's context starts here) */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
@@ -44,6 +45,7 @@ struct prog {
 	struct bpf_insn *insn;
 	size_t n, max;
 	bool overflow;
+	size_t callback_at;             /* where bpf_loop's callback starts (0: none) */
 };
 
 struct fixup {
@@ -135,10 +137,20 @@ size_t capture_value_size(const struct sampler_capture_spec *spec)
 	       (capture_split(spec) ? CAPTURE_NAMES_HDR : 0);
 }
 
+size_t capture_loop_at(const struct sampler_capture_spec *spec)
+{
+	return capture_value_size(spec);
+}
+
+size_t capture_window_at(const struct sampler_capture_spec *spec)
+{
+	return capture_loop_at(spec) + CAPTURE_LOOP_STATE;
+}
+
 size_t capture_scratch_size(const struct sampler_capture_spec *spec)
 {
-	return capture_value_size(spec) + (spec->stacked ? CAPTURE_WINDOW_HDR + CAPTURE_WINDOW +
-					   SAMPLER_CAPTURE_MAX_NODE_BYTES : 0);
+	return capture_window_at(spec) + (spec->stacked ? CAPTURE_WINDOW_HDR + CAPTURE_WINDOW +
+					  SAMPLER_CAPTURE_MAX_NODE_BYTES : 0);
 }
 
 size_t capture_stride(const struct sampler_capture_spec *spec)
@@ -564,7 +576,7 @@ static void generate_search(struct prog *p, const struct sampler_capture_spec *s
  * or the window failed took it from 83,000 instructions processed to 113,000). */
 static void read_node(struct prog *p, const struct sampler_capture_spec *spec, struct fixup *fail)
 {
-	int32_t nb = (int32_t) spec->node_bytes, win = (int32_t) capture_value_size(spec);
+	int32_t nb = (int32_t) spec->node_bytes, win = (int32_t) capture_window_at(spec);
 	struct fixup miss, hit;
 
 	if (!spec->stacked) {
@@ -616,40 +628,22 @@ static void read_node(struct prog *p, const struct sampler_capture_spec *spec, s
 	}
 }
 
-/* The chain from the record's head (r7 = the record, r9 = its bytes so far: the header),
- * node by node, up to SAMPLER_CAPTURE_MAX_NODES: a loop, not unrolled (the image of an
- * unrolled one, ~1 KB a node, missed the instruction cache: 8 of a sample's 16 us at depth
- * 60), whose offsets the verifier follows as constants, one iteration at a time. r9 is both
- * the loop's variable and the bytes to send: a node's read that fails ends the record before
- * it. A failed read, the chain's end and the cut jump to the emit label (fixups in to_emit). */
-static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
-		       const struct capture *c, struct fixup *to_emit, size_t *ne)
+/* Node r8 (not 0) at r9 bytes into the record (r7; r9 within its room for nodes): its bytes
+ * and extras copied, r9 past it, r8 its next; the stack's NODES_AT counted on, SLOT_AT the
+ * next node's names slot. A failed read jumps to *fail (the record's status FAULT). */
+static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
+		      const struct capture *c, struct fixup *fail)
 {
-	size_t stride = capture_node_stride(spec), top;
+	size_t stride = capture_node_stride(spec);
 	uint32_t n_id = spec->n_identity;
 	bool split = capture_split(spec);
 	bool names_once = split && c->known_fd >= 0 && c->epoch_fd >= 0;
-	struct fixup full;
 
-	if (names_once)
-		known_key(p, c->epoch_fd);
-	st(p, BPF_DW, R10, NODES_AT, 0);
-	if (spec->stacked) {                              /* no window yet */
-		mov_reg(p, R4, R7);
-		add_imm(p, R4, (int32_t) capture_value_size(spec));
-		st(p, BPF_DW, R4, 0, 1);
-	}
-	st(p, BPF_DW, R10, SLOT_AT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
-	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
-	top = p->n;
-	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
-	full = jump_imm(p, BPF_JGE, R9,
-			(int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
 	mov_reg(p, R6, R7);                               /* r6 = the node in the record */
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R6, R9, 0, 0);
 	stx(p, BPF_DW, R6, R8, 0);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_FAULT);
-	read_node(p, spec, &to_emit[(*ne)++]);
+	read_node(p, spec, fail);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_OK);
 	ldx(p, BPF_DW, R1, R10, NODES_AT);
 	add_imm(p, R1, 1);
@@ -658,26 +652,164 @@ static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	add_imm(p, R9, (int32_t) stride);
 	ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
 	copy_extras(p, spec, 0, split ? n_id : spec->n_extras);
-	if (split) {
-		ldx(p, BPF_DW, R1, R10, SLOT_AT);
+	if (!split)
+		return;
+	ldx(p, BPF_DW, R1, R10, SLOT_AT);
+	mov_reg(p, R4, R7);
+	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
+	stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
+	copy_names(p, spec, n_id, names_once ? c->known_fd : -1);
+	ldx(p, BPF_DW, R1, R10, SLOT_AT);
+	add_imm(p, R1, (int32_t) capture_names_stride(spec));
+	stx(p, BPF_DW, R10, R1, SLOT_AT);
+}
+
+/* Before the chain: the names' check's tid and epoch, no window yet, r8 = the head. */
+static void nodes_start(struct prog *p, const struct sampler_capture_spec *spec,
+			const struct capture *c)
+{
+	if (capture_split(spec) && c->known_fd >= 0 && c->epoch_fd >= 0)
+		known_key(p, c->epoch_fd);
+	if (spec->stacked) {
 		mov_reg(p, R4, R7);
-		emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
-		stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
-		copy_names(p, spec, n_id, names_once ? c->known_fd : -1);
-		ldx(p, BPF_DW, R1, R10, SLOT_AT);
-		add_imm(p, R1, (int32_t) capture_names_stride(spec));
-		stx(p, BPF_DW, R10, R1, SLOT_AT);
+		add_imm(p, R4, (int32_t) capture_window_at(spec));
+		st(p, BPF_DW, R4, 0, 1);
 	}
+	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
+}
+
+/* The chain from the record's head (r7 = the record, r9 = its bytes so far: the header),
+ * node by node, up to SAMPLER_CAPTURE_MAX_NODES, where the kernel has no bpf_loop: a bounded
+ * loop, not unrolled (the image of an unrolled one, ~1 KB a node, is larger than the
+ * instruction cache), whose offsets the verifier follows as constants, one iteration at a time
+ * (38 ms at 128 nodes). r9 is both the loop's variable and the bytes to send: a node's read that
+ * fails ends the record before it. A failed read, the chain's end and the cut jump to the emit
+ * label (fixups in to_emit). */
+static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
+		       const struct capture *c, struct fixup *to_emit, size_t *ne)
+{
+	size_t stride = capture_node_stride(spec), top;
+	struct fixup full;
+
+	nodes_start(p, spec, c);
+	st(p, BPF_DW, R10, NODES_AT, 0);
+	st(p, BPF_DW, R10, SLOT_AT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
+	top = p->n;
+	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
+	full = jump_imm(p, BPF_JGE, R9,
+			(int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
+	node_body(p, spec, c, &to_emit[(*ne)++]);
 	emit(p, BPF_JMP | BPF_JA, 0, 0, (int16_t) ((ptrdiff_t) top - (ptrdiff_t) p->n - 1), 0);
 	land(p, full);
 	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
 }
 
+/* The loop's state in the scratch map, past the record (capture_loop_at()): what the verifier
+ * knows of a map's words is nothing, so the callback's states meet after one pass; on the
+ * stack, each node's differed (the constants of each offset). */
+#define LOOP_NEXT 0
+#define LOOP_BYTES 8
+#define LOOP_NODES 16
+#define LOOP_SLOT 24
+
+/* r4 = the loop's state (r7 = the record). */
+static void loop_state(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, (int32_t) capture_loop_at(spec));
+}
+
+/* The same with bpf_loop (5.17+, the program's functions described in BTF: capture.c): the
+ * callback (node_callback()) is verified once, not once per node (3 ms, not 38). The record,
+ * the names' check's tid and epoch on this frame's stack, its address the callback's context.
+ * *callback: the instruction whose immediate is the callback's offset (set once it is
+ * emitted). */
+static void call_nodes(struct prog *p, const struct sampler_capture_spec *spec,
+		       const struct capture *c, struct fixup *to_emit, size_t *ne,
+		       struct fixup *callback)
+{
+	size_t stride = capture_node_stride(spec);
+	struct fixup in_room;
+
+	nodes_start(p, spec, c);
+	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
+	stx(p, BPF_DW, R10, R7, REC_SAVE);
+	loop_state(p, spec);
+	stx(p, BPF_DW, R4, R8, LOOP_NEXT);
+	stx(p, BPF_DW, R4, R9, LOOP_BYTES);
+	st(p, BPF_DW, R4, LOOP_NODES, 0);
+	st(p, BPF_DW, R4, LOOP_SLOT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
+	mov_imm(p, R1, SAMPLER_CAPTURE_MAX_NODES);
+	*callback = (struct fixup) { p->n };
+	emit(p, BPF_LD | BPF_DW | BPF_IMM, R2, BPF_PSEUDO_FUNC, 0, 0);
+	emit(p, 0, 0, 0, 0, 0);
+	mov_reg(p, R3, R10);
+	add_imm(p, R3, REC_SAVE);
+	mov_imm(p, R4, 0);
+	call(p, BPF_FUNC_loop);
+	ldx(p, BPF_DW, R7, R10, REC_SAVE);
+	loop_state(p, spec);
+	ldx(p, BPF_DW, R9, R4, LOOP_BYTES);
+	ldx(p, BPF_DW, R8, R4, LOOP_NEXT);
+	/* bounded for the verifier (the output's size); never out at run time */
+	in_room = jump_imm(p, BPF_JLE, R9,
+			   (int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
+	mov_imm(p, R9, (int32_t) CAPTURE_HDR);
+	land(p, in_room);
+	/* the count ran out before the chain: cut */
+	ldx(p, BPF_W, R1, R7, REC_AT(status));
+	to_emit[(*ne)++] = jump_imm(p, BPF_JNE, R1, SAMPLE_CAPTURE_OK);
+	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
+	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
+}
+
+/* bpf_loop's callback (r1 the index, r2 the context: the caller's REC_SAVE): one node, from
+ * the loop's state; 1 (stop) at the chain's end, a failed read, or a full record. */
+static void node_callback(struct prog *p, const struct sampler_capture_spec *spec,
+			  const struct capture *c)
+{
+	size_t stride = capture_node_stride(spec);
+	struct fixup stop[4];
+
+	ldx(p, BPF_DW, R7, R2, 0);                        /* the record */
+	ldx(p, BPF_DW, R1, R2, KNOWN_AT + 8 - REC_SAVE);  /* the names' check's tid, epoch */
+	stx(p, BPF_DW, R10, R1, KNOWN_AT + 8);
+	loop_state(p, spec);
+	ldx(p, BPF_DW, R8, R4, LOOP_NEXT);
+	ldx(p, BPF_DW, R9, R4, LOOP_BYTES);
+	ldx(p, BPF_DW, R1, R4, LOOP_NODES);
+	stx(p, BPF_DW, R10, R1, NODES_AT);
+	ldx(p, BPF_DW, R1, R4, LOOP_SLOT);
+	stx(p, BPF_DW, R10, R1, SLOT_AT);
+	stop[0] = jump_imm(p, BPF_JEQ, R8, 0);
+	stop[1] = jump_imm(p, BPF_JGT, R9,
+			   (int32_t) (CAPTURE_HDR + (SAMPLER_CAPTURE_MAX_NODES - 1) * stride));
+	stop[2] = jump_imm(p, BPF_JGT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
+						   (SAMPLER_CAPTURE_MAX_NODES - 1) *
+						   capture_names_stride(spec)));
+	node_body(p, spec, c, &stop[3]);
+	loop_state(p, spec);
+	stx(p, BPF_DW, R4, R8, LOOP_NEXT);
+	stx(p, BPF_DW, R4, R9, LOOP_BYTES);
+	ldx(p, BPF_DW, R1, R10, NODES_AT);
+	stx(p, BPF_DW, R4, R1, LOOP_NODES);
+	ldx(p, BPF_DW, R1, R10, SLOT_AT);
+	stx(p, BPF_DW, R4, R1, LOOP_SLOT);
+	mov_imm(p, R0, 0);
+	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	for (size_t i = 0; i < 4; i++)
+		land(p, stop[i]);
+	mov_imm(p, R0, 1);
+	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+}
+
 /* The program for spec (see the top of this file); p->overflow if it did not fit. */
-static void generate(struct prog *p, const struct sampler_capture_spec *spec, const struct capture *c)
+static void generate(struct prog *p, const struct sampler_capture_spec *spec,
+		     const struct capture *c, bool helper)
 {
 	struct fixup to_emit[16], no_emit[3] = { { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
+	struct fixup callback = { SIZE_MAX };
 	size_t ne = 0;
 	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
 	bool percpu = c->percpu;
@@ -736,7 +868,10 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 		to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);
 		read_head(p, spec->head_off2, to_emit, &ne);
 	}
-	copy_nodes(p, spec, c, to_emit, &ne);
+	if (helper)
+		call_nodes(p, spec, c, to_emit, &ne, &callback);
+	else
+		copy_nodes(p, spec, c, to_emit, &ne);
 	for (size_t i = 0; i < ne; i++)
 		land(p, to_emit[i]);
 	/* emit: bpf_perf_event_output(ctx, out, slot, record, r9); per CPU, the flags are
@@ -755,6 +890,11 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec, co
 	land(p, no_emit[2]);
 	mov_imm(p, R0, 1);                                /* and the sample itself, as usual */
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	if (helper && callback.at < p->n && !p->overflow) {
+		p->callback_at = p->n;
+		p->insn[callback.at].imm = (int32_t) (p->n - callback.at - 1);
+		node_callback(p, spec, c);
+	}
 }
 
 
@@ -801,11 +941,13 @@ int capture_generate_entry(int progs_fd, struct bpf_insn *insn, size_t max, size
 }
 
 int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
-		     struct bpf_insn *insn, size_t max, size_t *ret_n)
+		     bool helper, struct bpf_insn *insn, size_t max, size_t *ret_n,
+		     size_t *ret_callback)
 {
 	struct prog p = { .insn = insn, .max = max };
 
-	generate(&p, spec, c);
+	generate(&p, spec, c, helper);
 	*ret_n = p.n;
+	*ret_callback = p.callback_at;
 	return p.overflow ? -E2BIG : 0;
 }

@@ -129,6 +129,10 @@ struct capture {
 	 * array of one u32), moved on to forget them all (capture_forget()) */
 	int known_fd, epoch_fd;
 	uint32_t epoch;
+	/* The program's BTF where it calls bpf_loop (capture.c), and whether the loaded one does:
+	 * no_loop_helper (a test) makes it the bounded loop's, as on a kernel before 5.17 */
+	int btf_fd;
+	bool loop_helper, no_loop_helper;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
 	pid_t pid;                      /* the target: the program searches only its threads */
 	/* The ids the roots map is keyed by are perf's: those of hwspy's own PID namespace. Outside
@@ -445,13 +449,16 @@ extern const struct counter_sys count_kernel_sys;
 struct bpf_insn;
 /* Whether the program can be made for spec (sizes, offsets that fit its immediates). */
 bool capture_spec_ok(const struct sampler_capture_spec *spec);
-/* The program for spec and c (its maps, the target's pid, the PID namespace) into insn[0..
- * *ret_n), at most max instructions: 0, or -E2BIG where it does not fit. */
 /* The entry program: tail-calls slot 0 of the progs map (a BPF_MAP_TYPE_PROG_ARRAY), else
  * lets the sample through uncaptured; into insn[0..*ret_n), at most max: 0 or -E2BIG. */
 int capture_generate_entry(int progs_fd, struct bpf_insn *insn, size_t max, size_t *ret_n);
+/* The program for spec and c (its maps, the target's pid, the PID namespace) into insn[0..
+ * *ret_n), at most max instructions: 0, or -E2BIG where it does not fit. helper: its nodes
+ * by bpf_loop, its callback a function from *ret_callback (its BTF: capture.c); else a
+ * bounded loop, *ret_callback 0. */
 int capture_generate(const struct sampler_capture_spec *spec, const struct capture *c,
-		     struct bpf_insn *insn, size_t max, size_t *ret_n);
+		     bool helper, struct bpf_insn *insn, size_t max, size_t *ret_n,
+		     size_t *ret_callback);
 /* A node's bytes with every extra (the signal mode's records, and a BPF program's with no
  * names to split off). */
 size_t capture_stride(const struct sampler_capture_spec *spec);
@@ -471,6 +478,11 @@ size_t capture_value_size(const struct sampler_capture_spec *spec);
  * its length (u64s), then CAPTURE_WINDOW bytes, one page. */
 #define CAPTURE_WINDOW 4096
 #define CAPTURE_WINDOW_HDR 16
+/* Past the record: the node loop's state where the program calls bpf_loop (capture_prog.c's
+ * LOOP_*), CAPTURE_LOOP_STATE bytes; then the window; the scratch map's value in all. */
+#define CAPTURE_LOOP_STATE 32
+size_t capture_loop_at(const struct sampler_capture_spec *spec);
+size_t capture_window_at(const struct sampler_capture_spec *spec);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
 /* capture.c */
@@ -478,7 +490,8 @@ size_t capture_scratch_size(const struct sampler_capture_spec *spec);
  * device and inode; -errno (the initial namespace taken) when /proc/self/ns/pid is unreadable. */
 int capture_pidns(struct capture *c);
 #define CAPTURE_INIT { .prog_fd = -1, .roots_fd = -1, .scratch_fd = -1, .out_fd = -1, \
-		       .entry_fd = -1, .progs_fd = -1, .known_fd = -1, .epoch_fd = -1 }
+		       .entry_fd = -1, .progs_fd = -1, .known_fd = -1, .epoch_fd = -1, \
+		       .btf_fd = -1 }
 /* Loads the entry program and its progs map, once: 0 or -errno (BPF not allowed). */
 int capture_entry_load(struct capture *c);
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +48,9 @@ static volatile struct node nodes[NODES];
  * below its callee) nodes[NODES - 1 - i]; with stacked, the spec says so (read_node()'s
  * window) */
 static bool descending, stacked;
+/* The program as on a kernel without bpf_loop (capture.c's no_loop_helper): put on the
+ * running sampler's events, as with late_start */
+static bool bounded;
 #define NODE(i) nodes[descending ? NODES - 1 - (i) : (i)]
 static volatile struct payload payloads[NODES];
 static volatile uint64_t tags[NODES];
@@ -96,6 +100,17 @@ static bool capture_allowed(void)
 		return false;
 	}
 	return true;
+}
+
+/* Whether this kernel has bpf_loop (5.17+): the program then calls it. */
+static bool kernel_has_loop(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return false;
+	return major > 5 || (major == 5 && minor >= 17);
 }
 
 static void search_spec(struct sampler_capture_spec *sp, bool indirect)
@@ -154,13 +169,17 @@ static void test_capture_specs(void **state)
 		skip();
 		return;
 	}
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+	for (size_t i = 0; i < 2 * sizeof(good) / sizeof(good[0]); i++) {
 		struct capture c = CAPTURE_INIT;
+		size_t k = i % (sizeof(good) / sizeof(good[0]));
 
-		assert_int_equal(capture_load(&c, &good[i]), 0);
+		/* with bpf_loop where the kernel has it, and as before it */
+		c.no_loop_helper = i >= sizeof(good) / sizeof(good[0]);
+		assert_int_equal(capture_load(&c, &good[k]), 0);
 		assert_true(c.prog_fd >= 0);
+		assert_int_equal(c.loop_helper, !c.no_loop_helper && kernel_has_loop());
 		/* loading again replaces the program */
-		assert_int_equal(capture_load(&c, &good[(i + 1) % (sizeof(good) / sizeof(good[0]))]), 0);
+		assert_int_equal(capture_load(&c, &good[(k + 1) % (sizeof(good) / sizeof(good[0]))]), 0);
 		capture_close(&c);
 	}
 	/* hwspy in a PID namespace of its own keys threads by that namespace's ids (the
@@ -176,10 +195,12 @@ static void test_capture_specs(void **state)
 		assert_true(c.prog_fd >= 0);
 		capture_close(&c);
 	}
-	/* the GIL's read, with the largest program: extras, the search, per CPU */
-	for (size_t i = 0; i < sizeof(with_gil) / sizeof(with_gil[0]); i++) {
+	/* the GIL's read, with the largest program: extras, the search, per CPU, both ways */
+	for (size_t i = 0; i < 2 * sizeof(with_gil) / sizeof(with_gil[0]); i++) {
 		struct capture c = CAPTURE_INIT;
-		struct sampler_capture_spec sp = with_gil[i];
+		struct sampler_capture_spec sp = with_gil[i % 2];
+
+		c.no_loop_helper = i >= 2;
 
 		assert_int_equal(capture_load(&c, &sp), 0);
 		search_spec(&sp, true);
@@ -187,11 +208,12 @@ static void test_capture_specs(void **state)
 		assert_int_equal(capture_load(&c, &sp), 0);
 		sp = good[6];
 		sp.n_identity = 3;              /* the names once: the largest program */
-		sp.gil_at = with_gil[i].gil_at;
+		sp.gil_at = with_gil[i % 2].gil_at;
+		sp.stacked = true;
 		search_spec(&sp, false);
 		assert_int_equal(capture_load(&c, &sp), 0);
 		/* and the GC's flag */
-		sp.gc_at = with_gil[i].gil_at + 200;
+		sp.gc_at = with_gil[i % 2].gil_at + 200;
 		assert_int_equal(capture_load(&c, &sp), 0);
 		c.percpu = false;
 		assert_int_equal(capture_load(&c, &sp), 0);
@@ -272,6 +294,7 @@ struct seen {
 	size_t names_carried, names_left; /* nodes with a code: its name in the record, or not */
 	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
 	bool node_changed_seen;         /* ... and its changed bytes */
+	bool loop_helper;               /* the program called bpf_loop */
 	int set_root_ret;
 	size_t late_uncaptured;         /* samples without a capture after one with (in time: the
 	                                 * rings are per CPU, each read in turn) */
@@ -455,6 +478,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	v->pid = pid;
 	o.events = &ev;
 	o.pid = pid;
+	late_start |= bounded;
 	if (!late_start)
 		o.capture_spec = &sp;
 	/* the child's chain is built (its byte), or it died (EOF) */
@@ -463,7 +487,9 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	close(ready[0]);
 	r_new = sampler_new(&o, &v->s);
 	if (r_new == 0) {
+		v->s->capture.no_loop_helper = bounded;
 		r_start = late_start ? sampler_capture_start(v->s, &sp) : sampler_capture_error(v->s);
+		v->loop_helper = v->s->capture.loop_helper;
 		if (r_start == 0 && sampler_capturing(v->s) && late_root) {
 			r_run = run_until(v, &stop, &v->by_status[SAMPLE_CAPTURE_NO_ROOT]);
 			v->set_root_ret = sampler_capture_set_root(v->s, pid, (uintptr_t) &root);
@@ -506,6 +532,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(v->late_uncaptured, 0);
 	assert_true(v->bytes_ok);
 	assert_true(v->extras_ok);
+	assert_int_equal(v->loop_helper, !bounded && kernel_has_loop());
 }
 
 static void test_capture_live(void **state)
@@ -658,6 +685,38 @@ static void test_capture_stacked(void **state)
 	assert_true(v.changed_seen);
 }
 
+/* The program as on a kernel before bpf_loop (a bounded loop): chains whole, cut, up to an
+ * unmapped node, stacked both ways, and the names once. */
+static void test_capture_bounded(void **state)
+{
+	struct seen v;
+
+	(void) state;
+	if (!capture_allowed()) {
+		skip();
+		return;
+	}
+	bounded = true;
+	for (int down = 0; down < 2; down++) {
+		descending = stacked = down;
+		run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+		assert_int_equal(v.n_min, 5);
+		run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
+		assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
+		run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
+		assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
+		assert_int_equal(v.n_max, 4);
+	}
+	names_mode = NAMES_ONCE;
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	bounded = descending = stacked = false;
+	assert_int_equal(v.names_carried, SAMPLER_CAPTURE_MAX_NODES - 2);
+	assert_int_equal(v.names_left, (v.captured - 1) * (SAMPLER_CAPTURE_MAX_NODES - 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_capture_live),
 		cmocka_unit_test(test_capture_names_once),
 		cmocka_unit_test(test_capture_stacked),
+		cmocka_unit_test(test_capture_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
