@@ -215,6 +215,7 @@ struct sampler {
 	uint64_t last_scan_ns;
 	uint64_t capture_cut_ns;        /* the last sample whose capture held too few nodes (its
 	                                 * time), 0: none yet (target.c, read_cap_ms()) */
+	uint64_t thread_born_ns;        /* when the table last took a thread (read_cap_ms()) */
 	struct capture capture;
 	struct sigcap *sig;             /* opts.signal (sigcapture.h) */
 	struct late_queue *late;        /* ... its samples held for their record (latehold.c) */

@@ -25,6 +25,7 @@
 #define SCAN_INTERVAL_NS 100000000ULL   /* look for new threads (nonblocking mode) */
 #define SCAN_BACKSTOP_NS 1000000000ULL  /* ... where events inherit and a pidfd tells the exit */
 #define CAPTURE_CUT_RECENT_NS 1000000000ULL /* ... not while deeper stacks came this recently */
+#define THREAD_BORN_RECENT_NS 1000000000ULL /* ... nor while threads came this recently */
 #define CAPTURE_TICK_MS 1000            /* capture mode's longest poll: the rings' watermark
                                          * and the caller's slices wake it sooner */
 /* Nonblocking mode reads the rings on a tick: half the sampling interval, within these bounds
@@ -67,6 +68,7 @@ static struct thread *thread_slot(struct sampler *s, pid_t tid, int *ret_err)
 		t = &s->threads[s->n_threads];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
+	s->thread_born_ns = clock_now_ns();
 	for (size_t i = 0; i < SAMPLER_MAX_EVENTS; i++)
 		t->fds[i] = -1;
 	t->out_fd = -1;
@@ -631,9 +633,10 @@ static uint64_t scan_interval_ns(const struct sampler *s)
 
 /* The longest poll of a run loop not by stops. Capture mode reads its rings when they fill
  * (their watermark) and at the caller's slices, unless stacks deeper than the capture came in
- * the last second (below) or the switches are sampled too: their
- * reasons are told from what the thread's fds are when the record is read (offcpu.c), and
- * --gil reads the GIL of a sample without it in its capture live, so those read often. */
+ * the last second (below), or threads (the first ones included), or the switches are sampled
+ * too: their reasons are told from what the thread's fds are when the record is read
+ * (offcpu.c), and --gil reads the GIL of a sample without it in its capture live, so those
+ * read often. */
 static unsigned read_cap_ms(const struct sampler *s, uint64_t now)
 {
 	const struct sampler_opts *o = &s->opts;
@@ -645,6 +648,11 @@ static unsigned read_cap_ms(const struct sampler *s, uint64_t now)
 	/* a stack deeper than its capture has its outer frames read when its record is read: while
 	 * such stacks come, soon, before the thread returns from them */
 	if (s->capture_cut_ns && now - s->capture_cut_ns < CAPTURE_CUT_RECENT_NS)
+		return 0;
+	/* a new thread's name is read (its Python name, else its comm) when its first sample is:
+	 * read 250 ms late, a thread that lived 200 ms was gone, its name with it (the caller's
+	 * slice: pyprofile-threads failed 2-6 runs in 20) */
+	if (now - s->thread_born_ns < THREAD_BORN_RECENT_NS)
 		return 0;
 	return o->off_cpu || o->wall ? 0 : CAPTURE_TICK_MS;
 }
