@@ -259,13 +259,23 @@ static int scan_open(struct symbolizer *sym, const struct maps_scan *s, size_t i
 	const struct maps_line *l = &s->lines[i], *first = l;
 	int r;
 
-	/* Open from the file's first mapping when it is the one at pgoff 0. */
-	for (size_t j = i; j-- > 0 && i - j < 8;)
-		if (s->lines[j].ino == l->ino && strcmp(s->lines[j].path, l->path) == 0 &&
-		    s->regions[j].kind == REGION_FILE)
-			first = &s->lines[j];
-		else
+	/* Open from the image's first mapping (pgoff 0), found back over the mappings of the
+	 * file just before, each ending where the next starts, at a lower offset; else from this
+	 * one. Not further: a copy of the file mapped right below the image (a read of it by
+	 * mmap, as libelf's in a process that profiles itself) is another mapping at offset 0,
+	 * and opened from it the module lay where the copy is, every lookup in it nameless. */
+	for (size_t j = i; j-- > 0 && i - j < 8;) {
+		const struct maps_line *p = &s->lines[j], *next = &s->lines[j + 1];
+
+		if (p->ino != l->ino || strcmp(p->path, l->path) != 0 ||
+		    s->regions[j].kind != REGION_FILE || p->end != next->start ||
+		    p->pgoff >= next->pgoff)
 			break;
+		if (p->pgoff == 0) {
+			first = p;
+			break;
+		}
+	}
 	r = is_vdso ? module_open_vdso(sym, l, ret) : module_open(sym, first, ret);
 	if (r == -ENOMEM)
 		return r;

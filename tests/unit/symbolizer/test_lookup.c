@@ -408,7 +408,8 @@ static bool check_nameless_function(struct symbolizer *sym, const char *path, ui
  * with a scan of its CU: the eval loop's addresses, one after another, give the frames they
  * give each looked up right after another address, never looked up before, in another CU.
  * The two passes have a symbolizer each, one after the other (two at once in an ASan build
- * found no symbols for the second's libpython). */
+ * found no symbols for the second's libpython: libelf's copy of the file had been mapped right
+ * below it, see test_file_copy_below). */
 #define SCOPES_N 240
 struct scopes_seen {
 	size_t n;
@@ -484,6 +485,58 @@ static void test_scopes_remembered(void **state)
 	}
 	print_message("# %zu of the addresses in inline frames\n", inlined);
 	assert_true(inlined > 0);
+	dlclose(h);
+}
+
+/* A copy of a library's file mapped right below the library (as libelf maps the files it reads,
+ * in a process that profiles itself, or a program that reads a library by mmap): the module is
+ * still the loaded image, its symbols named. It was not (every lookup nameless): the module
+ * was opened from the copy's mapping, the one at offset 0 in the run of the file's mappings.
+ * libexpat: a library this process has not loaded, with no dependency to load right below it
+ * (libpython's libm is) */
+#define LIBEXPAT "/usr/lib/x86_64-linux-gnu/libexpat.so.1"
+static void test_file_copy_below(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	struct stat st;
+	Dl_info info;
+	void *h, *addr, *copy = MAP_FAILED;
+	size_t n, len;
+	int fd;
+
+	(void) state;
+	h = dlopen(LIBEXPAT, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		print_message("# skip: no %s (%s)\n", LIBEXPAT, dlerror());
+		skip();
+	}
+	addr = dlsym(h, "XML_ParserCreate");
+	assert_non_null(addr);
+	assert_true(dladdr(addr, &info) != 0);
+	fd = open(LIBEXPAT, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	/* the file's first pages, as many as fit right below (libelf maps it whole) */
+	for (len = ((size_t) st.st_size + 4095) & ~(size_t) 4095; len >= 4096;
+	     len = (len / 2) & ~(size_t) 4095) {
+		copy = mmap((char *) info.dli_fbase - len, len, PROT_READ,
+			    MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+		if (copy != MAP_FAILED)
+			break;
+	}
+	close(fd);
+	if (copy == MAP_FAILED) {
+		print_message("# skip: the page below %s is taken (%s)\n", LIBEXPAT, strerror(errno));
+		dlclose(h);
+		skip();
+	}
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	n = lookup(sym, (uint64_t) (uintptr_t) addr, f, 16);
+	assert_non_null(f[n - 1].name);
+	assert_string_equal(f[n - 1].name, "XML_ParserCreate");
+	symbolizer_free(sym);
+	munmap(copy, len);
 	dlclose(h);
 }
 
@@ -869,6 +922,8 @@ static void test_kernel_live(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		/* first: the others' symbolizers leave libelf's maps of the file about */
+		cmocka_unit_test(test_file_copy_below),
 		cmocka_unit_test(test_libpython),
 		cmocka_unit_test(test_scopes_remembered),
 		cmocka_unit_test(test_debian_python_dynsym),
