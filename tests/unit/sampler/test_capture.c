@@ -652,6 +652,25 @@ static void test_capture_names_once(void **state)
 	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
 }
 
+/* A chain of 5 nodes whole, one longer than the program copies cut, one with an unmapped
+ * node's link cut there: each capture so, in the chain's layout (descending, stacked). */
+static void chain_shapes(void)
+{
+	struct seen v;
+
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+	assert_int_equal(v.n_min, 5);
+	assert_int_equal(v.n_max, 5);
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
+	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
+	run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
+	assert_int_equal(v.n_min, 4);
+	assert_int_equal(v.n_max, 4);
+}
+
 /* spec.stacked: nodes read from a window of their page (read_node()), checked byte for byte as
  * above: a chain laid upwards (each node past the window read for the one before: read again),
  * and downwards as CPython's frames (a window serves the nodes below it in its page; some nodes
@@ -669,17 +688,7 @@ static void test_capture_stacked(void **state)
 	stacked = true;
 	for (int down = 0; down < 2; down++) {
 		descending = down;
-		run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-		assert_int_equal(v.n_min, 5);
-		assert_int_equal(v.n_max, 5);
-		run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-		assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
-		assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
-		run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
-		assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
-		assert_int_equal(v.n_min, 4);
-		assert_int_equal(v.n_max, 4);
+		chain_shapes();
 	}
 	names_mode = NAMES_CHANGE;
 	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
@@ -703,15 +712,7 @@ static void test_capture_bounded(void **state)
 	bounded = true;
 	for (int down = 0; down < 2; down++) {
 		descending = stacked = down;
-		run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-		assert_int_equal(v.n_min, 5);
-		run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-		assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
-		assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
-		run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
-		assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
-		assert_int_equal(v.n_max, 4);
+		chain_shapes();
 	}
 	names_mode = NAMES_ONCE;
 	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
