@@ -539,6 +539,26 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(v->loop_helper, !bounded && kernel_has_loop());
 }
 
+/* A chain of 5 nodes whole, one longer than the program copies cut, one whose node 3 links to
+ * an unmapped address (nodes 0-3 copied, then a fault): each capture so, in the chain's layout
+ * (descending, stacked). */
+static void chain_shapes(void)
+{
+	struct seen v;
+
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+	assert_int_equal(v.n_min, 5);
+	assert_int_equal(v.n_max, 5);
+	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
+	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
+	run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
+	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
+	assert_int_equal(v.n_min, 4);
+	assert_int_equal(v.n_max, 4);
+}
+
 static void test_capture_live(void **state)
 {
 	struct seen v;
@@ -548,20 +568,7 @@ static void test_capture_live(void **state)
 		skip();
 		return;
 	}
-	/* a whole chain */
-	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-	assert_int_equal(v.n_min, 5);
-	assert_int_equal(v.n_max, 5);
-	/* longer than the program copies */
-	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
-	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
-	/* node 3 links to an unmapped address: nodes 0-3 copied, then a fault */
-	run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
-	assert_int_equal(v.n_min, 4);
-	assert_int_equal(v.n_max, 4);
+	chain_shapes();
 	/* no root for the first samples: nothing copied, then the chain */
 	run_child(5, SIZE_MAX, true, false, 0, GIL_NONE, GC_NONE, &v);
 	assert_true(v.by_status[SAMPLE_CAPTURE_NO_ROOT] >= 50);
@@ -650,25 +657,6 @@ static void test_capture_names_once(void **state)
 	assert_true(v.changed_seen);
 	assert_int_equal(v.names_carried, 2 * 3 + 1);
 	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
-}
-
-/* A chain of 5 nodes whole, one longer than the program copies cut, one with an unmapped
- * node's link cut there: each capture so, in the chain's layout (descending, stacked). */
-static void chain_shapes(void)
-{
-	struct seen v;
-
-	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-	assert_int_equal(v.n_min, 5);
-	assert_int_equal(v.n_max, 5);
-	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_CUT], v.captured);
-	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
-	run_child(10, 3, false, false, 0, GIL_NONE, GC_NONE, &v);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_FAULT], v.captured);
-	assert_int_equal(v.n_min, 4);
-	assert_int_equal(v.n_max, 4);
 }
 
 /* spec.stacked: nodes read from a window of their page (read_node()), checked byte for byte as
