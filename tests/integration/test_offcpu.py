@@ -195,10 +195,12 @@ def case_gil(opts):
         m = harness.THREAD_FRAME.match(frames[0])
         if not m or m.group('name') not in gil or frames[-1] != '[wait: GIL]':
             continue
-        names = [f[0] for f in py_frames(frames)]
-        # a thread starting (no Python frame yet) takes the GIL too, and one ending (in
-        # threading's own frames alone: Thread._delete on 3.14)
-        ending = names and all(f.startswith('Thread.') for f in names)
+        pys = py_frames(frames)
+        names = [f[0] for f in pys]
+        # a thread starting (no Python frame yet) takes the GIL too, and one ending: in
+        # threading.py's own frames alone (Thread.run's `del self._target` on 3.8, where
+        # names carry no class, Thread._delete on 3.14)
+        ending = pys and all(os.path.basename(f[1]) == 'threading.py' for f in pys)
         check('spin' in names or not names or ending,
               'a GIL wait under Python code other than spin: '
               '%s' % ';'.join(frames))
