@@ -273,7 +273,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
 	c->spec = *spec;
-	return 0;
+	return capture_ids_start(c);
 }
 
 int capture_forget(struct capture *c)
@@ -281,6 +281,7 @@ int capture_forget(struct capture *c)
 	uint32_t key = 0, epoch = c->epoch + 1;
 	int r;
 
+	capture_ids_forget(c);
 	if (c->epoch_fd < 0)
 		return 0;
 	r = map_update(c->epoch_fd, &key, &epoch);
@@ -305,6 +306,9 @@ void capture_close(struct capture *c)
 	c->held = NULL;
 	free(c->names);
 	c->names = NULL;
+	free(c->whole);
+	c->whole = NULL;
+	capture_ids_free(c);
 }
 
 /* ---- threads ---- */
@@ -725,7 +729,8 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		 * just before it (capture_names_take()) */
 		stride = capture_node_stride(&c->spec);
 		names_stride = capture_names_stride(&c->spec);
-		if (!capture_split(&c->spec) || h.names_at != capture_names_at(&c->spec) ||
+		if (!capture_split(&c->spec) || !c->whole ||
+		    h.names_at != capture_names_at(&c->spec) ||
 		    (h.names_end && h.names_end < h.names_at)) {
 			s->stats.capture_mismatched++;
 			c->names_len = 0;
@@ -760,6 +765,8 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.n_names = n_names < h.n ? n_names : h.n,
 		.names_stride = names_stride,
 	};
+	if (h.names_at)
+		capture_rebuild(s, c->out.nodes, h.n, c->out.names, c->out.n_names, &c->out);
 	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
 	 * where it has a root to compare with */
 	if (c->spec.gil_at && h.gil_read == 1 && h.gil_locked <= 1 && (!h.gil_locked || h.root)) {

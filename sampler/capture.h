@@ -65,11 +65,12 @@ struct sampler_capture_spec {
 	 * flag) goes into the record: the sample then says whether it was collecting */
 	uint64_t gc_at;
 	/* Extras [0, n_identity) identify the node's code (its address and these bytes); the
-	 * others (its names) are copied once per thread and identity, and left out (address 0)
-	 * of later records of that thread (by the BPF program: until sampler_capture_forget(),
-	 * or a record lost). 0: every extra every time. stacked (the signal mode's handler,
-	 * sigcapture.c, only): a node's next most often lies just below it (CPython's frames):
-	 * nodes are read a window at a time */
+	 * others (its names) are copied once per ring and identity, and left out (address 0)
+	 * of later records of that ring (by the BPF program: until sampler_capture_forget(),
+	 * or a record lost; the program sends a node's check in place of its identity too, and
+	 * the reader gives samples whole nodes: capture_ids.c). 0: every extra every time.
+	 * stacked: a node's next most often lies just below it (CPython's frames): nodes are
+	 * read a window at a time */
 	uint32_t n_identity;
 	bool stacked;
 };

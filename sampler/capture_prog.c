@@ -7,8 +7,9 @@
  * n nodes of capture_stride() bytes: the node's address and its copied bytes, then per extra
  * (what the node points to: a frame's code object and its names, which may be freed soon after
  * the sample) the address read (0: none) and its bytes. A failed extra read leaves its address
- * 0 and the node whole. With spec.n_identity, the extras past the identity ones (a code's
- * names) go only into the thread's first record that holds that code (copy_names()). With
+ * 0 and the node whole. With spec.n_identity, a node holds its code's check in place of its
+ * extras, which go into a names area (internal.h's capture_split()): the identity ones and
+ * the names only into the ring's first record that holds that code (copy_names()). With
  * spec.gil_at, the header holds the GIL's two words too, with
  * spec.gc_at the GC's collecting word, both read before the chain. The roots map's value,
  * which the program reads and writes too, is struct root_value (internal.h).
@@ -23,7 +24,7 @@
 
 #define CTX_SAVE (-56)          /* the stack slot holding ctx (r6 walks the nodes; the search
 				 * uses -48..-4) */
-#define KNOWN_AT (-72)          /* the known check's inputs (struct capture_known_key) */
+#define KNOWN_AT (-72)          /* a node's check and its inputs (struct capture_known_key) */
 #define KNOWN_VALUE_AT (-80)    /* the known map's index; first the epoch map's key (u32 0) */
 #define NODES_AT (-88)          /* the loop's nodes copied so far (u64) */
 #define SLOT_AT (-96)           /* the loop's node's names slot: its offset in the record */
@@ -104,26 +105,36 @@ static void land(struct prog *p, struct fixup f)
 		p->insn[f.at].off = (int16_t) (p->n - f.at - 1);
 }
 
+/* Where extra i's address lies in a node's body (past the node's own address). */
+static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
+{
+	uint32_t at = spec->node_bytes;
+
+	for (uint32_t k = 0; k < i; k++)
+		at += 8 + spec->extra[k].len;
+	return at;
+}
+
 bool capture_split(const struct sampler_capture_spec *spec)
 {
 	return spec->n_identity > 0 && spec->n_identity < spec->n_extras &&
 	       spec->n_extras <= SAMPLER_CAPTURE_MAX_EXTRAS;
 }
 
+/* A split record's node: its address, its bytes, its code's check (internal.h). */
 size_t capture_node_stride(const struct sampler_capture_spec *spec)
 {
-	size_t n = 8 + spec->node_bytes;
-
-	if (!capture_split(spec))
-		return capture_stride(spec);
-	for (uint32_t i = 0; i < spec->n_identity; i++)
-		n += 8 + spec->extra[i].len;
-	return n;
+	return capture_split(spec) ? 8 + spec->node_bytes + 8 : capture_stride(spec);
 }
 
 size_t capture_names_stride(const struct sampler_capture_spec *spec)
 {
-	return capture_stride(spec) - capture_node_stride(spec);
+	return capture_split(spec) ? capture_stride(spec) - 8 - spec->node_bytes : 0;
+}
+
+size_t capture_ident_bytes(const struct sampler_capture_spec *spec)
+{
+	return capture_split(spec) ? extra_at(spec, spec->n_identity) - spec->node_bytes : 0;
 }
 
 size_t capture_names_at(const struct sampler_capture_spec *spec)
@@ -133,8 +144,8 @@ size_t capture_names_at(const struct sampler_capture_spec *spec)
 
 size_t capture_value_size(const struct sampler_capture_spec *spec)
 {
-	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_stride(spec) +
-	       (capture_split(spec) ? CAPTURE_NAMES_HDR : 0);
+	return capture_names_at(spec) + (capture_split(spec) ? CAPTURE_NAMES_HDR +
+					  SAMPLER_CAPTURE_MAX_NODES * capture_names_stride(spec) : 0);
 }
 
 size_t capture_loop_at(const struct sampler_capture_spec *spec)
@@ -162,45 +173,38 @@ size_t capture_stride(const struct sampler_capture_spec *spec)
 	return n;
 }
 
-/* Where extra i's address lies in a node's body (past the node's own address). */
-static uint32_t extra_at(const struct sampler_capture_spec *spec, uint32_t i)
+/* r4 = the destination of an extra at at bytes into the names slot whose pointer the stack
+ * holds at SLOT_PTR_AT (see copy_extra()). */
+static void extra_dst(struct prog *p, int32_t at)
 {
-	uint32_t at = spec->node_bytes;
-
-	for (uint32_t k = 0; k < i; k++)
-		at += 8 + spec->extra[k].len;
-	return at;
-}
-
-/* r4 = the destination of an extra at base + at (see copy_extra()). */
-static void extra_dst(struct prog *p, uint8_t base, int32_t at)
-{
-	if (base == R10) {
-		ldx(p, BPF_DW, R4, R10, SLOT_PTR_AT);
-	} else {
-		mov_reg(p, R4, base);
-	}
+	ldx(p, BPF_DW, R4, R10, SLOT_PTR_AT);
 	add_imm(p, R4, at);
 }
 
 /* Extra e of the node r6, without a branch (the verifier would follow each way of each): its
- * address, then its bytes, at base + at (r6: in the node; r7: in the record, at an offset past
- * an instruction's reach, through r4; r10: past the names slot whose pointer the stack holds at
- * SLOT_PTR_AT). A null pointer's read fails like any other, and the address kept is the one
- * read, masked to 0 where the read failed (r0 < 0). */
-static void copy_extra(struct prog *p, const struct sampler_capture_extra *e, uint8_t base,
-		       int32_t at)
+ * address, then its bytes, at base + at (r6: in the node; r10: in the node's names slot,
+ * whose pointer the stack holds at SLOT_PTR_AT, laid out as the node's body past its bytes,
+ * where the pointer is read from too unless it lies in the node's bytes). A null pointer's
+ * read fails like any other, and the address kept is the one read, masked to 0 where the read
+ * failed (r0 < 0). */
+static void copy_extra(struct prog *p, const struct sampler_capture_spec *spec,
+		       const struct sampler_capture_extra *e, uint8_t base, int32_t at)
 {
 	uint8_t d = base == R6 ? R6 : R4;
 	int16_t o = base == R6 ? (int16_t) at : 0;
 
-	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	if (base == R10 && e->from >= spec->node_bytes) {
+		ldx(p, BPF_DW, R3, R10, SLOT_PTR_AT);
+		ldx(p, BPF_DW, R3, R3, (int16_t) (e->from - spec->node_bytes));
+	} else {
+		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	}
 	if (e->mask != UINT64_MAX)
 		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
 	if (e->off)
 		add_imm(p, R3, (int32_t) e->off);
 	if (d == R4)
-		extra_dst(p, base, at);
+		extra_dst(p, at);
 	stx(p, BPF_DW, d, R3, o);
 	mov_reg(p, R1, d);
 	add_imm(p, R1, o + 8);
@@ -210,45 +214,35 @@ static void copy_extra(struct prog *p, const struct sampler_capture_extra *e, ui
 	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 63);
 	add_imm(p, R1, -1);
 	if (d == R4)                              /* the call left r4 undefined */
-		extra_dst(p, base, at);
+		extra_dst(p, at);
 	ldx(p, BPF_DW, R2, d, o);
 	emit(p, BPF_ALU64 | BPF_AND | BPF_X, R2, R1, 0, 0);
 	stx(p, BPF_DW, d, R2, o);
 }
 
-/* r6 = the node: its extras [from, to), in it. */
+/* r6 = the node: its extras [from, to), into base (copy_extra()). */
 static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec, uint32_t from,
-			uint32_t to)
+			uint32_t to, uint8_t base)
 {
 	for (uint32_t i = from; i < to; i++)
-		copy_extra(p, &spec->extra[i], R6, (int32_t) (8 + extra_at(spec, i)));
+		copy_extra(p, spec, &spec->extra[i], base, (int32_t) (base == R6 ?
+			   8 + extra_at(spec, i) : extra_at(spec, i) - spec->node_bytes));
 }
 
-/* Whether this thread's records carried the names of node r6's code (identity extras
- * [0, n_id)): a jump to *is_known if so; else falls through, the code marked known. The known
- * map is an array of 2^CAPTURE_KNOWN_BITS sets of CAPTURE_KNOWN_WAYS words and a count (a
- * lookup the verifier inlines: the LRU hash map's cost 30 ns a node more). A word holds the
- * check of a code marked known, a digest of { the identity extras' addresses and bytes, the
- * tid, the epoch }, never 0, its set the check's top bits; a code marked known takes the ways
- * of its set in turn, by its count (with one way a set, two codes of one set took turns, each
- * sent every sample). A code whose way another took has its names sent again; a known check
- * is one that was stored, its 64 bits equal (a code freed and another at its address with
- * equal identity words is the same code to the reader too). No branch but known or not: the
- * verifier follows each way of each node. Stack: KNOWN_AT the check, then the tid and the
- * epoch (known_key()); KNOWN_VALUE_AT the set's index. */
-static void known_check(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
-			int known, struct fixup *is_known)
+/* The check of node r6's code: a digest of its identity extras (addresses and bytes, in its
+ * names slot), the ring and the epoch, never 0, at KNOWN_AT (the ring and epoch after it:
+ * known_key()). FNV-1a a word at a time, the ring and epoch last, then the high half folded
+ * into the low (a product's low bits see only the factors' low bits; xor alone did not do: a
+ * name's and a qualified name's pointers moved by the same bits). */
+static void node_check(struct prog *p, const struct sampler_capture_spec *spec)
 {
-	struct fixup no_set, miss;
-	uint32_t from = extra_at(spec, 0), to = extra_at(spec, n_id);
+	uint32_t bytes = (uint32_t) capture_ident_bytes(spec);
 
-	/* FNV-1a a word at a time, the tid and epoch last, then the high half folded into the
-	 * low (a product's low bits see only the factors' low bits; xor alone did not do: a
-	 * name's and a qualified name's pointers moved by the same bits) */
+	ldx(p, BPF_DW, R5, R10, SLOT_PTR_AT);
 	ld_imm64(p, R1, 0xcbf29ce484222325ULL);
 	ld_imm64(p, R3, 0x100000001b3ULL);
-	for (uint32_t at = from; at < to; at += 8) {
-		ldx(p, BPF_DW, R2, R6, (int16_t) (8 + at));
+	for (uint32_t at = 0; at < bytes; at += 8) {
+		ldx(p, BPF_DW, R2, R5, (int16_t) at);
 		emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
 		emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R1, R3, 0, 0);
 	}
@@ -260,6 +254,23 @@ static void known_check(struct prog *p, const struct sampler_capture_spec *spec,
 	emit(p, BPF_ALU64 | BPF_XOR | BPF_X, R1, R2, 0, 0);
 	emit(p, BPF_ALU64 | BPF_OR | BPF_K, R1, 0, 0, 1);
 	stx(p, BPF_DW, R10, R1, KNOWN_AT);
+}
+
+/* Whether this ring's records carried node r6's code (its check at KNOWN_AT: node_check()):
+ * a jump to *is_known if so; else falls through, the code marked known. The known map is an
+ * array of 2^CAPTURE_KNOWN_BITS sets of CAPTURE_KNOWN_WAYS words and a count (a lookup the
+ * verifier inlines: the LRU hash map's cost 30 ns a node more). A word holds the check of a
+ * code marked known, its set the check's top bits; a code marked known takes the ways of its
+ * set in turn, by its count (with one way a set, two codes of one set took turns, each sent
+ * every sample). A code whose way another took is sent again; a known check is one that was
+ * stored, its 64 bits equal (a code freed and another at its address with equal identity
+ * words is the same code to the reader too). No branch but known or not: the verifier
+ * follows each way of each node. Stack: KNOWN_VALUE_AT the set's index. */
+static void known_check(struct prog *p, int known, struct fixup *is_known)
+{
+	struct fixup no_set, miss;
+
+	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
 	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R1, 0, 0, 64 - CAPTURE_KNOWN_BITS);
 	stx(p, BPF_W, R10, R1, KNOWN_VALUE_AT);
 	ld_map(p, R1, known);
@@ -295,24 +306,27 @@ static void known_check(struct prog *p, const struct sampler_capture_spec *spec,
 	land(p, no_set);
 }
 
-/* r6 = a node, its identity extras [0, n_id) copied: its names (extras [n_id, n_extras)) into
- * its slot of the names area (capture_names_at(): sent as a record of its own; the stack holds
- * the slot's offset at SLOT_AT, a pointer to it at SLOT_PTR_AT), the record's names_end moved
- * past it, unless this thread's records carried them already for this identity (known >= 0:
- * the known map, see known_check()), in which case their addresses in the slot are 0. One
- * branch a node (the verifier's time grows with them): a failed identity read makes a digest
- * too, and its names, read through its zeroed bytes, fail anyway; a digest is known once its
- * names were read, whole or not (the reader reads what a capture lacks). */
+/* r6 = a node, its identity extras copied into its names slot (capture_names_at(): sent as a
+ * record of its own; the stack holds the slot's offset at SLOT_AT, a pointer to it at
+ * SLOT_PTR_AT): its check into the node (node_check()), and its names (extras [n_id,
+ * n_extras)) into the slot, the record's names_end moved past it, unless this ring's records
+ * carried this identity already (known >= 0: the known map, see known_check()), in which case
+ * the check goes in with bit 0 clear and the slot's addresses are 0. One branch a
+ * node (the verifier's time grows with them): a failed identity read makes a check too, and
+ * its names, read through its zeroed bytes, fail anyway; a check is known once it was sent,
+ * names whole or not (the reader reads what a capture lacks). */
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
 		       int known)
 {
 	struct fixup is_known = { 0 }, done;
-	uint32_t to = extra_at(spec, n_id);
+	int16_t word = (int16_t) (8 + spec->node_bytes);
 
+	node_check(p, spec);
 	if (known >= 0)
-		known_check(p, spec, n_id, known, &is_known);
-	for (uint32_t i = n_id; i < spec->n_extras; i++)
-		copy_extra(p, &spec->extra[i], R10, (int32_t) (extra_at(spec, i) - to));
+		known_check(p, known, &is_known);
+	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
+	stx(p, BPF_DW, R6, R1, word);
+	copy_extras(p, spec, n_id, spec->n_extras, R10);
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
 	stx(p, BPF_W, R7, R1, REC_AT(names_end));
@@ -321,10 +335,13 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	land(p, is_known);
+	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
+	emit(p, BPF_ALU64 | BPF_XOR | BPF_K, R1, 0, 0, 1);
+	stx(p, BPF_DW, R6, R1, word);
 	/* a later node's names may move names_end past this slot: its addresses say none */
 	ldx(p, BPF_DW, R4, R10, SLOT_PTR_AT);
-	for (uint32_t i = n_id; i < spec->n_extras; i++)
-		st(p, BPF_DW, R4, (int16_t) (extra_at(spec, i) - to), 0);
+	for (uint32_t i = 0; i < spec->n_extras; i++)
+		st(p, BPF_DW, R4, (int16_t) (extra_at(spec, i) - spec->node_bytes), 0);
 	land(p, done);
 }
 
@@ -364,23 +381,29 @@ static void emit_names(struct prog *p, const struct sampler_capture_spec *spec, 
 		land(p, skip[i]);
 }
 
-/* The known check's tid and epoch (the epoch map's one value) for this sample (stack: fp-4
- * holds the tid). */
-static void known_key(struct prog *p, int epoch)
+/* The checks' ring and epoch (the epoch map's one value; 0 where there is none, epoch < 0) for
+ * this sample (struct capture_known_key): the CPU (percpu; fp-8 holds it), else the thread
+ * (fp-4 holds its id). A check known to the program is one whose identity went into an
+ * earlier record of the same ring: the reader has read it before (capture_ids.c), where a
+ * thread's records on two CPUs' rings may be read out of their order. */
+static void known_key(struct prog *p, int epoch, bool percpu)
 {
 	struct fixup none;
 
-	st(p, BPF_W, R10, KNOWN_VALUE_AT, 0);
-	mov_reg(p, R2, R10);
-	add_imm(p, R2, KNOWN_VALUE_AT);
-	ld_map(p, R1, epoch);
-	call(p, BPF_FUNC_map_lookup_elem);
 	mov_imm(p, R1, 0);
-	none = jump_imm(p, BPF_JEQ, R0, 0);
-	ldx(p, BPF_W, R1, R0, 0);
-	land(p, none);
+	if (epoch >= 0) {
+		st(p, BPF_W, R10, KNOWN_VALUE_AT, 0);
+		mov_reg(p, R2, R10);
+		add_imm(p, R2, KNOWN_VALUE_AT);
+		ld_map(p, R1, epoch);
+		call(p, BPF_FUNC_map_lookup_elem);
+		mov_imm(p, R1, 0);
+		none = jump_imm(p, BPF_JEQ, R0, 0);
+		ldx(p, BPF_W, R1, R0, 0);
+		land(p, none);
+	}
 	stx(p, BPF_W, R10, R1, KNOWN_AT + 12);
-	ldx(p, BPF_W, R1, R10, -4);
+	ldx(p, BPF_W, R1, R10, percpu ? -8 : -4);
 	stx(p, BPF_W, R10, R1, KNOWN_AT + 8);
 	st(p, BPF_DW, R10, KNOWN_AT, 0);
 }
@@ -651,25 +674,27 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	stx(p, BPF_W, R7, R1, REC_AT(n));
 	add_imm(p, R9, (int32_t) stride);
 	ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
-	copy_extras(p, spec, 0, split ? n_id : spec->n_extras);
-	if (!split)
+	if (!split) {
+		copy_extras(p, spec, 0, spec->n_extras, R6);
 		return;
+	}
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	mov_reg(p, R4, R7);
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
 	stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
+	copy_extras(p, spec, 0, n_id, R10);
 	copy_names(p, spec, n_id, names_once ? c->known_fd : -1);
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
 	stx(p, BPF_DW, R10, R1, SLOT_AT);
 }
 
-/* Before the chain: the names' check's tid and epoch, no window yet, r8 = the head. */
+/* Before the chain: the checks' ring and epoch, no window yet, r8 = the head. */
 static void nodes_start(struct prog *p, const struct sampler_capture_spec *spec,
 			const struct capture *c)
 {
-	if (capture_split(spec) && c->known_fd >= 0 && c->epoch_fd >= 0)
-		known_key(p, c->epoch_fd);
+	if (capture_split(spec))
+		known_key(p, c->known_fd >= 0 ? c->epoch_fd : -1, c->percpu);
 	if (spec->stacked) {
 		mov_reg(p, R4, R7);
 		add_imm(p, R4, (int32_t) capture_window_at(spec));
@@ -722,7 +747,7 @@ static void loop_state(struct prog *p, const struct sampler_capture_spec *spec)
 
 /* The same with bpf_loop (5.17+, the program's functions described in BTF: capture.c): the
  * callback (node_callback()) is verified once, not once per node (3 ms, not 38). The record,
- * the names' check's tid and epoch on this frame's stack, its address the callback's context.
+ * the checks' ring and epoch on this frame's stack, its address the callback's context.
  * *callback: the instruction whose immediate is the callback's offset (set once it is
  * emitted). */
 static void call_nodes(struct prog *p, const struct sampler_capture_spec *spec,
@@ -773,7 +798,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	struct fixup stop[4];
 
 	ldx(p, BPF_DW, R7, R2, 0);                        /* the record */
-	ldx(p, BPF_DW, R1, R2, KNOWN_AT + 8 - REC_SAVE);  /* the names' check's tid, epoch */
+	ldx(p, BPF_DW, R1, R2, KNOWN_AT + 8 - REC_SAVE);  /* the checks' ring, epoch */
 	stx(p, BPF_DW, R10, R1, KNOWN_AT + 8);
 	loop_state(p, spec);
 	ldx(p, BPF_DW, R8, R4, LOOP_NEXT);

@@ -107,16 +107,26 @@ struct root_value {
 };
 _Static_assert(sizeof(struct root_value) == 16, "a roots map value is 16 bytes");
 
-/* What the known map's check is made of (capture_prog.c's known_check() builds it on the
- * program's stack): digest first holds 0, then each node's check. */
+/* What a node's check is made of (capture_prog.c's node_check() builds it on the program's
+ * stack): digest first holds 0, then each node's check. The ring is the one the record goes
+ * to, whose records the reader reads in their order: the CPU's (per CPU), else the thread's
+ * own (its tid); a check known for one ring is sent again on another. */
 struct capture_known_key {
-	uint64_t digest;                /* of a node's identity extras, the tid and the epoch */
-	uint32_t tid;
+	uint64_t digest;                /* of a node's identity extras, the ring and the epoch */
+	uint32_t ring;
 	uint32_t epoch;
 };
 _Static_assert(sizeof(struct capture_known_key) == 16, "a known check's inputs are 16 bytes");
 #define CAPTURE_KNOWN_BITS 13           /* the known map: 2^13 sets ... */
 #define CAPTURE_KNOWN_WAYS 4            /* ... of 4 checks and a count (u64s): 320 KiB */
+
+/* Identities by their check: an open-addressed table of cap entries (a key 0: empty), each
+ * identity capture_ident_bytes() long. */
+struct capture_ids {
+	uint64_t *keys;
+	unsigned char *bytes;
+	size_t cap, n;
+};
 
 /* capture.c: the program, its maps, and the capture record waiting for its sample. */
 struct capture {
@@ -124,9 +134,9 @@ struct capture {
 	/* Per CPU, the events carry the entry program from their open: it tail-calls the program
 	 * in the progs map's slot 0, once there is one (capture.c) */
 	int entry_fd, progs_fd;
-	/* The codes whose names a thread's records carried (spec.n_identity: later ones leave them
-	 * out), an array of checks (capture_prog.c's known_check()); and the epoch in them (an
-	 * array of one u32), moved on to forget them all (capture_forget()) */
+	/* The codes whose identity and names a ring's records carried (spec.n_identity: later
+	 * ones leave them out), an array of checks (capture_prog.c's known_check()); and the
+	 * epoch in them (an array of one u32), moved on to forget them all (capture_forget()) */
 	int known_fd, epoch_fd;
 	uint32_t epoch;
 	/* The program's BTF where it calls bpf_loop (capture.c), and whether the loaded one does:
@@ -153,6 +163,11 @@ struct capture {
 	pid_t names_tid;
 	pid_t held_tid;
 	struct sample_capture out;
+	/* A split record's identities by their check (capture_ids.c): since the last
+	 * capture_forget(), and before it (the records still on their way, of the epoch before),
+	 * and the whole nodes given for the record being read */
+	struct capture_ids ids[2];
+	unsigned char *whole;           /* SAMPLER_CAPTURE_MAX_NODES x capture_stride() */
 	/* the thread whose root a SAMPLER_EVENT_CAPTURE_THREAD asks for (0: none asked), and the
 	 * answer sampler_capture_set_root() gave from inside it */
 	pid_t asking;
@@ -463,14 +478,21 @@ int capture_generate(const struct sampler_capture_spec *spec, const struct captu
 /* A node's bytes with every extra (the signal mode's records, and a BPF program's with no
  * names to split off). */
 size_t capture_stride(const struct sampler_capture_spec *spec);
-/* The BPF program's records where spec.n_identity splits the extras (capture_split()): the
- * nodes carry their identity extras alone (capture_node_stride() bytes each); node k's names,
- * where some were read, in a slot of the names area (capture_names_at(): its header, then
- * slot k at CAPTURE_NAMES_HDR + k x capture_names_stride()), which comes as a record of its
- * own, up to the nodes record's names_end, just before it. */
+/* The BPF program's records where spec.n_identity splits the extras (capture_split()): a node
+ * carries its address, its bytes and its code's check (capture_node_stride() bytes: the
+ * check known_check() makes of its identity extras, the tid and the epoch; bit 0 set where the
+ * node's slot holds the identity, clear where its ring's records carried it before). Node
+ * k's extras, all of them, where they were read (the identity ones of every node, the names
+ * where the check was new), lie in slot k of the names area (capture_names_at(): its header,
+ * then slot k at CAPTURE_NAMES_HDR + k x capture_names_stride(), laid out as a whole node's
+ * extras), which comes as a record of its own, up to the nodes record's names_end, just
+ * before it; a slot whose identity its ring's records carried before holds address 0 for
+ * every extra. The reader gives samples whole nodes again (capture_ids.c). */
 bool capture_split(const struct sampler_capture_spec *spec);
 size_t capture_node_stride(const struct sampler_capture_spec *spec);
 size_t capture_names_stride(const struct sampler_capture_spec *spec);
+/* The bytes of a node's identity extras (addresses and bytes), the first in its slot. */
+size_t capture_ident_bytes(const struct sampler_capture_spec *spec);
 size_t capture_names_at(const struct sampler_capture_spec *spec);
 /* The scratch map's value: a record of SAMPLER_CAPTURE_MAX_NODES nodes, names and all. */
 size_t capture_value_size(const struct sampler_capture_spec *spec);
@@ -485,6 +507,20 @@ size_t capture_value_size(const struct sampler_capture_spec *spec);
 size_t capture_loop_at(const struct sampler_capture_spec *spec);
 size_t capture_window_at(const struct sampler_capture_spec *spec);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
+
+/* capture_ids.c */
+/* For the spec just loaded (c->spec): the table emptied, the room for whole nodes made; 0 or
+ * -ENOMEM. */
+int capture_ids_start(struct capture *c);
+/* Every identity forgotten (capture_forget()): those kept so far serve the records still on
+ * their way, and are freed at the next; or all freed, with the rest (capture_close()). */
+void capture_ids_forget(struct capture *c);
+void capture_ids_free(struct capture *c);
+/* A split record's n nodes and its names area's n_names slots (NULL, 0: none came) as whole
+ * nodes (each identity from its slot, or the table by its check) and names alone: out's
+ * nodes, stride, names and names_stride. */
+void capture_rebuild(struct sampler *s, const unsigned char *nodes, size_t n,
+		     const unsigned char *names, size_t n_names, struct sample_capture *out);
 
 /* capture.c */
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's

@@ -322,6 +322,9 @@ struct sampler_stats {
 	uint64_t execs;                 /* the target exec'd a new program (SAMPLER_EVENT_EXEC) */
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
+	uint64_t capture_ids_missed;    /* captured nodes whose code's identity the program left
+	                                 * out and the reader did not hold (capture_ids.c): their
+	                                 * code checked against memory instead */
 	uint64_t capture_threads_failed;/* times a thread could not get the capture program (no
 	                                 * free slot, it exited): its samples come uncaptured */
 	/* opts.signal: SIGTRAPs of ours handled (seen), of those with a record made (taken), dropped at once (excluded: the

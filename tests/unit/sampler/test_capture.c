@@ -11,6 +11,7 @@
  * skipped, saying so, without them.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -77,10 +78,12 @@ enum { GIL_NONE, GIL_HELD, GIL_OTHER, GIL_FREE, GIL_UNREADABLE, GIL_TORN };
 static volatile uint32_t gc_flag;
 enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
 /* Names once (spec.n_identity 1: extra 0 the identity, extra 1 the name): each code's name in
- * the first record that holds it; NAMES_CHANGE also changes node 1's code (SIGUSR1 to the
- * child), then forgets them all (capture_forget()). */
-enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE };
+ * the first record of its ring that holds it, the child kept on one CPU (its ring, per CPU);
+ * NAMES_CHANGE also changes node 1's code (SIGUSR1 to the child), then forgets them all
+ * (capture_forget()); NAMES_MOVE moves the child to another CPU (another ring, per CPU). */
+enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE };
 static int names_mode;
+static int cpu_one = -1, cpu_two = -1;  /* two CPUs this may run on (-1: none) */
 #define CHANGED_W2 0xbeef0001u
 #define CHANGED_B 0xbeef0002u
 
@@ -89,6 +92,36 @@ static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8,
 	{ .from = 32, .off = 8, .len = 16, .mask = UINT64_MAX },
 	{ .from = sizeof(struct node) + 8, .off = 0, .len = 8, .mask = ~(uint64_t) 7 } } };
 #define STRIDE (8 + sizeof(struct node) + 8 + 16 + 8 + 8)
+/* ... as the program sends it, names once: its address and bytes, its code's check */
+#define R_NODE (8 + sizeof(struct node) + 8)
+
+/* The child on CPU cpu alone (none: -1, left as it is). */
+static void pin(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(sched_setaffinity(pid, sizeof(set), &set), 0);
+}
+
+static void cpus_find(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return;
+	for (int i = 0; i < CPU_SETSIZE && cpu_two < 0; i++) {
+		if (!CPU_ISSET(i, &set))
+			continue;
+		if (cpu_one < 0)
+			cpu_one = i;
+		else
+			cpu_two = i;
+	}
+}
 
 static bool capture_allowed(void)
 {
@@ -291,10 +324,13 @@ struct seen {
 	size_t n_min, n_max;
 	bool bytes_ok, fields_ok;       /* every capture's bytes, and its other fields */
 	bool extras_ok;                 /* every node's extras */
+	bool sent_ok;                   /* names once: every record R_NODE bytes a node */
 	size_t names_carried, names_left; /* nodes with a code: its name in the record, or not */
 	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
 	bool node_changed_seen;         /* ... and its changed bytes */
 	bool loop_helper;               /* the program called bpf_loop */
+	bool percpu;                    /* NAMES_MOVE: the rings were per CPU */
+	size_t samples_moved;           /* ... samples since the move and before (run_until()) */
 	int set_root_ret;
 	size_t late_uncaptured;         /* samples without a capture after one with (in time: the
 	                                 * rings are per CPU, each read in turn) */
@@ -342,6 +378,7 @@ static void on_sample(void *ctx, const struct sample *smp)
 
 	/* no assertions here: a failure must not leave the child spinning */
 	v->samples++;
+	v->samples_moved += v->samples_moved > 0;
 	if (!c) {
 		v->late_uncaptured += v->captured > 0 && smp->time_ns > v->first_captured_ns;
 		return;
@@ -371,6 +408,10 @@ static void on_sample(void *ctx, const struct sample *smp)
 			(unsigned long) c->root, (unsigned long) c->head, c->stride);
 		v->fields_ok = false;
 	}
+	/* the record's raw size: its padding to 8 bytes after it */
+	if (names_mode != NAMES_EVERY &&
+	    v->s->capture.held_len_used > CAPTURE_HDR + c->n * R_NODE + 8)
+		v->sent_ok = false;
 	if (c->n < v->n_min)
 		v->n_min = c->n;
 	if (c->n > v->n_max)
@@ -445,7 +486,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 				  .event_fn = on_event, .event_ctx = v };
 	volatile sig_atomic_t stop = 0;
 	int status, r_new, r_start = -1, r_run = -1;
-	uint64_t mismatched = 0;
+	uint64_t mismatched = 0, missed = 0;
 	int ready[2];
 	char byte;
 	pid_t pid;
@@ -453,7 +494,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(events_parse("cpu-clock", &ev), 0);
 	memset(v, 0, sizeof(*v));
 	v->n_min = SIZE_MAX;
-	v->bytes_ok = v->fields_ok = v->extras_ok = true;
+	v->bytes_ok = v->fields_ok = v->extras_ok = v->sent_ok = true;
 	v->late_root = late_root || search;
 	if (search)
 		search_spec(&sp, search == 2);
@@ -485,6 +526,8 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	while (read(ready[0], &byte, 1) < 0 && errno == EINTR)
 		;
 	close(ready[0]);
+	if (names_mode != NAMES_EVERY)
+		pin(pid, cpu_one);
 	r_new = sampler_new(&o, &v->s);
 	if (r_new == 0) {
 		v->s->capture.no_loop_helper = bounded;
@@ -507,9 +550,16 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 				if (r_run == 0)
 					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
 			}
+			if (r_run == 0 && names_mode == NAMES_MOVE) {
+				v->percpu = v->s->capture.percpu;
+				pin(pid, cpu_two);
+				v->samples_moved = 1;
+				r_run = run_until(v, &stop, &v->samples_moved);
+			}
 		}
 		sampler_stop(v->s);
 		mismatched = sampler_stats(v->s)->capture_mismatched;
+		missed = sampler_stats(v->s)->capture_ids_missed;
 		sampler_free(v->s);
 	}
 	(void) kill(pid, SIGKILL);
@@ -518,6 +568,8 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(r_start, 0);
 	assert_int_equal(r_run, 0);
 	assert_int_equal(mismatched, 0);
+	assert_int_equal(missed, 0);
+	assert_true(v->sent_ok);
 	assert_int_equal(v->set_root_ret, 0);
 	/* the one thread asked for its root once, as the program was put on its events, and
 	 * answered from inside that event */
@@ -657,6 +709,17 @@ static void test_capture_names_once(void **state)
 	assert_true(v.changed_seen);
 	assert_int_equal(v.names_carried, 2 * 3 + 1);
 	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
+	/* moved to another CPU: per CPU, another ring, whose records carry each name once more
+	 * (and none left out that its records did not carry: run_child() asserts none missed) */
+	if (cpu_two < 0) {
+		fprintf(stderr, "# skip: one CPU here, no other ring to move the child to\n");
+		return;
+	}
+	names_mode = NAMES_MOVE;
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	assert_int_equal(v.names_carried, (v.percpu ? 2 : 1) * 3);
+	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
 }
 
 /* spec.stacked: nodes read from a window of their page (read_node()), checked byte for byte as
@@ -710,6 +773,113 @@ static void test_capture_bounded(void **state)
 	assert_int_equal(v.names_left, (v.captured - 1) * (SAMPLER_CAPTURE_MAX_NODES - 2));
 }
 
+/* A split record made whole again (capture_rebuild(), no BPF needed): node k of the record as
+ * the program sends it (its address, bytes and check), its slot (identity, then names) */
+#define R_SLOT (8 + 16 + 8 + 8)
+static void r_node(unsigned char *rec, unsigned char *slots, size_t k, uint64_t check,
+		   bool sent, uint64_t tag)
+{
+	unsigned char *p = rec + k * R_NODE;
+	uint64_t w[5] = { 0x1000 + k, tag, k, ~k, tag << 8 };
+
+	memset(p, 0, R_NODE);
+	memcpy(p, w, sizeof(w));
+	check = sent ? check | 1 : check & ~(uint64_t) 1;
+	memcpy(p + 8 + sizeof(struct node), &check, 8);
+	if (slots) {
+		uint64_t id[3] = { tag + 8, tag * 3, tag * 5 }, name[2] = { tag * 7, tag * 11 };
+
+		memset(slots + k * R_SLOT, 0, R_SLOT);
+		if (sent) {
+			memcpy(slots + k * R_SLOT, id, sizeof(id));
+			memcpy(slots + k * R_SLOT + sizeof(id), name, sizeof(name));
+		}
+	}
+}
+
+/* Whether whole node k holds r_node(k, tag)'s bytes and identity (tag 0: none, addresses 0) */
+static bool r_whole(const struct sample_capture *out, size_t k, uint64_t tag)
+{
+	const unsigned char *p = out->nodes + k * out->stride;
+	uint64_t id[3] = { tag ? tag + 8 : 0, tag * 3, tag * 5 };
+
+	return out->stride == 8 + sizeof(struct node) + 24 && pf64(p) == 0x1000 + k &&
+	       pf64(p + 8 + sizeof(struct node) - 8) == 0 &&
+	       memcmp(p + 8 + sizeof(struct node), id, sizeof(id)) == 0;
+}
+
+static void test_capture_rebuild(void **state)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	unsigned char rec[4 * R_NODE], slots[4 * R_SLOT];
+	struct sample_capture out = { 0 };
+	enum { MANY = 60000 };
+	size_t found = 0, wrong = 0;
+
+	(void) state;
+	assert_non_null(s);
+	s->capture = (struct capture) CAPTURE_INIT;
+	s->capture.spec = spec;
+	s->capture.spec.n_identity = 1;
+	assert_int_equal(capture_node_stride(&s->capture.spec), R_NODE);
+	assert_int_equal(capture_names_stride(&s->capture.spec), R_SLOT);
+	assert_int_equal(capture_ident_bytes(&s->capture.spec), 24);
+	assert_int_equal(capture_ids_start(&s->capture), 0);
+	/* two codes sent, one the reader was never sent: its identity none, counted */
+	r_node(rec, slots, 0, 0xa0, true, 0x50);
+	r_node(rec, slots, 1, 0xb0, true, 0x60);
+	r_node(rec, slots, 2, 0xc0, false, 0);
+	capture_rebuild(s, rec, 3, slots, 3, &out);
+	assert_true(r_whole(&out, 0, 0x50) && r_whole(&out, 1, 0x60) && r_whole(&out, 2, 0));
+	assert_int_equal(out.names_stride, 16);
+	assert_int_equal(pf64(out.names + 16), 0x60 * 7);
+	assert_int_equal(s->stats.capture_ids_missed, 1);
+	/* then by their checks alone, in a record with no names area: as sent */
+	r_node(rec, NULL, 0, 0xb0, false, 0);
+	r_node(rec, NULL, 1, 0xa0, false, 0);
+	capture_rebuild(s, rec, 2, NULL, 0, &out);
+	assert_true(r_whole(&out, 0, 0x60) && r_whole(&out, 1, 0x50));
+	assert_null(out.names);
+	/* a names area lost on the way: its codes' identities none, and not kept */
+	r_node(rec, NULL, 0, 0xd0, true, 0x70);
+	capture_rebuild(s, rec, 1, NULL, 0, &out);
+	assert_true(r_whole(&out, 0, 0));
+	r_node(rec, NULL, 0, 0xd0, false, 0);
+	capture_rebuild(s, rec, 1, NULL, 0, &out);
+	assert_true(r_whole(&out, 0, 0));
+	assert_int_equal(s->stats.capture_ids_missed, 2);
+	/* forgotten: the epoch before still serves records on their way; twice, no more */
+	assert_int_equal(capture_forget(&s->capture), 0);
+	r_node(rec, NULL, 0, 0xa0, false, 0);
+	capture_rebuild(s, rec, 1, NULL, 0, &out);
+	assert_true(r_whole(&out, 0, 0x50));
+	assert_int_equal(capture_forget(&s->capture), 0);
+	capture_rebuild(s, rec, 1, NULL, 0, &out);
+	assert_true(r_whole(&out, 0, 0));
+	assert_int_equal(s->stats.capture_ids_missed, 3);
+	/* many codes: the table grows and holds them, up to where it forgets them (a full table;
+	 * the program then sends each again): the later ones found, the earliest not, none wrong */
+	for (uint64_t i = 0; i < MANY; i++) {
+		r_node(rec, slots, 0, i << 20, true, i + 1);
+		capture_rebuild(s, rec, 1, slots, 1, &out);
+	}
+	for (uint64_t i = 0; i < MANY; i++) {
+		uint64_t missed = s->stats.capture_ids_missed;
+
+		r_node(rec, NULL, 0, i << 20, false, 0);
+		capture_rebuild(s, rec, 1, NULL, 0, &out);
+		found += s->stats.capture_ids_missed == missed;
+		wrong += !r_whole(&out, 0, s->stats.capture_ids_missed == missed ? i + 1 : 0);
+		if (i == MANY - 1)
+			assert_int_equal(s->stats.capture_ids_missed, missed);
+	}
+	assert_int_equal(wrong, 0);
+	assert_true(found >= MANY / 2 && found < MANY);
+	assert_true(s->capture.ids[0].n + s->capture.ids[1].n == found);
+	capture_close(&s->capture);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -718,7 +888,9 @@ int main(void)
 		cmocka_unit_test(test_capture_names_once),
 		cmocka_unit_test(test_capture_stacked),
 		cmocka_unit_test(test_capture_bounded),
+		cmocka_unit_test(test_capture_rebuild),
 	};
 
+	cpus_find();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

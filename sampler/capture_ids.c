@@ -1,0 +1,167 @@
+/*
+ * capture_ids: the reader's side of the BPF program's split records (internal.h's
+ * capture_split()). A node there holds its code's check, not its code's identity extras: those
+ * come, with the code's names, in the node's slot of the names area the first time the
+ * records of its ring hold that code (since the last capture_forget()), and only the check after
+ * that. The reader keeps each identity it was sent by its check, and gives samples whole nodes
+ * again (struct sample_capture: a node's identity extras after its bytes, its names in a slot
+ * of their own), so that what reads them is the same for every kind of record.
+ *
+ * The program keys a check by the ring its record goes to, whose records come in their order,
+ * so the reader has read every identity a record leaves out, unless the record that carried it
+ * was lost, or forgotten twice over since (capture_forget(): the identities of the epoch before
+ * the last are kept for the records still on their way). Such a node's identity addresses are
+ * 0, as where the program's read failed (stats.capture_ids_missed): its code is then checked
+ * against the target's memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler/internal.h"
+
+#define IDS_MIN 256                     /* entries a table starts with */
+#define IDS_MAX (1u << 15)              /* ... and grows to: past 3/4 of it, forgotten */
+
+static void ids_free(struct capture_ids *t)
+{
+	free(t->keys);
+	free(t->bytes);
+	*t = (struct capture_ids) { 0 };
+}
+
+void capture_ids_forget(struct capture *c)
+{
+	ids_free(&c->ids[1]);
+	c->ids[1] = c->ids[0];
+	c->ids[0] = (struct capture_ids) { 0 };
+}
+
+void capture_ids_free(struct capture *c)
+{
+	ids_free(&c->ids[0]);
+	ids_free(&c->ids[1]);
+}
+
+/* Where check's entry is, or the empty one where it would go (cap a power of two; a check has
+ * bit 0 set, never 0). */
+static size_t ids_find(const uint64_t *keys, size_t cap, uint64_t check)
+{
+	size_t i = (size_t) ((check * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+
+	while (keys[i] && keys[i] != check)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* t at cap entries, its entries kept: 0 or -ENOMEM. */
+static int ids_grow(struct capture_ids *t, size_t cap, size_t bytes)
+{
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	unsigned char *ids = malloc(cap * bytes);
+
+	if (!keys || !ids) {
+		free(keys);
+		free(ids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->cap; i++) {
+		size_t at;
+
+		if (!t->keys[i])
+			continue;
+		at = ids_find(keys, cap, t->keys[i]);
+		keys[at] = t->keys[i];
+		memcpy(ids + at * bytes, t->bytes + i * bytes, bytes);
+	}
+	free(t->keys);
+	free(t->bytes);
+	*t = (struct capture_ids) { keys, ids, cap, t->n };
+	return 0;
+}
+
+/* Keeps the identity id (bytes long) under check. A full table forgets them all: the program
+ * sends every code again, under a new epoch. */
+static void ids_put(struct capture *c, uint64_t check, const unsigned char *id, size_t bytes)
+{
+	struct capture_ids *t = &c->ids[0];
+	size_t at;
+
+	if (t->n + 1 > t->cap / 4 * 3 &&
+	    (t->cap >= IDS_MAX || ids_grow(t, t->cap ? 2 * t->cap : IDS_MIN, bytes) < 0)) {
+		(void) capture_forget(c);
+		if (ids_grow(t, IDS_MIN, bytes) < 0)
+			return;
+	}
+	at = ids_find(t->keys, t->cap, check);
+	t->n += !t->keys[at];
+	t->keys[at] = check;
+	memcpy(t->bytes + at * bytes, id, bytes);
+}
+
+static const unsigned char *ids_get(const struct capture *c, uint64_t check, size_t bytes)
+{
+	for (size_t g = 0; g < 2; g++) {
+		const struct capture_ids *t = &c->ids[g];
+		size_t at;
+
+		if (!t->cap)
+			continue;
+		at = ids_find(t->keys, t->cap, check);
+		if (t->keys[at])
+			return t->bytes + at * bytes;
+	}
+	return NULL;
+}
+
+int capture_ids_start(struct capture *c)
+{
+	size_t room = SAMPLER_CAPTURE_MAX_NODES * capture_stride(&c->spec);
+
+	capture_ids_free(c);
+	free(c->whole);
+	c->whole = NULL;
+	if (!capture_split(&c->spec))
+		return 0;
+	c->whole = malloc(room);
+	return c->whole ? 0 : -ENOMEM;
+}
+
+void capture_rebuild(struct sampler *s, const unsigned char *nodes, size_t n,
+		     const unsigned char *names, size_t n_names, struct sample_capture *out)
+{
+	struct capture *c = &s->capture;
+	const struct sampler_capture_spec *sp = &c->spec;
+	size_t body = 8 + sp->node_bytes, ident = capture_ident_bytes(sp);
+	size_t stride = capture_node_stride(sp), slot = capture_names_stride(sp);
+	size_t whole = body + ident, named = slot - ident;
+	unsigned char *to = c->whole, *to_names = c->whole + SAMPLER_CAPTURE_MAX_NODES * whole;
+
+	for (size_t k = 0; k < n; k++) {
+		const unsigned char *node = nodes + k * stride, *id = NULL;
+		const unsigned char *sent = k < n_names ? names + k * slot : NULL;
+		uint64_t check;
+
+		memcpy(&check, node + body, 8);
+		memcpy(to + k * whole, node, body);
+		if (check & 1) {
+			/* sent: in its slot, unless the names area was lost */
+			id = sent;
+			if (id)
+				ids_put(c, check, id, ident);
+		} else {
+			id = ids_get(c, check | 1, ident);
+			s->stats.capture_ids_missed += !id;
+		}
+		if (id)
+			memcpy(to + k * whole + body, id, ident);
+		else
+			memset(to + k * whole + body, 0, ident);
+		if (sent)
+			memcpy(to_names + k * named, sent + ident, named);
+	}
+	out->nodes = to;
+	out->stride = whole;
+	out->names = n_names ? to_names : NULL;
+	out->names_stride = named;
+}
