@@ -835,7 +835,19 @@ static void memo_keep(struct pyframes *pf, struct walk *w)
 		m->nodes = b;
 		m->nodes_cap = bytes;
 	}
-	memcpy(m->nodes, cap->nodes, bytes);
+	if (w->memo == m && w->memo_walk && m->stride == cap->stride) {
+		/* spliced from this memo: its nodes [memo_from, n_nodes) are the capture's
+		 * [splice_from, n) already, byte for byte (memo_find()); moved there, and the
+		 * nodes before them copied (a spin at depth 60: one node, not sixty) */
+		size_t shared = cap->n - w->splice_from;
+
+		if (w->memo_from != w->splice_from)
+			memmove(m->nodes + w->splice_from * cap->stride,
+				m->nodes + w->memo_from * cap->stride, shared * cap->stride);
+		memcpy(m->nodes, cap->nodes, w->splice_from * cap->stride);
+	} else {
+		memcpy(m->nodes, cap->nodes, bytes);
+	}
 	memcpy(m->after, nw->after, cap->n * sizeof(*m->after));
 	/* w->n_emit: the frames emitted, before walk_resolve() left the incomplete ones out */
 	memcpy(m->frame, nw->frame, w->n_emit * sizeof(*m->frame));

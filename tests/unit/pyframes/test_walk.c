@@ -1406,6 +1406,10 @@ static void captured_memo_cases(int minor)
 	 * splice */
 	run_at(&w, fr[1], co[1], 2);
 	assert_captured_memo(&w, nodes, TID, spliced += shim ? 1 : 0, true);
+	/* ... and back: the memo is the last walk's nodes, not the ones before it (which this
+	 * capture equals, and whose frames would be named at the line before) */
+	run_at(&w, fr[1], co[1], 5);
+	assert_captured_memo(&w, nodes, TID, spliced += shim ? 1 : 0, true);
 	/* another thread with the same stack: none of its own yet */
 	assert_captured_memo(&w, nodes, TID + 1, spliced, true);
 	assert_captured_memo(&w, nodes, TID + 1, spliced += past0 + 1, true);
