@@ -96,7 +96,10 @@ static void check_burn(const struct counter_value *v, const struct rusage *ru)
 	}
 	assert_true(v[0].raw > 250000000ULL);
 	assert_true(rel((double) v[0].raw, cpu) < TASK_CLOCK_TOL);
-	assert_true(v[1].raw >= 2000 && v[1].raw == v[2].raw);
+	/* page-faults are the minor ones and the major ones (a page read in: one in a full run
+	 * once, 2062 against 2061) */
+	assert_true(v[1].raw >= 2000 && v[1].raw >= v[2].raw);
+	assert_true(v[1].raw - v[2].raw <= (uint64_t) ru->ru_majflt);
 	assert_true((long) v[1].raw <= ru->ru_minflt);
 	assert_true(ru->ru_minflt - (long) v[1].raw <= FAULTS_BELOW_MAX);
 	assert_true(v[3].raw >= 20 && (long) v[3].raw <= sw);
