@@ -315,7 +315,7 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 	for (j = 0; j < n_extras; j++) {
 		if (extra_len[j] == 0 || extra_len[j] > PYFRAMES_CAPTURE_EXTRA_MAX)
 			return -EINVAL;
-		if (j < inline_n)
+		if (j < inline_n && !(names && names->ident))
 			need += 8 + extra_len[j];
 		else
 			names_need += 8 + extra_len[j];
@@ -340,7 +340,10 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 		uint32_t order = (uint32_t) (i * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS));
 
 		span_add(m, &k, node, frame_bytes, order, false);
-		for (j = 0; j < n_extras; at += 8 + extra_len[j], j++) {
+		j = 0;
+		if (names && names->ident && !(at = names->ident[i]))
+			j = inline_n;           /* none captured: its names, if any */
+		for (; j < n_extras; at += 8 + extra_len[j], j++) {
 			if (j == inline_n) {
 				if (i >= names->n)
 					break;

@@ -328,6 +328,11 @@ struct pyframes_capture {
 	/* the sampled thread (0: none): its previous captured walk's frames are taken for the
 	 * nodes this capture shares with it, byte for byte, at its outermost end */
 	pid_t tid;
+	/* NULL: as above. Else (names_stride too) node k's identity extras lie at ident[k] (NULL:
+	 * none captured), laid out as they would follow its frame bytes, and a node holds its
+	 * frame bytes and then a word that stands for its identity (equal words, equal
+	 * identities: the BPF program's check) */
+	const unsigned char *const *ident;
 };
 
 /* As pyframes_thread_stack(), from a capture: no thread-state lookup, no verify. The walk starts

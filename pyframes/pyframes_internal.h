@@ -213,10 +213,13 @@ int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret
  * PYFRAMES_CAPTURE_EXTRA_MAX; with n > 0: nodes NULL, stride under what a node holds). With
  * names (not NULL), a node carries its first names->n_inline extras alone, and nodes [0,
  * names->n) the others at names->at + k x names->stride, the same way (struct pyframes_capture);
- * the other nodes none of them. */
+ * the other nodes none of them; with names->ident, node k's inline ones lie at ident[k] (none
+ * where NULL), not in the node. */
 struct pf_names {
 	const unsigned char *at;
 	size_t n, stride, n_inline;
+	const unsigned char *const *ident;      /* the inline extras by node, as
+						 * pyframes_capture.ident (NULL: inline) */
 };
 int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,
 		       size_t frame_bytes, const uint32_t *extra_len, size_t n_extras,

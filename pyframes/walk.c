@@ -124,7 +124,7 @@ struct walk {
 	/* a captured walk whose nodes hold their code's identity (pf->ident_layout): the capture,
 	 * and where a node's identity starts in it */
 	const struct pyframes_capture *cap;
-	uint32_t ident_at;
+	uint32_t ident_at;               /* 0: at cap->ident[node] */
 	/* ... and its thread's previous one (walk_splice()): the nodes [splice_from, cap->n) are
 	 * the memo's [memo_from, memo->n_nodes), byte for byte */
 	const struct pf_memo *memo;
@@ -148,7 +148,9 @@ static const unsigned char *node_ident(const struct walk *w, size_t depth, uint6
 	if (!w->cap || depth >= w->cap->n)
 		return NULL;
 	node = w->cap->nodes + depth * w->cap->stride;
-	return pf_u64(node, 0) == frame ? node + w->ident_at : NULL;
+	if (pf_u64(node, 0) != frame)
+		return NULL;
+	return w->cap->ident ? w->cap->ident[depth] : node + w->ident_at;
 }
 
 /* The memo made of this walk notes how many frames were emitted once node d was walked. */
@@ -894,9 +896,11 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		return -EINVAL;
 	for (size_t i = 0; i < cap->n_extras; i++)
 		extra_len[i] = spec.extra[i].len;
-	names = (struct pf_names) { cap->names, cap->n_names, cap->names_stride, spec.n_identity };
-	if (cap->names_stride && (cap->n_extras != spec.n_extras || spec.n_identity == 0 ||
-				  spec.n_identity >= spec.n_extras))
+	names = (struct pf_names) { cap->names, cap->n_names, cap->names_stride, spec.n_identity,
+				    cap->ident };
+	if ((cap->names_stride || cap->ident) &&
+	    (!cap->names_stride || cap->n_extras != spec.n_extras || spec.n_identity == 0 ||
+	     spec.n_identity >= spec.n_extras))
 		return -EINVAL;
 	/* each node's code identity, its first pieces, where the node itself holds them */
 	if (spec.n_identity && cap->n_extras >= spec.n_identity) {
@@ -906,7 +910,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 			pf->ident_layout.len[i] = spec.extra[i].len;
 		}
 		w.cap = cap;
-		w.ident_at = 8 + spec.frame_bytes;
+		w.ident_at = cap->ident ? 0 : 8 + spec.frame_bytes;    /* 0: by pointer */
 		memo_find(pf, &w, max);
 	}
 	/* a walk that will splice at node splice_from reads no node past it */

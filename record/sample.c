@@ -244,7 +244,7 @@ int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
 	if (c && capture_fits && c->status != SAMPLE_CAPTURE_NO_ROOT) {
 		struct pyframes_capture cap = { c->head, c->nodes, c->n, c->stride,
 						rec->capture_extras, c->names, c->n_names,
-						c->names_stride, s->tid };
+						c->names_stride, s->tid, c->ident };
 
 		rec->stats.captured++;
 		/* the frames past the capture's last come from memory, after the sample */

@@ -273,7 +273,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
 	c->spec = *spec;
-	return capture_ids_start(c);
+	capture_ids_start(c);
+	return 0;
 }
 
 int capture_forget(struct capture *c)
@@ -306,8 +307,6 @@ void capture_close(struct capture *c)
 	c->held = NULL;
 	free(c->names);
 	c->names = NULL;
-	free(c->whole);
-	c->whole = NULL;
 	capture_ids_free(c);
 }
 
@@ -729,8 +728,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		 * just before it (capture_names_take()) */
 		stride = capture_node_stride(&c->spec);
 		names_stride = capture_names_stride(&c->spec);
-		if (!capture_split(&c->spec) || !c->whole ||
-		    h.names_at != capture_names_at(&c->spec) ||
+		if (!capture_split(&c->spec) || h.names_at != capture_names_at(&c->spec) ||
 		    (h.names_end && h.names_end < h.names_at)) {
 			s->stats.capture_mismatched++;
 			c->names_len = 0;
@@ -766,7 +764,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 		.names_stride = names_stride,
 	};
 	if (h.names_at)
-		capture_rebuild(s, c->out.nodes, h.n, c->out.names, c->out.n_names, &c->out);
+		capture_idents(s, c->out.nodes, h.n, c->out.names, c->out.n_names, &c->out);
 	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
 	 * where it has a root to compare with */
 	if (c->spec.gil_at && h.gil_read == 1 && h.gil_locked <= 1 && (!h.gil_locked || h.root)) {

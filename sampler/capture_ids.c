@@ -2,17 +2,16 @@
  * capture_ids: the reader's side of the BPF program's split records (internal.h's
  * capture_split()). A node there holds its code's check, not its code's identity extras: those
  * come, with the code's names, in the node's slot of the names area the first time the
- * records of its ring hold that code (since the last capture_forget()), and only the check after
- * that. The reader keeps each identity it was sent by its check, and gives samples whole nodes
- * again (struct sample_capture: a node's identity extras after its bytes, its names in a slot
- * of their own), so that what reads them is the same for every kind of record.
+ * records of its ring hold that code (since the last capture_forget()), and only the check
+ * after that. The reader keeps each identity it was sent by its check, and tells a sample
+ * where each node's lies (struct sample_capture's ident: in the record's names area, or here).
  *
  * The program keys a check by the ring its record goes to, whose records come in their order,
  * so the reader has read every identity a record leaves out, unless the record that carried it
  * was lost, or forgotten twice over since (capture_forget(): the identities of the epoch before
- * the last are kept for the records still on their way). Such a node's identity addresses are
- * 0, as where the program's read failed (stats.capture_ids_missed): its code is then checked
- * against the target's memory.
+ * the last are kept for the records still on their way). Such a node's identity is none, as
+ * where the program's read failed (stats.capture_ids_missed): its code is then checked against
+ * the target's memory.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -114,54 +113,38 @@ static const unsigned char *ids_get(const struct capture *c, uint64_t check, siz
 	return NULL;
 }
 
-int capture_ids_start(struct capture *c)
+void capture_ids_start(struct capture *c)
 {
-	size_t room = SAMPLER_CAPTURE_MAX_NODES * capture_stride(&c->spec);
-
 	capture_ids_free(c);
-	free(c->whole);
-	c->whole = NULL;
-	if (!capture_split(&c->spec))
-		return 0;
-	c->whole = malloc(room);
-	return c->whole ? 0 : -ENOMEM;
 }
 
-void capture_rebuild(struct sampler *s, const unsigned char *nodes, size_t n,
-		     const unsigned char *names, size_t n_names, struct sample_capture *out)
+void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
+		    const unsigned char *names, size_t n_names, struct sample_capture *out)
 {
 	struct capture *c = &s->capture;
 	const struct sampler_capture_spec *sp = &c->spec;
 	size_t body = 8 + sp->node_bytes, ident = capture_ident_bytes(sp);
 	size_t stride = capture_node_stride(sp), slot = capture_names_stride(sp);
-	size_t whole = body + ident, named = slot - ident;
-	unsigned char *to = c->whole, *to_names = c->whole + SAMPLER_CAPTURE_MAX_NODES * whole;
+	uint64_t check;
 
+	/* those sent first: a table that grows moves the identities it holds */
 	for (size_t k = 0; k < n; k++) {
-		const unsigned char *node = nodes + k * stride, *id = NULL;
-		const unsigned char *sent = k < n_names ? names + k * slot : NULL;
-		uint64_t check;
-
-		memcpy(&check, node + body, 8);
-		memcpy(to + k * whole, node, body);
-		if (check & 1) {
-			/* sent: in its slot, unless the names area was lost */
-			id = sent;
-			if (id)
-				ids_put(c, check, id, ident);
-		} else {
-			id = ids_get(c, check | 1, ident);
-			s->stats.capture_ids_missed += !id;
+		memcpy(&check, nodes + k * stride + body, 8);
+		c->ident[k] = NULL;
+		/* sent: in its slot, unless the names area was lost */
+		if ((check & 1) && k < n_names) {
+			c->ident[k] = names + k * slot;
+			ids_put(c, check, c->ident[k], ident);
 		}
-		if (id)
-			memcpy(to + k * whole + body, id, ident);
-		else
-			memset(to + k * whole + body, 0, ident);
-		if (sent)
-			memcpy(to_names + k * named, sent + ident, named);
 	}
-	out->nodes = to;
-	out->stride = whole;
-	out->names = n_names ? to_names : NULL;
-	out->names_stride = named;
+	for (size_t k = 0; k < n; k++) {
+		memcpy(&check, nodes + k * stride + body, 8);
+		if (check & 1)
+			continue;
+		c->ident[k] = ids_get(c, check | 1, ident);
+		s->stats.capture_ids_missed += !c->ident[k];
+	}
+	out->ident = c->ident;
+	out->names = n_names ? names + ident : NULL;
+	out->names_stride = slot;
 }

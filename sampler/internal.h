@@ -165,9 +165,9 @@ struct capture {
 	struct sample_capture out;
 	/* A split record's identities by their check (capture_ids.c): since the last
 	 * capture_forget(), and before it (the records still on their way, of the epoch before),
-	 * and the whole nodes given for the record being read */
+	 * and where those of the record being read lie (sample_capture.ident) */
 	struct capture_ids ids[2];
-	unsigned char *whole;           /* SAMPLER_CAPTURE_MAX_NODES x capture_stride() */
+	const unsigned char *ident[SAMPLER_CAPTURE_MAX_NODES];
 	/* the thread whose root a SAMPLER_EVENT_CAPTURE_THREAD asks for (0: none asked), and the
 	 * answer sampler_capture_set_root() gave from inside it */
 	pid_t asking;
@@ -509,18 +509,17 @@ size_t capture_window_at(const struct sampler_capture_spec *spec);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
 /* capture_ids.c */
-/* For the spec just loaded (c->spec): the table emptied, the room for whole nodes made; 0 or
- * -ENOMEM. */
-int capture_ids_start(struct capture *c);
+/* For the spec just loaded (c->spec): the tables emptied. */
+void capture_ids_start(struct capture *c);
 /* Every identity forgotten (capture_forget()): those kept so far serve the records still on
  * their way, and are freed at the next; or all freed, with the rest (capture_close()). */
 void capture_ids_forget(struct capture *c);
 void capture_ids_free(struct capture *c);
-/* A split record's n nodes and its names area's n_names slots (NULL, 0: none came) as whole
- * nodes (each identity from its slot, or the table by its check) and names alone: out's
- * nodes, stride, names and names_stride. */
-void capture_rebuild(struct sampler *s, const unsigned char *nodes, size_t n,
-		     const unsigned char *names, size_t n_names, struct sample_capture *out);
+/* A split record's n nodes and its names area's n_names slots (NULL, 0: none came): each
+ * node's identity from its slot, or the table by its check, into out's ident; its names in
+ * its slot past the identity: out's names and names_stride. */
+void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
+		    const unsigned char *names, size_t n_names, struct sample_capture *out);
 
 /* capture.c */
 /* Chooses how the program keys threads (struct capture's pidns): hwspy's PID namespace's

@@ -1502,6 +1502,106 @@ static void test_captured_bad(void **state)
 	world_free(&w);
 }
 
+/* x (capture_x()) as the BPF program's split records give it (pyframes_capture.ident): a node
+ * its address, frame bytes and a check of its identity; the identity at ident[k] (x's bytes);
+ * the names in a slot of their own (x's nodes, past the identity) */
+static struct pyframes_capture split_of(const struct pyframes_capture *x,
+					const struct pyframes_capture_spec *s,
+					unsigned char *compact, const unsigned char **ident)
+{
+	struct pyframes_capture cap = *x;
+	size_t body = 8 + s->frame_bytes, id_bytes = 0;
+
+	for (uint32_t j = 0; j < s->n_identity; j++)
+		id_bytes += 8 + s->extra[j].len;
+	for (size_t k = 0; k < x->n; k++) {
+		const unsigned char *node = x->nodes + k * x->stride;
+		uint64_t check = 0xcbf29ce484222325ULL;
+
+		for (size_t i = 0; i < id_bytes; i++)
+			check = (check ^ node[body + i]) * 0x100000001b3ULL;
+		check |= 1;
+		memcpy(compact + k * (body + 8), node, body);
+		memcpy(compact + k * (body + 8) + body, &check, 8);
+		ident[k] = node + body;
+	}
+	cap.nodes = compact;
+	cap.stride = body + 8;
+	cap.ident = ident;
+	cap.names = x->nodes + body + id_bytes;
+	cap.n_names = x->n;
+	cap.names_stride = x->stride;
+	return cap;
+}
+
+static void captured_split_cases(int minor)
+{
+	struct world w;
+	struct py_frame live[8], whole[8], out[8];
+	unsigned char nodes[8 * PYFRAMES_CAPTURE_STRIDE_MAX], compact[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	const unsigned char *ident[8];
+	struct pyframes_capture x, cap;
+	struct pyframes_capture_spec s;
+	uint64_t fr[3], co[3], spliced;
+	size_t n, n_live, n_whole;
+	static const char *const names[3] = { "A.f0", "f1", "f2" };      /* chain3() */
+
+	world_init(&w, minor);
+	s = spec_of(&w);
+	assert_true(s.n_identity > 0 && s.n_identity < s.n_extras);
+	chain3(&w, fr, co);
+	assert_int_equal(pyframes_thread_stack(w.pf, TID, live, 8, &n_live, NULL), 0);
+	x = capture_x(&w, nodes, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &x, whole, 8, &n_whole, NULL), 0);
+	assert_int_equal(n_whole, n_live);
+	assert_frames_equal(whole, live, n_live);
+	/* named as the whole nodes name them; for a thread, the second time (its names left
+	 * out, as known) from its memo */
+	cap = split_of(&x, &s, compact, ident);
+	cap.tid = TID;
+	for (int i = 0; i < 2; i++) {
+		spliced = w.pf->memo_spliced;
+		cap.n_names = i == 0 ? cap.n : 0;
+		assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+		assert_int_equal(n, n_whole);
+		assert_frames_equal(out, whole, n);
+		assert_true(i == 0 ? w.pf->memo_spliced == spliced : w.pf->memo_spliced > spliced);
+	}
+	cap.tid = 0;
+	/* an identity the reader lacks, names left out: the code checked in memory instead */
+	ident[1] = NULL;
+	cap.n_names = 1;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(n, n_whole);
+	assert_frames_equal(out, whole, n);
+	/* identities by pointer need the names' slots */
+	cap.names_stride = 0;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), -EINVAL);
+	world_free(&w);
+	/* code objects gone from memory since, none cached: the identities and names captured
+	 * name them */
+	world_init(&w, minor);
+	chain3(&w, fr, co);
+	x = capture_x(&w, nodes, 8);
+	cap = split_of(&x, &s, compact, ident);
+	for (size_t i = 0; i < 3; i++)
+		memset(w.f.mem + (co[i] - BASE), 0, w.l->co_size);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(out[i].name, names[i]);
+	world_free(&w);
+}
+
+static void test_captured_split(void **state)
+{
+	(void) state;
+	captured_split_cases(8);
+	captured_split_cases(10);
+	captured_split_cases(11);
+	captured_split_cases(12);
+}
+
 static void spec_is(const struct py_layout *l, int r, uint32_t off1, uint32_t off2,
 		    uint32_t bytes, uint32_t next)
 {
@@ -1779,6 +1879,7 @@ int main(void)
 		cmocka_unit_test(test_captured_gone),
 		cmocka_unit_test(test_captured_cached),
 		cmocka_unit_test(test_captured_memo),
+		cmocka_unit_test(test_captured_split),
 		cmocka_unit_test(test_captured_big_frame),
 		cmocka_unit_test(test_thread_state),
 		cmocka_unit_test(test_search_spec),

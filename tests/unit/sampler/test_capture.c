@@ -92,8 +92,10 @@ static const struct sampler_capture_spec spec = { 24, 8, sizeof(struct node), 8,
 	{ .from = 32, .off = 8, .len = 16, .mask = UINT64_MAX },
 	{ .from = sizeof(struct node) + 8, .off = 0, .len = 8, .mask = ~(uint64_t) 7 } } };
 #define STRIDE (8 + sizeof(struct node) + 8 + 16 + 8 + 8)
-/* ... as the program sends it, names once: its address and bytes, its code's check */
+/* ... as the program sends it, names once: its address and bytes, its code's check; and its
+ * slot of the names area: its identity, then its name */
 #define R_NODE (8 + sizeof(struct node) + 8)
+#define R_SLOT (8 + 16 + 8 + 8)
 
 /* The child on CPU cpu alone (none: -1, left as it is). */
 static void pin(pid_t pid, int cpu)
@@ -402,8 +404,9 @@ static void on_sample(void *ctx, const struct sample *smp)
 		return;
 	}
 	if (c->root != (uintptr_t) &root || c->head != (uintptr_t) &NODE(0) ||
-	    c->stride != (names_mode == NAMES_EVERY ? STRIDE : STRIDE - 16) ||
-	    c->names_stride != (names_mode == NAMES_EVERY ? 0 : 16) || c->n_names > c->n) {
+	    c->stride != (names_mode == NAMES_EVERY ? STRIDE : R_NODE) ||
+	    c->names_stride != (names_mode == NAMES_EVERY ? 0 : R_SLOT) || c->n_names > c->n ||
+	    !c->ident != (names_mode == NAMES_EVERY)) {
 		fprintf(stderr, "# status %d n %zu root %#lx head %#lx stride %zu\n", c->status, c->n,
 			(unsigned long) c->root, (unsigned long) c->head, c->stride);
 		v->fields_ok = false;
@@ -431,11 +434,14 @@ static void on_sample(void *ctx, const struct sample *smp)
 		 * area, if the record has one for it, else none); none where the pointer leads
 		 * nowhere */
 		const unsigned char *tag = p + 8 + sizeof(struct node) + 24;
-		static const unsigned char none[16];
+		static const unsigned char none[24];
 
-		if (names_mode != NAMES_EVERY)
-			tag = i < c->n_names ? c->names + i * c->names_stride : none;
 		p += 8 + sizeof(struct node);
+		/* names once: the identity where the reader holds it, the names in the slot */
+		if (names_mode != NAMES_EVERY) {
+			tag = i < c->n_names ? c->names + i * c->names_stride : none;
+			p = c->ident[i] ? c->ident[i] : none;
+		}
 		if (i == 2 || i == 4) {
 			if (pf64(p) != 0 || pf64(tag) != 0)
 				v->extras_ok = false;
@@ -773,9 +779,8 @@ static void test_capture_bounded(void **state)
 	assert_int_equal(v.names_left, (v.captured - 1) * (SAMPLER_CAPTURE_MAX_NODES - 2));
 }
 
-/* A split record made whole again (capture_rebuild(), no BPF needed): node k of the record as
+/* A split record's identities found (capture_idents(), no BPF needed): node k of the record as
  * the program sends it (its address, bytes and check), its slot (identity, then names) */
-#define R_SLOT (8 + 16 + 8 + 8)
 static void r_node(unsigned char *rec, unsigned char *slots, size_t k, uint64_t check,
 		   bool sent, uint64_t tag)
 {
@@ -797,18 +802,15 @@ static void r_node(unsigned char *rec, unsigned char *slots, size_t k, uint64_t 
 	}
 }
 
-/* Whether whole node k holds r_node(k, tag)'s bytes and identity (tag 0: none, addresses 0) */
-static bool r_whole(const struct sample_capture *out, size_t k, uint64_t tag)
+/* Whether node k's identity is r_node(k, tag)'s (tag 0: none) */
+static bool r_ident(const struct sample_capture *out, size_t k, uint64_t tag)
 {
-	const unsigned char *p = out->nodes + k * out->stride;
-	uint64_t id[3] = { tag ? tag + 8 : 0, tag * 3, tag * 5 };
+	uint64_t id[3] = { tag + 8, tag * 3, tag * 5 };
 
-	return out->stride == 8 + sizeof(struct node) + 24 && pf64(p) == 0x1000 + k &&
-	       pf64(p + 8 + sizeof(struct node) - 8) == 0 &&
-	       memcmp(p + 8 + sizeof(struct node), id, sizeof(id)) == 0;
+	return tag ? out->ident[k] && memcmp(out->ident[k], id, sizeof(id)) == 0 : !out->ident[k];
 }
 
-static void test_capture_rebuild(void **state)
+static void test_capture_idents(void **state)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
 	unsigned char rec[4 * R_NODE], slots[4 * R_SLOT];
@@ -824,52 +826,53 @@ static void test_capture_rebuild(void **state)
 	assert_int_equal(capture_node_stride(&s->capture.spec), R_NODE);
 	assert_int_equal(capture_names_stride(&s->capture.spec), R_SLOT);
 	assert_int_equal(capture_ident_bytes(&s->capture.spec), 24);
-	assert_int_equal(capture_ids_start(&s->capture), 0);
+	capture_ids_start(&s->capture);
 	/* two codes sent, one the reader was never sent: its identity none, counted */
 	r_node(rec, slots, 0, 0xa0, true, 0x50);
 	r_node(rec, slots, 1, 0xb0, true, 0x60);
 	r_node(rec, slots, 2, 0xc0, false, 0);
-	capture_rebuild(s, rec, 3, slots, 3, &out);
-	assert_true(r_whole(&out, 0, 0x50) && r_whole(&out, 1, 0x60) && r_whole(&out, 2, 0));
-	assert_int_equal(out.names_stride, 16);
-	assert_int_equal(pf64(out.names + 16), 0x60 * 7);
+	capture_idents(s, rec, 3, slots, 3, &out);
+	assert_true(r_ident(&out, 0, 0x50) && r_ident(&out, 1, 0x60) && r_ident(&out, 2, 0));
+	assert_int_equal(out.names_stride, R_SLOT);
+	assert_int_equal(pf64(out.names + R_SLOT), 0x60 * 7);
+	assert_ptr_equal(out.ident[1], slots + R_SLOT);
 	assert_int_equal(s->stats.capture_ids_missed, 1);
 	/* then by their checks alone, in a record with no names area: as sent */
 	r_node(rec, NULL, 0, 0xb0, false, 0);
 	r_node(rec, NULL, 1, 0xa0, false, 0);
-	capture_rebuild(s, rec, 2, NULL, 0, &out);
-	assert_true(r_whole(&out, 0, 0x60) && r_whole(&out, 1, 0x50));
+	capture_idents(s, rec, 2, NULL, 0, &out);
+	assert_true(r_ident(&out, 0, 0x60) && r_ident(&out, 1, 0x50));
 	assert_null(out.names);
 	/* a names area lost on the way: its codes' identities none, and not kept */
 	r_node(rec, NULL, 0, 0xd0, true, 0x70);
-	capture_rebuild(s, rec, 1, NULL, 0, &out);
-	assert_true(r_whole(&out, 0, 0));
+	capture_idents(s, rec, 1, NULL, 0, &out);
+	assert_true(r_ident(&out, 0, 0));
 	r_node(rec, NULL, 0, 0xd0, false, 0);
-	capture_rebuild(s, rec, 1, NULL, 0, &out);
-	assert_true(r_whole(&out, 0, 0));
+	capture_idents(s, rec, 1, NULL, 0, &out);
+	assert_true(r_ident(&out, 0, 0));
 	assert_int_equal(s->stats.capture_ids_missed, 2);
 	/* forgotten: the epoch before still serves records on their way; twice, no more */
 	assert_int_equal(capture_forget(&s->capture), 0);
 	r_node(rec, NULL, 0, 0xa0, false, 0);
-	capture_rebuild(s, rec, 1, NULL, 0, &out);
-	assert_true(r_whole(&out, 0, 0x50));
+	capture_idents(s, rec, 1, NULL, 0, &out);
+	assert_true(r_ident(&out, 0, 0x50));
 	assert_int_equal(capture_forget(&s->capture), 0);
-	capture_rebuild(s, rec, 1, NULL, 0, &out);
-	assert_true(r_whole(&out, 0, 0));
+	capture_idents(s, rec, 1, NULL, 0, &out);
+	assert_true(r_ident(&out, 0, 0));
 	assert_int_equal(s->stats.capture_ids_missed, 3);
 	/* many codes: the table grows and holds them, up to where it forgets them (a full table;
 	 * the program then sends each again): the later ones found, the earliest not, none wrong */
 	for (uint64_t i = 0; i < MANY; i++) {
 		r_node(rec, slots, 0, i << 20, true, i + 1);
-		capture_rebuild(s, rec, 1, slots, 1, &out);
+		capture_idents(s, rec, 1, slots, 1, &out);
 	}
 	for (uint64_t i = 0; i < MANY; i++) {
 		uint64_t missed = s->stats.capture_ids_missed;
 
 		r_node(rec, NULL, 0, i << 20, false, 0);
-		capture_rebuild(s, rec, 1, NULL, 0, &out);
+		capture_idents(s, rec, 1, NULL, 0, &out);
 		found += s->stats.capture_ids_missed == missed;
-		wrong += !r_whole(&out, 0, s->stats.capture_ids_missed == missed ? i + 1 : 0);
+		wrong += !r_ident(&out, 0, s->stats.capture_ids_missed == missed ? i + 1 : 0);
 		if (i == MANY - 1)
 			assert_int_equal(s->stats.capture_ids_missed, missed);
 	}
@@ -888,7 +891,7 @@ int main(void)
 		cmocka_unit_test(test_capture_names_once),
 		cmocka_unit_test(test_capture_stacked),
 		cmocka_unit_test(test_capture_bounded),
-		cmocka_unit_test(test_capture_rebuild),
+		cmocka_unit_test(test_capture_idents),
 	};
 
 	cpus_find();
