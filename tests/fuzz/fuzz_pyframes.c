@@ -548,6 +548,7 @@ static void mutate_mem(struct rng *r, struct image *im)
 
 struct counts {
 	uint64_t execs, refused, accepted, walks_ok, walks_err, frames, captured, named;
+	uint64_t split, split_same;     /* split captures walked; whole, compared with inline */
 };
 
 /* A result a walk may return, and frames whose strings are readable. */
@@ -618,6 +619,39 @@ static size_t take_capture(struct rng *r, struct pyframes *pf, struct image *im,
 	if (n && below(r, 4) == 0)
 		nodes[below(r, n * stride)] ^= (unsigned char) rnd(r);
 	return n;
+}
+
+/* cap (extras inline: take_capture()) as the BPF program's split records give it: each node its
+ * address, frame bytes and a check of its identity (compact), its identity by pointer (some
+ * lacking, as where the reader had not read them), its names in slots (the first n_names). */
+static struct pyframes_capture split_capture(struct rng *r, const struct pyframes_capture *cap,
+					     const struct pyframes_capture_spec *sp,
+					     unsigned char *compact, const unsigned char **ident,
+					     bool whole)
+{
+	struct pyframes_capture out = *cap;
+	size_t body = 8 + sp->frame_bytes, id = 0;
+
+	for (uint32_t j = 0; j < sp->n_identity; j++)
+		id += 8 + sp->extra[j].len;
+	for (size_t k = 0; k < cap->n; k++) {
+		const unsigned char *node = cap->nodes + k * cap->stride;
+		uint64_t check = 0xcbf29ce484222325ULL;
+
+		for (size_t i = 0; i < id; i++)
+			check = (check ^ node[body + i]) * 0x100000001b3ULL;
+		check |= 1;
+		memcpy(compact + k * (body + 8), node, body);
+		memcpy(compact + k * (body + 8) + body, &check, 8);
+		ident[k] = whole || below(r, 8) ? node + body : NULL;
+	}
+	out.nodes = compact;
+	out.stride = body + 8;
+	out.ident = ident;
+	out.names = cap->nodes + body + id;
+	out.names_stride = cap->stride;
+	out.n_names = whole ? cap->n : below(r, (uint32_t) cap->n + 1);
+	return out;
 }
 
 /* What executions share: the image they mutate, the reader, and a struct pyframes per seed
@@ -727,6 +761,29 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 		rr = pyframes_thread_stack_captured(pf, &cap, out, max, &n, &cut);
 		check_walk(rr, out, n, max, &cut, c);
 		c->captured++;
+		/* split as the BPF program sends it: whole, the same frames; else bounded */
+		if (cap.n_extras && sp.n_identity && sp.n_identity < sp.n_extras) {
+			static unsigned char compact[32 * (8 + PYFRAMES_CAPTURE_FRAME_MAX + 8)];
+			const unsigned char *ident[32];
+			struct py_frame split[64];
+			struct pyframes_cut scut;
+			bool whole = below(&r, 2);
+			struct pyframes_capture sc = split_capture(&r, &cap, &sp, compact, ident,
+								   whole);
+			size_t ns;
+			int rs = pyframes_thread_stack_captured(pf, &sc, split, max, &ns, &scut);
+
+			check_walk(rs, split, ns, max, &scut, c);
+			c->split++;
+			if (whole && rr == 0 && rs == 0) {
+				c->split_same++;
+				assert_true(ns == n);
+				for (size_t i = 0; i < n; i++)
+					assert_true(split[i].code == out[i].code &&
+						    !strcmp(split[i].name, out[i].name) &&
+						    split[i].line == out[i].line);
+			}
+		}
 		/* as its thread's, twice: the first walk is the memo the second takes the frames
 		 * past the shared nodes from (walk.c, walk_splice()); the second must give the
 		 * first's frames, its own walk of the nodes before them included */
@@ -884,10 +941,11 @@ static void test_fuzz(void **state)
 	dt = now_s() - t0;
 	print_message("# fuzz_pyframes: %" PRIu64 " executions in %.1f s (%.0f/s): %" PRIu64
 		      " layouts refused, %" PRIu64 " accepted; walks %" PRIu64 " ok (%" PRIu64
-		      " frames), %" PRIu64 " errors; %" PRIu64 " captured walks; %" PRIu64
-		      " thread names\n", c->execs, dt,
-		      dt > 0 ? (double) c->execs / dt : 0.0, c->refused, c->accepted, c->walks_ok,
-		      c->frames, c->walks_err, c->captured, c->named);
+		      " frames), %" PRIu64 " errors; %" PRIu64 " captured walks (%" PRIu64
+		      " split, %" PRIu64 " compared whole); %" PRIu64 " thread names\n", c->execs,
+		      dt, dt > 0 ? (double) c->execs / dt : 0.0, c->refused, c->accepted,
+		      c->walks_ok, c->frames, c->walks_err, c->captured, c->split, c->split_same,
+		      c->named);
 	/* the seeds are walked, not refused: the fuzzer reaches the walker, and the registry */
 	assert_true(c->execs < 100 || c->walks_ok > 0);
 	assert_true(c->execs < 100 || c->named > 0);
