@@ -154,7 +154,11 @@ static size_t dwarf_inlines(struct symbolizer *sym, Dwfl_Module *dm, uint64_t a,
 		path[0] = m->last_sub;
 		depth = descend(&path[0], a - bias, path, 1, 64, &budget);
 	} else {
-		depth = descend(cu, a - bias, path, 0, 64, &budget);
+		/* the CU's function that holds a, by its index (cuindex.c), else a scan of the CU */
+		if (!sym->cu_scan && cu_index_find(m, cu, a - bias, &path[0]) == 1)
+			depth = descend(&path[0], a - bias, path, 1, 64, &budget);
+		else
+			depth = descend(cu, a - bias, path, 0, 64, &budget);
 		m->has_last_sub = depth > 0 && dwarf_tag(&path[0]) == DW_TAG_subprogram;
 		if (m->has_last_sub) {
 			m->last_sub = path[0];

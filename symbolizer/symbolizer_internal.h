@@ -156,6 +156,13 @@ struct sym_range {
 	const char *name;        /* pooled */
 };
 
+/* cuindex.c: one CU's functions by address */
+struct cu_index {
+	Dwarf_Off cu;
+	struct cu_fn *fn;
+	size_t n;
+};
+
 struct sym_module {
 	struct symbolizer *sym;  /* whose (libdwfl's callbacks have the module alone) */
 	char *path;              /* as /proc/PID/maps names it */
@@ -185,6 +192,8 @@ struct sym_module {
 	Dwarf_Die last_sub;
 	Dwarf_Off last_cu;
 	bool has_last_sub;
+	struct cu_index *cus;    /* cuindex.c: the CUs looked up in, by offset */
+	size_t n_cus, cap_cus;
 	struct sym_range *ranges;/* elf.c: functions resolved so far by their symbols, by start */
 	size_t n_ranges, cap_ranges;
 	struct sym_cold cold[SYM_MAX_COLD];
@@ -205,6 +214,14 @@ bool module_read(const struct sym_module *m, uint64_t addr, void *dst, size_t le
 bool module_fde_range(const struct sym_module *m, uint64_t v, uint64_t *ret_start,
 		      uint64_t *ret_end);
 void module_free(struct sym_module *m);
+
+/* ---- a CU's functions by address (cuindex.c) ------------------------------------------------ */
+
+/* The subprogram of module m's CU cu (its DIE) whose ranges hold pc (the CU's addresses): 1
+ * and *ret, 0 where none does, -1 where its index could not be made (no memory). The CU's
+ * subprograms are listed at its first lookup. */
+int cu_index_find(struct sym_module *m, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *ret);
+void cu_index_free(struct sym_module *m);
 
 /* ---- debug files (debuginfo.c) -------------------------------------------------------------- */
 
@@ -359,6 +376,8 @@ struct symbolizer {
 
 	Dwfl *dwfl;
 	Dwfl_Callbacks dwfl_cb;
+	bool cu_scan;            /* no CU index: each lookup scans its CU, as before cuindex.c
+	                          * (a test compares the two) */
 	bool other_root;         /* its root is not ours (a container): its debug files first */
 	bool dwfl_attached;
 

@@ -24,9 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 
 #include "symbolizer/symbolizer.h"
+#include "symbolizer/symbolizer_internal.h"
 
 #define LIBPYTHON "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"
 #define DEB_PYTHON "/usr/bin/python3.11"
@@ -488,6 +490,66 @@ static void test_scopes_remembered(void **state)
 	dlclose(h);
 }
 
+/* A lookup in another CU than the module's last finds the function that holds the address in
+ * the CU's index (cuindex.c), not by a scan of the CU: the frames of addresses all over
+ * libpython, each looked up right after one at the other end of the library (another CU), are
+ * those a scan of the CU finds (sym->cu_scan: as before the index). */
+#define CU_ADDRS 600
+static void test_cu_index(void **state)
+{
+	struct gap_arg g = { 0 };
+	struct elfsym hash = { 0 };
+	struct symbolizer *sym = NULL, *scan = NULL;
+	struct native_frame f[16], want[16];
+	size_t compared = 0, inlined = 0, step;
+	void *h;
+	uint64_t bias;
+
+	(void) state;
+	if (access(LIBPYTHON, R_OK) != 0) {
+		print_message("# skip: no %s\n", LIBPYTHON);
+		skip();
+	}
+	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
+	assert_non_null(h);
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
+	bias = (uint64_t)(uintptr_t)dlsym(h, "PyObject_Hash") - hash.value;
+	elf_syms(LIBPYTHON, SHT_SYMTAB, gap_cb, &g);
+	qsort(g.syms, g.n, sizeof(*g.syms), cmp_sym);
+	assert_true(g.n > CU_ADDRS);
+	step = g.n / CU_ADDRS;
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	assert_int_equal(symbolizer_new(getpid(), &scan), 0);
+	scan->cu_scan = true;
+	for (size_t k = 0; k < CU_ADDRS; k++) {
+		/* from each end in turn: the CU changes at every lookup */
+		const struct elfsym *s = &g.syms[k % 2 ? g.n - 1 - (k / 2) * step : (k / 2) * step];
+		uint64_t v = bias + s->value + s->size * (1 + k % 7) / 8;
+		size_t n, n_want;
+
+		if (s->size < 16)
+			continue;
+		n = lookup(sym, v, f, 16);
+		n_want = lookup(scan, v, want, 16);
+		assert_int_equal(n, n_want);
+		for (size_t i = 0; i < n; i++) {
+			assert_true(f[i].inlined == want[i].inlined && f[i].line == want[i].line);
+			assert_true((f[i].name == NULL) == (want[i].name == NULL));
+			assert_true(!f[i].name || strcmp(f[i].name, want[i].name) == 0);
+			assert_true((f[i].file == NULL) == (want[i].file == NULL));
+			assert_true(!f[i].file || strcmp(f[i].file, want[i].file) == 0);
+		}
+		compared++;
+		inlined += n > 1;
+	}
+	print_message("# %zu addresses, %zu in inline frames\n", compared, inlined);
+	assert_true(compared > CU_ADDRS / 2 && inlined > 10);
+	symbolizer_free(scan);
+	symbolizer_free(sym);
+	free(g.syms);
+	dlclose(h);
+}
+
 /* A copy of a library's file mapped right below the library (as libelf maps the files it reads,
  * in a process that profiles itself, or a program that reads a library by mmap): the module is
  * still the loaded image, its symbols named. It was not (every lookup nameless): the module
@@ -926,6 +988,7 @@ int main(void)
 		cmocka_unit_test(test_file_copy_below),
 		cmocka_unit_test(test_libpython),
 		cmocka_unit_test(test_scopes_remembered),
+		cmocka_unit_test(test_cu_index),
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
 		cmocka_unit_test(test_build_id_cache),
