@@ -24,46 +24,55 @@ enum frame_class {
 	CLS_KEEP,               /* everything shown */
 };
 
+struct name {
+	const char *s;
+	size_t len;
+};
+#define NAME(s) { s, sizeof(s) - 1 }
+static const struct name eval_name = NAME(EVAL_NAME);
+
 /* GC entry points and GIL / lock waits, by version (merge.h). */
-static const char *const kept_internal[] = {
-	"collect",                      /* 3.8-3.9 gcmodule.c */
-	"gc_collect_main",              /* 3.10-3.13, 3.14 gc_free_threading.c */
-	"_PyGC_Collect",                /* 3.13+ */
-	"gc_collect_young",             /* 3.14 incremental gc.c */
-	"gc_collect_increment",
-	"gc_collect_full",
-	"take_gil",
-	"drop_gil",
-	"PyThread_acquire_lock_timed",
-	"PyThread_acquire_lock_timed_with_retries",  /* 3.13+ */
-	"_PyMutex_LockTimed",           /* 3.13+ PyMutex slow path (threading.Lock in 3.13+) */
-	"_PyParkingLot_Park",           /* 3.13+ */
-	"PyEvent_WaitTimed",            /* 3.13+ (thread join, stop-the-world) */
+static const struct name kept_internal[] = {
+	NAME("collect"),                /* 3.8-3.9 gcmodule.c */
+	NAME("gc_collect_main"),        /* 3.10-3.13, 3.14 gc_free_threading.c */
+	NAME("_PyGC_Collect"),          /* 3.13+ */
+	NAME("gc_collect_young"),       /* 3.14 incremental gc.c */
+	NAME("gc_collect_increment"),
+	NAME("gc_collect_full"),
+	NAME("take_gil"),
+	NAME("drop_gil"),
+	NAME("PyThread_acquire_lock_timed"),
+	NAME("PyThread_acquire_lock_timed_with_retries"),  /* 3.13+ */
+	NAME("_PyMutex_LockTimed"),     /* 3.13+ PyMutex slow path (threading.Lock in 3.13+) */
+	NAME("_PyParkingLot_Park"),     /* 3.13+ */
+	NAME("PyEvent_WaitTimed"),      /* 3.13+ (thread join, stop-the-world) */
 };
 
 /* Frames that only the outermost part of a complete unwind holds. */
-static const char *const thread_roots[] = {
-	"_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main",
-	"start_thread",
-	"clone", "__clone", "clone3", "__clone3", "main",
-	"Py_RunMain", "Py_BytesMain", "Py_Main", "pymain_main",
-	"pythread_wrapper", "t_bootstrap", "thread_run",
+static const struct name thread_roots[] = {
+	NAME("_start"), NAME("__libc_start_main"), NAME("__libc_start_main_impl"),
+	NAME("__libc_start_call_main"),
+	NAME("start_thread"),
+	NAME("clone"), NAME("__clone"), NAME("clone3"), NAME("__clone3"), NAME("main"),
+	NAME("Py_RunMain"), NAME("Py_BytesMain"), NAME("Py_Main"), NAME("pymain_main"),
+	NAME("pythread_wrapper"), NAME("t_bootstrap"), NAME("thread_run"),
 };
 
-/* name is base, or base followed by a compiler suffix (".cold", ".constprop.0" ...). */
-static bool name_is(const char *name, const char *base)
+/* name is base, or base followed by a compiler suffix (".cold", ".constprop.0" ...): its part
+ * before its first '.' is base (no base has a '.'), compared only where the lengths agree (a
+ * --native sample's hundred frames against these thirty names, each a strncmp: 14% of hwspy's
+ * CPU at 100 Hz). */
+static bool name_is(const char *name, size_t len, const struct name *base)
 {
-	size_t n = strlen(base);
-
-	return strncmp(name, base, n) == 0 && (name[n] == '\0' || name[n] == '.');
+	return base->len == len && memcmp(name, base->s, len) == 0;
 }
 
-static bool name_in(const char *name, const char *const *list, size_t n)
+static bool name_in(const char *name, const struct name *list, size_t n)
 {
-	size_t i;
+	size_t len = strcspn(name, ".");
 
-	for (i = 0; i < n; i++)
-		if (name_is(name, list[i]))
+	for (size_t i = 0; i < n; i++)
+		if (name_is(name, len, &list[i]))
 			return true;
 	return false;
 }
@@ -72,7 +81,7 @@ bool merge_is_eval_frame(const char *name)
 {
 	if (!name)
 		return false;
-	return name_is(name, EVAL_NAME) ||
+	return name_in(name, &eval_name, 1) ||
 	       strncmp(name, TAIL_CALL_PREFIX, sizeof(TAIL_CALL_PREFIX) - 1) == 0;
 }
 
@@ -112,7 +121,7 @@ static enum frame_class classify(const struct merge_in *in, const struct native_
 	const char *name = frame_name(f);
 	bool interp = false;
 
-	if (name && name_is(name, EVAL_NAME))
+	if (name && name_in(name, &eval_name, 1))
 		return CLS_EVAL;
 	if (name && strncmp(name, TAIL_CALL_PREFIX, sizeof(TAIL_CALL_PREFIX) - 1) == 0)
 		return CLS_HANDLER;
