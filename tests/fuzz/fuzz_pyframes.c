@@ -38,6 +38,7 @@
 
 #include "pyframes/pyframes_internal.h"
 #include "dbg_blocks.h"
+#include "split_capture.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -621,36 +622,22 @@ static size_t take_capture(struct rng *r, struct pyframes *pf, struct image *im,
 	return n;
 }
 
-/* cap (extras inline: take_capture()) as the BPF program's split records give it: each node its
- * address, frame bytes and a check of its identity (compact), its identity by pointer (some
- * lacking, as where the reader had not read them), its names in slots (the first n_names). */
-static struct pyframes_capture split_capture(struct rng *r, const struct pyframes_capture *cap,
-					     const struct pyframes_capture_spec *sp,
-					     unsigned char *compact, const unsigned char **ident,
-					     bool whole)
+/* cap (extras inline: take_capture()) split as the BPF program's records are handed on
+ * (split_capture()), unless whole some identities lacking (the reader had not read them) and
+ * only the first n_names nodes with names. */
+static struct pyframes_capture split_some(struct rng *r, const struct pyframes_capture *cap,
+					  const struct pyframes_capture_spec *sp,
+					  unsigned char *compact, const unsigned char **ident,
+					  bool whole)
 {
-	struct pyframes_capture out = *cap;
-	size_t body = 8 + sp->frame_bytes, id = 0;
+	struct pyframes_capture out = split_capture(cap, sp, compact, ident);
 
-	for (uint32_t j = 0; j < sp->n_identity; j++)
-		id += 8 + sp->extra[j].len;
-	for (size_t k = 0; k < cap->n; k++) {
-		const unsigned char *node = cap->nodes + k * cap->stride;
-		uint64_t check = 0xcbf29ce484222325ULL;
-
-		for (size_t i = 0; i < id; i++)
-			check = (check ^ node[body + i]) * 0x100000001b3ULL;
-		check |= 1;
-		memcpy(compact + k * (body + 8), node, body);
-		memcpy(compact + k * (body + 8) + body, &check, 8);
-		ident[k] = whole || below(r, 8) ? node + body : NULL;
-	}
-	out.nodes = compact;
-	out.stride = body + 8;
-	out.ident = ident;
-	out.names = cap->nodes + body + id;
-	out.names_stride = cap->stride;
-	out.n_names = whole ? cap->n : below(r, (uint32_t) cap->n + 1);
+	if (whole)
+		return out;
+	for (size_t k = 0; k < cap->n; k++)
+		if (below(r, 8) == 0)
+			ident[k] = NULL;
+	out.n_names = below(r, (uint32_t) cap->n + 1);
 	return out;
 }
 
@@ -768,8 +755,8 @@ static void exec_one(struct run *run, uint64_t seed, uint64_t iter)
 			struct py_frame split[64];
 			struct pyframes_cut scut;
 			bool whole = below(&r, 2);
-			struct pyframes_capture sc = split_capture(&r, &cap, &sp, compact, ident,
-								   whole);
+			struct pyframes_capture sc = split_some(&r, &cap, &sp, compact, ident,
+								whole);
 			size_t ns;
 			int rs = pyframes_thread_stack_captured(pf, &sc, split, max, &ns, &scut);
 

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "pyframes/pyframes_internal.h"
+#include "split_capture.h"
 
 #define BASE 0x100000ull
 #define SIZE (1ull << 20)
@@ -1502,38 +1503,6 @@ static void test_captured_bad(void **state)
 	world_free(&w);
 }
 
-/* x (capture_x()) as the BPF program's split records give it (pyframes_capture.ident): a node
- * its address, frame bytes and a check of its identity; the identity at ident[k] (x's bytes);
- * the names in a slot of their own (x's nodes, past the identity) */
-static struct pyframes_capture split_of(const struct pyframes_capture *x,
-					const struct pyframes_capture_spec *s,
-					unsigned char *compact, const unsigned char **ident)
-{
-	struct pyframes_capture cap = *x;
-	size_t body = 8 + s->frame_bytes, id_bytes = 0;
-
-	for (uint32_t j = 0; j < s->n_identity; j++)
-		id_bytes += 8 + s->extra[j].len;
-	for (size_t k = 0; k < x->n; k++) {
-		const unsigned char *node = x->nodes + k * x->stride;
-		uint64_t check = 0xcbf29ce484222325ULL;
-
-		for (size_t i = 0; i < id_bytes; i++)
-			check = (check ^ node[body + i]) * 0x100000001b3ULL;
-		check |= 1;
-		memcpy(compact + k * (body + 8), node, body);
-		memcpy(compact + k * (body + 8) + body, &check, 8);
-		ident[k] = node + body;
-	}
-	cap.nodes = compact;
-	cap.stride = body + 8;
-	cap.ident = ident;
-	cap.names = x->nodes + body + id_bytes;
-	cap.n_names = x->n;
-	cap.names_stride = x->stride;
-	return cap;
-}
-
 static void captured_split_cases(int minor)
 {
 	struct world w;
@@ -1557,7 +1526,7 @@ static void captured_split_cases(int minor)
 	assert_frames_equal(whole, live, n_live);
 	/* named as the whole nodes name them; for a thread, the second time (its names left
 	 * out, as known) from its memo */
-	cap = split_of(&x, &s, compact, ident);
+	cap = split_capture(&x, &s, compact, ident);
 	cap.tid = TID;
 	for (int i = 0; i < 2; i++) {
 		spliced = w.pf->memo_spliced;
@@ -1583,7 +1552,7 @@ static void captured_split_cases(int minor)
 	world_init(&w, minor);
 	chain3(&w, fr, co);
 	x = capture_x(&w, nodes, 8);
-	cap = split_of(&x, &s, compact, ident);
+	cap = split_capture(&x, &s, compact, ident);
 	for (size_t i = 0; i < 3; i++)
 		memset(w.f.mem + (co[i] - BASE), 0, w.l->co_size);
 	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);

@@ -406,6 +406,26 @@ static bool check_nameless_function(struct symbolizer *sym, const char *path, ui
 	return found;
 }
 
+/* LIBPYTHON loaded (the test skipped where it is not here): its handle, and *ret_bias (its
+ * load address less its file's addresses, by PyObject_Hash). */
+static void *libpython_load(uint64_t *ret_bias)
+{
+	struct elfsym hash = { 0 };
+	void *h, *addr;
+
+	if (access(LIBPYTHON, R_OK) != 0) {
+		print_message("# skip: no %s\n", LIBPYTHON);
+		skip();
+	}
+	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
+	assert_non_null(h);
+	addr = dlsym(h, "PyObject_Hash");
+	assert_non_null(addr);
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
+	*ret_bias = (uint64_t)(uintptr_t)addr - hash.value;
+	return h;
+}
+
 /* A lookup in the subprogram the module's last lookup found starts at that subprogram, not
  * with a scan of its CU: the eval loop's addresses, one after another, give the frames they
  * give each looked up right after another address, never looked up before, in another CU.
@@ -449,23 +469,14 @@ static void test_scopes_remembered(void **state)
 					      "PyLong_FromLong", "PyTuple_New", "PyFloat_FromDouble" };
 	static struct scopes_seen seq[SCOPES_N], apart[SCOPES_N];
 	uint64_t other[sizeof(others) / sizeof(others[0])];
-	struct elfsym eval = { 0 }, hash = { 0 };
+	struct elfsym eval = { 0 };
 	size_t inlined = 0;
-	void *h, *addr;
 	uint64_t bias;
+	void *h;
 
 	(void) state;
-	if (access(LIBPYTHON, R_OK) != 0) {
-		print_message("# skip: no %s\n", LIBPYTHON);
-		skip();
-	}
-	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
-	assert_non_null(h);
-	addr = dlsym(h, "PyObject_Hash");
-	assert_non_null(addr);
-	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
+	h = libpython_load(&bias);
 	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "_PyEval_EvalFrameDefault", &eval));
-	bias = (uint64_t)(uintptr_t)addr - hash.value;
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
 		void *o = dlsym(h, others[i]);
 
@@ -498,22 +509,14 @@ static void test_scopes_remembered(void **state)
 static void test_cu_index(void **state)
 {
 	struct gap_arg g = { 0 };
-	struct elfsym hash = { 0 };
 	struct symbolizer *sym = NULL, *scan = NULL;
 	struct native_frame f[16], want[16];
 	size_t compared = 0, inlined = 0, step;
-	void *h;
 	uint64_t bias;
+	void *h;
 
 	(void) state;
-	if (access(LIBPYTHON, R_OK) != 0) {
-		print_message("# skip: no %s\n", LIBPYTHON);
-		skip();
-	}
-	h = dlopen(LIBPYTHON, RTLD_LAZY | RTLD_LOCAL);
-	assert_non_null(h);
-	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "PyObject_Hash", &hash));
-	bias = (uint64_t)(uintptr_t)dlsym(h, "PyObject_Hash") - hash.value;
+	h = libpython_load(&bias);
 	elf_syms(LIBPYTHON, SHT_SYMTAB, gap_cb, &g);
 	qsort(g.syms, g.n, sizeof(*g.syms), cmp_sym);
 	assert_true(g.n > CU_ADDRS);
