@@ -273,7 +273,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
 	c->spec = *spec;
-	capture_ids_start(c);
+	capture_ids_free(c);            /* another spec's identities */
 	return 0;
 }
 

@@ -113,11 +113,6 @@ static const unsigned char *ids_get(const struct capture *c, uint64_t check, siz
 	return NULL;
 }
 
-void capture_ids_start(struct capture *c)
-{
-	capture_ids_free(c);
-}
-
 void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
 		    const unsigned char *names, size_t n_names, struct sample_capture *out)
 {

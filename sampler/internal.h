@@ -509,10 +509,9 @@ size_t capture_window_at(const struct sampler_capture_spec *spec);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
 /* capture_ids.c */
-/* For the spec just loaded (c->spec): the tables emptied. */
-void capture_ids_start(struct capture *c);
 /* Every identity forgotten (capture_forget()): those kept so far serve the records still on
- * their way, and are freed at the next; or all freed, with the rest (capture_close()). */
+ * their way, and are freed at the next; or all freed (capture_close(), and a new spec's
+ * program: other identities). */
 void capture_ids_forget(struct capture *c);
 void capture_ids_free(struct capture *c);
 /* A split record's n nodes and its names area's n_names slots (NULL, 0: none came): each

@@ -826,7 +826,6 @@ static void test_capture_idents(void **state)
 	assert_int_equal(capture_node_stride(&s->capture.spec), R_NODE);
 	assert_int_equal(capture_names_stride(&s->capture.spec), R_SLOT);
 	assert_int_equal(capture_ident_bytes(&s->capture.spec), 24);
-	capture_ids_start(&s->capture);
 	/* two codes sent, one the reader was never sent: its identity none, counted */
 	r_node(rec, slots, 0, 0xa0, true, 0x50);
 	r_node(rec, slots, 1, 0xb0, true, 0x60);
