@@ -121,8 +121,8 @@ struct walk {
 	bool bottom_entry;               /* the last frame read may end a thread's chain: one an
 	                                  * eval loop entered from C (3.11 is_entry, 3.12+ a shim),
 	                                  * or any frame where the layout tells none apart */
-	/* a captured walk whose nodes hold their code's identity (pf->ident_layout): the capture,
-	 * and where a node's identity starts in it */
+	/* a captured walk whose nodes hold their code's identity (pf->ident_layout), or point to
+	 * it (cap->ident): the capture, and where a node's identity starts in it */
 	const struct pyframes_capture *cap;
 	uint32_t ident_at;               /* 0: at cap->ident[node] */
 	/* ... and its thread's previous one (walk_splice()): the nodes [splice_from, cap->n) are
@@ -172,10 +172,11 @@ static void memo_note(struct walk *w, size_t d)
  * 3.12+ frame waits for the next node (a shim marks it an entry), so the frame of node d itself
  * is among the memo's, and the frame pending from node d - 1 was emitted by the walk of node
  * d. Nodes equal byte for byte hold the same frames, caller links, instructions and code
- * identities, so they name the same code objects: the names need no check while the code
- * cache neither cleared nor (re)filled an entry since the memo was made (a fill reads the
- * line table, past what a capture holds). A memo is made only of a walk that ended within its
- * capture, every frame kept, so nothing past the shared nodes was read from memory.
+ * identities (or, cap->ident, checks of them: equal checks, equal identities), so they name
+ * the same code objects: the names need no check while the code cache neither cleared nor
+ * (re)filled an entry since the memo was made (a fill reads the line table, past what a
+ * capture holds). A memo is made only of a walk that ended within its capture, every frame
+ * kept, so nothing past the shared nodes was read from memory.
  */
 static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
 {
