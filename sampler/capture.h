@@ -68,7 +68,7 @@ struct sampler_capture_spec {
 	 * others (its names) are copied once per ring and identity, and left out (address 0)
 	 * of later records of that ring (by the BPF program: until sampler_capture_forget(),
 	 * or a record lost; the program sends a node's check in place of its identity too, and
-	 * the reader gives samples whole nodes: capture_ids.c). 0: every extra every time.
+	 * the reader points samples to the identities: capture_ids.c). 0: every extra every time.
 	 * stacked: a node's next most often lies just below it (CPython's frames): nodes are
 	 * read a window at a time */
 	uint32_t n_identity;

@@ -487,7 +487,7 @@ size_t capture_stride(const struct sampler_capture_spec *spec);
  * then slot k at CAPTURE_NAMES_HDR + k x capture_names_stride(), laid out as a whole node's
  * extras), which comes as a record of its own, up to the nodes record's names_end, just
  * before it; a slot whose identity its ring's records carried before holds address 0 for
- * every extra. The reader gives samples whole nodes again (capture_ids.c). */
+ * every extra. The reader hands each node's identity on by pointer (capture_ids.c). */
 bool capture_split(const struct sampler_capture_spec *spec);
 size_t capture_node_stride(const struct sampler_capture_spec *spec);
 size_t capture_names_stride(const struct sampler_capture_spec *spec);
