@@ -340,10 +340,14 @@ int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, s
 		uint32_t order = (uint32_t) (i * (1 + PYFRAMES_CAPTURE_MAX_EXTRAS));
 
 		span_add(m, &k, node, frame_bytes, order, false);
-		j = 0;
-		if (names && names->ident && !(at = names->ident[i]))
-			j = inline_n;           /* none captured: its names, if any */
-		for (; j < n_extras; at += 8 + extra_len[j], j++) {
+		if (names && names->ident) {
+			/* every extra at its pointer, if any */
+			for (j = 0, at = names->ident[i]; at && j < n_extras;
+			     at += 8 + extra_len[j], j++)
+				span_add(m, &k, at, extra_len[j], order + 1 + (uint32_t) j, true);
+			continue;
+		}
+		for (j = 0; j < n_extras; at += 8 + extra_len[j], j++) {
 			if (j == inline_n) {
 				if (i >= names->n)
 					break;

@@ -328,10 +328,10 @@ struct pyframes_capture {
 	/* the sampled thread (0: none): its previous captured walk's frames are taken for the
 	 * nodes this capture shares with it, byte for byte, at its outermost end */
 	pid_t tid;
-	/* NULL: as above. Else (names_stride too) node k's identity extras lie at ident[k] (NULL:
-	 * none captured), laid out as they would follow its frame bytes, and a node holds its
-	 * frame bytes and then a word that stands for its identity (equal words, equal
-	 * identities: the BPF program's check) */
+	/* NULL: as above. Else (names_stride too) node k's extras, all of them, lie at ident[k]
+	 * (NULL: none captured), laid out as they would follow its frame bytes, and a node holds
+	 * its frame bytes and then a word that stands for its identity (equal words, equal
+	 * identities: the BPF program's check); names and n_names as above, for the memo */
 	const unsigned char *const *ident;
 };
 

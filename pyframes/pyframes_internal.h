@@ -213,12 +213,12 @@ int pf_readv(struct pf_mem *m, const struct remote_range *r, size_t n, bool *ret
  * PYFRAMES_CAPTURE_EXTRA_MAX; with n > 0: nodes NULL, stride under what a node holds). With
  * names (not NULL), a node carries its first names->n_inline extras alone, and nodes [0,
  * names->n) the others at names->at + k x names->stride, the same way (struct pyframes_capture);
- * the other nodes none of them; with names->ident, node k's inline ones lie at ident[k] (none
- * where NULL), not in the node. */
+ * the other nodes none of them; with names->ident, node k's extras, all of them, lie at
+ * ident[k] (none where NULL), not in the node nor the names' slots. */
 struct pf_names {
 	const unsigned char *at;
 	size_t n, stride, n_inline;
-	const unsigned char *const *ident;      /* the inline extras by node, as
+	const unsigned char *const *ident;      /* every extra by node, as
 						 * pyframes_capture.ident (NULL: inline) */
 };
 int pf_mem_overlay_set(struct pf_mem *m, const unsigned char *nodes, size_t n, size_t stride,

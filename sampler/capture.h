@@ -118,10 +118,11 @@ struct sample_capture {
 	 * left out) at names + k x names_stride, the same way; the rest none */
 	const unsigned char *names;
 	size_t n_names, names_stride;
-	/* NULL: as above. Else (the BPF program's split records) node k's identity extras lie at
-	 * ident[k] (NULL: none, the record that carried them not read), laid out as they would
-	 * follow its bytes, and a node holds its bytes and its code's check after them (equal
-	 * checks: equal identities; capture_ids.c) */
+	/* NULL: as above. Else (the BPF program's split records) node k's extras, all of them,
+	 * lie at ident[k] (NULL: none, the record that carried them not read), laid out as they
+	 * would follow its bytes, and a node holds its bytes and its code's check after them
+	 * (equal checks: equal identities; capture_ids.c); names as above too (those this
+	 * record carried) */
 	const unsigned char *const *ident;
 	/* spec.gil_at: whether the thread held the GIL at the overflow (locked, and its holder
 	 * the thread's root); known false: no gil_at, a failed read, locked neither 0 nor 1, or

@@ -3,8 +3,9 @@
  * capture_split()). A node there holds its code's check, not its code's identity extras: those
  * come, with the code's names, in the node's slot of the names area the first time the
  * records of its ring hold that code (since the last capture_forget()), and only the check
- * after that. The reader keeps each identity it was sent by its check, and tells a sample
- * where each node's lies (struct sample_capture's ident: in the record's names area, or here).
+ * after that. The reader keeps each slot it was sent (identity and names) by its check, and
+ * tells a sample where each node's lies (struct sample_capture's ident: in the record's names
+ * area, or here).
  *
  * The program keys a check by the ring its record goes to, whose records come in their order,
  * so the reader has read every identity a record leaves out, unless the record that carried it
@@ -19,7 +20,7 @@
 
 #include "sampler/internal.h"
 
-#define IDS_MIN 256                     /* entries a table starts with */
+#define IDS_MIN 256                     /* entries a table starts with (each a slot) */
 #define IDS_MAX (1u << 15)              /* ... and grows to: past 3/4 of it, forgotten */
 
 static void ids_free(struct capture_ids *t)
@@ -122,21 +123,24 @@ void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
 	size_t stride = capture_node_stride(sp), slot = capture_names_stride(sp);
 	uint64_t check;
 
-	/* those sent first: a table that grows moves the identities it holds */
+	/* those sent first: a table that grows moves the extras it holds */
 	for (size_t k = 0; k < n; k++) {
 		memcpy(&check, nodes + k * stride + body, 8);
 		c->ident[k] = NULL;
 		/* sent: in its slot, unless the names area was lost */
 		if ((check & 1) && k < n_names) {
 			c->ident[k] = names + k * slot;
-			ids_put(c, check, c->ident[k], ident);
+			ids_put(c, check, c->ident[k], slot);
 		}
 	}
+	/* the others: the slot their check was sent in, names and all (the code cache keeps a
+	 * code's names by its address alone: another code there since, and a code with these
+	 * identity bytes again, say a module imported anew, had none to be named by) */
 	for (size_t k = 0; k < n; k++) {
 		memcpy(&check, nodes + k * stride + body, 8);
 		if (check & 1)
 			continue;
-		c->ident[k] = ids_get(c, check | 1, ident);
+		c->ident[k] = ids_get(c, check | 1, slot);
 		s->stats.capture_ids_missed += !c->ident[k];
 	}
 	out->ident = c->ident;

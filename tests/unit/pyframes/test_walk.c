@@ -1560,6 +1560,37 @@ static void captured_split_cases(int minor)
 	for (size_t i = 0; i < 3; i++)
 		assert_string_equal(out[i].name, names[i]);
 	world_free(&w);
+	/* a code named, another at its address named since (the cache holds that one), then one
+	 * with the first's identity bytes again (a module imported anew), its names left out of
+	 * the record as its check was sent before, and gone from memory: named by what its check
+	 * was sent with, not read from memory (dropped as unreadable, before) */
+	world_init(&w, minor);
+	chain3(&w, fr, co);
+	x = capture_x(&w, nodes, 8);
+	cap = split_capture(&x, &s, compact, ident);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	{
+		unsigned char nodes_b[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+		unsigned char compact_b[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+		const unsigned char *ident_b[8];
+		struct pyframes_capture xb, cb;
+		uint32_t line = pf_u32(w.f.mem, (uint32_t) (co[0] + w.l->co_firstlineno - BASE));
+
+		put32(&w.f, co[0] + w.l->co_firstlineno, line + 100);
+		str_set(&w, get64(&w, co[0] + name_field(w.l)), "B.g0");
+		xb = capture_x(&w, nodes_b, 8);
+		cb = split_capture(&xb, &s, compact_b, ident_b);
+		assert_int_equal(pyframes_thread_stack_captured(w.pf, &cb, out, 8, &n, NULL), 0);
+		assert_string_equal(out[0].name, "B.g0");
+	}
+	for (size_t i = 0; i < 3; i++)
+		memset(w.f.mem + (co[i] - BASE), 0, w.l->co_size);
+	cap.n_names = 0;
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(out[i].name, names[i]);
+	world_free(&w);
 }
 
 static void test_captured_split(void **state)

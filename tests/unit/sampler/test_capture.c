@@ -842,6 +842,9 @@ static void test_capture_idents(void **state)
 	capture_idents(s, rec, 2, NULL, 0, &out);
 	assert_true(r_ident(&out, 0, 0x60) && r_ident(&out, 1, 0x50));
 	assert_null(out.names);
+	/* ... names and all: the slot each check was sent in */
+	assert_int_equal(pf64(out.ident[0] + 24), 0x60 * 7);
+	assert_int_equal(pf64(out.ident[1] + 32), 0x50 * 11);
 	/* a names area lost on the way: its codes' identities none, and not kept */
 	r_node(rec, NULL, 0, 0xd0, true, 0x70);
 	capture_idents(s, rec, 1, NULL, 0, &out);
