@@ -311,10 +311,10 @@ static void known_check(struct prog *p, int known, struct fixup *is_known)
  * SLOT_PTR_AT): its check into the node (node_check()), and its names (extras [n_id,
  * n_extras)) into the slot, the record's names_end moved past it, unless this ring's records
  * carried this identity already (known >= 0: the known map, see known_check()), in which case
- * the check goes in with bit 0 clear and the slot's addresses are 0. One branch a
- * node (the verifier's time grows with them): a failed identity read makes a check too, and
- * its names, read through its zeroed bytes, fail anyway; a check is known once it was sent,
- * names whole or not (the reader reads what a capture lacks). */
+ * the check goes in with bit 0 clear and the slot's addresses are 0. One branch a node (the
+ * verifier's time grows with them): a failed identity read makes a check too, and its names,
+ * read through its zeroed bytes, fail anyway; a check is known once it was sent, names whole
+ * or not (the reader reads what a capture lacks). */
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
 		       int known)
 {

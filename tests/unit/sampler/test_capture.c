@@ -691,11 +691,12 @@ static void test_capture_live(void **state)
 	assert_int_equal(v.gc_collecting, v.captured);
 }
 
-/* With spec.n_identity, a thread's records carry a code's name (the extras past the identity
+/* With spec.n_identity, a ring's records carry a code's name (the extras past the identity
  * ones) only the first time they hold that code: its address and identity bytes, as read at
- * the overflow. A changed code (other identity bytes at the same address) is carried again,
- * once; a node with no code (2, 4: no identity read) carries none; after capture_forget() every
- * name is carried once more. */
+ * the overflow (later ones its check). A changed code (other identity bytes at the same
+ * address) is carried again, once; a node with no code (2, 4: no identity read) carries none;
+ * after capture_forget() every name is carried once more, and on another CPU's ring (per CPU)
+ * once more too. */
 static void test_capture_names_once(void **state)
 {
 	struct seen v;
