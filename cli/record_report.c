@@ -61,6 +61,8 @@ static const char *const words[HWSPY_L_N] = {
 		"after it (before the capture started, or a thread's first samples)",
 	L(CAPTURE_CUT) = "; %llu captured stacks were deeper than the capture's %d frames: their "
 		"outer frames were read after the sample",
+	L(CAPTURE_DROPPED) = "; %llu captured stacks were dropped, and %llu captured frames "
+		"came without their code's identity (its record lost): checked against memory",
 	L(EXACT_STOPS) = "exact: each sample read with its thread stopped (%llu stops",
 	L(EINTR_UNDONE) = "; %llu system calls they interrupted were made again, unseen",
 	L(BUDGET_LATE) = "%llu samples read late, without a stop: their thread had spent over %u%% "

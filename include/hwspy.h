@@ -395,6 +395,8 @@ struct hwspy_record_stats {
 	uint64_t late_unfit, unwound, unwound_frames, kernel_frames, captured, uncaptured;
 	uint64_t not_unwound_maps, not_unwound_stack;
 	uint64_t captured_cut, truncated, truncated_gone, add_failed;
+	uint64_t captured_dropped;      /* of captured, dropped (dropped_torn + _unreadable's) */
+	uint64_t capture_ids_missed;    /* captured frames whose code's identity was lost */
 	size_t n_late;
 	uint32_t late_median_us, late_p99_us, late_max_us;
 	uint64_t off_cpu_ns, processes;
@@ -567,6 +569,7 @@ enum hwspy_line_code {
 	HWSPY_L_NO_KERNEL_FRAMES, HWSPY_L_TRUNCATED, HWSPY_L_TRUNCATED_GONE, HWSPY_L_NO_PYTHON,
 	HWSPY_L_AFTER_EXIT, HWSPY_L_SUBPROCESSES, HWSPY_L_OFF_CPU_WAITED, HWSPY_L_OFF_CPU_CAPPED,
 	HWSPY_L_OFF_CPU_INITIAL, HWSPY_L_OFF_CPU_STALE, HWSPY_L_EXACT_CAPTURE, HWSPY_L_CAPTURE_CUT,
+	HWSPY_L_CAPTURE_DROPPED,
 	HWSPY_L_EXACT_STOPS, HWSPY_L_EINTR_UNDONE, HWSPY_L_BUDGET_LATE, HWSPY_L_LATE,
 	HWSPY_L_GIL_DROPPED, HWSPY_L_GIL_LATE, HWSPY_L_GIL_WAITED, HWSPY_L_GIL_HELD,
 	HWSPY_L_GIL_UNKNOWN, HWSPY_L_GIL_MORE, HWSPY_L_GIL_WAITED_ALL, HWSPY_L_THREADS_FAILED,

@@ -526,7 +526,8 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 		.unwound_frames = rs->unwound_frames, .kernel_frames = rs->kernel_frames,
 		.not_unwound_maps = rs->not_unwound_maps, .not_unwound_stack = rs->not_unwound_stack,
 		.captured = rs->captured, .uncaptured = rs->uncaptured,
-		.captured_cut = rs->captured_cut, .truncated = rs->truncated,
+		.captured_cut = rs->captured_cut, .captured_dropped = rs->captured_dropped,
+		.truncated = rs->truncated,
 		.truncated_gone = rs->truncated_gone, .add_failed = rs->add_failed,
 		.n_late = rs->n_late, .late_median_us = rs->late_median_us,
 		.late_p99_us = rs->late_p99_us, .late_max_us = rs->late_max_us,
@@ -575,6 +576,7 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 	ret->execs = st->execs;
 	ret->captured_by_sampler = st->captured;
 	ret->capture_mismatched = st->capture_mismatched;
+	ret->capture_ids_missed = st->capture_ids_missed;
 	ret->capture_threads_failed = st->capture_threads_failed;
 	ret->signal_seen = st->signal_seen;
 	ret->signal_taken = st->signal_taken;

@@ -273,6 +273,11 @@ static void summary_exact(struct lines *l, const struct hwspy_record_stats *rs,
 			join(l);
 			put(l, LINE(CAPTURE_CUT, .n = { rs->captured_cut, HWSPY_CAPTURE_MAX_FRAMES }));
 		}
+		if (rs->captured_dropped || rs->capture_ids_missed) {
+			join(l);
+			put(l, LINE(CAPTURE_DROPPED, .n = { rs->captured_dropped,
+							     rs->capture_ids_missed }));
+		}
 	} else if (mode == HWSPY_RECORD_STOPS) {
 		put(l, LINE(EXACT_STOPS, .more = true, .n = { rs->stops }));
 		if (rs->eintr_undone)

@@ -197,6 +197,7 @@ struct record_stats {
 	                                 * memory */
 	uint64_t captured_cut;          /* of captured: deeper than the capture, the outer frames
 	                                 * read from memory after the sample */
+	uint64_t captured_dropped;      /* of captured: dropped (torn or unreadable) */
 	uint64_t truncated;             /* stacks cut at the root end, deeper than
 	                                 * RECORD_MAX_PY_FRAMES (marked [truncated: N frames]) */
 	uint64_t truncated_gone;        /* captured stacks cut where the capture ends, the frames

@@ -251,6 +251,7 @@ int record_walk(struct recorder *rec, struct pyframes *pf, bool capture_fits,
 		rec->stats.captured_cut += c->status == SAMPLE_CAPTURE_CUT;
 		r = pyframes_thread_stack_captured(pf, &cap, rec->pyf, MAX_PY_FRAMES, ret_n,
 						   ret_cut);
+		rec->stats.captured_dropped += r < 0 && r != -ENOENT;
 		/* the names the capture sent once are gone from the cache: again, please */
 		if (pyframes_codes_forgotten(pf))
 			(void) sampler_capture_forget(rec->sampler);

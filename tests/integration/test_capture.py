@@ -31,6 +31,8 @@ from harness import check, log, py_frames
 TARGET = 'churn_code.py'
 SUMMARY = re.compile(r'(\d+) samples, weight \d+, (\d+) lost, (\d+) dropped')
 GEN = re.compile(r'^(?:work|outer)_(\d+)$')
+CAPTURE_DROPPED = re.compile(r'; (\d+) captured stacks were dropped, and (\d+) captured frames '
+                             r'came without')
 DEEP = re.compile(r'^hwspy: (\d+) stacks deeper than 4096 Python frames', re.M)
 
 
@@ -54,9 +56,14 @@ def churn(opts, what, rounds):
     run, profile, n, dropped = launch(opts, [what, str(rounds)], what, ['-F', '1000'])
     harness.check_exact(run, 'capture')
     check(n >= 300, 'only %d samples: the run was too short to tell' % n)
+    # of them, the captured ones (their frames' codes checked against memory where a capture
+    # lacked their identity: its record lost)
+    m = CAPTURE_DROPPED.search(run.stderr)
+    captured, missed = map(int, m.groups()) if m else (0, 0)
     check(dropped <= 0.01 * n, '%d of %d samples dropped (%.1f%%), more than 1%%: the code '
-          'objects of their frames were freed before hwspy read them'
-          % (dropped, n, 100.0 * dropped / n))
+          'objects of their frames were freed before hwspy read them (%d of them captured, '
+          '%d captured frames without their identity)'
+          % (dropped, n, 100.0 * dropped / n, captured, missed))
     return profile
 
 
