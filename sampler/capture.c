@@ -70,6 +70,17 @@ static int map_update(int fd, const void *key, const void *value)
 	return map_update_flags(fd, key, value, BPF_ANY);
 }
 
+static int map_lookup(int fd, const void *key, void *value)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t) fd;
+	a.key = (uintptr_t) key;
+	a.value = (uintptr_t) value;
+	return sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
+}
+
 static int map_delete(int fd, const void *key)
 {
 	union bpf_attr a;
@@ -207,7 +218,6 @@ int capture_entry_load(struct capture *c)
 
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
-	uint32_t slot0 = 0;
 	struct bpf_insn *insn;
 	int r;
 
@@ -257,18 +267,6 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	free(insn);
 	if (r < 0)
 		return r;
-	/* the entry on the events runs it from now on (replacing the program of an image before
-	 * an exec) */
-	if (c->progs_fd >= 0) {
-		int fd = r;
-
-		r = map_update(c->progs_fd, &slot0, &fd);
-		if (r < 0) {
-			(void) close(fd);
-			return r;
-		}
-		r = fd;
-	}
 	if (c->prog_fd >= 0)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
@@ -277,14 +275,33 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	return 0;
 }
 
+int capture_publish(struct capture *c)
+{
+	uint32_t slot0 = 0;
+	int r;
+
+	if (c->progs_fd < 0 || c->prog_fd < 0)
+		return 0;
+	r = map_update(c->progs_fd, &slot0, &c->prog_fd);
+	if (r < 0) {
+		(void) close(c->prog_fd);
+		c->prog_fd = -1;
+	}
+	return r;
+}
+
 int capture_forget(struct capture *c)
 {
-	uint32_t key = 0, epoch = c->epoch + 1;
+	uint32_t key = 0, epoch = c->epoch;
 	int r;
 
 	capture_ids_forget(c);
 	if (c->epoch_fd < 0)
 		return 0;
+	/* past the epochs the program moved on to itself (an output that failed): the next
+	 * multiple of CAPTURE_EPOCH_STEP, an epoch no check was made in yet */
+	(void) map_lookup(c->epoch_fd, &key, &epoch);
+	epoch = (epoch | (CAPTURE_EPOCH_STEP - 1)) + 1;
 	r = map_update(c->epoch_fd, &key, &epoch);
 	if (r == 0)
 		c->epoch = epoch;
@@ -581,6 +598,8 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
 		return r;
+	/* per CPU, the program runs once it is in the entry's slot (capture_publish(), below):
+	 * each CPU's output first, so that no record of its goes nowhere */
 	/* the roots of the image before an exec, the program's included, are no roots now */
 	for (size_t i = 0; again && i < s->n_threads; i++) {
 		uint32_t key = (uint32_t) s->threads[i].tid;
@@ -619,7 +638,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		if (r < 0)
 			s->stats.capture_threads_failed++;
 	}
-	return 0;
+	return capture_publish(&s->capture);
 }
 
 bool sampler_capturing(const struct sampler *s)

@@ -354,10 +354,34 @@ static void emit_flags(struct prog *p, bool percpu)
 		ldx(p, BPF_W, R3, R7, REC_AT(slot));
 }
 
+/* After an output (r0 its result; epoch >= 0: names once): where it failed (no room in the
+ * ring, no output event on this CPU yet), the checks the record marked known went nowhere: the
+ * epoch on by one, so that later records carry those codes again (the reader keeps no check of
+ * an epoch it never saw). The reader, forgetting, moves it on past this (CAPTURE_EPOCH_STEP). */
+static void epoch_on_failure(struct prog *p, int epoch)
+{
+	struct fixup sent, none;
+
+	if (epoch < 0)
+		return;
+	sent = jump_imm(p, BPF_JEQ, R0, 0);
+	st(p, BPF_W, R10, KNOWN_VALUE_AT, 0);
+	mov_reg(p, R2, R10);
+	add_imm(p, R2, KNOWN_VALUE_AT);
+	ld_map(p, R1, epoch);
+	call(p, BPF_FUNC_map_lookup_elem);
+	none = jump_imm(p, BPF_JEQ, R0, 0);
+	mov_imm(p, R1, 1);
+	emit(p, BPF_STX | BPF_XADD | BPF_W, R0, R1, 0, 0);
+	land(p, none);
+	land(p, sent);
+}
+
 /* The names area, where the record's names_end says some were written: its header (the
- * magic), then its slots up to names_end, output before the record itself. */
+ * magic), then its slots up to names_end, output before the record itself (epoch: as
+ * epoch_on_failure()'s). */
 static void emit_names(struct prog *p, const struct sampler_capture_spec *spec, int out,
-		       bool percpu)
+		       bool percpu, int epoch)
 {
 	int32_t at = (int32_t) capture_names_at(spec);
 	struct fixup skip[3];
@@ -377,6 +401,7 @@ static void emit_names(struct prog *p, const struct sampler_capture_spec *spec, 
 	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
 	ld_map(p, R2, out);
 	call(p, BPF_FUNC_perf_event_output);
+	epoch_on_failure(p, epoch);
 	for (size_t i = 0; i < 3; i++)
 		land(p, skip[i]);
 }
@@ -839,6 +864,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
 	bool percpu = c->percpu;
 	bool split = capture_split(spec);
+	int epoch = split && c->known_fd >= 0 && c->epoch_fd >= 0 ? c->epoch_fd : -1;
 
 	p->n = 0;
 	p->overflow = false;
@@ -903,13 +929,14 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 	 * BPF_F_CURRENT_CPU (a 32-bit move of -1: zero-extended). Names read: their area
 	 * first, up to the end of the last slot written, as a record of its own */
 	if (split)
-		emit_names(p, spec, out, percpu);
+		emit_names(p, spec, out, percpu, epoch);
 	emit_flags(p, percpu);
 	ldx(p, BPF_DW, R1, R10, CTX_SAVE);
 	ld_map(p, R2, out);
 	mov_reg(p, R4, R7);
 	mov_reg(p, R5, R9);
 	call(p, BPF_FUNC_perf_event_output);
+	epoch_on_failure(p, epoch);
 	land(p, no_emit[0]);
 	land(p, no_emit[1]);
 	land(p, no_emit[2]);

@@ -119,6 +119,9 @@ struct capture_known_key {
 _Static_assert(sizeof(struct capture_known_key) == 16, "a known check's inputs are 16 bytes");
 #define CAPTURE_KNOWN_BITS 13           /* the known map: 2^13 sets ... */
 #define CAPTURE_KNOWN_WAYS 4            /* ... of 4 checks and a count (u64s): 320 KiB */
+/* The epoch only ever grows: the program adds 1 where a record's output failed (the checks it
+ * marked known went nowhere), the reader moves it to the next multiple of this to forget */
+#define CAPTURE_EPOCH_STEP 65536u
 
 /* Identities by their check: an open-addressed table of cap entries (a key 0: empty), each
  * identity capture_ident_bytes() long. */
@@ -529,7 +532,12 @@ int capture_pidns(struct capture *c);
 		       .btf_fd = -1 }
 /* Loads the entry program and its progs map, once: 0 or -errno (BPF not allowed). */
 int capture_entry_load(struct capture *c);
+/* Loads the program for spec (c->prog_fd; per CPU, not run before capture_publish()): 0 or
+ * -errno. */
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);
+/* Per CPU: the entry on the events runs the loaded program from now on (replacing an image's
+ * before an exec): 0, or -errno with the program closed. */
+int capture_publish(struct capture *c);
 /* Before a ring's read ends (ring_read_done(), which frees its space for the kernel): a capture
  * record held there, its sample still to come, is copied into c->held. */
 void capture_settle(struct capture *c);

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,8 +82,10 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
 /* Names once (spec.n_identity 1: extra 0 the identity, extra 1 the name): each code's name in
  * the first record of its ring that holds it, the child kept on one CPU (its ring, per CPU);
  * NAMES_CHANGE also changes node 1's code (SIGUSR1 to the child), then forgets them all
- * (capture_forget()); NAMES_MOVE moves the child to another CPU (another ring, per CPU). */
-enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE };
+ * (capture_forget()); NAMES_MOVE moves the child to another CPU (another ring, per CPU);
+ * NAMES_FAIL changes node 1's code while the records have nowhere to go (the out map's entries
+ * taken out: each output fails), then puts them back. */
+enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL };
 static int names_mode;
 static int cpu_one = -1, cpu_two = -1;  /* two CPUs this may run on (-1: none) */
 #define CHANGED_W2 0xbeef0001u
@@ -135,6 +139,37 @@ static bool capture_allowed(void)
 		return false;
 	}
 	return true;
+}
+
+/* The out map's entries of s's capture (the CPUs' output events, or the threads'), taken out
+ * (the program's outputs fail), or put back; the epoch map's value after into *epoch. 0 or -1
+ * (no assertion: the child spins). */
+static int outputs_set(struct sampler *s, bool on, uint32_t *epoch)
+{
+	struct capture *c = &s->capture;
+	uint32_t key;
+	union bpf_attr a;
+
+	for (int i = 0; i < (c->percpu ? s->ncpu : (int) s->n_threads); i++) {
+		int fd = c->percpu ? s->cpus[i].out_fd : s->threads[i].out_fd;
+
+		key = (uint32_t) (c->percpu ? i : s->threads[i].slot);
+		if (fd < 0)
+			continue;
+		memset(&a, 0, sizeof(a));
+		a.map_fd = (uint32_t) c->out_fd;
+		a.key = (uintptr_t) &key;
+		a.value = on ? (uintptr_t) &fd : 0;
+		if (syscall(SYS_bpf, on ? BPF_MAP_UPDATE_ELEM : BPF_MAP_DELETE_ELEM, &a,
+			    sizeof(a)) < 0)
+			return -1;
+	}
+	key = 0;
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t) c->epoch_fd;
+	a.key = (uintptr_t) &key;
+	a.value = (uintptr_t) epoch;
+	return syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &a, sizeof(a)) < 0 ? -1 : 0;
 }
 
 /* Whether this kernel has bpf_loop (5.17+): the program then calls it. */
@@ -333,6 +368,7 @@ struct seen {
 	bool loop_helper;               /* the program called bpf_loop */
 	bool percpu;                    /* NAMES_MOVE: the rings were per CPU */
 	size_t samples_moved;           /* ... samples since the move and before (run_until()) */
+	uint32_t epoch_failed, epoch_after; /* NAMES_FAIL: the epoch as the outputs failed, after */
 	int set_root_ret;
 	size_t late_uncaptured;         /* samples without a capture after one with (in time: the
 	                                 * rings are per CPU, each read in turn) */
@@ -556,6 +592,18 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 				if (r_run == 0)
 					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
 			}
+			if (r_run == 0 && names_mode == NAMES_FAIL) {
+				r_run = outputs_set(v->s, false, &v->epoch_failed);
+				(void) kill(pid, SIGUSR1);
+				if (r_run == 0)
+					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
+				if (r_run == 0)
+					r_run = outputs_set(v->s, true, &v->epoch_failed);
+				if (r_run == 0)
+					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
+				if (r_run == 0)
+					r_run = outputs_set(v->s, true, &v->epoch_after);
+			}
 			if (r_run == 0 && names_mode == NAMES_MOVE) {
 				v->percpu = v->s->capture.percpu;
 				pin(pid, cpu_two);
@@ -583,15 +631,16 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	assert_int_equal(v->asked_bad, 0);
 	assert_int_equal(v->asked_ret, 0);
 	assert_true(v->fields_ok);
-	/* every sample came with its capture (started late: but those taken before) */
+	/* every sample came with its capture (started late: but those taken before; outputs
+	 * failing: but those taken meanwhile) */
 	assert_true(v->samples >= 50);
 	if (bounded)
 		assert_true(v->captured >= RUN_MIN_SAMPLES);
-	else if (late_start)
+	else if (late_start || names_mode == NAMES_FAIL)
 		assert_true(v->captured >= v->samples / 2);
 	else
 		assert_int_equal(v->captured, v->samples);
-	assert_int_equal(v->late_uncaptured, 0);
+	assert_int_equal(v->late_uncaptured > 0, names_mode == NAMES_FAIL);
 	assert_true(v->bytes_ok);
 	assert_true(v->extras_ok);
 	assert_int_equal(v->loop_helper, !bounded && kernel_has_loop());
@@ -715,6 +764,18 @@ static void test_capture_names_once(void **state)
 	names_mode = NAMES_EVERY;
 	assert_true(v.changed_seen);
 	assert_int_equal(v.names_carried, 2 * 3 + 1);
+	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
+	/* a code changed while every output failed: the program moved the epoch on (by one a
+	 * failed output, never to the reader's next step), so the first record after carries
+	 * every name again, the changed code's too (run_child() asserts none missed) */
+	names_mode = NAMES_FAIL;
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	assert_true(v.changed_seen);
+	assert_true(v.epoch_failed > 0);
+	assert_true(v.epoch_after < CAPTURE_EPOCH_STEP);
+	assert_int_equal(v.epoch_after, v.epoch_failed);
+	assert_int_equal(v.names_carried, 2 * 3);
 	assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
 	/* moved to another CPU: per CPU, another ring, whose records carry each name once more
 	 * (and none left out that its records did not carry: run_child() asserts none missed) */
