@@ -38,10 +38,30 @@
 
 /* ---- a child counted from its exec, against its rusage ---- */
 
-/* task-clock, page-faults, minor-faults, context-switches of a burn child from its exec;
- * its rusage from wait4 */
-static void count_burn(const unsigned *groups, struct counter_value *ret, struct rusage *ru)
+/* The time the host stole from this VM's CPUs, all of them, since boot (/proc/stat's steal),
+ * in ns; 0 where unreadable. */
+static double steal_ns(void)
 {
+	unsigned long long f[8] = { 0 };
+	FILE *fp = fopen("/proc/stat", "re");
+	long hz = sysconf(_SC_CLK_TCK);
+	int n = 0;
+
+	if (fp) {
+		n = fscanf(fp, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2],
+			   &f[3], &f[4], &f[5], &f[6], &f[7]);
+		fclose(fp);
+	}
+	return n == 8 && hz > 0 ? (double) f[7] * 1e9 / (double) hz : 0;
+}
+
+/* task-clock, page-faults, minor-faults, context-switches of a burn child from its exec;
+ * its rusage from wait4; the time stolen meanwhile (steal_ns()) */
+static void count_burn(const unsigned *groups, struct counter_value *ret, struct rusage *ru,
+		       double *ret_stolen)
+{
+	double stolen = steal_ns();
+
 	static const char *const names[] = { "task-clock", "page-faults", "minor-faults",
 					     "context-switches" };
 	struct event_spec ev[4];
@@ -62,6 +82,7 @@ static void count_burn(const unsigned *groups, struct counter_value *ret, struct
 	counter_free(c);
 	assert_int_equal(wait4(o.pid, &status, 0, ru), o.pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	*ret_stolen = steal_ns() - stolen;
 }
 
 /* Tolerances, from 16 runs of this test on this 2-vCPU VM with two CPU spinners beside it
@@ -71,20 +92,22 @@ static void count_burn(const unsigned *groups, struct counter_value *ret, struct
  * 26 fewer of ~2,085 (counted from the exec; the rusage also has the faults between fork and
  * exec, and those the kernel takes on the new image during the exec, which are no perf
  * events): at most 100 fewer. context switches against ru_nvcsw + ru_nivcsw: 2 to 4 fewer
- * (the stop before the exec, and preemptions before it): at most 8 fewer. */
+ * (the stop before the exec, and preemptions before it): at most 8 fewer. task-clock may also be
+ * over the rusage by the time the host stole while the child ran: perf's clock counts it, the
+ * scheduler's runtime leaves it out (a full run on a busy host: 2.18% over, 7 ms). */
 #define TASK_CLOCK_TOL 0.02
 #define FAULTS_BELOW_MAX 100
 #define SWITCHES_BELOW_MAX 8
 
-static void check_burn(const struct counter_value *v, const struct rusage *ru)
+static void check_burn(const struct counter_value *v, const struct rusage *ru, double stolen)
 {
 	double cpu = (double) ru->ru_utime.tv_sec * 1e9 + ru->ru_utime.tv_usec * 1e3 +
 		     (double) ru->ru_stime.tv_sec * 1e9 + ru->ru_stime.tv_usec * 1e3;
 	long sw = ru->ru_nvcsw + ru->ru_nivcsw;
 
-	print_message("# task-clock %llu ns, rusage %.0f ns (%.2f%%); page-faults %llu "
-		      "minor-faults %llu, ru_minflt %ld; context-switches %llu, rusage %ld\n",
-		      (unsigned long long) v[0].raw, cpu, 100 * rel((double) v[0].raw, cpu),
+	print_message("# task-clock %llu ns, rusage %.0f ns (%.2f%%; %.0f ns stolen); page-faults "
+		      "%llu minor-faults %llu, ru_minflt %ld; context-switches %llu, rusage %ld\n",
+		      (unsigned long long) v[0].raw, cpu, 100 * rel((double) v[0].raw, cpu), stolen,
 		      (unsigned long long) v[1].raw, (unsigned long long) v[2].raw,
 		      ru->ru_minflt, (unsigned long long) v[3].raw, sw);
 	for (int i = 0; i < 4; i++) {
@@ -95,7 +118,8 @@ static void check_burn(const struct counter_value *v, const struct rusage *ru)
 		assert_true(v[i].scaled == (double) v[i].raw);
 	}
 	assert_true(v[0].raw > 250000000ULL);
-	assert_true(rel((double) v[0].raw, cpu) < TASK_CLOCK_TOL);
+	assert_true(rel((double) v[0].raw, cpu) < TASK_CLOCK_TOL ||
+		    ((double) v[0].raw > cpu && (double) v[0].raw - cpu < stolen + TASK_CLOCK_TOL * cpu));
 	/* page-faults are the minor ones and the major ones (a page read in: one in a full run
 	 * once, 2062 against 2061) */
 	assert_true(v[1].raw >= 2000 && v[1].raw >= v[2].raw);
@@ -110,11 +134,12 @@ static void test_from_exec_alone(void **state)
 {
 	struct counter_value v[4];
 	struct rusage ru;
+	double stolen;
 
 	(void) state;
 	need_perf();
-	count_burn(NULL, v, &ru);
-	check_burn(v, &ru);
+	count_burn(NULL, v, &ru, &stolen);
+	check_burn(v, &ru, stolen);
 }
 
 static void test_from_exec_grouped(void **state)
@@ -122,11 +147,12 @@ static void test_from_exec_grouped(void **state)
 	static const unsigned groups[] = { 0, 0, 0, 0 };
 	struct counter_value v[4];
 	struct rusage ru;
+	double stolen;
 
 	(void) state;
 	need_perf();
-	count_burn(groups, v, &ru);
-	check_burn(v, &ru);
+	count_burn(groups, v, &ru, &stolen);
+	check_burn(v, &ru, stolen);
 	for (int i = 1; i < 4; i++) {           /* one group: one pair of times */
 		assert_true(v[i].enabled_ns == v[0].enabled_ns);
 		assert_true(v[i].running_ns == v[0].running_ns);
