@@ -30,3 +30,20 @@ int array_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
 	*cap = ncap;
 	return 0;
 }
+
+size_t array_upper(const void *base, size_t n, size_t elem, size_t key_off, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+
+		memcpy(&k, (const char *) base + mid * elem + key_off, sizeof(k));
+		if (k <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

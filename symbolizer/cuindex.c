@@ -71,18 +71,13 @@ static void collect(Dwarf_Die *parent, struct cu_index *ix, size_t *cap, long *b
 static struct cu_index *index_of(struct sym_module *m, Dwarf_Die *cu)
 {
 	Dwarf_Off off = dwarf_dieoffset(cu);
-	size_t lo = 0, hi = m->n_cus, cap = 0;
+	size_t lo, cap = 0;
 	struct cu_index ix = { .cu = off };
 	long budget = CU_MAX_DIES;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->cus[mid].cu < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the CU's place among those indexed, by offset */
+	lo = off ? array_upper(m->cus, m->n_cus, sizeof(*m->cus), offsetof(struct cu_index, cu),
+			       off - 1) : 0;
 	if (lo < m->n_cus && m->cus[lo].cu == off)
 		return &m->cus[lo];
 	if (array_grow((void **) &m->cus, &m->cap_cus, m->n_cus + 1, sizeof(*m->cus), 16) < 0)
@@ -99,21 +94,13 @@ static struct cu_index *index_of(struct sym_module *m, Dwarf_Die *cu)
 int cu_index_find(struct sym_module *m, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *ret)
 {
 	const struct cu_index *ix = index_of(m, cu);
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!ix)
 		return -1;
 	/* the last range that starts at or below pc; those before it, if it does not hold pc
 	 * (a function's range inside another's: none in C, but DWARF allows it) */
-	hi = ix->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ix->fn[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = array_upper(ix->fn, ix->n, sizeof(*ix->fn), offsetof(struct cu_fn, lo), pc);
 	for (size_t i = lo; i > 0 && lo - i < 8; i--) {
 		if (pc < ix->fn[i - 1].hi) {
 			*ret = ix->fn[i - 1].die;

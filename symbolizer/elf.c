@@ -212,17 +212,8 @@ static uint64_t file_offset(const struct sym_module *m, uint64_t a)
 /* The index of the first range whose start is above a. */
 static size_t range_upper(const struct sym_module *m, uint64_t a)
 {
-	size_t lo = 0, hi = m->n_ranges;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->ranges[mid].start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return array_upper(m->ranges, m->n_ranges, sizeof(*m->ranges),
+			   offsetof(struct sym_range, start), a);
 }
 
 static const char *range_find(const struct sym_module *m, uint64_t a)

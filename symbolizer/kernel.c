@@ -128,16 +128,8 @@ int kallsyms_load(struct kallsyms *k, struct strpool *pool, const char *path)
 
 const struct ksym *kallsyms_find(const struct kallsyms *k, uint64_t addr)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo = array_upper(k->syms, k->n, sizeof(*k->syms), offsetof(struct ksym, addr), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0 || addr - k->syms[lo - 1].addr >= (1u << 20))
 		return NULL;   /* before the first symbol, or far past the last one */
 	return &k->syms[lo - 1];

@@ -178,18 +178,11 @@ int perfmap_load(struct perfmap *pm, struct strpool *pool, int dir_fd, const cha
 
 const struct jit_sym *perfmap_find(const struct perfmap *pm, uint64_t addr)
 {
-	size_t lo = 0, hi = pm->n;
+	/* past the last entry with start <= addr */
+	size_t lo = array_upper(pm->syms, pm->n, sizeof(*pm->syms), offsetof(struct jit_sym, start),
+				addr);
 	const struct jit_sym *best = NULL;
 
-	/* last entry with start <= addr */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t i = lo, k = 0; i-- > 0 && k < JIT_OVERLAP_SCAN; k++) {
 		const struct jit_sym *j = &pm->syms[i];
 

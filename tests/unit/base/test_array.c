@@ -1,7 +1,8 @@
 /*
  * array.c: array_grow() makes room (capacity doubling from first, the new part zeroed, the
  * old elements kept), does nothing where there is room, and fails with -ENOMEM leaving the
- * array as it was where the size in bytes would overflow.
+ * array as it was where the size in bytes would overflow. array_upper() finds the first
+ * element whose key is above the one asked, against a scan, keys repeated and at the ends.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,9 +68,40 @@ static void test_overflow(void **state)
 	free(v);
 }
 
+struct keyed {
+	uint32_t pad;
+	uint64_t key;
+	char tail;
+};
+
+static void test_upper(void **state)
+{
+	/* sorted, with runs of equal keys, 0 and UINT64_MAX among them */
+	static const uint64_t keys[] = { 0, 0, 5, 7, 7, 7, 100, UINT64_MAX - 1, UINT64_MAX };
+	struct keyed v[sizeof(keys) / sizeof(keys[0])];
+	size_t n = sizeof(keys) / sizeof(keys[0]);
+
+	(void) state;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct keyed) { 0xdead, keys[i], 'x' };
+	for (size_t len = 0; len <= n; len++) {
+		for (size_t i = 0; i < n; i++) {
+			for (int d = -1; d <= 1; d++) {
+				uint64_t key = keys[i] + (uint64_t) (int64_t) d, want = 0;
+
+				while (want < len && v[want].key <= key)
+					want++;
+				assert_int_equal(array_upper(v, len, sizeof(*v),
+							     offsetof(struct keyed, key), key), want);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_upper),
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_first_zero),
 		cmocka_unit_test(test_overflow),
