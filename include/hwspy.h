@@ -397,6 +397,9 @@ struct hwspy_record_stats {
 	uint64_t captured_cut, truncated, truncated_gone, add_failed;
 	uint64_t captured_dropped;      /* of captured, dropped (dropped_torn + _unreadable's) */
 	uint64_t capture_ids_missed;    /* captured frames whose code's identity was lost */
+	unsigned capture_frames;        /* the most Python frames a BPF capture copies: 384 with
+	                                 * bpf_loop (5.17+; past the 128th without their code's
+	                                 * identity, read from memory), else 128 */
 	size_t n_late;
 	uint32_t late_median_us, late_p99_us, late_max_us;
 	uint64_t off_cpu_ns, processes;
@@ -538,7 +541,6 @@ int hwspy_record_check(struct hwspy_record_opts *o, struct hwspy_events *ev, boo
  * would find it (argv): 0, or -ESRCH, -EINVAL, -errno and ret->fail. */
 int hwspy_record_check_target(const struct hwspy_record_opts *o, struct hwspy_record_check *ret);
 /* The recorder's bounds, for a client's words (lib/record.c holds them to record/'s). */
-#define HWSPY_CAPTURE_MAX_FRAMES 128    /* Python frames a BPF capture copies */
 #define HWSPY_MAX_PY_FRAMES 4096        /* Python frames kept of a stack, the innermost */
 #define HWSPY_STALE_READ_MS 50          /* a stack read later than this is taken for a later one */
 #define HWSPY_STOP_BUDGET_PCT 5         /* stop_budget's default */

@@ -24,7 +24,6 @@
 #include "sampler/capture.h"
 
 /* hwspy.h's bounds are record/'s and sampler/'s */
-_Static_assert(HWSPY_CAPTURE_MAX_FRAMES == SAMPLER_CAPTURE_MAX_NODES, "capture frames");
 _Static_assert(HWSPY_MAX_PY_FRAMES == RECORD_MAX_PY_FRAMES, "Python frames");
 _Static_assert(HWSPY_STALE_READ_MS * 1000000ULL == RECORD_STALE_READ_NS, "stale read");
 _Static_assert(HWSPY_STOP_BUDGET_PCT == SAMPLER_STOP_BUDGET_PCT, "stop budget");
@@ -577,6 +576,7 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 	ret->captured_by_sampler = st->captured;
 	ret->capture_mismatched = st->capture_mismatched;
 	ret->capture_ids_missed = st->capture_ids_missed;
+	ret->capture_frames = st->capture_max_nodes;
 	ret->capture_threads_failed = st->capture_threads_failed;
 	ret->signal_seen = st->signal_seen;
 	ret->signal_taken = st->signal_taken;

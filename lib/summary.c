@@ -271,7 +271,7 @@ static void summary_exact(struct lines *l, const struct hwspy_record_stats *rs,
 		put(l, LINE(EXACT_CAPTURE, .n = { rs->captured, rs->uncaptured }));
 		if (rs->captured_cut) {
 			join(l);
-			put(l, LINE(CAPTURE_CUT, .n = { rs->captured_cut, HWSPY_CAPTURE_MAX_FRAMES }));
+			put(l, LINE(CAPTURE_CUT, .n = { rs->captured_cut, rs->capture_frames }));
 		}
 		if (rs->captured_dropped || rs->capture_ids_missed) {
 			join(l);
@@ -390,7 +390,7 @@ size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_sum
 	if (st.truncated)
 		put(&l, LINE(TRUNCATED, .n = { st.truncated, HWSPY_MAX_PY_FRAMES }));
 	if (st.truncated_gone)
-		put(&l, LINE(TRUNCATED_GONE, .n = { st.truncated_gone, HWSPY_CAPTURE_MAX_FRAMES }));
+		put(&l, LINE(TRUNCATED_GONE, .n = { st.truncated_gone, st.capture_frames }));
 	if (st.no_python)
 		put(&l, LINE(NO_PYTHON, .n = { st.no_python }));
 	if (st.read_after_exit)

@@ -22,7 +22,7 @@
 #define PF_NONE           UINT32_MAX /* offset of a field this version does not have */
 #define PF_MAX_DEPTH      4096       /* frames a walk keeps at most (the innermost) */
 #define PF_MAX_WALK       16384      /* frames a walk follows (counting those past its max) */
-#define PF_MEMO_MAX       256        /* nodes and frames of a captured walk kept for the next */
+#define PF_MEMO_MAX       512        /* nodes and frames of a captured walk kept for the next */
 #define PF_MEMO_SLOTS     8          /* threads whose last captured walk is kept */
 #define PF_MAX_THREADS    4096       /* thread states followed per interpreter list walk */
 #define PF_MAX_INTERPS    256        /* interpreters followed */

@@ -271,6 +271,8 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
 	c->spec = *spec;
+	/* the bounded loop's: no tail (the verifier follows each of its nodes) */
+	c->max_nodes = c->loop_helper ? capture_chain_max(spec) : SAMPLER_CAPTURE_MAX_NODES;
 	capture_ids_free(c);            /* another spec's identities */
 	return 0;
 }
@@ -576,8 +578,10 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 		if (!s->capture.held && !(s->capture.held = malloc(RING_SCRATCH_SIZE)))
 			return -ENOMEM;
 		r = sigcap_start(s->sig, spec, s->opts.freq);
-		if (r == 0)
+		if (r == 0) {
 			s->capture.spec = *spec;
+			s->stats.capture_max_nodes = SAMPLER_CAPTURE_MAX_NODES;
+		}
 		return r;
 	}
 	if (!s->opts.capture)
@@ -598,6 +602,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
 		return r;
+	s->stats.capture_max_nodes = (unsigned) s->capture.max_nodes;
 	/* per CPU, the program runs once it is in the entry's slot (capture_publish(), below):
 	 * each CPU's output first, so that no record of its goes nowhere */
 	/* the roots of the image before an exec, the program's included, are no roots now */
@@ -763,7 +768,7 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	if (h.magic != CAPTURE_MAGIC || h.ip != smp->ip ||
 	    (!smp->off_cpu && (s->attrs[smp->event].sample_type & PERF_SAMPLE_PERIOD) &&
 	     h.period != smp->values[0]) ||
-	    h.n > SAMPLER_CAPTURE_MAX_NODES || CAPTURE_HDR + h.n * stride > c->held_len_used ||
+	    h.n > capture_chain_max(&c->spec) || CAPTURE_HDR + h.n * stride > c->held_len_used ||
 	    h.status > SAMPLE_CAPTURE_CUT) {
 		s->stats.capture_mismatched++;
 		(void) capture_forget(c);

@@ -18,7 +18,10 @@
 struct sampler;
 
 #define SAMPLER_CAPTURE_NO_OFF UINT32_MAX
-#define SAMPLER_CAPTURE_MAX_NODES 128
+#define SAMPLER_CAPTURE_MAX_NODES 128   /* nodes a record holds with their extras */
+/* ... and in all, a split record's (internal.h's capture_split()) where the kernel has bpf_loop:
+ * those past SAMPLER_CAPTURE_MAX_NODES their address and bytes alone, no extras (a tail) */
+#define SAMPLER_CAPTURE_MAX_CHAIN 384
 #define SAMPLER_CAPTURE_MAX_NODE_BYTES 128
 #define SAMPLER_CAPTURE_MAX_EXTRA_BYTES 160     /* a code's identity fields in one read */
 #define SAMPLER_CAPTURE_MAX_EXTRAS 8
@@ -38,9 +41,11 @@ struct sampler_capture_extra {
 
 /* How the program finds and copies a thread's chain at an overflow: P = *(root + head_off1);
  * head = head_off2 == NO_OFF ? P : *(P + head_off2); then for each node (until a 0 link, at most
- * SAMPLER_CAPTURE_MAX_NODES): copy node_bytes bytes at it, then its extras; next =
- * *(node + next_off). A node in the record: its address (u64), its node_bytes bytes, then per
- * extra the address read (u64; 0 where the pointer was 0 or the read failed) and len bytes. */
+ * SAMPLER_CAPTURE_MAX_NODES; a split spec's with bpf_loop, SAMPLER_CAPTURE_MAX_CHAIN, the nodes
+ * past the first SAMPLER_CAPTURE_MAX_NODES without extras): copy node_bytes bytes at it, then
+ * its extras; next = *(node + next_off). A node in the record: its address (u64), its
+ * node_bytes bytes, then per extra the address read (u64; 0 where the pointer was 0 or the
+ * read failed) and len bytes. */
 struct sampler_capture_spec {
 	uint32_t head_off1, head_off2;
 	uint32_t node_bytes;            /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_NODE_BYTES */
@@ -99,10 +104,10 @@ int sampler_capture_error(const struct sampler *s);
 
 /* What a capture program copied at one overflow (see sampler_capture_start()). */
 enum {
-	SAMPLE_CAPTURE_OK,              /* the chain, whole (up to SAMPLER_CAPTURE_MAX_NODES) */
+	SAMPLE_CAPTURE_OK,              /* the chain, whole (up to the program's most nodes) */
 	SAMPLE_CAPTURE_NO_ROOT,         /* the thread had no root set: nothing copied */
 	SAMPLE_CAPTURE_FAULT,           /* a read failed (page not present): the first n nodes */
-	SAMPLE_CAPTURE_CUT,             /* more nodes than SAMPLER_CAPTURE_MAX_NODES: the first n */
+	SAMPLE_CAPTURE_CUT,             /* more nodes than the program copies: the first n */
 };
 
 struct sample_capture {

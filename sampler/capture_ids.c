@@ -140,8 +140,9 @@ void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
 		memcpy(&check, nodes + k * stride + body, 8);
 		if (check & 1)
 			continue;
-		c->ident[k] = ids_get(c, check | 1, slot);
-		s->stats.capture_ids_missed += !c->ident[k];
+		/* 0: the tail's (none read) */
+		c->ident[k] = check ? ids_get(c, check | 1, slot) : NULL;
+		s->stats.capture_ids_missed += check && !c->ident[k];
 	}
 	out->ident = c->ident;
 	out->names = n_names ? names + ident : NULL;

@@ -9,7 +9,11 @@
  * the sample) the address read (0: none) and its bytes. A failed extra read leaves its address
  * 0 and the node whole. With spec.n_identity, a node holds its code's check in place of its
  * extras, which go into a names area (internal.h's capture_split()): the identity ones and
- * the names only into the ring's first record that holds that code (copy_names()). With
+ * the names only into the ring's first record that holds that code (copy_names()); with
+ * bpf_loop, such a record goes on past SAMPLER_CAPTURE_MAX_NODES to capture_chain_max() nodes,
+ * those a tail of their address and bytes alone, check 0 (~30 ns a node, not ~180: no read of
+ * its code, which the reader reads from memory: a deep stack's outer frames, alive as long as
+ * the frames inside them run). With
  * spec.gil_at, the header holds the GIL's two words too, with
  * spec.gc_at the GC's collecting word, both read before the chain. The roots map's value,
  * which the program reads and writes too, is struct root_value (internal.h).
@@ -47,6 +51,8 @@ struct prog {
 	size_t n, max;
 	bool overflow;
 	size_t callback_at;             /* where bpf_loop's callback starts (0: none) */
+	size_t max_nodes;               /* the most nodes it copies: past the first
+	                                 * SAMPLER_CAPTURE_MAX_NODES, a tail (node_body()) */
 };
 
 struct fixup {
@@ -137,9 +143,17 @@ size_t capture_ident_bytes(const struct sampler_capture_spec *spec)
 	return capture_split(spec) ? extra_at(spec, spec->n_identity) - spec->node_bytes : 0;
 }
 
+size_t capture_chain_max(const struct sampler_capture_spec *spec)
+{
+	/* a perf record's size is a u16: the nodes record and its headers within it */
+	return capture_split(spec) && CAPTURE_HDR + SAMPLER_CAPTURE_MAX_CHAIN *
+	       capture_node_stride(spec) <= 65536 - 64 ? SAMPLER_CAPTURE_MAX_CHAIN
+						      : SAMPLER_CAPTURE_MAX_NODES;
+}
+
 size_t capture_names_at(const struct sampler_capture_spec *spec)
 {
-	return CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * capture_node_stride(spec);
+	return CAPTURE_HDR + capture_chain_max(spec) * capture_node_stride(spec);
 }
 
 size_t capture_value_size(const struct sampler_capture_spec *spec)
@@ -680,7 +694,7 @@ static void read_node(struct prog *p, const struct sampler_capture_spec *spec, s
  * and extras copied, r9 past it, r8 its next; the stack's NODES_AT counted on, SLOT_AT the
  * next node's names slot. A failed read jumps to *fail (the record's status FAULT). */
 static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
-		      const struct capture *c, struct fixup *fail)
+		      const struct capture *c, struct fixup *fail, bool tail)
 {
 	size_t stride = capture_node_stride(spec);
 	uint32_t n_id = spec->n_identity;
@@ -701,6 +715,12 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
 	if (!split) {
 		copy_extras(p, spec, 0, spec->n_extras, R6);
+		return;
+	}
+	if (tail) {
+		/* past SAMPLER_CAPTURE_MAX_NODES: its check 0, no identity read, no names (the
+		 * reader reads its code from memory) */
+		st(p, BPF_DW, R6, (int16_t) (8 + spec->node_bytes), 0);
 		return;
 	}
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
@@ -748,7 +768,7 @@ static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
 	full = jump_imm(p, BPF_JGE, R9,
 			(int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
-	node_body(p, spec, c, &to_emit[(*ne)++]);
+	node_body(p, spec, c, &to_emit[(*ne)++], false);
 	emit(p, BPF_JMP | BPF_JA, 0, 0, (int16_t) ((ptrdiff_t) top - (ptrdiff_t) p->n - 1), 0);
 	land(p, full);
 	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
@@ -790,7 +810,7 @@ static void call_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	stx(p, BPF_DW, R4, R9, LOOP_BYTES);
 	st(p, BPF_DW, R4, LOOP_NODES, 0);
 	st(p, BPF_DW, R4, LOOP_SLOT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
-	mov_imm(p, R1, SAMPLER_CAPTURE_MAX_NODES);
+	mov_imm(p, R1, (int32_t) p->max_nodes);
 	*callback = (struct fixup) { p->n };
 	emit(p, BPF_LD | BPF_DW | BPF_IMM, R2, BPF_PSEUDO_FUNC, 0, 0);
 	emit(p, 0, 0, 0, 0, 0);
@@ -803,8 +823,7 @@ static void call_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	ldx(p, BPF_DW, R9, R4, LOOP_BYTES);
 	ldx(p, BPF_DW, R8, R4, LOOP_NEXT);
 	/* bounded for the verifier (the output's size); never out at run time */
-	in_room = jump_imm(p, BPF_JLE, R9,
-			   (int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
+	in_room = jump_imm(p, BPF_JLE, R9, (int32_t) (CAPTURE_HDR + p->max_nodes * stride));
 	mov_imm(p, R9, (int32_t) CAPTURE_HDR);
 	land(p, in_room);
 	/* the count ran out before the chain: cut */
@@ -820,7 +839,8 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 			  const struct capture *c)
 {
 	size_t stride = capture_node_stride(spec);
-	struct fixup stop[4];
+	bool tail = p->max_nodes > SAMPLER_CAPTURE_MAX_NODES;
+	struct fixup stop[5] = { [4] = { SIZE_MAX } }, is_tail = { 0 }, saved = { 0 };
 
 	ldx(p, BPF_DW, R7, R2, 0);                        /* the record */
 	ldx(p, BPF_DW, R1, R2, KNOWN_AT + 8 - REC_SAVE);  /* the checks' ring, epoch */
@@ -834,11 +854,23 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stx(p, BPF_DW, R10, R1, SLOT_AT);
 	stop[0] = jump_imm(p, BPF_JEQ, R8, 0);
 	stop[1] = jump_imm(p, BPF_JGT, R9,
-			   (int32_t) (CAPTURE_HDR + (SAMPLER_CAPTURE_MAX_NODES - 1) * stride));
+			   (int32_t) (CAPTURE_HDR + (p->max_nodes - 1) * stride));
+	if (tail) {
+		ldx(p, BPF_DW, R2, R10, NODES_AT);
+		is_tail = jump_imm(p, BPF_JGE, R2, SAMPLER_CAPTURE_MAX_NODES);
+	}
 	stop[2] = jump_imm(p, BPF_JGT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
 						   (SAMPLER_CAPTURE_MAX_NODES - 1) *
 						   capture_names_stride(spec)));
-	node_body(p, spec, c, &stop[3]);
+	node_body(p, spec, c, &stop[3], false);
+	if (tail) {
+		/* the tail's nodes: no names slot (its bound above would stop them) */
+		saved = (struct fixup) { p->n };
+		emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+		land(p, is_tail);
+		node_body(p, spec, c, &stop[4], true);
+		land(p, saved);
+	}
 	loop_state(p, spec);
 	stx(p, BPF_DW, R4, R8, LOOP_NEXT);
 	stx(p, BPF_DW, R4, R9, LOOP_BYTES);
@@ -848,7 +880,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stx(p, BPF_DW, R4, R1, LOOP_SLOT);
 	mov_imm(p, R0, 0);
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < 5; i++)
 		land(p, stop[i]);
 	mov_imm(p, R0, 1);
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
@@ -868,6 +900,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 
 	p->n = 0;
 	p->overflow = false;
+	p->max_nodes = helper ? capture_chain_max(spec) : SAMPLER_CAPTURE_MAX_NODES;
 	mov_reg(p, R6, R1);                               /* r6 = ctx */
 	stx(p, BPF_DW, R10, R1, CTX_SAVE);
 	if (c->pidns) {

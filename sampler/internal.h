@@ -170,7 +170,8 @@ struct capture {
 	 * capture_forget(), and before it (the records still on their way, of the epoch before),
 	 * and where those of the record being read lie (sample_capture.ident) */
 	struct capture_ids ids[2];
-	const unsigned char *ident[SAMPLER_CAPTURE_MAX_NODES];
+	const unsigned char *ident[SAMPLER_CAPTURE_MAX_CHAIN];
+	size_t max_nodes;               /* the loaded program's most nodes a record (its tail's) */
 	/* the thread whose root a SAMPLER_EVENT_CAPTURE_THREAD asks for (0: none asked), and the
 	 * answer sampler_capture_set_root() gave from inside it */
 	pid_t asking;
@@ -497,7 +498,11 @@ size_t capture_names_stride(const struct sampler_capture_spec *spec);
 /* The bytes of a node's identity extras (addresses and bytes), the first in its slot. */
 size_t capture_ident_bytes(const struct sampler_capture_spec *spec);
 size_t capture_names_at(const struct sampler_capture_spec *spec);
-/* The scratch map's value: a record of SAMPLER_CAPTURE_MAX_NODES nodes, names and all. */
+/* The most nodes a record of spec has room for: SAMPLER_CAPTURE_MAX_CHAIN split, the nodes
+ * past SAMPLER_CAPTURE_MAX_NODES a tail (their check 0: no identity, no names; a program
+ * with bpf_loop copies them), else SAMPLER_CAPTURE_MAX_NODES. */
+size_t capture_chain_max(const struct sampler_capture_spec *spec);
+/* The scratch map's value: a record of capture_chain_max() nodes, names and all. */
 size_t capture_value_size(const struct sampler_capture_spec *spec);
 /* Where spec.stacked, the scratch map's value holds after it the window the program reads a
  * stacked chain's nodes from (capture_prog.c's read_node()): its address in the target and

@@ -11,12 +11,15 @@
                thread's stacks are captured from then on (at most 15% of the samples read
                after their sample: those from before the capture started, ~100 ms of ~4.5 s),
                and each thread's own spin function is under its [thread TID NAME] root
---case deep --mode exact|ptrace|nonblocking  recursions 1000 and 5000 frames deep: the 1000-deep
-               stack whole (<module> at the root, 1000 rec frames); the 5000-deep one keeps its
-               4096 innermost rec frames under a root frame '[truncated: 906 frames]' (904 rec,
-               deep and <module>), and the summary counts the truncated stacks. Samples at the
+--case deep --mode exact|ptrace|nonblocking  recursions 1000 and 5000 frames deep (and 300 in
+               exact mode where the kernel has bpf_loop: every one whole from its capture,
+               none cut at it): the 1000-deep stack whole (<module> at the root, 1000 rec
+               frames); the 5000-deep one keeps its 4096 innermost rec frames under a root
+               frame '[truncated: 906 frames]' (904 rec, deep and <module>), and the summary
+               counts the truncated stacks. Samples at the
                bottom of the recursion are checked (those on the way down have fewer frames).
-               With the capture, a stack's frames past the 128th are read after the sample: one
+               With the capture, a stack's frames past its 384th (128th where the kernel lacks
+               bpf_loop) are read after the sample: one
                read after the thread returned from them (in the last ~100 ms of the spin) is kept
                as captured, under '[truncated]'; those are allowed, up to 20% and 2 samples.
                At most 2% (+1) of the samples dropped; --nonblocking 10% (+2): its reads come
@@ -123,6 +126,11 @@ def case_early_threads(opts):
               'thread %s: its heaviest spin function is not %s: %s' % (thread, func, got))
 
 
+def kernel_at_least(major, minor):
+    m = re.match(r'(\d+)\.(\d+)', os.uname().release)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
+
+
 def case_deep(opts):
     # a stopped walk of 5000 frames takes milliseconds: past the stop budget the samples would
     # be read late, after the short recursion returned (the budget has tests of its own)
@@ -132,7 +140,10 @@ def case_deep(opts):
         bottom = {no for no, text in enumerate(f, 1)
                   if 'range(15000000)' in text or 'x += i' in text}
     check(len(bottom) == 2, 'the spin loop of rec() not found in %s' % TARGET)
-    for depth in (1000, 5000):
+    # 300 deep: past the capture's 128 frames with their codes, within its 384 where the kernel
+    # has bpf_loop (5.17+): every stack whole at its sample, none read after it
+    tail = opts.mode == 'exact' and kernel_at_least(5, 17)
+    for depth in ((300,) if tail else ()) + (1000, 5000):
         run, profile, n, dropped = launch(opts, ['deep', str(depth), '1'], 'deep%d' % depth,
                                           extra)
         if opts.mode != 'nonblocking':
@@ -148,8 +159,8 @@ def case_deep(opts):
                 check(recs <= 4096 or root.startswith('[truncated'), 'a stack of %d rec '
                       'frames under %r: not cut at 4096' % (recs, root))
                 continue
-            if depth == 1000:
-                ok = recs == 1000 and py_frames(frames)[0][0] == '<module>'
+            if depth < 4096:
+                ok = recs == depth and py_frames(frames)[0][0] == '<module>'
             else:
                 ok = recs == 4096 and root == '[truncated: 906 frames]'
             if ok:
@@ -166,6 +177,10 @@ def case_deep(opts):
         per_sample = profile.total / n
         check(cut_gone <= 0.2 * total + 2 * per_sample, 'too many stacks cut at the capture: '
               '%d of %d samples' % (cut_gone / per_sample, total / per_sample))
+        if depth == 300:
+            check(cut_gone == 0 and 'captured stacks were deeper' not in run.stderr,
+                  '300-deep stacks were cut at the capture (%d samples), not captured whole'
+                  % (cut_gone / per_sample))
         # --nonblocking reads each stack after its sample while the recursion goes on: one read
         # as the recursion unwinds finds freed frames (unreadable, kept as [unknown]): 0-1 of
         # ~40 samples quiet, 2 of 20 and 2 of 44 in a full suite run

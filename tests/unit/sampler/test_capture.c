@@ -2,7 +2,8 @@
  * capture.c: the generated BPF program passes this kernel's verifier for the specs pyframes
  * produces (and bad specs are refused before it), and, live on a forked child that holds a
  * known chain of nodes in memory and spins, every sample arrives with that chain copied at
- * its overflow: whole, cut at SAMPLER_CAPTURE_MAX_NODES, up to an unreadable node, or nothing
+ * its overflow: whole, cut at SAMPLER_CAPTURE_MAX_NODES (names once with bpf_loop: whole, the
+ * nodes past it a tail of their bytes alone), up to an unreadable node, or nothing
  * before the thread has a root, or the root the program found itself in a list of states by the
  * thread's id (directly, or through a pointer as in glibc's struct pthread). With a GIL to
  * read, each capture says whether the thread held it: a fake GIL state held by the thread's
@@ -363,6 +364,8 @@ struct seen {
 	bool extras_ok;                 /* every node's extras */
 	bool sent_ok;                   /* names once: every record R_NODE bytes a node */
 	size_t names_carried, names_left; /* nodes with a code: its name in the record, or not */
+	size_t tail;                    /* names once: nodes past SAMPLER_CAPTURE_MAX_NODES, as a
+	                                 * tail's (check 0, no identity, no names) */
 	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
 	bool node_changed_seen;         /* ... and its changed bytes */
 	bool loop_helper;               /* the program called bpf_loop */
@@ -473,6 +476,13 @@ static void on_sample(void *ctx, const struct sample *smp)
 		static const unsigned char none[24];
 
 		p += 8 + sizeof(struct node);
+		if (names_mode != NAMES_EVERY && i >= SAMPLER_CAPTURE_MAX_NODES) {
+			if (pf64(p) == 0 && !c->ident[i] && i >= c->n_names)
+				v->tail++;
+			else
+				v->extras_ok = false;
+			continue;
+		}
 		/* names once: the identity where the reader holds it, the names in the slot */
 		if (names_mode != NAMES_EVERY) {
 			tag = i < c->n_names ? c->names + i * c->names_stride : none;
@@ -759,6 +769,13 @@ static void test_capture_names_once(void **state)
 	run_child(NODES, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
 	assert_int_equal(v.names_carried, SAMPLER_CAPTURE_MAX_NODES - 2);
 	assert_int_equal(v.names_left, (v.captured - 1) * (SAMPLER_CAPTURE_MAX_NODES - 2));
+	/* with bpf_loop, the whole chain: its first SAMPLER_CAPTURE_MAX_NODES nodes with their
+	 * codes, a tail of the others' bytes */
+	assert_int_equal(v.n_min, kernel_has_loop() ? NODES : SAMPLER_CAPTURE_MAX_NODES);
+	assert_int_equal(v.by_status[kernel_has_loop() ? SAMPLE_CAPTURE_OK : SAMPLE_CAPTURE_CUT],
+			 v.captured);
+	assert_int_equal(v.tail, kernel_has_loop() ? v.captured *
+			 (NODES - SAMPLER_CAPTURE_MAX_NODES) : 0);
 	names_mode = NAMES_CHANGE;
 	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
 	names_mode = NAMES_EVERY;
@@ -839,6 +856,9 @@ static void test_capture_bounded(void **state)
 	bounded = descending = stacked = false;
 	assert_int_equal(v.names_carried, SAMPLER_CAPTURE_MAX_NODES - 2);
 	assert_int_equal(v.names_left, (v.captured - 1) * (SAMPLER_CAPTURE_MAX_NODES - 2));
+	/* no tail: the bounded loop's verifier follows each node */
+	assert_int_equal(v.n_min, SAMPLER_CAPTURE_MAX_NODES);
+	assert_int_equal(v.tail, 0);
 }
 
 /* A split record's identities found (capture_idents(), no BPF needed): node k of the record as
@@ -924,20 +944,25 @@ static void test_capture_idents(void **state)
 	capture_idents(s, rec, 1, NULL, 0, &out);
 	assert_true(r_ident(&out, 0, 0));
 	assert_int_equal(s->stats.capture_ids_missed, 3);
+	/* a tail's node (check 0): no identity, none missed */
+	r_node(rec, NULL, 0, 0, false, 0);
+	capture_idents(s, rec, 1, NULL, 0, &out);
+	assert_true(r_ident(&out, 0, 0));
+	assert_int_equal(s->stats.capture_ids_missed, 3);
 	/* many codes: the table grows and holds them, up to where it forgets them (a full table;
 	 * the program then sends each again): the later ones found, the earliest not, none wrong */
-	for (uint64_t i = 0; i < MANY; i++) {
+	for (uint64_t i = 1; i <= MANY; i++) {
 		r_node(rec, slots, 0, i << 20, true, i + 1);
 		capture_idents(s, rec, 1, slots, 1, &out);
 	}
-	for (uint64_t i = 0; i < MANY; i++) {
+	for (uint64_t i = 1; i <= MANY; i++) {
 		uint64_t missed = s->stats.capture_ids_missed;
 
 		r_node(rec, NULL, 0, i << 20, false, 0);
 		capture_idents(s, rec, 1, NULL, 0, &out);
 		found += s->stats.capture_ids_missed == missed;
 		wrong += !r_ident(&out, 0, s->stats.capture_ids_missed == missed ? i + 1 : 0);
-		if (i == MANY - 1)
+		if (i == MANY)
 			assert_int_equal(s->stats.capture_ids_missed, missed);
 	}
 	assert_int_equal(wrong, 0);
