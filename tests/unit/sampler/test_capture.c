@@ -209,6 +209,10 @@ static void test_capture_specs(void **state)
 				      { 128, 0, 128, UINT64_MAX } } },
 		/* 3.14's tagged code pointer */
 		{ 72, SAMPLER_CAPTURE_NO_OFF, 80, 8, 1, { { 0, 0, 64, ~(uint64_t) 7 } } },
+		/* names once at the largest stride: 384 nodes with bpf_loop, the last 256 a tail */
+		{ 56, 8, SAMPLER_CAPTURE_MAX_NODE_BYTES, 48, 3, { { 32, 0, 160, ~(uint64_t) 7 },
+			{ 136, 0, 96, UINT64_MAX }, { 144, 0, 80, UINT64_MAX } }, .n_identity = 1,
+		  .stacked = true },
 	};
 	static const struct sampler_capture_spec with_gil[] = {
 		{ 24, SAMPLER_CAPTURE_NO_OFF, 112, 24, .gil_at = 0x7f0000001000,
@@ -249,6 +253,9 @@ static void test_capture_specs(void **state)
 		assert_int_equal(capture_load(&c, &good[k]), 0);
 		assert_true(c.prog_fd >= 0);
 		assert_int_equal(c.loop_helper, !c.no_loop_helper && kernel_has_loop());
+		assert_int_equal(c.max_nodes, c.loop_helper && capture_split(&good[k]) ?
+				 SAMPLER_CAPTURE_MAX_CHAIN : SAMPLER_CAPTURE_MAX_NODES);
+		assert_true(capture_names_at(&good[k]) <= 65536 - 64);
 		/* loading again replaces the program */
 		assert_int_equal(capture_load(&c, &good[(k + 1) % (sizeof(good) / sizeof(good[0]))]), 0);
 		capture_close(&c);
