@@ -56,15 +56,19 @@ def _noise(line):
                                    'unexpected operator'))
 
 
-def dump_dom(url, budget_ms=1000, timeout=30):
+def dump_dom(url, budget_ms=1000, timeout=30, window=None):
     """The DOM of `url` after its scripts ran (see the module docstring), as a str.
-    budget_ms must be positive (chromium never finishes with a budget of 0)."""
+    budget_ms must be positive (chromium never finishes with a budget of 0). window: (width,
+    height) of the page's window where not headless chromium's 800 x 600 (a page that draws
+    only the rows of a table that its window shows wants a tall one)."""
     if budget_ms <= 0:
         raise ValueError('budget_ms must be positive')
     exe = find_chromium()
     tmp = tempfile.mkdtemp(prefix='hwspy-chromium-')
     argv = [exe] + FLAGS + ['--user-data-dir=' + os.path.join(tmp, 'profile'),
                             '--virtual-time-budget=%d' % budget_ms, '--dump-dom', url]
+    if window:
+        argv[-2:-2] = ['--window-size=%d,%d' % window]
     env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, 'config'),
                XDG_CACHE_HOME=os.path.join(tmp, 'cache'))
     t0 = time.monotonic()
