@@ -271,8 +271,7 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
 	c->spec = *spec;
-	/* the bounded loop's: no tail (the verifier follows each of its nodes) */
-	c->max_nodes = c->loop_helper ? capture_chain_max(spec) : SAMPLER_CAPTURE_MAX_NODES;
+	c->max_nodes = capture_prog_nodes(spec, c->loop_helper);
 	capture_ids_free(c);            /* another spec's identities */
 	return 0;
 }

@@ -151,6 +151,11 @@ size_t capture_chain_max(const struct sampler_capture_spec *spec)
 						      : SAMPLER_CAPTURE_MAX_NODES;
 }
 
+size_t capture_prog_nodes(const struct sampler_capture_spec *spec, bool helper)
+{
+	return helper ? capture_chain_max(spec) : SAMPLER_CAPTURE_MAX_NODES;
+}
+
 size_t capture_names_at(const struct sampler_capture_spec *spec)
 {
 	return CAPTURE_HDR + capture_chain_max(spec) * capture_node_stride(spec);
@@ -900,7 +905,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 
 	p->n = 0;
 	p->overflow = false;
-	p->max_nodes = helper ? capture_chain_max(spec) : SAMPLER_CAPTURE_MAX_NODES;
+	p->max_nodes = capture_prog_nodes(spec, helper);
 	mov_reg(p, R6, R1);                               /* r6 = ctx */
 	stx(p, BPF_DW, R10, R1, CTX_SAVE);
 	if (c->pidns) {

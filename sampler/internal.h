@@ -502,6 +502,9 @@ size_t capture_names_at(const struct sampler_capture_spec *spec);
  * past SAMPLER_CAPTURE_MAX_NODES a tail (their check 0: no identity, no names; a program
  * with bpf_loop copies them), else SAMPLER_CAPTURE_MAX_NODES. */
 size_t capture_chain_max(const struct sampler_capture_spec *spec);
+/* ... and the program's, with bpf_loop (helper) or the bounded loop's, which has no tail (its
+ * verifier follows each node) */
+size_t capture_prog_nodes(const struct sampler_capture_spec *spec, bool helper);
 /* The scratch map's value: a record of capture_chain_max() nodes, names and all. */
 size_t capture_value_size(const struct sampler_capture_spec *spec);
 /* Where spec.stacked, the scratch map's value holds after it the window the program reads a
