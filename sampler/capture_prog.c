@@ -11,7 +11,7 @@
  * extras, which go into a names area (internal.h's capture_split()): the identity ones and
  * the names only into the ring's first record that holds that code (copy_names()); with
  * bpf_loop, such a record goes on past SAMPLER_CAPTURE_MAX_NODES to capture_chain_max() nodes,
- * those a tail of their address and bytes alone, check 0 (~30 ns a node, not ~180: no read of
+ * those a tail of their address and bytes alone, check 0 (~35 ns a node, not ~180: no read of
  * its code, which the reader reads from memory: a deep stack's outer frames, alive as long as
  * the frames inside them run). With
  * spec.gil_at, the header holds the GIL's two words too, with
