@@ -216,6 +216,21 @@ int capture_entry_load(struct capture *c)
 	return 0;
 }
 
+/* Whether a and b lay out a node and its extras alike (a record of one reads as the other's). */
+static bool capture_same_nodes(const struct sampler_capture_spec *a,
+			       const struct sampler_capture_spec *b)
+{
+	if (a->node_bytes != b->node_bytes || a->next_off != b->next_off ||
+	    a->n_extras != b->n_extras || a->n_identity != b->n_identity ||
+	    a->n_extras > SAMPLER_CAPTURE_MAX_EXTRAS)
+		return false;
+	for (uint32_t i = 0; i < a->n_extras; i++)
+		if (a->extra[i].from != b->extra[i].from || a->extra[i].off != b->extra[i].off ||
+		    a->extra[i].len != b->extra[i].len || a->extra[i].mask != b->extra[i].mask)
+			return false;
+	return true;
+}
+
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 {
 	struct bpf_insn *insn;
@@ -270,9 +285,13 @@ int capture_load(struct capture *c, const struct sampler_capture_spec *spec)
 	if (c->prog_fd >= 0)
 		(void) close(c->prog_fd);
 	c->prog_fd = r;
+	/* another spec's identities are laid out otherwise: none of them serves; the same
+	 * layout's (a program made again for the GIL or the GC found late) serve the old
+	 * program's records still on their way (forgotten above: kept for them) */
+	if (!capture_same_nodes(&c->spec, spec))
+		capture_ids_free(c);
 	c->spec = *spec;
 	c->max_nodes = capture_prog_nodes(spec, c->loop_helper);
-	capture_ids_free(c);            /* another spec's identities */
 	return 0;
 }
 
