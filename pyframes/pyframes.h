@@ -259,8 +259,9 @@ int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret,
  * frame_bytes holds every field the walker reads from a frame, so a walk never reads a captured
  * frame from the target. Each extra i copies len bytes at (*(u64 *) (body + from) & mask) + off,
  * where body is the node past its address (its frame bytes, then extras 0..i-1, each an
- * address (0: not read) and its bytes): the code object's header fields that identify it, then
- * the start of its name and file name strings (see struct pyframes_capture).
+ * address (0: not read) and its bytes): the code object's header fields that identify it, a
+ * print of its name's and file name's text, then the start of its name and file name strings
+ * (see struct pyframes_capture).
  */
 #define PYFRAMES_NO_OFF             UINT32_MAX
 #define PYFRAMES_CAPTURE_FRAME_MAX  128u     /* most frame_bytes a spec asks for */
@@ -281,8 +282,9 @@ struct pyframes_capture_spec {
 	uint32_t next_off;      /* the caller link (f_back / previous); next_off + 8 <= frame_bytes */
 	uint32_t n_extras;      /* <= PYFRAMES_CAPTURE_MAX_EXTRAS */
 	struct pyframes_capture_extra extra[PYFRAMES_CAPTURE_MAX_EXTRAS];
-	uint32_t n_identity;    /* extras [0, n_identity) are the code object's fields that
-	                         * identify it; the rest, the starts of its names */
+	uint32_t n_identity;    /* extras [0, n_identity) identify the code object: its fields
+	                         * (those read from the frame's code pointer, first), then a
+	                         * print of its names' text; the rest, the starts of its names */
 	bool stacked;           /* a caller's frame most often lies just below its callee's
 	                         * (3.11+: in the thread's stack chunks; before: allocated so) */
 };

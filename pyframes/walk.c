@@ -698,8 +698,12 @@ static uint32_t code_field_at(const struct pyframes_capture_spec *sp, uint32_t n
 }
 
 /* The extras: the code object's fields that identify it (code.c's cc_current), in as few
- * pieces as they allow, then the start of its name and of its file name (str objects, from
- * their header on), as much of them as the stride leaves room for. */
+ * pieces as they allow, and a print of its name's and file name's text (their str objects'
+ * length, CPython's hash of the text where it was made, state, and the name's first bytes):
+ * its identity, whose digest the program's names-once check is (a code freed and another made
+ * at its address, its strings at theirs, has every header word of the first: exec(compile())
+ * in a loop, its names only tell it). Then the start of its name and file name (str objects,
+ * from their header on), as much of them as the stride leaves room for. */
 static void capture_extras(const struct py_layout *l, struct pyframes_capture_spec *sp)
 {
 	uint32_t name_off = l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
@@ -724,10 +728,22 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 		};
 	}
 	n = sp->n_extras;
-	sp->n_identity = n;
-	used = extra_at(sp, n) + 8;
 	name_at = code_field_at(sp, n, name_off);
 	file_at = code_field_at(sp, n, l->co_filename);
+	/* one read each (~0.1 us in the target): the name's length, hash, state and first 16
+	 * bytes (a nested qualname's hash is not made on 3.11-3.12); the file's length, hash and
+	 * state (a path's first bytes are its directory) */
+	if (name_at && file_at) {
+		sp->extra[n++] = (struct pyframes_capture_extra) { .from = name_at,
+			.off = l->str_length, .len = round8(l->str_ascii_size + 16) - l->str_length,
+			.mask = UINT64_MAX };
+		sp->extra[n++] = (struct pyframes_capture_extra) { .from = file_at,
+			.off = l->str_length, .len = round8(l->str_state + 4) - l->str_length,
+			.mask = UINT64_MAX };
+		sp->n_extras = n;
+	}
+	sp->n_identity = n;
+	used = extra_at(sp, n) + 8;
 	if (!name_at || !file_at || used + 2 * 8 + 2 * 64 > PYFRAMES_CAPTURE_STRIDE_MAX ||
 	    n + 2 > PYFRAMES_CAPTURE_MAX_EXTRAS)
 		return;
@@ -905,10 +921,13 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		return -EINVAL;
 	/* each node's code identity, its first pieces, where the node itself holds them */
 	if (spec.n_identity && cap->n_extras >= spec.n_identity) {
-		pf->ident_layout.n = spec.n_identity;
-		for (uint32_t i = 0; i < spec.n_identity; i++) {
+		/* the code's pieces (the first ones; the strings' after them) */
+		pf->ident_layout.n = 0;
+		for (uint32_t i = 0; i < spec.n_identity && spec.extra[i].from == pf->layout.fr_code;
+		     i++) {
 			pf->ident_layout.off[i] = spec.extra[i].off;
 			pf->ident_layout.len[i] = spec.extra[i].len;
+			pf->ident_layout.n++;
 		}
 		w.cap = cap;
 		w.ident_at = cap->ident ? 0 : 8 + spec.frame_bytes;    /* 0: by pointer */

@@ -1593,6 +1593,52 @@ static void captured_split_cases(int minor)
 	world_free(&w);
 }
 
+/* Whether node k of captures a and b (capture_x()'s) holds the same identity extras. */
+static bool ident_same(const struct pyframes_capture_spec *s, const struct pyframes_capture *a,
+		       const struct pyframes_capture *b, size_t k)
+{
+	size_t at = 8 + s->frame_bytes, len = 0;
+
+	for (uint32_t j = 0; j < s->n_identity; j++)
+		len += 8 + s->extra[j].len;
+	return memcmp(a->nodes + k * a->stride + at, b->nodes + k * b->stride + at, len) == 0;
+}
+
+/* A code's identity (the program's check is a digest of it: a code whose check was sent
+ * before goes without its names) covers what names it: a code freed and another made at its
+ * address, with its name and file strings at their addresses and every header word the same
+ * (exec(compile(...)) in a loop does this), differs from it in its name's text or its file's
+ * hash (CPython's, of its text: the capture reads a path's first bytes alone). The same
+ * code, captured again, has the same identity. */
+static void captured_rename_cases(int minor)
+{
+	struct world w;
+	unsigned char n1[8 * PYFRAMES_CAPTURE_STRIDE_MAX], n2[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	struct pyframes_capture a, b;
+	struct pyframes_capture_spec s;
+	uint64_t fr[3], co[3], file;
+
+	world_init(&w, minor);
+	s = spec_of(&w);
+	chain3(&w, fr, co);
+	a = capture_x(&w, n1, 8);
+	b = capture_x(&w, n2, 8);
+	for (size_t k = 0; k < 3; k++)
+		assert_true(ident_same(&s, &a, &b, k));
+	str_set(&w, get64(&w, co[1] + name_field(w.l)), "g1");
+	b = capture_x(&w, n2, 8);
+	assert_true(ident_same(&s, &a, &b, 0));
+	assert_false(ident_same(&s, &a, &b, 1));
+	str_set(&w, get64(&w, co[1] + name_field(w.l)), "f1");
+	b = capture_x(&w, n2, 8);
+	assert_true(ident_same(&s, &a, &b, 1));
+	file = get64(&w, co[2] + w.l->co_filename);
+	put64(&w.f, file + w.l->str_length + 8, 0x5eed);      /* ob_hash, after the length */
+	b = capture_x(&w, n2, 8);
+	assert_false(ident_same(&s, &a, &b, 2));
+	world_free(&w);
+}
+
 static void test_captured_split(void **state)
 {
 	(void) state;
@@ -1600,6 +1646,10 @@ static void test_captured_split(void **state)
 	captured_split_cases(10);
 	captured_split_cases(11);
 	captured_split_cases(12);
+	captured_rename_cases(8);
+	captured_rename_cases(10);
+	captured_rename_cases(11);
+	captured_rename_cases(12);
 }
 
 static void spec_is(const struct py_layout *l, int r, uint32_t off1, uint32_t off2,
