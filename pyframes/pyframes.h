@@ -274,6 +274,8 @@ int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret,
 struct pyframes_capture_extra {
 	uint32_t from, off, len;        /* len a multiple of 8; from a multiple of 8 */
 	uint64_t mask;
+	bool reuse;             /* its address is most often the caller's frame's too (a file
+	                         * name): the program may copy that node's bytes (sampler's) */
 };
 
 struct pyframes_capture_spec {

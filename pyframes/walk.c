@@ -732,14 +732,16 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 	file_at = code_field_at(sp, n, l->co_filename);
 	/* one read each (~0.1 us in the target): the name's length, hash, state and first 16
 	 * bytes (a nested qualname's hash is not made on 3.11-3.12); the file's length, hash and
-	 * state (a path's first bytes are its directory) */
+	 * state (a path's first bytes are its directory); each copied from the caller's node
+	 * where that one's code has the same string (a module's functions calling each other, a
+	 * recursion) */
 	if (name_at && file_at) {
 		sp->extra[n++] = (struct pyframes_capture_extra) { .from = name_at,
 			.off = l->str_length, .len = round8(l->str_ascii_size + 16) - l->str_length,
-			.mask = UINT64_MAX };
+			.mask = UINT64_MAX, .reuse = true };
 		sp->extra[n++] = (struct pyframes_capture_extra) { .from = file_at,
 			.off = l->str_length, .len = round8(l->str_state + 4) - l->str_length,
-			.mask = UINT64_MAX };
+			.mask = UINT64_MAX, .reuse = true };
 		sp->n_extras = n;
 	}
 	sp->n_identity = n;

@@ -189,7 +189,7 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 	for (uint32_t i = 0; i < ps.n_extras; i++)
 		ret->extra[i] = (struct sampler_capture_extra) {
 			.from = ps.extra[i].from, .off = ps.extra[i].off, .len = ps.extra[i].len,
-			.mask = ps.extra[i].mask,
+			.mask = ps.extra[i].mask, .reuse = ps.extra[i].reuse,
 		};
 	/* threads started later: the program finds their state at their first sample */
 	if (pyframes_search_spec(rec->pf, &srch) == 0) {

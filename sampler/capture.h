@@ -37,6 +37,10 @@ struct sampler_capture_extra {
 	uint32_t off;                   /* < 65536 */
 	uint32_t len;                   /* a multiple of 8, 8..SAMPLER_CAPTURE_MAX_EXTRA_BYTES */
 	uint64_t mask;
+	/* An identity extra whose address (pointer and off) most often is the previous node's
+	 * (a module's file name): where it is, with bpf_loop, the previous node's bytes, read
+	 * in this sample, are copied rather than read again */
+	bool reuse;
 };
 
 /* How the program finds and copies a thread's chain at an overflow: P = *(root + head_off1);

@@ -177,10 +177,22 @@ size_t capture_window_at(const struct sampler_capture_spec *spec)
 	return capture_loop_at(spec) + CAPTURE_LOOP_STATE;
 }
 
+/* Past the window: per reuse extra, the previous node's address of it, then its address word
+ * and bytes as copied (1: none yet in this sample). */
+size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i)
+{
+	size_t at = capture_window_at(spec) + (spec->stacked ? CAPTURE_WINDOW_HDR +
+					       CAPTURE_WINDOW + SAMPLER_CAPTURE_MAX_NODE_BYTES : 0);
+
+	for (uint32_t k = 0; k < i && k < SAMPLER_CAPTURE_MAX_EXTRAS; k++)
+		if (spec->extra[k].reuse && k < spec->n_identity)
+			at += 16 + spec->extra[k].len;
+	return at;
+}
+
 size_t capture_scratch_size(const struct sampler_capture_spec *spec)
 {
-	return capture_window_at(spec) + (spec->stacked ? CAPTURE_WINDOW_HDR + CAPTURE_WINDOW +
-					  SAMPLER_CAPTURE_MAX_NODE_BYTES : 0);
+	return capture_reuse_at(spec, spec->n_extras);
 }
 
 size_t capture_stride(const struct sampler_capture_spec *spec)
@@ -239,13 +251,66 @@ static void copy_extra(struct prog *p, const struct sampler_capture_spec *spec,
 	stx(p, BPF_DW, d, R2, o);
 }
 
-/* r6 = the node: its extras [from, to), into base (copy_extra()). */
-static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec, uint32_t from,
-			uint32_t to, uint8_t base)
+/* Copies n words from r2 + from_off to r4 + to_off (r3 the go-between). */
+static void copy_words(struct prog *p, int32_t from_off, int32_t to_off, uint32_t n)
 {
-	for (uint32_t i = from; i < to; i++)
-		copy_extra(p, spec, &spec->extra[i], base, (int32_t) (base == R6 ?
-			   8 + extra_at(spec, i) : extra_at(spec, i) - spec->node_bytes));
+	for (uint32_t w = 0; w < n; w++) {
+		ldx(p, BPF_DW, R3, R2, (int16_t) (from_off + 8 * w));
+		stx(p, BPF_DW, R4, R3, (int16_t) (to_off + 8 * w));
+	}
+}
+
+/* Reuse extra i of node r6 into its names slot (r7 the record, in the scratch map): where its
+ * address is the one the previous node's was in this sample (capture_reuse_at()'s), that
+ * node's address word and bytes; else read (copy_extra()) and kept for the next node. One
+ * branch: with bpf_loop its callback is verified once. */
+static void copy_reused(struct prog *p, const struct sampler_capture_spec *spec, uint32_t i)
+{
+	const struct sampler_capture_extra *e = &spec->extra[i];
+	int32_t at = (int32_t) (extra_at(spec, i) - spec->node_bytes);
+	int32_t prev = (int32_t) capture_reuse_at(spec, i);
+	struct fixup read, done;
+
+	if (e->from >= spec->node_bytes) {
+		ldx(p, BPF_DW, R3, R10, SLOT_PTR_AT);
+		ldx(p, BPF_DW, R3, R3, (int16_t) (e->from - spec->node_bytes));
+	} else {
+		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	}
+	if (e->mask != UINT64_MAX)
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	if (e->off)
+		add_imm(p, R3, (int32_t) e->off);
+	mov_reg(p, R2, R7);
+	add_imm(p, R2, prev);
+	ldx(p, BPF_DW, R1, R2, 0);
+	read = jump_reg(p, BPF_JNE, R1, R3);
+	extra_dst(p, at);
+	copy_words(p, 8, 0, 1 + e->len / 8);
+	done = (struct fixup) { p->n };
+	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+	land(p, read);
+	stx(p, BPF_DW, R2, R3, 0);
+	copy_extra(p, spec, e, R10, at);
+	mov_reg(p, R2, R4);                       /* copy_extra() left r4 at the slot's extra */
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, prev);
+	copy_words(p, 0, 8, 1 + e->len / 8);
+	land(p, done);
+}
+
+/* r6 = the node: its extras [from, to), into base (copy_extra()); with reuse (bpf_loop's
+ * callback, base r10), its reuse extras as copy_reused() says. */
+static void copy_extras(struct prog *p, const struct sampler_capture_spec *spec, uint32_t from,
+			uint32_t to, uint8_t base, bool reuse)
+{
+	for (uint32_t i = from; i < to; i++) {
+		if (reuse && base == R10 && spec->extra[i].reuse && i < spec->n_identity)
+			copy_reused(p, spec, i);
+		else
+			copy_extra(p, spec, &spec->extra[i], base, (int32_t) (base == R6 ?
+				   8 + extra_at(spec, i) : extra_at(spec, i) - spec->node_bytes));
+	}
 }
 
 /* The check of node r6's code: a digest of its identity extras (addresses and bytes, in its
@@ -346,7 +411,7 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 		known_check(p, known, &is_known);
 	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
 	stx(p, BPF_DW, R6, R1, word);
-	copy_extras(p, spec, n_id, spec->n_extras, R10);
+	copy_extras(p, spec, n_id, spec->n_extras, R10, false);
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
 	stx(p, BPF_W, R7, R1, REC_AT(names_end));
@@ -700,7 +765,7 @@ static void read_node(struct prog *p, const struct sampler_capture_spec *spec, s
  * and extras copied, r9 past it, r8 its next; the stack's NODES_AT counted on, SLOT_AT the
  * next node's names slot. A failed read jumps to *fail (the record's status FAULT). */
 static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
-		      const struct capture *c, struct fixup *fail, bool tail)
+		      const struct capture *c, struct fixup *fail, bool tail, bool reuse)
 {
 	size_t stride = capture_node_stride(spec);
 	uint32_t n_id = spec->n_identity;
@@ -720,7 +785,7 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	add_imm(p, R9, (int32_t) stride);
 	ldx(p, BPF_DW, R8, R6, (int16_t) (8 + spec->next_off));
 	if (!split) {
-		copy_extras(p, spec, 0, spec->n_extras, R6);
+		copy_extras(p, spec, 0, spec->n_extras, R6, false);
 		return;
 	}
 	if (tail) {
@@ -733,7 +798,7 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	mov_reg(p, R4, R7);
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
 	stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
-	copy_extras(p, spec, 0, n_id, R10);
+	copy_extras(p, spec, 0, n_id, R10, reuse);
 	copy_names(p, spec, n_id, names_once ? c->known_fd : -1);
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
@@ -749,6 +814,14 @@ static void nodes_start(struct prog *p, const struct sampler_capture_spec *spec,
 	if (spec->stacked) {
 		mov_reg(p, R4, R7);
 		add_imm(p, R4, (int32_t) capture_window_at(spec));
+		st(p, BPF_DW, R4, 0, 1);
+	}
+	/* no reuse extra read yet in this sample */
+	for (uint32_t i = 0; capture_split(spec) && i < spec->n_identity; i++) {
+		if (!spec->extra[i].reuse)
+			continue;
+		mov_reg(p, R4, R7);
+		add_imm(p, R4, (int32_t) capture_reuse_at(spec, i));
 		st(p, BPF_DW, R4, 0, 1);
 	}
 	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
@@ -774,7 +847,7 @@ static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
 	full = jump_imm(p, BPF_JGE, R9,
 			(int32_t) (CAPTURE_HDR + SAMPLER_CAPTURE_MAX_NODES * stride));
-	node_body(p, spec, c, &to_emit[(*ne)++], false);
+	node_body(p, spec, c, &to_emit[(*ne)++], false, false);
 	emit(p, BPF_JMP | BPF_JA, 0, 0, (int16_t) ((ptrdiff_t) top - (ptrdiff_t) p->n - 1), 0);
 	land(p, full);
 	to_emit[(*ne)++] = jump_imm(p, BPF_JEQ, R8, 0);
@@ -868,13 +941,13 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stop[2] = jump_imm(p, BPF_JGT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
 						   (SAMPLER_CAPTURE_MAX_NODES - 1) *
 						   capture_names_stride(spec)));
-	node_body(p, spec, c, &stop[3], false);
+	node_body(p, spec, c, &stop[3], false, true);
 	if (tail) {
 		/* the tail's nodes: no names slot (its bound above would stop them) */
 		saved = (struct fixup) { p->n };
 		emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 		land(p, is_tail);
-		node_body(p, spec, c, &stop[4], true);
+		node_body(p, spec, c, &stop[4], true, true);
 		land(p, saved);
 	}
 	loop_state(p, spec);

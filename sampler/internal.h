@@ -517,6 +517,7 @@ size_t capture_value_size(const struct sampler_capture_spec *spec);
 #define CAPTURE_LOOP_STATE 32
 size_t capture_loop_at(const struct sampler_capture_spec *spec);
 size_t capture_window_at(const struct sampler_capture_spec *spec);
+size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
 /* capture_ids.c */

@@ -86,8 +86,11 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
  * (capture_forget()); NAMES_MOVE moves the child to another CPU (another ring, per CPU);
  * NAMES_FAIL changes node 1's code while the records have nowhere to go (the out map's entries
  * taken out: each output fails), then puts them back; NAMES_RESTART makes the program again
- * for the same spec (as for a GIL found late) while records of the old one wait unread. */
-enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL, NAMES_RESTART };
+ * for the same spec (as for a GIL found late) while records of the old one wait unread;
+ * NAMES_REUSE gives nodes 2k and 2k + 1 one payload, its identity extra a reuse one (copied
+ * from the node before where their pointers agree), and changes payload 0 (SIGUSR1). */
+enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL, NAMES_RESTART,
+       NAMES_REUSE };
 static int names_mode;
 static int cpu_one = -1, cpu_two = -1;  /* two CPUs this may run on (-1: none) */
 #define CHANGED_W2 0xbeef0001u
@@ -286,7 +289,8 @@ static void test_capture_specs(void **state)
 		c.percpu = true;
 		assert_int_equal(capture_load(&c, &sp), 0);
 		sp = good[6];
-		sp.n_identity = 3;              /* the names once: the largest program */
+		sp.n_identity = 3;              /* the names once: the largest program, */
+		sp.extra[1].reuse = sp.extra[2].reuse = true;   /* its reuse extras too */
 		sp.gil_at = with_gil[i % 2].gil_at;
 		sp.stacked = true;
 		search_spec(&sp, false);
@@ -319,10 +323,16 @@ static void test_capture_specs(void **state)
 	}
 }
 
+/* The payload node i points to. */
+static size_t payload_of(size_t i)
+{
+	return names_mode == NAMES_REUSE ? i & ~(size_t) 1 : i;
+}
+
 static void change_code(int sig)
 {
 	(void) sig;
-	payloads[1].w[2] = CHANGED_W2;
+	payloads[payload_of(1)].w[2] = CHANGED_W2;
 	NODE(1).b = CHANGED_B;
 }
 
@@ -339,7 +349,7 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 		payloads[i].w[1] = (uintptr_t) &tags[i] | 3;
 		payloads[i].w[2] = 0xfeed0000u + i;
 		NODE(i).payload = i == 2 ? NULL : i == 4 ? (struct payload *) (uintptr_t) 0x10 :
-				   &payloads[i];
+				   &payloads[payload_of(i)];
 	}
 	if (bad_at < len)
 		NODE(bad_at).next = (struct node *) (uintptr_t) 0x10;
@@ -501,9 +511,12 @@ static void on_sample(void *ctx, const struct sample *smp)
 				v->extras_ok = false;
 			continue;
 		}
-		if (pf64(p) != (uintptr_t) &payloads[i].w[1] ||
-		    pf64(p + 8) != ((uintptr_t) &tags[i] | 3) ||
-		    (pf64(p + 16) != 0xfeed0000u + i && !(i == 1 && pf64(p + 16) == CHANGED_W2)))
+		size_t k = payload_of(i);
+
+		if (pf64(p) != (uintptr_t) &payloads[k].w[1] ||
+		    pf64(p + 8) != ((uintptr_t) &tags[k] | 3) ||
+		    (pf64(p + 16) != 0xfeed0000u + k &&
+		     !(k == payload_of(1) && pf64(p + 16) == CHANGED_W2)))
 			v->extras_ok = false;
 		v->changed_seen |= pf64(p + 16) == CHANGED_W2;
 		if (names_mode != NAMES_EVERY && pf64(tag) == 0) {
@@ -511,7 +524,7 @@ static void on_sample(void *ctx, const struct sample *smp)
 			continue;
 		}
 		v->names_carried++;
-		if (pf64(tag) != (uintptr_t) &tags[i] || pf64(tag + 8) != 0x7a90000u + i)
+		if (pf64(tag) != (uintptr_t) &tags[k] || pf64(tag + 8) != 0x7a90000u + k)
 			v->extras_ok = false;
 	}
 }
@@ -567,6 +580,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	if (gc_mode != GC_NONE)
 		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
 	sp.n_identity = names_mode != NAMES_EVERY;
+	sp.extra[0].reuse = names_mode == NAMES_REUSE;
 	sp.stacked = stacked;
 	assert_int_equal(pipe(ready), 0);
 	pid = fork();
@@ -602,7 +616,7 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 			/* bounded: the samples taken while its program was verified (~40 ms) come
 			 * without a capture; enough with one */
 			r_run = run_until(v, &stop, bounded ? &v->captured : &v->samples);
-			if (r_run == 0 && names_mode == NAMES_CHANGE) {
+			if (r_run == 0 && (names_mode == NAMES_CHANGE || names_mode == NAMES_REUSE)) {
 				(void) kill(pid, SIGUSR1);
 				r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
 				if (r_run == 0)
@@ -800,6 +814,14 @@ static void test_capture_names_once(void **state)
 	/* a code changed while every output failed: the program moved the epoch on (by one a
 	 * failed output, never to the reader's next step), so the first record after carries
 	 * every name again, the changed code's too (run_child() asserts none missed) */
+	/* nodes 2k and 2k + 1 on one payload, its identity a reuse extra: node 2k + 1's copied
+	 * from node 2k's with bpf_loop, byte for byte a read's (run_child() checks each node's
+	 * extras), and changed with it */
+	names_mode = NAMES_REUSE;
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	assert_true(v.changed_seen);
+	assert_true(v.extras_ok);
 	/* made again (the same spec): the records of the old program read after it, which left
 	 * out the names of codes it had sent, are named by the identities kept (run_child()
 	 * asserts none missed; before, the new program's load threw them away) */
