@@ -316,6 +316,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 #define CC_PROBES       16            /* slots tried before the cache starts over */
 #define CC_BATCH        256           /* code objects checked per round of pf_code_validate_ident() */
 #define CC_SPAN_MAX     256           /* header bytes read to check one code object */
+#define CC_FIELDS       7             /* the fields that identify one (cc_fields()) */
 #define CC_MERGE_MAX    (4 * PF_PAGE) /* longest range that reads several code objects' headers */
 #define CC_SEEN_MAX     512           /* bytes of a code's captured names kept to compare */
 
@@ -334,6 +335,7 @@ struct pf_code {
 	uint8_t *table;
 	size_t table_len;
 	int first_line;
+	uint32_t version;               /* 3.12+ co_version (pf_co_version()) */
 	int64_t first_traceable;        /* 3.11+ _co_firsttraceable (0 where unknown or absurd) */
 	bool line_memo;                 /* code_line() of line_instr was line_at (a caller's frame
 	                                 * waits at one instruction sample after sample) */
@@ -466,13 +468,20 @@ static int code_header(struct pf_mem *m, const struct py_layout *l, uint64_t cod
 }
 
 /* The fields cc_current() compares: their header offsets (ascending) and sizes; returns how
- * many. */
-static size_t cc_fields(const struct py_layout *l, uint32_t off[6], uint32_t size[6])
+ * many (at most CC_FIELDS). */
+static size_t cc_fields(const struct py_layout *l, uint32_t off[CC_FIELDS],
+			uint32_t size[CC_FIELDS])
 {
-	uint32_t o[6] = { l->ob_type, co_name_off(l), l->co_filename, l->co_linetable,
-			  l->co_firstlineno, l->ob_size };
-	uint32_t z[6] = { 8, 8, 8, 8, 4, 8 };
+	uint32_t o[CC_FIELDS] = { l->ob_type, co_name_off(l), l->co_filename, l->co_linetable,
+				  l->co_firstlineno, l->ob_size, pf_co_version(l) };
+	uint32_t z[CC_FIELDS] = { 8, 8, 8, 8, 4, 8, 4 };
 	size_t i, j, n = l->co_code_adaptive != PF_NONE ? 6 : 5;
+
+	if (o[6] != PF_NONE) {          /* with ob_size: 3.11+ */
+		o[n] = o[6];
+		z[n] = 4;
+		n++;
+	}
 
 	for (i = 0; i < n; i++) {
 		for (j = i; j > 0 && off[j - 1] > o[i]; j--) {
@@ -488,7 +497,7 @@ static size_t cc_fields(const struct py_layout *l, uint32_t off[6], uint32_t siz
 /* The header bytes [*ret_lo, *ret_hi) hold every field cc_current() compares. */
 static void cc_span(const struct py_layout *l, uint32_t *ret_lo, uint32_t *ret_hi)
 {
-	uint32_t off[6], size[6];
+	uint32_t off[CC_FIELDS], size[CC_FIELDS];
 	size_t i, n = cc_fields(l, off, size);
 
 	*ret_lo = UINT32_MAX;
@@ -511,7 +520,8 @@ static bool cc_current(const struct py_layout *l, const struct pf_code *c, const
 	       pf_u64(h, l->co_filename - base) == c->r_file &&
 	       pf_u64(h, l->co_linetable - base) == c->r_table &&
 	       (int) pf_u32(h, l->co_firstlineno - base) == c->first_line &&
-	       (l->co_code_adaptive == PF_NONE || pf_u64(h, l->ob_size - base) == c->units);
+	       (l->co_code_adaptive == PF_NONE || pf_u64(h, l->ob_size - base) == c->units) &&
+	       (pf_co_version(l) == PF_NONE || pf_u32(h, pf_co_version(l) - base) == c->version);
 }
 
 static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_layout *l,
@@ -533,6 +543,7 @@ static int cc_fill(struct pf_codecache *cc, struct pf_mem *m, const struct py_la
 	c->r_table = table;
 	c->first_line = (int) pf_u32(head, l->co_firstlineno);
 	c->units = l->co_code_adaptive != PF_NONE ? pf_u64(head, l->ob_size) : 0;
+	c->version = pf_co_version(l) != PF_NONE ? pf_u32(head, pf_co_version(l)) : 0;
 	if (l->co_firsttraceable != PF_NONE) {
 		int32_t ft = (int32_t) pf_u32(head, l->co_firsttraceable);
 
@@ -703,7 +714,7 @@ int pf_code_validate_ident(struct pf_codecache *cc, struct pf_mem *m, const stru
 			   uint64_t walk, const struct py_frame *frames, size_t n,
 			   const unsigned char *const *ident, const struct pf_ident *il)
 {
-	uint32_t lo, hi, off[6], size[6];
+	uint32_t lo, hi, off[CC_FIELDS], size[CC_FIELDS];
 	size_t i, k = 0, nf = cc_fields(l, off, size);
 	unsigned char head[CC_SPAN_MAX];
 	int r;
@@ -835,6 +846,7 @@ static bool cc_gone(struct pf_mem *m, const struct py_layout *l, uint64_t addr,
 	c.r_table = pf_u64(head, l->co_linetable);
 	c.first_line = (int) pf_u32(head, l->co_firstlineno);
 	c.units = l->co_code_adaptive != PF_NONE ? pf_u64(head, l->ob_size) : 0;
+	c.version = pf_co_version(l) != PF_NONE ? pf_u32(head, pf_co_version(l)) : 0;
 	return !cc_current(l, &c, now, 0);
 }
 

@@ -286,7 +286,10 @@ struct pyframes_capture_spec {
 	struct pyframes_capture_extra extra[PYFRAMES_CAPTURE_MAX_EXTRAS];
 	uint32_t n_identity;    /* extras [0, n_identity) identify the code object: its fields
 	                         * (those read from the frame's code pointer, first), then a
-	                         * print of its names' text; the rest, the starts of its names */
+	                         * print of its names' text (before 3.12); the rest, the starts
+	                         * of its names */
+	uint32_t unique_at;     /* 0, or the body position (as from's) of the code's version in
+	                         * its fields (3.12+): no two codes share one, but 0 */
 	bool stacked;           /* a caller's frame most often lies just below its callee's
 	                         * (3.11+: in the thread's stack chunks; before: allocated so) */
 };

@@ -278,6 +278,14 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 struct pf_code;      /* one cached code object */
 struct pf_codecache;
 
+/* 3.12+'s co_version: set from a counter as each code object is made (0 once it ran out),
+ * after co_firstlineno and five ints in every layout since; PF_NONE before 3.12. */
+static inline uint32_t pf_co_version(const struct py_layout *l)
+{
+	return l->major == 3 && l->minor >= 12 && l->co_firstlineno != PF_NONE ?
+	       l->co_firstlineno + 24 : PF_NONE;
+}
+
 struct pf_codecache *pf_codecache_new(void);
 void pf_codecache_free(struct pf_codecache *cc);
 /* A captured node's identity extras (the capture spec's first n): piece j covers the code's

@@ -707,9 +707,14 @@ static uint32_t code_field_at(const struct pyframes_capture_spec *sp, uint32_t n
 static void capture_extras(const struct py_layout *l, struct pyframes_capture_spec *sp)
 {
 	uint32_t name_off = l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;
-	uint32_t f[6][2] = { { l->ob_type, 8 }, { name_off, 8 }, { l->co_filename, 8 },
+	uint32_t f[7][2] = { { l->ob_type, 8 }, { name_off, 8 }, { l->co_filename, 8 },
 			     { l->co_linetable, 8 }, { l->co_firstlineno, 4 }, { l->ob_size, 8 } };
 	uint32_t nf = l->co_code_adaptive != PF_NONE ? 6 : 5, used, room, name_at, file_at, n;
+
+	if (pf_co_version(l) != PF_NONE) {
+		f[nf][0] = pf_co_version(l);
+		f[nf++][1] = 4;
+	}
 
 	qsort(f, nf, sizeof(f[0]), cmp_u32pair);
 	sp->n_extras = 0;
@@ -730,12 +735,19 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 	n = sp->n_extras;
 	name_at = code_field_at(sp, n, name_off);
 	file_at = code_field_at(sp, n, l->co_filename);
-	/* one read each (~0.1 us in the target): the name's length, hash, state and first 16
-	 * bytes (a nested qualname's hash is not made on 3.11-3.12); the file's length, hash and
-	 * state (a path's first bytes are its directory); each copied from the caller's node
-	 * where that one's code has the same string (a module's functions calling each other, a
-	 * recursion) */
-	if (name_at && file_at) {
+	sp->unique_at = 0;
+	for (uint32_t i = 0; pf_co_version(l) != PF_NONE && i < n; i++)
+		if (pf_co_version(l) >= sp->extra[i].off &&
+		    pf_co_version(l) + 4 <= sp->extra[i].off + sp->extra[i].len)
+			sp->unique_at = extra_at(sp, i) + 8 + pf_co_version(l) - sp->extra[i].off;
+	/* 3.12+: the code's version, in the piece above, tells one code object from any other
+	 * made at its address (but where it is 0: the program sends those every time). Before,
+	 * a print of the names, one read each (~0.1 us in the target): the name's length, hash,
+	 * state and first 16 bytes (3.11 does not make a nested qualname's hash); the file's
+	 * length, hash and state (a path's first bytes are its directory); each copied from the
+	 * caller's node where that one's code has the same string (a module's functions calling
+	 * each other, a recursion) */
+	if (name_at && file_at && !sp->unique_at) {
 		sp->extra[n++] = (struct pyframes_capture_extra) { .from = name_at,
 			.off = l->str_length, .len = round8(l->str_ascii_size + 16) - l->str_length,
 			.mask = UINT64_MAX, .reuse = true };

@@ -184,6 +184,7 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 		.next_off = ps.next_off,
 		.n_extras = ps.n_extras,
 		.n_identity = ps.n_identity,
+		.unique_at = ps.unique_at,
 		.stacked = ps.stacked,
 	};
 	for (uint32_t i = 0; i < ps.n_extras; i++)

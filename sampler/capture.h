@@ -81,6 +81,10 @@ struct sampler_capture_spec {
 	 * stacked: a node's next most often lies just below it (CPython's frames): nodes are
 	 * read a window at a time */
 	uint32_t n_identity;
+	/* 0, or the body position (as from's) of a u32 in the identity extras that no two codes
+	 * share unless it is 0 (CPython 3.12+'s co_version): a node whose u32 there is 0 is
+	 * never known, its names sent every time */
+	uint32_t unique_at;
 	bool stacked;
 };
 #define SAMPLER_CAPTURE_SEARCH 32

@@ -403,12 +403,20 @@ static void known_check(struct prog *p, int known, struct fixup *is_known)
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
 		       int known)
 {
-	struct fixup is_known = { 0 }, done;
+	struct fixup is_known = { 0 }, done, fresh = { SIZE_MAX };
 	int16_t word = (int16_t) (8 + spec->node_bytes);
 
 	node_check(p, spec);
+	if (known >= 0 && spec->unique_at) {
+		/* a code whose unique word is 0 (CPython's versions ran out) is one no check
+		 * tells from another made at its address since: never known */
+		ldx(p, BPF_DW, R1, R10, SLOT_PTR_AT);
+		ldx(p, BPF_W, R1, R1, (int16_t) (spec->unique_at - spec->node_bytes));
+		fresh = jump_imm(p, BPF_JEQ, R1, 0);
+	}
 	if (known >= 0)
 		known_check(p, known, &is_known);
+	land(p, fresh);
 	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
 	stx(p, BPF_DW, R6, R1, word);
 	copy_extras(p, spec, n_id, spec->n_extras, R10, false);
@@ -1081,6 +1089,17 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec)
 	}
 	if (spec->gil_at && !(spec->gil_locked_off < 65536 && spec->gil_holder_off < 65536))
 		return false;
+	/* the unique word: 4 aligned bytes of the identity extras' (their addresses' excluded) */
+	if (spec->unique_at) {
+		uint32_t k;
+
+		for (k = 0; k < spec->n_identity && k < spec->n_extras; k++)
+			if (spec->unique_at >= extra_at(spec, k) + 8 &&
+			    spec->unique_at + 4 <= extra_at(spec, k) + 8 + spec->extra[k].len)
+				break;
+		if (spec->unique_at % 4 || k == spec->n_identity || k == spec->n_extras)
+			return false;
+	}
 	if (spec->search_at &&
 	    !(spec->search_list_off < 65536 && spec->search_next_off < 65536 &&
 	      spec->search_id_off1 < 65536 &&

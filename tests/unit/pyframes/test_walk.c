@@ -128,9 +128,13 @@ static uint64_t mk_code(struct world *w, const char *name, int first_line)
 	size_t size = l->co_code_adaptive != PF_NONE ? l->co_code_adaptive + 16 : l->co_size;
 	uint64_t a = alloc(&w->f, size);
 
+	static uint32_t versions;
+
 	put64(&w->f, a + l->ob_type, w->type);
 	put64(&w->f, a + l->ob_size, 8);
 	put32(&w->f, a + l->co_firstlineno, (uint32_t) first_line);
+	if (pf_co_version(l) != PF_NONE)        /* 3.12+: a counter's, as CPython sets it */
+		put32(&w->f, a + pf_co_version(l), ++versions);
 	put64(&w->f, a + l->co_name, mk_str(w, name));
 	if (l->co_qualname != PF_NONE)
 		put64(&w->f, a + l->co_qualname, mk_str(w, name));
@@ -1605,18 +1609,20 @@ static bool ident_same(const struct pyframes_capture_spec *s, const struct pyfra
 }
 
 /* A code's identity (the program's check is a digest of it: a code whose check was sent
- * before goes without its names) covers what names it: a code freed and another made at its
- * address, with its name and file strings at their addresses and every header word the same
- * (exec(compile(...)) in a loop does this), differs from it in its name's text or its file's
- * hash (CPython's, of its text: the capture reads a path's first bytes alone). The same
- * code, captured again, has the same identity. */
+ * before goes without its names) tells it from a code freed and another made at its address,
+ * with its name and file strings at their addresses and every other header word the same
+ * (exec(compile(...)) in a loop does this): by its version (3.12+: the spec's unique word),
+ * else by its name's text or its file's hash (CPython's, of its text: the capture reads a
+ * path's first bytes alone). The same code, captured again, has the same identity. */
 static void captured_rename_cases(int minor)
 {
 	struct world w;
 	unsigned char n1[8 * PYFRAMES_CAPTURE_STRIDE_MAX], n2[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
 	struct pyframes_capture a, b;
 	struct pyframes_capture_spec s;
+	struct py_frame out[8];
 	uint64_t fr[3], co[3], file;
+	size_t n;
 
 	world_init(&w, minor);
 	s = spec_of(&w);
@@ -1625,6 +1631,26 @@ static void captured_rename_cases(int minor)
 	b = capture_x(&w, n2, 8);
 	for (size_t k = 0; k < 3; k++)
 		assert_true(ident_same(&s, &a, &b, k));
+	assert_int_equal(s.unique_at != 0, pf_co_version(w.l) != PF_NONE);
+	if (s.unique_at) {
+		uint32_t version = pf_u32(w.f.mem, (uint32_t) (co[1] + pf_co_version(w.l) - BASE));
+
+		assert_true(version > 0);
+		assert_int_equal(pf_u32(a.nodes + a.stride, 8 + s.unique_at), version);
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
+		assert_string_equal(out[n - 2].name, "f1");
+		put32(&w.f, co[1] + pf_co_version(w.l), version + 1000);
+		b = capture_x(&w, n2, 8);
+		assert_true(ident_same(&s, &a, &b, 0));
+		assert_false(ident_same(&s, &a, &b, 1));
+		/* and the code cache, read from memory: the new code by its version, not the
+		 * cached one by its address and pointers */
+		str_set(&w, get64(&w, co[1] + name_field(w.l)), "g1");
+		assert_int_equal(pyframes_thread_stack(w.pf, TID, out, 8, &n, NULL), 0);
+		assert_string_equal(out[n - 2].name, "g1");
+		world_free(&w);
+		return;
+	}
 	str_set(&w, get64(&w, co[1] + name_field(w.l)), "g1");
 	b = capture_x(&w, n2, 8);
 	assert_true(ident_same(&s, &a, &b, 0));

@@ -88,9 +88,10 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
  * taken out: each output fails), then puts them back; NAMES_RESTART makes the program again
  * for the same spec (as for a GIL found late) while records of the old one wait unread;
  * NAMES_REUSE gives nodes 2k and 2k + 1 one payload, its identity extra a reuse one (copied
- * from the node before where their pointers agree), and changes payload 0 (SIGUSR1). */
+ * from the node before where their pointers agree), and changes payload 0 (SIGUSR1);
+ * NAMES_UNIQUE makes the low half of w[2] the spec's unique word, 0 in payload 3. */
 enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL, NAMES_RESTART,
-       NAMES_REUSE };
+       NAMES_REUSE, NAMES_UNIQUE };
 static int names_mode;
 static int cpu_one = -1, cpu_two = -1;  /* two CPUs this may run on (-1: none) */
 #define CHANGED_W2 0xbeef0001u
@@ -294,6 +295,9 @@ static void test_capture_specs(void **state)
 		sp.gil_at = with_gil[i % 2].gil_at;
 		sp.stacked = true;
 		search_spec(&sp, false);
+		sp.unique_at = 4;               /* a unique word in the frame's bytes: refused */
+		assert_int_equal(capture_load(&c, &sp), -EINVAL);
+		sp.unique_at = sp.node_bytes + 8 + 4;           /* in extra 0's bytes */
 		assert_int_equal(capture_load(&c, &sp), 0);
 		/* and the GC's flag */
 		sp.gc_at = with_gil[i % 2].gil_at + 200;
@@ -347,7 +351,7 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 		NODE(i).next = i + 1 < len ? (struct node *) &NODE(i + 1) : NULL;
 		tags[i] = 0x7a90000u + i;
 		payloads[i].w[1] = (uintptr_t) &tags[i] | 3;
-		payloads[i].w[2] = 0xfeed0000u + i;
+		payloads[i].w[2] = names_mode == NAMES_UNIQUE && i == 3 ? 0 : 0xfeed0000u + i;
 		NODE(i).payload = i == 2 ? NULL : i == 4 ? (struct payload *) (uintptr_t) 0x10 :
 				   &payloads[payload_of(i)];
 	}
@@ -516,7 +520,8 @@ static void on_sample(void *ctx, const struct sample *smp)
 		if (pf64(p) != (uintptr_t) &payloads[k].w[1] ||
 		    pf64(p + 8) != ((uintptr_t) &tags[k] | 3) ||
 		    (pf64(p + 16) != 0xfeed0000u + k &&
-		     !(k == payload_of(1) && pf64(p + 16) == CHANGED_W2)))
+		     !(k == payload_of(1) && pf64(p + 16) == CHANGED_W2) &&
+		     !(names_mode == NAMES_UNIQUE && k == 3 && pf64(p + 16) == 0)))
 			v->extras_ok = false;
 		v->changed_seen |= pf64(p + 16) == CHANGED_W2;
 		if (names_mode != NAMES_EVERY && pf64(tag) == 0) {
@@ -581,6 +586,8 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
 	sp.n_identity = names_mode != NAMES_EVERY;
 	sp.extra[0].reuse = names_mode == NAMES_REUSE;
+	/* w[2]'s low half: extra 0's bytes (w[1], w[2]) past its address */
+	sp.unique_at = names_mode == NAMES_UNIQUE ? sizeof(struct node) + 8 + 8 : 0;
 	sp.stacked = stacked;
 	assert_int_equal(pipe(ready), 0);
 	pid = fork();
@@ -822,6 +829,13 @@ static void test_capture_names_once(void **state)
 	names_mode = NAMES_EVERY;
 	assert_true(v.changed_seen);
 	assert_true(v.extras_ok);
+	/* a unique word 0 (CPython's versions ran out): node 3's code never known, its names in
+	 * every record; the others' once */
+	names_mode = NAMES_UNIQUE;
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	assert_int_equal(v.names_carried, 2 + v.captured);
+	assert_int_equal(v.names_left, 2 * (v.captured - 1));
 	/* made again (the same spec): the records of the old program read after it, which left
 	 * out the names of codes it had sent, are named by the identities kept (run_child()
 	 * asserts none missed; before, the new program's load threw them away) */
