@@ -212,6 +212,24 @@ static void extra_dst(struct prog *p, int32_t at)
 	add_imm(p, R4, at);
 }
 
+/* r3 = the address extra e of node r6 reads: its pointer (from the node's bytes, or past them
+ * from its names slot, whose pointer the stack holds at SLOT_PTR_AT, where base is r10),
+ * masked, plus its off. */
+static void extra_addr(struct prog *p, const struct sampler_capture_spec *spec,
+		       const struct sampler_capture_extra *e, uint8_t base)
+{
+	if (base == R10 && e->from >= spec->node_bytes) {
+		ldx(p, BPF_DW, R3, R10, SLOT_PTR_AT);
+		ldx(p, BPF_DW, R3, R3, (int16_t) (e->from - spec->node_bytes));
+	} else {
+		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	}
+	if (e->mask != UINT64_MAX)
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	if (e->off)
+		add_imm(p, R3, (int32_t) e->off);
+}
+
 /* Extra e of the node r6, without a branch (the verifier would follow each way of each): its
  * address, then its bytes, at base + at (r6: in the node; r10: in the node's names slot,
  * whose pointer the stack holds at SLOT_PTR_AT, laid out as the node's body past its bytes,
@@ -224,16 +242,7 @@ static void copy_extra(struct prog *p, const struct sampler_capture_spec *spec,
 	uint8_t d = base == R6 ? R6 : R4;
 	int16_t o = base == R6 ? (int16_t) at : 0;
 
-	if (base == R10 && e->from >= spec->node_bytes) {
-		ldx(p, BPF_DW, R3, R10, SLOT_PTR_AT);
-		ldx(p, BPF_DW, R3, R3, (int16_t) (e->from - spec->node_bytes));
-	} else {
-		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
-	}
-	if (e->mask != UINT64_MAX)
-		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
-	if (e->off)
-		add_imm(p, R3, (int32_t) e->off);
+	extra_addr(p, spec, e, base);
 	if (d == R4)
 		extra_dst(p, at);
 	stx(p, BPF_DW, d, R3, o);
@@ -271,16 +280,7 @@ static void copy_reused(struct prog *p, const struct sampler_capture_spec *spec,
 	int32_t prev = (int32_t) capture_reuse_at(spec, i);
 	struct fixup read, done;
 
-	if (e->from >= spec->node_bytes) {
-		ldx(p, BPF_DW, R3, R10, SLOT_PTR_AT);
-		ldx(p, BPF_DW, R3, R3, (int16_t) (e->from - spec->node_bytes));
-	} else {
-		ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
-	}
-	if (e->mask != UINT64_MAX)
-		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
-	if (e->off)
-		add_imm(p, R3, (int32_t) e->off);
+	extra_addr(p, spec, e, R10);
 	mov_reg(p, R2, R7);
 	add_imm(p, R2, prev);
 	ldx(p, BPF_DW, R1, R2, 0);
