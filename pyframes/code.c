@@ -473,14 +473,13 @@ static size_t cc_fields(const struct py_layout *l, uint32_t off[CC_FIELDS],
 			uint32_t size[CC_FIELDS])
 {
 	uint32_t o[CC_FIELDS] = { l->ob_type, co_name_off(l), l->co_filename, l->co_linetable,
-				  l->co_firstlineno, l->ob_size, pf_co_version(l) };
-	uint32_t z[CC_FIELDS] = { 8, 8, 8, 8, 4, 8, 4 };
+				  l->co_firstlineno, l->ob_size };
+	uint32_t z[CC_FIELDS] = { 8, 8, 8, 8, 4, 8 };
 	size_t i, j, n = l->co_code_adaptive != PF_NONE ? 6 : 5;
 
-	if (o[6] != PF_NONE) {          /* with ob_size: 3.11+ */
-		o[n] = o[6];
-		z[n] = 4;
-		n++;
+	if (pf_co_version(l) != PF_NONE) {
+		o[n] = pf_co_version(l);
+		z[n++] = 4;
 	}
 
 	for (i = 0; i < n; i++) {

@@ -259,9 +259,9 @@ int pyframes_thread_names(struct pyframes *pf, struct pyframes_thread_name *ret,
  * frame_bytes holds every field the walker reads from a frame, so a walk never reads a captured
  * frame from the target. Each extra i copies len bytes at (*(u64 *) (body + from) & mask) + off,
  * where body is the node past its address (its frame bytes, then extras 0..i-1, each an
- * address (0: not read) and its bytes): the code object's header fields that identify it, a
- * print of its name's and file name's text, then the start of its name and file name strings
- * (see struct pyframes_capture).
+ * address (0: not read) and its bytes): the code object's header fields that identify it
+ * (3.12+: its version among them; before, a print of its name's and file name's text too),
+ * then the start of its name and file name strings (see struct pyframes_capture).
  */
 #define PYFRAMES_NO_OFF             UINT32_MAX
 #define PYFRAMES_CAPTURE_FRAME_MAX  128u     /* most frame_bytes a spec asks for */

@@ -697,13 +697,14 @@ static uint32_t code_field_at(const struct pyframes_capture_spec *sp, uint32_t n
 	return 0;
 }
 
-/* The extras: the code object's fields that identify it (code.c's cc_current), in as few
- * pieces as they allow, and a print of its name's and file name's text (their str objects'
- * length, CPython's hash of the text where it was made, state, and the name's first bytes):
- * its identity, whose digest the program's names-once check is (a code freed and another made
- * at its address, its strings at theirs, has every header word of the first: exec(compile())
- * in a loop, its names only tell it). Then the start of its name and file name (str objects,
- * from their header on), as much of them as the stride leaves room for. */
+/* The extras: the code object's fields that identify it (code.c's cc_current; 3.12+ its
+ * version among them), in as few pieces as they allow, and before 3.12 a print of its name's
+ * and file name's text (their str objects' length, CPython's hash of the text where it was
+ * made, state, and the name's first bytes): its identity, whose digest the program's
+ * names-once check is (a code freed and another made at its address, its strings at theirs,
+ * has every other header word of the first: exec(compile()) in a loop). Then the start of its
+ * name and file name (str objects, from their header on), as much of them as the stride
+ * leaves room for. */
 static void capture_extras(const struct py_layout *l, struct pyframes_capture_spec *sp)
 {
 	uint32_t name_off = l->co_qualname != PF_NONE ? l->co_qualname : l->co_name;

@@ -348,9 +348,9 @@ static void node_check(struct prog *p, const struct sampler_capture_spec *spec)
  * set in turn, by its count (with one way a set, two codes of one set took turns, each sent
  * every sample). A code whose way another took is sent again; a known check is one that was
  * stored, its 64 bits equal (a code freed and another at its address with equal identity
- * words is the same code to the reader too: pyframes puts a print of the names' text in the
- * identity for that). No branch but known or not: the verifier
- * follows each way of each node. Stack: KNOWN_VALUE_AT the set's index. */
+ * words is the same code to the reader too: pyframes puts the code's version, or before 3.12
+ * a print of its names' text, in the identity for that). No branch but known or not: the
+ * verifier follows each way of each node. Stack: KNOWN_VALUE_AT the set's index. */
 static void known_check(struct prog *p, int known, struct fixup *is_known)
 {
 	struct fixup no_set, miss;
