@@ -359,6 +359,26 @@ def sandwich_expected(stacks):
     return out
 
 
+def sandwich_rows(rows):
+    """The sandwich table's rows among an AppDom's: (total, self, name), whose self is a
+    weight ('20', '597.99ms (66%)'). The profile selector's (several profiles) are (number,
+    name, weight), its names an event's first."""
+    return [r for r in rows if len(r) == 3 and r[1][:1].isdigit()]
+
+
+def sandwich_page(base, name):
+    """The AppDom of speedscope (served at base) showing base/name in its sandwich view.
+    Loaded (its title set, no failure) but its sandwich table not yet drawn is a loaded
+    machine's late render, seen in full runs with no rows at all and with only the profile
+    selector's: once more, with 8 s of virtual time (it runs only while the page is idle)."""
+    url = '%s/index.html#profileURL=%s/%s&view=sandwich' % (base, base, name)
+    page = AppDom(browser.dump_dom(url, budget_ms=2000, window=SANDWICH_WINDOW))
+    if page.title and page.failure is None and not sandwich_rows(page.rows):
+        log('speedscope: the title but no sandwich rows after 2 s: again, with 8 s')
+        page = AppDom(browser.dump_dom(url, budget_ms=8000, window=SANDWICH_WINDOW))
+    return page
+
+
 class AppDom(html.parser.HTMLParser):
     """From speedscope's DOM: the title, the alert recorded (ALERT_TO_DOM), the table rows and
     `failure`: what the page shows when it could not import a file (the alert, or its error
@@ -444,17 +464,8 @@ def speedscope_app(opts):
     expected = sandwich_expected(APP_STACKS)
     with browser.Server(app, {'/index.html': index, '/app.speedscope.json': good,
                               '/bad.speedscope.json': bad}) as base:
-        def page_of(name):
-            url = '%s/index.html#profileURL=%s/%s&view=sandwich' % (base, base, name)
-            page = AppDom(browser.dump_dom(url, budget_ms=2000, window=SANDWICH_WINDOW))
-            # loaded (its title set) but not yet drawn: a loaded machine's late render, once
-            # seen in a full run; again with more time (virtual time runs only while idle)
-            if page.title and page.failure is None and not page.rows:
-                log('speedscope: the title but no table rows after 2 s: again, with 8 s')
-                page = AppDom(browser.dump_dom(url, budget_ms=8000, window=SANDWICH_WINDOW))
-            return page
-        check_app(page_of('app.speedscope.json'), name, expected)
-        bad_app = page_of('bad.speedscope.json')
+        check_app(sandwich_page(base, 'app.speedscope.json'), name, expected)
+        bad_app = sandwich_page(base, 'bad.speedscope.json')
         try:
             check_app(bad_app, name, expected)
         except Fail as e:
@@ -497,9 +508,7 @@ def speedscope_recorded(opts):
               for s, w in zip(first['samples'], first['weights'])]
     expected = sandwich_expected(stacks)
     with browser.Server(app, {'/index.html': index, '/rec.speedscope.json': out}) as base:
-        page = AppDom(browser.dump_dom('%s/index.html#profileURL=%s/rec.speedscope.json'
-                                       '&view=sandwich' % (base, base), budget_ms=2000,
-                                       window=SANDWICH_WINDOW))
+        page = sandwich_page(base, 'rec.speedscope.json')
     # cpu-clock is in nanoseconds, which speedscope shows as rounded durations: compare the
     # functions, and the heaviest (the table is sorted by self weight)
     log('speedscope: title %r, failure %r, %d table rows: %s' % (
@@ -510,7 +519,7 @@ def speedscope_recorded(opts):
     check(any(n.endswith(' MainThread') for n in listed) and
           any(n.endswith(' CustomThreadNameLong') for n in listed),
           'the profiles listed are %s: no MainThread and CustomThreadNameLong' % listed)
-    got = [r[2] for r in page.rows if len(r) == 3 and not r[0].isdigit()]
+    got = [r[2] for r in sandwich_rows(page.rows)]
     # (rows of other threads' functions may show too: only the first profile's are required)
     check(got and set(expected) <= set(got), 'the sandwich table lists %s, not every function '
           'of the first profile\'s samples %s' % (sorted(set(got)), sorted(expected)))
