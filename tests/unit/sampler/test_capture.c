@@ -70,10 +70,15 @@ static volatile struct { char pad[16]; volatile void *first; } interp_state;
 static volatile void *volatile interp;
 #define PTHREAD_TID_OFF 0x2d0
 static volatile uint32_t pthread_fake[256];
-/* A GIL state as CPython's: last_holder at 8, locked at 16 */
+/* A GIL state as CPython's: last_holder at 8, locked at 16 (the program reads both at once);
+ * gil_apart's: locked at 4, last_holder at 24 (two reads), where gil_layout says */
 static volatile struct { uint64_t interval; volatile void *holder; uint32_t locked; } gil;
 #define GIL_HOLDER_OFF 8
 #define GIL_LOCKED_OFF 16
+static volatile struct { uint32_t pad, locked; uint64_t x[2]; volatile void *holder; } gil_apart;
+#define APART_HOLDER_OFF 24
+#define APART_LOCKED_OFF 4
+static int gil_layout;          /* 0: gil, 1: gil_apart */
 
 /* What the child's GIL says (run_child's gil) */
 enum { GIL_NONE, GIL_HELD, GIL_OTHER, GIL_FREE, GIL_UNREADABLE, GIL_TORN };
@@ -368,6 +373,8 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 	interp = &interp_state;
 	gil.holder = gil_mode == GIL_OTHER ? (volatile void *) &decoy : &root;
 	gil.locked = gil_mode == GIL_FREE ? 0 : gil_mode == GIL_TORN ? 7 : 1;
+	gil_apart.holder = gil.holder;
+	gil_apart.locked = gil.locked;
 	gc_flag = gc_mode == GC_COLLECTING ? 1 : gc_mode == GC_TORN ? 7 : 0;
 	(void) signal(SIGUSR1, change_code);
 	/* built: the parent samples from now on (a busy machine may run this child late) */
@@ -578,9 +585,10 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 		search_spec(&sp, search == 2);
 	if (gil_mode != GIL_NONE) {
 		/* unreadable: the page before the first one mapped */
-		sp.gil_at = gil_mode == GIL_UNREADABLE ? 4096 : (uintptr_t) &gil;
-		sp.gil_locked_off = GIL_LOCKED_OFF;
-		sp.gil_holder_off = GIL_HOLDER_OFF;
+		sp.gil_at = gil_mode == GIL_UNREADABLE ? 4096 : gil_layout ? (uintptr_t) &gil_apart :
+			    (uintptr_t) &gil;
+		sp.gil_locked_off = gil_layout ? APART_LOCKED_OFF : GIL_LOCKED_OFF;
+		sp.gil_holder_off = gil_layout ? APART_HOLDER_OFF : GIL_HOLDER_OFF;
 	}
 	if (gc_mode != GC_NONE)
 		sp.gc_at = gc_mode == GC_UNREADABLE ? 4096 : (uintptr_t) &gc_flag;
@@ -740,23 +748,27 @@ static void test_capture_live(void **state)
 		assert_int_equal(v.n_min, 5);
 	}
 	assert_int_equal(v.gil_known, 0);
-	/* the GIL: held by the thread's root, by another, free, unreadable, not a GIL state */
-	run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, GC_NONE, &v);
-	assert_int_equal(v.gil_known, v.captured);
-	assert_int_equal(v.gil_held, v.captured);
-	assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-	run_child(5, SIZE_MAX, false, false, 0, GIL_OTHER, GC_NONE, &v);
-	assert_int_equal(v.gil_known, v.captured);
-	assert_int_equal(v.gil_held, 0);
-	run_child(5, SIZE_MAX, false, false, 0, GIL_FREE, GC_NONE, &v);
-	assert_int_equal(v.gil_known, v.captured);
-	assert_int_equal(v.gil_held, 0);
-	for (int mode = GIL_UNREADABLE; mode <= GIL_TORN; mode++) {
-		run_child(5, SIZE_MAX, false, false, 0, mode, GC_NONE, &v);
-		assert_int_equal(v.gil_known, 0);
+	/* the GIL: held by the thread's root, by another, free, unreadable, not a GIL state; its
+	 * words as CPython lays them out (one read), then apart (two) */
+	for (gil_layout = 0; gil_layout < 2; gil_layout++) {
+		run_child(5, SIZE_MAX, false, false, 0, GIL_HELD, GC_NONE, &v);
+		assert_int_equal(v.gil_known, v.captured);
+		assert_int_equal(v.gil_held, v.captured);
 		assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
-		assert_int_equal(v.n_min, 5);
+		run_child(5, SIZE_MAX, false, false, 0, GIL_OTHER, GC_NONE, &v);
+		assert_int_equal(v.gil_known, v.captured);
+		assert_int_equal(v.gil_held, 0);
+		run_child(5, SIZE_MAX, false, false, 0, GIL_FREE, GC_NONE, &v);
+		assert_int_equal(v.gil_known, v.captured);
+		assert_int_equal(v.gil_held, 0);
+		for (int mode = GIL_UNREADABLE; mode <= GIL_TORN; mode++) {
+			run_child(5, SIZE_MAX, false, false, 0, mode, GC_NONE, &v);
+			assert_int_equal(v.gil_known, 0);
+			assert_int_equal(v.by_status[SAMPLE_CAPTURE_OK], v.captured);
+			assert_int_equal(v.n_min, 5);
+		}
 	}
+	gil_layout = 0;
 	/* before the thread has a root: free is known, held is not */
 	run_child(5, SIZE_MAX, true, false, 0, GIL_HELD, GC_NONE, &v);
 	assert_true(v.gil_held >= 50);
