@@ -87,12 +87,33 @@ static void put(char *buf, size_t len, const char *s)
 	memcpy(buf + len - 4, "...", 4);
 }
 
+void fdname_link(pid_t pid, const char *link, size_t n, char *buf, size_t len)
+{
+	char text[PATH_MAX + 1];
+	uint64_t inode;
+	int end = 0;
+
+	n = n < sizeof(text) - 1 ? n : sizeof(text) - 1;
+	memcpy(text, link, n);
+	text[n] = '\0';
+	if (!strcmp(text, "anon_inode:[eventfd]")) {
+		put(buf, len, "eventfd");
+	} else if (!strcmp(text, "anon_inode:[eventpoll]")) {
+		put(buf, len, "epoll");
+	} else if (sscanf(text, "pipe:[%" SCNu64 "]%n", &inode, &end) == 1 && (size_t) end == n) {
+		put(buf, len, "pipe");
+	} else if (sscanf(text, "socket:[%" SCNu64 "]%n", &inode, &end) == 1 &&
+		   (size_t) end == n) {
+		put(buf, len, socket_kind(pid, inode));
+	} else {
+		put(buf, len, text);
+	}
+}
+
 int fdname(pid_t pid, int fd, char *buf, size_t len)
 {
 	char path[64], link[PATH_MAX + 1];
-	uint64_t inode;
 	ssize_t n;
-	int end = 0;
 
 	if (pid <= 0 || fd < 0 || !buf || len < 8)
 		return -EINVAL;
@@ -101,17 +122,6 @@ int fdname(pid_t pid, int fd, char *buf, size_t len)
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n < 0)
 		return -errno;
-	link[n] = '\0';
-	if (!strcmp(link, "anon_inode:[eventfd]")) {
-		put(buf, len, "eventfd");
-	} else if (!strcmp(link, "anon_inode:[eventpoll]")) {
-		put(buf, len, "epoll");
-	} else if (sscanf(link, "pipe:[%" SCNu64 "]%n", &inode, &end) == 1 && end == n) {
-		put(buf, len, "pipe");
-	} else if (sscanf(link, "socket:[%" SCNu64 "]%n", &inode, &end) == 1 && end == n) {
-		put(buf, len, socket_kind(pid, inode));
-	} else {
-		put(buf, len, link);
-	}
+	fdname_link(pid, link, (size_t) n, buf, len);
 	return 0;
 }

@@ -25,5 +25,8 @@
 #define FDNAME_NET_LINES 65536
 
 int fdname(pid_t pid, int fd, char *buf, size_t len);
+/* The same words for a link read already (n bytes, not terminated; of pid's fd, whose
+ * /proc/PID/net tables name a socket). */
+void fdname_link(pid_t pid, const char *link, size_t n, char *buf, size_t len);
 
 #endif

@@ -154,7 +154,7 @@ struct recorder {
 	bool in_child;                  /* the sample at hand is a child process's */
 	uint64_t gil_addr, gil_tried_ns;        /* the interpreter's GIL state (0: none, not known
 	                                         * yet), when last looked for (record_gil_addr) */
-	struct wait_fd_cache fd_cache[WAIT_FD_CACHE];  /* --off-cpu: what sockets are (wait.c) */
+	struct wait_fd_cache fd_cache;  /* --off-cpu: what fds are (wait.c) */
 };
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);

@@ -435,8 +435,8 @@ static void initial_waits(struct recorder *rec, pid_t pid, struct pyframes *pf, 
 		if (procfs_task_sched(pid, s.tid, &state, &after) < 0 ||
 		    !procfs_task_still(state) || after != before)
 			continue;
-		wait_words_proc(pid, state, &sc, record_gil_addr(rec, pid), rec->fd_cache, words,
-				sizeof(words));
+		wait_words_proc(pid, state, &sc, record_gil_addr(rec, pid), &rec->fd_cache,
+				clock_now_ns(), words, sizeof(words));
 		snprintf(reason, sizeof(reason), "[wait: %s]", words);
 		record_finish_wait(rec, &s, r, n, &cut, reason, clock_now_ns());
 		rec->stats.off_cpu_initial++;

@@ -231,8 +231,16 @@ struct record_stats {
  * state at gil: PYFRAMES_GIL_STATE_SIZE bytes; 0 unknown), "sleep", "wait child", "page fault
  * (I/O)", else the system call's name. The off-CPU profiles put them in [wait: ...] frames. */
 #define WAIT_FD_CACHE 64
-struct wait_fd_cache {                  /* what sockets are, by their link (NULL: none kept) */
-	char link[64], words[48];
+struct wait_fd_cache {
+	struct {                        /* what sockets are, by their link */
+		char link[64], words[48];
+	} sockets[WAIT_FD_CACHE];
+	struct {                        /* what a process's fd was when last read */
+		uint64_t read_ns;       /* CLOCK_MONOTONIC, just before the read; 0: empty */
+		pid_t pid;
+		int32_t fd;
+		char words[112];
+	} fds[WAIT_FD_CACHE];
 };
 /* Whether a wait in system call sc (of process pid) goes on by itself after a PTRACE_INTERRUPT
  * stop, even if the tracer dies: the kernel restarts it on the way out of the stop with what is
@@ -246,14 +254,17 @@ const char *wait_syscall_name(long nr);
  * unknown): one inside that struct _gil_runtime_state (its mutexes, condition variables). */
 bool wait_in_gil(uint64_t futex, uint64_t gil);
 /* A wait in system call sys (its kernel name, "epoll_wait"; NULL: unknown) of process pid,
- * arg its first argument. */
+ * arg its first argument. cache (NULL: none) keeps what fds were: an fd read at or after
+ * since_ns (CLOCK_MONOTONIC; the wait's start) is taken from it, as true of the wait as a
+ * read now, later still (a switch-heavy target's waits on one fd: a readlink each cost
+ * --off-cpu half of its CPU). */
 void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,
-		char *buf, size_t len);
+		uint64_t since_ns, char *buf, size_t len);
 /* A wait as /proc tells it: the task's state letter and the system call it is blocked in
  * (procfs_task_syscall()). A job-control stop is "stopped"; blocked outside a call, "page
  * fault (I/O)" (D) or "preempted". */
 void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
-		     struct wait_fd_cache *cache, char *buf, size_t len);
+		     struct wait_fd_cache *cache, uint64_t since_ns, char *buf, size_t len);
 /* The same wait as a label of few values, for metrics (record/waitsample.h): the same words,
  * without an fd's number or name: a read or write by its fd is "read (KIND)" / "write (KIND)",
  * KIND the fd's kind alone (pipe, socket, file, tty, device, eventfd, timerfd, signalfd, epoll,

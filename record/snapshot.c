@@ -447,8 +447,8 @@ static void describe(struct snapshot_process *p, const struct pyframes_gil *gil,
 			 : gil->locked && t->tstate && gil->holder == t->tstate;
 		t->waiting = t->task.state != 'R';
 		if (t->waiting)
-			wait_words_proc(p->pid, t->task.state, &t->task.sc, gil_addr, NULL, t->wait,
-					sizeof(t->wait));
+			wait_words_proc(p->pid, t->task.state, &t->task.sc, gil_addr, NULL, 0,
+					t->wait, sizeof(t->wait));
 		/* a thread waiting in the GIL's own futexes holds it no more: the read fell
 		 * between take_gil()'s locked = 1 and its store of the new holder (the one it
 		 * replaces waits on switch_cond there), so who holds it is not known */

@@ -13,11 +13,13 @@
  * (offcpu.c), not a wait. wait_label_proc() gives the same words as a label of few values for
  * the monitor's metrics (waitsample.c): `read (pipe)`, not `read fd 5 (pipe)`.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fdname.h"
 #include "base/hash.h"
 #include "record/internal.h"
@@ -99,31 +101,45 @@ static const char *syscall_of(const char *fn)
 }
 
 /* What fd is in the target (base/fdname.h), for a frame: no ';' (folded), brackets nor control
- * characters. A socket's words take a search of the target's /proc/PID/net tables: they are
- * kept by its link ("socket:[INODE]") in a small cache, as a switch-heavy target waits on the
- * same sockets again and again. */
-static void fd_words(struct wait_fd_cache *cache, pid_t pid, long fd, char *buf, size_t len)
+ * characters. Kept by process and fd with the time of its read (see wait_words()): a
+ * switch-heavy target waits on the same fds again and again. A socket's words take a search
+ * of the target's /proc/PID/net tables: they are kept by its link ("socket:[INODE]") too. */
+static void fd_words(struct wait_fd_cache *cache, pid_t pid, long fd, uint64_t since_ns,
+		     char *buf, size_t len)
 {
-	struct wait_fd_cache *c = NULL;
-	char path[64], link[64];
+	char path[64], link[PATH_MAX + 1];
+	uint64_t read_ns;
 	ssize_t n = -1;
-	size_t k;
+	size_t k, at = 0;
 
+	if (cache && fd >= 0 && fd <= INT32_MAX) {
+		at = ((uint32_t) pid * 2654435761u ^ (uint32_t) fd * 40503u) % WAIT_FD_CACHE;
+		if (cache->fds[at].read_ns && cache->fds[at].read_ns >= since_ns &&
+		    cache->fds[at].pid == pid && cache->fds[at].fd == (int32_t) fd) {
+			snprintf(buf, len, "%s", cache->fds[at].words);
+			return;
+		}
+	}
+	read_ns = clock_now_ns();               /* before the read: what it reads is as late */
 	if (fd >= 0 && fd <= INT32_MAX) {
 		snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int) pid, fd);
 		n = readlink(path, link, sizeof(link) - 1);
 	}
-	if (cache && n > 7 && !strncmp(link, "socket:", 7)) {
-		link[n] = '\0';
-		c = &cache[hash_bytes(link, (size_t) n, 0) % WAIT_FD_CACHE];
-		if (!strcmp(c->link, link)) {
-			snprintf(buf, len, "%s", c->words);
-			return;
-		}
-	}
-	if (n <= 0 || fdname(pid, (int) fd, buf, len) < 0) {
+	if (n <= 0) {
 		snprintf(buf, len, "?");
-		return;
+	} else if (cache && n < 64 && !strncmp(link, "socket:", 7)) {
+		size_t s = hash_bytes(link, (size_t) n, 0) % WAIT_FD_CACHE;
+
+		link[n] = '\0';
+		if (strcmp(cache->sockets[s].link, link)) {
+			fdname_link(pid, link, (size_t) n, buf, len);
+			memcpy(cache->sockets[s].link, link, (size_t) n + 1);      /* n < 64 */
+			snprintf(cache->sockets[s].words, sizeof(cache->sockets[s].words), "%.*s",
+				 (int) (sizeof(cache->sockets[s].words) - 1), buf);
+		}
+		snprintf(buf, len, "%s", cache->sockets[s].words);
+	} else {
+		fdname_link(pid, link, (size_t) n, buf, len);
 	}
 	for (k = 0; buf[k]; k++) {
 		unsigned char ch = (unsigned char) buf[k];
@@ -131,9 +147,11 @@ static void fd_words(struct wait_fd_cache *cache, pid_t pid, long fd, char *buf,
 		if (ch == ';' || ch < 0x20 || ch == '[' || ch == ']')
 			buf[k] = '_';
 	}
-	if (c) {
-		snprintf(c->link, sizeof(c->link), "%s", link);
-		snprintf(c->words, sizeof(c->words), "%.*s", (int) (sizeof(c->words) - 1), buf);
+	if (cache && fd >= 0 && fd <= INT32_MAX && k < sizeof(cache->fds[at].words)) {
+		cache->fds[at].read_ns = read_ns;
+		cache->fds[at].pid = pid;
+		cache->fds[at].fd = (int32_t) fd;
+		memcpy(cache->fds[at].words, buf, k + 1);
 	}
 }
 
@@ -228,7 +246,7 @@ static const char *words_of(const struct syscall_words *w, const char *sys, long
 }
 
 void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_fd_cache *cache,
-		char *buf, size_t len)
+		uint64_t since_ns, char *buf, size_t len)
 {
 	const struct syscall_words *w = syscall_find(sys);
 	char what[160];
@@ -236,7 +254,7 @@ void wait_words(pid_t pid, const char *sys, long arg, uint64_t gil, struct wait_
 	if (!sys) {
 		snprintf(buf, len, "unknown");
 	} else if (w && by_fd(w)) {
-		fd_words(cache, pid, arg, what, sizeof(what));
+		fd_words(cache, pid, arg, since_ns, what, sizeof(what));
 		snprintf(buf, len, "%s fd %ld (%s)", strstr(sys, "write") ? "write" : "read", arg,
 			 what);
 	} else {
@@ -258,7 +276,7 @@ static bool state_words(char state, const struct procfs_syscall *sc, char *buf, 
 }
 
 void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uint64_t gil,
-		     struct wait_fd_cache *cache, char *buf, size_t len)
+		     struct wait_fd_cache *cache, uint64_t since_ns, char *buf, size_t len)
 {
 	const char *sys;
 	char name[32];
@@ -274,7 +292,7 @@ void wait_words_proc(pid_t pid, char state, const struct procfs_syscall *sc, uin
 		snprintf(name, sizeof(name), "syscall %ld", sc->nr);
 		sys = name;
 	}
-	wait_words(pid, sys, (long) sc->args[0], gil, cache, buf, len);
+	wait_words(pid, sys, (long) sc->args[0], gil, cache, since_ns, buf, len);
 }
 
 /* What fd of process pid is, in one word of a small set (the link's kind, never its path nor
@@ -365,8 +383,8 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 		return;
 	}
 	/* the sample's process: the target's, or a child's (--subprocesses) */
-	wait_words(s->pid, sys, arg, record_gil_addr(rec, s->pid), rec->fd_cache, words,
-		   sizeof(words));
+	wait_words(s->pid, sys, arg, record_gil_addr(rec, s->pid), &rec->fd_cache, s->time_ns,
+		   words, sizeof(words));
 	/* a futex not known to be the GIL's: with --native, the unwound stack may tell */
 	if ((!strcmp(sys, "futex") || !strcmp(sys, "futex_waitv")) && strcmp(words, "GIL") &&
 	    waits_for_gil(rec, s))

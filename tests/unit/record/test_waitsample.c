@@ -1,4 +1,4 @@
-/* record/waitsample and wait_label_proc(): the labels of waits of this process's own fds and
+/* record/waitsample, wait_label_proc() and wait_words()'s fd cache: the labels of waits of this process's own fds and
  * made-up syscall lines, and a real child whose threads sleep in nanosleep, block reading a
  * pipe, wait on a futex inside a pretended GIL state and another outside it, and spin: after a
  * few ticks each has its reason's total ("sleep", "read (pipe)", "GIL", "futex (lock)") and
@@ -93,6 +93,45 @@ static void test_labels(void **state)
 	(void) close(p[1]);
 	(void) close(s[0]);
 	(void) close(s[1]);
+	(void) close(f);
+}
+
+/* wait_words()'s fd cache: an fd's words read at or after a wait's start serve that wait; a
+ * wait that started after the read reads the fd again (here, a pipe's fd made a file's). */
+static void test_fd_cache(void **state)
+{
+	static struct wait_fd_cache cache;
+	char buf[192], want_pipe[64], want_file[256], tmp[] = "/tmp/test_waitsample.XXXXXX";
+	int p[2], f;
+	uint64_t t0;
+
+	(void) state;
+	assert_int_equal(pipe(p), 0);
+	f = mkstemp(tmp);
+	assert_true(f >= 0);
+	snprintf(want_pipe, sizeof(want_pipe), "read fd %d (pipe)", p[0]);
+	snprintf(want_file, sizeof(want_file), "read fd %d (%s)", p[0], tmp);
+	t0 = now_ns();
+	wait_words(getpid(), "read", p[0], 0, &cache, t0, buf, sizeof(buf));
+	assert_string_equal(buf, want_pipe);
+	assert_int_equal(dup2(f, p[0]), p[0]);
+	/* a wait that began before the read: what the read said (no later read could be truer) */
+	wait_words(getpid(), "read", p[0], 0, &cache, t0, buf, sizeof(buf));
+	assert_string_equal(buf, want_pipe);
+	/* one that began after it: read again */
+	wait_words(getpid(), "read", p[0], 0, &cache, now_ns(), buf, sizeof(buf));
+	assert_string_equal(buf, want_file);
+	wait_words(getpid(), "read", p[0], 0, &cache, t0, buf, sizeof(buf));
+	assert_string_equal(buf, want_file);
+	/* another process's fd of that number is not this one's */
+	wait_words(getppid(), "read", p[0], 0, &cache, t0, buf, sizeof(buf));
+	assert_string_not_equal(buf, want_file);
+	/* without a cache: read each time */
+	wait_words(getpid(), "read", p[0], 0, NULL, 0, buf, sizeof(buf));
+	assert_string_equal(buf, want_file);
+	(void) unlink(tmp);
+	(void) close(p[0]);
+	(void) close(p[1]);
 	(void) close(f);
 }
 
@@ -265,6 +304,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_labels),
+		cmocka_unit_test(test_fd_cache),
 		cmocka_unit_test(test_child),
 		cmocka_unit_test(test_cost),
 	};
