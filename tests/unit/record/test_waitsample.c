@@ -1,10 +1,12 @@
-/* record/waitsample, wait_label_proc() and wait_words()'s fd cache: the labels of waits of this process's own fds and
- * made-up syscall lines, and a real child whose threads sleep in nanosleep, block reading a
- * pipe, wait on a futex inside a pretended GIL state and another outside it, and spin: after a
- * few ticks each has its reason's total ("sleep", "read (pipe)", "GIL", "futex (lock)") and
- * the spinner "running", and the reader, given a byte, sleeps: its new wait counted as such
- * (not the one kept from the last tick); gone, the child's tick says -ESRCH. Prints the cost of a tick per
- * thread (a child of 64 sleeping threads). */
+/* record/waitsample, wait_label_proc() and wait_words()'s fd cache: the labels of waits of
+ * this process's own fds and made-up syscall lines; an fd's words kept from a read after a
+ * wait's start, read again for a later one; and a real child whose threads sleep in
+ * nanosleep, block reading a pipe, wait on a futex inside a pretended GIL state and another
+ * outside it, and spin: after a few ticks each has its reason's total ("sleep", "read
+ * (pipe)", "GIL", "futex (lock)") and the spinner "running", and the reader, given a byte,
+ * sleeps: its new wait counted as such (not the one kept from the last tick); gone, the
+ * child's tick says -ESRCH. Prints the cost of a tick per thread (a child of 64 sleeping
+ * threads). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
