@@ -50,6 +50,7 @@ struct thread_name {
  * RECORD_PYNAMES_MS while a thread still goes by its comm (at its samples and between slices;
  * RECORD_PYNAMES_TRIES reads for each thread), and at the end */
 #define RECORD_PYNAMES_MAX 1024
+#define RECORD_KERNEL_IPS 256   /* kernel addresses of switches kept with what they say */
 #define RECORD_PYNAMES_MS 200
 #define RECORD_PYNAMES_NEW_MS 10        /* at a thread's first sample, if the last read lacks it */
 #define RECORD_PYNAMES_TRIES 10
@@ -155,6 +156,12 @@ struct recorder {
 	uint64_t gil_addr, gil_tried_ns;        /* the interpreter's GIL state (0: none, not known
 	                                         * yet), when last looked for (record_gil_addr) */
 	struct wait_fd_cache fd_cache;  /* --off-cpu: what fds are (wait.c) */
+	struct wait_kernel_ip {         /* --off-cpu: what kernel addresses say (wait.c) */
+		uint64_t ip;
+		const struct symbolizer *sym;   /* whose kallsyms named it; NULL: empty */
+		bool named, fault;      /* a function it lies in; a page fault's path */
+		char sys[32];           /* the syscall it enters ("read"), "" none */
+	} kernel_ips[RECORD_KERNEL_IPS];
 };
 
 int record_special_frame(struct recorder *rec, const char *name, uint32_t *ret);

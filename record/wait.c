@@ -347,30 +347,60 @@ void wait_label_proc(pid_t pid, char state, const struct procfs_syscall *sc, uin
 		snprintf(buf, len, "%s", words_of(w, sys, (long) sc->args[0], gil));
 }
 
+/* What kernel address ip says of a wait (rec->sym set): whether it lies in a page fault's
+ * path (*ret_fault), the syscall it enters (NULL: none), false where it lies in no function.
+ * Kept by address, as a switch-heavy target's switches go through the same few (kallsyms is
+ * loaded once a run). */
+static bool kernel_ip(struct recorder *rec, uint64_t ip, bool *ret_fault, const char **ret_sys)
+{
+	struct wait_kernel_ip *k = &rec->kernel_ips[(ip ^ ip >> 12) % RECORD_KERNEL_IPS];
+	struct native_frame nf;
+
+	if (k->sym != rec->sym || k->ip != ip) {
+		if (symbolizer_kernel(rec->sym, ip, &nf) < 0 || !nf.name) {
+			*k = (struct wait_kernel_ip) { .ip = ip, .sym = rec->sym };
+		} else {
+			*ret_sys = syscall_of(nf.name);
+			*ret_fault = in_list(nf.name, fault_fns,
+					     sizeof(fault_fns) / sizeof(fault_fns[0]));
+			if (*ret_sys && strlen(*ret_sys) >= sizeof(k->sys))
+				return true;    /* no syscall's name is that long: not kept */
+			*k = (struct wait_kernel_ip) { .ip = ip, .sym = rec->sym, .named = true,
+						       .fault = *ret_fault };
+			snprintf(k->sys, sizeof(k->sys), "%s", *ret_sys ? *ret_sys : "");
+		}
+	}
+	*ret_fault = k->fault;
+	*ret_sys = k->sys[0] ? k->sys : NULL;
+	return k->named;
+}
+
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len)
 {
 	const char *sys = NULL;
 	bool fault = false, kernel = false;
 	long arg = -1;
-	char words[192];
+	char words[192], sys_name[512];
 	/* the registers come in the order of their bits in the mask asked for (recorder.c) */
 	size_t arg_at = (size_t) __builtin_popcountll(RECORD_OFF_CPU_REGS &
 						      ((1ull << SAMPLER_OFF_CPU_ARG_REG) - 1));
 
 	for (size_t i = 0; i < s->n_callchain; i++) {
-		struct native_frame nf;
+		const char *ip_sys = NULL;
+		bool ip_fault = false;
 		uint64_t ip = s->callchain[i];
 
 		if (ip >= (uint64_t) PERF_CONTEXT_MAX) {
 			kernel = ip == (uint64_t) PERF_CONTEXT_KERNEL;
 			continue;
 		}
-		if (!kernel || !rec->sym || symbolizer_kernel(rec->sym, ip, &nf) < 0 || !nf.name)
+		if (!kernel || !rec->sym || !kernel_ip(rec, ip, &ip_fault, &ip_sys))
 			continue;
-		if (in_list(nf.name, fault_fns, sizeof(fault_fns) / sizeof(fault_fns[0])))
-			fault = true;
-		if (syscall_of(nf.name))
-			sys = syscall_of(nf.name);      /* the outermost one: the syscall itself */
+		fault |= ip_fault;
+		if (ip_sys) {                   /* the outermost one: the syscall itself */
+			snprintf(sys_name, sizeof(sys_name), "%s", ip_sys);
+			sys = sys_name;         /* (ip_sys's slot may be another's by then) */
+		}
 	}
 	if (s->regs && s->n_regs > arg_at)
 		arg = (long) s->regs[arg_at];
