@@ -177,8 +177,8 @@ size_t capture_window_at(const struct sampler_capture_spec *spec)
 	return capture_loop_at(spec) + CAPTURE_LOOP_STATE;
 }
 
-/* Past the window: per reuse extra, the previous node's address of it, then its address word
- * and bytes as copied (1: none yet in this sample). */
+/* Past the window: per reuse extra, the previous node's address of it (1: none yet in this
+ * sample), then whether its read succeeded (~0, else 0). */
 size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i)
 {
 	size_t at = capture_window_at(spec) + (spec->stacked ? CAPTURE_WINDOW_HDR +
@@ -186,7 +186,7 @@ size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i)
 
 	for (uint32_t k = 0; k < i && k < SAMPLER_CAPTURE_MAX_EXTRAS; k++)
 		if (spec->extra[k].reuse && k < spec->n_identity)
-			at += 16 + spec->extra[k].len;
+			at += 16;
 	return at;
 }
 
@@ -270,14 +270,17 @@ static void copy_words(struct prog *p, int32_t from_off, int32_t to_off, uint32_
 }
 
 /* Reuse extra i of node r6 into its names slot (r7 the record, in the scratch map): where its
- * address is the one the previous node's was in this sample (capture_reuse_at()'s), that
- * node's address word and bytes; else read (copy_extra()) and kept for the next node. One
- * branch: with bpf_loop its callback is verified once. */
+ * address is the one the previous node's was in this sample (capture_reuse_at()'s), the bytes
+ * of the previous node's slot (the one before: nodes with a slot are consecutive), its
+ * address word the address, masked as that read's was; else read (copy_extra()), its address
+ * and whether the read succeeded kept for the next node. One branch: with bpf_loop its
+ * callback is verified once. A miss costs two stores more than a plain read. */
 static void copy_reused(struct prog *p, const struct sampler_capture_spec *spec, uint32_t i)
 {
 	const struct sampler_capture_extra *e = &spec->extra[i];
 	int32_t at = (int32_t) (extra_at(spec, i) - spec->node_bytes);
 	int32_t prev = (int32_t) capture_reuse_at(spec, i);
+	int32_t back = (int32_t) capture_names_stride(spec);
 	struct fixup read, done;
 
 	extra_addr(p, spec, e, R10);
@@ -285,17 +288,21 @@ static void copy_reused(struct prog *p, const struct sampler_capture_spec *spec,
 	add_imm(p, R2, prev);
 	ldx(p, BPF_DW, R1, R2, 0);
 	read = jump_reg(p, BPF_JNE, R1, R3);
+	ldx(p, BPF_DW, R1, R2, 8);
+	emit(p, BPF_ALU64 | BPF_AND | BPF_X, R3, R1, 0, 0);
 	extra_dst(p, at);
-	copy_words(p, 8, 0, 1 + e->len / 8);
+	stx(p, BPF_DW, R4, R3, 0);
+	mov_reg(p, R2, R4);
+	add_imm(p, R2, -back);
+	copy_words(p, 8, 8, e->len / 8);
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	land(p, read);
 	stx(p, BPF_DW, R2, R3, 0);
 	copy_extra(p, spec, e, R10, at);
-	mov_reg(p, R2, R4);                       /* copy_extra() left r4 at the slot's extra */
-	mov_reg(p, R4, R7);
-	add_imm(p, R4, prev);
-	copy_words(p, 0, 8, 1 + e->len / 8);
+	mov_reg(p, R2, R7);                       /* copy_extra() left r1 the read's mask */
+	add_imm(p, R2, prev);
+	stx(p, BPF_DW, R2, R1, 8);
 	land(p, done);
 }
 
@@ -941,7 +948,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 {
 	size_t stride = capture_node_stride(spec);
 	bool tail = p->max_nodes > SAMPLER_CAPTURE_MAX_NODES;
-	struct fixup stop[5] = { [4] = { SIZE_MAX } }, is_tail = { 0 }, saved = { 0 };
+	struct fixup stop[6] = { [4] = { SIZE_MAX } }, is_tail = { 0 }, saved = { 0 };
 
 	ldx(p, BPF_DW, R7, R2, 0);                        /* the record */
 	ldx(p, BPF_DW, R1, R2, KNOWN_AT + 8 - REC_SAVE);  /* the checks' ring, epoch */
@@ -963,6 +970,9 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stop[2] = jump_imm(p, BPF_JGT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
 						   (SAMPLER_CAPTURE_MAX_NODES - 1) *
 						   capture_names_stride(spec)));
+	/* never at run time: the verifier's lower bound of the slot, whose reuse extras read the
+	 * slot before it (copy_reused()) */
+	stop[5] = jump_imm(p, BPF_JLT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
 	node_body(p, spec, c, &stop[3], false, true);
 	if (tail) {
 		/* the tail's nodes: no names slot (its bound above would stop them) */
@@ -981,7 +991,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stx(p, BPF_DW, R4, R1, LOOP_SLOT);
 	mov_imm(p, R0, 0);
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 6; i++)
 		land(p, stop[i]);
 	mov_imm(p, R0, 1);
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
