@@ -703,8 +703,9 @@ static uint32_t code_field_at(const struct pyframes_capture_spec *sp, uint32_t n
  * made, state, and the name's first bytes): its identity, whose digest the program's
  * names-once check is (a code freed and another made at its address, its strings at theirs,
  * has every other header word of the first: exec(compile()) in a loop). Each piece is a
- * reuse one: a node whose code is its caller's (a recursion) copies that node's bytes, not a
- * read (~0.1 us in the target): one code object in one sample, held by both frames. Then the
+ * reuse one: a node whose code an outer node of the same sample had (a recursion, a
+ * framework's wrapper between each of its callbacks) copies that node's bytes, not a read
+ * (~0.1 us in the target): one code object in one sample, held by both frames. Then the
  * start of its name and file name (str objects, from their header on), as much of them as
  * the stride leaves room for. */
 static void capture_extras(const struct py_layout *l, struct pyframes_capture_spec *sp)
@@ -748,8 +749,8 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 	 * made at its address (but where it is 0: the program sends those every time). Before,
 	 * a print of the names, one read each (~0.1 us in the target): the name's length, hash,
 	 * state and first 16 bytes (3.11 does not make a nested qualname's hash); the file's
-	 * length, hash and state (a path's first bytes are its directory); each copied from the
-	 * caller's node where that one's code has the same string (a module's functions calling
+	 * length, hash and state (a path's first bytes are its directory); each copied from an
+	 * outer node of the sample whose code has the same string (a module's functions calling
 	 * each other, a recursion) */
 	if (name_at && file_at && !sp->unique_at) {
 		sp->extra[n++] = (struct pyframes_capture_extra) { .from = name_at,

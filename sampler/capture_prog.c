@@ -34,6 +34,7 @@
 #define SLOT_AT (-96)           /* the loop's node's names slot: its offset in the record */
 #define SLOT_PTR_AT (-104)      /* ... and a pointer to it */
 #define REC_SAVE (-112)         /* the record (bpf_loop's context starts here) */
+#define REUSE_ENTRY_AT (-120)   /* bpf_loop's callback: a reuse extra's entry (copy_reused()) */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
@@ -177,8 +178,13 @@ size_t capture_window_at(const struct sampler_capture_spec *spec)
 	return capture_loop_at(spec) + CAPTURE_LOOP_STATE;
 }
 
-/* Past the window: per reuse extra, the previous node's address of it (1: none yet in this
- * sample), then whether its read succeeded (~0, else 0). */
+/* Past the window: per reuse extra, a table of the reads made in this sample (REUSE_WAYS
+ * entries by the address read, REUSE_ENTRY bytes each): the address (1: none yet in this
+ * sample), whether the read succeeded (~0, else 0), the names slot it went into (its offset in
+ * the record). */
+#define REUSE_BITS 4
+#define REUSE_WAYS (1 << REUSE_BITS)
+#define REUSE_ENTRY 24
 size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i)
 {
 	size_t at = capture_window_at(spec) + (spec->stacked ? CAPTURE_WINDOW_HDR +
@@ -186,7 +192,7 @@ size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i)
 
 	for (uint32_t k = 0; k < i && k < SAMPLER_CAPTURE_MAX_EXTRAS; k++)
 		if (spec->extra[k].reuse && k < spec->n_identity)
-			at += 16;
+			at += REUSE_WAYS * REUSE_ENTRY;
 	return at;
 }
 
@@ -269,40 +275,56 @@ static void copy_words(struct prog *p, int32_t from_off, int32_t to_off, uint32_
 	}
 }
 
-/* Reuse extra i of node r6 into its names slot (r7 the record, in the scratch map): where its
- * address is the one the previous node's was in this sample (capture_reuse_at()'s), the bytes
- * of the previous node's slot (the one before: nodes with a slot are consecutive), its
- * address word the address, masked as that read's was; else read (copy_extra()), its address
- * and whether the read succeeded kept for the next node. One branch: with bpf_loop its
- * callback is verified once. A miss costs two stores more than a plain read. */
+/* Reuse extra i of node r6 into its names slot (r7 the record, in the scratch map): where this
+ * sample read its address before (the entry of its table that the address hashes to holds it),
+ * the bytes of the slot that read went into, its address word the address, masked as that
+ * read's was; else read (copy_extra()), and the entry made this read's. A code (or a string)
+ * met again further down the stack is the same object in one sample: a recursion, a
+ * framework's frames between each of its callbacks (nn.Module's _call_impl). A read costs
+ * ~100 ns in the target; a miss costs a hash and five stores more. */
 static void copy_reused(struct prog *p, const struct sampler_capture_spec *spec, uint32_t i)
 {
 	const struct sampler_capture_extra *e = &spec->extra[i];
 	int32_t at = (int32_t) (extra_at(spec, i) - spec->node_bytes);
-	int32_t prev = (int32_t) capture_reuse_at(spec, i);
-	int32_t back = (int32_t) capture_names_stride(spec);
-	struct fixup read, done;
+	int32_t table = (int32_t) capture_reuse_at(spec, i);
+	int32_t lo = (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR);
+	int32_t hi = lo + (int32_t) ((SAMPLER_CAPTURE_MAX_NODES - 1) * capture_names_stride(spec));
+	struct fixup read[3], done;
 
 	extra_addr(p, spec, e, R10);
-	mov_reg(p, R2, R7);
-	add_imm(p, R2, prev);
+	/* r2 = its entry: the top bits of a multiplicative hash of the address (by a 64-bit
+	 * factor: a 32-bit one moves the top bits only with the address's own top bits) */
+	ld_imm64(p, R2, 0x9e3779b97f4a7c15ull);
+	emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R2, R3, 0, 0);
+	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R2, 0, 0, 64 - REUSE_BITS);
+	emit(p, BPF_ALU64 | BPF_MUL | BPF_K, R2, 0, 0, REUSE_ENTRY);
+	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R2, R7, 0, 0);
+	add_imm(p, R2, table);
+	stx(p, BPF_DW, R10, R2, REUSE_ENTRY_AT);
 	ldx(p, BPF_DW, R1, R2, 0);
-	read = jump_reg(p, BPF_JNE, R1, R3);
+	read[0] = jump_reg(p, BPF_JNE, R1, R3);
+	/* the slot it went into; never out of the names area at run time (for the verifier) */
+	ldx(p, BPF_DW, R5, R2, 16);
+	read[1] = jump_imm(p, BPF_JLT, R5, lo);
+	read[2] = jump_imm(p, BPF_JGT, R5, hi);
 	ldx(p, BPF_DW, R1, R2, 8);
 	emit(p, BPF_ALU64 | BPF_AND | BPF_X, R3, R1, 0, 0);
 	extra_dst(p, at);
 	stx(p, BPF_DW, R4, R3, 0);
-	mov_reg(p, R2, R4);
-	add_imm(p, R2, -back);
+	mov_reg(p, R2, R7);
+	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R2, R5, 0, 0);
+	add_imm(p, R2, at);
 	copy_words(p, 8, 8, e->len / 8);
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
-	land(p, read);
+	for (size_t k = 0; k < 3; k++)
+		land(p, read[k]);
 	stx(p, BPF_DW, R2, R3, 0);
 	copy_extra(p, spec, e, R10, at);
-	mov_reg(p, R2, R7);                       /* copy_extra() left r1 the read's mask */
-	add_imm(p, R2, prev);
+	ldx(p, BPF_DW, R2, R10, REUSE_ENTRY_AT);  /* copy_extra() left r1 the read's mask */
 	stx(p, BPF_DW, R2, R1, 8);
+	ldx(p, BPF_DW, R1, R10, SLOT_AT);
+	stx(p, BPF_DW, R2, R1, 16);
 	land(p, done);
 }
 
@@ -851,7 +873,8 @@ static void nodes_start(struct prog *p, const struct sampler_capture_spec *spec,
 			continue;
 		mov_reg(p, R4, R7);
 		add_imm(p, R4, (int32_t) capture_reuse_at(spec, i));
-		st(p, BPF_DW, R4, 0, 1);
+		for (int16_t w = 0; w < REUSE_WAYS; w++)
+			st(p, BPF_DW, R4, (int16_t) (w * REUSE_ENTRY), 1);
 	}
 	ldx(p, BPF_DW, R8, R7, REC_AT(head));             /* r8 = the node to copy */
 }
@@ -948,7 +971,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 {
 	size_t stride = capture_node_stride(spec);
 	bool tail = p->max_nodes > SAMPLER_CAPTURE_MAX_NODES;
-	struct fixup stop[6] = { [4] = { SIZE_MAX } }, is_tail = { 0 }, saved = { 0 };
+	struct fixup stop[5] = { [4] = { SIZE_MAX } }, is_tail = { 0 }, saved = { 0 };
 
 	ldx(p, BPF_DW, R7, R2, 0);                        /* the record */
 	ldx(p, BPF_DW, R1, R2, KNOWN_AT + 8 - REC_SAVE);  /* the checks' ring, epoch */
@@ -970,9 +993,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stop[2] = jump_imm(p, BPF_JGT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
 						   (SAMPLER_CAPTURE_MAX_NODES - 1) *
 						   capture_names_stride(spec)));
-	/* never at run time: the verifier's lower bound of the slot, whose reuse extras read the
-	 * slot before it (copy_reused()) */
-	stop[5] = jump_imm(p, BPF_JLT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
+
 	node_body(p, spec, c, &stop[3], false, true);
 	if (tail) {
 		/* the tail's nodes: no names slot (its bound above would stop them) */
@@ -991,7 +1012,7 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stx(p, BPF_DW, R4, R1, LOOP_SLOT);
 	mov_imm(p, R0, 0);
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
-	for (size_t i = 0; i < 6; i++)
+	for (size_t i = 0; i < 5; i++)
 		land(p, stop[i]);
 	mov_imm(p, R0, 1);
 	emit(p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);

@@ -92,8 +92,9 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
  * NAMES_FAIL changes node 1's code while the records have nowhere to go (the out map's entries
  * taken out: each output fails), then puts them back; NAMES_RESTART makes the program again
  * for the same spec (as for a GIL found late) while records of the old one wait unread;
- * NAMES_REUSE gives nodes 2k and 2k + 1 one payload, its identity extra a reuse one (copied
- * from the node before where their pointers agree), and changes payload 0 (SIGUSR1);
+ * NAMES_REUSE gives nodes 2k and 2k + 1 one payload and node 3 node 0's, its identity extra a
+ * reuse one (copied from the sample's read of the same address), and changes payload 0
+ * (SIGUSR1);
  * NAMES_UNIQUE makes the low half of w[2] the spec's unique word, 0 in payload 3. */
 enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL, NAMES_RESTART,
        NAMES_REUSE, NAMES_UNIQUE };
@@ -332,10 +333,13 @@ static void test_capture_specs(void **state)
 	}
 }
 
-/* The payload node i points to. */
+/* The payload node i points to: with NAMES_REUSE, nodes 2k and 2k + 1 share one, and node 3
+ * the first's (a payload met again further down). */
 static size_t payload_of(size_t i)
 {
-	return names_mode == NAMES_REUSE ? i & ~(size_t) 1 : i;
+	if (names_mode != NAMES_REUSE)
+		return i;
+	return i == 3 ? 0 : i & ~(size_t) 1;
 }
 
 /* Whether node i's payload pointer leads nowhere (0x10): node 4, and with NAMES_REUSE node 5
@@ -840,10 +844,10 @@ static void test_capture_names_once(void **state)
 	/* a code changed while every output failed: the program moved the epoch on (by one a
 	 * failed output, never to the reader's next step), so the first record after carries
 	 * every name again, the changed code's too (run_child() asserts none missed) */
-	/* nodes 2k and 2k + 1 on one payload, its identity a reuse extra: node 2k + 1's copied
-	 * from node 2k's with bpf_loop, byte for byte a read's (run_child() checks each node's
-	 * extras), and changed with it; nodes 4 and 5 on one that cannot be read, 5's failed
-	 * as 4's read did */
+	/* nodes 2k and 2k + 1 on one payload, and node 3 on node 0's, its identity a reuse
+	 * extra: copied from the first read of it in the sample with bpf_loop, byte for byte a
+	 * read's (run_child() checks each node's extras), and changed with it; nodes 4 and 5 on
+	 * one that cannot be read, 5's failed as 4's read did */
 	names_mode = NAMES_REUSE;
 	run_child(6, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
 	names_mode = NAMES_EVERY;
