@@ -4,7 +4,10 @@ framework's stack has) for SECONDS; every 0.1 s the main thread prints to stdout
 (CLOCK_MONOTONIC ns, its spin loop's iterations so far, and the ns it spent in gaps of over
 5 us between two looks at the clock: a sample's interrupt, a stop, a preemption), so that what
 it ran at, and how much it was held up, in any window can be read off (bench/overhead.py's
-method). Usage: deep_target.py DEPTH SECONDS [THREADS]"""
+method). SHAPE (default distinct) makes the stack of other frames: recursion, one function
+calling itself; wrapper, every other frame one function that calls the next (as a framework's
+wrapper between its callbacks: nn.Module's _call_impl). Usage: deep_target.py DEPTH SECONDS
+[THREADS [SHAPE]]"""
 import os
 import sys
 import threading
@@ -13,6 +16,7 @@ import time
 DEPTH = int(sys.argv[1]) if len(sys.argv) > 1 else 60
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
 THREADS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+SHAPE = sys.argv[4] if len(sys.argv) > 4 else 'distinct'
 
 
 GAP_NS = 5000
@@ -38,11 +42,24 @@ def spin(report):
             return
 
 
-# f0 calls f1 ... f{DEPTH-2}, whose callee spins: DEPTH frames of distinct code objects
-SRC = ''.join('def f%d(report):\n    return %s(report)\n' % (i, 'f%d' % (i + 1) if i + 2 < DEPTH
-                                                           else 'spin')
-              for i in range(max(DEPTH - 1, 1)))
-exec(SRC)
+def call(fn, report):
+    return fn(report)
+
+
+if SHAPE == 'recursion':
+    # f0 calls itself DEPTH - 2 times, then spins: one code object
+    def f0(report, n=DEPTH - 2):
+        return f0(report, n - 1) if n > 0 else spin(report)
+elif SHAPE == 'wrapper':
+    # f0 calls call(f1), f1 call(f2) ...: every other frame the one wrapper
+    exec(''.join('def f%d(report):\n    return %s\n'
+                 % (i, 'call(f%d, report)' % (i + 1) if i + 1 < DEPTH // 2 else 'spin(report)')
+                 for i in range(max(DEPTH // 2, 1))))
+else:
+    # f0 calls f1 ... f{DEPTH-2}, whose callee spins: DEPTH frames of distinct code objects
+    exec(''.join('def f%d(report):\n    return %s(report)\n'
+                 % (i, 'f%d' % (i + 1) if i + 2 < DEPTH else 'spin')
+                 for i in range(max(DEPTH - 1, 1))))
 
 
 def main():

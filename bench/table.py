@@ -18,7 +18,9 @@ bottom of DEPTH distinct frames), and
                the VM's drift cancels), per sample; perf's own sampling interrupt is in it
   BPF program  of that, hwspy's capture program alone: the kernel's run_time_ns over run_cnt
                of hwspy's programs (kernel.bpf_stats_enabled on for the run, /proc/PID/fdinfo
-               read while it runs), in the same runs
+               read while it runs), in the same runs; and at depth 60 on stacks of one
+               function's recursion and of a wrapper at every other frame (deep_target.py's
+               shapes), whose code the program reads once a sample
   --off-cpu    bench/offcpu.py's pipe ping-pong: the target's slowdown under hwspy --off-cpu
                and under perf record -e sched:sched_switch -g, both pinned as there
 
@@ -27,7 +29,7 @@ figures are left out (a 10 us sample is 0.1% there). Usage:
 
     /usr/bin/python3 bench/table.py [--repeat 3] [--long 10] [--quick]
 
-It takes about 8 minutes at the defaults (--quick: one run each of 4 s, about 2)."""
+It takes about 9 minutes at the defaults (--quick: one run each of 4 s, about 3)."""
 import argparse
 import os
 import re
@@ -53,13 +55,13 @@ SAMPLES_HWSPY = re.compile(r"wrote .*\(([\d,]+) samples")
 SAMPLES_PERF = re.compile(r"\((\d+) samples\)")
 
 
-def run_one(args, argv_of, depth, seconds, threads=1):
+def run_one(args, argv_of, depth, seconds, threads=1, shape='distinct'):
     """One recording of seconds by the command argv_of(pid, seconds, out) on a fresh target:
     (samples, CPU s, max RSS KB, target's stall ns/s before, the same while sampled, the
     recording's seconds, steady CPU s/s, intervals left out as one-off loads)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = subprocess.Popen([args.python, os.path.join(HERE, 'deep_target.py'),
-                                   str(depth), str(LEAD + seconds + 2), str(threads)],
+                                   str(depth), str(LEAD + seconds + 2), str(threads), shape],
                                   stdout=subprocess.PIPE, text=True)
         pid = int(target.stdout.readline().split()[1])
         time.sleep(LEAD)
@@ -214,13 +216,13 @@ def steady(args, make, depth, rate, native=False):
     return med(per), med(cpu_s), med(smp_s), med(tgt), left_out
 
 
-def in_target(args, make, depth):
+def in_target(args, make, depth, shape='distinct'):
     """What a sample at 1 kHz costs the target's own time (us), from long runs alone, and of
     that the profiler's BPF programs (us a run; None: it has none)."""
     tgt, prog = [], []
     with BpfStats():
         for _ in range(args.repeat):
-            r = run_one(args, make(1000), depth, args.long / 2)
+            r = run_one(args, make(1000), depth, args.long / 2, shape=shape)
             tgt.append(target_us(r))
             prog.append(r[8] / r[9] / 1e3 if r[9] else None)
     return med(tgt), med(prog)
@@ -290,6 +292,12 @@ def main():
         prog_cells[name] = ' / '.join(fmt(f[1]) for f in figures)
     row('in target at 1 kHz, depth 5/60/200', "near perf's", cells)
     row('BPF capture alone, depth 5/60/200', '<= 5/10/25 us', prog_cells)
+    cells = {}
+    if 'hwspy' in profs:                # perf has no program
+        figures = [in_target(args, profs['hwspy'], 60, shape)
+                   for shape in ('recursion', 'wrapper')]
+        cells['hwspy'] = ' / '.join(fmt(f[1]) for f in figures)
+    row('BPF capture alone, depth 60: recursion / wrapper', '<= 10 us', cells)
 
     oargs = argparse.Namespace(hwspy=args.hwspy, python=args.python, lead=1.5, window=3.0,
                                work=0, target_cpu=0, profiler_cpu=1)
