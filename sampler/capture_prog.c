@@ -1005,7 +1005,6 @@ static void node_callback(struct prog *p, const struct sampler_capture_spec *spe
 	stop[2] = jump_imm(p, BPF_JGT, R1, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR +
 						   (SAMPLER_CAPTURE_MAX_NODES - 1) *
 						   capture_names_stride(spec)));
-
 	node_body(p, spec, c, &stop[3], false, true);
 	if (tail) {
 		/* the tail's nodes: no names slot (its bound above would stop them) */
