@@ -85,6 +85,20 @@ struct sampler_capture_spec {
 	 * share unless it is 0 (CPython 3.12+'s co_version): a node whose u32 there is 0 is
 	 * never known, its names sent every time */
 	uint32_t unique_at;
+	/* 0, or (with unique_at) the address of a word of the target's that moves whenever a
+	 * code may have come to an address another code had: where it has not moved since a
+	 * node's identity was read at a code address, the code there is the one read (a frame
+	 * holds its code). With bpf_loop, a node whose code address this CPU read since, for
+	 * the same ring and epoch, takes that read's check unread (the identity read, ~0.1 us
+	 * in the target, once a code, not once a frame). version_kind says what the word is */
+	uint64_t version_at;
+	enum {
+		/* a u32 each new code takes its unique word from, then moves on (CPython 3.12's
+		 * _Py_next_func_version); 0 once the versions ran out: read every time then */
+		SAMPLER_VERSION_NEXT32,
+		/* a u64 count of the codes freed (3.14's interpreter _code_object_generation) */
+		SAMPLER_VERSION_FREED64,
+	} version_kind;
 	bool stacked;
 };
 #define SAMPLER_CAPTURE_SEARCH 32

@@ -35,6 +35,7 @@
 #define SLOT_PTR_AT (-104)      /* ... and a pointer to it */
 #define REC_SAVE (-112)         /* the record (bpf_loop's context starts here) */
 #define REUSE_ENTRY_AT (-120)   /* bpf_loop's callback: a reuse extra's entry (copy_reused()) */
+#define CODE_ENTRY_AT (-128)    /* ... and the node's entry of the code cache (code_lookup()) */
 #define CAPTURE_SEARCH_TRIES 64         /* searches for a thread that has an entry, no root */
 
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
@@ -196,9 +197,34 @@ size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i)
 	return at;
 }
 
-size_t capture_scratch_size(const struct sampler_capture_spec *spec)
+/* Past the reuse tables, where spec.version_at: the code cache, CODE_WAYS entries by the
+ * code's address (per CPU: a slot of the scratch map), CODE_ENTRY bytes each: the code's
+ * address (never 0), the ring and epoch (KNOWN_AT + 8), the version word's value at the read,
+ * the check that read made (code_lookup()). */
+#define CODE_BITS 9
+#define CODE_WAYS (1 << CODE_BITS)
+#define CODE_ENTRY 32
+bool capture_code_cache(const struct sampler_capture_spec *spec)
+{
+	if (!spec->version_at || !spec->unique_at || !capture_split(spec) ||
+	    spec->extra[0].from + 8 > spec->node_bytes)
+		return false;
+	/* every identity piece read from the node's one code pointer */
+	for (uint32_t i = 1; i < spec->n_identity; i++)
+		if (spec->extra[i].from != spec->extra[0].from ||
+		    spec->extra[i].mask != spec->extra[0].mask)
+			return false;
+	return true;
+}
+
+size_t capture_codes_at(const struct sampler_capture_spec *spec)
 {
 	return capture_reuse_at(spec, spec->n_extras);
+}
+
+size_t capture_scratch_size(const struct sampler_capture_spec *spec)
+{
+	return capture_codes_at(spec) + (capture_code_cache(spec) ? CODE_WAYS * CODE_ENTRY : 0);
 }
 
 size_t capture_stride(const struct sampler_capture_spec *spec)
@@ -208,6 +234,22 @@ size_t capture_stride(const struct sampler_capture_spec *spec)
 	for (uint32_t i = 0; i < spec->n_extras && i < SAMPLER_CAPTURE_MAX_EXTRAS; i++)
 		n += 8 + spec->extra[i].len;
 	return n;
+}
+
+/* The loop's state in the scratch map, past the record (capture_loop_at()): what the verifier
+ * knows of a map's words is nothing, so the callback's states meet after one pass; on the
+ * stack, each node's differed (the constants of each offset). */
+#define LOOP_NEXT 0
+#define LOOP_BYTES 8
+#define LOOP_NODES 16
+#define LOOP_SLOT 24
+#define LOOP_VERSION 32         /* spec.version_at's word, read at the sample */
+
+/* r4 = the loop's state (r7 = the record). */
+static void loop_state(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	mov_reg(p, R4, R7);
+	add_imm(p, R4, (int32_t) capture_loop_at(spec));
 }
 
 /* r4 = the destination of an extra at at bytes into the names slot whose pointer the stack
@@ -382,7 +424,8 @@ static void node_check(struct prog *p, const struct sampler_capture_spec *spec)
 }
 
 /* Whether this ring's records carried node r6's code (its check at KNOWN_AT: node_check()):
- * a jump to *is_known if so; else falls through, the code marked known. The known map is an
+ * a jump to *is_known if so; else falls through, the code marked known (unless !mark). The
+ * known map is an
  * array of 2^CAPTURE_KNOWN_BITS sets of CAPTURE_KNOWN_WAYS words and a count (a lookup the
  * verifier inlines: the LRU hash map's cost 30 ns a node more). A word holds the check of a
  * code marked known, its set the check's top bits; a code marked known takes the ways of its
@@ -392,7 +435,7 @@ static void node_check(struct prog *p, const struct sampler_capture_spec *spec)
  * words is the same code to the reader too: pyframes puts the code's version, or before 3.12
  * a print of its names' text, in the identity for that). No branch but known or not: the
  * verifier follows each way of each node. Stack: KNOWN_VALUE_AT the set's index. */
-static void known_check(struct prog *p, int known, struct fixup *is_known)
+static void known_check(struct prog *p, int known, struct fixup *is_known, bool mark)
 {
 	struct fixup no_set, miss;
 
@@ -420,6 +463,10 @@ static void known_check(struct prog *p, int known, struct fixup *is_known)
 	miss = jump_imm(p, BPF_JEQ, R4, 0);
 	*is_known = jump_imm(p, BPF_JA, 0, 0);
 	land(p, miss);
+	if (!mark) {
+		land(p, no_set);
+		return;
+	}
 	/* the way the set's count says, and the count on */
 	ldx(p, BPF_DW, R1, R0, (int16_t) (8 * CAPTURE_KNOWN_WAYS));
 	mov_reg(p, R3, R1);
@@ -432,21 +479,107 @@ static void known_check(struct prog *p, int known, struct fixup *is_known)
 	land(p, no_set);
 }
 
-/* r6 = a node, its identity extras copied into its names slot (capture_names_at(): sent as a
- * record of its own; the stack holds the slot's offset at SLOT_AT, a pointer to it at
- * SLOT_PTR_AT): its check into the node (node_check()), and its names (extras [n_id,
- * n_extras)) into the slot, the record's names_end moved past it, unless this ring's records
- * carried this identity already (known >= 0: the known map, see known_check()), in which case
- * the check goes in with bit 0 clear and the slot's addresses are 0. One branch a node (the
- * verifier's time grows with them): a failed identity read makes a check too, and its names,
- * read through its zeroed bytes, fail anyway; a check is known once it was sent, names whole
- * or not (the reader reads what a capture lacks). */
-static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
-		       int known)
+/* r6 = a node (its bytes read): r2 = its code's entry in the code cache (capture_codes_at();
+ * at CODE_ENTRY_AT too), the top bits of a multiplicative hash of its code's address. Falls
+ * through, KNOWN_AT its check, where the entry holds this address (not 0: the map's zeroed
+ * entries), ring and epoch and the version word's value at this sample; else jumps to a fixup
+ * in miss. */
+#define CODE_MISSES 4
+static void code_lookup(struct prog *p, const struct sampler_capture_spec *spec,
+			struct fixup miss[CODE_MISSES])
 {
-	struct fixup is_known = { 0 }, done, fresh = { SIZE_MAX };
-	int16_t word = (int16_t) (8 + spec->node_bytes);
+	const struct sampler_capture_extra *e = &spec->extra[0];
 
+	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	if (e->mask != UINT64_MAX)
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	ld_imm64(p, R2, 0x9e3779b97f4a7c15ull);
+	emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R2, R3, 0, 0);
+	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R2, 0, 0, 64 - CODE_BITS);
+	emit(p, BPF_ALU64 | BPF_MUL | BPF_K, R2, 0, 0, CODE_ENTRY);
+	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R2, R7, 0, 0);
+	add_imm(p, R2, (int32_t) capture_codes_at(spec));
+	stx(p, BPF_DW, R10, R2, CODE_ENTRY_AT);
+	miss[3] = jump_imm(p, BPF_JEQ, R3, 0);
+	ldx(p, BPF_DW, R1, R2, 0);
+	miss[0] = jump_reg(p, BPF_JNE, R1, R3);
+	ldx(p, BPF_DW, R1, R2, 8);
+	ldx(p, BPF_DW, R4, R10, KNOWN_AT + 8);
+	miss[1] = jump_reg(p, BPF_JNE, R1, R4);
+	loop_state(p, spec);
+	ldx(p, BPF_DW, R4, R4, LOOP_VERSION);
+	ldx(p, BPF_DW, R1, R2, 16);
+	miss[2] = jump_reg(p, BPF_JNE, R1, R4);
+	ldx(p, BPF_DW, R1, R2, 24);
+	stx(p, BPF_DW, R10, R1, KNOWN_AT);
+}
+
+/* The version word's value that says nothing: a failed read's, and for
+ * SAMPLER_VERSION_NEXT32 a word no longer moving (0). No entry holds it. */
+static uint64_t version_none(const struct sampler_capture_spec *spec)
+{
+	return spec->version_kind == SAMPLER_VERSION_NEXT32 ? 0 : UINT64_MAX;
+}
+
+/* After node_check() of a code whose unique word is not 0: its entry (CODE_ENTRY_AT) made
+ * this read's (code_lookup()), where every identity read succeeded (its address word not 0:
+ * a failed read is not kept) and the version word said something (version_none()). */
+static void code_store(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	const struct sampler_capture_extra *e = &spec->extra[0];
+	struct fixup skip[SAMPLER_CAPTURE_MAX_EXTRAS + 1];
+	size_t ns = 0;
+
+	loop_state(p, spec);
+	ldx(p, BPF_DW, R1, R4, LOOP_VERSION);
+	ld_imm64(p, R2, version_none(spec));
+	skip[ns++] = jump_reg(p, BPF_JEQ, R1, R2);
+	ldx(p, BPF_DW, R5, R10, SLOT_PTR_AT);
+	for (uint32_t i = 0; i < spec->n_identity && i < SAMPLER_CAPTURE_MAX_EXTRAS; i++) {
+		ldx(p, BPF_DW, R3, R5, (int16_t) (extra_at(spec, i) - spec->node_bytes));
+		skip[ns++] = jump_imm(p, BPF_JEQ, R3, 0);
+	}
+	ldx(p, BPF_DW, R2, R10, CODE_ENTRY_AT);
+	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	if (e->mask != UINT64_MAX)
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	stx(p, BPF_DW, R2, R3, 0);
+	ldx(p, BPF_DW, R3, R10, KNOWN_AT + 8);
+	stx(p, BPF_DW, R2, R3, 8);
+	stx(p, BPF_DW, R2, R1, 16);
+	ldx(p, BPF_DW, R3, R10, KNOWN_AT);
+	stx(p, BPF_DW, R2, R3, 24);
+	for (size_t k = 0; k < ns; k++)
+		land(p, skip[k]);
+}
+
+/* r6 = a node: its identity extras copied into its names slot (capture_names_at(): sent as a
+ * record of its own; the stack holds the slot's offset at SLOT_AT, a pointer to it at
+ * SLOT_PTR_AT; reuse: copy_extras()'s), its check into the node (node_check()), and its
+ * names (extras [n_id, n_extras)) into the slot, the record's names_end moved past it, unless
+ * this ring's records carried this identity already (known >= 0: the known map, see
+ * known_check()), in which case the check goes in with bit 0 clear and the slot's addresses
+ * are 0. One branch a node (the verifier's time grows with them): a failed identity read makes
+ * a check too, and its names, read through its zeroed bytes, fail anyway; a check is known
+ * once it was sent, names whole or not (the reader reads what a capture lacks). With the code
+ * cache (capture_code_cache(), reuse: bpf_loop's callback), a node whose code's check the
+ * cache holds and the ring knows reads nothing; one it holds that the ring does not is read
+ * as any other (its names to send). */
+static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
+		       int known, bool reuse)
+{
+	struct fixup is_known = { 0 }, done, fresh = { SIZE_MAX }, hit_known = { SIZE_MAX };
+	struct fixup miss[CODE_MISSES] = { { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
+	int16_t word = (int16_t) (8 + spec->node_bytes);
+	bool cache = known >= 0 && reuse && capture_code_cache(spec);
+
+	if (cache) {
+		code_lookup(p, spec, miss);
+		known_check(p, known, &hit_known, false);
+		for (size_t k = 0; k < CODE_MISSES; k++)
+			land(p, miss[k]);
+	}
+	copy_extras(p, spec, 0, n_id, R10, reuse);
 	node_check(p, spec);
 	if (known >= 0 && spec->unique_at) {
 		/* a code whose unique word is 0 (CPython's versions ran out) is one no check
@@ -455,8 +588,10 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 		ldx(p, BPF_W, R1, R1, (int16_t) (spec->unique_at - spec->node_bytes));
 		fresh = jump_imm(p, BPF_JEQ, R1, 0);
 	}
+	if (cache)
+		code_store(p, spec);
 	if (known >= 0)
-		known_check(p, known, &is_known);
+		known_check(p, known, &is_known, true);
 	land(p, fresh);
 	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
 	stx(p, BPF_DW, R6, R1, word);
@@ -469,6 +604,7 @@ static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, 
 	done = (struct fixup) { p->n };
 	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
 	land(p, is_known);
+	land(p, hit_known);
 	ldx(p, BPF_DW, R1, R10, KNOWN_AT);
 	emit(p, BPF_ALU64 | BPF_XOR | BPF_K, R1, 0, 0, 1);
 	stx(p, BPF_DW, R6, R1, word);
@@ -861,8 +997,7 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	mov_reg(p, R4, R7);
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
 	stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
-	copy_extras(p, spec, 0, n_id, R10, reuse);
-	copy_names(p, spec, n_id, names_once ? c->known_fd : -1);
+	copy_names(p, spec, n_id, names_once ? c->known_fd : -1, reuse);
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
 	stx(p, BPF_DW, R10, R1, SLOT_AT);
@@ -918,21 +1053,6 @@ static void copy_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_CUT);
 }
 
-/* The loop's state in the scratch map, past the record (capture_loop_at()): what the verifier
- * knows of a map's words is nothing, so the callback's states meet after one pass; on the
- * stack, each node's differed (the constants of each offset). */
-#define LOOP_NEXT 0
-#define LOOP_BYTES 8
-#define LOOP_NODES 16
-#define LOOP_SLOT 24
-
-/* r4 = the loop's state (r7 = the record). */
-static void loop_state(struct prog *p, const struct sampler_capture_spec *spec)
-{
-	mov_reg(p, R4, R7);
-	add_imm(p, R4, (int32_t) capture_loop_at(spec));
-}
-
 /* The same with bpf_loop (5.17+, the program's functions described in BTF: capture.c): the
  * callback (node_callback()) is verified once, not once per node (3 ms, not 38). The record,
  * the checks' ring and epoch on this frame's stack, its address the callback's context.
@@ -953,6 +1073,22 @@ static void call_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	stx(p, BPF_DW, R4, R9, LOOP_BYTES);
 	st(p, BPF_DW, R4, LOOP_NODES, 0);
 	st(p, BPF_DW, R4, LOOP_SLOT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
+	if (capture_code_cache(spec)) {
+		/* the version word, once a sample; where the read fails, version_none() */
+		struct fixup read;
+
+		st(p, BPF_DW, R4, LOOP_VERSION, 0);
+		mov_reg(p, R1, R4);
+		add_imm(p, R1, LOOP_VERSION);
+		mov_imm(p, R2, spec->version_kind == SAMPLER_VERSION_NEXT32 ? 4 : 8);
+		ld_imm64(p, R3, spec->version_at);
+		call(p, BPF_FUNC_probe_read_user);
+		read = jump_imm(p, BPF_JEQ, R0, 0);
+		loop_state(p, spec);
+		ld_imm64(p, R1, version_none(spec));
+		stx(p, BPF_DW, R4, R1, LOOP_VERSION);
+		land(p, read);
+	}
 	mov_imm(p, R1, (int32_t) p->max_nodes);
 	*callback = (struct fixup) { p->n };
 	emit(p, BPF_LD | BPF_DW | BPF_IMM, R2, BPF_PSEUDO_FUNC, 0, 0);
@@ -1144,6 +1280,9 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec)
 			return false;
 	}
 	if (spec->gil_at && !(spec->gil_locked_off < 65536 && spec->gil_holder_off < 65536))
+		return false;
+	if (spec->version_at && spec->version_kind != SAMPLER_VERSION_NEXT32 &&
+	    spec->version_kind != SAMPLER_VERSION_FREED64)
 		return false;
 	/* the unique word: 4 aligned bytes of the identity extras' (their addresses' excluded) */
 	if (spec->unique_at) {

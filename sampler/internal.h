@@ -514,10 +514,13 @@ size_t capture_value_size(const struct sampler_capture_spec *spec);
 #define CAPTURE_WINDOW_HDR 16
 /* Past the record: the node loop's state where the program calls bpf_loop (capture_prog.c's
  * LOOP_*), CAPTURE_LOOP_STATE bytes; then the window; the scratch map's value in all. */
-#define CAPTURE_LOOP_STATE 32
+#define CAPTURE_LOOP_STATE 40
 size_t capture_loop_at(const struct sampler_capture_spec *spec);
 size_t capture_window_at(const struct sampler_capture_spec *spec);
 size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i);
+/* Past the reuse tables: the code cache (spec.version_at), where capture_code_cache() */
+bool capture_code_cache(const struct sampler_capture_spec *spec);
+size_t capture_codes_at(const struct sampler_capture_spec *spec);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
 /* capture_ids.c */

@@ -95,10 +95,16 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
  * NAMES_REUSE gives nodes 2k and 2k + 1 one payload and node 3 node 0's, its identity extra a
  * reuse one (copied from the sample's read of the same address), and changes payload 0
  * (SIGUSR1);
- * NAMES_UNIQUE makes the low half of w[2] the spec's unique word, 0 in payload 3. */
+ * NAMES_UNIQUE makes the low half of w[2] the spec's unique word, 0 in payload 3;
+ * NAMES_VERSION too, none 0, with the spec's version word (versions, of version_kind,
+ * starting at version_start), changes node 1's code (SIGUSR1) without moving the word, then
+ * moves it (SIGUSR2), as a new code (or a code freed) would; NAMES_VERSION_UNREADABLE the
+ * same with the word's address unmapped. */
 enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL, NAMES_RESTART,
-       NAMES_REUSE, NAMES_UNIQUE };
+       NAMES_REUSE, NAMES_UNIQUE, NAMES_VERSION, NAMES_VERSION_UNREADABLE };
 static int names_mode;
+static volatile uint64_t versions, version_start;
+static int version_kind;
 static int cpu_one = -1, cpu_two = -1;  /* two CPUs this may run on (-1: none) */
 #define CHANGED_W2 0xbeef0001u
 #define CHANGED_B 0xbeef0002u
@@ -356,6 +362,12 @@ static void change_code(int sig)
 	NODE(1).b = CHANGED_B;
 }
 
+static void version_on(int sig)
+{
+	(void) sig;
+	versions++;
+}
+
 /* Builds a chain of len nodes (node i -> i + 1), node bad_at's link pointing nowhere if
  * bad_at < len, and spins. */
 static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mode, int ready_fd)
@@ -387,7 +399,9 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 	gil_apart.holder = gil.holder;
 	gil_apart.locked = gil.locked;
 	gc_flag = gc_mode == GC_COLLECTING ? 1 : gc_mode == GC_TORN ? 7 : 0;
+	versions = version_start;
 	(void) signal(SIGUSR1, change_code);
+	(void) signal(SIGUSR2, version_on);
 	/* built: the parent samples from now on (a busy machine may run this child late) */
 	(void) !write(ready_fd, "r", 1);
 	close(ready_fd);
@@ -407,6 +421,7 @@ struct seen {
 	size_t tail;                    /* names once: nodes past SAMPLER_CAPTURE_MAX_NODES, as a
 	                                 * tail's (check 0, no identity, no names) */
 	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
+	bool changed_unmoved;           /* ... seen before the version word moved (NAMES_VERSION) */
 	bool node_changed_seen;         /* ... and its changed bytes */
 	bool loop_helper;               /* the program called bpf_loop */
 	bool percpu;                    /* NAMES_MOVE: the rings were per CPU */
@@ -606,7 +621,11 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	sp.n_identity = names_mode != NAMES_EVERY;
 	sp.extra[0].reuse = names_mode == NAMES_REUSE;
 	/* w[2]'s low half: extra 0's bytes (w[1], w[2]) past its address */
-	sp.unique_at = names_mode == NAMES_UNIQUE ? sizeof(struct node) + 8 + 8 : 0;
+	sp.unique_at = names_mode == NAMES_UNIQUE || names_mode >= NAMES_VERSION ?
+		       sizeof(struct node) + 8 + 8 : 0;
+	sp.version_at = names_mode == NAMES_VERSION ? (uintptr_t) &versions :
+			names_mode == NAMES_VERSION_UNREADABLE ? 4096 : 0;
+	sp.version_kind = version_kind;
 	sp.stacked = stacked;
 	assert_int_equal(pipe(ready), 0);
 	pid = fork();
@@ -647,6 +666,14 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 				r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
 				if (r_run == 0)
 					r_run = capture_forget(&v->s->capture);
+				if (r_run == 0)
+					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
+			}
+			if (r_run == 0 && names_mode >= NAMES_VERSION) {
+				(void) kill(pid, SIGUSR1);
+				r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
+				v->changed_unmoved = v->changed_seen;
+				(void) kill(pid, SIGUSR2);
 				if (r_run == 0)
 					r_run = sampler_run(v->s, on_sample, v, &stop, 100000000ULL);
 			}
@@ -860,6 +887,28 @@ static void test_capture_names_once(void **state)
 	names_mode = NAMES_EVERY;
 	assert_int_equal(v.names_carried, 2 + v.captured);
 	assert_int_equal(v.names_left, 2 * (v.captured - 1));
+	/* the version word: with bpf_loop, a code's identity is read once while the word stays
+	 * (the changed code's is not seen, its old check sent), again once it moves (and,
+	 * changed, carried once more). CPython 3.12's next version at 1000, then at 0 (versions
+	 * ran out: read each time, as without the word); 3.14's count of codes freed at 0 (a
+	 * count like any other); unreadable: read each time */
+	static const struct { int kind; uint64_t start; bool cached; } vs[] = {
+		{ SAMPLER_VERSION_NEXT32, 1000, true }, { SAMPLER_VERSION_NEXT32, 0, false },
+		{ SAMPLER_VERSION_FREED64, 0, true }, { SAMPLER_VERSION_FREED64, 1ull << 40, true },
+		{ -1, 1000, false },
+	};
+	for (size_t k = 0; k < sizeof(vs) / sizeof(vs[0]); k++) {
+		version_kind = vs[k].kind < 0 ? SAMPLER_VERSION_FREED64 : vs[k].kind;
+		version_start = vs[k].start;
+		names_mode = vs[k].kind < 0 ? NAMES_VERSION_UNREADABLE : NAMES_VERSION;
+		run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+		names_mode = NAMES_EVERY;
+		assert_true(v.changed_seen);
+		assert_int_equal(v.changed_unmoved, !kernel_has_loop() || !vs[k].cached);
+		assert_int_equal(v.names_carried, 3 + 1);
+		assert_int_equal(v.names_left + v.names_carried, v.captured * 3);
+	}
+	version_kind = SAMPLER_VERSION_NEXT32;
 	/* made again (the same spec): the records of the old program read after it, which left
 	 * out the names of codes it had sent, are named by the identities kept (run_child()
 	 * asserts none missed; before, the new program's load threw them away) */
