@@ -63,6 +63,8 @@ static const char *const words[HWSPY_L_N] = {
 		"outer frames were read after the sample",
 	L(CAPTURE_DROPPED) = "; %llu captured stacks were dropped, and %llu captured frames "
 		"came without their code's identity (its record lost): checked against memory",
+	L(CAPTURE_VERSIONS) = "; a code object read once, not once a frame, while the "
+		"interpreter %w",
 	L(EXACT_STOPS) = "exact: each sample read with its thread stopped (%llu stops",
 	L(EINTR_UNDONE) = "; %llu system calls they interrupted were made again, unseen",
 	L(BUDGET_LATE) = "%llu samples read late, without a stop: their thread had spent over %u%% "
@@ -202,6 +204,8 @@ static const char *const words[HWSPY_L_N] = {
 	W(NATIVE_ALONE) = "; add --native for its native code",
 	W(SHELL) = ": a shell (a pyenv shim would have exec'd by now); see --subprocesses",
 	W(DUMP_READS) = "; hwspy dump reads Python stacks",
+	W(CODES_MADE) = "makes no code (its code versions, 3.12)",
+	W(CODES_FREED) = "frees no code (its count of codes freed, 3.14+)",
 };
 
 void record_say(const struct hwspy_line *l, size_t n, bool error)

@@ -397,6 +397,10 @@ struct hwspy_record_stats {
 	uint64_t captured_cut, truncated, truncated_gone, add_failed;
 	uint64_t captured_dropped;      /* of captured, dropped (dropped_torn + _unreadable's) */
 	uint64_t capture_ids_missed;    /* captured frames whose code's identity was lost */
+	/* how the BPF capture knows a code object it read before without reading it again: 0
+	 * it does not (each frame's read), 1 by CPython 3.12's code versions (while the
+	 * interpreter makes no code), 2 by 3.14's count of codes freed (while it frees none) */
+	int capture_versions;
 	unsigned capture_frames;        /* the most Python frames a BPF capture copies: 384 with
 	                                 * bpf_loop (5.17+; past the 128th without their code's
 	                                 * identity, read from memory), else 128 */
@@ -571,7 +575,7 @@ enum hwspy_line_code {
 	HWSPY_L_NO_KERNEL_FRAMES, HWSPY_L_TRUNCATED, HWSPY_L_TRUNCATED_GONE, HWSPY_L_NO_PYTHON,
 	HWSPY_L_AFTER_EXIT, HWSPY_L_SUBPROCESSES, HWSPY_L_OFF_CPU_WAITED, HWSPY_L_OFF_CPU_CAPPED,
 	HWSPY_L_OFF_CPU_INITIAL, HWSPY_L_OFF_CPU_STALE, HWSPY_L_EXACT_CAPTURE, HWSPY_L_CAPTURE_CUT,
-	HWSPY_L_CAPTURE_DROPPED,
+	HWSPY_L_CAPTURE_DROPPED, HWSPY_L_CAPTURE_VERSIONS,
 	HWSPY_L_EXACT_STOPS, HWSPY_L_EINTR_UNDONE, HWSPY_L_BUDGET_LATE, HWSPY_L_LATE,
 	HWSPY_L_GIL_DROPPED, HWSPY_L_GIL_LATE, HWSPY_L_GIL_WAITED, HWSPY_L_GIL_HELD,
 	HWSPY_L_GIL_UNKNOWN, HWSPY_L_GIL_MORE, HWSPY_L_GIL_WAITED_ALL, HWSPY_L_THREADS_FAILED,
@@ -612,6 +616,7 @@ enum hwspy_line_code {
 	HWSPY_W_UNKNOWN_VERSION, HWSPY_W_SWITCH, HWSPY_W_MIGRATION, HWSPY_W_A_SWITCH,
 	HWSPY_W_A_MIGRATION, HWSPY_W_AFTER_SIG, HWSPY_W_QUOTE, HWSPY_W_STDOUT,
 	HWSPY_W_NATIVE_ALONE, HWSPY_W_SHELL, HWSPY_W_DUMP_READS,       /* PY_NONE's advice */
+	HWSPY_W_CODES_MADE, HWSPY_W_CODES_FREED,
 	HWSPY_L_N
 };
 struct hwspy_line {

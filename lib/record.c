@@ -577,6 +577,7 @@ void hwspy_recorder_stats(struct hwspy_recorder *h, struct hwspy_record_stats *r
 	ret->capture_mismatched = st->capture_mismatched;
 	ret->capture_ids_missed = st->capture_ids_missed;
 	ret->capture_frames = st->capture_max_nodes;
+	ret->capture_versions = st->capture_versions;
 	ret->capture_threads_failed = st->capture_threads_failed;
 	ret->signal_seen = st->signal_seen;
 	ret->signal_taken = st->signal_taken;

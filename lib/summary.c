@@ -278,6 +278,11 @@ static void summary_exact(struct lines *l, const struct hwspy_record_stats *rs,
 			put(l, LINE(CAPTURE_DROPPED, .n = { rs->captured_dropped,
 							     rs->capture_ids_missed }));
 		}
+		if (rs->capture_versions) {
+			join(l);
+			put(l, LINE(CAPTURE_VERSIONS, .w = { rs->capture_versions == 1 ?
+							      W(CODES_MADE) : W(CODES_FREED) }));
+		}
 	} else if (mode == HWSPY_RECORD_STOPS) {
 		put(l, LINE(EXACT_STOPS, .more = true, .n = { rs->stops }));
 		if (rs->eintr_undone)

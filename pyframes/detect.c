@@ -40,6 +40,7 @@ struct mapped_file {
 
 struct elf_facts {
 	uint64_t runtime, py_version, code_type;
+	uint64_t next_func_version;     /* 3.12's _Py_next_func_version (a local symbol) */
 	bool python;                    /* any CPython API symbol at all */
 	uint64_t pyruntime_sec, pyruntime_sec_size;
 	uint64_t data_lo, data_hi;      /* .data .. end of .bss */
@@ -298,6 +299,9 @@ static void elf_scan(Elf *elf, struct elf_facts *ef)
 					ef->py_version = sym.st_value;
 				else if (strcmp(name, "PyCode_Type") == 0)
 					ef->code_type = sym.st_value;
+				else if (strcmp(name, "_Py_next_func_version") == 0 &&
+					 sym.st_size == 4 && GELF_ST_TYPE(sym.st_info) == STT_OBJECT)
+					ef->next_func_version = sym.st_value;
 				else if (strcmp(name, "Py_Initialize") == 0 ||
 					 strcmp(name, "Py_GetVersion") == 0 ||
 					 strcmp(name, "PyEval_EvalFrameEx") == 0)
@@ -420,6 +424,10 @@ static int inspect(pid_t pid, const char *dir, const struct remote_mem *mem,
 
 	snprintf(d->info.binary, sizeof(d->info.binary), "%s", mf->path);
 	d->code_type = ef.code_type ? ef.code_type + ef.bias : 0;
+	/* in the file's data, or not taken */
+	if (ef.next_func_version && ef.next_func_version >= ef.data_lo &&
+	    ef.next_func_version + 4 <= ef.data_hi)
+		d->versions_at = ef.next_func_version + ef.bias;
 	if (ef.runtime)
 		d->runtime_addr = ef.runtime + ef.bias;
 	else if (ef.pyruntime_sec)

@@ -211,6 +211,18 @@ static void dbg_gc(const unsigned char *block, const struct dbg_map *map, int mi
 	l->gc_collecting = (uint32_t) collecting;
 }
 
+/* 3.14+: interpreter_state.code_object_generation (field 14 after the size), where it fits
+ * the interpreter; else 0 (not known): the capture reads each code's identity each time. */
+static void dbg_code_gen(const unsigned char *block, const struct dbg_map *map, int minor,
+			 struct py_layout *l)
+{
+	uint64_t size = pf_u64(block, map->interp), at = pf_u64(block, map->interp + 8 * 14);
+
+	l->is_code_gen = 0;
+	if (minor >= 14 && size <= DBG_STRUCT_MAX && at >= 8 && at + 8 <= size && at % 8 == 0)
+		l->is_code_gen = (uint32_t) at;
+}
+
 /* Every offset of the layout from the block's sections (errors in d). */
 static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int minor,
 		       struct py_layout *ret)
@@ -291,6 +303,7 @@ static void dbg_layout(struct dbg_reader *d, const struct dbg_map *map, int mino
 	l.ht_cached_keys = 880;
 	dbg_gil(block, map, minor, &l);
 	dbg_gc(block, map, minor, &l);
+	dbg_code_gen(block, map, minor, &l);
 	l.str_kind_shift = 2;
 	l.str_compact_bit = 5;
 	l.str_ascii_bit = 6;

@@ -290,6 +290,17 @@ struct pyframes_capture_spec {
 	                         * of its names */
 	uint32_t unique_at;     /* 0, or the body position (as from's) of the code's version in
 	                         * its fields (3.12+): no two codes share one, but 0 */
+	/* 0, or (with unique_at) a word that moves whenever a code may have come to an address
+	 * another code had: while it stays, a code address holds the code read there before */
+	uint64_t versions_at;
+	enum {
+		/* a u32 each new code takes its version from, then moves on, 0 once they ran
+		 * out: 3.12's _Py_next_func_version, where the binary's symbols name it */
+		PYFRAMES_VERSIONS_NEXT32,
+		/* a u64 count of the codes freed: 3.14's main interpreter's
+		 * _code_object_generation (its _Py_DebugOffsets place it) */
+		PYFRAMES_VERSIONS_FREED64,
+	} versions_kind;
 	bool stacked;           /* a caller's frame most often lies just below its callee's
 	                         * (3.11+: in the thread's stack chunks; before: allocated so) */
 };

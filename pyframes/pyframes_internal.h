@@ -107,6 +107,9 @@ struct py_layout {
 	 * collecting (1 while a collection runs), PF_NONE where not known */
 	uint32_t rt_gc, is_gc;
 	uint32_t gc_collecting;
+	/* 3.14+: the interpreter's count of the code objects freed (a u64,
+	 * _code_object_generation), 0 where not known (the static tables: no such field) */
+	uint32_t is_code_gen;
 };
 
 /* layout.c */
@@ -324,6 +327,7 @@ struct pf_detect {
 	struct pyframes_info info;
 	uint64_t runtime_addr;
 	uint64_t code_type;             /* PyCode_Type, 0 if unknown */
+	uint64_t versions_at;           /* 3.12's _Py_next_func_version, 0 if unknown */
 	uint64_t hex_version;           /* PY_VERSION_HEX if known */
 	uint64_t scan_start, scan_end;  /* remote range to scan for _PyRuntime if no symbol */
 	bool scan_is_pyruntime_section;
@@ -378,6 +382,9 @@ struct pyframes {
 	enum { PF_NS_UNKNOWN, PF_NS_SAME, PF_NS_OWN } ns;  /* the target's PID namespace vs proc's */
 	uint64_t runtime;
 	uint64_t code_type;         /* PyCode_Type, 0 until known */
+	/* the u32 each new code takes its version from and moves on (3.12's
+	 * _Py_next_func_version, found by its symbol): 0 if unknown */
+	uint64_t versions_at;
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
 	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
 	bool verify;                /* check a walk over a running thread (walk.c, verify_chain) */

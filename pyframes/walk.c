@@ -781,6 +781,7 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 {
 	const struct py_layout *l = &pf->layout;
 	uint32_t bytes = round8(pf->frame_len);
+	uint64_t interp;
 
 	/* a whole _PyInterpreterFrame where it fits; else (and for a PyFrameObject, far larger)
 	 * the fields the walker reads */
@@ -803,6 +804,14 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	 * just below its callee's (measured on 3.8: 60 nested calls' frames on 11 pages) */
 	ret->stacked = true;
 	capture_extras(l, ret);
+	ret->versions_at = 0;
+	ret->versions_kind = PYFRAMES_VERSIONS_NEXT32;
+	if (ret->unique_at && pf->versions_at) {
+		ret->versions_at = pf->versions_at;
+	} else if (ret->unique_at && l->is_code_gen && pf_main_interp(pf, &interp) == 0) {
+		ret->versions_at = interp + l->is_code_gen;
+		ret->versions_kind = PYFRAMES_VERSIONS_FREED64;
+	}
 	return 0;
 }
 
@@ -1062,6 +1071,9 @@ int pyframes_open(pid_t pid, const struct remote_mem *mem, struct pyframes **ret
 	if (r < 0)
 		return r;
 	pf->info = d.info;
+	/* 3.12 alone: its codes' versions come from that word (3.13+: the interpreter's) */
+	if (l.major == 3 && l.minor == 12 && pf_co_version(&l) != PF_NONE)
+		pf->versions_at = d.versions_at;
 	if (!pf->runtime) {
 		r = scan_runtime(pf, d.scan_start, d.scan_end, &pf->runtime);
 		if (r < 0) {

@@ -192,6 +192,9 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 			.from = ps.extra[i].from, .off = ps.extra[i].off, .len = ps.extra[i].len,
 			.mask = ps.extra[i].mask, .reuse = ps.extra[i].reuse,
 		};
+	ret->version_at = ps.versions_at;
+	ret->version_kind = ps.versions_kind == PYFRAMES_VERSIONS_FREED64 ? SAMPLER_VERSION_FREED64
+									 : SAMPLER_VERSION_NEXT32;
 	/* threads started later: the program finds their state at their first sample */
 	if (pyframes_search_spec(rec->pf, &srch) == 0) {
 		ret->search_at = srch.interp_at;

@@ -323,6 +323,9 @@ struct sampler_stats {
 	uint64_t captured;              /* samples that came with a capture */
 	uint64_t capture_mismatched;    /* capture records not followed by their sample (dropped) */
 	unsigned capture_max_nodes;     /* the most nodes a capture copies (0: none started) */
+	/* how the capture knows a code it read before unread (capture.h's version_at): 0 it
+	 * does not, 1 + spec.version_kind */
+	int capture_versions;
 	uint64_t capture_ids_missed;    /* captured nodes whose code's identity the program left
 	                                 * out and the reader did not hold (capture_ids.c): their
 	                                 * code checked against memory instead */

@@ -5,6 +5,10 @@
                BPF capture copies each frame's code object's identity and names, which are freed
                ~ms later, before hwspy reads them), and every work_i / outer_i frame named with
                its own file gen_i.py (never another's whose code object took the same address)
+               Both churn cases: where the kernel has bpf_loop, the capture reads a code object
+               once while the interpreter makes no code (3.12, whose binary's symbols name its
+               code versions: pyenv's) or frees none (3.14+), as -v's summary says; a churn of
+               fresh codes at reused addresses is what that must keep exact
 --case import  (default mode, -F 1000) rounds of importing ~60 stdlib modules: at most 1% dropped
 --case early-threads  (default mode, launched) tests/targets/early_threads.py starts two threads
                as it starts, before hwspy finds its interpreter and starts the capture: every
@@ -34,6 +38,8 @@ from harness import check, log, py_frames
 TARGET = 'churn_code.py'
 SUMMARY = re.compile(r'(\d+) samples, weight \d+, (\d+) lost, (\d+) dropped')
 GEN = re.compile(r'^(?:work|outer)_(\d+)$')
+VERSIONS = re.compile(r'; a code object read once, not once a frame, while the interpreter '
+                      r'(makes|frees) no code')
 CAPTURE_DROPPED = re.compile(r'; (\d+) captured stacks were dropped, and (\d+) captured frames '
                              r'came without')
 DEEP = re.compile(r'^hwspy: (\d+) stacks deeper than 4096 Python frames', re.M)
@@ -63,6 +69,13 @@ def churn(opts, what, rounds):
     # lacked their identity: its record lost)
     m = CAPTURE_DROPPED.search(run.stderr)
     captured, missed = map(int, m.groups()) if m else (0, 0)
+    m = VERSIONS.search(run.stderr)
+    want = None
+    if kernel_at_least(5, 17):
+        want = ('makes' if opts.py.version == (3, 12) and opts.py.id.startswith('py') else
+                'frees' if opts.py.version >= (3, 14) else None)
+    check((m and m.group(1)) == want, 'the capture reads codes once while the interpreter %s no '
+          'code: expected %s' % (m.group(1) if m else '(never)', want or 'never'))
     check(dropped <= 0.01 * n, '%d of %d samples dropped (%.1f%%), more than 1%%: the code '
           'objects of their frames were freed before hwspy read them (%d of them captured, '
           '%d captured frames without their identity)'

@@ -64,10 +64,16 @@ static void test_dbg_313(void **state)
 	assert_int_equal(l.co_qualname, 128);
 	assert_int_equal(l.co_firstlineno, 68);
 	assert_int_equal(l.co_code_adaptive, 200);
+	assert_int_equal(l.is_code_gen, 0);        /* 3.14's */
 	assert_int_equal(l.str_ascii_size, 40);
 	assert_int_equal(l.str_compact_size, 56);
 	assert_int_equal(l.bytes_sval, 32);
 	assert_int_equal(layout_check(&l, NULL, 0), 0);
+}
+
+static void put_word(unsigned char *b, uint32_t at, uint64_t v)
+{
+	memcpy(b + at, &v, 8);
 }
 
 static void test_dbg_314(void **state)
@@ -86,7 +92,17 @@ static void test_dbg_314(void **state)
 	assert_int_equal(l.fr_code_mask, ~7ull);   /* tagged _PyStackRef */
 	assert_int_equal(l.co_code_adaptive, 208);
 	assert_int_equal(l.co_size, 216);
+	/* interpreter_state.code_object_generation (the capture's code cache, capture.h) */
+	assert_int_equal(l.is_code_gen, 7992);
 	assert_int_equal(layout_check(&l, NULL, 0), 0);
+	/* past the interpreter (225864 bytes), or unaligned: not known, the layout taken */
+	make_block(b, dbg314_words, sizeof(dbg314_words) / 8);
+	put_word(b, 48 + 8 * 14, 225864 - 4);
+	assert_int_equal(layout_from_debug_offsets(b, sizeof(b), &l, NULL, 0), 0);
+	assert_int_equal(l.is_code_gen, 0);
+	put_word(b, 48 + 8 * 14, 7993);
+	assert_int_equal(layout_from_debug_offsets(b, sizeof(b), &l, NULL, 0), 0);
+	assert_int_equal(l.is_code_gen, 0);
 }
 
 static void test_dbg_corrupt(void **state)
@@ -143,10 +159,6 @@ static void test_dbg_corrupt(void **state)
 	assert_int_equal(layout_from_debug_offsets(b, 10, &l, NULL, 0), -EINVAL);
 }
 
-static void put_word(unsigned char *b, uint32_t at, uint64_t v)
-{
-	memcpy(b + at, &v, 8);
-}
 
 /* Parses b; if it is accepted, layout_check() must refuse it, naming field. */
 static void expect_refused(const unsigned char *b, const char *field)

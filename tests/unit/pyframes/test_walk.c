@@ -1731,6 +1731,48 @@ static void test_capture_spec(void **state)
 	}
 }
 
+/* The word the capture's code cache watches (capture.h's version_at): 3.12's code versions
+ * where detection found _Py_next_func_version's symbol (pf->versions_at), 3.14's count of
+ * the codes freed in the main interpreter (interpreter_state.code_object_generation), none
+ * for 3.13 (no such field) nor before 3.12 (no code versions: no unique word). */
+static void test_capture_versions(void **state)
+{
+	static struct py_layout l;
+	struct pyframes_capture_spec s;
+	struct world w;
+
+	(void) state;
+	world_init(&w, 12);
+	s = spec_of(&w);
+	assert_int_equal(s.versions_at, 0);
+	w.pf->versions_at = BASE + 0x40;
+	s = spec_of(&w);
+	assert_int_not_equal(s.unique_at, 0);
+	assert_int_equal(s.versions_at, BASE + 0x40);
+	assert_int_equal(s.versions_kind, PYFRAMES_VERSIONS_NEXT32);
+	world_free(&w);
+	world_init(&w, 11);
+	w.pf->versions_at = BASE + 0x40;
+	s = spec_of(&w);
+	assert_int_equal(s.unique_at, 0);
+	assert_int_equal(s.versions_at, 0);
+	world_free(&w);
+	l = *layout_static(3, 12);
+	l.minor = 14;
+	l.is_code_gen = 7992;
+	world_init_layout(&w, &l);
+	s = spec_of(&w);
+	assert_int_equal(s.versions_at, w.interp + 7992);
+	assert_int_equal(s.versions_kind, PYFRAMES_VERSIONS_FREED64);
+	world_free(&w);
+	l.minor = 13;
+	l.is_code_gen = 0;
+	world_init_layout(&w, &l);
+	s = spec_of(&w);
+	assert_int_equal(s.versions_at, 0);
+	world_free(&w);
+}
+
 /* A frame larger than a capture holds: the walker reads only the fields it needs, so a walk of
  * frames whose memory is gone still succeeds from the capture; a layout no capture fits gets
  * no captured walk. */
@@ -1949,6 +1991,7 @@ int main(void)
 		cmocka_unit_test(test_code_validate_ranges),
 		cmocka_unit_test(test_code_validate_many),
 		cmocka_unit_test(test_capture_spec),
+		cmocka_unit_test(test_capture_versions),
 		cmocka_unit_test(test_captured),
 		cmocka_unit_test(test_captured_cut),
 		cmocka_unit_test(test_captured_bad),
