@@ -323,6 +323,10 @@ struct hwspy_run {
 	 * that result; may call hwspy_recorder_pause()/resume(). NULL: r decides. */
 	int (*slice_fn)(void *ctx, struct hwspy_recorder *rec, int r);
 	void *ctx;
+	/* the slices' length: 0, 250 ms (a progress line's refresh); longer (at most 1 s), fewer
+	 * wakeups of the recorder's own where nothing needs them sooner: it keeps 250 ms while
+	 * a thread's Python name is still looked for */
+	uint64_t slice_ns;
 };
 /* Samples until run->stop, the duration, the target's end or a Python hwspy cannot read; then
  * ends sampling and finishes every sample (a launched command is left running). Blocks that

@@ -457,6 +457,7 @@ int hwspy_recorder_run(struct hwspy_recorder *h, const struct hwspy_run *run)
 		run = &none;
 	rr.stop = run->stop ? run->stop : &never;
 	rr.duration_ns = run->duration_ns;
+	rr.slice_ns = run->slice_ns;
 	h->run = run;
 	h->run_start_ns = (uint64_t) time(NULL) * 1000000000ULL;
 	r = recorder_run(h->rec, &rr);

@@ -37,6 +37,7 @@
 #define BAD_LAYOUT_SETTLE_NS 200000000ULL /* a launch's corrupt layout: this long */
 #define LATE_MAX 1000000
 #define SLICE_NS 250000000ULL
+#define SLICE_MAX_NS 1000000000ULL      /* the longest a caller may ask for */
 
 struct thread_name {
 	pid_t tid;
@@ -203,6 +204,8 @@ void record_pending_free(struct recorder *rec);
  * it had). */
 uint32_t record_thread_frame(struct recorder *rec, pid_t tid);
 void record_thread_names_poll(struct recorder *rec);
+/* Whether record_thread_names_poll() would look again for a thread's Python name. */
+bool record_thread_names_pending(const struct recorder *rec);
 void record_thread_names_final(struct recorder *rec);
 
 /* offcpu.c (--off-cpu): init (its [preempted] frame) and free; a finished switch-out sample

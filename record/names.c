@@ -154,14 +154,18 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t tid)
 
 /* Between slices: a thread that still goes by its comm may have joined the registry since,
  * though it has not been sampled since (it sleeps). */
+bool record_thread_names_pending(const struct recorder *rec)
+{
+	for (size_t i = 0; i < rec->n_names; i++)
+		if (rec->names[i].from_comm && rec->names[i].tries < RECORD_PYNAMES_TRIES)
+			return true;
+	return false;
+}
+
 void record_thread_names_poll(struct recorder *rec)
 {
-	for (size_t i = 0; i < rec->n_names; i++) {
-		if (rec->names[i].from_comm && rec->names[i].tries < RECORD_PYNAMES_TRIES) {
-			(void) pynames_refresh(rec, RECORD_PYNAMES_MS);
-			return;
-		}
-	}
+	if (record_thread_names_pending(rec))
+		(void) pynames_refresh(rec, RECORD_PYNAMES_MS);
 }
 
 void record_thread_names_final(struct recorder *rec)

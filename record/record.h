@@ -313,6 +313,7 @@ struct record_run {
 	 * recorder_pause() / recorder_resume(). NULL: r decides. */
 	int (*slice_fn)(void *ctx, struct recorder *rec, int r);
 	void *ctx;
+	uint64_t slice_ns;              /* 0: 250 ms; longer as struct hwspy_run's says */
 };
 
 /* Samples until run->stop is set, the duration has passed, the target ends, or the Python

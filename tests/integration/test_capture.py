@@ -15,6 +15,10 @@
                thread's stacks are captured from then on (at most 15% of the samples read
                after their sample: those from before the capture started, ~100 ms of ~4.5 s),
                and each thread's own spin function is under its [thread TID NAME] root
+--case wakeups  (default mode, attached at 10 Hz to tests/targets/spin.py, stderr no terminal)
+               hwspy wakes about once a second, not four times: its voluntary context switches
+               over 3 s of the recording, read from /proc, are at most 3 a second (a slice
+               of 1 s where there is no progress line to refresh; 4 a second before)
 --case deep --mode exact|ptrace|nonblocking  recursions 1000 and 5000 frames deep (and 300 in
                exact mode where the kernel has bpf_loop: every one whole from its capture,
                none cut at it): the 1000-deep stack whole (<module> at the root, 1000 rec
@@ -31,6 +35,8 @@
 """
 import os
 import re
+import subprocess
+import time
 
 import harness
 from harness import check, log, py_frames
@@ -139,6 +145,37 @@ def case_early_threads(opts):
               'thread %s: its heaviest spin function is not %s: %s' % (thread, func, got))
 
 
+def voluntary_switches(pid):
+    n = 0
+    for tid in os.listdir('/proc/%d/task' % pid):
+        with open('/proc/%d/task/%s/status' % (pid, tid)) as f:
+            n += sum(int(line.split()[1]) for line in f
+                     if line.startswith('voluntary_ctxt_switches'))
+    return n
+
+
+def case_wakeups(opts):
+    target = harness.Process(opts.py.argv + [os.path.join(opts.targets, 'spin.py'), '30'])
+    target.expect_ready()
+    out = os.path.join(opts.tmp, 'wakeups.folded')
+    argv = [opts.hwspy, 'record', '-p', str(target.pid), '-F', '10', '-d', '6', '-o', out]
+    log('$ %s' % ' '.join(argv))
+    hw = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2)           # its start and first samples (names, symbols) over
+        a = voluntary_switches(hw.pid)
+        time.sleep(3)
+        b = voluntary_switches(hw.pid)
+    finally:
+        err = hw.communicate(timeout=60)[1]
+    log('hwspy: %d voluntary switches in 3 s; stderr: %s' % (b - a, err.strip()))
+    check(hw.returncode == 0, 'hwspy exited %s, expected 0' % hw.returncode)
+    # /proc counts ~2 a wakeup here (perf's sched_switch sees one, in poll): 250 ms slices
+    # gave 12 in 3 s, 1 s slices 6
+    check(b - a <= 9, 'hwspy switched out %d times in 3 s at 10 Hz: it wakes more than about '
+          'once a second' % (b - a))
+
+
 def kernel_at_least(major, minor):
     m = re.match(r'(\d+)\.(\d+)', os.uname().release)
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (major, minor)
@@ -208,11 +245,12 @@ def case_deep(opts):
 
 def test(opts):
     {'exec': case_exec, 'import': case_import, 'deep': case_deep,
-     'early-threads': case_early_threads}[opts.case](opts)
+     'early-threads': case_early_threads, 'wakeups': case_wakeups}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['exec', 'import', 'deep', 'early-threads'], required=True)
+    p.add_argument('--case', choices=['exec', 'import', 'deep', 'early-threads', 'wakeups'],
+                   required=True)
     p.add_argument('--mode', choices=['exact', 'ptrace', 'nonblocking'], default='exact')
     harness.main(test, p)
