@@ -27,13 +27,19 @@ static int new_recorder(const struct record_args *o, struct hwspy_recorder **ret
 	       format_color_check(&o->fmt, hwspy_recorder_profile(*ret)) < 0 ? 2 : 0;
 }
 
+/* Whether the run shows a progress line (on a terminal, not -q). */
+static bool shows_progress(const struct record_args *o)
+{
+	return isatty(STDERR_FILENO) && !o->quiet;
+}
+
 /* After each slice of sampling: Ctrl-Z, the reasons it ended early, the progress line. */
 static int slice_done(void *ctx, struct hwspy_recorder *rec, int r)
 {
 	const struct record_args *o = ctx;
 
 	r = session_stopped(o, session_tstp(rec, r));
-	if (r >= 0 && isatty(STDERR_FILENO) && !o->quiet)
+	if (r >= 0 && shows_progress(o))
 		record_progress(rec, o->duration, false);
 	return r < 0 ? r : 0;
 }
@@ -45,13 +51,13 @@ static void run(struct hwspy_recorder *rec, const struct record_args *o)
 		.stop = session_stop(), .duration_ns = (uint64_t) (o->duration * 1e9),
 		.slice_fn = slice_done, .ctx = (void *) o,
 		/* no progress line to refresh: fewer wakeups of hwspy's own */
-		.slice_ns = isatty(STDERR_FILENO) && !o->quiet ? 0 : 1000000000ULL,
+		.slice_ns = shows_progress(o) ? 0 : 1000000000ULL,
 	};
 	struct hwspy_record_stats st;
 	struct buf why;
 
 	(void) hwspy_recorder_run(rec, &run);
-	if (isatty(STDERR_FILENO) && !o->quiet)
+	if (shows_progress(o))
 		record_progress(rec, 0, true);
 	session_after_run();
 	hwspy_recorder_stats(rec, &st);

@@ -152,8 +152,6 @@ static struct thread_name *thread_known(struct recorder *rec, pid_t tid)
 	return t;
 }
 
-/* Between slices: a thread that still goes by its comm may have joined the registry since,
- * though it has not been sampled since (it sleeps). */
 bool record_thread_names_pending(const struct recorder *rec)
 {
 	for (size_t i = 0; i < rec->n_names; i++)
@@ -162,6 +160,8 @@ bool record_thread_names_pending(const struct recorder *rec)
 	return false;
 }
 
+/* Between slices: a thread that still goes by its comm may have joined the registry since,
+ * though it has not been sampled since (it sleeps). */
 void record_thread_names_poll(struct recorder *rec)
 {
 	if (record_thread_names_pending(rec))

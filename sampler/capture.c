@@ -621,8 +621,8 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	if (r < 0)
 		return r;
 	s->stats.capture_max_nodes = (unsigned) s->capture.max_nodes;
-	s->stats.capture_versions = s->capture.loop_helper && s->capture.known_fd >= 0 &&
-				    capture_code_cache(spec) ? 1 + (int) spec->version_kind : 0;
+	s->stats.capture_versions = capture_caches_codes(&s->capture, spec, s->capture.loop_helper) ?
+				    1 + (int) spec->version_kind : 0;
 	/* per CPU, the program runs once it is in the entry's slot (capture_publish(), below):
 	 * each CPU's output first, so that no record of its goes nowhere */
 	/* the roots of the image before an exec, the program's included, are no roots now */

@@ -217,6 +217,12 @@ bool capture_code_cache(const struct sampler_capture_spec *spec)
 	return true;
 }
 
+bool capture_caches_codes(const struct capture *c, const struct sampler_capture_spec *spec,
+			  bool helper)
+{
+	return helper && c->known_fd >= 0 && c->epoch_fd >= 0 && capture_code_cache(spec);
+}
+
 size_t capture_codes_at(const struct sampler_capture_spec *spec)
 {
 	return capture_reuse_at(spec, spec->n_extras);
@@ -1073,7 +1079,7 @@ static void call_nodes(struct prog *p, const struct sampler_capture_spec *spec,
 	stx(p, BPF_DW, R4, R9, LOOP_BYTES);
 	st(p, BPF_DW, R4, LOOP_NODES, 0);
 	st(p, BPF_DW, R4, LOOP_SLOT, (int32_t) (capture_names_at(spec) + CAPTURE_NAMES_HDR));
-	if (capture_code_cache(spec)) {
+	if (capture_caches_codes(c, spec, true)) {
 		/* the version word, once a sample; where the read fails, version_none() */
 		struct fixup read;
 

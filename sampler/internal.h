@@ -520,6 +520,9 @@ size_t capture_window_at(const struct sampler_capture_spec *spec);
 size_t capture_reuse_at(const struct sampler_capture_spec *spec, uint32_t i);
 /* Past the reuse tables: the code cache (spec.version_at), where capture_code_cache() */
 bool capture_code_cache(const struct sampler_capture_spec *spec);
+/* ... and whether c's program for it does: with bpf_loop (helper), names once */
+bool capture_caches_codes(const struct capture *c, const struct sampler_capture_spec *spec,
+			  bool helper);
 size_t capture_codes_at(const struct sampler_capture_spec *spec);
 size_t capture_scratch_size(const struct sampler_capture_spec *spec);
 
