@@ -429,18 +429,17 @@ static void node_check(struct prog *p, const struct sampler_capture_spec *spec)
 	stx(p, BPF_DW, R10, R1, KNOWN_AT);
 }
 
-/* Whether this ring's records carried node r6's code (its check at KNOWN_AT: node_check()):
- * a jump to *is_known if so; else falls through, the code marked known (unless !mark). The
- * known map is an
- * array of 2^CAPTURE_KNOWN_BITS sets of CAPTURE_KNOWN_WAYS words and a count (a lookup the
- * verifier inlines: the LRU hash map's cost 30 ns a node more). A word holds the check of a
- * code marked known, its set the check's top bits; a code marked known takes the ways of its
- * set in turn, by its count (with one way a set, two codes of one set took turns, each sent
- * every sample). A code whose way another took is sent again; a known check is one that was
- * stored, its 64 bits equal (a code freed and another at its address with equal identity
- * words is the same code to the reader too: pyframes puts the code's version, or before 3.12
- * a print of its names' text, in the identity for that). No branch but known or not: the
- * verifier follows each way of each node. Stack: KNOWN_VALUE_AT the set's index. */
+/* Whether this ring's records carried node r6's code (its check at KNOWN_AT: node_check()): a
+ * jump to *is_known if so; else falls through, the code marked known (unless !mark). The known
+ * map is an array of 2^CAPTURE_KNOWN_BITS sets of CAPTURE_KNOWN_WAYS words and a count (a
+ * lookup the verifier inlines: the LRU hash map's cost 30 ns a node more). A word holds the
+ * check of a code marked known, its set the check's top bits; a code marked known takes the
+ * ways of its set in turn, by its count (with one way a set, two codes of one set took turns,
+ * each sent every sample). A code whose way another took is sent again; a known check is one
+ * that was stored, its 64 bits equal (a code freed and another at its address with equal
+ * identity words is the same code to the reader too: pyframes puts the code's version, or
+ * before 3.12 a print of its names' text, in the identity for that). No branch but known or
+ * not: the verifier follows each way of each node. Stack: KNOWN_VALUE_AT the set's index. */
 static void known_check(struct prog *p, int known, struct fixup *is_known, bool mark)
 {
 	struct fixup no_set, miss;
@@ -485,6 +484,17 @@ static void known_check(struct prog *p, int known, struct fixup *is_known, bool 
 	land(p, no_set);
 }
 
+/* r3 = node r6's code address: the identity extras' one pointer, masked (extra_addr() less
+ * the extra's off). */
+static void code_addr(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	const struct sampler_capture_extra *e = &spec->extra[0];
+
+	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
+	if (e->mask != UINT64_MAX)
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+}
+
 /* r6 = a node (its bytes read): r2 = its code's entry in the code cache (capture_codes_at();
  * at CODE_ENTRY_AT too), the top bits of a multiplicative hash of its code's address. Falls
  * through, KNOWN_AT its check, where the entry holds this address (not 0: the map's zeroed
@@ -494,11 +504,7 @@ static void known_check(struct prog *p, int known, struct fixup *is_known, bool 
 static void code_lookup(struct prog *p, const struct sampler_capture_spec *spec,
 			struct fixup miss[CODE_MISSES])
 {
-	const struct sampler_capture_extra *e = &spec->extra[0];
-
-	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
-	if (e->mask != UINT64_MAX)
-		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	code_addr(p, spec);
 	ld_imm64(p, R2, 0x9e3779b97f4a7c15ull);
 	emit(p, BPF_ALU64 | BPF_MUL | BPF_X, R2, R3, 0, 0);
 	emit(p, BPF_ALU64 | BPF_RSH | BPF_K, R2, 0, 0, 64 - CODE_BITS);
@@ -532,7 +538,6 @@ static uint64_t version_none(const struct sampler_capture_spec *spec)
  * a failed read is not kept) and the version word said something (version_none()). */
 static void code_store(struct prog *p, const struct sampler_capture_spec *spec)
 {
-	const struct sampler_capture_extra *e = &spec->extra[0];
 	struct fixup skip[SAMPLER_CAPTURE_MAX_EXTRAS + 1];
 	size_t ns = 0;
 
@@ -546,9 +551,7 @@ static void code_store(struct prog *p, const struct sampler_capture_spec *spec)
 		skip[ns++] = jump_imm(p, BPF_JEQ, R3, 0);
 	}
 	ldx(p, BPF_DW, R2, R10, CODE_ENTRY_AT);
-	ldx(p, BPF_DW, R3, R6, (int16_t) (8 + e->from));
-	if (e->mask != UINT64_MAX)
-		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, (int32_t) e->mask);
+	code_addr(p, spec);
 	stx(p, BPF_DW, R2, R3, 0);
 	ldx(p, BPF_DW, R3, R10, KNOWN_AT + 8);
 	stx(p, BPF_DW, R2, R3, 8);
@@ -568,16 +571,15 @@ static void code_store(struct prog *p, const struct sampler_capture_spec *spec)
  * are 0. One branch a node (the verifier's time grows with them): a failed identity read makes
  * a check too, and its names, read through its zeroed bytes, fail anyway; a check is known
  * once it was sent, names whole or not (the reader reads what a capture lacks). With the code
- * cache (capture_code_cache(), reuse: bpf_loop's callback), a node whose code's check the
- * cache holds and the ring knows reads nothing; one it holds that the ring does not is read
- * as any other (its names to send). */
+ * cache (cache: capture_caches_codes(), known >= 0 then), a node whose code's check the cache
+ * holds and the ring knows reads nothing; one it holds that the ring does not is read as any
+ * other (its names to send). */
 static void copy_names(struct prog *p, const struct sampler_capture_spec *spec, uint32_t n_id,
-		       int known, bool reuse)
+		       int known, bool reuse, bool cache)
 {
 	struct fixup is_known = { 0 }, done, fresh = { SIZE_MAX }, hit_known = { SIZE_MAX };
 	struct fixup miss[CODE_MISSES] = { { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
 	int16_t word = (int16_t) (8 + spec->node_bytes);
-	bool cache = known >= 0 && reuse && capture_code_cache(spec);
 
 	if (cache) {
 		code_lookup(p, spec, miss);
@@ -1003,7 +1005,8 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	mov_reg(p, R4, R7);
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
 	stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
-	copy_names(p, spec, n_id, names_once ? c->known_fd : -1, reuse);
+	copy_names(p, spec, n_id, names_once ? c->known_fd : -1, reuse,
+		   reuse && capture_caches_codes(c, spec, true));
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
 	stx(p, BPF_DW, R10, R1, SLOT_AT);
