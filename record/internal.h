@@ -19,6 +19,7 @@
  *                the [process ...] root frames
  *   wait.c       why a thread waited: the wait-reason table ([wait: ...] words), the one table
  *                of dump, --off-cpu, --wall and stat
+ *   syscall_names.c  x86-64's system calls by number, wait.c's and /proc's
  *   snapshot.c   every thread's stack now (hwspy dump): its own contract in snapshot.h
  */
 #ifndef HWSPY_RECORD_INTERNAL_H

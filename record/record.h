@@ -248,7 +248,7 @@ struct wait_fd_cache {
  * Not those that fail with EINTR instead (epoll_wait, sigtimedwait, a socket's with a timeout,
  * semop ...), nor any not known to restart. */
 bool wait_restarts(pid_t pid, const struct procfs_syscall *sc);
-/* The name of system call nr (x86-64) among those waited in, or NULL. */
+/* The name of system call nr (x86-64), or NULL (syscall_names.c). */
 const char *wait_syscall_name(long nr);
 /* Whether a futex wait on address futex is one for the GIL, whose state lies at gil (0:
  * unknown): one inside that struct _gil_runtime_state (its mutexes, condition variables). */

@@ -40,35 +40,29 @@ static const char *const gil_fns[] = {
 };
 
 struct syscall_words {
-	const char *name;       /* the syscall, as in __x64_sys_NAME */
-	long nr;                /* its x86-64 number */
+	const char *name;       /* the syscall, as in __x64_sys_NAME (syscall_names.c's) */
 	const char *words;      /* NULL: by its fd (read/write); its name where no words */
 };
 
 static const struct syscall_words syscalls[] = {
-	{ "read", 0, NULL }, { "pread64", 17, NULL }, { "readv", 19, NULL },
-	{ "preadv", 295, NULL }, { "preadv2", 327, NULL }, { "write", 1, NULL },
-	{ "pwrite64", 18, NULL }, { "writev", 20, NULL }, { "pwritev", 296, NULL },
-	{ "pwritev2", 328, NULL },
-	{ "recvfrom", 45, "recv socket" }, { "recvmsg", 47, "recv socket" },
-	{ "recvmmsg", 299, "recv socket" }, { "sendto", 44, "send socket" },
-	{ "sendmsg", 46, "send socket" }, { "sendmmsg", 307, "send socket" },
-	{ "accept", 43, "accept socket" }, { "accept4", 288, "accept socket" },
-	{ "connect", 42, "connect socket" },
-	{ "futex", 202, "futex (lock)" }, { "futex_waitv", 449, "futex (lock)" },
-	{ "clock_nanosleep", 230, "sleep" }, { "nanosleep", 35, "sleep" },
-	{ "poll", 7, "poll/epoll/select" }, { "ppoll", 271, "poll/epoll/select" },
-	{ "epoll_wait", 232, "poll/epoll/select" }, { "epoll_pwait", 281, "poll/epoll/select" },
-	{ "epoll_pwait2", 441, "poll/epoll/select" }, { "select", 23, "poll/epoll/select" },
-	{ "pselect6", 270, "poll/epoll/select" }, { "wait4", 61, "wait child" },
-	{ "waitid", 247, "wait child" },
-	/* named as they are */
-	{ "rt_sigtimedwait", 128, NULL }, { "rt_sigsuspend", 130, NULL }, { "pause", 34, NULL },
-	{ "semop", 65, NULL }, { "semtimedop", 220, NULL }, { "msgrcv", 70, NULL },
-	{ "msgsnd", 69, NULL }, { "io_getevents", 208, NULL }, { "flock", 73, NULL },
-	{ "fsync", 74, NULL }, { "fdatasync", 75, NULL }, { "openat", 257, NULL },
-	{ "getdents64", 217, NULL }, { "mq_timedreceive", 243, NULL },
-	{ "mq_timedsend", 242, NULL },
+	{ "read", NULL }, { "pread64", NULL }, { "readv", NULL },
+	{ "preadv", NULL }, { "preadv2", NULL }, { "write", NULL },
+	{ "pwrite64", NULL }, { "writev", NULL }, { "pwritev", NULL },
+	{ "pwritev2", NULL },
+	{ "recvfrom", "recv socket" }, { "recvmsg", "recv socket" },
+	{ "recvmmsg", "recv socket" }, { "sendto", "send socket" },
+	{ "sendmsg", "send socket" }, { "sendmmsg", "send socket" },
+	{ "accept", "accept socket" }, { "accept4", "accept socket" },
+	{ "connect", "connect socket" },
+	{ "futex", "futex (lock)" }, { "futex_waitv", "futex (lock)" },
+	{ "futex_wait", "futex (lock)" },
+	{ "clock_nanosleep", "sleep" }, { "nanosleep", "sleep" },
+	{ "poll", "poll/epoll/select" }, { "ppoll", "poll/epoll/select" },
+	{ "epoll_wait", "poll/epoll/select" }, { "epoll_pwait", "poll/epoll/select" },
+	{ "epoll_pwait2", "poll/epoll/select" }, { "select", "poll/epoll/select" },
+	{ "pselect6", "poll/epoll/select" }, { "wait4", "wait child" },
+	{ "waitid", "wait child" },
+	/* every other syscall by its name (syscall_names.c) */
 };
 
 /* Whether a syscall of the table is waited on by its fd (read, write and theirs). */
@@ -218,14 +212,6 @@ bool wait_restarts(pid_t pid, const struct procfs_syscall *sc)
 	default:
 		return false;
 	}
-}
-
-const char *wait_syscall_name(long nr)
-{
-	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
-		if (syscalls[i].nr == nr)
-			return syscalls[i].name;
-	return NULL;
 }
 
 bool wait_in_gil(uint64_t futex, uint64_t gil)
