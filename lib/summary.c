@@ -411,6 +411,8 @@ size_t hwspy_recorder_summary(struct hwspy_recorder *rec, const struct hwspy_sum
 		put(&l, LINE(OFF_CPU_INITIAL, .n = { st.off_cpu_initial }));
 	if (st.off_cpu_stale)
 		put(&l, LINE(OFF_CPU_STALE, .n = { st.off_cpu_stale }));
+	if (st.off_cpu_regs)
+		put(&l, LINE(OFF_CPU_REGS, .n = { st.off_cpu_regs, st.off_cpu_regs_unknown }));
 	summary_exact(&l, &st, ro, mode);
 	summary_gil(&l, rec, &st);
 	if (st.threads_failed) {

@@ -1,7 +1,9 @@
 /*
  * wait: why a thread was switched out (--off-cpu), from what the kernel says at the switch: the
- * system call it sleeps in (the outermost __x64_sys_* frame of its kernel stack), a page fault
- * on the way (its handler's frames), the syscall's first argument (a read's fd, a select's nfds,
+ * system call it sleeps in (the outermost __x64_sys_* frame of its kernel stack; with the
+ * capture, the number in the registers it entered the kernel with, which the capture program
+ * reads: capture_wait()), a page fault on the way (its handler's frames; from those registers,
+ * one its own code took), the syscall's first argument (a read's fd, a select's nfds,
  * a futex's address) and, for a futex, whether the interpreter's GIL is what it waits for: its
  * address inside the GIL's state (its mutex, its condition variables), or, where that is not
  * known, with --native (a user stack copied), take_gil or a call that attaches a thread state
@@ -26,10 +28,11 @@
 
 #define WAIT_NATIVE_LOOK 16     /* innermost native frames looked at for the GIL */
 
-/* Kernel functions of the page-fault path: the thread waits for a page (I/O, swap) */
+/* Kernel functions of the page-fault path: the thread waits for a page (I/O, swap); the last
+ * ones its entry code (5.8+, and before: capture_wait()'s) */
 static const char *const fault_fns[] = {
 	"handle_mm_fault", "do_user_addr_fault", "exc_page_fault", "filemap_fault",
-	"__do_fault", "do_swap_page", "asm_exc_page_fault",
+	"__do_fault", "do_swap_page", "asm_exc_page_fault", "page_fault", "async_page_fault",
 };
 
 /* Interpreter functions that wait for the GIL (3.8-3.14), innermost first in the unwound stack
@@ -361,16 +364,50 @@ static bool kernel_ip(struct recorder *rec, uint64_t ip, bool *ret_fault, const 
 	return k->named;
 }
 
+/* Where the capture program found the thread (sample_capture.wait, no callchain asked): its
+ * system call by number and first argument, a fault (the entry code it came in by a page
+ * fault's), the kernel, or not found (*ret_sys NULL). False where it did not look. */
+static bool capture_wait(struct recorder *rec, const struct sample *s, char *sys_name,
+			 size_t len, const char **ret_sys, bool *ret_fault, bool *ret_unknown,
+			 long *ret_arg)
+{
+	const struct sample_capture *c = s->capture;
+	const char *name = NULL;
+	bool fault = false;
+
+	if (s->n_callchain || !c || c->wait == SAMPLE_WAIT_NONE)
+		return false;
+	if (c->wait == SAMPLE_WAIT_KERNEL && c->wait_entry && rec->sym)
+		(void) kernel_ip(rec, c->wait_entry, &fault, &name);
+	*ret_fault = c->wait == SAMPLE_WAIT_FAULT || fault;
+	*ret_unknown = c->wait == SAMPLE_WAIT_UNKNOWN;
+	if (c->wait != SAMPLE_WAIT_SYSCALL)
+		return true;
+	name = wait_syscall_name(c->wait_nr);
+	if (name)
+		snprintf(sys_name, len, "%s", name);
+	else
+		snprintf(sys_name, len, "syscall %ld", c->wait_nr);
+	*ret_sys = sys_name;
+	*ret_arg = (long) c->wait_arg;
+	return true;
+}
+
 void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf, size_t len)
 {
 	const char *sys = NULL;
-	bool fault = false, kernel = false;
+	bool fault = false, kernel = false, unknown = !rec->sym;
 	long arg = -1;
 	char words[192], sys_name[512];
 	/* the registers come in the order of their bits in the mask asked for (recorder.c) */
 	size_t arg_at = (size_t) __builtin_popcountll(RECORD_OFF_CPU_REGS &
 						      ((1ull << SAMPLER_OFF_CPU_ARG_REG) - 1));
 
+	if (capture_wait(rec, s, sys_name, sizeof(sys_name), &sys, &fault, &unknown, &arg)) {
+		arg_at = SIZE_MAX;      /* (and no callchain) */
+		rec->stats.off_cpu_regs++;
+		rec->stats.off_cpu_regs_unknown += unknown;
+	}
 	for (size_t i = 0; i < s->n_callchain; i++) {
 		const char *ip_sys = NULL;
 		bool ip_fault = false;
@@ -395,7 +432,7 @@ void record_wait_reason(struct recorder *rec, const struct sample *s, char *buf,
 		return;
 	}
 	if (!sys) {
-		snprintf(buf, len, "[wait: %s]", rec->sym ? "kernel" : "unknown");
+		snprintf(buf, len, "[wait: %s]", unknown ? "unknown" : "kernel");
 		return;
 	}
 	/* the sample's process: the target's, or a child's (--subprocesses) */

@@ -164,6 +164,7 @@ static int capture_prog_load(struct capture *c, const struct sampler_capture_spe
 		if (r >= 0 || r == -EPERM)
 			return r;
 	}
+	c->loop_helper = false;         /* (a program before may have had it) */
 	r = capture_generate(spec, c, false, insn, CAPTURE_MAX_INSNS, &n, &callback);
 	return r == 0 ? prog_load(insn, n, 0, -1) : r;
 }
@@ -586,7 +587,9 @@ int sampler_capture_set_root(struct sampler *s, pid_t tid, uint64_t root)
 	return -ENOENT;
 }
 
-int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec)
+/* sampler_capture_start(), or with regs_only a program of the switches' registers alone. */
+static int capture_start(struct sampler *s, const struct sampler_capture_spec *spec,
+			 bool regs_only)
 {
 	bool again = s->capture.prog_fd >= 0;
 	int r;
@@ -617,6 +620,7 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 	s->capture.pid = s->pid ? s->pid : s->opts.pid;
 	if (s->capture.percpu && (r = capture_entry_load(&s->capture)) < 0)
 		return r;
+	s->capture.regs_only = regs_only;
 	r = capture_load(&s->capture, spec);
 	if (r < 0)
 		return r;
@@ -664,6 +668,20 @@ int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *
 			s->stats.capture_threads_failed++;
 	}
 	return capture_publish(&s->capture);
+}
+
+int sampler_capture_start(struct sampler *s, const struct sampler_capture_spec *spec)
+{
+	return capture_start(s, spec, false);
+}
+
+int capture_start_regs(struct sampler *s)
+{
+	static const struct sampler_capture_spec none = {
+		.head_off2 = SAMPLER_CAPTURE_NO_OFF, .node_bytes = 8,
+	};
+
+	return capture_start(s, &none, true);
 }
 
 bool sampler_capturing(const struct sampler *s)
@@ -752,6 +770,33 @@ static const unsigned char *capture_names_take(struct capture *c, const struct c
 	return c->names_at + CAPTURE_NAMES_HDR;
 }
 
+/* Where a thread that left the CPU was (SAMPLE_WAIT_*), from the user registers the program
+ * found (read_switch_regs()): a system call not yet returned (its entry's registers, whose ax
+ * the kernel sets to -ENOSYS until the call returns: by the syscall instruction's cx and r11,
+ * or FRED's event type 7, vector 1 in ss's upper bits); a page fault where FRED says so (type
+ * 3, vector 14); else the kernel, with the entry code's address where the frame is not FRED's
+ * (the kernel sets orig_ax -1 at every entry but a syscall's: the entry tells them apart). */
+static void switch_wait(const struct capture_record *h, struct sample_capture *out)
+{
+	uint64_t type = h->ss >> 48 & 0xf, vector = h->ss >> 32 & 0xff;
+	bool fred = h->ss >> 16 != 0;
+	bool syscall = h->regs_syscall == 1 || (fred && type == 7 && vector == 1);
+
+	out->wait = h->regs_found == 2 ? SAMPLE_WAIT_UNKNOWN : SAMPLE_WAIT_NONE;
+	if (h->regs_found != 1)
+		return;
+	if (syscall && (int64_t) h->ax == -ENOSYS) {
+		out->wait = SAMPLE_WAIT_SYSCALL;
+		out->wait_nr = (long) h->orig_ax;
+		out->wait_arg = h->di;
+	} else if (fred && type == 3 && vector == 14) {
+		out->wait = SAMPLE_WAIT_FAULT;
+	} else {
+		out->wait = SAMPLE_WAIT_KERNEL;
+		out->wait_entry = fred || syscall ? 0 : h->entry;
+	}
+}
+
 /* The capture made at this sample's overflow, if the record before it was one. */
 const struct sample_capture *capture_match(struct sampler *s, const struct thread *t,
 					   const struct sample *smp)
@@ -809,6 +854,8 @@ const struct sample_capture *capture_match(struct sampler *s, const struct threa
 	};
 	if (h.names_at)
 		capture_idents(s, c->out.nodes, h.n, c->out.names, c->out.n_names, &c->out);
+	if (smp->off_cpu && c->switch_regs)
+		switch_wait(&h, &c->out);
 	/* locked is 0 or 1 (anything else: no GIL state there); the holder is the thread's only
 	 * where it has a root to compare with */
 	if (c->spec.gil_at && h.gil_read == 1 && h.gil_locked <= 1 && (!h.gil_locked || h.root)) {

@@ -132,6 +132,20 @@ enum {
 	SAMPLE_CAPTURE_CUT,             /* more nodes than the program copies: the first n */
 };
 
+/* Where a thread that left the CPU was (a switch sample's capture, where the program looks:
+ * opts.off_cpu or opts.wall on x86-64, the capture started with the sampler): from the
+ * registers it entered the kernel with, which the program reads at the top of its kernel
+ * stack */
+enum {
+	SAMPLE_WAIT_NONE,               /* not looked at (no switch, or no such program) */
+	SAMPLE_WAIT_SYSCALL,            /* in system call wait_nr, its first argument wait_arg */
+	SAMPLE_WAIT_FAULT,              /* in a page fault of its own code (FRED says so) */
+	SAMPLE_WAIT_KERNEL,             /* in the kernel otherwise: on its way back from a call,
+	                                 * an exception (a page fault: wait_entry's function is
+	                                 * its entry code's), an interrupt */
+	SAMPLE_WAIT_UNKNOWN,            /* no user registers where they lie */
+};
+
 struct sample_capture {
 	int status;
 	uint64_t root;                  /* the thread's root pointer, as set */
@@ -158,6 +172,11 @@ struct sample_capture {
 	/* spec.gc_at: whether the interpreter's cyclic GC was collecting at the overflow; known
 	 * false: no gc_at, a failed read, or a word neither 0 nor 1 */
 	bool gc_known, gc_collecting;
+	int wait;                       /* SAMPLE_WAIT_* */
+	long wait_nr;
+	uint64_t wait_arg;
+	uint64_t wait_entry;            /* _KERNEL: a kernel address in the entry code it came
+	                                 * in by (0: not known) */
 };
 
 #endif

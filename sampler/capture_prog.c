@@ -41,6 +41,23 @@
 /* struct bpf_perf_event_data on x86-64: struct pt_regs (21 registers), then sample_period */
 #define CTX_IP (16 * 8)
 #define CTX_PERIOD (21 * 8)
+/* struct pt_regs's fields (the ctx's, and those read_switch_regs() reads) */
+#define PT_R11 (6 * 8)
+#define PT_AX (10 * 8)
+#define PT_CX (11 * 8)
+#define PT_DI (14 * 8)
+#define PT_ORIG_AX (15 * 8)
+#define PT_IP (16 * 8)
+#define PT_CS (17 * 8)
+#define PT_FLAGS (18 * 8)
+#define PT_SP (19 * 8)
+#define PT_SS (20 * 8)
+#define PT_REGS_SIZE (21 * 8)
+/* read_switch_regs()'s copy, below the slots above: the word under the frame, then the frame */
+#define ENTRY_AT (-128 - PT_REGS_SIZE - 8)
+#define USER_REGS_AT (ENTRY_AT + 8)
+#define USER_CS 0x33                    /* x86-64's __USER_CS and __USER_DS */
+#define USER_DS 0x2b
 
 /* Offsets of a record's and a root value's fields, as the instructions' immediates */
 #define REC_AT(field) ((int16_t) offsetof(struct capture_record, field))
@@ -789,9 +806,90 @@ static void read_gc(struct prog *p, const struct sampler_capture_spec *spec)
 	land(p, skip);
 }
 
+/* At a switch off the CPU (record_start()), the user registers the thread entered the kernel
+ * with into the record (r7; r6 = ctx; regs_found and regs_syscall 0): the pt_regs at the top
+ * of its kernel stack, for each x86-64 layout in turn until one holds a 64-bit user frame (cs
+ * and ss, in their low 16 bits, the user's): 16 KiB stacks (32 KiB with KASAN, tried after: a
+ * 32 KiB guess on 16 KiB stacks could find the next stack's frame), no padding above the frame
+ * (FRED's 16 bytes, tried after). A syscall instruction's entry leaves the user's ip in cx and
+ * its flags in r11: whether these do is regs_syscall. The word under the frame is the return
+ * address of the entry code's call of its C handler (entry_64.S's `call \cfunc`, the frame
+ * its rsp then): which entry it was (a page fault's, an interrupt's). ~0.1 us a read here. */
+static void read_switch_regs(struct prog *p)
+{
+	static const struct { int32_t size, pad; } layouts[] = {
+		{ 16384, 0 }, { 16384, 16 }, { 32768, 0 }, { 32768, 16 },
+	};
+	static const int16_t kept[][2] = {
+		{ USER_REGS_AT + PT_ORIG_AX, REC_AT(orig_ax) }, { USER_REGS_AT + PT_AX, REC_AT(ax) },
+		{ USER_REGS_AT + PT_DI, REC_AT(di) }, { USER_REGS_AT + PT_SS, REC_AT(ss) },
+		{ ENTRY_AT, REC_AT(entry) },
+	};
+	struct fixup next[3], found[4], none, differ[2];
+	size_t n = sizeof(layouts) / sizeof(layouts[0]);
+
+	for (size_t k = 0; k < n; k++) {
+		ldx(p, BPF_DW, R3, R6, PT_SP);
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R3, 0, 0, -layouts[k].size);
+		add_imm(p, R3, layouts[k].size - layouts[k].pad - PT_REGS_SIZE - 8);
+		mov_reg(p, R1, R10);
+		add_imm(p, R1, ENTRY_AT);
+		mov_imm(p, R2, PT_REGS_SIZE + 8);
+		call(p, BPF_FUNC_probe_read_kernel);
+		next[0] = jump_imm(p, BPF_JNE, R0, 0);
+		ldx(p, BPF_DW, R1, R10, USER_REGS_AT + PT_CS);
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R1, 0, 0, 0xffff);
+		next[1] = jump_imm(p, BPF_JNE, R1, USER_CS);
+		ldx(p, BPF_DW, R1, R10, USER_REGS_AT + PT_SS);
+		emit(p, BPF_ALU64 | BPF_AND | BPF_K, R1, 0, 0, 0xffff);
+		next[2] = jump_imm(p, BPF_JNE, R1, USER_DS);
+		found[k] = (struct fixup) { p->n };
+		emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+		for (size_t i = 0; i < 3; i++)
+			land(p, next[i]);
+	}
+	st(p, BPF_W, R7, REC_AT(regs_found), 2);
+	none = (struct fixup) { p->n };
+	emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+	for (size_t k = 0; k < n; k++)
+		land(p, found[k]);
+	st(p, BPF_W, R7, REC_AT(regs_found), 1);
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		ldx(p, BPF_DW, R1, R10, kept[i][0]);
+		stx(p, BPF_DW, R7, R1, kept[i][1]);
+	}
+	ldx(p, BPF_DW, R1, R10, USER_REGS_AT + PT_CX);
+	ldx(p, BPF_DW, R2, R10, USER_REGS_AT + PT_IP);
+	differ[0] = jump_reg(p, BPF_JNE, R1, R2);
+	ldx(p, BPF_DW, R1, R10, USER_REGS_AT + PT_R11);
+	ldx(p, BPF_DW, R2, R10, USER_REGS_AT + PT_FLAGS);
+	differ[1] = jump_reg(p, BPF_JNE, R1, R2);
+	st(p, BPF_W, R7, REC_AT(regs_syscall), 1);
+	land(p, differ[0]);
+	land(p, differ[1]);
+	land(p, none);
+}
+
+/* The GIL's and the GC's words into the record (r7), where the spec has them. */
+static void words_read(struct prog *p, const struct sampler_capture_spec *spec)
+{
+	if (spec->gil_at)
+		read_gil(p, spec);
+	else
+		st(p, BPF_W, R7, REC_AT(gil_read), 0);
+	if (spec->gc_at)
+		read_gc(p, spec);
+	else
+		st(p, BPF_W, R7, REC_AT(gc_read), 0);
+}
+
 /* The record's header (r7; r6 = ctx, r8 = the thread's root value) up to its root: status
- * NO_ROOT, no nodes, no names; the overflow's ip and period; the GIL and the GC read. */
-static void record_start(struct prog *p, const struct sampler_capture_spec *spec)
+ * NO_ROOT, no nodes, no names; the overflow's ip and period; the GIL and the GC read, or
+ * with switch_regs at a switch off the CPU (the switch event's period 1, the ctx's sp a
+ * kernel address: on the thread's kernel stack, perf_fetch_caller_regs()'s) the user
+ * registers it entered the kernel with (read_switch_regs()). */
+static void record_start(struct prog *p, const struct sampler_capture_spec *spec,
+			 bool switch_regs)
 {
 	st(p, BPF_W, R7, REC_AT(magic), (int32_t) CAPTURE_MAGIC);
 	st(p, BPF_W, R7, REC_AT(status), SAMPLE_CAPTURE_NO_ROOT);
@@ -806,14 +904,29 @@ static void record_start(struct prog *p, const struct sampler_capture_spec *spec
 	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
 	stx(p, BPF_DW, R7, R1, REC_AT(period));
 	st(p, BPF_DW, R7, REC_AT(head), 0);
-	if (spec->gil_at)
-		read_gil(p, spec);
-	else
+	st(p, BPF_W, R7, REC_AT(regs_found), 0);
+	st(p, BPF_W, R7, REC_AT(regs_syscall), 0);
+	if (switch_regs) {
+		/* a switch off the CPU: where the thread waits; no GIL nor GC word, which no
+		 * switch's sample uses (record/sample.c) */
+		struct fixup not_switch[2], done;
+
+		ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
+		not_switch[0] = jump_imm(p, BPF_JNE, R1, 1);
+		ldx(p, BPF_DW, R1, R6, PT_SP);
+		not_switch[1] = jump_imm(p, BPF_JSGE, R1, 0);
 		st(p, BPF_W, R7, REC_AT(gil_read), 0);
-	if (spec->gc_at)
-		read_gc(p, spec);
-	else
 		st(p, BPF_W, R7, REC_AT(gc_read), 0);
+		read_switch_regs(p);
+		done = (struct fixup) { p->n };
+		emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+		land(p, not_switch[0]);
+		land(p, not_switch[1]);
+		words_read(p, spec);
+		land(p, done);
+		return;
+	}
+	words_read(p, spec);
 }
 
 /* After the roots lookup (r8 = the entry or 0): a thread with no root looks for it (see
@@ -1179,7 +1292,7 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 		     const struct capture *c, bool helper)
 {
 	struct fixup to_emit[16], no_emit[3] = { { SIZE_MAX }, { SIZE_MAX }, { SIZE_MAX } };
-	struct fixup callback = { SIZE_MAX };
+	struct fixup callback = { SIZE_MAX }, none;
 	size_t ne = 0;
 	int roots = c->roots_fd, scratch = c->scratch_fd, out = c->out_fd;
 	bool percpu = c->percpu;
@@ -1214,9 +1327,23 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 	call(p, BPF_FUNC_map_lookup_elem);
 	mov_reg(p, R8, R0);                               /* r8 = { root, slot, tries } */
 	if (spec->search_at)
-		generate_search(p, spec, roots, c->pid, &no_emit[0]);
+		generate_search(p, spec, roots, c->pid, &none);
 	else
-		no_emit[0] = jump_imm(p, BPF_JEQ, R8, 0); /* not one of our threads */
+		none = jump_imm(p, BPF_JEQ, R8, 0);       /* not one of our threads */
+	if (c->switch_regs && percpu) {
+		/* its switches' reasons are in its record: one with no root */
+		struct fixup has = { p->n };
+
+		emit(p, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+		land(p, none);
+		st(p, BPF_DW, R10, VALUE_AT, 0);
+		st(p, BPF_DW, R10, VALUE_AT + 8, 0);
+		mov_reg(p, R8, R10);
+		add_imm(p, R8, VALUE_AT);
+		land(p, has);
+	} else {
+		no_emit[0] = none;
+	}
 	/* the record is built in this CPU's slot of the scratch map (an array with a slot per
 	 * CPU: a per-CPU map's values are at most 32 KiB); a program does not run twice at once
 	 * on one CPU */
@@ -1228,8 +1355,10 @@ static void generate(struct prog *p, const struct sampler_capture_spec *spec,
 	call(p, BPF_FUNC_map_lookup_elem);
 	no_emit[1] = jump_imm(p, BPF_JEQ, R0, 0);
 	mov_reg(p, R7, R0);                               /* r7 = the record */
-	record_start(p, spec);
+	record_start(p, spec, c->switch_regs);
 	ldx(p, BPF_DW, R3, R8, ROOT_AT(root));
+	if (c->regs_only)                                 /* no frames: the header alone */
+		mov_imm(p, R3, 0);
 	stx(p, BPF_DW, R7, R3, REC_AT(root));
 	mov_imm(p, R9, (int32_t) CAPTURE_HDR);            /* r9 = bytes to send */
 	to_emit[ne++] = jump_imm(p, BPF_JEQ, R3, 0);

@@ -92,12 +92,18 @@ struct capture_record {
 	 * program's room (0: not split, every extra in its node), and where the names written
 	 * end (0: none); the area [names_at, names_end) comes as a record of its own just before */
 	uint32_t names_at, names_end;
+	/* capture.switch_regs, at a switch off the CPU: the user registers the thread entered the
+	 * kernel with (found 1; 2: no layout of the kernel stack held them; 0: not looked), and
+	 * whether they are a system call's entry by the syscall instruction's (cx holds ip, r11
+	 * flags); the word under them on the stack (the entry code's return address) */
+	uint32_t regs_found, regs_syscall;
+	uint64_t orig_ax, ax, di, ss, entry;
 };
 /* A names area: this header (the magic, then 0), then a slot per node */
 #define CAPTURE_NAMES_MAGIC 0x6e616d65u /* "eman" */
 #define CAPTURE_NAMES_HDR 8
 #define CAPTURE_HDR sizeof(struct capture_record)
-_Static_assert(sizeof(struct capture_record) == 80, "the capture record's header is 80 bytes");
+_Static_assert(sizeof(struct capture_record) == 128, "the capture record's header is 128 bytes");
 
 /* The roots map's value (capture.c writes it, the program reads it and may write it), keyed by
  * the thread id (u32). */
@@ -147,6 +153,11 @@ struct capture {
 	int btf_fd;
 	bool loop_helper, no_loop_helper;
 	bool percpu;                    /* the program outputs to the current CPU's ring */
+	/* At a switch off the CPU, the program reads why (read_switch_regs()): per CPU, a record
+	 * goes out for a thread with no root too. The switch samples then carry no kernel
+	 * callchain (perf.c) */
+	bool switch_regs;
+	bool regs_only;                 /* the program reads those alone (capture_start_regs()) */
 	pid_t pid;                      /* the target: the program searches only its threads */
 	/* The ids the roots map is keyed by are perf's: those of hwspy's own PID namespace. Outside
 	 * the initial one (hwspy in a container) the program gets them with the namespace-aware
@@ -547,6 +558,9 @@ int capture_pidns(struct capture *c);
 		       .btf_fd = -1 }
 /* Loads the entry program and its progs map, once: 0 or -errno (BPF not allowed). */
 int capture_entry_load(struct capture *c);
+/* With switch_regs, until the caller's spec is known (a launched command): a program that
+ * reads no thread's frames, its records NO_ROOT with the switch's registers. 0 or -errno. */
+int capture_start_regs(struct sampler *s);
 /* Loads the program for spec (c->prog_fd; per CPU, not run before capture_publish()): 0 or
  * -errno. */
 int capture_load(struct capture *c, const struct sampler_capture_spec *spec);

@@ -217,7 +217,10 @@ struct sampler_opts {
 	                                 * (never excluded), with its kernel callchain and the user
 	                                 * registers (regs_user_mask, and the first syscall argument
 	                                 * SAMPLER_OFF_CPU_ARG_REG), and the switches told as
-	                                 * events (SAMPLER_EVENT_SWITCH_*) */
+	                                 * events (SAMPLER_EVENT_SWITCH_*). With the capture on
+	                                 * x86-64: neither, its records saying why instead
+	                                 * (sample_capture.wait; before capture_spec is given, a
+	                                 * program of that alone) */
 	unsigned ring_pages;            /* data pages per ring (power of two; 0 = default) */
 	unsigned read_ms;               /* capture: the rings read at least this often (0: at a
 	                                 * ring's watermark, the run's end, at least every 1 s;

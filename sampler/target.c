@@ -441,6 +441,32 @@ static int start_job(struct sampler *s, void *arg)
 	return r == 0 ? -ESRCH : r < 0 ? r : 0;
 }
 
+/* The events' attributes and, asked, the capture, before any event opens. */
+static void attrs_and_capture(struct sampler *s)
+{
+	const struct sampler_opts *opts = &s->opts;
+	int r = 0;
+
+#if defined(__x86_64__)
+	/* a switch's reason from the registers the program reads (capture_prog.c), from the first
+	 * switch: launched, by a program of those alone until the interpreter is known */
+	s->capture.switch_regs = (opts->off_cpu || opts->wall) && opts->capture;
+#endif
+	perf_build_attrs(s);
+	/* per CPU, the events carry the entry from their open (capture.c); its error, if any, is
+	 * sampler_capture_start()'s */
+	if (opts->capture && s->capture.percpu)
+		(void) capture_entry_load(&s->capture);
+	if (opts->capture && opts->capture_spec)
+		r = s->capture_error = sampler_capture_start(s, opts->capture_spec);
+	else if (s->capture.switch_regs)
+		r = capture_start_regs(s);
+	if (r < 0 && s->capture.switch_regs) {
+		s->capture.switch_regs = false;         /* the events are not open yet: the callchain */
+		perf_build_attrs(s);
+	}
+}
+
 int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 {
 	struct sampler *s;
@@ -501,13 +527,7 @@ int sampler_new(const struct sampler_opts *opts, struct sampler **ret)
 		if (opts->capture_spec)
 			s->capture_error = sampler_capture_start(s, opts->capture_spec);
 	}
-	perf_build_attrs(s);
-	/* per CPU, the events carry the entry from their open (capture.c); its error, if any, is
-	 * sampler_capture_start()'s */
-	if (opts->capture && s->capture.percpu)
-		(void) capture_entry_load(&s->capture);
-	if (opts->capture && opts->capture_spec)
-		s->capture_error = sampler_capture_start(s, opts->capture_spec);
+	attrs_and_capture(s);
 
 	/* ptrace stops and child exits wake the loop through this fd (asked: it blocks SIGCHLD
 	 * on this thread; without it a launched command's exit is seen at the next scan) */

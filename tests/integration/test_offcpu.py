@@ -19,6 +19,11 @@
               30 ms each, 5 rounds: under each function, at least 90% of the weight has its
               reason as the leaf ([wait: recv socket], [wait: poll/epoll/select]), and the
               weight is 5 x 30 ms within 20%.
+--case kinds-attach  the same waits, attached (-p) with the capture: each switch's reason read
+              from the registers the thread entered the kernel with, not its kernel stack
+              (the -v summary says so, every one found), under --off-cpu and --wall; at least
+              90% of each function's weight its reason, the helper thread's in its sleeps and
+              pipe reads.
 --case diff   two --off-cpu runs of it, the second sleeping 3 times as long in nap: hwspy diff
               ranks [wait: sleep] first among the functions that grew.
 --case attach tests/targets/blocked.py's threads, each blocked in its own function before hwspy
@@ -165,6 +170,49 @@ def case_kinds(opts):
               'of 90%% of the weight: %s' % (func, KINDS[func], leaves))
         check(abs(total - 5 * 30e6) <= 0.2 * 5 * 30e6, 'under %s %.1f ms, expected 5 x 30 ms'
               % (func, total / 1e6))
+
+
+REGS = re.compile(r"off-cpu: (\d+) switches' waits named from the registers their thread "
+                  r"entered the kernel with, no kernel stack walked \((\d+) where none were "
+                  r"found\)")
+
+
+def case_kinds_attach(opts):
+    """Attached with the capture, a switch's reason is read from the registers the thread
+    entered the kernel with (no kernel callchain): the same words as case_kinds', and the
+    helper thread's sleeps and pipe reads, under --off-cpu and --wall."""
+    target = os.path.join(opts.targets, 'wait_kinds.py')
+    proc = harness.Process(opts.py.argv + [target, '60'])
+    time.sleep(0.6)     # past its warm-up
+    for flag in ('--off-cpu', '--wall'):
+        run = harness.record(opts, [flag, '-v', '-p', str(proc.pid), '-d', '1.5'],
+                             name=flag[2:])
+        profile = run.expect_profile()
+        m = REGS.search(run.stderr)
+        check(m and int(m.group(1)) > 100 and int(m.group(2)) == 0, '%s: the summary does '
+              'not say the waits were named from the registers, all found: %s' % (
+                  flag, m and m.group(0)))
+        by_func = {f: {} for f in list(KINDS) + ['helper']}
+        for frames, c in profile.stacks:
+            names = [f[0] for f in py_frames(frames)]
+            for func in by_func:
+                if func in names and frames[-1].startswith('[wait: '):
+                    by_func[func][frames[-1]] = by_func[func].get(frames[-1], 0) + c
+        for func, leaves in by_func.items():
+            total = sum(leaves.values())
+            log('%s %s: %.1f ms: %s' % (flag, func, total / 1e6,
+                                        {k: round(v / 1e6, 1) for k, v in leaves.items()}))
+            if func == 'helper':
+                right = sum(v for k, v in leaves.items() if k == '[wait: sleep]' or
+                            REASONS['pipe_wait'].match(k))
+                check(leaves.get('[wait: sleep]') and right >= 0.9 * total, '%s: the helper '
+                      'does not wait in its sleeps and pipe reads: %s' % (flag, leaves))
+                continue
+            # a quarter of each 120 ms round, ~12 rounds
+            check(leaves.get(KINDS[func], 0) >= 0.9 * total >= 0.9 * 0.25 * 1.5e9 * 0.6,
+                  '%s: under %s, %s is not the reason of 90%% of the weight: %s' % (
+                      flag, func, KINDS[func], leaves))
+    proc.quit()
 
 
 def case_diff(opts):
@@ -320,14 +368,15 @@ def case_launch(opts):
 
 
 def test(opts):
-    {'waits': case_waits, 'wall': case_wall, 'kinds': case_kinds, 'diff': case_diff,
+    {'waits': case_waits, 'wall': case_wall, 'kinds': case_kinds,
+     'kinds-attach': case_kinds_attach, 'diff': case_diff,
      'gil': case_gil, 'attach': case_attach, 'launch': case_launch,
      'tree': case_tree}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'diff', 'gil', 'attach',
-                                      'launch', 'tree'], required=True)
+    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'kinds-attach', 'diff', 'gil',
+                                      'attach', 'launch', 'tree'], required=True)
     p.add_argument('--wall-only', action='store_true', help='--case attach: not --off-cpu')
     harness.main(test, p)
