@@ -58,7 +58,8 @@ static const char *const words[HWSPY_L_N] = {
 	L(OFF_CPU_STALE) = "%llu switches off the CPU were read (before the capture started) after "
 		"the thread had run on: their Python stack is [unknown]",
 	L(OFF_CPU_REGS) = "off-cpu: %llu switches' waits named from the registers their thread "
-		"entered the kernel with, no kernel stack walked (%llu where none were found)",
+		"entered the kernel with, no kernel stack walked (%llu unknown: none found there, "
+		"or the sample's record lost)",
 	L(EXACT_CAPTURE) = "exact: %llu Python stacks captured at their sample by BPF, %llu read "
 		"after it (before the capture started, or a thread's first samples)",
 	L(CAPTURE_CUT) = "; %llu captured stacks were deeper than the capture's %d frames: their "

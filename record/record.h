@@ -220,7 +220,8 @@ struct record_stats {
 	uint64_t off_cpu_regs;          /* --off-cpu, --wall, attached with the capture: switches
 	                                 * whose wait was named from the registers the thread
 	                                 * entered the kernel with (no kernel callchain) ... */
-	uint64_t off_cpu_regs_unknown;  /* ... of which none were found ([wait: unknown]) */
+	uint64_t off_cpu_regs_unknown;  /* ... of which none were found, or no record came for the
+	                                 * sample ([wait: unknown]) */
 	uint64_t gil_live;              /* samples whose GIL was read live, not captured ... */
 	uint64_t gil_late;              /* ... of which after the sample, its thread running */
 	uint64_t gil_dropped_free;      /* --gil: samples dropped, the thread not holding it */

@@ -364,9 +364,11 @@ static bool kernel_ip(struct recorder *rec, uint64_t ip, bool *ret_fault, const 
 	return k->named;
 }
 
-/* Where the capture program found the thread (sample_capture.wait, no callchain asked): its
- * system call by number and first argument, a fault (the entry code it came in by a page
- * fault's), the kernel, or not found (*ret_sys NULL). False where it did not look. */
+/* Where the capture program found the thread (sample_capture.wait), for a sample with no
+ * callchain (not asked: a kernel sample's has its context at least): its system call by
+ * number and first argument, a fault (the entry code it came in by a page fault's), the
+ * kernel, or nowhere (*ret_unknown: the registers not found, or no record for the sample).
+ * False where the sample has the callchain. */
 static bool capture_wait(struct recorder *rec, const struct sample *s, char *sys_name,
 			 size_t len, const char **ret_sys, bool *ret_fault, bool *ret_unknown,
 			 long *ret_arg)
@@ -375,12 +377,14 @@ static bool capture_wait(struct recorder *rec, const struct sample *s, char *sys
 	const char *name = NULL;
 	bool fault = false;
 
-	if (s->n_callchain || !c || c->wait == SAMPLE_WAIT_NONE)
+	if (s->n_callchain)
 		return false;
+	*ret_unknown = !c || c->wait == SAMPLE_WAIT_NONE || c->wait == SAMPLE_WAIT_UNKNOWN;
+	if (*ret_unknown)
+		return true;
 	if (c->wait == SAMPLE_WAIT_KERNEL && c->wait_entry && rec->sym)
 		(void) kernel_ip(rec, c->wait_entry, &fault, &name);
 	*ret_fault = c->wait == SAMPLE_WAIT_FAULT || fault;
-	*ret_unknown = c->wait == SAMPLE_WAIT_UNKNOWN;
 	if (c->wait != SAMPLE_WAIT_SYSCALL)
 		return true;
 	name = wait_syscall_name(c->wait_nr);

@@ -173,8 +173,8 @@ def case_kinds(opts):
 
 
 REGS = re.compile(r"off-cpu: (\d+) switches' waits named from the registers their thread "
-                  r"entered the kernel with, no kernel stack walked \((\d+) where none were "
-                  r"found\)")
+                  r"entered the kernel with, no kernel stack walked \((\d+) unknown: none "
+                  r"found there, or the sample's record lost\)")
 
 
 def case_kinds_attach(opts):
