@@ -24,6 +24,12 @@
               (the -v summary says so, every one found), under --off-cpu and --wall; at least
               90% of each function's weight its reason, the helper thread's in its sleeps and
               pipe reads.
+--case faults tests/targets/wait_faults.py: a 32 MiB file read through mmap a page at a time,
+              its pages dropped before each pass (major faults that wait for the disk; the
+              file in the test's directory: skipped, saying so, where that is tmpfs):
+              --off-cpu -v, the reasons from the registers (the fault's entry code), and
+              --nonblocking, from the kernel's callchain: under touch_pages at least 90% of
+              the weight is [wait: page fault (I/O)], over 0.2 s of it (~1.4 s of 2 here).
 --case diff   two --off-cpu runs of it, the second sleeping 3 times as long in nap: hwspy diff
               ranks [wait: sleep] first among the functions that grew.
 --case attach tests/targets/blocked.py's threads, each blocked in its own function before hwspy
@@ -52,7 +58,7 @@ import subprocess
 import time
 
 import harness
-from harness import check, log, py_frames
+from harness import Skip, check, log, py_frames
 
 WAITED = re.compile(r'^waited (.*)$', re.M)
 WALL = re.compile(r'^wall (.*)$', re.M)
@@ -215,6 +221,46 @@ def case_kinds_attach(opts):
     proc.quit()
 
 
+def fs_type(path):
+    """The file system type of the mount that holds path (/proc/mounts' longest match)."""
+    best, kind = '', '?'
+    with open('/proc/mounts') as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and (path + '/').startswith(fields[1].rstrip('/') + '/') and \
+                    len(fields[1]) >= len(best):
+                best, kind = fields[1], fields[2]
+    return kind
+
+
+def case_faults(opts):
+    kind = fs_type(opts.tmp)
+    if kind in ('tmpfs', 'ramfs'):
+        raise Skip('the test directory %s is on %s: its pages are memory, no fault waits '
+                   'for a disk' % (opts.tmp, kind))
+    target = os.path.join(opts.targets, 'wait_faults.py')
+    data = os.path.join(opts.tmp, 'faults.data')
+    for flags in (['--off-cpu', '-v'], ['--off-cpu', '--nonblocking']):
+        run = harness.record(opts, flags + ['--', *opts.py.argv, target, data, '2'],
+                             name=flags[-1][2:])
+        profile = run.expect_profile()
+        if '-v' in flags:
+            m = REGS.search(run.stderr)
+            check(m and int(m.group(2)) == 0, 'the summary does not say the waits were named '
+                  'from the registers, all found: %s' % (m and m.group(0)))
+        leaves = {}
+        for frames, c in profile.stacks:
+            if 'touch_pages' in [f[0] for f in py_frames(frames)]:
+                leaves[frames[-1]] = leaves.get(frames[-1], 0) + c
+        total = sum(leaves.values())
+        fault = leaves.get('[wait: page fault (I/O)]', 0)
+        log('%s: under touch_pages %.1f ms: %s' % (' '.join(flags), total / 1e6, {
+            k: round(v / 1e6, 1) for k, v in leaves.items()}))
+        check(fault >= 0.9 * total and fault >= 0.2e9, '%s: under touch_pages, [wait: page '
+              'fault (I/O)] is not 90%% of the weight, nor 0.2 s: %s' % (' '.join(flags),
+                                                                        leaves))
+
+
 def case_diff(opts):
     target = os.path.join(opts.targets, 'wait_phases.py')
     runs = []
@@ -369,14 +415,15 @@ def case_launch(opts):
 
 def test(opts):
     {'waits': case_waits, 'wall': case_wall, 'kinds': case_kinds,
-     'kinds-attach': case_kinds_attach, 'diff': case_diff,
+     'kinds-attach': case_kinds_attach, 'faults': case_faults, 'diff': case_diff,
      'gil': case_gil, 'attach': case_attach, 'launch': case_launch,
      'tree': case_tree}[opts.case](opts)
 
 
 if __name__ == '__main__':
     p = harness.parser(__doc__)
-    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'kinds-attach', 'diff', 'gil',
-                                      'attach', 'launch', 'tree'], required=True)
+    p.add_argument('--case', choices=['waits', 'wall', 'kinds', 'kinds-attach', 'faults',
+                                      'diff', 'gil', 'attach', 'launch', 'tree'],
+                   required=True)
     p.add_argument('--wall-only', action='store_true', help='--case attach: not --off-cpu')
     harness.main(test, p)
