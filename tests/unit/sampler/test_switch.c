@@ -1,7 +1,7 @@
 /*
  * capture_prog.c's read_switch_regs() and capture.c's switch_wait(), live: a sampler with
  * opts.off_cpu and the capture from its start (no kernel callchain asked) on a forked child
- * whose main thread, in turn, blocks in a read of a pipe (a grandchild writes to it each ms),
+ * whose main thread, in turn, blocks in a read of a pipe (another child writes to it each ms),
  * in nanosleep, and in a page fault (a userfaultfd page its other thread fills after 0.5 ms):
  * each switch sample's capture says where the thread was from the registers it entered the
  * kernel with: the read with its fd, nanosleep with its timespec's address (the same in the
@@ -40,6 +40,7 @@
 #define NAP_NS 200000
 #define FAULT_DELAY_US 500
 #define RUN_NS 1500000000ULL
+#define ENTRIES 16
 
 static const struct timespec nap = { 0, NAP_NS };
 static int pipe_r = -1, uffd = -1;
@@ -54,9 +55,10 @@ static const struct sampler_capture_spec spec = {
 struct seen {
 	pid_t main_tid;
 	size_t samples, uncaptured, unknown, kernel;
-	size_t reads, naps, faults;             /* the main thread's, as made; a fault: in the
-	                                         * kernel by entry (the first one seen) */
-	uint64_t entry;
+	size_t reads, naps, faults;             /* the main thread's, as made; faults: FRED's, or
+	                                         * in the kernel by its most frequent entry */
+	uint64_t entries[ENTRIES];              /* the main thread's in the kernel by an entry: */
+	size_t by_entry[ENTRIES];               /* ... how many by each (the rest: kernel) */
 	size_t other_main;                      /* the main thread's other syscalls, but
 	                                         * madvise (which may be preempted) */
 	long other_nr;
@@ -76,17 +78,23 @@ static void on_sample(void *ctx, const struct sample *smp)
 		return;
 	}
 	v->unknown += c->wait == SAMPLE_WAIT_UNKNOWN;
-	v->kernel += c->wait == SAMPLE_WAIT_KERNEL;
 	if (smp->tid != v->main_tid) {
+		v->kernel += c->wait == SAMPLE_WAIT_KERNEL;
 		v->helper += c->wait == SAMPLE_WAIT_SYSCALL;
 		return;
 	}
-	if (c->wait == SAMPLE_WAIT_KERNEL && c->wait_entry && !v->entry)
-		v->entry = c->wait_entry;
-	if (c->wait == SAMPLE_WAIT_FAULT || (c->wait == SAMPLE_WAIT_KERNEL && c->wait_entry &&
-					     c->wait_entry == v->entry)) {
-		v->faults++;
-		v->kernel -= c->wait == SAMPLE_WAIT_KERNEL;
+	v->faults += c->wait == SAMPLE_WAIT_FAULT;
+	if (c->wait == SAMPLE_WAIT_KERNEL) {
+		size_t k = 0;
+
+		while (k < ENTRIES && v->entries[k] && v->entries[k] != c->wait_entry)
+			k++;
+		if (k < ENTRIES && c->wait_entry) {
+			v->entries[k] = c->wait_entry;
+			v->by_entry[k]++;
+		} else {
+			v->kernel++;
+		}
 	}
 	if (c->wait != SAMPLE_WAIT_SYSCALL)
 		return;
@@ -206,6 +214,7 @@ static void run(bool late)
 	int p[2], ready[2], r_new, r_run = -1, status, e = 0;
 	bool faults, regs = false, chain = true;
 	pid_t pid, wpid;
+	size_t top = 0;
 	char byte = 0;
 
 #if !defined(__x86_64__)
@@ -260,6 +269,13 @@ static void run(bool late)
 		sampler_stop(s);
 		sampler_free(s);
 	}
+	/* the faults' entry: the most frequent; the others' samples in the kernel otherwise */
+	for (size_t k = 0; k < ENTRIES; k++)
+		if (v.by_entry[k] > v.by_entry[top])
+			top = k;
+	v.faults += v.by_entry[top];
+	for (size_t k = 0; k < ENTRIES; k++)
+		v.kernel += k == top ? 0 : v.by_entry[k];
 	(void) kill(pid, SIGKILL);
 	(void) kill(wpid, SIGKILL);
 	(void) waitpid(pid, &status, 0);
@@ -274,10 +290,10 @@ static void run(bool late)
 	/* ~1000 rounds a second: each wait many times, named as made */
 	assert_true(v.reads >= 100 && v.naps >= 100);
 	assert_true(!faults || (v.faults >= 100 && v.helper >= 100));
-	if (faults && v.entry) {
+	if (faults && v.by_entry[top]) {
 		char name[256];
 
-		if (kernel_function(v.entry, name, sizeof(name))) {
+		if (kernel_function(v.entries[top], name, sizeof(name))) {
 			fprintf(stderr, "# the faults' entry: %s\n", name);
 			assert_true(!strcmp(name, "asm_exc_page_fault") ||
 				    !strcmp(name, "page_fault") || !strcmp(name, "async_page_fault"));
