@@ -217,7 +217,7 @@ struct record_stats {
 	                                 * each read where it waits (a sample at the start) */
 	uint64_t off_cpu_stale;         /* --off-cpu, capture mode: switch-outs read after their
 	                                 * sample (before the capture started), kept as [unknown] */
-	uint64_t off_cpu_regs;          /* --off-cpu, --wall, attached with the capture: switches
+	uint64_t off_cpu_regs;          /* --off-cpu, --wall with the capture (x86-64): switches
 	                                 * whose wait was named from the registers the thread
 	                                 * entered the kernel with (no kernel callchain) ... */
 	uint64_t off_cpu_regs_unknown;  /* ... of which none were found, or no record came for the

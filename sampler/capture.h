@@ -133,9 +133,9 @@ enum {
 };
 
 /* Where a thread that left the CPU was (a switch sample's capture, where the program looks:
- * opts.off_cpu or opts.wall on x86-64, the capture started with the sampler): from the
- * registers it entered the kernel with, which the program reads at the top of its kernel
- * stack */
+ * opts.off_cpu or opts.wall with opts.capture on x86-64, a program of this alone until a spec
+ * is given): from the registers it entered the kernel with, which the program reads at the
+ * top of its kernel stack */
 enum {
 	SAMPLE_WAIT_NONE,               /* not looked at (no switch, or no such program) */
 	SAMPLE_WAIT_SYSCALL,            /* in system call wait_nr, its first argument wait_arg */

@@ -904,13 +904,13 @@ static void record_start(struct prog *p, const struct sampler_capture_spec *spec
 	ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
 	stx(p, BPF_DW, R7, R1, REC_AT(period));
 	st(p, BPF_DW, R7, REC_AT(head), 0);
-	st(p, BPF_W, R7, REC_AT(regs_found), 0);
-	st(p, BPF_W, R7, REC_AT(regs_syscall), 0);
 	if (switch_regs) {
 		/* a switch off the CPU: where the thread waits; no GIL nor GC word, which no
 		 * switch's sample uses (record/sample.c) */
 		struct fixup not_switch[2], done;
 
+		st(p, BPF_W, R7, REC_AT(regs_found), 0);
+		st(p, BPF_W, R7, REC_AT(regs_syscall), 0);
 		ldx(p, BPF_DW, R1, R6, CTX_PERIOD);
 		not_switch[0] = jump_imm(p, BPF_JNE, R1, 1);
 		ldx(p, BPF_DW, R1, R6, PT_SP);

@@ -87,13 +87,16 @@ static void build_switch_attr(struct sampler *s)
 		 * first open): --wall's losses told apart from those on the CPU */
 		.read_format = PERF_FORMAT_LOST,
 	};
-	if (!s->capture.switch_regs) {         /* see sampling_fields() */
-		a->sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER;
+	/* why it waits: the callchain and the user registers, or the capture's record (see
+	 * sampling_fields()); the registers for the stack's unwinding too */
+	if (!s->capture.switch_regs)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (!s->capture.switch_regs || o->switch_stack_size) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER;
 		a->sample_regs_user = o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG;
 	}
 	if (o->switch_stack_size) {
-		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		a->sample_regs_user = o->regs_user_mask | 1ull << SAMPLER_OFF_CPU_ARG_REG;
+		a->sample_type |= PERF_SAMPLE_STACK_USER;
 		a->sample_stack_user = o->switch_stack_size;
 	}
 	s->attrs[0].sample_type |= PERF_SAMPLE_IDENTIFIER;
