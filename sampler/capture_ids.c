@@ -123,12 +123,11 @@ void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
 	size_t stride = capture_node_stride(sp), slot = capture_names_stride(sp);
 	uint64_t check;
 
-	/* those sent first: a table that grows moves the extras it holds */
-	for (size_t k = 0; k < n; k++) {
+	/* those sent first (in their slot: only a node with one can be): a table that grows
+	 * moves the extras it holds */
+	for (size_t k = 0; k < n && k < n_names; k++) {
 		memcpy(&check, nodes + k * stride + body, 8);
-		c->ident[k] = NULL;
-		/* sent: in its slot, unless the names area was lost */
-		if ((check & 1) && k < n_names) {
+		if (check & 1) {
 			c->ident[k] = names + k * slot;
 			ids_put(c, check, c->ident[k], slot);
 		}
@@ -138,8 +137,11 @@ void capture_idents(struct sampler *s, const unsigned char *nodes, size_t n,
 	 * identity bytes again, say a module imported anew, had none to be named by) */
 	for (size_t k = 0; k < n; k++) {
 		memcpy(&check, nodes + k * stride + body, 8);
-		if (check & 1)
+		if (check & 1) {
+			if (k >= n_names)
+				c->ident[k] = NULL;     /* sent, but its names area was lost */
 			continue;
+		}
 		/* 0: the tail's (none read) */
 		c->ident[k] = check ? ids_get(c, check | 1, slot) : NULL;
 		s->stats.capture_ids_missed += check && !c->ident[k];
