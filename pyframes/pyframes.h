@@ -303,6 +303,9 @@ struct pyframes_capture_spec {
 	} versions_kind;
 	bool stacked;           /* a caller's frame most often lies just below its callee's
 	                         * (3.11+: in the thread's stack chunks; before: allocated so) */
+	/* 0, or (3.12+) a frame whose owner byte, at shim_at in its bytes, is at least shim_min
+	 * is a shim (an eval-loop entry's frame on the C stack): no code, never named */
+	uint32_t shim_at, shim_min;
 };
 
 /* The spec for this target's CPython. 0, or -EINVAL: its frames cannot fit

@@ -387,6 +387,10 @@ struct pyframes {
 	uint64_t versions_at;
 	uint32_t pthread_tid_off;   /* offset of tid in struct pthread, 0 = unknown */
 	uint32_t frame_len;         /* bytes of a frame the walker reads (frame_read_len) */
+	/* the capture spec's parts the layout alone makes (walk.c's layout_spec()), or the error
+	 * it gave: pyframes_capture_spec() adds the code versions' word */
+	struct pyframes_capture_spec spec;
+	int spec_error;
 	bool verify;                /* check a walk over a running thread (walk.c, verify_chain) */
 	struct tid_slot tids[TID_SLOTS];
 	/* a verified walk: each frame it read (the innermost PF_MAX_DEPTH), its caller link and

@@ -62,6 +62,9 @@ static uint32_t frame_read_len(const struct py_layout *l)
 	return max_u32(n, max_u32(field_end(l->fr_owner, 1), field_end(l->fr_is_entry, 1)));
 }
 
+static int layout_spec(const struct py_layout *l, uint32_t frame_len,
+		       struct pyframes_capture_spec *ret);
+
 int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layout *l,
 			     uint64_t runtime_addr, uint64_t code_type, pid_t pid,
 			     struct pyframes **ret)
@@ -85,6 +88,7 @@ int pyframes_new_from_layout(const struct remote_mem *mem, const struct py_layou
 	pf->info.minor = l->minor;
 	pf->info.runtime_addr = runtime_addr;
 	pf->frame_len = frame_read_len(l);
+	pf->spec_error = layout_spec(l, pf->frame_len, &pf->spec);
 	r = pf_mem_init(&pf->mem, mem, &pf->stats.remote_reads);
 	if (r < 0)
 		goto fail;
@@ -777,12 +781,14 @@ static void capture_extras(const struct py_layout *l, struct pyframes_capture_sp
 	sp->n_extras = n + 2;
 }
 
-int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spec *ret)
+/* The spec's parts that follow from the layout alone (pyframes_new_from_layout() keeps them in
+ * pf->spec, so that no walk builds them again): 0 or -EINVAL. */
+static int layout_spec(const struct py_layout *l, uint32_t frame_len,
+		       struct pyframes_capture_spec *ret)
 {
-	const struct py_layout *l = &pf->layout;
-	uint32_t bytes = round8(pf->frame_len);
-	uint64_t interp;
+	uint32_t bytes = round8(frame_len);
 
+	memset(ret, 0, sizeof(*ret));
 	/* a whole _PyInterpreterFrame where it fits; else (and for a PyFrameObject, far larger)
 	 * the fields the walker reads */
 	if (l->frames == PY_FRAMES_INTERP && round8(l->fr_size) <= PYFRAMES_CAPTURE_FRAME_MAX &&
@@ -804,8 +810,23 @@ int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spe
 	 * just below its callee's (measured on 3.8: 60 nested calls' frames on 11 pages) */
 	ret->stacked = true;
 	capture_extras(l, ret);
-	ret->versions_at = 0;
 	ret->versions_kind = PYFRAMES_VERSIONS_NEXT32;
+	if (l->owner_cstack_min != PF_NONE && l->fr_owner != PF_NONE && l->owner_cstack_min > 0 &&
+	    l->owner_cstack_min <= 255) {
+		ret->shim_at = l->fr_owner;
+		ret->shim_min = l->owner_cstack_min;
+	}
+	return 0;
+}
+
+int pyframes_capture_spec(const struct pyframes *pf, struct pyframes_capture_spec *ret)
+{
+	const struct py_layout *l = &pf->layout;
+	uint64_t interp;
+
+	if (pf->spec_error < 0)
+		return pf->spec_error;
+	*ret = pf->spec;
 	if (ret->unique_at && pf->versions_at) {
 		ret->versions_at = pf->versions_at;
 	} else if (ret->unique_at && l->is_code_gen && pf_main_interp(pf, &interp) == 0) {
@@ -824,27 +845,58 @@ static struct pf_memo *memo_of(struct pyframes *pf, pid_t tid)
 	return NULL;
 }
 
+/* Whether capture node k's slot in the names area holds its names (not left out: its code's
+ * address read, where a node whose code the ring's records carried before has 0). */
+static bool node_named(const struct pyframes_capture *cap, size_t k)
+{
+	uint64_t addr;
+
+	if (!cap->names || !cap->names_stride || k >= cap->n_names)
+		return false;
+	memcpy(&addr, cap->names + k * cap->names_stride, sizeof(addr));
+	return addr != 0;
+}
+
+/* Whether capture node k is a shim (3.12+: an eval-loop entry's frame on the C stack), whose
+ * owner and caller link alone a walk reads (walk_interp_frames()). */
+static bool node_is_shim(const struct pyframes *pf, const struct pyframes_capture *cap, size_t k)
+{
+	const struct py_layout *l = &pf->layout;
+
+	return l->owner_cstack_min != PF_NONE && l->fr_owner != PF_NONE &&
+	       cap->nodes[k * cap->stride + 8 + l->fr_owner] >= l->owner_cstack_min;
+}
+
 /* The memo of the captured walk w begins (cap->tid's), if its capture shares nodes with it. */
 static void memo_find(struct pyframes *pf, struct walk *w, size_t max)
 {
 	const struct pyframes_capture *cap = w->cap;
 	const struct pf_memo *m;
-	size_t shared = 0, first = 0, count;
+	size_t shared = 0, first = 0, count, most;
 
-	if (!cap->tid || cap->n == 0 || cap->n > PF_MEMO_MAX)
+	if (!cap->tid || cap->n == 0 || cap->n > PF_MEMO_MAX || !cap->nodes ||
+	    cap->stride < 8 + (size_t) pf->spec.frame_bytes)
 		return;
 	m = memo_of(pf, cap->tid);
 	if (!m || m->clears != pf->stats.code_cache_clears ||
 	    m->misses != pf->stats.code_cache_misses || m->code_type != pf->code_type ||
 	    m->stride != cap->stride || m->ident_at != w->ident_at)
 		return;
-	while (shared < cap->n && shared < m->n_nodes &&
+	most = cap->n < m->n_nodes ? cap->n : m->n_nodes;
+	/* most often every node but the innermost: one comparison (not one a node) */
+	if (most > 1 && memcmp(cap->nodes + (cap->n - most + 1) * cap->stride,
+			       m->nodes + (m->n_nodes - most + 1) * m->stride,
+			       (most - 1) * cap->stride) == 0)
+		shared = most - 1;
+	while (shared < most &&
 	       memcmp(cap->nodes + (cap->n - 1 - shared) * cap->stride,
 		      m->nodes + (m->n_nodes - 1 - shared) * m->stride, cap->stride) == 0)
 		shared++;
-	/* a node with names of its own (its code new to the thread's capture): walked */
-	if (cap->names_stride && cap->n_names > cap->n - shared)
-		shared = cap->n - (cap->n_names < cap->n ? cap->n_names : cap->n);
+	/* a node with names of its own (its code new to the thread's capture) is walked; not a
+	 * shim, whose names no walk reads (3.13+ sends a C-stack entry frame's every time) */
+	for (size_t k = cap->n - shared; k < cap->n && k < cap->n_names; k++)
+		if (node_named(cap, k) && !node_is_shim(pf, cap, k))
+			shared = cap->n - k - 1;
 	if (shared == 0)
 		return;
 	first = cap->n - shared;
@@ -916,8 +968,13 @@ static int overlay_nodes(struct pyframes *pf, const struct pyframes_capture *cap
 			 const struct pyframes_capture_spec *spec, const uint32_t *extra_len,
 			 const struct pf_names *names)
 {
+	struct pf_names first = *names;
+
+	/* the slots of those nodes alone (a memo's shared nodes may have names: a shim's) */
+	if (first.n > n)
+		first.n = n;
 	return pf_mem_overlay_set(&pf->mem, cap->nodes, n, cap->stride, spec->frame_bytes,
-				  extra_len, cap->n_extras, cap->names_stride ? names : NULL);
+				  extra_len, cap->n_extras, cap->names_stride ? &first : NULL);
 }
 
 int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_capture *cap,
@@ -925,7 +982,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 				   struct pyframes_cut *ret_cut)
 {
 	struct walk w = { .pf = pf, .out = ret_frames, .max = max, .power = 1 };
-	struct pyframes_capture_spec spec;
+	const struct pyframes_capture_spec *spec = &pf->spec;
 	uint32_t extra_len[PYFRAMES_CAPTURE_MAX_EXTRAS];
 	struct pf_names names;
 	size_t n_over;
@@ -934,36 +991,35 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 	*ret_n = 0;
 	if (ret_cut)
 		*ret_cut = (struct pyframes_cut) { 0 };
-	r = pyframes_capture_spec(pf, &spec);
-	if (r < 0)
-		return r;
-	if (cap->n_extras && cap->n_extras != spec.n_extras)
+	if (pf->spec_error < 0)
+		return pf->spec_error;
+	if (cap->n_extras && cap->n_extras != spec->n_extras)
 		return -EINVAL;
 	for (size_t i = 0; i < cap->n_extras; i++)
-		extra_len[i] = spec.extra[i].len;
-	names = (struct pf_names) { cap->names, cap->n_names, cap->names_stride, spec.n_identity,
+		extra_len[i] = spec->extra[i].len;
+	names = (struct pf_names) { cap->names, cap->n_names, cap->names_stride, spec->n_identity,
 				    cap->ident };
 	if ((cap->names_stride || cap->ident) &&
-	    (!cap->names_stride || cap->n_extras != spec.n_extras || spec.n_identity == 0 ||
-	     spec.n_identity >= spec.n_extras))
+	    (!cap->names_stride || cap->n_extras != spec->n_extras || spec->n_identity == 0 ||
+	     spec->n_identity >= spec->n_extras))
 		return -EINVAL;
 	/* each node's code identity, its first pieces, where the node itself holds them */
-	if (spec.n_identity && cap->n_extras >= spec.n_identity) {
+	if (spec->n_identity && cap->n_extras >= spec->n_identity) {
 		/* the code's pieces (the first ones; the strings' after them) */
 		pf->ident_layout.n = 0;
-		for (uint32_t i = 0; i < spec.n_identity && spec.extra[i].from == pf->layout.fr_code;
+		for (uint32_t i = 0; i < spec->n_identity && spec->extra[i].from == pf->layout.fr_code;
 		     i++) {
-			pf->ident_layout.off[i] = spec.extra[i].off;
-			pf->ident_layout.len[i] = spec.extra[i].len;
+			pf->ident_layout.off[i] = spec->extra[i].off;
+			pf->ident_layout.len[i] = spec->extra[i].len;
 			pf->ident_layout.n++;
 		}
 		w.cap = cap;
-		w.ident_at = cap->ident ? 0 : 8 + spec.frame_bytes;    /* 0: by pointer */
+		w.ident_at = cap->ident ? 0 : 8 + spec->frame_bytes;    /* 0: by pointer */
 		memo_find(pf, &w, max);
 	}
 	/* a walk that will splice at node splice_from reads no node past it */
 	n_over = w.memo ? w.splice_from + 1 : cap->n;
-	r = overlay_nodes(pf, cap, n_over, &spec, extra_len, &names);
+	r = overlay_nodes(pf, cap, n_over, spec, extra_len, &names);
 	if (r < 0)
 		return r;
 	pf->stats.walks++;
@@ -975,7 +1031,7 @@ int pyframes_thread_stack_captured(struct pyframes *pf, const struct pyframes_ca
 		uint64_t id = w.id;
 
 		pf_mem_overlay_clear(&pf->mem);
-		r = overlay_nodes(pf, cap, cap->n, &spec, extra_len, &names);
+		r = overlay_nodes(pf, cap, cap->n, spec, extra_len, &names);
 		if (r < 0)
 			return r;
 		w = (struct walk) { .pf = pf, .out = ret_frames, .max = max, .power = 1,

@@ -147,7 +147,8 @@ static bool same_spec(const struct pyframes_capture_spec *a, const struct pyfram
 {
 	if (a->head_off1 != b->head_off1 || a->head_off2 != b->head_off2 ||
 	    a->frame_bytes != b->frame_bytes || a->next_off != b->next_off ||
-	    a->n_extras != b->n_extras || a->n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS)
+	    a->n_extras != b->n_extras || a->n_extras > PYFRAMES_CAPTURE_MAX_EXTRAS ||
+	    a->shim_at != b->shim_at || a->shim_min != b->shim_min)
 		return false;
 	for (uint32_t i = 0; i < a->n_extras; i++)
 		if (a->extra[i].from != b->extra[i].from || a->extra[i].off != b->extra[i].off ||

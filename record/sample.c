@@ -186,6 +186,8 @@ int record_capture_spec(const struct recorder *rec, struct sampler_capture_spec 
 		.n_identity = ps.n_identity,
 		.unique_at = ps.unique_at,
 		.stacked = ps.stacked,
+		.shim_at = ps.shim_at,
+		.shim_min = ps.shim_min,
 	};
 	for (uint32_t i = 0; i < ps.n_extras; i++)
 		ret->extra[i] = (struct sampler_capture_extra) {

@@ -100,6 +100,11 @@ struct sampler_capture_spec {
 		SAMPLER_VERSION_FREED64,
 	} version_kind;
 	bool stacked;
+	/* shim_min 0: none. Else a split spec's node whose byte at shim_at (< node_bytes) is at
+	 * least shim_min (<= 255) has no code (CPython 3.12+'s eval-loop entry frame on the C
+	 * stack, its "code" never known): its check 0 and its slot's addresses 0, as a tail
+	 * node's, no identity read and no names sent */
+	uint32_t shim_at, shim_min;
 };
 #define SAMPLER_CAPTURE_SEARCH 32
 

@@ -1091,6 +1091,7 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	uint32_t n_id = spec->n_identity;
 	bool split = capture_split(spec);
 	bool names_once = split && c->known_fd >= 0 && c->epoch_fd >= 0;
+	struct fixup code, shim = { SIZE_MAX };
 
 	mov_reg(p, R6, R7);                               /* r6 = the node in the record */
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R6, R9, 0, 0);
@@ -1118,8 +1119,19 @@ static void node_body(struct prog *p, const struct sampler_capture_spec *spec,
 	mov_reg(p, R4, R7);
 	emit(p, BPF_ALU64 | BPF_ADD | BPF_X, R4, R1, 0, 0);
 	stx(p, BPF_DW, R10, R4, SLOT_PTR_AT);
+	if (spec->shim_min) {
+		/* a shim: its check 0, its slot's addresses 0 (names_end stays), nothing read */
+		ldx(p, BPF_B, R1, R6, (int16_t) (8 + spec->shim_at));
+		code = jump_imm(p, BPF_JLT, R1, (int32_t) spec->shim_min);
+		st(p, BPF_DW, R6, (int16_t) (8 + spec->node_bytes), 0);
+		for (uint32_t i = 0; i < spec->n_extras; i++)
+			st(p, BPF_DW, R4, (int16_t) (extra_at(spec, i) - spec->node_bytes), 0);
+		shim = jump_imm(p, BPF_JA, 0, 0);
+		land(p, code);
+	}
 	copy_names(p, spec, n_id, names_once ? c->known_fd : -1, reuse,
 		   reuse && capture_caches_codes(c, spec, true));
+	land(p, shim);
 	ldx(p, BPF_DW, R1, R10, SLOT_AT);
 	add_imm(p, R1, (int32_t) capture_names_stride(spec));
 	stx(p, BPF_DW, R10, R1, SLOT_AT);
@@ -1433,6 +1445,8 @@ bool capture_spec_ok(const struct sampler_capture_spec *spec)
 		if (spec->unique_at % 4 || k == spec->n_identity || k == spec->n_extras)
 			return false;
 	}
+	if (spec->shim_min && (spec->shim_min > 255 || spec->shim_at >= spec->node_bytes))
+		return false;
 	if (spec->search_at &&
 	    !(spec->search_list_off < 65536 && spec->search_next_off < 65536 &&
 	      spec->search_id_off1 < 65536 &&

@@ -1597,6 +1597,48 @@ static void captured_split_cases(int minor)
 	world_free(&w);
 }
 
+/* A thread's split captures whose shim's names come every time (3.13+ sends a C-stack entry
+ * frame's, its "code" never known): the nodes past it are still taken from the memo, as the
+ * whole capture names them; a frame's names sent there again are not. */
+static void captured_split_shim_cases(int minor)
+{
+	struct world w;
+	struct py_frame whole[8], out[8];
+	unsigned char nodes[8 * PYFRAMES_CAPTURE_STRIDE_MAX], compact[8 * PYFRAMES_CAPTURE_STRIDE_MAX];
+	const unsigned char *ident[8];
+	struct pyframes_capture x, cap;
+	struct pyframes_capture_spec s;
+	uint64_t fr[3], co[3], spliced, none = 0, sent[4];
+	size_t n, n_whole;
+
+	world_init(&w, minor);
+	s = spec_of(&w);
+	assert_int_equal(chain3_shim(&w, fr, co), 4);   /* f0, f1, the shim, f2 */
+	x = capture_x(&w, nodes, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &x, whole, 8, &n_whole, NULL), 0);
+	cap = split_capture(&x, &s, compact, ident);
+	cap.tid = TID;
+	for (size_t k = 0; k < 4; k++)
+		memcpy(&sent[k], cap.names + k * cap.names_stride, 8);
+	assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+	/* every names slot left out (address 0) but the shim's */
+	for (size_t k = 0; k < 4; k++)
+		if (k != 2)
+			memcpy(nodes + k * x.stride + (size_t) (cap.names - x.nodes), &none, 8);
+	assert_true(sent[2] != 0 && sent[3] != 0);
+	for (int i = 0; i < 3; i++) {
+		spliced = w.pf->memo_spliced;
+		/* the last time, the outermost frame's names sent again too */
+		if (i == 2)
+			memcpy(nodes + 3 * x.stride + (size_t) (cap.names - x.nodes), &sent[3], 8);
+		assert_int_equal(pyframes_thread_stack_captured(w.pf, &cap, out, 8, &n, NULL), 0);
+		assert_int_equal(n, n_whole);
+		assert_frames_equal(out, whole, n);
+		assert_true(i < 2 ? w.pf->memo_spliced > spliced : w.pf->memo_spliced == spliced);
+	}
+	world_free(&w);
+}
+
 /* Whether node k of captures a and b (capture_x()'s) holds the same identity extras. */
 static bool ident_same(const struct pyframes_capture_spec *s, const struct pyframes_capture *a,
 		       const struct pyframes_capture *b, size_t k)
@@ -1672,6 +1714,7 @@ static void test_captured_split(void **state)
 	captured_split_cases(10);
 	captured_split_cases(11);
 	captured_split_cases(12);
+	captured_split_shim_cases(12);
 	captured_rename_cases(8);
 	captured_rename_cases(10);
 	captured_rename_cases(11);

@@ -96,12 +96,13 @@ enum { GC_NONE, GC_COLLECTING, GC_IDLE, GC_UNREADABLE, GC_TORN };
  * reuse one (copied from the sample's read of the same address), and changes payload 0
  * (SIGUSR1);
  * NAMES_UNIQUE makes the low half of w[2] the spec's unique word, 0 in payload 3;
+ * NAMES_SHIM too, and nodes 3 and 4 shims (the spec's shim byte, a's lowest, at least 9);
  * NAMES_VERSION too, none 0, with the spec's version word (versions, of version_kind,
  * starting at version_start), changes node 1's code (SIGUSR1) without moving the word, then
  * moves it (SIGUSR2), as a new code (or a code freed) would; NAMES_VERSION_UNREADABLE the
  * same with the word's address unmapped. */
 enum { NAMES_EVERY, NAMES_ONCE, NAMES_CHANGE, NAMES_MOVE, NAMES_FAIL, NAMES_RESTART,
-       NAMES_REUSE, NAMES_UNIQUE, NAMES_VERSION, NAMES_VERSION_UNREADABLE };
+       NAMES_REUSE, NAMES_UNIQUE, NAMES_SHIM, NAMES_VERSION, NAMES_VERSION_UNREADABLE };
 static int names_mode;
 static volatile uint64_t versions, version_start;
 static int version_kind;
@@ -314,6 +315,17 @@ static void test_capture_specs(void **state)
 		/* and the GC's flag */
 		sp.gc_at = with_gil[i % 2].gil_at + 200;
 		assert_int_equal(capture_load(&c, &sp), 0);
+		/* and the shims (3.12's owner byte): a byte past the node's, a minimum over a
+		 * byte's, refused */
+		sp.shim_at = 46;
+		sp.shim_min = 3;
+		assert_int_equal(capture_load(&c, &sp), 0);
+		sp.shim_at = sp.node_bytes;
+		assert_int_equal(capture_load(&c, &sp), -EINVAL);
+		sp.shim_at = 46;
+		sp.shim_min = 256;
+		assert_int_equal(capture_load(&c, &sp), -EINVAL);
+		sp.shim_min = 3;
 		c.percpu = false;
 		assert_int_equal(capture_load(&c, &sp), 0);
 		capture_close(&c);
@@ -379,7 +391,8 @@ static void child(size_t len, size_t bad_at, int search, int gil_mode, int gc_mo
 		NODE(i).next = i + 1 < len ? (struct node *) &NODE(i + 1) : NULL;
 		tags[i] = 0x7a90000u + i;
 		payloads[i].w[1] = (uintptr_t) &tags[i] | 3;
-		payloads[i].w[2] = names_mode == NAMES_UNIQUE && i == 3 ? 0 : 0xfeed0000u + i;
+		payloads[i].w[2] = (names_mode == NAMES_UNIQUE || names_mode == NAMES_SHIM) &&
+				   i == 3 ? 0 : 0xfeed0000u + i;
 		NODE(i).payload = i == 2 ? NULL : unreadable(i) ? (struct payload *) (uintptr_t) 0x10 :
 				   &payloads[payload_of(i)];
 	}
@@ -420,6 +433,8 @@ struct seen {
 	size_t names_carried, names_left; /* nodes with a code: its name in the record, or not */
 	size_t tail;                    /* names once: nodes past SAMPLER_CAPTURE_MAX_NODES, as a
 	                                 * tail's (check 0, no identity, no names) */
+	size_t shims;                   /* NAMES_SHIM: shim nodes as a tail's */
+	size_t n_names_max;             /* the most nodes a record's names area covered */
 	bool changed_seen;              /* node 1's changed code (NAMES_CHANGE) */
 	bool changed_unmoved;           /* ... seen before the version word moved (NAMES_VERSION) */
 	bool node_changed_seen;         /* ... and its changed bytes */
@@ -509,6 +524,8 @@ static void on_sample(void *ctx, const struct sample *smp)
 	if (names_mode != NAMES_EVERY &&
 	    v->s->capture.held_len_used > CAPTURE_HDR + c->n * R_NODE + 8)
 		v->sent_ok = false;
+	if (c->n_names > v->n_names_max)
+		v->n_names_max = c->n_names;
 	if (c->n < v->n_min)
 		v->n_min = c->n;
 	if (c->n > v->n_max)
@@ -531,6 +548,13 @@ static void on_sample(void *ctx, const struct sample *smp)
 		static const unsigned char none[24];
 
 		p += 8 + sizeof(struct node);
+		if (names_mode == NAMES_SHIM && i >= 3) {
+			if (pf64(p) == 0 && !c->ident[i] && i >= c->n_names)
+				v->shims++;
+			else
+				v->extras_ok = false;
+			continue;
+		}
 		if (names_mode != NAMES_EVERY && i >= SAMPLER_CAPTURE_MAX_NODES) {
 			if (pf64(p) == 0 && !c->ident[i] && i >= c->n_names)
 				v->tail++;
@@ -621,8 +645,12 @@ static void run_child(size_t len, size_t bad_at, bool late_root, bool late_start
 	sp.n_identity = names_mode != NAMES_EVERY;
 	sp.extra[0].reuse = names_mode == NAMES_REUSE;
 	/* w[2]'s low half: extra 0's bytes (w[1], w[2]) past its address */
-	sp.unique_at = names_mode == NAMES_UNIQUE || names_mode >= NAMES_VERSION ?
+	sp.unique_at = names_mode == NAMES_UNIQUE || names_mode >= NAMES_SHIM ?
 		       sizeof(struct node) + 8 + 8 : 0;
+	if (names_mode == NAMES_SHIM) {
+		sp.shim_at = offsetof(struct node, a);
+		sp.shim_min = 9;                /* a = i x 3: nodes 3 and 4 */
+	}
 	sp.version_at = names_mode == NAMES_VERSION ? (uintptr_t) &versions :
 			names_mode == NAMES_VERSION_UNREADABLE ? 4096 : 0;
 	sp.version_kind = version_kind;
@@ -886,6 +914,16 @@ static void test_capture_names_once(void **state)
 	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
 	names_mode = NAMES_EVERY;
 	assert_int_equal(v.names_carried, 2 + v.captured);
+	assert_int_equal(v.names_left, 2 * (v.captured - 1));
+	/* ... that code a shim's (CPython's eval-loop entry frame: no code to name): nodes 3
+	 * and 4 carry no check, identity or names, and no record a names area past node 2's
+	 * slot; the others' once */
+	names_mode = NAMES_SHIM;
+	run_child(5, SIZE_MAX, false, false, 0, GIL_NONE, GC_NONE, &v);
+	names_mode = NAMES_EVERY;
+	assert_int_equal(v.shims, 2 * v.captured);
+	assert_true(v.n_names_max <= 3);
+	assert_int_equal(v.names_carried, 2);
 	assert_int_equal(v.names_left, 2 * (v.captured - 1));
 	/* the version word: with bpf_loop, a code's identity is read once while the word stays
 	 * (the changed code's is not seen, its old check sent), again once it moves (and,
