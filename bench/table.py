@@ -10,6 +10,9 @@ bottom of DEPTH distinct frames), and
                library's DWARF read at its first sample there: 0.3-0.5 s of CPU for libc's),
                and the row says how many were
   fixed part   F in CPU/s = F + c x samples/s, fitted over the 100 Hz and the 1 kHz cases
+  interpreters the 1 kHz case again on 3.11 and Debian's 3.13 and 3.14 (their shims and code
+               words differ from 3.12's), each where it runs here, with the target's stall
+               and the BPF program's time per sample from the same runs
   start-up     the whole CPU of a 0.2 s recording
   RSS          the profiler's max resident set on a 128-thread target
   in target    what each sample costs the target's own time at 1 kHz: the time its spin loop
@@ -29,7 +32,7 @@ figures are left out (a 10 us sample is 0.1% there). Usage:
 
     /usr/bin/python3 bench/table.py [--repeat 3] [--long 10] [--quick]
 
-It takes about 9 minutes at the defaults (--quick: one run each of 4 s, about 3)."""
+It takes about 13 minutes at the defaults (--quick: one run each of 4 s, about 4)."""
 import argparse
 import os
 import re
@@ -195,6 +198,19 @@ def profilers(args):
     return p
 
 
+def other_pythons():
+    """(label, interpreter) of 3.11 (pyenv's) and Debian's 3.13 and 3.14 (tests/setup-pythons.sh),
+    those that run here."""
+    found = []
+    for label, path in [('3.11', '/root/.pyenv/versions/3.11.7/bin/python3.11'),
+                        ('Debian 3.13', os.path.join(HERE, '..', 'deps', 'debian', 'python3.13')),
+                        ('Debian 3.14', os.path.join(HERE, '..', 'deps', 'debian', 'python3.14'))]:
+        if os.access(path, os.X_OK) and \
+                subprocess.run([path, '-c', 'pass'], capture_output=True).returncode == 0:
+            found.append((label, path))
+    return found
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -226,6 +242,20 @@ def in_target(args, make, depth, shape='distinct'):
             tgt.append(target_us(r))
             prog.append(r[8] / r[9] / 1e3 if r[9] else None)
     return med(tgt), med(prog)
+
+
+def interpreter_case(args, make):
+    """At 1 kHz, depth 60: the profiler's steady CPU per sample, what a sample costs the
+    target, and of that the BPF programs (us, medians; None: none), from the same runs."""
+    per, tgt, prog = [], [], []
+    with BpfStats():
+        for _ in range(args.repeat):
+            r = run_one(args, make(1000), 60, args.long)
+            if r[6] is not None and r[0]:
+                per.append(1e6 * r[6] / (r[0] / r[5]))
+            tgt.append(target_us(r))
+            prog.append(r[8] / r[9] / 1e3 if r[9] else None)
+    return med(per), med(tgt), med(prog)
 
 
 def fmt(v, unit='us', digits=1):
@@ -272,6 +302,18 @@ def main():
             c = (pts[1][1] - pts[0][1]) / (pts[1][0] - pts[0][0])
             cells[name] = 'F %.1f ms/s, c %.1f us' % (1e3 * (pts[0][1] - c * pts[0][0]), 1e6 * c)
     row('fixed part (F + c x rate)', 'F <= 1 ms/s', cells)
+
+    # the 1 kHz row on the other interpreters that differ most (3.13+: shims, the code's
+    # generation word), where they are here
+    for label, python in other_pythons():
+        cells = {}
+        pargs = argparse.Namespace(**vars(args))
+        pargs.python = python
+        for name, make in profs.items():
+            per, tgt, prog = interpreter_case(pargs, make)
+            cells[name] = fmt(per) + ' (in target %s%s)' % (
+                fmt(tgt), '' if prog is None else ', BPF %s' % fmt(prog))
+        row('exact, 1 kHz, depth 60, %s' % label, '<= 5 us', cells)
 
     cells = {}
     for name, make in profs.items():
