@@ -313,6 +313,7 @@ int pf_line_locations(const uint8_t *tab, size_t len, int first_line, int64_t un
 /* ---- code cache ---- */
 
 #define CC_SLOTS        4096          /* power of two */
+#define PF_LINE_MEMO    8             /* lines remembered per code (code_line()) */
 #define CC_PROBES       16            /* slots tried before the cache starts over */
 #define CC_BATCH        256           /* code objects checked per round of pf_code_validate_ident() */
 #define CC_SPAN_MAX     256           /* header bytes read to check one code object */
@@ -337,10 +338,12 @@ struct pf_code {
 	int first_line;
 	uint32_t version;               /* 3.12+ co_version (pf_co_version()) */
 	int64_t first_traceable;        /* 3.11+ _co_firsttraceable (0 where unknown or absurd) */
-	bool line_memo;                 /* code_line() of line_instr was line_at (a caller's frame
-	                                 * waits at one instruction sample after sample) */
-	int line_at;
-	int64_t line_instr;
+	/* code_line() of line_instr[k] was line_at[k], k < line_n: a caller's frame waits at one
+	 * instruction sample after sample, a loop's innermost frame runs over a few (a table
+	 * decoded from its start each time: in a long function, hundreds of entries) */
+	uint8_t line_n, line_next;
+	int line_at[PF_LINE_MEMO];
+	int64_t line_instr[PF_LINE_MEMO];
 };
 
 struct pf_codecache {
@@ -580,8 +583,9 @@ static int code_line(const struct py_layout *l, struct pf_code *c, int64_t instr
 
 	if (instr < 0 || !c->table)
 		return c->first_line;
-	if (c->line_memo && c->line_instr == instr)
-		return c->line_at;
+	for (size_t k = 0; k < c->line_n; k++)
+		if (c->line_instr[k] == instr)
+			return c->line_at[k];
 	/* line 0: a module's RESUME (3.12+), the line before its first; the code's first line */
 	switch (l->lines) {
 	case PY_LINES_LNOTAB:
@@ -594,10 +598,13 @@ static int code_line(const struct py_layout *l, struct pf_code *c, int64_t instr
 		line = pf_line_locations(c->table, c->table_len, c->first_line, instr);
 		break;
 	}
-	c->line_memo = true;
-	c->line_instr = instr;
-	c->line_at = line <= 0 ? c->first_line : line;
-	return c->line_at;
+	line = line <= 0 ? c->first_line : line;
+	c->line_instr[c->line_next] = instr;
+	c->line_at[c->line_next] = line;
+	c->line_next = (uint8_t) ((c->line_next + 1) % PF_LINE_MEMO);
+	if (c->line_n < PF_LINE_MEMO)
+		c->line_n++;
+	return line;
 }
 
 /* The slot that holds addr, else the first empty one on its probe path; NULL if all are taken. */

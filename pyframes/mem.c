@@ -271,7 +271,19 @@ static void sort_spans(struct pf_mem *m, size_t k)
 {
 	struct pf_order *o = m->order;
 
-	if (!o && k > 16)
+	if (k <= 16) {
+		/* a few (a spliced walk's one or two nodes): in place, no call a comparison */
+		for (size_t i = 1; i < k; i++) {
+			struct pf_span s = m->spans[i];
+			size_t j = i;
+
+			for (; j > 0 && span_cmp(&m->spans[j - 1], &s) > 0; j--)
+				m->spans[j] = m->spans[j - 1];
+			m->spans[j] = s;
+		}
+		return;
+	}
+	if (!o)
 		o = m->order = calloc(1, sizeof(*m->order));
 	if (!o) {
 		qsort(m->spans, k, sizeof(*m->spans), span_cmp);

@@ -403,6 +403,7 @@ static int scan_swap(struct symbolizer *sym, struct maps_scan *s)
 	free(sym->regions);
 	sym->regions = s->regions;
 	sym->n_regions = s->n_regions;
+	sym->region_hint = SIZE_MAX;
 	s->regions = NULL;
 	r = s->changed ? report_modules(sym) : 0;
 	for (size_t i = 0; i < n_old; i++)

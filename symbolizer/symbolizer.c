@@ -137,10 +137,20 @@ static int symbolizer_maybe_refresh(struct symbolizer *sym)
 
 const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
 {
-	const struct sym_region *g = maps_find(sym, addr);
+	const struct sym_region *g = NULL;
 
+	/* most often the region the last one was in (a sample's leaf in the interpreter) */
+	if (sym->region_hint < sym->n_regions) {
+		g = &sym->regions[sym->region_hint];
+		if (addr < g->start || addr >= g->end)
+			g = NULL;
+	}
+	if (!g)
+		g = maps_find(sym, addr);
 	if (!g && symbolizer_maybe_refresh(sym) == 0)
 		g = maps_find(sym, addr);
+	if (g)
+		sym->region_hint = (size_t) (g - sym->regions);
 	return g ? g->name : NULL;
 }
 

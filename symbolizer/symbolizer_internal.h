@@ -380,6 +380,7 @@ struct symbolizer {
 	                          * (a test compares the two) */
 	bool other_root;         /* its root is not ours (a container): its debug files first */
 	bool dwfl_attached;
+	size_t region_hint;      /* regions' index symbolizer_module_name() found last */
 
 	struct sym_region *regions;   /* sorted by start */
 	size_t n_regions;
