@@ -269,6 +269,14 @@ static bool will_write(const struct out *o)
 	return o->write && o->n >= o->skip;
 }
 
+void merge_py_frame(const struct py_frame *py, bool function_lines, struct profile_frame *ret)
+{
+	*ret = (struct profile_frame) {
+		.kind = FRAME_PYTHON, .name = py->name ? py->name : "<unknown>", .file = py->file,
+		.line = function_lines ? py->first_line : py->line,
+	};
+}
+
 /* Python frames from py[*cursor] inwards up to the next entry frame; *cursor moves past them. */
 static void put_segment(const struct merge_in *in, struct out *o, size_t *cursor)
 {
@@ -276,14 +284,12 @@ static void put_segment(const struct merge_in *in, struct out *o, size_t *cursor
 
 	while (*cursor > 0) {
 		const struct py_frame *pf = &in->py[*cursor - 1];
-		struct profile_frame f = { .kind = FRAME_PYTHON };
+		struct profile_frame f;
 
 		if (!first && pf->entry)
 			break;
 		first = false;
-		f.name = pf->name ? pf->name : "<unknown>";
-		f.file = pf->file;
-		f.line = in->function_lines ? pf->first_line : pf->line;
+		merge_py_frame(pf, in->function_lines, &f);
 		o->cur_py = (int32_t) (*cursor - 1);
 		put(o, &f);
 		o->cur_py = -1;

@@ -109,6 +109,11 @@ struct merge_in {
  * py_unknown with Python frames). */
 int merge_stacks(const struct merge_in *in, struct profile_frame *ret, size_t max, size_t *ret_n);
 
+/* The profile frame merge_stacks() makes of Python frame py (at its first line with
+ * function_lines). Without native frames (n_native 0, no py_unknown) its output is py's
+ * frames root first, each so, as many as fit. */
+void merge_py_frame(const struct py_frame *py, bool function_lines, struct profile_frame *ret);
+
 /* True for names of the interpreter's eval-loop functions in any supported version
  * (_PyEval_EvalFrameDefault and its clones, 3.14's _TAIL_CALL_* handlers). */
 bool merge_is_eval_frame(const char *name);

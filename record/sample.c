@@ -396,9 +396,11 @@ static struct py_ids *py_ids_keep(struct recorder *rec, pid_t tid, const struct 
  * *depth. cut: the captured walk of the n Python frames among them (NULL: none, or not
  * merged): the outer frames it took from its thread's previous walk take their ids from that
  * walk's sample too, where that walk's frames were interned (their strings and lines are the
- * same bytes, so their frames the same), and its own are kept for the next. */
+ * same bytes, so their frames the same), and its own are kept for the next. py: NULL, or the
+ * nm Python frames, alone, that rec->merged's first nm stand for (root first) and do not hold
+ * yet: each made there only if its id is not taken so. */
 static void intern_merged(struct recorder *rec, pid_t tid, const struct pyframes_cut *cut,
-			  size_t n, size_t nm, size_t nk, size_t *depth)
+			  const struct py_frame *py, size_t n, size_t nm, size_t nk, size_t *depth)
 {
 	size_t taken_from = SIZE_MAX;
 	struct py_ids *keep = NULL;
@@ -409,20 +411,54 @@ static void intern_merged(struct recorder *rec, pid_t tid, const struct pyframes
 		keep = py_ids_keep(rec, tid, cut, n);
 	}
 	for (size_t i = 0; i < nm + nk; i++) {
-		int32_t j = i < nm && cut ? rec->py_at[i] : -1;
+		int32_t j = i >= nm || !cut ? -1 : py ? (int32_t) (nm - 1 - i) : rec->py_at[i];
 		uint32_t *id = &rec->ids[*depth];
 
 		if (j >= 0 && (size_t) j >= taken_from &&
 		    rec->py_ids_tail[(size_t) j - taken_from] != UINT32_MAX) {
 			*id = rec->py_ids_tail[(size_t) j - taken_from];
 			rec->py_ids_taken++;
-		} else if (profile_frame_id(rec->prof, &rec->merged[i], id) < 0) {
-			continue;
+		} else {
+			if (py && i < nm)
+				merge_py_frame(&py[nm - 1 - i], rec->opts.function, &rec->merged[i]);
+			if (profile_frame_id(rec->prof, &rec->merged[i], id) < 0)
+				continue;
 		}
 		if (keep && j >= 0 && (size_t) j < keep->n)
 			keep->id[j] = *id;
 		(*depth)++;
 	}
+}
+
+/* mi's frames merged into rec->merged: how many. *lazy: NULL, or (the Python frames alone) the
+ * frames whose root-first order rec->merged's first stand for, made there by intern_merged()
+ * where their ids are not the thread's last walk's (at depth 60, a tenth of a sample's
+ * decoding). late_ns: finish()'s. */
+static size_t merge(struct recorder *rec, struct merge_in *mi, uint64_t late_ns,
+		    const struct py_frame **lazy)
+{
+	size_t nm = 0;
+	int rm;
+
+	if (mi->n_native == 0 && !mi->py_unknown && mi->n_py <= MAX_PY_FRAMES + MAX_NATIVE) {
+		*lazy = mi->py;
+		return mi->n_py;
+	}
+	rm = merge_stacks(mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+	if (rm == -EPROTO && late_ns) {
+		/* so is one read a little late that does not fit: keep the native frames and mark
+		 * where Python code ran */
+		rec->stats.late_unfit++;
+		mi->n_py = 0;
+		mi->py_unknown = true;
+		rm = merge_stacks(mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+	} else if (rm == -EPROTO) {
+		/* never a mis-ordered stack: keep the Python frames alone */
+		rec->stats.merge_failed++;
+		mi->n_native = 0;
+		rm = merge_stacks(mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
+	}
+	return rm < 0 && rm != -E2BIG ? 0 : nm;
 }
 
 /* Everything after the Python walk: native and kernel frames, merge, the profile. late_ns: how
@@ -461,9 +497,9 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			.scratch = rec->scratch, .scratch_size = MAX_NATIVE * MERGE_SCRATCH_PER_FRAME,
 			.py_at = rec->py_at,
 		};
-		size_t nm = 0, nk;
+		const struct py_frame *lazy = NULL;
+		size_t nm, nk;
 		bool py_root;
-		int rm;
 
 		/* a Python stack read long after the sample is a later one, not this sample's
 		 * (a launched command's first samples wait while hwspy finds the interpreter and
@@ -477,22 +513,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 			mi.n_py = 0;
 			mi.py_unknown = true;
 		}
-		rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
-		if (rm == -EPROTO && late_ns) {
-			/* so is one read a little late that does not fit: keep the native frames and
-			 * mark where Python code ran */
-			rec->stats.late_unfit++;
-			mi.n_py = 0;
-			mi.py_unknown = true;
-			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
-		} else if (rm == -EPROTO) {
-			/* never a mis-ordered stack: keep the Python frames alone */
-			rec->stats.merge_failed++;
-			mi.n_native = 0;
-			rm = merge_stacks(&mi, rec->merged, MAX_PY_FRAMES + MAX_NATIVE, &nm);
-		}
-		if (rm < 0 && rm != -E2BIG)
-			nm = 0;
+		nm = merge(rec, &mi, late_ns, &lazy);
 		nk = kernel_frames(rec, s, rec->merged + nm, MAX_FRAMES - nm);
 		/* Python code no one can name where no eval-loop frame says where it ran (no
 		 * --native: the leaf alone, if outside the interpreter; no unwind): at the root */
@@ -507,7 +528,7 @@ static void finish(struct recorder *rec, const struct sample *s, int r, const st
 		}
 		if (nm == 0 && !py_root)
 			rec->ids[depth++] = rec->native_frame;
-		intern_merged(rec, s->tid, r == 0 && mi.n_py ? cut : NULL, n, nm, nk, &depth);
+		intern_merged(rec, s->tid, r == 0 && mi.n_py ? cut : NULL, lazy, n, nm, nk, &depth);
 	} else {
 		if (r == -EAGAIN)
 			rec->stats.dropped_torn++;
