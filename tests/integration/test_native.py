@@ -15,7 +15,8 @@ tests/targets/native/late.c (a library loaded after hwspy attached).
             is the libcrypto / libz function.
   late      (--python) attach with --native to native_work.py serve (-S, so nothing loads
             libbz2 early) and only then load liblate.so (ctypes) and bz2: their frames come out
-            with names (late_spin/late_outer/late_inner [liblate.so], BZ2_* [libbz2.so.1.0.4]).
+            with names (late_spin/late_outer/late_inner [liblate.so], BZ2_* [libbz2.so.1.0.4];
+            a sample in one of liblate.so's PLT stubs, which no symbol names, is logged).
   callback-merge  (--python) the callback workload launched for 1.5 s under --native -e
             cpu-clock -F 999 (again, up to 4 launches, until 300 callback samples), judged per
             callback sample (those whose leaf Python frame is cmp()): the samples the summary
@@ -50,6 +51,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import time
 
@@ -101,6 +103,26 @@ def unnamed(frame):
     """A native frame without a symbol: `module+0xOFFSET [module]`."""
     m = NATIVE.match(frame)
     return bool(m) and m.group('name').startswith(m.group('module') + '+0x')
+
+
+def plt_ranges(path):
+    """The file offsets [start, end) of an ELF64 file's PLT sections (.plt, .plt.got,
+    .plt.sec): their stubs are no function of its symbol table, so a frame in one has no name
+    (perf synthesizes `late_inner@plt`; hwspy does not)."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    if data[:5] != b'\x7fELF\x02':
+        return []
+    shoff, = struct.unpack_from('<Q', data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from('<HHH', data, 0x3a)
+    secs = [struct.unpack_from('<IIQQQQ', data, shoff + k * shentsize) for k in range(shnum)]
+    names_at = secs[shstrndx][4]
+    ranges = []
+    for name, _type, _flags, _addr, off, size in secs:
+        end = data.index(b'\0', names_at + name)
+        if data[names_at + name:end].startswith(b'.plt'):
+            ranges.append((off, off + size))
+    return ranges
 
 
 def last_py_index(frames):
@@ -529,12 +551,22 @@ def late(opts):
     lw = sum(c for _, c, _ in stacks)
     check(lw >= 0.2 * profile.total, 'late_work() is the leaf Python frame in only %.1f%% of '
           'the weight (it has about half the CPU)' % pct(lw, profile.total))
-    good = unnamed_w = shown = 0
+    good = unnamed_w = stub_w = shown = 0
     want = ['late_spin [liblate.so]', 'late_outer [liblate.so]', 'late_inner [liblate.so]']
+    plt = plt_ranges(lib)
+
+    def in_plt(frame):
+        off = int(name_of(frame).rsplit('+0x', 1)[1], 16)
+        return any(lo <= off < hi for lo, hi in plt)
+
     for frames, c, i in stacks:
         after = list(frames[i + 1:])
-        if any(unnamed(f) and module_of(f) == 'liblate.so' for f in after):
+        nameless = [f for f in after if unnamed(f) and module_of(f) == 'liblate.so']
+        if any(not in_plt(f) for f in nameless):
             unnamed_w += c
+        elif nameless:
+            stub_w += c         # a sample in a PLT stub (late_outer's call of late_inner)
+            log('late_work stack in a PLT stub of liblate.so: %s' % show(frames))
         if after[-3:] == want:
             good += c
         elif shown < 3:
