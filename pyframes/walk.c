@@ -858,13 +858,12 @@ static bool node_named(const struct pyframes_capture *cap, size_t k)
 }
 
 /* Whether capture node k is a shim (3.12+: an eval-loop entry's frame on the C stack), whose
- * owner and caller link alone a walk reads (walk_interp_frames()). */
+ * owner and caller link alone a walk reads (walk_interp_frames()): by the spec's shim byte, as
+ * the program tells them. */
 static bool node_is_shim(const struct pyframes *pf, const struct pyframes_capture *cap, size_t k)
 {
-	const struct py_layout *l = &pf->layout;
-
-	return l->owner_cstack_min != PF_NONE && l->fr_owner != PF_NONE &&
-	       cap->nodes[k * cap->stride + 8 + l->fr_owner] >= l->owner_cstack_min;
+	return pf->spec.shim_min &&
+	       cap->nodes[k * cap->stride + 8 + pf->spec.shim_at] >= pf->spec.shim_min;
 }
 
 /* The memo of the captured walk w begins (cap->tid's), if its capture shares nodes with it. */
