@@ -65,12 +65,21 @@ size_t label_sys_path_len(const char *file)
 	return best && *best ? (size_t) (best - file) : 0;
 }
 
+/* Whether file is a path that a captured walk cut ("/root/.pyenv/versions/3...." of a module
+ * freed since its sample: pyframes/code.c): its directory is unknown. */
+static bool label_path_cut(const char *file)
+{
+	size_t n = strlen(file);
+
+	return n > 3 && strcmp(file + n - 3, "...") == 0;
+}
+
 void label_paths_add(struct label_paths *lp, const char *file)
 {
 	const char *slash;
 	size_t n;
 
-	if (!file || file[0] != '/' || label_sys_path_len(file))
+	if (!file || file[0] != '/' || label_sys_path_len(file) || label_path_cut(file))
 		return;
 	if (!lp->dir) {
 		slash = strrchr(file, '/');

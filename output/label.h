@@ -12,7 +12,9 @@
  *      conda, Debian, /usr/local)                                  threading.py, json/decoder.py
  *   4. else, for an absolute path, below the directory all such paths of the profile's Python
  *      frames share (label_paths_init(): /src/v1/ for /src/v1/app.py and /src/v1/pkg/m.py;
- *      the file's own directory when it is the only one); nothing when that is "/" alone
+ *      the file's own directory when it is the only one); nothing when that is "/" alone. A
+ *      path cut short ("/root/.pyenv/versions/3....", a module's code freed since its sample:
+ *      named from the capture alone) has no say in that directory
  *   5. anything else (relative paths, "<frozen importlib._bootstrap>", "<string>") as it is.
  * So a profile of one script taken in /src/v1 and one taken in /src/v2, or in two virtualenvs,
  * name their files alike, and diff matches them (diff_opts.exact_paths off).

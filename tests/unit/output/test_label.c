@@ -89,6 +89,9 @@ static void test_files_added(void **state)
 	label_paths_add(&lp, "/src/v1/app.py");
 	assert_string_equal(label_path(&lp, "/src/v1/pkg/m.py"), "pkg/m.py");
 	assert_string_equal(label_path(&lp, "/usr/lib/python3.11/threading.py"), "threading.py");
+	/* a path a captured walk cut short (a module's code freed since its sample) has no say */
+	label_paths_add(&lp, "/root/.pyenv/versions/3....");
+	assert_string_equal(label_path(&lp, "/src/v1/pkg/m.py"), "pkg/m.py");
 	/* only "/" in common: full paths, though nothing cleared lp */
 	label_paths_add(&lp, "/tmp/t.py");
 	assert_string_equal(label_path(&lp, "/src/v1/app.py"), "/src/v1/app.py");
