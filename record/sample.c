@@ -64,10 +64,8 @@ static size_t native_frames(struct recorder *rec, const struct sample *s)
 		const char *mod = symbolizer_module_name(rec->sym, s->ip);
 		if (!mod || (rec->interp_module && !strcmp(mod, rec->interp_module)))
 			return 0;
-		/* max 1: the containing function, not an inlined callee */
-		if (symbolizer_lookup(rec->sym, s->ip, false, rec->nat, 1, &n) < 0)
-			n = 0;
-		return n;
+		/* the containing function by its symbol, not an inlined callee: no DWARF */
+		return symbolizer_lookup_name(rec->sym, s->ip, rec->nat) == 0 ? 1 : 0;
 	}
 	if (!s->regs || !s->stack ||
 	    symbolizer_unwind(rec->sym, s->regs, s->n_regs, s->stack, s->stack_size, rec->ips,

@@ -238,7 +238,7 @@ static void range_add(struct sym_module *m, uint64_t start, uint64_t end, const 
 	m->n_ranges++;
 }
 
-int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
+int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a, bool dwarf,
 		struct native_frame *f, size_t *ret_n)
 {
 	Dwfl_Module *dm = m->dwmod ? m->dwmod : dwfl_addrmodule(sym->dwfl, a);
@@ -247,7 +247,7 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 	int line = 0;
 	size_t n = 0;
 
-	if (dm && m->has_dwarf < 0) {
+	if (dm && dwarf && m->has_dwarf < 0) {
 		Dwarf_Addr bias;
 
 		m->has_dwarf = dwfl_module_getdwarf(dm, &bias) != NULL;
@@ -255,7 +255,7 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 	/* a function's symbol, looked up once for all its addresses; without DWARF they all give
 	 * the same frame: skip libdw */
 	name = dm ? range_find(m, a) : NULL;
-	if (name && m->has_dwarf == 0) {
+	if (name && (!dwarf || m->has_dwarf == 0)) {
 		f[0] = (struct native_frame){ .addr = a, .name = name, .module = m->name,
 					      .module_offset = mod_off };
 		*ret_n = 1;
@@ -273,7 +273,7 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 				range_add(m, a - off, a - off + s.st_size, name);
 			}
 		}
-		ln = dwfl_module_getsrc(dm, a);
+		ln = dwarf ? dwfl_module_getsrc(dm, a) : NULL;
 		if (ln) {
 			const char *src = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
 
@@ -281,7 +281,8 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
 			if (line < 0)
 				line = 0;
 		}
-		n = dwarf_inlines(sym, dm, a, m, f, SYM_MAX_INLINE, &file, &line, &fn);
+		if (dwarf)
+			n = dwarf_inlines(sym, dm, a, m, f, SYM_MAX_INLINE, &file, &line, &fn);
 		if (!name && !fn)
 			fn = cold_lookup(sym, m, dm, a);
 	}

@@ -154,8 +154,10 @@ const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr)
 	return g ? g->name : NULL;
 }
 
-int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
-		      struct native_frame *ret, size_t max, size_t *ret_n)
+/* symbolizer_lookup(), or with dwarf false symbolizer_lookup_name(): the address cache keeps
+ * the two apart (its second key), the build-id cache holds full lookups alone. */
+static int lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr, bool dwarf,
+		  struct native_frame *ret, size_t max, size_t *ret_n)
 {
 	struct native_frame f[SYM_MAX_INLINE + 1];
 	uint64_t a = is_return_addr && addr > 0 ? addr - 1 : addr;
@@ -167,7 +169,7 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 		return -EINVAL;
 	*ret_n = 0;
 	sym->stats.lookups++;
-	e = cache_find(&sym->cache, a + 1, 0);
+	e = cache_find(&sym->cache, a + 1, !dwarf);
 	if (e) {
 		size_t skip = e->n > max ? e->n - max : 0;
 
@@ -185,7 +187,7 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 		g = maps_find(sym, a);
 	if (!g)
 		return -ENOENT;
-	if (g->mod && g->mod->bid_key &&
+	if (g->mod && g->mod->bid_key && dwarf &&
 	    (e = cache_find(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias)) != NULL &&
 	    e->n <= SYM_MAX_INLINE + 1) {
 		/* the same build-id resolved before, at this file address (maybe mapped elsewhere) */
@@ -196,11 +198,11 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 			f[i].module = g->mod->name;
 		}
 	} else if (g->mod) {
-		int r = elf_resolve(sym, g->mod, a, f, &n);
+		int r = elf_resolve(sym, g->mod, a, dwarf, f, &n);
 
 		if (r < 0)
 			return r;
-		if (g->mod->bid_key)
+		if (g->mod->bid_key && dwarf)
 			cache_store(&sym->bid_cache, g->mod->bid_key, a - g->mod->bias, f, n);
 	} else if (g->kind == REGION_ANON) {
 		const struct jit_sym *j = perfmap_lookup(sym, a);
@@ -219,7 +221,7 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 	} else {
 		return -ENOENT;
 	}
-	cache_store(&sym->cache, a + 1, 0, f, n);
+	cache_store(&sym->cache, a + 1, !dwarf, f, n);
 copy:
 	{
 		/* too many frames: keep the outer ones (the containing function last) */
@@ -233,6 +235,20 @@ copy:
 	}
 	*ret_n = n;
 	return 0;
+}
+
+int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
+		      struct native_frame *ret, size_t max, size_t *ret_n)
+{
+	return lookup(sym, addr, is_return_addr, true, ret, max, ret_n);
+}
+
+int symbolizer_lookup_name(struct symbolizer *sym, uint64_t addr, struct native_frame *ret)
+{
+	size_t n = 0;
+	int r = lookup(sym, addr, false, false, ret, 1, &n);
+
+	return r < 0 ? r : n == 1 ? 0 : -ENOENT;
 }
 
 int symbolizer_warm(struct symbolizer *sym)

@@ -86,6 +86,11 @@ int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_reg
 int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr,
 		      struct native_frame *ret, size_t max, size_t *ret_n);
 
+/* The function containing addr, one frame named from the symbol table alone: no file and line,
+ * no inline frames, and no DWARF loaded for it (a leaf without --native: libc's DWARF is
+ * ~9 MB decompressed). 0, or -ENOENT where no module or JIT map holds addr. */
+int symbolizer_lookup_name(struct symbolizer *sym, uint64_t addr, struct native_frame *ret);
+
 /* Basename of the file mapped at addr ("libpython3.11.so.1.0"), NULL if none: a cheap test of
  * which module an address is in, without symbol lookup. Valid until symbolizer_free(). */
 const char *symbolizer_module_name(struct symbolizer *sym, uint64_t addr);

@@ -243,8 +243,9 @@ const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Modul
 /* ---- libdw lookups (elf.c) ------------------------------------------------------------------ */
 
 /* Frames of the runtime address a in module m, innermost first (at most SYM_MAX_INLINE inline
- * frames, then the containing function) into f[0..*ret_n). 0. */
-int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a,
+ * frames, then the containing function) into f[0..*ret_n). dwarf false: the containing function
+ * alone, named from the symbol table, without file and line (no DWARF loaded). 0. */
+int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a, bool dwarf,
 		struct native_frame *f, size_t *ret_n);
 
 /* ---- JIT maps (perfmap.c) ------------------------------------------------------------------- */

@@ -382,6 +382,13 @@ int symbolizer_lookup(struct symbolizer *sym, uint64_t addr, bool is_return_addr
 	return 0;
 }
 
+int symbolizer_lookup_name(struct symbolizer *sym, uint64_t addr, struct native_frame *ret)
+{
+	size_t n;
+
+	return symbolizer_lookup(sym, addr, false, ret, 1, &n);
+}
+
 int symbolizer_unwind(struct symbolizer *sym, const uint64_t *regs, size_t n_regs,
 		      const void *stack, size_t stack_size, uint64_t *ret_ips, size_t max,
 		      size_t *ret_n)

@@ -501,6 +501,58 @@ static void test_scopes_remembered(void **state)
 	dlclose(h);
 }
 
+/* A name lookup (a leaf without --native) names the containing function from the symbol table
+ * and loads no DWARF: an address in an inline chain of the eval loop is one frame, without file
+ * and line, the module's DWARF still unopened; a full lookup of it after is the inline chain
+ * with files (the cache keeps the two apart), and a name lookup after that is a name again. */
+static void test_name_only(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16], g;
+	struct elfsym eval = { 0 };
+	struct sym_module *mod = NULL;
+	uint64_t bias, a = 0;
+	size_t n = 0;
+	void *h;
+
+	(void) state;
+	h = libpython_load(&bias);
+	assert_true(elf_find(LIBPYTHON, SHT_SYMTAB, "_PyEval_EvalFrameDefault", &eval));
+	/* an inline chain's address, found by a symbolizer of its own */
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	for (uint64_t off = 0; off < eval.size && !a; off += 16) {
+		n = lookup(sym, bias + eval.value + off, f, 16);
+		if (n >= 2 && f[0].inlined)
+			a = bias + eval.value + off;
+	}
+	assert_true(a != 0);
+	symbolizer_free(sym);
+
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	assert_int_equal(symbolizer_lookup_name(sym, a, &g), 0);
+	assert_string_equal(g.name, "_PyEval_EvalFrameDefault");
+	assert_string_equal(g.module, "libpython3.11.so.1.0");
+	assert_null(g.file);
+	assert_int_equal(g.line, 0);
+	assert_false(g.inlined);
+	for (size_t i = 0; i < sym->n_modules; i++)
+		if (!strcmp(sym->modules[i]->name, "libpython3.11.so.1.0"))
+			mod = sym->modules[i];
+	assert_non_null(mod);
+	assert_int_equal(mod->has_dwarf, -1);
+	n = lookup(sym, a, f, 16);
+	assert_true(n >= 2 && f[0].inlined);
+	assert_non_null(f[n - 1].file);
+	assert_int_equal(mod->has_dwarf, 1);
+	assert_int_equal(symbolizer_lookup_name(sym, a, &g), 0);
+	assert_null(g.file);
+	assert_false(g.inlined);
+	/* nothing mapped there */
+	assert_int_equal(symbolizer_lookup_name(sym, 8, &g), -ENOENT);
+	symbolizer_free(sym);
+	dlclose(h);
+}
+
 /* A lookup in another CU than the module's last finds the function that holds the address in
  * the CU's index (cuindex.c), not by a scan of the CU: the frames of addresses all over
  * libpython, each looked up right after one at the other end of the library (another CU), are
@@ -991,6 +1043,7 @@ int main(void)
 		cmocka_unit_test(test_file_copy_below),
 		cmocka_unit_test(test_libpython),
 		cmocka_unit_test(test_scopes_remembered),
+		cmocka_unit_test(test_name_only),
 		cmocka_unit_test(test_cu_index),
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
