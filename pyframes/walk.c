@@ -167,32 +167,37 @@ static void memo_note(struct walk *w, size_t d)
 /*
  * A deep stack's outer frames are the same bytes sample after sample: a captured walk takes
  * them from its thread's previous captured walk (the memo) rather than walk and name them
- * again. Called as the walk leaves node d (the frame at frame): notes how many frames were
- * emitted by then, and if node d is the first of the nodes this capture shares with the memo
- * at its outermost end, appends the frames the memo emitted after its own copy of node d, as
- * the memo named them, and ends the walk (true).
+ * again. If node d (the frame at frame) is the first of the nodes this capture shares with the
+ * memo at its outermost end, appends the frames the memo emitted from its own copy of node d
+ * on, as the memo named them, and ends the walk (true).
  *
- * What was emitted after a node was walked depends on that node and those past it alone: a
+ * walked: called as the walk leaves node d, noting how many frames were emitted by then. A
  * 3.12+ frame waits for the next node (a shim marks it an entry), so the frame of node d itself
  * is among the memo's, and the frame pending from node d - 1 was emitted by the walk of node
- * d. Nodes equal byte for byte hold the same frames, caller links, instructions and code
- * identities (or, cap->ident, checks of them: equal checks, equal identities), so they name
+ * d. Else (3.8-3.11, whose walks emit a node's frame as they read it) called before node d is
+ * read: the frames emitted are those of the nodes before it, and the memo's from its copy of
+ * node d on are the rest. What was emitted after a node was walked depends on that node and
+ * those past it alone. Nodes equal byte for byte hold the same frames, caller links,
+ * instructions and code identities (or, cap->ident, checks of them: equal checks, equal
+ * identities), so they name
  * the same code objects: the names need no check while the code cache neither cleared nor
  * (re)filled an entry since the memo was made (a fill reads the line table, past what a
  * capture holds). A memo is made only of a walk that ended within its capture, every frame
  * kept, so nothing past the shared nodes was read from memory.
  */
-static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
+static bool walk_splice(struct walk *w, size_t d, uint64_t frame, bool walked)
 {
 	struct pf_memo *nw = &w->pf->memo_new;
 	const struct pf_memo *old = w->memo;
 	size_t from, count, depth;
 
-	memo_note(w, d);
+	if (walked)
+		memo_note(w, d);
 	if (!old || d != w->splice_from ||
 	    pf_u64(w->cap->nodes + d * w->cap->stride, 0) != frame)
 		return false;
-	from = old->after[w->memo_from];
+	from = walked ? old->after[w->memo_from] :
+	       w->memo_from > 0 ? old->after[w->memo_from - 1] : 0;
 	count = old->n_emit - from;
 	depth = d + (old->n_nodes - w->memo_from);
 	if (w->n != w->total || w->n + count > w->max || w->n + count > PF_MEMO_MAX ||
@@ -201,7 +206,7 @@ static bool walk_splice(struct walk *w, size_t d, uint64_t frame)
 	memcpy(&w->out[w->n], &old->frame[from], count * sizeof(*w->out));
 	memcpy(&nw->frame[w->n], &old->frame[from], count * sizeof(*w->out));
 	memcpy(&nw->dropped[w->n], &old->dropped[from], count * sizeof(*nw->dropped));
-	for (size_t k = 1; d + k < depth; k++)
+	for (size_t k = walked; d + k < depth; k++)
 		nw->after[d + k] = (uint16_t) (old->after[w->memo_from + k] - from + w->n);
 	w->n_fresh = w->n;
 	w->memo_walk = old->walk;
@@ -361,7 +366,6 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 {
 	const struct py_layout *l = &w->pf->layout;
 	unsigned char buf[PF_FRAME_READ_MAX];
-	uint64_t last = 0;
 	size_t depth;
 	int r;
 
@@ -369,9 +373,11 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		uint64_t code, prev;
 		int32_t lasti;
 
-		if (depth > 0 && walk_splice(w, depth - 1, last))
+		/* node depth - 1's frame is emitted: the memo's from node depth on */
+		if (depth > 0)
+			memo_note(w, depth - 1);
+		if (walk_splice(w, depth, frame, false))
 			return 0;
-		last = frame;
 		if (walk_stop(w, frame, depth))
 			break;
 		if (!pf_ptr_ok(frame))
@@ -410,17 +416,22 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 	const unsigned char *p_ident = NULL;
 	uint64_t p_code = 0, last = 0;
 	int64_t p_instr = 0;
+	bool pending_emits = l->fr_is_entry == PF_NONE;
 	int r;
 
 	/* A frame is emitted once the next one is known, since 3.12+ marks an entry by the
-	 * shim frame that follows it. */
+	 * shim frame that follows it (pending_emits; 3.11's own is_entry flag says it). */
 	for (depth = 0; frame; depth++) {
 		uint64_t code, instr, prev;
 		unsigned owner = 0;
 		bool shim, is_entry = false;
 
-		/* the frame pending, node depth - 1's, is among those the memo emitted after it */
-		if (depth > 0 && walk_splice(w, depth - 1, last))
+		/* 3.12+: the frame pending, node depth - 1's, is among those the memo emitted after
+		 * it; 3.11 emits as it reads: the memo's from node depth on */
+		if (!pending_emits && depth > 0)
+			memo_note(w, depth - 1);
+		if (pending_emits ? depth > 0 && walk_splice(w, depth - 1, last, true) :
+		    walk_splice(w, depth, frame, false))
 			return 0;
 		last = frame;
 		if (walk_stop(w, frame, depth))
