@@ -14,7 +14,7 @@ bottom of DEPTH distinct frames), and
                words differ from 3.12's), each where it runs here, with the target's stall
                and the BPF program's time per sample from the same runs
   start-up     the whole CPU of a 0.2 s recording
-  RSS          the profiler's max resident set on a 128-thread target
+  RSS          the profiler's peak resident set (VmHWM) on a 128-thread target
   in target    what each sample costs the target's own time at 1 kHz: the time its spin loop
                was held up (gaps of over 5 us between two looks at the clock, bench/overhead.py's
                method) per second while sampled, less the same in the lead before (paired, so
@@ -53,6 +53,7 @@ LEAD = 1.0              # seconds of the target alone before the profiler attach
 TRIM_NS = 200_000_000   # cut at each end of a window
 WARM_NS = 1_000_000_000 # the profiler's start-up, left out of its steady CPU
 POLL = 0.1              # seconds between readings of the profiler's CPU and RSS
+HWM_POLL = 0.01         # seconds between readings of its peak RSS (VmHWM)
 ONE_OFF_KB = 2048       # RSS growth in one reading that marks a one-off load
 SAMPLES_HWSPY = re.compile(r"wrote .*\(([\d,]+) samples")
 SAMPLES_PERF = re.compile(r"\((\d+) samples\)")
@@ -60,8 +61,13 @@ SAMPLES_PERF = re.compile(r"\((\d+) samples\)")
 
 def run_one(args, argv_of, depth, seconds, threads=1, shape='distinct'):
     """One recording of seconds by the command argv_of(pid, seconds, out) on a fresh target:
-    (samples, CPU s, max RSS KB, target's stall ns/s before, the same while sampled, the
-    recording's seconds, steady CPU s/s, intervals left out as one-off loads)."""
+    (samples, CPU s, peak RSS KB, target's stall ns/s before, the same while sampled, the
+    recording's seconds, steady CPU s/s, intervals left out as one-off loads).
+
+    The peak is the profiler's VmHWM, read every HWM_POLL s (what it reaches in its last
+    ~10 ms is missed), not wait4()'s ru_maxrss: Python starts a child by vfork(), and exec
+    carries the high-water mark of the memory it replaces, the parent's (this script's
+    ~14-16 MB), into the child's ru_maxrss."""
     with tempfile.TemporaryDirectory() as tmp:
         target = subprocess.Popen([args.python, os.path.join(HERE, 'deep_target.py'),
                                    str(depth), str(LEAD + seconds + 2), str(threads), shape],
@@ -73,15 +79,22 @@ def run_one(args, argv_of, depth, seconds, threads=1, shape='distinct'):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         readings = []
         progs = (0, 0)
+        peak, next_ns = 0, 0
         while True:
-            cpu, rss = procstat.task_cpu_ns(prof.pid), vm_rss_kb(prof.pid)
-            progs = bpf_prog_stats(prof.pid) or progs
+            now = time.monotonic_ns()
+            if now >= next_ns:
+                next_ns = now + int(POLL * 1e9)
+                cpu, rss = procstat.task_cpu_ns(prof.pid), vm_kb(prof.pid, 'VmRSS')
+                progs = bpf_prog_stats(prof.pid) or progs
+            else:
+                cpu = rss = None
+            peak = max(peak, vm_kb(prof.pid, 'VmHWM') or 0)
             done, status, ru = os.wait4(prof.pid, os.WNOHANG)
             if done:
                 break
             if cpu is not None and rss is not None:
                 readings.append((time.monotonic_ns(), cpu, rss))
-            time.sleep(POLL)
+            time.sleep(HWM_POLL)
         err = prof.stderr.read()
         prof.returncode = os.waitstatus_to_exitcode(status)
         t1 = time.monotonic_ns()
@@ -99,7 +112,7 @@ def run_one(args, argv_of, depth, seconds, threads=1, shape='distinct'):
             return None
         return (inside[-1][2] - inside[0][2]) / ((inside[-1][0] - inside[0][0]) / 1e9)
 
-    return (int(m.group(1).replace(',', '')), ru.ru_utime + ru.ru_stime, ru.ru_maxrss,
+    return (int(m.group(1).replace(',', '')), ru.ru_utime + ru.ru_stime, peak,
             stall(t0 - int(LEAD * 1e9) + TRIM_NS, t0), stall(t0 + TRIM_NS, t1 - TRIM_NS),
             (t1 - t0) / 1e9) + steady_cpu(readings, t0 + WARM_NS, t1 - TRIM_NS) + progs
 
@@ -144,11 +157,12 @@ class BpfStats:
                 f.write(self.was)
 
 
-def vm_rss_kb(pid):
+def vm_kb(pid, field):
+    """/proc/PID/status's field ('VmRSS', 'VmHWM') in KB, or None."""
     try:
         with open('/proc/%d/status' % pid) as f:
             for line in f:
-                if line.startswith('VmRSS:'):
+                if line.startswith(field + ':'):
                     return int(line.split()[1])
     except (OSError, ValueError):
         pass
