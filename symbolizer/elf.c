@@ -13,8 +13,9 @@
  * addresses without libdw; in a module without DWARF it is their whole frame. With DWARF, the
  * subprogram the last lookup found is tried first (an eval loop's leaf addresses fall in one
  * function), before a scan of its CU's DIEs.
- * An address with neither a symbol nor DWARF may be in the nameless .cold part of a stripped
- * module's exported function: cold.c names it "<function>.cold". One that stays nameless gets
+ * An address with neither a symbol nor DWARF may be in a PLT stub, which plt.c names
+ * "<function>@plt", or in the nameless .cold part of a stripped module's exported function:
+ * cold.c names it "<function>.cold". One that stays nameless gets
  * as module_offset the start of its function, from the .eh_frame FDE covering it
  * (module_fde_range()), so that the samples of one stripped function make one frame, not one
  * per instruction.
@@ -283,6 +284,8 @@ int elf_resolve(struct symbolizer *sym, struct sym_module *m, uint64_t a, bool d
 		}
 		if (dwarf)
 			n = dwarf_inlines(sym, dm, a, m, f, SYM_MAX_INLINE, &file, &line, &fn);
+		if (!name && !fn)
+			fn = plt_lookup(sym, m, a - m->bias);
 		if (!name && !fn)
 			fn = cold_lookup(sym, m, dm, a);
 	}

@@ -283,6 +283,7 @@ void module_free(struct sym_module *m)
 	free(m->path);
 	free(m->open_path);
 	free(m->ranges);
+	free(m->plt);
 	cu_index_free(m);
 	free(m);
 }

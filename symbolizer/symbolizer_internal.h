@@ -17,6 +17,7 @@
  *               file, by build-id and by name, each opened as a file the target can plant.
  * cold.c        "<function>.cold" for the nameless .cold part of an exported split function in a
  *               stripped module (cold_lookup).
+ * plt.c         "name@plt" for a PLT stub, by its GOT slot's relocation (plt_lookup).
  * elf.c         an address in a module -> frames through libdw: symtab/dynsym, source line,
  *               inline chain, demangling; function ranges of modules without DWARF (elf_resolve).
  * perfmap.c     /tmp/perf-PID.map: JIT symbols, reloaded when the file changed (perfmap_lookup).
@@ -198,6 +199,9 @@ struct sym_module {
 	size_t n_ranges, cap_ranges;
 	struct sym_cold cold[SYM_MAX_COLD];
 	size_t n_cold;
+	struct sym_range *plt;   /* plt.c: its PLT stubs, by start (file addresses) */
+	size_t n_plt, cap_plt;
+	bool plt_read;           /* plt.c read them (on the first nameless lookup) */
 };
 
 struct maps_line;
@@ -239,6 +243,13 @@ int debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf
  * else NULL. The first call for a module scans for those parts (bounded) and caches them. */
 const char *cold_lookup(struct symbolizer *sym, struct sym_module *m, Dwfl_Module *dm,
 			uint64_t a);
+
+/* ---- PLT stubs (plt.c) ---------------------------------------------------------------------- */
+
+/* "name@plt" when the file address v of module m lies in one of its PLT stubs (.plt less PLT0,
+ * .plt.sec, .plt.got) whose jump goes through a GOT slot a relocation names, else NULL. The
+ * first call for a module reads its section headers and relocations (bounded). */
+const char *plt_lookup(struct symbolizer *sym, struct sym_module *m, uint64_t v);
 
 /* ---- libdw lookups (elf.c) ------------------------------------------------------------------ */
 

@@ -105,10 +105,10 @@ def unnamed(frame):
     return bool(m) and m.group('name').startswith(m.group('module') + '+0x')
 
 
-def plt_ranges(path):
-    """The file offsets [start, end) of an ELF64 file's PLT sections (.plt, .plt.got,
-    .plt.sec): their stubs are no function of its symbol table, so a frame in one has no name
-    (perf synthesizes `late_inner@plt`; hwspy does not)."""
+def plt0_ranges(path):
+    """The file offsets [start, end) of the first entry of an ELF64 file's .plt, PLT0 (the lazy
+    resolver's, which a first call goes through): no function's, so a frame there has no name,
+    as in perf. The other stubs are named by their GOT slot's relocation, `late_inner@plt`."""
     with open(path, 'rb') as f:
         data = f.read()
     if data[:5] != b'\x7fELF\x02':
@@ -120,8 +120,8 @@ def plt_ranges(path):
     ranges = []
     for name, _type, _flags, _addr, off, size in secs:
         end = data.index(b'\0', names_at + name)
-        if data[names_at + name:end].startswith(b'.plt'):
-            ranges.append((off, off + size))
+        if data[names_at + name:end] == b'.plt':
+            ranges.append((off, off + min(size, 16)))
     return ranges
 
 
@@ -553,7 +553,7 @@ def late(opts):
           'the weight (it has about half the CPU)' % pct(lw, profile.total))
     good = unnamed_w = stub_w = shown = 0
     want = ['late_spin [liblate.so]', 'late_outer [liblate.so]', 'late_inner [liblate.so]']
-    plt = plt_ranges(lib)
+    plt = plt0_ranges(lib)
 
     def in_plt(frame):
         off = int(name_of(frame).rsplit('+0x', 1)[1], 16)
@@ -565,8 +565,8 @@ def late(opts):
         if any(not in_plt(f) for f in nameless):
             unnamed_w += c
         elif nameless:
-            stub_w += c         # a sample in a PLT stub (late_outer's call of late_inner)
-            log('late_work stack in a PLT stub of liblate.so: %s' % show(frames))
+            stub_w += c         # a sample in PLT0 (late_outer's first call of late_inner)
+            log('late_work stack in liblate.so\'s PLT0: %s' % show(frames))
         if after[-3:] == want:
             good += c
         elif shown < 3:

@@ -501,6 +501,125 @@ static void test_scopes_remembered(void **state)
 	dlclose(h);
 }
 
+/* Section name's header in the ELF file path. */
+static bool elf_section(const char *path, const char *name, GElf_Shdr *ret)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	size_t strndx;
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e && elf_getshdrstrndx(e, &strndx) == 0) {
+		while (!found && (scn = elf_nextscn(e, scn)) != NULL) {
+			const char *n;
+
+			if (gelf_getshdr(scn, ret) && (n = elf_strptr(e, strndx, ret->sh_name)) &&
+			    !strcmp(n, name))
+				found = true;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return found;
+}
+
+/* The name of the dynamic symbol of .rela.plt's k-th relocation in path, into buf. */
+static bool rela_plt_name(const char *path, size_t k, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	size_t strndx;
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (!found && e && elf_getshdrstrndx(e, &strndx) == 0 &&
+	       (scn = elf_nextscn(e, scn)) != NULL) {
+		GElf_Shdr sh, dsh;
+		GElf_Rela r;
+		GElf_Sym sy;
+		const char *n;
+		Elf_Data *d, *dd;
+
+		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(e, strndx, sh.sh_name)) ||
+		    strcmp(n, ".rela.plt") || !(d = elf_getdata(scn, NULL)) ||
+		    !gelf_getrela(d, (int) k, &r))
+			continue;
+		dd = elf_getdata(elf_getscn(e, sh.sh_link), NULL);
+		gelf_getshdr(elf_getscn(e, sh.sh_link), &dsh);
+		if (dd && gelf_getsym(dd, (int) GELF_R_SYM(r.r_info), &sy) &&
+		    (n = elf_strptr(e, dsh.sh_link, sy.st_name))) {
+			snprintf(buf, size, "%s@plt", n);
+			found = true;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return found;
+}
+
+/* Whether the ELF address a of path lies in a PLT section. */
+static bool in_plt(const char *path, uint64_t a)
+{
+	static const char *const names[] = { ".plt", ".plt.sec", ".plt.got" };
+	GElf_Shdr sh;
+
+	for (size_t i = 0; i < 3; i++)
+		if (elf_section(path, names[i], &sh) && a >= sh.sh_addr && a - sh.sh_addr < sh.sh_size)
+			return true;
+	return false;
+}
+
+/* A PLT stub has no symbol: it is named "name@plt" by the relocation of its GOT slot, as perf
+ * names it. libpython's .plt (lazy binding, 16-byte entries): entry k >= 1 is the stub of
+ * .rela.plt's (k-1)-th function (read here by libelf, apart from plt.c's decoding of each
+ * stub's jump); PLT0, the lazy resolver's, stays nameless; .plt.got's stubs are named too. */
+static void test_plt_stubs(void **state)
+{
+	struct symbolizer *sym = NULL;
+	struct native_frame f[16];
+	GElf_Shdr plt, got;
+	uint64_t bias, count;
+	char want[600];
+	size_t n;
+	void *h;
+
+	(void) state;
+	h = libpython_load(&bias);
+	assert_true(elf_section(LIBPYTHON, ".plt", &plt));
+	assert_true(plt.sh_entsize == 16 && plt.sh_size >= 64);
+	count = plt.sh_size / 16;
+	assert_int_equal(symbolizer_new(getpid(), &sym), 0);
+	for (uint64_t k = 1; k < count; k += count / 7 + 1) {
+		assert_true(rela_plt_name(LIBPYTHON, k - 1, want, sizeof(want)));
+		n = lookup(sym, bias + plt.sh_addr + 16 * k + 3, f, 16);
+		assert_int_equal(n, 1);
+		assert_non_null(f[0].name);
+		assert_string_equal(f[0].name, want);
+		assert_string_equal(f[0].module, "libpython3.11.so.1.0");
+	}
+	n = lookup(sym, bias + plt.sh_addr + 4, f, 16);
+	assert_null(f[n - 1].name);
+	if (elf_section(LIBPYTHON, ".plt.got", &got) && got.sh_size >= 8) {
+		n = lookup(sym, bias + got.sh_addr + 1, f, 16);
+		assert_non_null(f[n - 1].name);
+		assert_true(ends_with(f[n - 1].name, "@plt"));
+		print_message("# .plt.got's first stub: %s\n", f[n - 1].name);
+	}
+	symbolizer_free(sym);
+	dlclose(h);
+}
+
 /* A name lookup (a leaf without --native) names the containing function from the symbol table
  * and loads no DWARF: an address in an inline chain of the eval loop is one frame, without file
  * and line, the module's DWARF still unopened; a full lookup of it after is the inline chain
@@ -702,13 +821,14 @@ static void test_debian_python_dynsym(void **state)
 	n = lookup(sym, hash.value + hash.size, f, 16);
 	assert_true(!f[n - 1].name || strcmp(f[n - 1].name, "PyObject_Hash") != 0);
 
-	/* a static function: in no .dynsym symbol -> module+offset */
+	/* a static function: in no .dynsym symbol -> module+offset (not a PLT stub, which is
+	 * named by its relocation: test_plt_stubs) */
 	elf_syms(DEB_PYTHON, SHT_DYNSYM, gap_cb, &g);
 	qsort(g.syms, g.n, sizeof(*g.syms), cmp_sym);
 	for (size_t i = 0, end = 0; i + 1 < g.n && !gap; i++) {
 		if (g.syms[i].value + g.syms[i].size > end)
 			end = g.syms[i].value + g.syms[i].size;
-		if (g.syms[i + 1].value > end + 256 && end > 0x400000)
+		if (g.syms[i + 1].value > end + 256 && end > 0x400000 && !in_plt(DEB_PYTHON, end + 128))
 			gap = end + 128;
 	}
 	assert_true(gap != 0);
@@ -1044,6 +1164,7 @@ int main(void)
 		cmocka_unit_test(test_libpython),
 		cmocka_unit_test(test_scopes_remembered),
 		cmocka_unit_test(test_name_only),
+		cmocka_unit_test(test_plt_stubs),
 		cmocka_unit_test(test_cu_index),
 		cmocka_unit_test(test_debian_python_dynsym),
 		cmocka_unit_test(test_libz_nameless),
