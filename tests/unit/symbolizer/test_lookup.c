@@ -501,71 +501,89 @@ static void test_scopes_remembered(void **state)
 	dlclose(h);
 }
 
+/* Calls fn with each section of the ELF file path, its header and name, until fn returns
+ * non-zero: that, or 0. */
+static int elf_sections(const char *path,
+			int (*fn)(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
+				  void *arg), void *arg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	Elf_Scn *scn = NULL;
+	size_t strndx;
+	Elf *e;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (r == 0 && e && elf_getshdrstrndx(e, &strndx) == 0 &&
+	       (scn = elf_nextscn(e, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(e, strndx, sh.sh_name)))
+			r = fn(e, scn, &sh, n, arg);
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
+struct section_arg {
+	const char *name;
+	GElf_Shdr sh;
+	size_t k;                       /* rela_plt_name(): the relocation */
+	char *buf;
+	size_t size;
+};
+
+static int section_cb(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, void *arg)
+{
+	struct section_arg *a = arg;
+
+	(void) e, (void) scn;
+	if (strcmp(name, a->name))
+		return 0;
+	a->sh = *sh;
+	return 1;
+}
+
 /* Section name's header in the ELF file path. */
 static bool elf_section(const char *path, const char *name, GElf_Shdr *ret)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *e;
-	Elf_Scn *scn = NULL;
-	size_t strndx;
-	bool found = false;
+	struct section_arg a = { .name = name };
 
-	if (fd < 0)
+	if (elf_sections(path, section_cb, &a) != 1)
 		return false;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (e && elf_getshdrstrndx(e, &strndx) == 0) {
-		while (!found && (scn = elf_nextscn(e, scn)) != NULL) {
-			const char *n;
-
-			if (gelf_getshdr(scn, ret) && (n = elf_strptr(e, strndx, ret->sh_name)) &&
-			    !strcmp(n, name))
-				found = true;
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return found;
+	*ret = a.sh;
+	return true;
 }
 
-/* The name of the dynamic symbol of .rela.plt's k-th relocation in path, into buf. */
+static int rela_cb(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, void *arg)
+{
+	struct section_arg *a = arg;
+	Elf_Scn *syms = elf_getscn(e, sh->sh_link);
+	Elf_Data *d = elf_getdata(scn, NULL), *dd = syms ? elf_getdata(syms, NULL) : NULL;
+	GElf_Shdr dsh;
+	GElf_Rela r;
+	GElf_Sym sy;
+
+	if (strcmp(name, ".rela.plt") || !d || !dd || !gelf_getshdr(syms, &dsh) ||
+	    !gelf_getrela(d, (int) a->k, &r) || !gelf_getsym(dd, (int) GELF_R_SYM(r.r_info), &sy) ||
+	    !(name = elf_strptr(e, dsh.sh_link, sy.st_name)))
+		return 0;
+	snprintf(a->buf, a->size, "%s@plt", name);
+	return 1;
+}
+
+/* The name of the dynamic symbol of .rela.plt's k-th relocation in path, into buf, with
+ * "@plt". */
 static bool rela_plt_name(const char *path, size_t k, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *e;
-	Elf_Scn *scn = NULL;
-	size_t strndx;
-	bool found = false;
+	struct section_arg a = { .k = k, .buf = buf, .size = size };
 
-	if (fd < 0)
-		return false;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	while (!found && e && elf_getshdrstrndx(e, &strndx) == 0 &&
-	       (scn = elf_nextscn(e, scn)) != NULL) {
-		GElf_Shdr sh, dsh;
-		GElf_Rela r;
-		GElf_Sym sy;
-		const char *n;
-		Elf_Data *d, *dd;
-
-		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(e, strndx, sh.sh_name)) ||
-		    strcmp(n, ".rela.plt") || !(d = elf_getdata(scn, NULL)) ||
-		    !gelf_getrela(d, (int) k, &r))
-			continue;
-		dd = elf_getdata(elf_getscn(e, sh.sh_link), NULL);
-		gelf_getshdr(elf_getscn(e, sh.sh_link), &dsh);
-		if (dd && gelf_getsym(dd, (int) GELF_R_SYM(r.r_info), &sy) &&
-		    (n = elf_strptr(e, dsh.sh_link, sy.st_name))) {
-			snprintf(buf, size, "%s@plt", n);
-			found = true;
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return found;
+	return elf_sections(path, rela_cb, &a) == 1;
 }
 
 /* Whether the ELF address a of path lies in a PLT section. */
