@@ -179,11 +179,10 @@ static void memo_note(struct walk *w, size_t d)
  * node d on are the rest. What was emitted after a node was walked depends on that node and
  * those past it alone. Nodes equal byte for byte hold the same frames, caller links,
  * instructions and code identities (or, cap->ident, checks of them: equal checks, equal
- * identities), so they name
- * the same code objects: the names need no check while the code cache neither cleared nor
- * (re)filled an entry since the memo was made (a fill reads the line table, past what a
- * capture holds). A memo is made only of a walk that ended within its capture, every frame
- * kept, so nothing past the shared nodes was read from memory.
+ * identities), so they name the same code objects: the names need no check while the code
+ * cache neither cleared nor (re)filled an entry since the memo was made (a fill reads the line
+ * table, past what a capture holds). A memo is made only of a walk that ended within its
+ * capture, every frame kept, so nothing past the shared nodes was read from memory.
  */
 static bool walk_splice(struct walk *w, size_t d, uint64_t frame, bool walked)
 {

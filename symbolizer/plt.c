@@ -4,10 +4,11 @@
  *
  * A stub jumps through a GOT slot, and the relocation of that slot names the function: a
  * JUMP_SLOT of .rela.plt, or a GLOB_DAT of .rela.dyn for .plt.got's stubs (a function whose
- * address is taken too); those relocations are sorted by slot once. Each entry of .plt, .plt.sec (IBT's) and .plt.got is decoded for its
- * `jmp *slot(%rip)` (ff 25 rel32, maybe after endbr64 and a bnd prefix); an entry without one
- * (IBT's lazy .plt entries: push index, jmp to PLT0) is named by the `push imm32` of its
- * .rela.plt index. .plt's first entry, PLT0 (the lazy resolver's), stays nameless.
+ * address is taken too); those relocations are sorted by slot once. Each entry of .plt,
+ * .plt.sec (IBT's) and .plt.got is decoded for its `jmp *slot(%rip)` (ff 25 rel32, maybe after
+ * endbr64 and a bnd prefix); a .plt entry without one (IBT's lazy entries: push index, jmp to
+ * PLT0) is named by the `push imm32` of its .rela.plt index. .plt's first entry, PLT0 (the lazy
+ * resolver's), stays nameless.
  *
  * The module's file is the target's to plant: every header, offset, count and index is
  * bounded by the image, stubs by PLT_MAX per module. Read once, on the first nameless address.
@@ -119,10 +120,10 @@ static const char *index_name(const struct plt_elf *e, uint64_t index)
 	return dyn_name(e, ELF64_R_SYM(r.r_info));
 }
 
-/* The name of the stub at vaddr, its code (len bytes) in c: through its jmp's slot, else its
- * push's index. */
+/* The name of the stub at vaddr, its code (len bytes) in c: through its jmp's slot, else (lazy:
+ * a .plt entry) its push's index. */
 static const char *stub_name(const struct plt_elf *e, const unsigned char *c, size_t len,
-			     uint64_t vaddr)
+			     uint64_t vaddr, bool lazy)
 {
 	for (size_t k = 0; k + 6 <= len; k++) {
 		int32_t rel;
@@ -133,7 +134,7 @@ static const char *stub_name(const struct plt_elf *e, const unsigned char *c, si
 		/* a jmp through a slot no relocation names (PLT0's): nameless */
 		return slot_name(e, vaddr + k + 6 + (uint64_t) (int64_t) rel);
 	}
-	for (size_t k = 0; k + 5 <= len; k++) {
+	for (size_t k = 0; lazy && k + 5 <= len; k++) {
 		uint32_t index;
 
 		if (c[k] != 0x68)
@@ -159,16 +160,17 @@ static void add_stub(struct symbolizer *sym, struct sym_module *m, uint64_t star
 						  strpool_intern(&sym->pool, buf, n + 4) };
 }
 
-/* The stubs of section s (.plt: its first entry, PLT0, left out). */
+/* The stubs of section s (plt: .plt, its first entry, PLT0, left out). */
 static void scan_section(struct symbolizer *sym, struct sym_module *m, const struct plt_elf *e,
-			 const Elf64_Shdr *s, bool plt0)
+			 const Elf64_Shdr *s, bool plt)
 {
 	uint64_t entry = s->sh_entsize == 8 || s->sh_entsize == 16 ? s->sh_entsize : 16;
 
 	if (s->sh_type == SHT_NOBITS)
 		return;
-	for (uint64_t at = plt0 ? entry : 0; at + entry <= s->sh_size; at += entry) {
-		const char *name = stub_name(e, e->img + s->sh_offset + at, entry, s->sh_addr + at);
+	for (uint64_t at = plt ? entry : 0; at + entry <= s->sh_size; at += entry) {
+		const char *name = stub_name(e, e->img + s->sh_offset + at, entry, s->sh_addr + at,
+					     plt);
 
 		if (name)
 			add_stub(sym, m, s->sh_addr + at, entry, name);
