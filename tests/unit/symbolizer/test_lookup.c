@@ -38,40 +38,72 @@ struct elfsym {
 	uint64_t value, size;
 };
 
-/* All FUNC symbols of one table (SHT_SYMTAB or SHT_DYNSYM) of a file; calls fn for each. */
-static int elf_syms(const char *path, unsigned int table,
-		    int (*fn)(const char *name, const GElf_Sym *s, void *arg), void *arg)
+/* Calls fn with each section of the ELF file path, its header and name, until fn returns
+ * non-zero: that, or 0. */
+static int elf_sections(const char *path,
+			int (*fn)(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
+				  void *arg), void *arg)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-	Elf *e;
 	Elf_Scn *scn = NULL;
+	size_t strndx;
+	Elf *e;
 
 	if (fd < 0)
-		return -errno;
+		return 0;
 	elf_version(EV_CURRENT);
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	while (e && (scn = elf_nextscn(e, scn)) && r == 0) {
+	while (r == 0 && e && elf_getshdrstrndx(e, &strndx) == 0 &&
+	       (scn = elf_nextscn(e, scn)) != NULL) {
 		GElf_Shdr sh;
-		Elf_Data *d;
+		const char *n;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != table || !(d = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize && r == 0; i++) {
-			GElf_Sym s;
-			const char *name;
-
-			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-			    s.st_value == 0)
-				continue;
-			name = elf_strptr(e, sh.sh_link, s.st_name);
-			if (name)
-				r = fn(name, &s, arg);
-		}
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(e, strndx, sh.sh_name)))
+			r = fn(e, scn, &sh, n, arg);
 	}
 	if (e)
 		elf_end(e);
 	close(fd);
 	return r;
+}
+
+struct syms_arg {
+	unsigned int table;
+	int (*fn)(const char *name, const GElf_Sym *s, void *arg);
+	void *arg;
+};
+
+static int syms_cb(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name, void *arg)
+{
+	struct syms_arg *a = arg;
+	Elf_Data *d;
+	int r = 0;
+
+	(void) name;
+	if (sh->sh_type != a->table || !(d = elf_getdata(scn, NULL)))
+		return 0;
+	for (size_t i = 0; sh->sh_entsize && i < sh->sh_size / sh->sh_entsize && r == 0; i++) {
+		GElf_Sym s;
+		const char *sname;
+
+		if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+		    s.st_value == 0)
+			continue;
+		sname = elf_strptr(e, sh->sh_link, s.st_name);
+		if (sname)
+			r = a->fn(sname, &s, a->arg);
+	}
+	return r;
+}
+
+/* All FUNC symbols of one table (SHT_SYMTAB or SHT_DYNSYM) of a file; calls fn for each, until
+ * it returns non-zero: that, or 0. */
+static int elf_syms(const char *path, unsigned int table,
+		    int (*fn)(const char *name, const GElf_Sym *s, void *arg), void *arg)
+{
+	struct syms_arg a = { table, fn, arg };
+
+	return elf_sections(path, syms_cb, &a);
 }
 
 struct find_arg {
@@ -499,35 +531,6 @@ static void test_scopes_remembered(void **state)
 	print_message("# %zu of the addresses in inline frames\n", inlined);
 	assert_true(inlined > 0);
 	dlclose(h);
-}
-
-/* Calls fn with each section of the ELF file path, its header and name, until fn returns
- * non-zero: that, or 0. */
-static int elf_sections(const char *path,
-			int (*fn)(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
-				  void *arg), void *arg)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-	Elf_Scn *scn = NULL;
-	size_t strndx;
-	Elf *e;
-
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	while (r == 0 && e && elf_getshdrstrndx(e, &strndx) == 0 &&
-	       (scn = elf_nextscn(e, scn)) != NULL) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(e, strndx, sh.sh_name)))
-			r = fn(e, scn, &sh, n, arg);
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return r;
 }
 
 struct section_arg {
