@@ -171,12 +171,13 @@ static void memo_note(struct walk *w, size_t d)
  * memo at its outermost end, appends the frames the memo emitted from its own copy of node d
  * on, as the memo named them, and ends the walk (true).
  *
- * walked: called as the walk leaves node d, noting how many frames were emitted by then. A
- * 3.12+ frame waits for the next node (a shim marks it an entry), so the frame of node d itself
- * is among the memo's, and the frame pending from node d - 1 was emitted by the walk of node
- * d. Else (3.8-3.11, whose walks emit a node's frame as they read it) called before node d is
- * read: the frames emitted are those of the nodes before it, and the memo's from its copy of
- * node d on are the rest. What was emitted after a node was walked depends on that node and
+ * It first notes how many frames were emitted once the last node walked was. walked: called
+ * as the walk leaves node d (the last walked). A 3.12+ frame waits for the next node (a shim
+ * marks it an entry), so the frame of node d itself is among the memo's, and the frame pending
+ * from node d - 1 was emitted by the walk of node d. Else (3.8-3.11, whose walks emit a node's
+ * frame as they read it) called before node d is read (node d - 1 the last walked): the frames
+ * emitted are those of the nodes before it, and the memo's from its copy of node d on are the
+ * rest. What was emitted after a node was walked depends on that node and
  * those past it alone. Nodes equal byte for byte hold the same frames, caller links,
  * instructions and code identities (or, cap->ident, checks of them: equal checks, equal
  * identities), so they name the same code objects: the names need no check while the code
@@ -192,6 +193,8 @@ static bool walk_splice(struct walk *w, size_t d, uint64_t frame, bool walked)
 
 	if (walked)
 		memo_note(w, d);
+	else if (d > 0)
+		memo_note(w, d - 1);
 	if (!old || d != w->splice_from ||
 	    pf_u64(w->cap->nodes + d * w->cap->stride, 0) != frame)
 		return false;
@@ -373,8 +376,6 @@ static int walk_frame_objects(struct walk *w, uint64_t frame)
 		int32_t lasti;
 
 		/* node depth - 1's frame is emitted: the memo's from node depth on */
-		if (depth > 0)
-			memo_note(w, depth - 1);
 		if (walk_splice(w, depth, frame, false))
 			return 0;
 		if (walk_stop(w, frame, depth))
@@ -427,8 +428,6 @@ static int walk_interp_frames(struct walk *w, uint64_t frame)
 
 		/* 3.12+: the frame pending, node depth - 1's, is among those the memo emitted after
 		 * it; 3.11 emits as it reads: the memo's from node depth on */
-		if (!pending_emits && depth > 0)
-			memo_note(w, depth - 1);
 		if (pending_emits ? depth > 0 && walk_splice(w, depth - 1, last, true) :
 		    walk_splice(w, depth, frame, false))
 			return 0;
